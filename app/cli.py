@@ -1,0 +1,52 @@
+"""`mnemo`: with no command, the desktop app; with a command, the CLI that mirrors the library."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from app import __version__
+from app.commands import COMMAND_MODULES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mnemo", description="Mnemo: a local-first assistant that remembers.")
+    parser.add_argument("--version", action="version", version=f"mnemo {__version__}")
+    parser.add_argument("--data-dir", help="folder for the memory database (default: the user data dir; env MNEMO_DATA_DIR)")
+    parser.add_argument("--config-dir", help="folder for settings.json (default: the user config dir; env MNEMO_CONFIG_DIR)")
+    parser.add_argument("--self-test", action="store_true", help="open the window, embed, generate 5 tokens, exit 0 if all worked")
+    parser.add_argument("--timings", action="store_true", help="with --self-test: print time to first paint and load times")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # command not built yet
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None, gui=None) -> int:
+    """Run a CLI command; with none, call `gui(ctx, args)` (the `ui` package passes it in,
+    so `app` never imports `ui`), or print help when there is no GUI."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from app.context import AppContext
+
+    ctx = AppContext.create(args.config_dir, args.data_dir)
+    if args.command:
+        try:
+            return int(args.func(args, ctx) or 0)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
+    if gui is None:
+        parser.print_help()
+        return 2
+    return int(gui(ctx, args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

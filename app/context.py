@@ -1,0 +1,67 @@
+"""`AppContext`: paths + settings + lazily built models and stores, shared by the CLI and the GUI."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.backends import build_chat_model, build_embedder
+from app.settings import Paths, Settings, load_settings, save_settings
+
+
+@dataclass
+class AppContext:
+    paths: Paths
+    settings: Settings
+    _embedder: Any = field(default=None, repr=False)
+    _chat_model: Any = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def create(cls, config_dir=None, data_dir=None) -> "AppContext":
+        paths = Paths.resolve(config_dir, data_dir)
+        return cls(paths=paths, settings=load_settings(paths))
+
+    def save(self) -> None:
+        save_settings(self.paths, self.settings)
+
+    def embedder(self):
+        """The configured embedder, loaded on first use (thread-safe)."""
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = build_embedder(self.settings.embedding)
+            return self._embedder
+
+    def chat_model(self):
+        """The configured chat model, loaded on first use. Drive it from one thread only."""
+        with self._lock:
+            if self._chat_model is None:
+                self._chat_model = build_chat_model(self.settings.chat)
+            return self._chat_model
+
+    def reset_chat_model(self) -> None:
+        with self._lock:
+            if self._chat_model is not None:
+                self._chat_model.close()
+            self._chat_model = None
+
+    def memory_params(self):
+        from memory_core import MemoryParams
+
+        known = {k: v for k, v in self.settings.memory.items() if k in MemoryParams.__dataclass_fields__}
+        return MemoryParams(**known)
+
+    def open_store(self, *, llm=None):
+        """Open the profile's memory store on a new connection (one per thread)."""
+        from memory_core import MemoryStore
+
+        emb = self.embedder()
+        self.paths.data_dir.mkdir(parents=True, exist_ok=True)
+        return MemoryStore.open(
+            self.paths.db_file,
+            emb.embed,
+            embed_model_id=emb.model_id,
+            dim=emb.dim,
+            params=self.memory_params(),
+            llm=llm,
+        )

@@ -1,0 +1,130 @@
+"""User settings as dataclasses, stored as JSON in the user config dir; data paths.
+
+Folders come from platformdirs and can be overridden for tests and portable use:
+`--config-dir`/`--data-dir` on the command line, or MNEMO_CONFIG_DIR/MNEMO_DATA_DIR.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+APP_NAME = "Mnemo"
+SETTINGS_FILE = "settings.json"
+DB_FILE = "mnemo.sqlite3"
+
+
+@dataclass
+class ChatModelSettings:
+    backend: str = "llama"  # "llama" (a GGUF run in-process) or "openai" (an OpenAI-compatible server)
+    gguf_path: str = ""  # empty: the bundled SmolLM2-135M
+    server_url: str = "http://127.0.0.1:8080/v1"
+    server_model: str = ""
+    api_key: str = ""
+    n_ctx: int = 4096
+    n_threads: int = 0  # 0: all cores
+    n_gpu_layers: int = 0
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_tokens: int = 512
+    reply_reserve: int = 512  # tokens kept free for the reply when composing a prompt
+
+
+@dataclass
+class EmbeddingSettings:
+    onnx_path: str = ""  # empty: the bundled all-MiniLM-L6-v2 int8
+    tokenizer_path: str = ""
+
+
+@dataclass
+class UISettings:
+    enter_sends: bool = True
+    theme: str = "system"  # "system", "light" or "dark"
+
+
+@dataclass
+class Settings:
+    chat: ChatModelSettings = field(default_factory=ChatModelSettings)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    ui: UISettings = field(default_factory=UISettings)
+    # Overrides of memory_core.MemoryParams, by field name (only what the user changed).
+    memory: dict[str, Any] = field(default_factory=dict)
+    memory_paused: bool = False
+
+
+def _from_dict(cls, data: Any):
+    """Build dataclass `cls` from a dict, ignoring unknown keys and keeping defaults for missing ones."""
+    if not isinstance(data, dict):
+        return cls()
+    kwargs = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        default = getattr(cls(), f.name)
+        if is_dataclass(default):
+            value = _from_dict(type(default), value)
+        elif isinstance(default, bool):
+            value = bool(value)
+        elif isinstance(default, (int, float)) and not isinstance(value, (int, float)):
+            continue
+        elif isinstance(default, float):
+            value = float(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+@dataclass
+class Paths:
+    config_dir: Path
+    data_dir: Path
+
+    @property
+    def settings_file(self) -> Path:
+        return self.config_dir / SETTINGS_FILE
+
+    @property
+    def db_file(self) -> Path:
+        return self.data_dir / DB_FILE
+
+    @classmethod
+    def resolve(cls, config_dir: str | Path | None = None, data_dir: str | Path | None = None) -> "Paths":
+        config = config_dir or os.environ.get("MNEMO_CONFIG_DIR") or platformdirs.user_config_dir(APP_NAME, False)
+        data = data_dir or os.environ.get("MNEMO_DATA_DIR") or platformdirs.user_data_dir(APP_NAME, False)
+        return cls(Path(config).expanduser(), Path(data).expanduser())
+
+
+def load_settings(paths: Paths) -> Settings:
+    """Read settings; a missing or unreadable file gives defaults (a broken file is kept aside)."""
+    path = paths.settings_file
+    if not path.exists():
+        return Settings()
+    try:
+        return _from_dict(Settings, json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        try:
+            path.replace(path.with_suffix(".json.broken"))
+        except OSError:
+            pass
+        return Settings()
+
+
+def save_settings(paths: Paths, settings: Settings) -> None:
+    """Write settings atomically (temp file + rename), so a crash never leaves half a file."""
+    paths.config_dir.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(asdict(settings), indent=2, sort_keys=True)
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=paths.config_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, paths.settings_file)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,114 @@
+"""ONNX sentence embedder: tokenizer.json (tokenizers) + an ONNX encoder, mean pooling, L2 norm."""
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from models.errors import ModelFileError
+from models.resolve import check_onnx, check_tokenizer_json, default_embedder_files
+
+
+class OnnxEmbedder:
+    """Embeds sentences into unit-norm float32 vectors.
+
+    onnxruntime's `InferenceSession.run` is thread-safe, but a `tokenizers.Tokenizer`
+    with truncation/padding set is mutable state, so tokenisation is guarded by a lock.
+    Batches are sorted by length and padded per chunk, so a batch gives the same
+    vectors as single calls (padding is masked out of the mean).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        tokenizer_path: str | Path | None = None,
+        *,
+        max_length: int = 256,
+        batch_size: int = 32,
+        threads: int = 0,
+    ):
+        if model_path is None or tokenizer_path is None:
+            files = default_embedder_files()
+            model_path = model_path or files.model
+            tokenizer_path = tokenizer_path or files.tokenizer
+        self.model_path = check_onnx(model_path)
+        self.tokenizer_path = check_tokenizer_json(tokenizer_path)
+        self.max_length = max_length
+        self.batch_size = batch_size
+
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        try:
+            self._tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+        except Exception as exc:  # tokenizers raises plain Exception subclasses
+            raise ModelFileError(self.tokenizer_path, f"cannot load tokenizer: {exc}") from exc
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=max_length)
+        self._tok_lock = threading.Lock()
+
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(
+                str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise ModelFileError(self.model_path, f"ONNX Runtime cannot load this model: {exc}") from exc
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        missing = {"input_ids", "attention_mask"} - self._input_names
+        if missing:
+            raise ModelFileError(
+                self.model_path, f"not a sentence-embedding model: inputs {sorted(missing)} are missing"
+            )
+        self.dim = int(self._embed_batch(["dimension probe"]).shape[1])
+        digest = hashlib.sha1(self.model_path.read_bytes()[:1 << 20]).hexdigest()[:10]
+        self.model_id = f"{self.model_path.stem}-{self.model_path.parent.name}-{digest}-{self.dim}d"
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts`; returns an array of shape (len(texts), dim), rows of unit norm."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings; use embed_one() for one")
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), 0), dtype=np.float32)
+        parts: list[np.ndarray] = []
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            parts.append(self._embed_batch([texts[i] for i in idx]))
+        stacked = np.concatenate(parts, axis=0)
+        out = np.empty_like(stacked)
+        out[np.array(order)] = stacked
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        with self._tok_lock:
+            encodings = self._tokenizer.encode_batch(texts)
+        width = max(1, max(len(e.ids) for e in encodings))
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            ids[row, :n] = enc.ids
+            mask[row, :n] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]  # (batch, seq, dim)
+        m = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)

@@ -1,0 +1,77 @@
+"""The `mnemo` entry point: --version, doctor, --self-test (offscreen), settings round trip."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from app import __version__
+from app.settings import Paths, Settings, load_settings, save_settings
+
+
+def _run(args, env_dirs, timeout=180):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen",
+               MNEMO_DATA_DIR=str(env_dirs["data"]), MNEMO_CONFIG_DIR=str(env_dirs["config"]))
+    return subprocess.run([sys.executable, "-m", "ui.launcher", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_version(mnemo_dirs):
+    out = _run(["--version"], mnemo_dirs)
+    assert out.returncode == 0
+    assert __version__ in out.stdout
+
+
+def test_self_test_offscreen(mnemo_dirs):
+    out = _run(["--self-test", "--timings"], mnemo_dirs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "self-test: OK" in out.stdout
+    assert "first paint:" in out.stdout
+
+
+def test_doctor_json(mnemo_dirs):
+    out = _run(["doctor", "--json"], mnemo_dirs)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["embedding dim"] == 384
+    assert report["generated tokens"] >= 1
+    assert report["data dir"] == str(mnemo_dirs["data"])
+    for key in ("python", "sqlite (apsw)", "sqlite-vec", "onnxruntime", "llama-cpp-python"):
+        assert report[key] and report[key] != "not installed"
+
+
+def test_data_dir_flag_overrides_env(mnemo_dirs, tmp_path):
+    portable = tmp_path / "portable"
+    out = _run(["--data-dir", str(portable), "doctor", "--json", "--no-models"], mnemo_dirs)
+    assert json.loads(out.stdout)["data dir"] == str(portable)
+
+
+def test_settings_round_trip(tmp_path):
+    paths = Paths(tmp_path / "c", tmp_path / "d")
+    settings = Settings()
+    settings.chat.temperature = 0.2
+    settings.chat.backend = "openai"
+    settings.memory["stm_capacity"] = 4
+    save_settings(paths, settings)
+    loaded = load_settings(paths)
+    assert loaded == settings
+
+
+def test_broken_settings_file_gives_defaults(tmp_path):
+    paths = Paths(tmp_path / "c", tmp_path / "d")
+    paths.config_dir.mkdir(parents=True)
+    paths.settings_file.write_text("{ not json")
+    assert load_settings(paths) == Settings()
+    assert paths.settings_file.with_suffix(".json.broken").exists()
+
+
+def test_bad_model_path_in_settings_gives_clear_error(mnemo_dirs):
+    paths = Paths(mnemo_dirs["config"], mnemo_dirs["data"])
+    settings = Settings()
+    settings.chat.gguf_path = str(mnemo_dirs["data"] / "nowhere.gguf")
+    save_settings(paths, settings)
+    out = _run(["doctor", "--json"], mnemo_dirs)
+    assert out.returncode == 1
+    report = json.loads(out.stdout)
+    assert "nowhere.gguf" in report["chat model error"]

@@ -1,0 +1,47 @@
+"""Fixtures shared by every test: the real embedder, the real bundled GGUF, temp data dirs."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+LOCOMO_DEV = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real bundled ONNX embedder (all-MiniLM-L6-v2 int8), loaded once per test run."""
+    from models.embedder import OnnxEmbedder
+
+    return OnnxEmbedder()
+
+
+@pytest.fixture(scope="session")
+def chat_model():
+    """The real bundled SmolLM2-135M GGUF through llama.cpp, loaded once per test run."""
+    from models.llama_cpp_backend import LlamaCppChatModel
+
+    model = LlamaCppChatModel(n_ctx=2048, max_tokens=64, seed=1234)
+    yield model
+    model.close()
+
+
+@pytest.fixture
+def mnemo_dirs(tmp_path, monkeypatch):
+    """Point Mnemo's config and data folders at a temp dir (what tests and portable use do)."""
+    data = tmp_path / "data"
+    config = tmp_path / "config"
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(data))
+    monkeypatch.setenv("MNEMO_CONFIG_DIR", str(config))
+    return {"data": data, "config": config}
+
+
+@pytest.fixture(scope="session")
+def locomo_path() -> Path:
+    if not LOCOMO_DEV.is_file():
+        pytest.skip(f"LoCoMo dev split not found at {LOCOMO_DEV} (it lives in ../shared, never in the repo)")
+    return LOCOMO_DEV

@@ -1,0 +1,76 @@
+"""The real bundled ONNX embedder: shape, norms, semantics, batching, threads, bad files."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from models.embedder import OnnxEmbedder
+from models.errors import ModelFileError
+
+
+def test_unit_norm_384d(embedder):
+    vecs = embedder.embed(["hello world", "a second, longer sentence about memory and time"])
+    assert vecs.shape == (2, 384)
+    assert vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert embedder.dim == 384
+    assert embedder.model_id
+
+
+def test_semantic_similarity(embedder):
+    puppy, dog, stocks = embedder.embed(["I adopted a puppy", "I got a new dog", "The stock market fell today"])
+    assert puppy @ dog > puppy @ stocks + 0.2
+
+
+def test_batch_equals_single_calls(embedder):
+    texts = [f"sentence number {i} " + "word " * (i % 17) for i in range(64)]
+    batch = embedder.embed(texts)
+    singles = np.stack([embedder.embed([t])[0] for t in texts])
+    assert np.max(np.abs(batch - singles)) < 1e-4
+
+
+def test_truncates_long_input(embedder):
+    vec = embedder.embed(["word " * 5000])
+    assert vec.shape == (1, 384)
+    assert np.isfinite(vec).all()
+
+
+def test_empty_batch(embedder):
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_thread_safe(embedder):
+    texts = [f"thread text {i}" for i in range(40)]
+    expected = embedder.embed(texts)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda t: embedder.embed([t])[0], texts))
+    assert np.max(np.abs(np.stack(results) - expected)) < 1e-4
+
+
+def test_missing_model_names_file(tmp_path):
+    missing = tmp_path / "nope.onnx"
+    with pytest.raises(ModelFileError) as info:
+        OnnxEmbedder(missing, tmp_path / "tokenizer.json")
+    assert str(missing) in str(info.value)
+
+
+def test_corrupt_model_names_file(tmp_path):
+    from models.resolve import default_embedder_files
+
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07" + b"garbage" * 100)
+    with pytest.raises(ModelFileError) as info:
+        OnnxEmbedder(bad, default_embedder_files().tokenizer)
+    assert str(bad) in str(info.value)
+
+
+def test_not_onnx_names_file(tmp_path):
+    from models.resolve import default_embedder_files
+
+    bad = tmp_path / "model.onnx"
+    bad.write_text("this is text, not a model")
+    with pytest.raises(ModelFileError, match="not an ONNX model") as info:
+        OnnxEmbedder(bad, default_embedder_files().tokenizer)
+    assert str(bad) in str(info.value)
