@@ -1,16 +1,778 @@
-"""The main window (minimal for now: the chat window comes with the chat agent)."""
+"""The main window: conversation sidebar, chat view, composer, menus, status bar.
+
+Everything slow happens in `ui.bridge.Backend` workers; this module only draws and routes.
+Construction is cheap on purpose (no model, no database), so the window paints at once;
+`start_background_loading()` then opens the store and loads the models off the UI thread.
+"""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QMainWindow
+import importlib
+import logging
+
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import (
+    QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox, QProgressBar, QPushButton, QSplitter,
+    QToolButton, QVBoxLayout, QWidget,
+)
+
+from ui.pyside_fix import ensure_refcount_fix
+
+ensure_refcount_fix()  # before any widget work: PySide6 6.12 + Python 3.11 would otherwise abort in minutes
+
+from ui import theme  # noqa: E402
+from ui.bridge import EDIT, REGENERATE, SEND, Backend, Turn  # noqa: E402
+from ui.chat_view import ChatView, MessageWidget  # noqa: E402
+from ui.composer import Composer  # noqa: E402
+from ui.conversation_list import ConversationList  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+FLUSH_MS = 40  # streamed tokens are drawn in batches this often (30–50 ms keeps it smooth and cheap)
+LIST_LIMIT = 300
+# Memory events that mean long-term memory changed (mid-term paging, persona and knowledge).
+MEMORY_UPDATE_KINDS = {
+    "page_moved", "segment_created", "segment_archived", "promoted",
+    "knowledge_added", "knowledge_updated", "knowledge_confirmed",
+    "trait_added", "trait_updated", "trait_confirmed", "trait_archived",
+}
+INCOGNITO_TEXT = "Incognito — this chat is not remembered, and memory is not used for it."
+
+
+def _header_button(icon_name: str, text: str, name: str, tip: str, parent: QWidget, *,
+                   checkable: bool = False) -> QToolButton:
+    b = QToolButton(parent)
+    b.setIcon(theme.icon(icon_name))
+    b.setIconSize(QSize(18, 18))
+    b.setProperty("iconName", icon_name)
+    if text:
+        b.setText(text)
+        b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+    b.setAccessibleName(name)
+    b.setToolTip(tip)
+    b.setCheckable(checkable)
+    b.setAutoRaise(True)
+    return b
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, ctx):
+    def __init__(self, ctx, *, backend: Backend | None = None):
         super().__init__()
         self.ctx = ctx
         self.setWindowTitle("Mnemo")
-        self.resize(1100, 720)
-        self.setCentralWidget(QLabel("Mnemo"))
+        self.setWindowIcon(theme.app_icon())
+        self.themes = theme.ThemeManager(ctx.settings.ui.theme, self)
+        self.themes.changed.connect(self._restyle)
+        self.themes.apply()
 
+        self.backend = backend or Backend(ctx, self)
+        self.current_id: int | None = None
+        self.current_title = "New chat"
+        self.current_incognito = False
+        self.editing_id: int | None = None
+        self._turn_widget: MessageWidget | None = None
+        self._turn_user_widget: MessageWidget | None = None
+        self._pending_delete: int | None = None
+        self._load_seq = 0
+        self._model_dialog_shown = False
+        self.last_tokens_per_s: float | None = None
+        self.inspector = None
+        self._closing = False
+
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setInterval(FLUSH_MS)
+        self._flush_timer.timeout.connect(self._flush)
+
+        self._build()
+        self._build_actions()
+        self._build_status()
+        self._connect_backend()
+        self._restore_geometry()
+        self._update_header()
+
+    # ------------------------------------------------------------------ building
+    def _build(self) -> None:
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.setChildrenCollapsible(False)
+        self.sidebar = ConversationList(self.splitter)
+        self.sidebar.selected.connect(self.open_conversation)
+        self.sidebar.newRequested.connect(self.new_chat)
+        self.sidebar.renameRequested.connect(self.rename_conversation)
+        self.sidebar.deleteRequested.connect(self.delete_conversation)
+        self.sidebar.searchChanged.connect(self.search)
+
+        pane = QWidget(self.splitter)
+        lay = QVBoxLayout(pane)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+
+        header = QFrame(pane)
+        header.setObjectName("chatHeader")
+        h = QHBoxLayout(header)
+        h.setContentsMargins(14, 6, 8, 6)
+        self.title_label = QLabel("New chat", header)
+        self.title_label.setObjectName("chatTitle")
+        self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        h.addWidget(self.title_label, 1)
+        self.incognito_button = _header_button(
+            "incognito", "Incognito", "Incognito", "Incognito: this chat is neither remembered nor uses memory "
+            "(Ctrl+Shift+I)", header, checkable=True)
+        self.incognito_button.toggled.connect(self.set_incognito)
+        h.addWidget(self.incognito_button)
+        self.memory_button = _header_button("memory", "", "Memory inspector",
+                                            "What Mnemo remembers (Ctrl+M)", header)
+        self.memory_button.clicked.connect(self.show_inspector)
+        h.addWidget(self.memory_button)
+        self.settings_button = _header_button("settings", "", "Settings", "Settings (Ctrl+,)", header)
+        self.settings_button.clicked.connect(self.open_settings)
+        h.addWidget(self.settings_button)
+        self.help_button = _header_button("help", "", "Keyboard shortcuts", "Keyboard shortcuts (F1)", header)
+        self.help_button.clicked.connect(self.show_shortcuts)
+        h.addWidget(self.help_button)
+        lay.addWidget(header)
+
+        self.incognito_banner = QLabel(INCOGNITO_TEXT, pane)
+        self.incognito_banner.setObjectName("incognitoBanner")
+        self.incognito_banner.setWordWrap(True)
+        self.incognito_banner.hide()
+        lay.addWidget(self.incognito_banner)
+
+        self.chat_view = ChatView(pane)
+        self.chat_view.regenerateRequested.connect(self.regenerate)
+        self.chat_view.editRequested.connect(self.begin_edit)
+        self.chat_view.copied.connect(lambda _t: self.statusBar().showMessage("Copied to the clipboard", 2000))
+        lay.addWidget(self.chat_view, 1)
+
+        self.edit_banner = QWidget(pane)
+        self.edit_banner.setObjectName("editBanner")
+        eb = QHBoxLayout(self.edit_banner)
+        eb.setContentsMargins(16, 3, 16, 3)
+        self.edit_label = QLabel("Editing your message — sending replaces the reply after it (the old one is kept "
+                                 "as a branch).", self.edit_banner)
+        self.edit_label.setObjectName("editBanner")
+        self.edit_label.setWordWrap(True)
+        eb.addWidget(self.edit_label, 1)
+        cancel = QPushButton("Cancel (Esc)", self.edit_banner)
+        cancel.clicked.connect(self.cancel_edit)
+        eb.addWidget(cancel)
+        self.edit_banner.hide()
+        lay.addWidget(self.edit_banner)
+
+        self.composer = Composer(pane)
+        self.composer.set_enter_sends(self.ctx.settings.ui.enter_sends)
+        self.composer.sendRequested.connect(self.send)
+        self.composer.stopRequested.connect(self.stop)
+        lay.addWidget(self.composer)
+
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.addWidget(pane)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([250, 850])
+        self.setCentralWidget(self.splitter)
+        self.resize(1100, 720)
+        self.setMinimumSize(640, 420)
+
+    def _action(self, text: str, slot, shortcut=None, *, icon: str | None = None, checkable: bool = False,
+                menu=None) -> QAction:
+        act = QAction(text, self)
+        if icon:
+            act.setIcon(theme.icon(icon))
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+        act.setCheckable(checkable)
+        act.triggered.connect(slot)
+        self.addAction(act)  # shortcuts work even with the menu bar hidden
+        if menu is not None:
+            menu.addAction(act)
+        return act
+
+    def _build_actions(self) -> None:
+        mb = self.menuBar()
+        chat = mb.addMenu("&Chat")
+        self.new_action = self._action("&New chat", self.new_chat, "Ctrl+N", icon="plus", menu=chat)
+        self.search_action = self._action("&Search chats", self.sidebar.focus_search, "Ctrl+K", icon="search",
+                                          menu=chat)
+        self.focus_action = self._action("Go to the message box", self.composer.focus, "Ctrl+L", menu=chat)
+        chat.addSeparator()
+        self.stop_action = self._action("S&top reply", self.escape, "Esc", icon="stop", menu=chat)
+        self.regenerate_action = self._action("&Regenerate last reply", self.regenerate_last, "Ctrl+R",
+                                              icon="regenerate", menu=chat)
+        self.edit_last_action = self._action("&Edit last message", self.edit_last, "Ctrl+E", icon="edit", menu=chat)
+        self.copy_action = self._action("&Copy last reply", self.copy_last, "Ctrl+Shift+C", icon="copy", menu=chat)
+        chat.addSeparator()
+        self.incognito_action = self._action("&Incognito", lambda on: self.incognito_button.setChecked(on),
+                                             "Ctrl+Shift+I", icon="incognito", checkable=True, menu=chat)
+        self.rename_action = self._action("Rena&me chat…", lambda: self.rename_conversation(self.current_id),
+                                          "F2", icon="edit", menu=chat)
+        self.delete_action = self._action("&Delete chat…", lambda: self.delete_conversation(self.current_id),
+                                          None, icon="trash", menu=chat)
+        chat.addSeparator()
+        self.settings_action = self._action("Se&ttings…", self.open_settings, "Ctrl+,", icon="settings", menu=chat)
+        self.quit_action = self._action("&Quit", self.close, "Ctrl+Q", menu=chat)
+
+        memory = mb.addMenu("&Memory")
+        self.inspector_action = self._action("Memory &inspector", self.show_inspector, "Ctrl+M", icon="memory",
+                                             menu=memory)
+        self.pause_action = self._action("&Pause memory (remember nothing new)", self.set_memory_paused,
+                                         checkable=True, menu=memory)
+        self.pause_action.setChecked(self.ctx.settings.memory_paused)
+
+        view = mb.addMenu("&View")
+        themes = view.addMenu("&Theme")
+        group = QActionGroup(self)
+        self.theme_actions = {}
+        for key, label in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+            act = QAction(label, self, checkable=True)
+            act.setChecked(self.ctx.settings.ui.theme == key)
+            act.triggered.connect(lambda _c=False, k=key: self.set_theme(k))
+            group.addAction(act)
+            themes.addAction(act)
+            self.theme_actions[key] = act
+
+        ext = mb.findChild(QToolButton, "qt_menubar_ext_button")
+        if ext is not None:
+            ext.setAccessibleName("More menus")
+        helpm = mb.addMenu("&Help")
+        self.help_action = self._action("&Keyboard shortcuts", self.show_shortcuts, "F1", icon="help", menu=helpm)
+        self._action("&About Mnemo", self.show_about, menu=helpm)
+
+    def _build_status(self) -> None:
+        sb = self.statusBar()
+        self.model_label = QLabel("Model: —", self)
+        self.model_label.setAccessibleName("Model")
+        self.load_progress = QProgressBar(self)
+        self.load_progress.setRange(0, 0)
+        self.load_progress.setFixedWidth(90)
+        self.load_progress.setAccessibleName("Loading the model")
+        self.load_progress.hide()
+        self.speed_label = QLabel("", self)
+        self.speed_label.setAccessibleName("Speed of the last reply")
+        self.jobs_label = QLabel("", self)
+        self.jobs_label.setAccessibleName("Memory jobs pending")
+        self.memory_notice = QPushButton("Memory updated", self)
+        self.memory_notice.setObjectName("memoryNotice")
+        self.memory_notice.setToolTip("Long-term memory changed — open the memory inspector")
+        self.memory_notice.setAccessibleName("Memory updated: open the memory inspector")
+        self.memory_notice.clicked.connect(self._notice_clicked)
+        self.memory_notice.hide()
+        sb.addPermanentWidget(self.memory_notice)
+        sb.addPermanentWidget(self.load_progress)
+        sb.addPermanentWidget(self.model_label)
+        sb.addPermanentWidget(self.speed_label)
+        sb.addPermanentWidget(self.jobs_label)
+        self._set_jobs(0)
+
+    def _connect_backend(self) -> None:
+        b = self.backend
+        b.storeReady.connect(self._store_ready)
+        b.storeFailed.connect(self._store_failed)
+        b.modelLoading.connect(self._model_loading)
+        b.modelLoaded.connect(self._model_loaded)
+        b.modelFailed.connect(self._model_failed)
+        b.jobsChanged.connect(self._set_jobs)
+        b.memoryEvent.connect(self._memory_event)
+        b.conversationCreated.connect(self._conversation_created)
+        b.firstToken.connect(self._first_token)
+        b.turnFinished.connect(self._turn_finished)
+
+    # ------------------------------------------------------------------ startup / shutdown
     def start_background_loading(self) -> None:
-        pass
+        """Open the memory store and load the models on worker threads (returns at once)."""
+        self.backend.start()
+
+    def _settings_store(self) -> QSettings:
+        return QSettings(str(self.ctx.paths.config_dir / "window.ini"), QSettings.Format.IniFormat)
+
+    def _restore_geometry(self) -> None:
+        qs = self._settings_store()
+        geo = qs.value("geometry")
+        if isinstance(geo, QByteArray) and not geo.isEmpty():
+            self.restoreGeometry(geo)
+        split = qs.value("splitter")
+        if isinstance(split, QByteArray) and not split.isEmpty():
+            self.splitter.restoreState(split)
+
+    def save_geometry(self) -> None:
+        self.ctx.paths.config_dir.mkdir(parents=True, exist_ok=True)
+        qs = self._settings_store()
+        qs.setValue("geometry", self.saveGeometry())
+        qs.setValue("splitter", self.splitter.saveState())
+        qs.sync()
+
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        if not self._closing:
+            self._closing = True
+            self.save_geometry()
+            self._flush_timer.stop()
+            self.backend.shutdown()
+        super().closeEvent(event)
+
+    # ------------------------------------------------------------------ backend callbacks
+    def _store_ready(self) -> None:
+        self.refresh_conversations()
+
+    def _store_failed(self, message: str) -> None:
+        self.statusBar().showMessage("The memory database could not be opened", 0)
+        if getattr(self, "store_error_box", None) is not None:
+            return  # both workers report the same failure; one dialog is enough
+        box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — memory database",
+                          "The memory database could not be opened.", QMessageBox.StandardButton.Close, self)
+        box.setInformativeText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}")
+        self.store_error_box = box
+        box.open()  # not modal: the window stays responsive
+
+    def _model_loading(self) -> None:
+        self.load_progress.show()
+        self.model_label.setText("Loading model…")
+        self.statusBar().showMessage("Loading the chat model in the background…", 0)
+
+    def _model_loaded(self, model_id: str) -> None:
+        self.load_progress.hide()
+        self.model_label.setText(f"Model: {model_id}")
+        self.model_label.setToolTip(self._model_description())
+        self.statusBar().showMessage("Model ready", 3000)
+        if self._turn_widget is not None and self._turn_widget.pending:
+            self._turn_widget.set_pending("Processing prompt…")
+
+    def _model_failed(self, message: str) -> None:
+        self.load_progress.hide()
+        self.model_label.setText("Model: not loaded")
+        self.model_label.setToolTip(message)
+        self.statusBar().showMessage("The chat model could not be loaded — see Settings → Model", 0)
+        box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — chat model",
+                          "The chat model could not be loaded.", QMessageBox.StandardButton.Close, self)
+        box.setInformativeText(f"{message}\n\nChoose another GGUF file or a server in Settings → Model. "
+                               "You can still read and search your chats.")
+        settings = box.addButton("Open settings…", QMessageBox.ButtonRole.ActionRole)
+        settings.clicked.connect(lambda: QTimer.singleShot(0, self.open_settings))
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.model_error_box = box
+        box.open()
+
+    def _model_description(self) -> str:
+        c = self.ctx.settings.chat
+        if c.backend == "openai":
+            return f"OpenAI-compatible server {c.server_url} ({c.server_model or 'default model'})"
+        return c.gguf_path or "the bundled SmolLM2-135M (GGUF)"
+
+    def _set_jobs(self, n: int) -> None:
+        self.jobs_pending = n
+        self.jobs_label.setText(f"Memory jobs: {n}" if n else "Memory: up to date")
+
+    def _memory_event(self, event) -> None:
+        kind = getattr(event, "kind", "")
+        if kind in MEMORY_UPDATE_KINDS:
+            self.memory_notice.setToolTip(f"{getattr(event, 'summary', '')}\nClick to open the memory inspector")
+            self.memory_notice.show()
+        elif kind == "job_failed":
+            self.statusBar().showMessage(f"Memory: {getattr(event, 'summary', 'a job failed')}", 6000)
+
+    def _notice_clicked(self) -> None:
+        self.memory_notice.hide()
+        self.show_inspector()
+
+    # ------------------------------------------------------------------ conversations
+    def refresh_conversations(self) -> None:
+        if not self.backend.started:
+            return
+        if self.sidebar.searching:
+            self.search(self.sidebar.search.text().strip())
+            return
+        def show(convs):
+            self.sidebar.set_conversations(convs, self.current_id)
+            for c in convs:  # keep the header in step (the first message names a new chat)
+                if c.id == self.current_id and c.title != self.current_title:
+                    self.current_title = c.title
+                    self._update_header()
+
+        self.backend.db(lambda s: s.list_conversations(limit=LIST_LIMIT), show)
+
+    def search(self, text: str) -> None:
+        if not self.backend.started:
+            return
+        if not text:
+            self.sidebar.end_search()
+            self.refresh_conversations()
+            return
+        self.backend.db(lambda s: s.search_conversations(text),
+                        lambda rows: self.sidebar.set_search_results(rows, self.current_id))
+
+    def new_chat(self) -> None:
+        self.cancel_edit()
+        self._load_seq += 1
+        self._detach_turn()
+        self.current_id = None
+        self.current_title = "New chat"
+        self.current_incognito = False
+        self.chat_view.clear()
+        self.sidebar.select(None)
+        self._update_header()
+        self.composer.focus()
+
+    def open_conversation(self, cid: int | None) -> None:
+        if cid is None:
+            return self.new_chat()
+        if cid == self.current_id and not self.chat_view.is_empty:
+            return
+        self.cancel_edit()
+        self._load_seq += 1
+        seq = self._load_seq
+        self._detach_turn()
+        self.current_id = cid
+        self.sidebar.select(cid)
+
+        def load(store):
+            return store.get_conversation(cid), store.list_messages(cid)
+
+        def shown(value):
+            if seq != self._load_seq:
+                return  # the user moved on
+            conv, messages = value
+            if conv is None:
+                return self.new_chat()
+            self.current_title = conv.title
+            self.current_incognito = bool(conv.incognito)
+            self._update_header()
+            self.chat_view.set_messages(messages)
+            self._reattach_turn(cid)
+            self.chat_view.set_busy(self.backend.busy)
+
+        self.backend.db(load, shown, self._db_error)
+
+    def _db_error(self, exc: BaseException) -> None:
+        log.error("database call failed: %s", exc)
+        self.statusBar().showMessage(f"Database error: {exc}", 8000)
+
+    def rename_conversation(self, cid: int | None) -> None:
+        if cid is None:
+            return
+        old = self.sidebar.title_of(cid) or (self.current_title if cid == self.current_id else "")
+        title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=old)
+        title = " ".join(title.split())
+        if not ok or not title:
+            return
+
+        def done(_):
+            if cid == self.current_id:
+                self.current_title = title
+                self._update_header()
+            self.refresh_conversations()
+
+        self.backend.db(lambda s: s.rename_conversation(cid, title), done, self._db_error)
+
+    def confirm(self, title: str, text: str) -> bool:
+        answer = QMessageBox.question(self, title, text,
+                                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+                                      QMessageBox.StandardButton.Cancel)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def delete_conversation(self, cid: int | None) -> None:
+        if cid is None:
+            return
+        name = self.sidebar.title_of(cid) or self.current_title
+        if not self.confirm("Delete chat", f"Delete “{name}” and its messages?\n\nWhat Mnemo learned from it stays "
+                            "in memory; forget it in the memory inspector."):
+            return
+        turn = self.backend.turn
+        if turn is not None and not turn.done and turn.conversation_id == cid:
+            self._pending_delete = cid  # deleted when the stopped reply has been saved
+            self.backend.stop_turn()
+            return
+        self._delete_now(cid)
+
+    def _delete_now(self, cid: int) -> None:
+        def done(_):
+            if cid == self.current_id:
+                self.new_chat()
+            self.refresh_conversations()
+            self.statusBar().showMessage("Chat deleted", 3000)
+
+        self.backend.db(lambda s: s.delete_conversation(cid), done, self._db_error)
+
+    def set_incognito(self, on: bool) -> None:
+        if self.incognito_action.isChecked() != on:
+            self.incognito_action.setChecked(on)
+        if on == self.current_incognito:
+            return
+        self.current_incognito = on
+        self._update_header()
+        cid = self.current_id
+        if cid is not None and self.backend.started:
+            self.backend.db(lambda s: s.set_conversation_flags(cid, incognito=on),
+                            lambda _: self.refresh_conversations(), self._db_error)
+
+    def _update_header(self) -> None:
+        self.title_label.setText(self.current_title or "New chat")
+        for w in (self.incognito_button, self.incognito_action):
+            w.blockSignals(True)
+            w.setChecked(self.current_incognito)
+            w.blockSignals(False)
+        self.incognito_banner.setVisible(self.current_incognito)
+        self.setWindowTitle(f"{self.current_title} — Mnemo" if self.current_id is not None else "Mnemo")
+
+    # ------------------------------------------------------------------ turns
+    def send(self) -> None:
+        text = self.composer.text()
+        if not text.strip() or self.backend.busy:
+            return
+        if not self.backend.started:
+            self.start_background_loading()
+        if self.editing_id is not None:
+            mid = self.editing_id
+            old = self.chat_view.find(mid)
+            self.cancel_edit(keep_text=True)
+            if old is not None:
+                self.chat_view.remove_from(old)
+            turn = Turn(EDIT, self.current_id, text=text, message_id=mid)
+        else:
+            turn = Turn(SEND, self.current_id, text=text,
+                        incognito=self.current_incognito if self.current_id is None else False)
+        self.composer.clear()
+        user = self.chat_view.add_message("user", text)
+        self._start_turn(turn, user)
+
+    def regenerate(self, assistant_id: int) -> None:
+        if self.backend.busy:
+            return
+        self.cancel_edit()
+        old = self.chat_view.find(assistant_id)
+        if old is not None:
+            self.chat_view.remove_from(old)
+        self._start_turn(Turn(REGENERATE, self.current_id, message_id=assistant_id), None)
+
+    def regenerate_last(self) -> None:
+        last = self.chat_view.last("assistant")
+        if last is not None and last.message_id is not None:
+            self.regenerate(last.message_id)
+
+    def begin_edit(self, user_id: int, text: str) -> None:
+        if self.backend.busy:
+            return
+        self.editing_id = user_id
+        self.composer.set_text(text)
+        self.edit_banner.show()
+        self.composer.focus()
+
+    def edit_last(self) -> None:
+        last = self.chat_view.last("user")
+        if last is not None and last.message_id is not None:
+            self.begin_edit(last.message_id, last.text)
+
+    def cancel_edit(self, *, keep_text: bool = False) -> None:
+        if self.editing_id is None:
+            return
+        self.editing_id = None
+        self.edit_banner.hide()
+        if not keep_text:
+            self.composer.clear()
+
+    def copy_last(self) -> None:
+        last = self.chat_view.last("assistant")
+        if last is not None:
+            last.copy()
+
+    def stop(self) -> None:
+        self.backend.stop_turn()
+
+    def escape(self) -> None:
+        """Esc: stop a reply; else cancel an edit; else clear the search."""
+        if self.backend.busy:
+            self.stop()
+        elif self.editing_id is not None:
+            self.cancel_edit()
+        elif self.sidebar.search.text():
+            self.sidebar.search.clear()
+
+    def _start_turn(self, turn: Turn, user_widget: MessageWidget | None) -> None:
+        assistant = self.chat_view.add_message("assistant", "", status="streaming")
+        assistant.set_pending("Loading the model…" if self.backend.model_loading else "Processing prompt…")
+        self._turn_widget = assistant
+        self._turn_user_widget = user_widget
+        try:
+            self.backend.start_turn(turn)
+        except RuntimeError as exc:
+            assistant.set_final("failed", error=str(exc))
+            return
+        self.composer.set_busy(True)
+        self.chat_view.set_busy(True)
+        self._flush_timer.start()
+
+    def _first_token(self, turn: Turn) -> None:
+        if turn is self.backend.turn:
+            self._flush()
+
+    def _flush(self) -> None:
+        turn = self.backend.turn
+        if turn is None:
+            self._flush_timer.stop()
+            return
+        chunk = turn.take_new()
+        if chunk and self._turn_widget is not None:
+            self._turn_widget.append_text(chunk)
+
+    def _detach_turn(self) -> None:
+        """The view is about to show something else: stop drawing the streaming reply into it."""
+        self._turn_widget = None
+        self._turn_user_widget = None
+
+    def _reattach_turn(self, cid: int) -> None:
+        """Back on the conversation whose reply is still streaming: draw it again."""
+        turn = self.backend.turn
+        if turn is None or turn.done or turn.conversation_id != cid:
+            return
+        last = self.chat_view.last()
+        if last is not None and last.role == "assistant" and last.status == "streaming":
+            widget = last
+        else:
+            if turn.kind == SEND and (last is None or last.role != "user" or last.text != turn.text):
+                self.chat_view.add_message("user", turn.text)
+            widget = self.chat_view.add_message("assistant", "", status="streaming")
+        turn.take_new()
+        widget.set_text(turn.text_so_far())
+        widget.set_pending(None if turn.first_token_at else "Processing prompt…")
+        self._turn_widget = widget
+
+    def _conversation_created(self, turn: Turn) -> None:
+        if self.current_id is None and self._turn_widget is not None:
+            self.current_id = turn.conversation_id
+            self._update_header()
+        self.refresh_conversations()
+
+    def _turn_finished(self, turn: Turn) -> None:
+        self._flush()
+        self._flush_timer.stop()
+        self.composer.set_busy(False)
+        widget, user_widget = self._turn_widget, self._turn_user_widget
+        self._turn_widget = self._turn_user_widget = None
+        result = turn.result
+        if result is not None:
+            if widget is not None:
+                if widget.text != result.text:
+                    widget.set_text(result.text)
+                widget.set_final(result.status, message_id=result.assistant_message_id, error=result.error,
+                                 stats=result.stats)
+            if user_widget is not None:
+                user_widget.set_message_id(result.user_message_id)
+            tps = (result.stats or {}).get("tokens_per_s") or 0.0
+            if tps:
+                self.last_tokens_per_s = float(tps)
+                self.speed_label.setText(f"Last reply: {tps:.0f} tokens/s")
+                self.speed_label.setToolTip(
+                    f"{result.stats.get('completion_tokens', 0)} tokens, first token after "
+                    f"{result.stats.get('time_to_first_token_s', 0):.2f} s, prompt {result.stats.get('prompt_tokens', 0)} "
+                    "tokens")
+        else:
+            if widget is not None:
+                widget.set_final("failed", error=turn.error)
+            if turn.kind in (SEND, EDIT) and not self.composer.text().strip():
+                self.composer.set_text(turn.text)  # nothing typed is lost
+            self.statusBar().showMessage(f"The reply failed: {turn.error}", 8000)
+        self.chat_view.set_busy(False)
+        if self._pending_delete is not None:
+            cid, self._pending_delete = self._pending_delete, None
+            self._delete_now(cid)
+        elif turn.conversation_id == self.current_id and turn.conversation_id is not None:
+            self._refresh_title(turn.conversation_id)
+        self.refresh_conversations()
+
+    def _refresh_title(self, cid: int) -> None:
+        def done(conv):
+            if conv is not None and cid == self.current_id:
+                self.current_title = conv.title
+                self._update_header()
+
+        self.backend.db(lambda s: s.get_conversation(cid), done, self._db_error)
+
+    # ------------------------------------------------------------------ dialogs and menus
+    def open_settings(self) -> None:
+        from ui.settings_dialog import SettingsDialog
+
+        dlg = SettingsDialog(self.ctx, self)
+        self.settings_dialog = dlg
+        dlg.accepted.connect(lambda: self.apply_settings(dlg))
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dlg.open()
+
+    def apply_settings(self, dlg) -> set[str]:
+        changed = dlg.apply()
+        self.ctx.save()
+        self.settings_changed(changed)
+        return changed
+
+    def settings_changed(self, changed: set[str]) -> None:
+        s = self.ctx.settings
+        if "ui" in changed:
+            self.composer.set_enter_sends(s.ui.enter_sends)
+            if s.ui.theme != self.themes.mode:
+                self.set_theme(s.ui.theme, save=False)
+        if "memory_paused" in changed:
+            self.pause_action.setChecked(s.memory_paused)
+        if "chat" in changed and self.backend.started:
+            self.backend.reload_model()
+        notes = []
+        if "embedding" in changed:
+            notes.append("the embedding model")
+        if "memory" in changed:
+            notes.append("the memory parameters")
+        if notes:
+            self.statusBar().showMessage(f"Saved. {' and '.join(notes).capitalize()} apply at the next start.", 8000)
+        elif changed:
+            self.statusBar().showMessage("Settings saved", 3000)
+
+    def set_theme(self, mode: str, *, save: bool = True) -> None:
+        self.ctx.settings.ui.theme = mode
+        act = self.theme_actions.get(mode)
+        if act is not None:
+            act.setChecked(True)
+        self.themes.set_mode(mode)
+        if save:
+            self.ctx.save()
+
+    def set_memory_paused(self, paused: bool) -> None:
+        self.ctx.settings.memory_paused = bool(paused)
+        self.ctx.save()
+        self.statusBar().showMessage("Memory paused: nothing new is remembered" if paused else "Memory resumed",
+                                     4000)
+
+    def show_shortcuts(self) -> None:
+        from ui.help_dialog import ShortcutsDialog
+
+        dlg = ShortcutsDialog(self)
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.shortcuts_dialog = dlg
+        dlg.open()
+
+    def show_about(self) -> None:
+        from app import __version__
+
+        QMessageBox.about(self, "About Mnemo",
+                          f"<b>Mnemo {__version__}</b><p>A local-first chat assistant with long-term memory.</p>"
+                          f"<p>Data folder: {self.ctx.paths.data_dir}</p>")
+
+    def show_inspector(self) -> None:
+        """Open the memory inspector (ui.inspector.attach) when it is part of this build."""
+        self.memory_notice.hide()
+        try:
+            module = importlib.import_module("ui.inspector")
+            attach = getattr(module, "attach")
+        except (ImportError, AttributeError):
+            QMessageBox.information(self, "Memory inspector",
+                                    "The memory inspector is not part of this build yet.")
+            return
+        try:
+            self.inspector = attach(self)
+        except Exception as exc:  # noqa: BLE001 - the window must survive a broken panel
+            log.exception("the memory inspector failed to open")
+            QMessageBox.warning(self, "Memory inspector", f"The memory inspector could not be opened:\n{exc}")
+
+    # ------------------------------------------------------------------ theme
+    def _restyle(self, _colors) -> None:
+        if not hasattr(self, "help_button"):
+            return  # the first theme is applied before the widgets exist
+        for b in (self.incognito_button, self.memory_button, self.settings_button, self.help_button):
+            b.setIcon(theme.icon(b.property("iconName")))
+        if hasattr(self, "chat_view"):
+            self.chat_view.restyle()
+            self.composer.restyle()
+            self.sidebar.restyle()

@@ -1,0 +1,195 @@
+"""`ChatAgent`: one chat turn end to end (DESIGN.md, "One chat turn").
+
+persist the user message → retrieve → compose within the token budget → stream the
+reply → store it with its trace and token counts → enqueue the memory update. The
+agent drives the chat model from the calling thread; the scheduler makes sure that is
+always the one thread that owns the model.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from app.prompting import ComposedPrompt, compose_prompt
+from models.chat import CancelToken
+from models.errors import ModelError
+
+log = logging.getLogger(__name__)
+
+TokenCallback = Callable[[str], None]
+STATUS_COMPLETE, STATUS_STOPPED, STATUS_STREAMING, STATUS_FAILED, STATUS_INTERRUPTED = (
+    "complete", "stopped", "streaming", "failed", "interrupted")
+PARTIAL_FLUSH_S = 1.0  # how often a streaming reply is saved, so a crash loses at most this much
+
+
+@dataclass
+class TurnResult:
+    conversation_id: int
+    user_message_id: int
+    assistant_message_id: int
+    text: str
+    status: str
+    prompt: ComposedPrompt | None = None
+    trace: dict = field(default_factory=dict)
+    error: str | None = None
+    stats: dict = field(default_factory=dict)
+
+
+class ChatAgent:
+    def __init__(self, store, model, *, reply_reserve: int = 512, max_tokens: int | None = None,
+                 memory_enabled: Callable[[], bool] = lambda: True):
+        self.store = store
+        self.model = model
+        self.reply_reserve = reply_reserve
+        self.max_tokens = max_tokens
+        self.memory_enabled = memory_enabled  # global pause switch (settings)
+
+    # -- conversations ------------------------------------------------------------
+    def new_conversation(self, title: str = "New chat") -> int:
+        return self.store.create_conversation(title)
+
+    def recover_interrupted(self) -> int:
+        """Mark replies left 'streaming' by a crash as interrupted (their text so far is kept)."""
+        return self.store.mark_interrupted_messages() if hasattr(self.store, "mark_interrupted_messages") else 0
+
+    # -- turns --------------------------------------------------------------------
+    def send(self, conversation_id: int, text: str, *, parent_id: int | None = None,
+             on_token: TokenCallback | None = None, cancel: CancelToken | None = None) -> TurnResult:
+        """Send `text` as the next user message (after `parent_id`, default: the current leaf)."""
+        if parent_id is None:
+            branch = self.store.list_messages(conversation_id)
+            parent_id = branch[-1].id if branch else None
+        user_id = self.store.add_message(conversation_id, "user", text, parent_id=parent_id)
+        self._maybe_title(conversation_id, text)
+        return self._reply(conversation_id, user_id, text, on_token=on_token, cancel=cancel)
+
+    def regenerate(self, assistant_message_id: int, *, on_token: TokenCallback | None = None,
+                   cancel: CancelToken | None = None) -> TurnResult:
+        """A new sibling reply to the same user message; the rejected reply's page is forgotten."""
+        old = self.store.get_message(assistant_message_id)
+        if old is None or old.role != "assistant" or old.parent_id is None:
+            raise ValueError(f"message {assistant_message_id} is not an assistant reply")
+        user = self.store.get_message(old.parent_id)
+        self._forget_pages_of(assistant_message_id)
+        return self._reply(old.conversation_id, user.id, user.content, on_token=on_token, cancel=cancel)
+
+    def edit_and_resend(self, user_message_id: int, new_text: str, *, on_token: TokenCallback | None = None,
+                        cancel: CancelToken | None = None) -> TurnResult:
+        """A new user message beside the edited one (a new branch); the old exchange's page is forgotten."""
+        old = self.store.get_message(user_message_id)
+        if old is None or old.role != "user":
+            raise ValueError(f"message {user_message_id} is not a user message")
+        for child in self.store.message_children(user_message_id):
+            self._forget_pages_of(child.id)
+        user_id = self.store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id)
+        return self._reply(old.conversation_id, user_id, new_text, on_token=on_token, cancel=cancel)
+
+    # -- internals ----------------------------------------------------------------
+    def _memory_mode(self, conversation_id: int) -> tuple[bool, bool]:
+        """(read, write): incognito turns neither read nor write memory; paused ones only read."""
+        conv = self.store.get_conversation(conversation_id)
+        if conv is not None and conv.incognito:
+            return False, False
+        paused = (conv is not None and conv.memory_paused) or not self.memory_enabled() or self.store.is_paused()
+        return True, not paused
+
+    def _reply(self, conversation_id: int, user_id: int, query: str, *, on_token, cancel) -> TurnResult:
+        cancel = cancel or CancelToken()
+        read, write = self._memory_mode(conversation_id)
+        t0 = time.perf_counter()
+        branch = self.store.list_messages_to(user_id) if hasattr(self.store, "list_messages_to") else None
+        if branch is None:
+            branch = self._branch_to(conversation_id, user_id)
+        history = [m for m in branch if m.id != user_id]
+        retrieval = self.store.retrieve(query, conversation_id) if read else None
+        t_retrieve = time.perf_counter() - t0
+
+        budget = max(256, self.model.n_ctx - self.reply_reserve)
+        prompt = compose_prompt(query, retrieval=retrieval, history=history,
+                                count_tokens=self.model.count_tokens, budget_tokens=budget)
+        exact = self.model.count_messages_tokens(prompt.messages)
+        shrink = 0
+        while exact > budget and shrink < 4:  # the template cost more than estimated: tighten and redo
+            shrink += 1
+            prompt = compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
+                                    budget_tokens=budget - (exact - budget) - 32 * shrink)
+            exact = self.model.count_messages_tokens(prompt.messages)
+        prompt.prompt_tokens = exact
+        t_compose = time.perf_counter() - t0 - t_retrieve
+
+        trace = retrieval.to_trace() if retrieval is not None else {"query": query, "memory": "off"}
+        trace["included"] = prompt.included
+        trace["dropped"] = prompt.dropped
+        trace["prompt_tokens"] = exact
+        trace["query_truncated"] = prompt.query_truncated
+        assistant_id = self.store.add_message(conversation_id, "assistant", "", parent_id=user_id,
+                                              status=STATUS_STREAMING, meta={"trace": trace})
+        parts: list[str] = []
+        status, error = STATUS_COMPLETE, None
+        last_flush = time.perf_counter()
+        try:
+            for chunk in self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel):
+                parts.append(chunk)
+                if on_token is not None:
+                    on_token(chunk)
+                if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
+                    self.store.update_message(assistant_id, content="".join(parts))
+                    last_flush = time.perf_counter()
+            if self.model.last_stats.stopped or cancel.cancelled:
+                status = STATUS_STOPPED
+        except ModelError as exc:
+            status, error = STATUS_FAILED, str(exc)
+            log.warning("generation failed: %s", exc)
+        text = "".join(parts)
+        st = self.model.last_stats
+        stats = {
+            "prompt_tokens": exact, "completion_tokens": st.completion_tokens,
+            "time_to_first_token_s": round(st.time_to_first_token_s, 4), "total_s": round(st.total_s, 4),
+            "tokens_per_s": round(st.tokens_per_s, 2), "retrieve_ms": round(t_retrieve * 1000, 2),
+            "compose_ms": round(t_compose * 1000, 2), "model": self.model.model_id,
+        }
+        meta = {"trace": trace, "stats": stats}
+        if error:
+            meta["error"] = error
+        self.store.update_message(assistant_id, content=text, status=status, meta=meta)
+        if write and text.strip() and status != STATUS_FAILED:
+            self.store.enqueue(
+                "add_page",
+                {"cid": conversation_id, "user_text": query, "assistant_text": text,
+                 "user_message_id": user_id, "assistant_message_id": assistant_id, "timestamp": time.time()},
+                key=f"page:{assistant_id}",
+            )
+        return TurnResult(conversation_id, user_id, assistant_id, text, status, prompt, trace, error, stats)
+
+    def _branch_to(self, conversation_id: int, message_id: int) -> list:
+        """Messages from the root to `message_id` following parent links."""
+        chain = []
+        current = self.store.get_message(message_id)
+        while current is not None:
+            chain.append(current)
+            current = self.store.get_message(current.parent_id) if current.parent_id else None
+        return list(reversed(chain))
+
+    def _forget_pages_of(self, assistant_message_id: int) -> None:
+        pages = [p for p in self.store.list_pages(limit=10, assistant_message_id=assistant_message_id)] \
+            if _accepts(self.store.list_pages, "assistant_message_id") else []
+        if pages:
+            self.store.forget("page", [p.id for p in pages])
+        self.store.cancel_jobs(key=f"page:{assistant_message_id}") if hasattr(self.store, "cancel_jobs") else None
+
+    def _maybe_title(self, conversation_id: int, text: str) -> None:
+        conv = self.store.get_conversation(conversation_id)
+        if conv is not None and conv.title in ("", "New chat"):
+            title = " ".join(text.split())[:60] or "New chat"
+            self.store.rename_conversation(conversation_id, title)
+
+
+def _accepts(fn, name: str) -> bool:
+    import inspect
+
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,38 @@
+"""`mnemo bench [NAME…]`: run the benchmarks in tests/bench (each prints JSON) from a source checkout."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from app.commands._common import fail
+
+BENCHMARKS = ["retrieval", "ingest", "agent_overhead", "ui_latency", "app_startup"]
+
+
+def _bench_dir() -> Path | None:
+    here = Path(__file__).resolve().parents[2] / "tests" / "bench"
+    return here if here.is_dir() else None
+
+
+def run(args, ctx) -> int:
+    bench_dir = _bench_dir()
+    if bench_dir is None:
+        return fail("the benchmarks live in tests/bench of a source checkout; run mnemo from one (pip install -e .)")
+    names = args.names or [n for n in BENCHMARKS if (bench_dir / f"{n}.py").exists()]
+    unknown = [n for n in names if not (bench_dir / f"{n}.py").exists()]
+    if unknown:
+        return fail(f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(BENCHMARKS)}")
+    status = 0
+    for name in names:
+        print(f"== {name}", file=sys.stderr, flush=True)
+        cmd = [sys.executable, "-m", f"tests.bench.{name}", *args.extra]
+        status |= subprocess.call(cmd, cwd=bench_dir.parents[1])
+    return 1 if status else 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="run the benchmarks (retrieval, ingest, agent_overhead, ui_latency, app_startup)")
+    p.add_argument("names", nargs="*", help="which ones (default: all)")
+    p.add_argument("--extra", nargs="*", default=[], help="arguments passed to each benchmark")
+    p.set_defaults(func=run)

@@ -1,0 +1,117 @@
+"""`mnemo chat` (terminal REPL with streaming) and `mnemo ask "…"` (one shot)."""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from app.agent import ChatAgent
+from app.commands._common import fail, print_json
+from models.chat import CancelToken
+from models.errors import ModelError
+
+HELP = "/new  new conversation   /memory  what is remembered   /stop or Ctrl+C  stop a reply   /quit"
+
+
+def _agent(ctx, store):
+    model = ctx.chat_model()
+    return ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve,
+                     max_tokens=ctx.settings.chat.max_tokens, memory_enabled=lambda: not ctx.settings.memory_paused)
+
+
+def _stream_turn(agent, cid, text, *, quiet=False):
+    cancel = CancelToken()
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda *_: cancel.cancel())
+
+    def on_token(chunk):
+        if not quiet:
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+
+    try:
+        result = agent.send(cid, text, on_token=on_token, cancel=cancel)
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, previous)
+    if not quiet:
+        sys.stdout.write("\n")
+        if result.status == "stopped":
+            print("[stopped]")
+        elif result.error:
+            print(f"[error: {result.error}]", file=sys.stderr)
+    return result
+
+
+def _settle(store):
+    """Run the LLM-free memory jobs this turn queued, so the next command sees the page."""
+    store.run_pending(allow_llm=False)
+
+
+def run_ask(args, ctx) -> int:
+    try:
+        store = ctx.open_store()
+        agent = _agent(ctx, store)
+    except ModelError as exc:
+        return fail(str(exc))
+    try:
+        cid = args.conversation or agent.new_conversation()
+        result = _stream_turn(agent, cid, args.text, quiet=args.json)
+        _settle(store)
+        if args.json:
+            print_json({"conversation_id": cid, "message_id": result.assistant_message_id, "text": result.text,
+                        "status": result.status, "stats": result.stats, "trace": result.trace, "error": result.error})
+        return 1 if result.error else 0
+    finally:
+        store.close()
+
+
+def run_chat(args, ctx) -> int:
+    try:
+        store = ctx.open_store()
+        agent = _agent(ctx, store)
+    except ModelError as exc:
+        return fail(str(exc))
+    cid = args.conversation or agent.new_conversation()
+    print(f"Mnemo chat — conversation {cid}. {HELP}")
+    try:
+        while True:
+            try:
+                line = input("you> ")
+            except EOFError:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/quit", "/exit"):
+                break
+            if text == "/new":
+                cid = agent.new_conversation()
+                print(f"conversation {cid}")
+                continue
+            if text == "/stop":
+                print("nothing is generating")
+                continue
+            if text == "/memory":
+                stats = store.stats()
+                for key, value in stats.items():
+                    print(f"  {key}: {value}")
+                continue
+            sys.stdout.write("mnemo> ")
+            _stream_turn(agent, cid, line)
+            _settle(store)
+    finally:
+        store.close()
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("chat", help="chat in the terminal (streaming; /new /memory /stop /quit)")
+    p.add_argument("--conversation", type=int, help="continue this conversation id")
+    p.set_defaults(func=run_chat)
+    p = sub.add_parser("ask", help="ask one question and print the reply")
+    p.add_argument("text")
+    p.add_argument("--conversation", type=int, help="ask inside this conversation id")
+    p.add_argument("--json", action="store_true", help="print the reply, its stats and retrieval trace as JSON")
+    p.set_defaults(func=run_ask)

@@ -1,0 +1,87 @@
+"""`mnemo eval locomo`: LoCoMo retrieval recall_acc (ours beside flat-dense, BM25 and hybrid
+baselines) and, with --qa, answer quality of the configured chat model with memory, without
+memory and with the truncated full conversation. See docs/eval.md."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("eval", help="evaluate memory quality on benchmarks (LoCoMo)",
+                              description="Evaluate the memory on benchmarks.")
+    bench = p.add_subparsers(dest="benchmark", metavar="BENCHMARK")
+    lp = bench.add_parser("locomo", help="LoCoMo: retrieval recall_acc at turn budgets, optional QA",
+                          description="Each LoCoMo conversation is imported into a fresh temporary store "
+                                      "(the `mnemo ingest` path), then every question is retrieved for.")
+    lp.add_argument("--data", required=True, help="LoCoMo JSON (e.g. ../shared/data/locomo/locomo-dev.json)")
+    lp.add_argument("--samples", default=None, help="comma-separated sample ids (default: all)")
+    lp.add_argument("--retriever", default="all",
+                    help="mnemo, flat-dense, bm25, hybrid, all, or a comma-separated list (default: all)")
+    lp.add_argument("--ks", default="5,10,25,50", help="turn budgets (default: 5,10,25,50)")
+    lp.add_argument("--limit", type=int, default=None, metavar="N",
+                    help="evaluate N questions in total, spread evenly over the samples")
+    lp.add_argument("--qa", action="store_true", help="also answer with the configured chat model and score F1/BLEU-1")
+    lp.add_argument("--qa-modes", default="memory,no-memory,full-context",
+                    help="QA prompts to run (default: memory,no-memory,full-context)")
+    lp.add_argument("--qa-pages", type=int, default=10, help="retrieved pages offered to the model (default: 10)")
+    lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
+    lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
+    lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    lp.set_defaults(func=run_locomo)
+    p.set_defaults(func=lambda args, ctx: (p.print_help(), 2)[1])
+
+
+def _parse_retrievers(text: str) -> list[str]:
+    from app.evaluation.locomo import RETRIEVERS
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names or "all" in names:
+        return list(RETRIEVERS)
+    bad = [n for n in names if n not in RETRIEVERS]
+    if bad:
+        raise ValueError(f"unknown retriever(s) {', '.join(bad)}; use {', '.join(RETRIEVERS)} or all")
+    return names
+
+
+def run_locomo(args, ctx) -> int:
+    from app.evaluation.locomo import QA_MODES, LocomoEval, format_tables, load_samples, write_json
+    from app.importers import ImportFatalError
+
+    try:
+        retrievers = _parse_retrievers(args.retriever)
+        ks = [int(k) for k in args.ks.split(",") if k.strip()]
+        if not ks or min(ks) < 1:
+            raise ValueError("--ks needs positive integers")
+        modes = [m.strip() for m in args.qa_modes.split(",") if m.strip()]
+        if any(m not in QA_MODES for m in modes):
+            raise ValueError(f"--qa-modes: use some of {', '.join(QA_MODES)}")
+    except ValueError as exc:
+        print(f"mnemo eval locomo: error: {exc}", file=sys.stderr)
+        return 2
+    sample_ids = [s.strip() for s in args.samples.split(",")] if args.samples else None
+    try:
+        samples, warnings = load_samples(args.data, sample_ids)
+    except ImportFatalError as exc:
+        print(f"mnemo eval locomo: error: {exc}", file=sys.stderr)
+        return 2
+    for w in warnings[:20]:
+        print(f"warning: {w}", file=sys.stderr)
+    if not samples:
+        print("mnemo eval locomo: error: no samples to evaluate", file=sys.stderr)
+        return 2
+    qa_model = ctx.chat_model() if args.qa else None
+    needs_memory = "mnemo" in retrievers or (args.qa and "memory" in modes)
+    runner = LocomoEval(ctx.embedder(), memory_params=ctx.memory_params() if needs_memory else None, retrievers=retrievers, ks=ks,
+                        qa_model=qa_model, qa_modes=modes, qa_pages=args.qa_pages, progress=not args.no_progress)
+    report = runner.run(samples, limit=args.limit, data_path=args.data)
+    if args.out:
+        write_json(report, args.out)
+    if args.json:
+        summary = {k: v for k, v in report.items() if k != "per_question"}
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        print(format_tables(report))
+        if args.out:
+            print(f"report written to {args.out}")
+    return 0

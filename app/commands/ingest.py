@@ -1,0 +1,83 @@
+"""`mnemo ingest FILE`: import a ChatGPT export, LoCoMo JSON or a text/Markdown transcript.
+
+The file is read and validated completely before the store is opened: a fatal problem
+(truncated JSON, wrong schema, binary file, invalid UTF-8) prints one error and exits with
+code 2 having written nothing. Malformed records are skipped with a warning naming their
+position. Each conversation is written in its own transaction; re-running skips what is
+already imported and finishes what is not (see app.importers.writer).
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+MAX_WARNINGS_SHOWN = 40
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "ingest", help="import conversations (ChatGPT conversations.json/.zip, LoCoMo JSON, text/Markdown transcripts)",
+        description="Import past conversations into memory through the LLM-free bulk path. "
+                    "Resumable: re-running skips conversations already imported.")
+    p.add_argument("file", help="conversations.json (or the export .zip), a LoCoMo .json, or a .txt/.md transcript")
+    p.add_argument("--format", default="auto", choices=["auto", "chatgpt", "locomo", "text"],
+                   help="input format (default: detect)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="import at most N conversations")
+    p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args, ctx) -> int:
+    from app.importers import ImportFatalError, load, write_all
+    from app.importers.progress import ProgressBar
+
+    try:
+        parsed = load(args.file, args.format)
+    except ImportFatalError as exc:
+        if args.json:
+            print(json.dumps({"error": str(exc)}))
+        print(f"mnemo ingest: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    convs = parsed.conversations
+    if args.limit is not None:
+        convs = convs[: max(0, args.limit)]
+    _print_issues(parsed.issues)
+    total_turns = sum(c.n_turns for c in convs)
+    store = ctx.open_store()
+    if store.is_paused():
+        store.close()
+        print("mnemo ingest: error: memory is paused, so imported conversations would get no memory pages "
+              "(and resuming would not add them later). Resume memory first, then import.", file=sys.stderr)
+        return 1
+    progress = ProgressBar(total_turns, label="ingest", unit="turns", enabled=not args.no_progress)
+    try:
+        report = write_all(store, parsed, path=str(args.file), progress=progress, conversations=convs)
+    except Exception as exc:  # the failing conversation's transaction was rolled back
+        progress.close()
+        print(f"mnemo ingest: error while writing: {exc}. Conversations written before it are kept; "
+              f"re-run the command to finish.", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    progress.close()
+    _print_issues(report.issues[len(parsed.issues):])
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(
+            f"{args.file}: {parsed.format}; {report.count('imported')} conversation(s) imported, "
+            f"{report.count('resumed')} resumed, {report.count('already imported')} already imported; "
+            f"{report.turns_written} turns → {report.pages_written} pages in {report.seconds:.1f} s; "
+            f"{report.skipped_records} malformed record(s) skipped, {len(report.issues)} warning(s)."
+        )
+    if not report.outcomes and report.skipped_records:
+        return 1
+    return 0
+
+
+def _print_issues(issues) -> None:
+    for issue in issues[:MAX_WARNINGS_SHOWN]:
+        print(f"warning: {issue}", file=sys.stderr)
+    if len(issues) > MAX_WARNINGS_SHOWN:
+        print(f"warning: … and {len(issues) - MAX_WARNINGS_SHOWN} more (see --json)", file=sys.stderr)

@@ -1,0 +1,158 @@
+"""`mnemo memory …`: list / show / forget / pin / wipe / pause / events / stats."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import sys
+
+from app.commands._common import fail, print_json
+
+KINDS = ("page", "segment", "trait", "knowledge")
+
+
+def _when(ts) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "?"
+
+
+def _short(text: str, n: int = 90) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _row(kind: str, item) -> str:
+    if kind == "page":
+        return f"page {item.id:>6} [{item.tier}] {_when(item.timestamp)} {'📌' if item.pinned else ' '} {_short(item.user_text + ' | ' + item.assistant_text)}"
+    if kind == "segment":
+        return (f"segment {item.id:>5} [{item.tier}] heat {item.heat:6.2f} visits {item.n_visit:>3} "
+                f"pages {item.page_count:>3} {'📌' if item.pinned else ' '} {_short(item.summary, 70)}")
+    if kind == "trait":
+        return f"trait {item.id:>5} {item.dimension}: {_short(item.value, 70)} (conf {item.confidence:.2f}, v{item.version})"
+    return f"knowledge {item.id:>5} ({item.owner}) {_short(item.text, 80)} (v{item.version})"
+
+
+def _list(store, args):
+    if args.kind == "page":
+        return store.list_pages(tier=args.tier, conversation_id=args.conversation, text=args.text,
+                                limit=args.limit, offset=args.offset)
+    if args.kind == "segment":
+        return store.list_segments(tier=args.tier, limit=args.limit, offset=args.offset)
+    if args.kind == "trait":
+        return store.list_traits(limit=args.limit, offset=args.offset)
+    return store.list_knowledge(limit=args.limit, offset=args.offset)
+
+
+def _get(store, kind: str, item_id: int):
+    getter = {"page": store.get_page, "segment": store.get_segment}.get(kind)
+    if getter is not None:
+        return getter(item_id)
+    items = store.list_traits(limit=100000) if kind == "trait" else store.list_knowledge(limit=100000)
+    return next((i for i in items if i.id == item_id), None)
+
+
+def run(args, ctx) -> int:
+    store = ctx.open_store()
+    try:
+        action = args.action
+        if action == "list":
+            items = _list(store, args)
+            if args.json:
+                print_json([dataclasses.asdict(i) for i in items])
+            else:
+                for item in items:
+                    print(_row(args.kind, item))
+            return 0
+        if action == "show":
+            item = _get(store, args.kind, args.id)
+            if item is None:
+                return fail(f"no {args.kind} with id {args.id}", 1)
+            data = dataclasses.asdict(item)
+            if args.kind in ("trait", "knowledge"):
+                data["versions"] = [dataclasses.asdict(v) for v in store.item_versions(args.kind, args.id)]
+            if args.json:
+                print_json(data)
+            else:
+                for key, value in data.items():
+                    print(f"{key}: {value}")
+            return 0
+        if action == "forget":
+            store.forget(args.kind, args.ids)
+            print(f"forgot {len(args.ids)} {args.kind}(s)")
+            return 0
+        if action == "pin":
+            store.pin(args.kind, args.id, not args.unpin)
+            print(f"{'unpinned' if args.unpin else 'pinned'} {args.kind} {args.id}")
+            return 0
+        if action == "wipe":
+            if not args.yes:
+                if not sys.stdin.isatty():
+                    return fail("wipe deletes all memory; pass --yes to confirm")
+                if input("Type 'wipe' to delete all memory: ").strip() != "wipe":
+                    return fail("not wiped", 1)
+            store.wipe_memory()
+            print("all memory wiped (conversations are kept)")
+            return 0
+        if action == "pause":
+            on = args.state == "on"
+            if args.conversation:
+                store.set_conversation_flags(args.conversation, memory_paused=on)
+            else:
+                store.set_paused(on)
+            print(f"memory {'paused' if on else 'resumed'}" + (f" for conversation {args.conversation}" if args.conversation else ""))
+            return 0
+        if action == "events":
+            events = store.events(since_id=0, limit=args.limit) if args.since is None else store.events(since_id=args.since, limit=args.limit)
+            if args.json:
+                print_json([dataclasses.asdict(e) for e in events])
+            else:
+                for e in events:
+                    print(f"{e.id:>6} {_when(e.at)} {e.kind:<18} {e.summary}")
+            return 0
+        if action == "stats":
+            stats = store.stats()
+            if args.json:
+                print_json(stats)
+            else:
+                for key, value in stats.items():
+                    print(f"{key}: {value}")
+            return 0
+        return fail(f"unknown action {action}")
+    finally:
+        store.close()
+
+
+def register(sub) -> None:
+    p = sub.add_parser("memory", help="inspect and manage what Mnemo remembers")
+    acts = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = acts.add_parser("list", help="list pages, segments, traits or knowledge")
+    a.add_argument("kind", choices=KINDS)
+    a.add_argument("--tier", choices=("stm", "mtm", "archive"))
+    a.add_argument("--conversation", type=int)
+    a.add_argument("--text", help="only items containing this text (pages)")
+    a.add_argument("--limit", type=int, default=50)
+    a.add_argument("--offset", type=int, default=0)
+    a.add_argument("--json", action="store_true")
+    a = acts.add_parser("show", help="one item in full, with its versions")
+    a.add_argument("kind", choices=KINDS)
+    a.add_argument("id", type=int)
+    a.add_argument("--json", action="store_true")
+    a = acts.add_parser("forget", help="forget items (and what was derived only from them)")
+    a.add_argument("kind", choices=KINDS)
+    a.add_argument("ids", type=int, nargs="+")
+    a = acts.add_parser("pin", help="pin an item so it is never evicted")
+    a.add_argument("kind", choices=KINDS)
+    a.add_argument("id", type=int)
+    a.add_argument("--unpin", action="store_true")
+    a = acts.add_parser("wipe", help="delete all memory (conversations stay)")
+    a.add_argument("--yes", action="store_true", help="do not ask")
+    a = acts.add_parser("pause", help="pause or resume memory writing")
+    a.add_argument("state", choices=("on", "off"))
+    a.add_argument("--conversation", type=int, help="only for this conversation")
+    a = acts.add_parser("events", help="what changed in memory, when and why")
+    a.add_argument("--since", type=int)
+    a.add_argument("--limit", type=int, default=50)
+    a.add_argument("--json", action="store_true")
+    a = acts.add_parser("stats", help="counts per tier, database size, pending jobs")
+    a.add_argument("--json", action="store_true")
+    for parser in acts.choices.values():
+        parser.set_defaults(func=run)
+    p.set_defaults(func=run)

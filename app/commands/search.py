@@ -1,0 +1,50 @@
+"""`mnemo search "…"`: run retrieval without chatting; print what would be recalled and why."""
+from __future__ import annotations
+
+import datetime as dt
+
+from app.commands._common import print_json
+
+
+def run(args, ctx) -> int:
+    from memory_core import RetrievalBudget
+
+    store = ctx.open_store()
+    try:
+        retrieval = store.retrieve(args.query, args.conversation,
+                                   RetrievalBudget(pages=args.limit, knowledge=args.limit), record_visits=False)
+        if args.json:
+            trace = retrieval.to_trace()
+            for hit, row in zip(retrieval.pages, trace["pages"]):
+                row["user_text"], row["assistant_text"] = hit.page.user_text, hit.page.assistant_text
+            print_json(trace)
+            return 0
+        for title, hits in (("Persona", retrieval.traits), ("Knowledge", retrieval.knowledge)):
+            if hits:
+                print(f"== {title}")
+                for h in hits:
+                    text = f"{h.item.dimension}: {h.item.value}" if title == "Persona" else h.item.text
+                    print(f"  {h.score:6.3f}  {text}   ({h.reason})")
+        print(f"== Pages ({len(retrieval.pages)})")
+        for h in retrieval.pages:
+            p = h.page
+            when = dt.datetime.fromtimestamp(p.timestamp).strftime("%Y-%m-%d %H:%M") if p.timestamp else "?"
+            print(f"  {h.score:6.3f}  page {p.id} [{h.tier}] {when}  — {h.reason}")
+            for who, text in (("User", p.user_text), ("Assistant", p.assistant_text)):
+                if text:
+                    short = " ".join(text.split())
+                    print(f"          {who}: {short[:160]}{'…' if len(short) > 160 else ''}")
+        timings = ", ".join(f"{k} {v:.1f} ms" for k, v in retrieval.timings_ms.items())
+        print(f"({timings})")
+        return 0
+    finally:
+        store.close()
+
+
+def register(sub) -> None:
+    p = sub.add_parser("search", help="show what memory recalls for a query, with scores and reasons")
+    p.add_argument("query")
+    p.add_argument("--conversation", type=int, help="include this conversation's short-term memory")
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)

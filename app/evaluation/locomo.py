@@ -1,0 +1,423 @@
+"""`mnemo eval locomo`: LoCoMo retrieval (recall_acc at turn budgets) and QA, ours beside baselines.
+
+Protocol (documented in docs/eval.md):
+- Each sample is imported into a fresh store in a temp dir through the same code the user's
+  `mnemo ingest` runs (`parse_locomo` + `write_conversation`: LLM-free bulk path).
+- "mnemo" ranks with `store.retrieve(question, conversation_id=None, budget=RetrievalBudget(
+  pages=P), record_visits=False)`: the question comes as if asked in a new chat, so the old
+  conversation's STM is not handed over for free; whatever tiers the memory searches
+  (STM pages included, when its ranking includes them) compete in one ranked `pages` list.
+  `record_visits=False` keeps the store unchanged, so question order does not matter.
+- A retriever's ranked units (a page → its meta `turn_ids`; a baseline → one turn) fill a
+  budget of k turns (`metrics.fill_turn_budget`): a page of two turns costs two; the last
+  page is cut to its first turns that fit; recall_acc@k per question, averaged per category,
+  over categories 1–4 and over 1–5.
+- Baselines share the embedder and the exact turn texts: flat dense over turns, BM25 over
+  turns (FTS5), and their RRF fusion ("hybrid").
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from app.evaluation import metrics
+from app.evaluation.baselines import BM25Turns, FlatDense, rrf_fuse
+from app.importers.base import ImportFatalError, ParsedConversation
+from app.importers.locomo import parse_locomo
+from app.importers.progress import ProgressBar
+from app.importers.reading import decode_text, parse_json, read_bytes
+from app.importers.writer import write_conversation
+
+RETRIEVERS = ("mnemo", "flat-dense", "bm25", "hybrid")
+KS = (5, 10, 25, 50)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+QA_MODES = ("memory", "no-memory", "full-context")
+BASELINE_DEPTH = 100  # turns ranked by each baseline (enough for the largest budget and for fusion)
+
+
+@dataclass
+class Question:
+    sample_id: str
+    index: int  # position in the sample's qa list
+    question: str
+    category: int
+    answer: Any
+    evidence_raw: list
+    evidence: list[str]
+    adversarial_answer: str | None = None
+
+    @property
+    def gold(self) -> str:
+        return metrics.gold_answer({"answer": self.answer, "category": self.category})
+
+
+@dataclass
+class Sample:
+    sample_id: str
+    conversation: ParsedConversation
+    questions: list[Question]
+    speakers: tuple[str, str]
+    raw: dict = field(repr=False, default_factory=dict)
+
+
+def load_samples(path: str | Path, sample_ids: Sequence[str] | None = None) -> tuple[list[Sample], list[str]]:
+    """Read a LoCoMo file with the importer's reader/parser; (samples, warnings)."""
+    data, name = read_bytes(Path(path))
+    obj = parse_json(decode_text(data, name), name)
+    parsed = parse_locomo(obj, name)
+    warnings = [str(i) for i in parsed.issues]
+    raw_by_id = {s.get("sample_id"): s for s in (obj if isinstance(obj, list) else [obj]) if isinstance(s, dict)}
+    samples: list[Sample] = []
+    for conv in parsed.conversations:
+        if sample_ids and conv.external_id not in sample_ids:
+            continue
+        raw = raw_by_id.get(conv.external_id, {})
+        c = raw.get("conversation", {})
+        qs = []
+        for i, qa in enumerate(raw.get("qa") or []):
+            if not isinstance(qa, dict) or not isinstance(qa.get("question"), str) or qa.get("category") not in CATEGORY_NAMES:
+                warnings.append(f"{name}: {conv.external_id}, qa {i + 1}: malformed question — skipped")
+                continue
+            ev = metrics.normalize_evidence(qa.get("evidence") or [])
+            qs.append(Question(conv.external_id, i, qa["question"], int(qa["category"]), qa.get("answer"),
+                               list(qa.get("evidence") or []), ev, qa.get("adversarial_answer")))
+        samples.append(Sample(conv.external_id, conv, qs, (c.get("speaker_a", "A"), c.get("speaker_b", "B")), raw))
+    if sample_ids:
+        missing = [s for s in sample_ids if s not in {x.sample_id for x in samples}]
+        if missing:
+            raise ImportFatalError(f"{name}: no sample(s) {', '.join(missing)}; "
+                                   f"available: {', '.join(c.external_id for c in parsed.conversations)}")
+    return samples, warnings
+
+
+def spread_limit(samples: Sequence[Sample], limit: int | None) -> dict[str, list[Question]]:
+    """`limit` questions in total, taken round-robin from the samples (each sample's first ones)."""
+    if limit is None:
+        return {s.sample_id: list(s.questions) for s in samples}
+    chosen: dict[str, list[Question]] = {s.sample_id: [] for s in samples}
+    pos = 0
+    left = max(0, limit)
+    while left > 0:
+        progressed = False
+        for s in samples:
+            if left and pos < len(s.questions):
+                chosen[s.sample_id].append(s.questions[pos])
+                left -= 1
+                progressed = True
+        if not progressed:
+            break
+        pos += 1
+    return chosen
+
+
+def _pct(values: Sequence[float]) -> float | None:
+    return None if not values else round(100.0 * sum(values) / len(values), 2)
+
+
+def summarize(rows: Sequence[dict], key: Callable[[dict], float | None]) -> dict:
+    """Per category and overall (1–4, 1–5) means of `key(row)`, in percent, with counts."""
+    by_cat: dict[str, float | None] = {}
+    counts: dict[str, int] = {}
+    for cat in CATEGORY_NAMES:
+        vals = [key(r) for r in rows if r["category"] == cat]
+        vals = [v for v in vals if v is not None]
+        by_cat[str(cat)] = _pct(vals)
+        counts[str(cat)] = len(vals)
+    v14 = [key(r) for r in rows if r["category"] in (1, 2, 3, 4)]
+    v15 = [key(r) for r in rows]
+    v14 = [v for v in v14 if v is not None]
+    v15 = [v for v in v15 if v is not None]
+    return {"overall_1_4": _pct(v14), "overall_1_5": _pct(v15), "by_category": by_cat, "n": counts,
+            "n_1_4": len(v14), "n_1_5": len(v15)}
+
+
+def _latency(ms: Sequence[float]) -> dict:
+    if not ms:
+        return {}
+    s = sorted(ms)
+    p = lambda q: s[min(len(s) - 1, int(math.ceil(q * len(s))) - 1)]  # noqa: E731
+    return {"mean_ms": round(statistics.fmean(s), 2), "p50_ms": round(p(0.5), 2), "p95_ms": round(p(0.95), 2),
+            "max_ms": round(s[-1], 2), "n": len(s)}
+
+
+class LocomoEval:
+    def __init__(self, embedder, *, memory_params=None, retrievers: Sequence[str] = RETRIEVERS,
+                 ks: Sequence[int] = KS, qa_model=None, qa_modes: Sequence[str] = QA_MODES,
+                 qa_pages: int = 10, store_factory: Callable[[Path], Any] | None = None,
+                 progress: bool = True, log: Callable[[str], None] | None = None):
+        self.embedder = embedder
+        self.memory_params = memory_params
+        self.retrievers = [r for r in RETRIEVERS if r in retrievers]
+        self.ks = sorted(set(int(k) for k in ks))
+        self.qa_model = qa_model
+        self.qa_modes = list(qa_modes)
+        self.qa_pages = qa_pages
+        self.store_factory = store_factory or self._open_store
+        self.progress = progress
+        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+
+    # -- stores ------------------------------------------------------------------------------
+    def _open_store(self, path: Path):
+        from memory_core import MemoryParams, MemoryStore
+
+        return MemoryStore.open(path, self.embedder.embed, embed_model_id=self.embedder.model_id,
+                                dim=self.embedder.dim, params=self.memory_params or MemoryParams())
+
+    def _retrieve(self, store, question: str, pages: int):
+        from memory_core import RetrievalBudget
+
+        return store.retrieve(question, conversation_id=None, budget=RetrievalBudget(pages=pages),
+                              record_visits=False)
+
+    # -- run ------------------------------------------------------------------------------------
+    def run(self, samples: Sequence[Sample], *, limit: int | None = None, data_path: str = "") -> dict:
+        t_start = time.perf_counter()
+        chosen = spread_limit(samples, limit)
+        per_question: list[dict] = []
+        timings: dict[str, Any] = {"ingest_s": {}, "baseline_index_s": {}, "retrieval_ms": {r: [] for r in self.retrievers}}
+        qa_answerer = None
+        if self.qa_model is not None:
+            from app.evaluation.qa import QAAnswerer
+
+            qa_answerer = QAAnswerer(self.qa_model, memory_pages=self.qa_pages)
+        need_store = "mnemo" in self.retrievers or (qa_answerer is not None and "memory" in self.qa_modes)
+        total_q = sum(len(v) for v in chosen.values())
+        steps = total_q * (1 + (len(self.qa_modes) if qa_answerer is not None else 0))
+        bar = ProgressBar(steps, label="eval locomo", unit="steps", enabled=self.progress)
+        with tempfile.TemporaryDirectory(prefix="mnemo-eval-") as tmp:
+            for sample in samples:
+                questions = chosen[sample.sample_id]
+                if not questions:
+                    continue
+                rows = self._run_sample(sample, questions, Path(tmp), need_store, qa_answerer, timings, bar)
+                per_question.extend(rows)
+        bar.close()
+        return self._report(samples, chosen, per_question, timings, time.perf_counter() - t_start, data_path)
+
+    def _run_sample(self, sample: Sample, questions: list[Question], tmp: Path, need_store: bool,
+                    qa_answerer, timings: dict, bar: ProgressBar) -> list[dict]:
+        conv = sample.conversation
+        turn_ids = [t.turn_id for t in conv.turns]
+        turn_texts = [t.text for t in conv.turns]
+        max_k = max(self.ks)
+        store = dense = bm25 = None
+        try:
+            if need_store:
+                t0 = time.perf_counter()
+                store = self.store_factory(tmp / f"{sample.sample_id}.sqlite3")
+                write_conversation(store, conv)
+                timings["ingest_s"][sample.sample_id] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            dense = FlatDense(turn_ids, turn_texts, self.embedder.embed) if {"flat-dense", "hybrid"} & set(self.retrievers) else None
+            bm25 = BM25Turns(turn_ids, turn_texts) if {"bm25", "hybrid"} & set(self.retrievers) else None
+            timings["baseline_index_s"][sample.sample_id] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            qvecs = self.embedder.embed([q.question for q in questions]) if dense is not None else None
+            # the questions are embedded in one batch; each dense ranking is charged its share
+            q_embed_ms = (time.perf_counter() - t0) * 1000.0 / max(1, len(questions)) if dense is not None else 0.0
+
+            known = set(turn_ids)
+            rows: list[dict] = []
+            retrievals: list[Any] = []
+            for qi, q in enumerate(questions):
+                ranked: dict[str, list[list[str]]] = {}
+                dense_rank = bm25_rank = None
+                spent: dict[str, float] = {}
+                for name in self.retrievers:
+                    t0 = time.perf_counter()
+                    if name == "mnemo":
+                        r = self._retrieve(store, q.question, max_k)
+                        ranked[name] = [_page_turns(h.page) for h in r.pages]
+                        retrievals.append(r)
+                    elif name == "flat-dense":
+                        dense_rank = dense.rank(qvecs[qi], BASELINE_DEPTH)
+                        ranked[name] = [[d] for d in dense_rank]
+                        t0 -= q_embed_ms / 1000.0
+                    elif name == "bm25":
+                        bm25_rank = bm25.rank(q.question, BASELINE_DEPTH)
+                        ranked[name] = [[d] for d in bm25_rank]
+                    elif name == "hybrid":
+                        dr = dense_rank if dense_rank is not None else dense.rank(qvecs[qi], BASELINE_DEPTH)
+                        br = bm25_rank if bm25_rank is not None else bm25.rank(q.question, BASELINE_DEPTH)
+                        ranked[name] = [[d] for d in rrf_fuse([dr, br], n=BASELINE_DEPTH)]
+                    spent[name] = (time.perf_counter() - t0) * 1000.0
+                    if name == "hybrid":  # its latency includes the two rankings it fuses, even when reused
+                        spent[name] += (spent["flat-dense"] if "flat-dense" in spent else q_embed_ms) + spent.get("bm25", 0.0)
+                    timings["retrieval_ms"][name].append(spent[name])
+                if need_store and "mnemo" not in self.retrievers:
+                    retrievals.append(self._retrieve(store, q.question, self.qa_pages))
+                row = {
+                    "sample_id": q.sample_id, "qa_index": q.index, "question": q.question, "category": q.category,
+                    "answer": q.answer if q.category != 5 else None,
+                    "adversarial_answer": q.adversarial_answer,
+                    "evidence_raw": q.evidence_raw, "evidence": q.evidence,
+                    "evidence_not_in_conversation": [e for e in q.evidence if e not in known],
+                    "retrieved": {}, "recall": {},
+                }
+                for name, units in ranked.items():
+                    got = metrics.fill_turn_budget(units, max_k)
+                    row["retrieved"][name] = got
+                    row["recall"][name] = {
+                        str(k): metrics.recall_acc(q.evidence, metrics.fill_turn_budget(units, k)) for k in self.ks}
+                rows.append(row)
+                bar.update(1, note=f"{sample.sample_id} retrieval")
+            if qa_answerer is not None:
+                self._answer_sample(sample, questions, rows, retrievals, qa_answerer, bar)
+            return rows
+        finally:
+            if bm25 is not None:
+                bm25.close()
+            if store is not None:
+                store.close()
+
+    def _answer_sample(self, sample: Sample, questions: list[Question], rows: list[dict], retrievals: list,
+                       qa, bar: ProgressBar) -> None:
+        """QA mode by mode (so each mode's shared prompt prefix stays in the KV cache)."""
+        for row in rows:
+            row["qa"] = {}
+        context = None
+        if "full-context" in self.qa_modes:
+            sessions: dict[int, list] = {}
+            for t in sample.conversation.turns:
+                sessions.setdefault(t.session, []).append(t)
+            ordered = [(ts[0].timestamp, [t.text for t in ts]) for _, ts in sorted(sessions.items())]
+            context = qa.full_context(sample.sample_id, ordered, sample.speakers)
+        for mode in self.qa_modes:
+            for i, (q, row) in enumerate(zip(questions, rows)):
+                if mode == "memory":
+                    ans = qa.answer_memory(q.question, retrievals[i], sample.speakers)
+                elif mode == "no-memory":
+                    ans = qa.answer_no_memory(q.question, sample.speakers)
+                else:
+                    ans = qa.answer_full(q.question, context, sample.speakers)
+                row["qa"][mode] = score_answer(ans, q)
+                bar.update(1, note=f"{sample.sample_id} {mode}")
+
+    # -- report ------------------------------------------------------------------------------------
+    def _report(self, samples, chosen, rows, timings, total_s, data_path) -> dict:
+        retrieval = {}
+        for name in self.retrievers:
+            retrieval[name] = {f"k{k}": summarize(rows, lambda r, n=name, k=k: r["recall"][n][str(k)]) for k in self.ks}
+        qa_summary = {}
+        if rows and "qa" in rows[0]:
+            for mode in self.qa_modes:
+                qrows = [r for r in rows if mode in r.get("qa", {})]
+                qa_summary[mode] = {
+                    "official_f1": summarize(qrows, lambda r, m=mode: r["qa"][m]["official_f1"]),
+                    "amem_f1": summarize(qrows, lambda r, m=mode: r["qa"][m]["amem_f1"]),
+                    "bleu1": summarize(qrows, lambda r, m=mode: r["qa"][m]["bleu1"]),
+                    "prompt_tokens_mean": round(statistics.fmean(r["qa"][mode]["prompt_tokens"] for r in qrows), 1),
+                    "answer_s_mean": round(statistics.fmean(r["qa"][mode]["seconds"] for r in qrows), 3),
+                    "answer_s_total": round(sum(r["qa"][mode]["seconds"] for r in qrows), 2),
+                }
+        lat = {name: _latency(v) for name, v in timings["retrieval_ms"].items()}
+        return {
+            "benchmark": "locomo",
+            "data": str(data_path),
+            "samples": [s.sample_id for s in samples if chosen[s.sample_id]],
+            "questions": len(rows),
+            "turns": sum(s.conversation.n_turns for s in samples if chosen[s.sample_id]),
+            "ks": self.ks,
+            "retrievers": self.retrievers,
+            "embed_model_id": getattr(self.embedder, "model_id", ""),
+            "memory_params": (self.memory_params.to_dict() if hasattr(self.memory_params, "to_dict") else None),
+            "qa_model": getattr(self.qa_model, "model_id", None) if self.qa_model is not None else None,
+            "qa_pages": self.qa_pages if self.qa_model is not None else None,
+            "retrieval": retrieval,
+            "qa": qa_summary,
+            "timings": {"total_s": round(total_s, 2), "ingest_s": timings["ingest_s"],
+                        "baseline_index_s": timings["baseline_index_s"], "retrieval": lat},
+            "per_question": rows,
+        }
+
+
+def _page_turns(page) -> list[str]:
+    meta = page.meta if isinstance(page.meta, dict) else {}
+    ids = meta.get("turn_ids")
+    if isinstance(ids, list) and ids:
+        return [str(i) for i in ids]
+    return [f"page:{page.id}"]  # a page without turn ids (not from the importer) still costs a turn
+
+
+def score_answer(ans, q: Question) -> dict:
+    out = {"prediction": ans.prediction, "prompt_tokens": ans.prompt_tokens, "seconds": round(ans.seconds, 3),
+           "official_f1": metrics.locomo_f1(ans.prediction, q.answer, q.category)}
+    if q.category == 5:  # no gold answer: the A-Mem-style scores are left out
+        out["amem_f1"] = None
+        out["bleu1"] = None
+    else:
+        out["amem_f1"] = metrics.amem_f1(ans.prediction, q.gold if q.category == 3 else str(q.answer))
+        out["bleu1"] = metrics.bleu1(ans.prediction, q.gold if q.category == 3 else str(q.answer))
+    out.update({k: v for k, v in ans.detail.items()})
+    return out
+
+
+# -- printing ------------------------------------------------------------------------------------
+def _f(v) -> str:
+    return "   -" if v is None else f"{v:5.1f}"
+
+
+def format_tables(report: dict) -> str:
+    ks = report["ks"]
+    lines = [f"LoCoMo retrieval recall_acc (%) — {report['questions']} questions, samples "
+             f"{', '.join(report['samples'])}; budget k = retrieved dialog turns"]
+    head = f"{'retriever':<12} {'cats':<5} " + " ".join(f"{'R@' + str(k):>6}" for k in ks)
+    lines += [head, "-" * len(head)]
+    for name, by_k in report["retrieval"].items():
+        for cats, key in (("1-5", "overall_1_5"), ("1-4", "overall_1_4")):
+            lines.append(f"{name:<12} {cats:<5} " + " ".join(f"{_f(by_k[f'k{k}'][key]):>6}" for k in ks))
+    if report["retrieval"]:
+        any_name = next(iter(report["retrieval"]))
+        n = report["retrieval"][any_name][f"k{ks[0]}"]["n"]
+        lines.append("")
+        cat_head = f"{'retriever':<12} {'k':>3} " + " ".join(
+            f"{CATEGORY_NAMES[c][:11] + '(' + str(n[str(c)]) + ')':>16}" for c in CATEGORY_NAMES)
+        lines += ["per category:", cat_head, "-" * len(cat_head)]
+        for name, by_k in report["retrieval"].items():
+            for k in ks:
+                lines.append(f"{name:<12} {k:>3} " + " ".join(
+                    f"{_f(by_k[f'k{k}']['by_category'][str(c)]):>16}" for c in CATEGORY_NAMES))
+    lat = report["timings"]["retrieval"]
+    if lat:
+        lines.append("")
+        lines.append("retrieval latency per question: " + "; ".join(
+            f"{n} p50 {v['p50_ms']:.1f} ms p95 {v['p95_ms']:.1f} ms" for n, v in lat.items() if v))
+    if report["timings"]["ingest_s"]:
+        ing = report["timings"]["ingest_s"]
+        lines.append(f"ingest (fresh store per sample): {sum(ing.values()):.1f} s total "
+                     f"({', '.join(f'{k} {v:.1f}s' for k, v in ing.items())})")
+    if report.get("qa"):
+        lines.append("")
+        lines.append(f"LoCoMo QA with {report['qa_model']} (official F1 cats 1-5 / 1-4, A-Mem F1 and BLEU-1 cats 1-4, %)")
+        qhead = f"{'mode':<13} {'F1 1-5':>7} {'F1 1-4':>7} {'A-Mem F1':>9} {'BLEU-1':>7} {'tokens':>7} {'s/answer':>9}"
+        lines += [qhead, "-" * len(qhead)]
+        for mode, s in report["qa"].items():
+            lines.append(f"{mode:<13} {_f(s['official_f1']['overall_1_5']):>7} {_f(s['official_f1']['overall_1_4']):>7} "
+                         f"{_f(s['amem_f1']['overall_1_4']):>9} {_f(s['bleu1']['overall_1_4']):>7} "
+                         f"{s['prompt_tokens_mean']:>7.0f} {s['answer_s_mean']:>9.2f}")
+        lines.append("official F1 by category: " + "; ".join(
+            f"{mode}: " + ", ".join(f"{c}={_f(s['official_f1']['by_category'][str(c)]).strip()}" for c in CATEGORY_NAMES)
+            for mode, s in report["qa"].items()))
+    lines.append(f"total {report['timings']['total_s']:.1f} s")
+    return "\n".join(lines)
+
+
+def write_json(report: dict, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(report, indent=1, ensure_ascii=False, default=_json_default), encoding="utf-8")
+
+
+def _json_default(o):
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)

@@ -1,0 +1,155 @@
+"""Writing parsed conversations into a memory store: one transaction per conversation,
+resumable by (source, external_id), pages through the store's LLM-free bulk path.
+
+Resuming: a conversation already in the store is matched by (source, external_id); its
+messages carry the importer's `turn_id` in their meta. If every parsed turn is already
+there the conversation is skipped; otherwise only the missing turns are added (with their
+pages), chained after the last stored message, so a conversation that was cut short (or
+that grew since the last export) is completed, never duplicated. Because each
+conversation's messages and pages are written in one transaction, a crash leaves either
+the whole conversation or none of it.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from app.importers.base import ImportIssue, ParsedConversation, ParseResult
+from app.importers.pages import MAX_SIDE_CHARS, page_items, plan_pages
+
+PAGE_CHUNK = 64  # pages per add_pages call (one embedding batch each)
+
+
+@dataclass
+class ConversationOutcome:
+    position: str
+    external_id: str
+    conversation_id: int | None
+    status: str  # "imported", "resumed", "already imported"
+    turns_written: int = 0
+    pages_written: int = 0
+
+
+@dataclass
+class ImportReport:
+    path: str
+    format: str
+    outcomes: list[ConversationOutcome] = field(default_factory=list)
+    issues: list[ImportIssue] = field(default_factory=list)
+    records_seen: int = 0
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def turns_written(self) -> int:
+        return sum(o.turns_written for o in self.outcomes)
+
+    @property
+    def pages_written(self) -> int:
+        return sum(o.pages_written for o in self.outcomes)
+
+    @property
+    def skipped_records(self) -> int:
+        return sum(1 for i in self.issues if i.skipped)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "conversations_in_file": self.records_seen,
+            "imported": self.count("imported"),
+            "resumed": self.count("resumed"),
+            "already_imported": self.count("already imported"),
+            "turns_written": self.turns_written,
+            "pages_written": self.pages_written,
+            "skipped_records": self.skipped_records,
+            "warnings": [str(i) for i in self.issues],
+            "seconds": round(self.seconds, 3),
+            "conversations": [o.__dict__ for o in self.outcomes],
+        }
+
+
+def _meta_of(message: Any) -> dict:
+    meta = getattr(message, "meta", None)
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except ValueError:
+            meta = None
+    return meta if isinstance(meta, dict) else {}
+
+
+def write_conversation(store, conv: ParsedConversation, *, issues: list[ImportIssue] | None = None,
+                       on_turns: Callable[[int], None] | None = None,
+                       max_side_chars: int = MAX_SIDE_CHARS) -> ConversationOutcome:
+    """Write (or finish) one conversation in one transaction."""
+    issues = issues if issues is not None else []
+    existing = store.find_conversation(conv.source, conv.external_id)
+    parent_id = None
+    turns = conv.turns
+    status = "imported"
+    if existing is not None:
+        messages = store.list_messages(existing.id)
+        done = {_meta_of(m).get("turn_id") for m in messages}
+        turns = [t for t in conv.turns if t.turn_id not in done]
+        if not turns:
+            if on_turns:
+                on_turns(len(conv.turns))
+            return ConversationOutcome(conv.position, conv.external_id, existing.id, "already imported")
+        status = "resumed"
+        parent_id = messages[-1].id if messages else None
+        if on_turns:
+            on_turns(len(conv.turns) - len(turns))
+
+    written_turns = 0
+    with store.transaction():
+        if existing is None:
+            cid = store.create_conversation(conv.title, created_at=conv.created_at, source=conv.source,
+                                            external_id=conv.external_id)
+        else:
+            cid = existing.id
+        ids: list[int] = []
+        for t in turns:
+            meta = {"turn_id": t.turn_id, "import_source": conv.source, **t.meta}
+            mid = store.add_message(cid, t.role, t.text, parent_id=parent_id, created_at=t.timestamp, meta=meta)
+            ids.append(mid)
+            parent_id = mid
+        plans = plan_pages(turns)
+        items, capped = page_items(turns, ids, plans, source=conv.source, limit=max_side_chars)
+        for n in capped:
+            first = turns[plans[n].indices[0]]
+            issues.append(ImportIssue(
+                f"{conv.position}, turn {first.turn_id}",
+                f"message of {max(len(turns[i].text) for i in plans[n].indices):,} characters: imported in full, "
+                f"but its memory page keeps only the first {max_side_chars:,}", skipped=False))
+        # in chunks, so the progress bar moves inside a long conversation
+        for start in range(0, len(items), PAGE_CHUNK):
+            chunk = items[start:start + PAGE_CHUNK]
+            store.add_pages(cid, chunk)
+            n = sum(len(it["meta"]["turn_ids"]) for it in chunk)
+            written_turns += n
+            if on_turns:
+                on_turns(n)
+    if on_turns and written_turns < len(turns):
+        on_turns(len(turns) - written_turns)
+    return ConversationOutcome(conv.position, conv.external_id, cid, status, len(turns), len(items))
+
+
+def write_all(store, parsed: ParseResult, *, path: str = "", progress=None,
+              conversations: Sequence[ParsedConversation] | None = None) -> ImportReport:
+    convs = list(conversations if conversations is not None else parsed.conversations)
+    report = ImportReport(path=path, format=parsed.format, issues=list(parsed.issues),
+                          records_seen=parsed.records_seen)
+    start = time.monotonic()
+    for conv in convs:
+        if progress is not None:
+            progress.note = conv.title[:40]
+        outcome = write_conversation(store, conv, issues=report.issues,
+                                     on_turns=(lambda n: progress.update(n)) if progress is not None else None)
+        report.outcomes.append(outcome)
+    report.seconds = time.monotonic() - start
+    return report

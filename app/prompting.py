@@ -1,0 +1,159 @@
+"""Compose the chat prompt from memory within a token budget.
+
+Order, most stable first, so llama.cpp can reuse the KV cache of the longest common
+prefix between turns (DESIGN.md, "activation memory"): system prompt → persona traits
+and knowledge (change only when memory is promoted; sorted by id) → retrieved pages
+(each with its date; change per question) → recent dialogue → the new message. Nothing
+time-of-now is put in the stable part. Memory is quoted as data inside <memory> tags.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from app import prompts
+
+CountFn = Callable[[str], int]
+QUERY_TRUNCATION_NOTE = "\n[… message truncated to fit the model's context …]\n"
+
+
+@dataclass
+class ComposedPrompt:
+    messages: list[dict[str, str]]
+    prompt_tokens: int
+    budget_tokens: int
+    included: dict[str, list[int]] = field(default_factory=dict)  # what went in: page/knowledge/trait/message ids
+    dropped: dict[str, int] = field(default_factory=dict)  # how many of each did not fit
+    query_truncated: bool = False
+
+
+def format_date(ts: float | None) -> str:
+    if not ts:
+        return "unknown date"
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def _page_block(hit) -> str:
+    page = hit.page
+    lines = [f"[{format_date(page.timestamp)}] (page {page.id})"]
+    if page.user_text:
+        lines.append(f"User: {page.user_text.strip()}")
+    if page.assistant_text:
+        lines.append(f"Assistant: {page.assistant_text.strip()}")
+    return "\n".join(lines)
+
+
+def _truncate_middle(text: str, count: CountFn, max_tokens: int) -> str:
+    """Cut the middle of `text` until it fits `max_tokens` (keeps its start and end)."""
+    if count(text) <= max_tokens:
+        return text
+    lo, hi = 0, len(text)
+    best = text[: max(1, max_tokens)]
+    while lo < hi:  # binary search on the kept length
+        mid = (lo + hi + 1) // 2
+        half = mid // 2
+        candidate = text[:half] + QUERY_TRUNCATION_NOTE + text[len(text) - (mid - half):]
+        if count(candidate) <= max_tokens:
+            best, lo = candidate, mid
+        else:
+            hi = mid - 1
+    return best
+
+
+def compose_prompt(
+    query: str,
+    *,
+    retrieval=None,
+    history: Sequence = (),
+    count_tokens: CountFn,
+    budget_tokens: int,
+    template_overhead: int = 8,
+    system_prompt: str | None = None,
+) -> ComposedPrompt:
+    """Build chat messages for `query` within `budget_tokens` (n_ctx minus the reply reserve).
+
+    `history` is the conversation's current branch before `query`, as objects with
+    `.role`, `.content`, `.id` (memory_core Messages). Priorities when space is short:
+    the query (cut in the middle if it alone is too long), the system prompt, the last
+    exchange, persona traits, retrieved pages by score, knowledge, then older dialogue.
+    """
+    system = system_prompt if system_prompt is not None else prompts.load("system")
+    cost = lambda text: count_tokens(text) + template_overhead  # noqa: E731
+
+    remaining = budget_tokens - cost(system) - template_overhead
+    query_budget = max(32, remaining // 2) if cost(query) > remaining // 2 else remaining
+    truncated = False
+    if cost(query) > query_budget:
+        query = _truncate_middle(query, count_tokens, query_budget - template_overhead)
+        truncated = True
+    remaining -= cost(query)
+
+    included: dict[str, list[int]] = {"pages": [], "knowledge": [], "traits": [], "messages": []}
+    dropped: dict[str, int] = {"pages": 0, "knowledge": 0, "traits": 0, "messages": 0}
+
+    turns = [m for m in history if m.role in ("user", "assistant") and m.content]
+    recent: list = []
+    # the last exchange first (so a reply to "and then?" has its context)
+    for msg in reversed(turns[-2:]):
+        c = cost(msg.content)
+        if c <= remaining:
+            recent.insert(0, msg)
+            remaining -= c
+    older = turns[:-2]
+
+    history_ids = {m.id for m in turns}
+    traits = list(retrieval.traits) if retrieval is not None else []
+    pages = list(retrieval.pages) if retrieval is not None else []
+    knowledge = list(retrieval.knowledge) if retrieval is not None else []
+    # pages already in the visible dialogue are not repeated
+    pages = [h for h in pages if h.page.user_message_id not in history_ids and h.page.assistant_message_id not in history_ids]
+
+    if traits or pages or knowledge:  # the <memory> wrapper and section headings cost tokens too
+        remaining -= count_tokens(prompts.load("memory_context").format(sections="")) + 3 * 6
+    chosen_traits, chosen_pages, chosen_knowledge = [], [], []
+    for kind, hits, chosen, render in (
+        ("traits", traits, chosen_traits, lambda h: f"- {h.item.dimension}: {h.item.value}"),
+        ("pages", pages, chosen_pages, _page_block),
+        ("knowledge", knowledge, chosen_knowledge, lambda h: f"- {h.item.text}"),
+    ):
+        for hit in hits:
+            c = count_tokens(render(hit)) + 2
+            if c <= remaining:
+                chosen.append(hit)
+                remaining -= c
+            else:
+                dropped[kind] += 1
+    for msg in reversed(older):
+        c = cost(msg.content)
+        if c > remaining:
+            dropped["messages"] += 1 + older.index(msg)
+            break
+        recent.insert(0, msg)
+        remaining -= c
+
+    # Stable order inside each section (ids), so the prefix is byte-identical between turns.
+    chosen_traits.sort(key=lambda h: (h.item.dimension, h.item.id))
+    chosen_knowledge.sort(key=lambda h: (h.item.owner, h.item.id))
+    sections = []
+    if chosen_traits:
+        sections.append("About the user:\n" + "\n".join(f"- {h.item.dimension}: {h.item.value}" for h in chosen_traits))
+    if chosen_knowledge:
+        sections.append("Known facts:\n" + "\n".join(f"- ({h.item.owner}) {h.item.text}" for h in chosen_knowledge))
+    if chosen_pages:
+        chosen_pages.sort(key=lambda h: (h.page.timestamp or 0, h.page.id))  # chronological reads naturally
+        sections.append("Earlier conversations:\n" + "\n\n".join(_page_block(h) for h in chosen_pages))
+    system_text = system
+    if sections:
+        system_text += "\n\n" + prompts.load("memory_context").format(sections="\n\n".join(sections))
+
+    messages = [{"role": "system", "content": system_text}]
+    messages += [{"role": m.role, "content": m.content} for m in recent]
+    messages.append({"role": "user", "content": query})
+
+    included["traits"] = [h.item.id for h in chosen_traits]
+    included["knowledge"] = [h.item.id for h in chosen_knowledge]
+    included["pages"] = [h.page.id for h in chosen_pages]
+    included["messages"] = [m.id for m in recent]
+    used = sum(cost(m["content"]) for m in messages)
+    return ComposedPrompt(messages, used, budget_tokens, included, dropped, truncated)

@@ -1,0 +1,183 @@
+"""Background work: one thread owns the LLM, another runs LLM-free memory jobs.
+
+llama.cpp is not thread-safe, so every use of the chat model — chat turns and the
+memory-update calls that ask it for JSON — runs on the single LLM thread. Chat tasks
+have priority; memory jobs that need the LLM run there only after it has been idle
+for `idle_s` (so they never delay a reply and disturb the KV cache only between
+turns). LLM-free memory steps (embedding a page, STM → MTM paging, heat) run on the
+memory thread with their own database connection. Memory events and job counts are
+reported through callbacks so a UI can show progress and "memory updated".
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+PRIORITY_CHAT = 0
+PRIORITY_NORMAL = 5
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        open_store: Callable[..., Any],
+        get_model: Callable[[], Any] | None,
+        on_event: Callable[[Any], None] | None = None,
+        on_jobs: Callable[[int], None] | None = None,
+        idle_s: float = 2.0,
+        poll_s: float = 1.0,
+    ):
+        """`open_store(llm=None)` opens a new MemoryStore connection; `get_model()` loads the chat model."""
+        self._open_store = open_store
+        self._get_model = get_model
+        self.on_event = on_event
+        self.on_jobs = on_jobs
+        self.idle_s = idle_s
+        self.poll_s = poll_s
+        self._tasks: queue.PriorityQueue = queue.PriorityQueue()
+        self._counter = itertools.count()
+        self._wake_memory = threading.Event()
+        self._stop = threading.Event()
+        self._last_chat = 0.0
+        self._busy_chat = False
+        self._threads: list[threading.Thread] = []
+        self.llm_store = None
+        self.model = None
+        self.last_error: str | None = None
+
+    # -- lifecycle ------------------------------------------------------------------
+    def start(self) -> None:
+        for name, target in (("mnemo-llm", self._llm_loop), ("mnemo-memory", self._memory_loop)):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake_memory.set()
+        self._tasks.put((-1, next(self._counter), None, None))
+        for t in self._threads:
+            t.join(timeout=timeout)
+        self._threads.clear()
+
+    # -- API ------------------------------------------------------------------------
+    def submit(self, fn: Callable[[Any, Any], Any], *, priority: int = PRIORITY_CHAT) -> Future:
+        """Run `fn(store, model)` on the LLM thread; chat tasks (priority 0) go first."""
+        future: Future = Future()
+        self._tasks.put((priority, next(self._counter), fn, future))
+        return future
+
+    def notify_jobs(self) -> None:
+        """Wake the memory thread (call after enqueueing a job)."""
+        self._wake_memory.set()
+
+    # -- threads --------------------------------------------------------------------
+    def _model(self):
+        if self.model is None and self._get_model is not None:
+            self.model = self._get_model()
+        return self.model
+
+    def _complete_json(self, messages, schema):
+        model = self._model()
+        if model is None:
+            raise RuntimeError("no chat model")
+        return model.complete_json(messages, schema, max_tokens=512)
+
+    def _llm_loop(self) -> None:
+        self.llm_store = self._open_store(llm=self._complete_json)
+        self._subscribe(self.llm_store)
+        try:
+            while not self._stop.is_set():
+                try:
+                    _, _, fn, future = self._tasks.get(timeout=self.poll_s)
+                except queue.Empty:
+                    self._idle_llm_work()
+                    continue
+                if fn is None:
+                    break
+                if not future.set_running_or_notify_cancel():
+                    continue
+                self._busy_chat = True
+                try:
+                    future.set_result(fn(self.llm_store, self._model()))
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                    future.set_exception(exc)
+                finally:
+                    self._busy_chat = False
+                    self._last_chat = time.monotonic()
+                    self._wake_memory.set()
+        finally:
+            self.llm_store.close()
+
+    def _idle_llm_work(self) -> None:
+        """Memory jobs that want the LLM, one at a time, only when chat has been idle a while."""
+        if time.monotonic() - self._last_chat < self.idle_s or not self._tasks.empty():
+            return
+        try:
+            if self.llm_store.pending_jobs():
+                self.llm_store.run_pending(max_jobs=1, allow_llm=True)
+                self._report_jobs(self.llm_store)
+        except Exception as exc:  # a broken job must not kill the thread
+            self.last_error = str(exc)
+            log.exception("memory job on the LLM thread failed")
+
+    def _memory_loop(self) -> None:
+        store = self._open_store(llm=None)
+        self._subscribe(store)
+        try:
+            while not self._stop.is_set():
+                self._wake_memory.wait(timeout=self.poll_s)
+                self._wake_memory.clear()
+                if self._stop.is_set():
+                    break
+                try:
+                    while store.run_pending(max_jobs=8, allow_llm=False):
+                        self._report_jobs(store)
+                        if self._busy_chat:  # yield the CPU to a streaming reply
+                            time.sleep(0.02)
+                    self._report_jobs(store)
+                except Exception as exc:
+                    self.last_error = str(exc)
+                    log.exception("memory job failed")
+        finally:
+            store.close()
+
+    def _subscribe(self, store) -> None:
+        if self.on_event is not None and hasattr(store, "add_listener"):
+            store.add_listener(self.on_event)
+
+    def _report_jobs(self, store) -> None:
+        if self.on_jobs is not None:
+            self.on_jobs(store.pending_jobs())
+
+    # -- helpers for callers --------------------------------------------------------
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Block until no LLM-free job is pending (tests and the CLI use this before exit)."""
+        deadline = time.monotonic() + timeout
+        probe = self._open_store(llm=None)
+        try:
+            while time.monotonic() < deadline:
+                self.notify_jobs()
+                if not probe.pending_jobs(allow_llm=False) if _takes_allow_llm(probe) else not probe.pending_jobs():
+                    return True
+                time.sleep(0.1)
+            return False
+        finally:
+            probe.close()
+
+
+def _takes_allow_llm(store) -> bool:
+    import inspect
+
+    try:
+        return "allow_llm" in inspect.signature(store.pending_jobs).parameters
+    except (TypeError, ValueError):
+        return False

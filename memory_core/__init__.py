@@ -1,0 +1,16 @@
+"""Mnemo's memory engine: SQLite tiers (STM -> MTM -> archive), heat, persona, hybrid retrieval.
+
+Qt-free and model-free: it receives an embedding function and, optionally, a JSON-completion
+function (`EmbedFn`, `CompleteJsonFn`) and works without the latter.
+"""
+from .store import MemoryStore
+from .types import (
+    CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge, KnowledgeHit,
+    MemoryParams, Message, Page, PageHit, Retrieval, RetrievalBudget, Segment, StoreClosedError, Trait, TraitHit,
+)
+
+__all__ = [
+    "MemoryStore", "MemoryParams", "RetrievalBudget", "Retrieval", "PageHit", "KnowledgeHit", "TraitHit",
+    "Conversation", "Message", "Page", "Segment", "Trait", "Knowledge", "Event", "Job", "ItemVersion",
+    "EmbedFn", "CompleteJsonFn", "EmbeddingMismatchError", "StoreClosedError",
+]

@@ -1,0 +1,260 @@
+"""apsw connection factory (sqlite-vec loaded, WAL, foreign keys) and the schema as numbered migrations."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import apsw
+import sqlite_vec
+
+FTS_PORTER = "porter unicode61 remove_diacritics 2"
+
+
+def connect(path: str | Path, *, busy_timeout_ms: int = 10_000) -> apsw.Connection:
+    """Open `path` with sqlite-vec loaded, WAL journal, foreign keys on and a busy timeout."""
+    conn = apsw.Connection(str(path))
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
+    conn.set_busy_timeout(busy_timeout_ms)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    conn.execute("PRAGMA cache_size=-32000")
+    return conn
+
+
+def _m1(conn: apsw.Connection, dim: int) -> None:
+    conn.execute(f"""
+    CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+
+    CREATE TABLE conversation(
+        id INTEGER PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT 'New chat',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        source TEXT,
+        external_id TEXT,
+        memory_paused INTEGER NOT NULL DEFAULT 0,
+        incognito INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE UNIQUE INDEX conversation_ext ON conversation(source, external_id) WHERE external_id IS NOT NULL;
+    CREATE INDEX conversation_updated ON conversation(updated_at DESC, id DESC);
+
+    CREATE TABLE message(
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
+        parent_id INTEGER REFERENCES message(id) ON DELETE SET NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        status TEXT NOT NULL DEFAULT 'complete',
+        meta TEXT NOT NULL DEFAULT '{{}}'
+    );
+    CREATE INDEX message_conv ON message(conversation_id, created_at, id);
+    CREATE INDEX message_parent ON message(parent_id);
+    CREATE VIRTUAL TABLE message_fts USING fts5(content, content='message', content_rowid='id', tokenize='trigram');
+    CREATE TRIGGER message_ai AFTER INSERT ON message BEGIN
+        INSERT INTO message_fts(rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TRIGGER message_ad AFTER DELETE ON message BEGIN
+        INSERT INTO message_fts(message_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    END;
+    CREATE TRIGGER message_au AFTER UPDATE OF content ON message BEGIN
+        INSERT INTO message_fts(message_fts, rowid, content) VALUES ('delete', old.id, old.content);
+        INSERT INTO message_fts(rowid, content) VALUES (new.id, new.content);
+    END;
+
+    CREATE TABLE chain(
+        id INTEGER PRIMARY KEY,
+        summary TEXT NOT NULL DEFAULT '',
+        keywords TEXT NOT NULL DEFAULT '[]',
+        updated_at REAL NOT NULL
+    );
+
+    CREATE TABLE segment(
+        id INTEGER PRIMARY KEY,
+        tier TEXT NOT NULL CHECK (tier IN ('mtm', 'archive')),
+        summary TEXT NOT NULL DEFAULT '',
+        keywords TEXT NOT NULL DEFAULT '[]',
+        kw_counts TEXT NOT NULL DEFAULT '{{}}',
+        emb_sum BLOB NOT NULL,
+        n_visit INTEGER NOT NULL DEFAULT 0,
+        l_interaction INTEGER NOT NULL DEFAULT 0,
+        last_access REAL NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        page_count INTEGER NOT NULL DEFAULT 0,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        promotions INTEGER NOT NULL DEFAULT 0,
+        archived_at REAL
+    );
+    CREATE INDEX segment_tier ON segment(tier, last_access);
+
+    CREATE TABLE page(
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER REFERENCES conversation(id) ON DELETE SET NULL,
+        user_text TEXT NOT NULL,
+        assistant_text TEXT NOT NULL,
+        timestamp REAL NOT NULL,
+        tier TEXT NOT NULL CHECK (tier IN ('stm', 'mtm', 'archive')),
+        segment_id INTEGER REFERENCES segment(id),
+        prev_page_id INTEGER REFERENCES page(id) ON DELETE SET NULL,
+        chain_id INTEGER REFERENCES chain(id),
+        keywords TEXT NOT NULL DEFAULT '[]',
+        pinned INTEGER NOT NULL DEFAULT 0,
+        user_message_id INTEGER REFERENCES message(id) ON DELETE SET NULL,
+        assistant_message_id INTEGER REFERENCES message(id) ON DELETE SET NULL,
+        meta TEXT NOT NULL DEFAULT '{{}}',
+        created_at REAL NOT NULL,
+        moved_at REAL,
+        analyzed INTEGER NOT NULL DEFAULT 0,
+        dedupe_key TEXT UNIQUE,
+        CHECK ((tier = 'stm') = (segment_id IS NULL))
+    );
+    CREATE INDEX page_tier_conv ON page(tier, conversation_id, id);
+    CREATE INDEX page_conv ON page(conversation_id, id);
+    CREATE INDEX page_segment ON page(segment_id, id);
+    CREATE INDEX page_prev ON page(prev_page_id);
+    CREATE INDEX page_chain ON page(chain_id);
+    CREATE INDEX page_ts ON page(timestamp);
+
+    CREATE TABLE trait(
+        id INTEGER PRIMARY KEY,
+        dimension TEXT NOT NULL,
+        value TEXT NOT NULL,
+        evidence TEXT NOT NULL DEFAULT '',
+        confidence REAL NOT NULL DEFAULT 0.5,
+        status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+        version INTEGER NOT NULL DEFAULT 1,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        conversation_ids TEXT NOT NULL DEFAULT '[]',
+        model TEXT NOT NULL DEFAULT '',
+        reason TEXT NOT NULL DEFAULT '',
+        embedding BLOB NOT NULL
+    );
+    CREATE INDEX trait_dim ON trait(dimension);
+
+    CREATE TABLE knowledge(
+        id INTEGER PRIMARY KEY,
+        owner TEXT NOT NULL CHECK (owner IN ('user', 'assistant')),
+        text TEXT NOT NULL,
+        confidence REAL NOT NULL DEFAULT 0.5,
+        status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+        version INTEGER NOT NULL DEFAULT 1,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        conversation_ids TEXT NOT NULL DEFAULT '[]',
+        model TEXT NOT NULL DEFAULT '',
+        reason TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX knowledge_owner ON knowledge(owner, status);
+
+    -- old versions of traits and knowledge (the current version lives in the item row)
+    CREATE TABLE item_version(
+        id INTEGER PRIMARY KEY,
+        item_kind TEXT NOT NULL CHECK (item_kind IN ('trait', 'knowledge')),
+        item_id INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        archived_at REAL NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',
+        detail TEXT NOT NULL DEFAULT '{{}}',
+        UNIQUE(item_kind, item_id, version)
+    );
+
+    -- provenance: which pages each version of a trait / knowledge item was derived from
+    CREATE TABLE derivation(
+        item_kind TEXT NOT NULL CHECK (item_kind IN ('trait', 'knowledge')),
+        item_id INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        page_id INTEGER NOT NULL,
+        PRIMARY KEY (item_kind, item_id, version, page_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX derivation_page ON derivation(page_id);
+
+    CREATE TABLE job(
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL DEFAULT '{{}}',
+        key TEXT UNIQUE,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        error TEXT
+    );
+    CREATE INDEX job_status ON job(status, id);
+
+    CREATE TABLE event(
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        kind TEXT NOT NULL,
+        item_kind TEXT,
+        item_id INTEGER,
+        summary TEXT NOT NULL DEFAULT '',
+        detail TEXT NOT NULL DEFAULT '{{}}'
+    );
+
+    -- change log of the vector tables, so in-memory matrix caches sync incrementally
+    CREATE TABLE vec_log(
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        item_id INTEGER NOT NULL,
+        op TEXT NOT NULL
+    );
+
+    CREATE VIRTUAL TABLE page_vec USING vec0(
+        page_id INTEGER PRIMARY KEY, embedding float[{dim}] distance_metric=cosine);
+    CREATE VIRTUAL TABLE segment_vec USING vec0(
+        segment_id INTEGER PRIMARY KEY, tier TEXT PARTITION KEY, embedding float[{dim}] distance_metric=cosine);
+    CREATE VIRTUAL TABLE knowledge_vec USING vec0(
+        knowledge_id INTEGER PRIMARY KEY, embedding float[{dim}] distance_metric=cosine);
+
+    CREATE VIRTUAL TABLE page_fts USING fts5(body, content='', contentless_delete=1, tokenize='{FTS_PORTER}');
+    CREATE VIRTUAL TABLE page_tri USING fts5(body, content='', contentless_delete=1, tokenize='trigram');
+    CREATE VIRTUAL TABLE page_fts_vocab USING fts5vocab(page_fts, 'row');
+    CREATE VIRTUAL TABLE knowledge_fts USING fts5(body, content='', contentless_delete=1, tokenize='{FTS_PORTER}');
+    CREATE VIRTUAL TABLE knowledge_tri USING fts5(body, content='', contentless_delete=1, tokenize='trigram');
+    """)
+
+
+def _m2(conn: apsw.Connection, dim: int) -> None:
+    """Indexes for eviction (pinned pages) and for finding the page of an assistant message."""
+    conn.execute("""
+    CREATE INDEX IF NOT EXISTS page_pinned ON page(segment_id) WHERE pinned = 1;
+    CREATE INDEX IF NOT EXISTS page_amsg ON page(assistant_message_id) WHERE assistant_message_id IS NOT NULL;
+    """)
+
+
+# Each migration takes (conn, dim); index i moves user_version from i to i + 1.
+MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: apsw.Connection, dim: int) -> int:
+    """Bring the schema up to SCHEMA_VERSION, one transaction per step. Returns the final version."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"this memory database has schema version {version}, newer than this program knows "
+            f"({SCHEMA_VERSION}); upgrade Mnemo to open it")
+    while version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # re-read inside the write lock: another connection may have migrated meanwhile
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                MIGRATIONS[version](conn, dim)
+                version += 1
+                conn.execute(f"PRAGMA user_version={version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return version

@@ -1,0 +1,326 @@
+"""Long-term persona memory: promotion of hot segments into traits and knowledge, versions, edits."""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import numpy as np
+
+from . import extract as X
+from .text import materially_different, normalize
+
+
+def _j(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _pj(s: str | None, default: Any) -> Any:
+    try:
+        return json.loads(s) if s else default
+    except ValueError:
+        return default
+
+
+def _blob(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+def _pages_label(ids: list[int]) -> str:
+    ids = sorted(ids)
+    head = ", ".join(str(i) for i in ids[:5])
+    return f"page{'s' if len(ids) != 1 else ''} {head}{'…' if len(ids) > 5 else ''}"
+
+
+class LpmMixin:
+    # ------------------------------------------------------------------ promotion job
+    def _job_promote_segment(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
+        sid = int(payload["segment_id"])
+        rows = self._rows("SELECT id, user_text, assistant_text, timestamp, conversation_id FROM page "
+                          "WHERE segment_id = ? AND analyzed = 0 ORDER BY id", (sid,))
+        if not rows:
+            def nothing() -> None:
+                self._x("UPDATE segment SET l_interaction = 0 WHERE id = ?", (sid,))
+            return nothing
+        pages = [X.PageText(r[0], r[1], r[2], r[3]) for r in rows]
+        conv_of = {r[0]: r[4] for r in rows}
+        llm = self.llm if allow_llm else None
+        ext = X.extract(pages, llm=llm, llm_model_id=self.llm_model_id)
+        texts = [f"{t.dimension}: {t.value}" for t in ext.traits] + [f.text for f in ext.facts]
+        vecs = self._embed(texts) if texts else np.zeros((0, self.dim), np.float32)
+        tvecs, fvecs = vecs[: len(ext.traits)], vecs[len(ext.traits):]
+        page_ids = [p.id for p in pages]
+
+        def apply() -> None:
+            if not self._x("SELECT 1 FROM segment WHERE id = ?", (sid,)).fetchone():
+                return
+            marks = ",".join("?" * len(page_ids))
+            alive = {r[0] for r in self._x(f"SELECT id FROM page WHERE id IN ({marks})", page_ids).fetchall()}
+            n_t = n_k = 0
+            for item, vec in zip(ext.traits, tvecs):
+                srcs = [p for p in item.page_ids if p in alive]
+                if srcs and self._upsert_trait(item.dimension, item.value, item.evidence, item.confidence, srcs,
+                                               vec, {conv_of[p] for p in srcs}, ext.model):
+                    n_t += 1
+            _checkpoint_hook("promote:between_items")
+            for fact, vec in zip(ext.facts, fvecs):
+                srcs = [p for p in fact.page_ids if p in alive]
+                if srcs and self._upsert_knowledge(fact.owner, fact.text, fact.confidence, srcs, vec,
+                                                   {conv_of[p] for p in srcs}, ext.model):
+                    n_k += 1
+            if alive:
+                m2 = ",".join("?" * len(alive))
+                self._x(f"UPDATE page SET analyzed = 1 WHERE id IN ({m2})", sorted(alive))
+            self._x("UPDATE segment SET l_interaction = 0, promotions = promotions + 1 WHERE id = ?", (sid,))
+            if ext.fallback_reason:
+                self._emit("llm_fallback", "segment", sid,
+                           f"LLM output for segment {sid} was rejected; used the extractive path",
+                           {"reason": ext.fallback_reason, "model": self.llm_model_id})
+            self._emit("promoted", "segment", sid,
+                       f"segment {sid} promoted to long-term memory ({n_t} traits, {n_k} facts changed)",
+                       {"traits": n_t, "knowledge": n_k, "pages": sorted(alive), "model": ext.model})
+        return apply
+
+    # ------------------------------------------------------------------ knowledge
+    def _archive_version(self, kind: str, iid: int, text: str, created_at: float, reason: str, detail: dict,
+                         version: int) -> None:
+        self._x("INSERT INTO item_version(item_kind, item_id, version, text, created_at, archived_at, reason, detail) "
+                "VALUES (?,?,?,?,?,?,?,?)", (kind, iid, version, text, created_at, self.clock(), reason, _j(detail)))
+
+    def _derive(self, kind: str, iid: int, version: int, page_ids) -> None:
+        for p in sorted(set(page_ids)):
+            self._x("INSERT OR IGNORE INTO derivation(item_kind, item_id, version, page_id) VALUES (?,?,?,?)",
+                    (kind, iid, version, p))
+
+    def _sources(self, kind: str, iid: int, version: int) -> list[int]:
+        return [r[0] for r in self._x("SELECT page_id FROM derivation WHERE item_kind = ? AND item_id = ? AND "
+                                      "version = ?", (kind, iid, version)).fetchall()]
+
+    def _upsert_knowledge(self, owner: str, text: str, confidence: float, page_ids: list[int], vec: np.ndarray,
+                          conversation_ids: set, model: str) -> bool:
+        """Add a fact, or update the existing one it duplicates/contradicts (archiving the old version).
+        Returns True when something changed."""
+        p = self.params
+        now = self.clock()
+        best = None
+        for kid, dist in self._x("SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8",
+                                 (_blob(vec),)).fetchall():
+            row = self._x("SELECT owner, status, pinned, text, version, confidence, conversation_ids, model, "
+                          "updated_at, reason FROM knowledge WHERE id = ?", (kid,)).fetchone()
+            if row and row[0] == owner and row[1] == "active":
+                best = (kid, 1.0 - float(dist), row)
+                break
+        cids = sorted(c for c in conversation_ids if c is not None)
+        # duplicate: near-identical and not materially different; update (a contradiction or a newer
+        # state of the same fact): similar enough. The extractive path quotes events, which it cannot
+        # tell from updates, so it only ever confirms duplicates.
+        duplicate = update = False
+        if best is not None:
+            old_text = best[2][3]
+            same = normalize(old_text) == normalize(text)
+            differs = not same and materially_different(old_text, text)
+            duplicate = same or (best[1] >= p.duplicate_threshold and not differs)
+            update = not duplicate and model != "extractive" and best[1] >= p.update_threshold
+        if duplicate or update:
+            kid, cos, row = best
+            _, _, pinned, old_text, version, old_conf, old_cids, old_model, old_updated, old_reason = row
+            if pinned and not duplicate:
+                self._emit("update_skipped", "knowledge", kid,
+                           f"knowledge {kid} is pinned; a conflicting fact was not applied",
+                           {"similarity": round(cos, 4), "pages": sorted(page_ids)})
+                return False
+            old_srcs = self._sources("knowledge", kid, version)
+            self._archive_version("knowledge", kid, old_text, old_updated, old_reason,
+                                  {"confidence": old_conf, "model": old_model, "source_page_ids": old_srcs}, version)
+            new_version = version + 1
+            all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
+            if duplicate:
+                new_conf = min(0.99, max(old_conf, confidence) + 0.1)
+                reason = f"confirmed by {_pages_label(page_ids)} (similarity {cos:.2f})"
+                self._x("UPDATE knowledge SET version = ?, confidence = ?, conversation_ids = ?, updated_at = ?, "
+                        "reason = ? WHERE id = ?", (new_version, new_conf, _j(all_cids), now, reason, kid))
+                self._derive("knowledge", kid, new_version, [*old_srcs, *page_ids])
+                self._emit("knowledge_confirmed", "knowledge", kid, f"knowledge {kid} confirmed (v{new_version})",
+                           {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)})
+            else:
+                reason = f"updated from {_pages_label(page_ids)} (similarity {cos:.2f} to v{version})"
+                self._x("UPDATE knowledge SET text = ?, version = ?, confidence = ?, conversation_ids = ?, "
+                        "model = ?, updated_at = ?, reason = ? WHERE id = ?",
+                        (text, new_version, confidence, _j(all_cids), model, now, reason, kid))
+                self._x("UPDATE knowledge_vec SET embedding = ? WHERE knowledge_id = ?", (_blob(vec), kid))
+                self._fts_put("knowledge_fts", "knowledge_tri", kid, text)
+                self._derive("knowledge", kid, new_version, page_ids)
+                self._emit("knowledge_updated", "knowledge", kid, f"knowledge {kid} updated (v{new_version})",
+                           {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)})
+            return True
+        reason = f"extracted from {_pages_label(page_ids)}" if page_ids else "added by the user"
+        self._x("INSERT INTO knowledge(owner, text, confidence, status, version, created_at, updated_at, "
+                "conversation_ids, model, reason) VALUES (?,?,?, 'active', 1, ?,?,?,?,?)",
+                (owner, text, confidence, now, now, _j(cids), model, reason))
+        kid = self._conn.last_insert_rowid()
+        self._x("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, _blob(vec)))
+        self._fts_put("knowledge_fts", "knowledge_tri", kid, text)
+        self._derive("knowledge", kid, 1, page_ids)
+        self._emit("knowledge_added", "knowledge", kid, f"{owner} knowledge {kid} added",
+                   {"owner": owner, "pages": sorted(page_ids), "model": model})
+        return True
+
+    # ------------------------------------------------------------------ traits
+    def _upsert_trait(self, dimension: str, value: str, evidence: str, confidence: float, page_ids: list[int],
+                      vec: np.ndarray, conversation_ids: set, model: str) -> bool:
+        p = self.params
+        now = self.clock()
+        rows = self._x("SELECT id, dimension, value, embedding, version, pinned, confidence, evidence, "
+                       "conversation_ids, model, updated_at, reason FROM trait WHERE status = 'active'").fetchall()
+        target, cos, duplicate = None, 0.0, False
+        if rows:
+            mat = np.stack([np.frombuffer(r[3], dtype=np.float32) for r in rows])
+            sims = mat @ vec
+            same = [i for i, r in enumerate(rows) if r[1] == dimension]
+            exact = [i for i in same if normalize(rows[i][2]) == normalize(value)]
+            near = [i for i in same if sims[i] >= p.duplicate_threshold and not materially_different(rows[i][2], value)]
+            if exact:
+                target, cos, duplicate = rows[exact[0]], float(sims[exact[0]]), True
+            elif near:
+                j = max(near, key=lambda i: sims[i])
+                target, cos, duplicate = rows[j], float(sims[j]), True
+            elif same:
+                j = max(same, key=lambda i: sims[i])
+                if dimension in X.SINGLE_VALUED or sims[j] >= p.trait_update_threshold:
+                    target, cos, duplicate = rows[j], float(sims[j]), False
+        cids = sorted(c for c in conversation_ids if c is not None)
+        if target is not None:
+            tid, tdim, old_value, _, version, pinned, old_conf, old_ev, old_cids, old_model, old_updated, old_reason = target
+            if pinned and not duplicate:
+                self._emit("update_skipped", "trait", tid, f"trait {tid} is pinned; a conflicting value was not applied",
+                           {"similarity": round(cos, 4), "pages": sorted(page_ids)})
+                return False
+            old_srcs = self._sources("trait", tid, version)
+            self._archive_version("trait", tid, old_value, old_updated, old_reason,
+                                  {"dimension": tdim, "confidence": old_conf, "evidence": old_ev, "model": old_model,
+                                   "source_page_ids": old_srcs}, version)
+            new_version = version + 1
+            all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
+            if duplicate:
+                new_conf = min(0.99, max(old_conf, confidence) + 0.1)
+                reason = f"confirmed by {_pages_label(page_ids)}"
+                self._x("UPDATE trait SET version = ?, confidence = ?, conversation_ids = ?, updated_at = ?, reason = ? "
+                        "WHERE id = ?", (new_version, new_conf, _j(all_cids), now, reason, tid))
+                self._derive("trait", tid, new_version, [*old_srcs, *page_ids])
+                self._emit("trait_confirmed", "trait", tid, f"trait {tid} ({tdim}) confirmed (v{new_version})",
+                           {"version": new_version, "pages": sorted(page_ids)})
+            else:
+                reason = f"updated from {_pages_label(page_ids)} (was v{version})"
+                self._x("UPDATE trait SET value = ?, evidence = ?, confidence = ?, version = ?, conversation_ids = ?, "
+                        "model = ?, updated_at = ?, reason = ?, embedding = ? WHERE id = ?",
+                        (value, evidence, confidence, new_version, _j(all_cids), model, now, reason, _blob(vec), tid))
+                self._derive("trait", tid, new_version, page_ids)
+                self._emit("trait_updated", "trait", tid, f"trait {tid} ({tdim}) updated (v{new_version})",
+                           {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)})
+            return True
+        # cap the persona: archive the least confident unpinned trait when full
+        n = self._x("SELECT count(*) FROM trait WHERE status = 'active'").fetchone()[0]
+        if n >= p.max_traits:
+            old = self._x("SELECT id FROM trait WHERE status = 'active' AND pinned = 0 ORDER BY confidence, updated_at "
+                          "LIMIT 1").fetchone()
+            if old is None:
+                return False
+            self._x("UPDATE trait SET status = 'archived', updated_at = ? WHERE id = ?", (now, old[0]))
+            self._emit("trait_archived", "trait", old[0], f"trait {old[0]} archived (persona full)")
+        reason = f"extracted from {_pages_label(page_ids)}" if page_ids else "added by the user"
+        self._x("INSERT INTO trait(dimension, value, evidence, confidence, status, version, created_at, updated_at, "
+                "conversation_ids, model, reason, embedding) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?)",
+                (dimension, value, evidence, confidence, now, now, _j(cids), model, reason, _blob(vec)))
+        tid = self._conn.last_insert_rowid()
+        self._derive("trait", tid, 1, page_ids)
+        self._emit("trait_added", "trait", tid, f"trait {tid} ({dimension}) added", {"pages": sorted(page_ids)})
+        return True
+
+    # ------------------------------------------------------------------ user-authored items and edits
+    def add_knowledge(self, owner: str, text: str, *, pinned: bool = False) -> int:
+        """Add a fact written by the user (no source pages). A near-duplicate updates the existing item."""
+        if owner not in ("user", "assistant"):
+            raise ValueError("owner must be 'user' or 'assistant'")
+        text = X.clean_item(text)
+        if not text:
+            raise ValueError("not a usable fact")
+        vec = self._embed([text])[0]
+        with self.transaction():
+            self._upsert_knowledge(owner, text, 0.9, [], vec, set(), "user")
+            kid = self._x("SELECT knowledge_id FROM knowledge_vec WHERE embedding MATCH ? AND k = 1",
+                          (_blob(vec),)).fetchone()[0]
+            if pinned:
+                self._x("UPDATE knowledge SET pinned = 1 WHERE id = ?", (kid,))
+            return kid
+
+    def add_trait(self, dimension: str, value: str, *, pinned: bool = False) -> int:
+        dim = X._clean_dimension(dimension)
+        val = X.clean_item(value, 200)
+        if not dim or not val:
+            raise ValueError("not a usable trait")
+        vec = self._embed([f"{dim}: {val}"])[0]
+        with self.transaction():
+            self._upsert_trait(dim, val, "", 0.9, [], vec, set(), "user")
+            tid = self._x("SELECT id FROM trait WHERE dimension = ? AND value = ? AND status = 'active' "
+                          "ORDER BY updated_at DESC LIMIT 1", (dim, val)).fetchone()
+            if tid is None:   # a pinned conflicting trait kept its value
+                tid = self._x("SELECT id FROM trait WHERE dimension = ? AND status = 'active' ORDER BY updated_at DESC "
+                              "LIMIT 1", (dim,)).fetchone()
+            if pinned:
+                self._x("UPDATE trait SET pinned = 1 WHERE id = ?", (tid[0],))
+            return tid[0]
+
+    def edit_knowledge(self, kid: int, text: str) -> None:
+        """Correct a fact: the old text becomes an archived version; re-embeds and re-indexes."""
+        clean = X.clean_item(text)
+        if not clean:
+            raise ValueError("not a usable fact")
+        vec = self._embed([clean])[0]
+        with self.transaction():
+            row = self._x("SELECT text, version, confidence, model, updated_at, reason FROM knowledge WHERE id = ?",
+                          (kid,)).fetchone()
+            if row is None:
+                raise KeyError(f"no knowledge {kid}")
+            old_text, version, conf, model, updated, reason = row
+            self._archive_version("knowledge", kid, old_text, updated, reason,
+                                  {"confidence": conf, "model": model,
+                                   "source_page_ids": self._sources("knowledge", kid, version)}, version)
+            self._x("UPDATE knowledge SET text = ?, version = ?, confidence = 0.95, model = 'user', updated_at = ?, "
+                    "reason = 'edited by the user' WHERE id = ?", (clean, version + 1, self.clock(), kid))
+            self._x("UPDATE knowledge_vec SET embedding = ? WHERE knowledge_id = ?", (_blob(vec), kid))
+            self._fts_put("knowledge_fts", "knowledge_tri", kid, clean)
+            self._emit("edited", "knowledge", kid, f"knowledge {kid} edited by the user (v{version + 1})")
+
+    def edit_trait(self, tid: int, value: str, *, dimension: str | None = None) -> None:
+        val = X.clean_item(value, 200)
+        if not val:
+            raise ValueError("not a usable trait value")
+        with self._lock:
+            row = self._one("SELECT dimension FROM trait WHERE id = ?", (tid,))
+            if row is None:
+                raise KeyError(f"no trait {tid}")
+            dim = X._clean_dimension(dimension) if dimension else row[0]
+        vec = self._embed([f"{dim}: {val}"])[0]
+        with self.transaction():
+            r = self._x("SELECT dimension, value, evidence, version, confidence, model, updated_at, reason FROM trait "
+                        "WHERE id = ?", (tid,)).fetchone()
+            odim, old_value, ev, version, conf, model, updated, reason = r
+            self._archive_version("trait", tid, old_value, updated, reason,
+                                  {"dimension": odim, "confidence": conf, "evidence": ev, "model": model,
+                                   "source_page_ids": self._sources("trait", tid, version)}, version)
+            self._x("UPDATE trait SET dimension = ?, value = ?, version = ?, confidence = 0.95, model = 'user', "
+                    "updated_at = ?, reason = 'edited by the user', embedding = ? WHERE id = ?",
+                    (dim, val, version + 1, self.clock(), _blob(vec), tid))
+            self._emit("edited", "trait", tid, f"trait {tid} edited by the user (v{version + 1})")
+
+    def set_item_status(self, kind: str, iid: int, status: str) -> None:
+        """Archive ('archived') or re-activate ('active') a trait or knowledge item without deleting it."""
+        if kind not in ("trait", "knowledge") or status not in ("active", "archived"):
+            raise ValueError("kind must be trait/knowledge and status active/archived")
+        with self.transaction():
+            self._x(f"UPDATE {kind} SET status = ?, updated_at = ? WHERE id = ?", (status, self.clock(), iid))
+            self._emit(f"{kind}_{status}", kind, iid, f"{kind} {iid} {status}")
+
+
+def _checkpoint_hook(name: str) -> None:
+    from .store import _checkpoint
+    _checkpoint(name)

@@ -1,0 +1,538 @@
+"""Pages and segments: STM FIFO, dialogue chains, MTM segmenting, eviction to the archive, edit/pin/forget/wipe."""
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import text as T
+from .types import ITEM_KINDS, page_text
+
+
+def _j(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _pj(s: str | None, default: Any) -> Any:
+    try:
+        return json.loads(s) if s else default
+    except ValueError:
+        return default
+
+
+def _blob(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+def _unit(vec: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(vec))
+    return (vec / n).astype(np.float32) if n > 1e-12 else vec.astype(np.float32)
+
+
+class PagingMixin:
+    # ------------------------------------------------------------------ index maintenance helpers
+    def _vec_put_page(self, pid: int, vec: np.ndarray) -> None:
+        self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))
+        self._x("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (pid, _blob(vec)))
+        self._x("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (pid,))
+
+    def _vec_del_page(self, pid: int) -> None:
+        self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))
+        self._x("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'del')", (pid,))
+
+    def _fts_put(self, table: str, tri: str, rowid: int, body: str) -> None:
+        self._x(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+        self._x(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)", (rowid, body))
+        self._x(f"DELETE FROM {tri} WHERE rowid = ?", (rowid,))
+        if T.has_cjk(body):
+            self._x(f"INSERT INTO {tri}(rowid, body) VALUES (?, ?)", (rowid, body))
+
+    def _fts_del(self, table: str, tri: str, rowid: int) -> None:
+        self._x(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+        self._x(f"DELETE FROM {tri} WHERE rowid = ?", (rowid,))
+
+    def _page_vec(self, pid: int) -> np.ndarray:
+        row = self._x("SELECT embedding FROM page_vec WHERE page_id = ?", (pid,)).fetchone()
+        if row is None:
+            raise KeyError(f"page {pid} has no embedding")
+        return np.frombuffer(row[0], dtype=np.float32).copy()
+
+    def _seg_vec_put(self, sid: int, tier: str, vec: np.ndarray) -> None:
+        self._x("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
+        self._x("INSERT INTO segment_vec(segment_id, tier, embedding) VALUES (?, ?, ?)", (sid, tier, _blob(vec)))
+
+    # ------------------------------------------------------------------ adding pages
+    def _memory_off(self, cid: int | None) -> str | None:
+        if self._get_meta("paused", "0") == "1":
+            return "memory paused"
+        if cid is not None:
+            row = self._x("SELECT memory_paused, incognito FROM conversation WHERE id = ?", (cid,)).fetchone()
+            if row is None:
+                raise KeyError(f"no conversation {cid}")
+            if row[0]:
+                return "memory paused for this conversation"
+            if row[1]:
+                return "incognito conversation"
+        return None
+
+    def add_page(self, cid: int | None, user_text: str, assistant_text: str, *, timestamp: float | None = None,
+                 user_message_id: int | None = None, assistant_message_id: int | None = None,
+                 meta: dict | None = None, embedding: np.ndarray | None = None,
+                 dedupe_key: str | None = None) -> int:
+        """Store one page (user message + reply) in the conversation's STM, LLM-free.
+
+        STM overflow moves the oldest page to MTM (chain link, segment join or creation, eviction,
+        promotion job when hot). Returns the page id, the id of the existing page when
+        `dedupe_key` (default "amsg:<assistant_message_id>") was stored before, or 0 when memory is
+        paused (globally or for this conversation) or the conversation is incognito.
+        """
+        if not (user_text or "").strip() and not (assistant_text or "").strip():
+            raise ValueError("a page needs some text")
+        with self._lock:
+            if self._memory_off(cid):
+                return 0
+        vec = self._check_vec(embedding) if embedding is not None else \
+            self._embed([page_text(user_text, assistant_text)])[0]
+        with self.transaction():
+            return self._add_page_txn(cid, user_text, assistant_text, vec, timestamp=timestamp,
+                                      user_message_id=user_message_id, assistant_message_id=assistant_message_id,
+                                      meta=meta, dedupe_key=dedupe_key)
+
+    def add_pages(self, cid: int | None, items: Sequence[dict]) -> list[int]:
+        """Bulk import: batched embedding, one transaction per batch, the same mechanics as add_page.
+
+        Each item: user_text, assistant_text, and optionally timestamp, user_message_id,
+        assistant_message_id, meta, embedding, dedupe_key.
+        """
+        allowed = {"user_text", "assistant_text", "timestamp", "user_message_id", "assistant_message_id", "meta",
+                   "embedding", "dedupe_key"}
+        for it in items:
+            extra = set(it) - allowed
+            if extra:
+                raise ValueError(f"unknown page fields: {sorted(extra)}")
+        with self._lock:
+            if self._memory_off(cid):
+                return [0] * len(items)
+        ids: list[int] = []
+        bs = max(1, self.params.import_batch)
+        for start in range(0, len(items), bs):
+            chunk = list(items[start:start + bs])
+            texts = [page_text(it.get("user_text", ""), it.get("assistant_text", "")) for it in chunk]
+            todo = [i for i, it in enumerate(chunk) if it.get("embedding") is None]
+            vecs: list[np.ndarray | None] = [None] * len(chunk)
+            if todo:
+                emb = self._embed([texts[i] for i in todo])
+                for i, v in zip(todo, emb):
+                    vecs[i] = v
+            for i, it in enumerate(chunk):
+                if vecs[i] is None:
+                    vecs[i] = self._check_vec(it["embedding"])
+            with self.transaction():
+                for it, vec, txt in zip(chunk, vecs, texts):
+                    if not txt.strip():
+                        ids.append(0)
+                        continue
+                    ids.append(self._add_page_txn(
+                        cid, it.get("user_text", ""), it.get("assistant_text", ""), vec,
+                        timestamp=it.get("timestamp"), user_message_id=it.get("user_message_id"),
+                        assistant_message_id=it.get("assistant_message_id"), meta=it.get("meta"),
+                        dedupe_key=it.get("dedupe_key")))
+        return ids
+
+    def _add_page_txn(self, cid: int | None, user_text: str, assistant_text: str, vec: np.ndarray, *,
+                      timestamp: float | None = None, user_message_id: int | None = None,
+                      assistant_message_id: int | None = None, meta: dict | None = None,
+                      dedupe_key: str | None = None) -> int:
+        if self._memory_off(cid):
+            return 0
+        key = dedupe_key if dedupe_key is not None else (
+            f"amsg:{assistant_message_id}" if assistant_message_id is not None else None)
+        if key is not None:
+            row = self._x("SELECT id FROM page WHERE dedupe_key = ?", (key,)).fetchone()
+            if row:
+                return row[0]
+        now = self.clock()
+        ts = now if timestamp is None else float(timestamp)
+        body = page_text(user_text, assistant_text)
+        kws = T.keywords(body, self.params.page_keywords)
+        self._x("INSERT INTO page(conversation_id, user_text, assistant_text, timestamp, tier, keywords, "
+                "user_message_id, assistant_message_id, meta, created_at, dedupe_key) "
+                "VALUES (?,?,?,?, 'stm', ?,?,?,?,?,?)",
+                (cid, user_text or "", assistant_text or "", ts, _j(kws), user_message_id, assistant_message_id,
+                 _j(meta or {}), now, key))
+        pid = self._conn.last_insert_rowid()
+        self._vec_put_page(pid, vec)
+        self._fts_put("page_fts", "page_tri", pid, body)
+        self._emit("page_added", "page", pid, f"page {pid} entered short-term memory",
+                   {"conversation_id": cid})
+        self._stm_overflow(cid)
+        return pid
+
+    def _stm_overflow(self, cid: int | None) -> None:
+        cap = max(0, int(self.params.stm_capacity))
+        rows = self._x("SELECT id FROM page WHERE tier = 'stm' AND conversation_id IS ? ORDER BY id",
+                       (cid,)).fetchall()
+        for (pid,) in rows[: max(0, len(rows) - cap)]:
+            self._move_to_mtm(pid)
+
+    # ------------------------------------------------------------------ STM -> MTM
+    def _move_to_mtm(self, pid: int) -> int:
+        p = self.params
+        row = self._x("SELECT conversation_id, timestamp, keywords, user_text, assistant_text FROM page "
+                      "WHERE id = ? AND tier = 'stm'", (pid,)).fetchone()
+        if row is None:
+            return 0
+        cid, ts, kws_s, _, _ = row
+        kws = _pj(kws_s, [])
+        vec = self._page_vec(pid)
+        now = self.clock()
+
+        # 1. dialogue chain: link to the previous moved page of the conversation when it continues the topic
+        link_detail: dict = {}
+        prev = self._x("SELECT id, chain_id, timestamp, keywords FROM page WHERE conversation_id IS ? AND id < ? "
+                       "AND tier != 'stm' ORDER BY id DESC LIMIT 1", (cid, pid)).fetchone()
+        chain_id = None
+        if prev is not None and cid is not None and abs(ts - prev[2]) <= p.chain_max_gap_s:
+            cont = float(self._page_vec(prev[0]) @ vec) + T.jaccard(kws, _pj(prev[3], []))
+            link_detail = {"prev_page_id": prev[0], "continuity": round(cont, 4)}
+            if cont >= p.chain_theta:
+                chain_id = prev[1]
+                if chain_id is None:
+                    self._x("INSERT INTO chain(summary, keywords, updated_at) VALUES ('', '[]', ?)", (now,))
+                    chain_id = self._conn.last_insert_rowid()
+                    self._x("UPDATE page SET chain_id = ? WHERE id = ?", (chain_id, prev[0]))
+                self._x("UPDATE page SET prev_page_id = ?, chain_id = ? WHERE id = ?", (prev[0], chain_id, pid))
+
+        # 2. segment: join the best MTM segment when cos + Jaccard >= theta, else start one
+        best_sid, best_score, best_cos, best_jac = None, -1.0, 0.0, 0.0
+        knn = self._x("SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? "
+                      "AND tier = 'mtm'", (_blob(vec), max(1, p.segment_candidates))).fetchall()
+        seg_kw = dict(self._x("SELECT id, keywords FROM segment WHERE id IN (SELECT value FROM json_each(?))",
+                              (json.dumps([sid for sid, _ in knn]),)).fetchall()) if knn else {}
+        for sid, dist in knn:
+            skw = _pj(seg_kw.get(sid), [])
+            cos = 1.0 - float(dist)
+            jac = T.jaccard(kws, skw)
+            if cos + jac > best_score:
+                best_sid, best_score, best_cos, best_jac = sid, cos + jac, cos, jac
+        if best_sid is not None and best_score >= p.theta:
+            sid = best_sid
+            srow = self._x("SELECT emb_sum, kw_counts FROM segment WHERE id = ?", (sid,)).fetchone()
+            acc = np.frombuffer(srow[0], dtype=np.float32) + vec
+            counts: dict = _pj(srow[1], {})
+            self._count_keywords(counts, kws)
+            self._x("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
+            self._x("UPDATE segment SET emb_sum = ?, kw_counts = ?, keywords = ?, page_count = page_count + 1, "
+                    "l_interaction = l_interaction + 1, last_access = ?, updated_at = ? WHERE id = ?",
+                    (_blob(acc), _j(counts), _j(self._top_keywords(counts)), now, now, sid))
+            self._x("UPDATE segment_vec SET embedding = ? WHERE segment_id = ?", (_blob(_unit(acc)), sid))
+            self._refresh_segment_summary(sid)
+            how = "joined"
+        else:
+            counts = {}
+            self._count_keywords(counts, kws)
+            self._x("INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, "
+                    "last_access, created_at, updated_at, page_count) VALUES ('mtm', '', ?, ?, ?, 0, 1, ?, ?, ?, 1)",
+                    (_j(kws[: p.segment_keywords]), _j(counts), _blob(vec), now, now, now))
+            sid = self._conn.last_insert_rowid()
+            self._x("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
+            self._seg_vec_put(sid, "mtm", vec)
+            self._refresh_segment_summary(sid)
+            how = "created"
+            self._emit("segment_created", "segment", sid, f"segment {sid} created", {"page_id": pid})
+        if chain_id is not None:
+            self._refresh_chain(chain_id)
+        self._emit("page_moved", "page", pid,
+                   f"page {pid} moved to mid-term memory ({how} segment {sid})",
+                   {"segment_id": sid, "how": how, "score": round(best_score, 4), "cos": round(best_cos, 4),
+                    "jaccard": round(best_jac, 4), "chain_id": chain_id, **link_detail})
+        self._maybe_promote(sid)
+        self._evict_if_needed()
+        return sid
+
+    @staticmethod
+    def _count_keywords(counts: dict, kws: list[str]) -> None:
+        """counts: stem -> [count, surface form shown to the user]."""
+        for k in kws:
+            st = T.stem(k)
+            c = counts.get(st)
+            if c is None:
+                counts[st] = [1, k]
+            else:
+                c[0] += 1
+
+    def _top_keywords(self, counts: dict) -> list[str]:
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        return [v[1] for _, v in ranked[: self.params.segment_keywords]]
+
+    def _refresh_segment_summary(self, sid: int) -> None:
+        rows = self._x("SELECT user_text, assistant_text FROM page WHERE segment_id = ? ORDER BY id DESC LIMIT 5",
+                       (sid,)).fetchall()
+        first = self._x("SELECT user_text, assistant_text FROM page WHERE segment_id = ? ORDER BY id LIMIT 1",
+                        (sid,)).fetchone()
+        texts = [page_text(u, a) for u, a in reversed(rows)]
+        if first is not None and page_text(*first) not in texts:
+            texts.insert(0, page_text(*first))
+        kws = _pj(self._x("SELECT keywords FROM segment WHERE id = ?", (sid,)).fetchone()[0], [])
+        summary = T.extractive_summary(texts, kws, self.params.summary_chars)
+        self._x("UPDATE segment SET summary = ? WHERE id = ?", (summary, sid))
+
+    def _refresh_chain(self, chain_id: int) -> None:
+        rows = self._x("SELECT user_text, assistant_text, keywords FROM page WHERE chain_id = ? ORDER BY id DESC "
+                       "LIMIT 6", (chain_id,)).fetchall()
+        if not rows:
+            self._x("DELETE FROM chain WHERE id = ?", (chain_id,))
+            return
+        kws = T.merge_keywords([_pj(k, []) for _, _, k in reversed(rows)], 8)
+        texts = [page_text(u, a) for u, a, _ in reversed(rows)]
+        summary = T.extractive_summary(texts, kws, max(80, self.params.summary_chars // 2))
+        label = T.topic_label(kws)
+        self._x("UPDATE chain SET summary = ?, keywords = ?, updated_at = ? WHERE id = ?",
+                (f"[{label}] {summary}" if label else summary, _j(kws), self.clock(), chain_id))
+
+    def _rebuild_segment(self, sid: int) -> bool:
+        """Recompute a segment's embedding, keywords, count and summary from its pages; delete it when empty."""
+        rows = self._x("SELECT id, keywords FROM page WHERE segment_id = ?", (sid,)).fetchall()
+        if not rows:
+            self._x("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
+            self._x("DELETE FROM segment WHERE id = ?", (sid,))
+            return False
+        acc = np.zeros(self.dim, dtype=np.float32)
+        counts: dict = {}
+        for pid, k in rows:
+            acc += self._page_vec(pid)
+            self._count_keywords(counts, _pj(k, []))
+        tier = self._x("SELECT tier FROM segment WHERE id = ?", (sid,)).fetchone()[0]
+        self._x("UPDATE segment SET emb_sum = ?, kw_counts = ?, keywords = ?, page_count = ?, updated_at = ? "
+                "WHERE id = ?", (_blob(acc), _j(counts), _j(self._top_keywords(counts)), len(rows), self.clock(), sid))
+        self._seg_vec_put(sid, tier, _unit(acc))
+        self._refresh_segment_summary(sid)
+        return True
+
+    # ------------------------------------------------------------------ heat, eviction
+    def _segment_heat(self, sid: int) -> float | None:
+        heat, args = self._heat_sql(self.clock())
+        row = self._x(f"SELECT {heat} FROM segment s WHERE s.id = :sid", {**args, "sid": sid}).fetchone()
+        return None if row is None else float(row[0])
+
+    def _maybe_promote(self, sid: int) -> None:
+        if self._get_meta("paused", "0") == "1":
+            return
+        heat = self._segment_heat(sid)
+        if heat is None or heat < self.params.tau:
+            return
+        row = self._x("SELECT promotions, tier FROM segment WHERE id = ?", (sid,)).fetchone()
+        fresh = self._x("SELECT 1 FROM page WHERE segment_id = ? AND analyzed = 0 LIMIT 1", (sid,)).fetchone()
+        if row and fresh:
+            self.enqueue("promote_segment", {"segment_id": sid}, key=f"promote_segment:{sid}:{row[0]}")
+
+    def _evict_if_needed(self) -> None:
+        cap = int(self.params.mtm_capacity)
+        n = self._x("SELECT count(*) FROM segment WHERE tier = 'mtm'").fetchone()[0]
+        heat, args = self._heat_sql(self.clock())
+        while n > cap:
+            row = self._x(
+                f"SELECT s.id, {heat} AS h FROM segment s WHERE s.tier = 'mtm' AND s.pinned = 0 AND NOT EXISTS "
+                "(SELECT 1 FROM page p INDEXED BY page_pinned WHERE p.segment_id = s.id AND p.pinned = 1) "
+                "ORDER BY h, s.last_access, s.id "
+                "LIMIT 1", args).fetchone()
+            if row is None:
+                break   # everything left is pinned
+            self._archive_segment(row[0], heat=row[1])
+            n -= 1
+
+    def _archive_segment(self, sid: int, heat: float | None = None) -> None:
+        now = self.clock()
+        self._x("UPDATE segment SET tier = 'archive', archived_at = ? WHERE id = ?", (now, sid))
+        self._x("UPDATE page SET tier = 'archive' WHERE segment_id = ?", (sid,))
+        vec = np.frombuffer(self._x("SELECT emb_sum FROM segment WHERE id = ?", (sid,)).fetchone()[0], np.float32)
+        self._seg_vec_put(sid, "archive", _unit(vec))
+        self._emit("segment_archived", "segment", sid, f"segment {sid} moved to the archive (coldest)",
+                   {"heat": None if heat is None else round(float(heat), 4)})
+
+    def restore_segment(self, sid: int) -> None:
+        """Bring an archived segment back to MTM (the coldest unpinned one may be archived in turn)."""
+        with self.transaction():
+            row = self._x("SELECT tier, emb_sum FROM segment WHERE id = ?", (sid,)).fetchone()
+            if not row or row[0] != "archive":
+                return
+            now = self.clock()
+            self._x("UPDATE segment SET tier = 'mtm', archived_at = NULL, last_access = ? WHERE id = ?", (now, sid))
+            self._x("UPDATE page SET tier = 'mtm' WHERE segment_id = ?", (sid,))
+            self._seg_vec_put(sid, "mtm", _unit(np.frombuffer(row[1], np.float32)))
+            self._emit("segment_restored", "segment", sid, f"segment {sid} restored to mid-term memory")
+            self._evict_if_needed()
+
+    # ------------------------------------------------------------------ management: edit / pin / forget / wipe
+    def edit_page(self, pid: int, user_text: str | None = None, assistant_text: str | None = None) -> None:
+        """Correct a page's text: re-embeds, re-indexes, refreshes its segment and chain."""
+        page = self.get_page(pid)
+        if page is None:
+            raise KeyError(f"no page {pid}")
+        u = page.user_text if user_text is None else user_text
+        a = page.assistant_text if assistant_text is None else assistant_text
+        body = page_text(u, a)
+        if not body.strip():
+            raise ValueError("a page needs some text")
+        vec = self._embed([body])[0]
+        with self.transaction():
+            kws = T.keywords(body, self.params.page_keywords)
+            self._x("UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?", (u, a, _j(kws), pid))
+            self._vec_put_page(pid, vec)
+            self._fts_put("page_fts", "page_tri", pid, body)
+            if page.segment_id is not None:
+                self._rebuild_segment(page.segment_id)
+            if page.chain_id is not None:
+                self._refresh_chain(page.chain_id)
+            self._emit("edited", "page", pid, f"page {pid} edited by the user")
+
+    def pin(self, kind: str, item_id: int, pinned: bool = True) -> None:
+        """Pin (protect from eviction and automatic updates) or unpin a page, segment, knowledge item or trait."""
+        if kind not in ITEM_KINDS:
+            raise ValueError(f"kind must be one of {ITEM_KINDS}")
+        with self.transaction():
+            self._x(f"UPDATE {kind} SET pinned = ? WHERE id = ?", (int(pinned), item_id))
+            if self._conn.changes():
+                self._emit("pinned" if pinned else "unpinned", kind, item_id,
+                           f"{kind} {item_id} {'pinned' if pinned else 'unpinned'}")
+
+    def forget(self, kind: str, ids: int | Sequence[int]) -> int:
+        """Remove items for good: base rows, vectors, FTS entries, and what was derived only from them.
+
+        Forgetting a segment forgets its pages. Forgetting pages removes traits/knowledge whose every
+        source page is gone, drops their versions that came only from those pages, and reverts an
+        item to its newest surviving version when its current one came only from them. Returns the
+        number of items removed.
+        """
+        if kind not in ITEM_KINDS:
+            raise ValueError(f"kind must be one of {ITEM_KINDS}")
+        id_list = [ids] if isinstance(ids, int) else list(ids)
+        if not id_list:
+            return 0
+        with self.transaction():
+            marks = ",".join("?" * len(id_list))
+            if kind == "page":
+                found = [r[0] for r in self._x(f"SELECT id FROM page WHERE id IN ({marks})", id_list).fetchall()]
+                self._forget_pages(found)
+            elif kind == "segment":
+                found = [r[0] for r in self._x(f"SELECT id FROM segment WHERE id IN ({marks})", id_list).fetchall()]
+                if found:
+                    m2 = ",".join("?" * len(found))
+                    pids = [r[0] for r in self._x(f"SELECT id FROM page WHERE segment_id IN ({m2})", found).fetchall()]
+                    self._forget_pages(pids)
+                    for sid in found:   # (already gone when it lost its last page)
+                        self._x("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
+                        self._x("DELETE FROM segment WHERE id = ?", (sid,))
+            else:
+                found = [r[0] for r in self._x(f"SELECT id FROM {kind} WHERE id IN ({marks})", id_list).fetchall()]
+                for iid in found:
+                    self._delete_item(kind, iid)
+            for iid in found:
+                self._emit("forgotten", kind, iid, f"{kind} {iid} forgotten by the user")
+            return len(found)
+
+    def _forget_pages(self, ids: Sequence[int]) -> None:
+        ids = sorted(set(ids))
+        if not ids:
+            return
+        gone = set(ids)
+        self._forget_derived(gone)
+        marks = ",".join("?" * len(ids))
+        info = self._x(f"SELECT id, prev_page_id, segment_id, chain_id FROM page WHERE id IN ({marks})", ids).fetchall()
+        prev_of = {r[0]: r[1] for r in info}
+        # relink chains across the forgotten pages
+        for (child, prev) in self._x(f"SELECT id, prev_page_id FROM page WHERE prev_page_id IN ({marks})",
+                                     ids).fetchall():
+            if child in gone:
+                continue
+            while prev in gone:
+                prev = prev_of.get(prev)
+            self._x("UPDATE page SET prev_page_id = ? WHERE id = ?", (prev, child))
+        for pid in ids:
+            self._vec_del_page(pid)
+            self._fts_del("page_fts", "page_tri", pid)
+        self._x(f"DELETE FROM page WHERE id IN ({marks})", ids)
+        for sid in sorted({r[2] for r in info if r[2] is not None}):
+            self._rebuild_segment(sid)
+        for chain_id in sorted({r[3] for r in info if r[3] is not None}):
+            self._refresh_chain(chain_id)
+
+    def _forget_derived(self, gone: set[int]) -> None:
+        ids = sorted(gone)
+        marks = ",".join("?" * len(ids))
+        items = self._x(f"SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id IN ({marks})",
+                        ids).fetchall()
+        for kind, iid in items:
+            by_version: dict[int, set[int]] = {}
+            for v, pg in self._x("SELECT version, page_id FROM derivation WHERE item_kind = ? AND item_id = ?",
+                                 (kind, iid)).fetchall():
+                by_version.setdefault(v, set()).add(pg)
+            all_pages = set().union(*by_version.values())
+            if not (all_pages - gone):
+                self._delete_item(kind, iid)
+                self._emit("forgotten", kind, iid, f"{kind} {iid} forgotten with its source pages")
+                continue
+            self._x(f"DELETE FROM derivation WHERE item_kind = ? AND item_id = ? AND page_id IN ({marks})",
+                    [kind, iid, *ids])
+            dead = {v for v, ps in by_version.items() if ps and ps <= gone}
+            cur = self._x(f"SELECT version FROM {kind} WHERE id = ?", (iid,)).fetchone()[0]
+            for v in dead - {cur}:
+                self._x("DELETE FROM item_version WHERE item_kind = ? AND item_id = ? AND version = ?", (kind, iid, v))
+            if cur in dead:
+                self._revert_item(kind, iid)
+
+    def _revert_item(self, kind: str, iid: int) -> None:
+        """Make the newest archived version current again (its source pages survive)."""
+        row = self._x("SELECT version, text, detail FROM item_version WHERE item_kind = ? AND item_id = ? "
+                      "ORDER BY version DESC LIMIT 1", (kind, iid)).fetchone()
+        if row is None:
+            self._delete_item(kind, iid)
+            return
+        version, text, detail_s = row
+        detail = _pj(detail_s, {})
+        vec_text = text if kind == "knowledge" else f"{detail.get('dimension', '')}: {text}"
+        vec = self._embed([vec_text])[0]
+        now = self.clock()
+        if kind == "knowledge":
+            self._x("UPDATE knowledge SET text = ?, version = ?, confidence = ?, updated_at = ?, reason = ? "
+                    "WHERE id = ?", (text, version, float(detail.get("confidence", 0.5)), now,
+                                     "reverted: newer version's sources were forgotten", iid))
+            self._x("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (iid,))
+            self._x("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, _blob(vec)))
+            self._fts_put("knowledge_fts", "knowledge_tri", iid, text)
+        else:
+            self._x("UPDATE trait SET value = ?, version = ?, confidence = ?, evidence = ?, embedding = ?, "
+                    "updated_at = ?, reason = ? WHERE id = ?",
+                    (text, version, float(detail.get("confidence", 0.5)), detail.get("evidence", ""), _blob(vec), now,
+                     "reverted: newer version's sources were forgotten", iid))
+        self._x("DELETE FROM item_version WHERE item_kind = ? AND item_id = ? AND version = ?", (kind, iid, version))
+        self._x("DELETE FROM derivation WHERE item_kind = ? AND item_id = ? AND version > ?", (kind, iid, version))
+
+    def _delete_item(self, kind: str, iid: int) -> None:
+        self._x("DELETE FROM derivation WHERE item_kind = ? AND item_id = ?", (kind, iid))
+        self._x("DELETE FROM item_version WHERE item_kind = ? AND item_id = ?", (kind, iid))
+        if kind == "knowledge":
+            self._x("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (iid,))
+            self._fts_del("knowledge_fts", "knowledge_tri", iid)
+        self._x(f"DELETE FROM {kind} WHERE id = ?", (iid,))
+
+    def wipe_memory(self) -> None:
+        """Delete every memory row (pages, segments, chains, traits, knowledge, versions, vectors, FTS,
+        pending memory jobs, events). Conversations and messages stay."""
+        with self.transaction():
+            for sql in (
+                "DELETE FROM derivation", "DELETE FROM item_version", "DELETE FROM trait",
+                "DELETE FROM knowledge", "DELETE FROM knowledge_vec",
+                "UPDATE page SET prev_page_id = NULL WHERE prev_page_id IS NOT NULL",
+                "DELETE FROM page", "DELETE FROM chain", "DELETE FROM segment",
+                "DELETE FROM page_vec", "DELETE FROM segment_vec",
+                "INSERT INTO page_fts(page_fts) VALUES ('delete-all')",
+                "INSERT INTO page_tri(page_tri) VALUES ('delete-all')",
+                "INSERT INTO knowledge_fts(knowledge_fts) VALUES ('delete-all')",
+                "INSERT INTO knowledge_tri(knowledge_tri) VALUES ('delete-all')",
+                "DELETE FROM job", "DELETE FROM event", "DELETE FROM vec_log",
+                "INSERT INTO vec_log(kind, item_id, op) VALUES ('*', 0, 'reset')",
+            ):
+                self._x(sql)
+            self._emit("wiped", None, None, "all memory wiped by the user")

@@ -1,0 +1,357 @@
+"""Retrieval: STM of the conversation + hybrid page ranking (dense KNN, segments, FTS5 BM25) + LPM."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from typing import Any
+
+import apsw
+import numpy as np
+
+from . import text as T
+from .types import KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
+
+
+def _pj(s: str | None, default: Any) -> Any:
+    try:
+        return json.loads(s) if s else default
+    except ValueError:
+        return default
+
+
+def _blob(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+class RetrievalMixin:
+    def retrieve(self, query: str, conversation_id: int | None = None, budget: RetrievalBudget | None = None, *,
+                 record_visits: bool = True) -> Retrieval:
+        """Recall memory for `query`.
+
+        - stm: the conversation's short-term pages, oldest first (all, or the newest `budget.stm`);
+        - pages: the best other pages (MTM and archive, any conversation, including other
+          conversations' STM), best first, each with a score and the reason it was chosen;
+        - knowledge: the best user/assistant facts; traits: the active persona, in a stable order.
+        Segments that supplied a page get a visit (N_visit + 1) in one short write.
+        """
+        budget = budget or RetrievalBudget()
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        q = self._embed([query])[0]
+        t1 = time.perf_counter()
+        timings["embed"] = (t1 - t0) * 1000
+        out = Retrieval(query=query)
+        with self._lock:
+            self._check()
+            # --- STM of this conversation
+            stm_ids: list[int] = []
+            if conversation_id is not None:
+                stm_ids = [r[0] for r in self._x("SELECT id FROM page WHERE tier = 'stm' AND conversation_id = ? "
+                                                 "ORDER BY id", (conversation_id,)).fetchall()]
+                shown = stm_ids if budget.stm is None else (stm_ids[-budget.stm:] if budget.stm > 0 else [])
+                pages = self._pages_by_ids(shown)
+                out.stm = [PageHit(pages[i], 1.0, "short-term memory (recent dialogue of this conversation)", "stm")
+                           for i in shown if i in pages]
+            t2 = time.perf_counter()
+            timings["stm"] = (t2 - t1) * 1000
+            if budget.pages > 0:
+                out.pages, out.segments, visited = self._rank_pages(query, q, set(stm_ids), budget.pages, timings)
+            else:
+                visited = []
+            t3 = time.perf_counter()
+            if budget.knowledge > 0:
+                out.knowledge = self._rank_knowledge(query, q, budget.knowledge)
+            if budget.traits > 0:
+                out.traits = self._select_traits(budget.traits)
+            t4 = time.perf_counter()
+            timings["lpm"] = (t4 - t3) * 1000
+            if record_visits and visited and not self.in_transaction:
+                now = self.clock()
+                with self.transaction():
+                    marks = ",".join("?" * len(visited))
+                    self._x(f"UPDATE segment SET n_visit = n_visit + 1, last_access = ? WHERE id IN ({marks})",
+                            [now, *visited])
+                    for sid in visited:
+                        self._maybe_promote(sid)
+            timings["visits"] = (time.perf_counter() - t4) * 1000
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        out.timings_ms = timings
+        return out
+
+    def warm_up(self) -> None:
+        """Load the in-memory page matrix now (a few seconds at 100k pages) instead of at the first
+        retrieval; call it from a background thread at start-up."""
+        with self._lock:
+            self._check()
+            if not self.in_transaction:
+                self._page_cache.sync(self._conn)
+
+    # ------------------------------------------------------------------ pages
+    def _rank_pages(self, query: str, q: np.ndarray, exclude: set[int], n: int, timings: dict):
+        p = self.params
+        ta = time.perf_counter()
+        if not self.in_transaction:
+            self._page_cache.sync(self._conn)
+        tb = time.perf_counter()
+        timings["cache_sync"] = (tb - ta) * 1000
+
+        # 1. direct dense KNN over every page (in-memory matrix), so segmentation never hides a page
+        d_ids, d_scores = self._page_cache.search(q, max(p.dense_candidates, 4 * n), exclude)
+        cos_of = {int(i): float(s) for i, s in zip(d_ids, d_scores)}
+        tc = time.perf_counter()
+        timings["dense"] = (tc - tb) * 1000
+
+        # 2. MTM segments: cos + keyword Jaccard (MemoryOS); their pages get a mild boost
+        qkw = T.keywords(query, 20)
+        seg_score: dict[int, float] = {}
+        seg_reason: dict[int, str] = {}
+        knn = self._x("SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? "
+                      "AND tier = 'mtm'", (_blob(q), max(1, p.segment_candidates))).fetchall()
+        seg_kw = {}
+        if knn:
+            marks = ",".join("?" * len(knn))
+            seg_kw = dict(self._x(f"SELECT id, keywords FROM segment WHERE id IN ({marks})",
+                                  [sid for sid, _ in knn]).fetchall())
+        for sid, dist in knn:
+            kw = _pj(seg_kw.get(sid), [])
+            cos = 1.0 - float(dist)
+            jac = T.jaccard(qkw, kw)
+            seg_score[sid] = cos + jac
+            seg_reason[sid] = f"segment {sid} (cos {cos:.2f}" + (f", keywords {jac:.2f})" if jac else ")")
+        seg_order = sorted(seg_score, key=lambda s: -seg_score[s])
+        td = time.perf_counter()
+        timings["segments"] = (td - tc) * 1000
+
+        # 3. keyword search: BM25 over an OR query of content words (porter); trigram table for CJK.
+        #    BM25 is scaled by the summed IDF of the query's terms (the score of a page that holds each
+        #    term once), so a page matching only a common word stays low, whatever the best page scored.
+        kw_of: dict[int, float] = {}
+        fq, scale = self._keyword_query(query)
+        if fq:
+            rows = self._x("SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
+                           (fq, p.keyword_candidates)).fetchall()
+            rows = [(pid, sc) for pid, sc in rows if pid not in exclude]
+            if rows:
+                scale = scale or max(sc for _, sc in rows)
+                for pid, sc in rows:
+                    kw_of[pid] = min(1.0, max(0.0, sc) / scale) if scale > 0 else 0.0
+        tq = T.fts_trigram_query(query)
+        if tq:
+            rows = self._x("SELECT rowid, -bm25(page_tri) FROM page_tri WHERE page_tri MATCH ? ORDER BY rank LIMIT ?",
+                           (tq, p.keyword_candidates)).fetchall()
+            rows = [(pid, sc) for pid, sc in rows if pid not in exclude]
+            top = max((sc for _, sc in rows), default=0.0)
+            if top > 0:
+                for pid, sc in rows:
+                    kw_of[pid] = max(kw_of.get(pid, 0.0), sc / top)
+        te = time.perf_counter()
+        timings["keyword"] = (te - td) * 1000
+
+        # 4. candidate pool and base scores
+        pool = set(cos_of) | set(kw_of)
+        if seg_order:
+            marks = ",".join("?" * min(3, len(seg_order)))
+            for (pid,) in self._x(f"SELECT id FROM page WHERE segment_id IN ({marks}) ORDER BY id DESC LIMIT 100",
+                                  seg_order[:3]).fetchall():
+                if pid not in exclude:
+                    pool.add(pid)
+        info: dict[int, tuple] = {}
+        self._page_info(pool, info)
+        windows = T.date_windows(query, self.clock())
+
+        def base(pid: int) -> float:
+            _, sid, tier, _, ts = info[pid]
+            s = p.w_dense * cos_of.get(pid, 0.0) + p.w_keyword * kw_of.get(pid, 0.0)
+            if sid in seg_score:
+                s += p.w_segment * seg_score[sid]
+            if windows and any(a <= ts < b for a, b in windows):
+                s += p.date_boost
+            return s
+
+        missing = [i for i in pool if i not in cos_of]
+        if missing:
+            cos_of.update(self._page_cache.scores_for(q, missing))
+        score = {pid: base(pid) for pid in info}
+
+        tf = time.perf_counter()
+        timings["candidates"] = (tf - te) * 1000
+        # 5. dialogue neighbours: the page before/after a strong page in the same conversation
+        prev_of: dict[int, int] = {}
+        next_of: dict[int, int] = {}
+        if p.neighbor_prev > 0 or p.neighbor_next > 0:
+            strong = sorted(score, key=lambda i: -score[i])[: max(30, 3 * n)]
+            new_ids: set[int] = set()
+            rows = self._x(
+                "SELECT p.id, (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id AND q.id < p.id "
+                "ORDER BY q.id DESC LIMIT 1), (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id "
+                "AND q.id > p.id ORDER BY q.id LIMIT 1) FROM page p WHERE p.id IN (SELECT value FROM json_each(?)) "
+                "AND p.conversation_id IS NOT NULL", (json.dumps(strong),)).fetchall()
+            for pid, pr, nx in rows:
+                for other in (pr, nx):
+                    if other is not None and other not in info and other not in exclude:
+                        new_ids.add(other)
+            if new_ids:
+                self._page_info(new_ids, info)
+            for pid, pr, nx in rows:
+                ts = info[pid][4]
+                if pr is not None and pr in info and pr not in exclude and abs(info[pr][4] - ts) <= p.neighbor_max_gap_s:
+                    prev_of[pid], next_of[pr] = pr, pid
+                if nx is not None and nx in info and nx not in exclude and abs(info[nx][4] - ts) <= p.neighbor_max_gap_s:
+                    next_of[pid], prev_of[nx] = nx, pid
+            if new_ids:
+                cos_of.update(self._page_cache.scores_for(q, [i for i in new_ids if i not in cos_of]))
+                for pid in new_ids:
+                    if pid in info:
+                        score[pid] = base(pid)
+        tg = time.perf_counter()
+        timings["neighbours"] = (tg - tf) * 1000
+        final: dict[int, float] = {}
+        via: dict[int, str] = {}
+        for pid, s in score.items():
+            best = s
+            pr = prev_of.get(pid)
+            if pr is not None and pr in score and p.neighbor_prev * score[pr] > best:
+                best = p.neighbor_prev * score[pr]
+                via[pid] = f"follows page {pr}"
+            nx = next_of.get(pid)
+            if nx is not None and nx in score and p.neighbor_next * score[nx] > best:
+                best = p.neighbor_next * score[nx]
+                via[pid] = f"precedes page {nx}"
+            if info[pid][2] == "archive":
+                best *= p.archive_penalty
+            final[pid] = best
+        chosen = sorted(final, key=lambda i: (-final[i], i))[:n]
+        pages = self._pages_by_ids(chosen)
+        qwords = sorted({T.stem(w) for w in T.content_words(query) if not T.has_cjk(w)})
+        qword_re = {w: re.compile(r"\b" + re.escape(w), re.IGNORECASE) for w in qwords}
+        hits: list[PageHit] = []
+        visited: list[int] = []
+        for pid in chosen:
+            page = pages.get(pid)
+            if page is None:
+                continue
+            parts = [f"cos {cos_of.get(pid, 0.0):.2f}"]
+            if pid in kw_of:
+                matched = [w for w in qwords if qword_re[w].search(page.text)][:4]
+                parts.append("keyword match " + ", ".join(f"'{m}'" for m in matched) if matched else "keyword match")
+            if page.segment_id in seg_score:
+                parts.append(seg_reason[page.segment_id])
+            if windows and any(a <= page.timestamp < b for a, b in windows):
+                parts.append("date named in the question")
+            if pid in via:
+                parts.append(via[pid])
+            if page.tier == "archive":
+                parts.append("from the archive")
+            hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier))
+            if page.segment_id is not None and page.segment_id not in visited:
+                visited.append(page.segment_id)
+        timings["assemble"] = (time.perf_counter() - tg) * 1000
+        segs = [{"segment_id": sid, "score": round(seg_score[sid], 4), "reason": seg_reason[sid]}
+                for sid in seg_order]
+        return hits, segs, visited
+
+    def _keyword_query(self, query: str) -> tuple[str | None, float]:
+        """The FTS5 OR query for `query` and the summed BM25 IDF of its terms (as FTS5 computes them).
+
+        Terms no page contains are left out; in a large store (> 5,000 pages) so are terms found in
+        more than a fifth of the pages, which add little to BM25 but make it score most of the table.
+        """
+        words: list[str] = []
+        for w in T.content_words(query):
+            if not T.has_cjk(w) and w not in words:
+                words.append(w)
+        if not words:
+            return T.fts_or_query(query), 0.0     # only stop words: still try them
+        tok = getattr(self, "_porter_tok", None)
+        if tok is None:
+            tok = self._porter_tok = self._conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+        n = len(self._page_cache) or self._x("SELECT count(*) FROM page").fetchone()[0]
+        df_of: dict[str, int] = {}
+        terms: list[tuple[str, list[str]]] = []
+        for w in words[:24]:
+            stems = [t[2] for t in tok(w.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)]
+            for st in stems:
+                if st not in df_of:
+                    row = self._x("SELECT doc FROM page_fts_vocab WHERE term = ?", (st,)).fetchone()
+                    df_of[st] = row[0] if row else 0
+            if stems and max(df_of[st] for st in stems) > 0:
+                terms.append((w, stems))
+        if not terms:
+            return None, 0.0
+        if n > 5000:
+            rare = [t for t in terms if max(df_of[st] for st in t[1]) <= 0.2 * n]
+            terms = rare or sorted(terms, key=lambda t: max(df_of[st] for st in t[1]))[:2]
+        idf = 0.0
+        for st in {st for _, stems in terms for st in stems}:
+            if df_of[st] > 0:
+                idf += max(1e-6, math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5)))
+        q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
+        return q, idf
+
+    def _page_info(self, ids, info: dict) -> None:
+        ids = sorted(ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self._x(f"SELECT id, segment_id, tier, conversation_id, timestamp FROM page WHERE id IN ({marks})",
+                             chunk).fetchall():
+                info[r[0]] = r
+
+    # ------------------------------------------------------------------ knowledge and traits
+    def _rank_knowledge(self, query: str, q: np.ndarray, n: int) -> list[KnowledgeHit]:
+        p = self.params
+        k = max(20, 4 * n)
+        dense = {kid: 1.0 - float(d) for kid, d in self._x(
+            "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = ?", (_blob(q), k))}
+        kw: dict[int, int] = {}
+        fq = T.fts_or_query(query)
+        if fq:
+            for (kid,) in self._x("SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH ? ORDER BY rank LIMIT ?",
+                                  (fq, k)).fetchall():
+                kw.setdefault(kid, len(kw))
+        tq = T.fts_trigram_query(query)
+        if tq:
+            for (kid,) in self._x("SELECT rowid FROM knowledge_tri WHERE knowledge_tri MATCH ? ORDER BY rank LIMIT ?",
+                                  (tq, k)).fetchall():
+                kw.setdefault(kid, len(kw))
+        d_rank = {kid: r for r, kid in enumerate(sorted(dense, key=lambda i: -dense[i]))}
+        cands = set(dense) | set(kw)
+        if not cands:
+            return []
+        scored = []
+        for kid in cands:
+            s = 0.0
+            if kid in d_rank:
+                s += p.w_dense / (p.rrf_k + d_rank[kid])
+            if kid in kw:
+                s += p.w_keyword / (p.rrf_k + kw[kid])
+            scored.append((s, kid))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        out: list[KnowledgeHit] = []
+        for s, kid in scored:
+            item = self.get_knowledge(kid)
+            if item is None or item.status != "active":
+                continue
+            parts = []
+            if kid in dense:
+                parts.append(f"similar (cos {dense[kid]:.2f})")
+            if kid in kw:
+                parts.append("keyword match")
+            if item.pinned:
+                parts.append("pinned")
+            out.append(KnowledgeHit(item, dense.get(kid, 0.0), " + ".join(parts)))
+            if len(out) >= n:
+                break
+        return out
+
+    def _select_traits(self, n: int) -> list[TraitHit]:
+        """The active persona: pinned first, then most confident; returned in a stable order
+        (dimension, id) so the prompt prefix stays byte-identical between turns."""
+        from .store import TRAIT_COLS
+        rows = self._x(f"SELECT {TRAIT_COLS} FROM trait t WHERE t.status = 'active' "
+                       "ORDER BY t.pinned DESC, t.confidence DESC, t.id LIMIT ?", (n,)).fetchall()
+        items = sorted((self._trait(r) for r in rows), key=lambda t: (t.dimension, t.id))
+        return [TraitHit(t, t.confidence, "pinned persona trait" if t.pinned else
+                         f"persona trait (confidence {t.confidence:.2f})") for t in items]

@@ -1,0 +1,297 @@
+"""Record types, parameters and protocols of the memory engine (plain dataclasses, no Qt, no models)."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+# (n texts) -> (n, dim) float32 array with unit-norm rows.
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+# (chat messages, JSON schema) -> parsed JSON (dict/list); may raise on any failure.
+CompleteJsonFn = Callable[[list[dict[str, str]], dict], Any]
+
+TIERS = ("stm", "mtm", "archive")
+ITEM_KINDS = ("page", "segment", "knowledge", "trait")
+
+
+@dataclass
+class MemoryParams:
+    """Every tunable of the memory engine, with the defaults of DESIGN.md (MemoryOS paper values)."""
+
+    # tiers
+    stm_capacity: int = 10            # pages of short-term memory per conversation
+    mtm_capacity: int = 200           # mid-term segments before the coldest is archived
+    # segmenting: join the best segment when cos + keyword Jaccard >= theta
+    theta: float = 0.6
+    # heat = alpha*N_visit + beta*L_interaction + gamma*exp(-dt/mu)
+    alpha: float = 1.0
+    beta: float = 1.0
+    gamma: float = 1.0
+    mu: float = 1e7                   # seconds
+    tau: float = 5.0                  # promotion threshold on heat
+    # dialogue chain: link a moved page to the previous one when cos + Jaccard >= chain_theta
+    chain_theta: float = 0.45
+    chain_max_gap_s: float = 6 * 3600.0   # never link across a pause longer than this
+    # keywords / summaries (LLM-free path)
+    page_keywords: int = 10
+    segment_keywords: int = 15
+    summary_chars: int = 300
+    # LPM updating: similarity of a new fact to an existing one (embedding cosine)
+    duplicate_threshold: float = 0.92     # same fact restated -> confirm (new version, higher confidence)
+    update_threshold: float = 0.75        # same subject, new content -> update, archive the old version
+    trait_update_threshold: float = 0.75
+    max_traits: int = 200
+    # retrieval: score = w_dense*cos + w_keyword*min(1, bm25/sum(idf of query terms)) + w_segment*segment
+    # score + date boost,
+    # then a page also inherits neighbor_prev * (score of the page before it in its conversation)
+    # and neighbor_next * (score of the page after it): answers often follow the turn that matched.
+    segment_candidates: int = 8       # top MTM segments considered per query
+    dense_candidates: int = 100       # direct page KNN candidates
+    keyword_candidates: int = 100     # FTS5 BM25 candidates
+    w_dense: float = 1.0
+    w_keyword: float = 0.8
+    w_segment: float = 0.1
+    date_boost: float = 0.5           # pages inside a date the query names ("on 13 May 2023", "in June 2023")
+    neighbor_prev: float = 0.8
+    neighbor_next: float = 0.5
+    neighbor_max_gap_s: float = 6 * 3600.0
+    archive_penalty: float = 0.85     # archive pages must beat hot ones by this factor ("when hot tiers miss")
+    rrf_k: float = 60.0               # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
+    # jobs / housekeeping
+    job_max_attempts: int = 3
+    events_keep: int = 20000
+    import_batch: int = 64
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class RetrievalBudget:
+    pages: int = 10          # MTM/archive pages
+    knowledge: int = 5
+    traits: int = 20
+    stm: int | None = None   # None = all of the conversation's STM pages
+
+
+@dataclass
+class Conversation:
+    id: int
+    title: str
+    created_at: float
+    updated_at: float
+    source: str | None = None
+    external_id: str | None = None
+    memory_paused: bool = False
+    incognito: bool = False
+
+
+@dataclass
+class Message:
+    id: int
+    conversation_id: int
+    parent_id: int | None
+    role: str
+    content: str
+    created_at: float
+    status: str = "complete"
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass
+class Page:
+    id: int
+    conversation_id: int | None
+    user_text: str
+    assistant_text: str
+    timestamp: float
+    tier: str
+    segment_id: int | None = None
+    prev_page_id: int | None = None
+    next_page_id: int | None = None
+    chain_id: int | None = None
+    chain_summary: str = ""
+    keywords: list[str] = field(default_factory=list)
+    pinned: bool = False
+    user_message_id: int | None = None
+    assistant_message_id: int | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return page_text(self.user_text, self.assistant_text)
+
+
+def page_text(user_text: str, assistant_text: str) -> str:
+    """The text a page is embedded and indexed as."""
+    u, a = (user_text or "").strip(), (assistant_text or "").strip()
+    if u and a:
+        return f"{u}\n{a}"
+    return u or a
+
+
+@dataclass
+class Segment:
+    id: int
+    tier: str
+    summary: str
+    keywords: list[str]
+    n_visit: int
+    l_interaction: int
+    last_access: float
+    created_at: float
+    updated_at: float
+    page_count: int
+    pinned: bool
+    promotions: int
+    recency: float           # exp(-dt/mu) at read time
+    heat: float              # alpha*n_visit + beta*l_interaction + gamma*recency at read time
+
+
+@dataclass
+class Trait:
+    id: int
+    dimension: str
+    value: str
+    evidence: str
+    confidence: float
+    status: str              # 'active' | 'archived'
+    version: int
+    pinned: bool
+    created_at: float
+    updated_at: float
+    source_page_ids: list[int] = field(default_factory=list)
+    conversation_ids: list[int] = field(default_factory=list)
+    model: str = ""
+
+
+@dataclass
+class Knowledge:
+    id: int
+    owner: str               # 'user' | 'assistant'
+    text: str
+    confidence: float
+    status: str              # 'active' | 'archived'
+    version: int
+    pinned: bool
+    created_at: float
+    updated_at: float
+    source_page_ids: list[int] = field(default_factory=list)
+    conversation_ids: list[int] = field(default_factory=list)
+    model: str = ""
+
+
+@dataclass
+class ItemVersion:
+    item_kind: str
+    item_id: int
+    version: int
+    text: str
+    created_at: float
+    archived_at: float | None      # None for the current version
+    reason: str
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass
+class Event:
+    id: int
+    at: float
+    kind: str                # e.g. page_added, page_moved, segment_created, segment_archived, promoted, ...
+    item_kind: str | None
+    item_id: int | None
+    summary: str
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass
+class Job:
+    id: int
+    kind: str
+    payload: dict
+    key: str | None
+    status: str              # 'pending' | 'done' | 'failed'
+    attempts: int
+    created_at: float
+    updated_at: float
+    error: str | None = None
+
+
+def _clean_float(x: float) -> float:
+    x = float(x)
+    return round(x, 6) if math.isfinite(x) else 0.0
+
+
+@dataclass
+class PageHit:
+    page: Page
+    score: float
+    reason: str
+    tier: str
+
+    def to_trace(self) -> dict:
+        p = self.page
+        return {
+            "page_id": p.id, "conversation_id": p.conversation_id, "tier": self.tier,
+            "segment_id": p.segment_id, "timestamp": p.timestamp, "score": _clean_float(self.score),
+            "reason": self.reason, "meta": p.meta,
+        }
+
+
+@dataclass
+class KnowledgeHit:
+    item: Knowledge
+    score: float
+    reason: str
+
+    def to_trace(self) -> dict:
+        return {"knowledge_id": self.item.id, "owner": self.item.owner, "text": self.item.text,
+                "score": _clean_float(self.score), "reason": self.reason}
+
+
+@dataclass
+class TraitHit:
+    item: Trait
+    score: float
+    reason: str
+
+    def to_trace(self) -> dict:
+        return {"trait_id": self.item.id, "dimension": self.item.dimension, "value": self.item.value,
+                "score": _clean_float(self.score), "reason": self.reason}
+
+
+@dataclass
+class Retrieval:
+    query: str
+    stm: list[PageHit] = field(default_factory=list)
+    pages: list[PageHit] = field(default_factory=list)
+    knowledge: list[KnowledgeHit] = field(default_factory=list)
+    traits: list[TraitHit] = field(default_factory=list)
+    timings_ms: dict = field(default_factory=dict)
+    segments: list[dict] = field(default_factory=list)   # top segments considered: id, score, reason
+
+    def to_trace(self) -> dict:
+        """A JSON-serialisable record of what was recalled and why (stored with the reply)."""
+        return {
+            "query": self.query,
+            "stm": [h.to_trace() for h in self.stm],
+            "pages": [h.to_trace() for h in self.pages],
+            "knowledge": [h.to_trace() for h in self.knowledge],
+            "traits": [h.to_trace() for h in self.traits],
+            "segments": [dict(s) for s in self.segments],
+            "timings_ms": {k: _clean_float(v) for k, v in self.timings_ms.items()},
+        }
+
+
+class MemoryError_(Exception):
+    """Base class of memory_core errors."""
+
+
+class EmbeddingMismatchError(MemoryError_, ValueError):
+    """The store was built with another embedding dimension than the embedder offered now."""
+
+
+class StoreClosedError(MemoryError_, RuntimeError):
+    pass

@@ -1,0 +1,251 @@
+"""In-memory float32 matrix caches of vec0 tables, synced incrementally from the `vec_log` table.
+
+SQLite stays the single source of truth: a cache is rebuilt from the vec0 table when it is new,
+when the change log was pruned past it, or after a reset, and otherwise applies the log rows
+written since its last sync. `X @ q` over 100k x 384 takes ~9 ms on two cores, which a flat
+vec0 scan (~60 ms) cannot match. Caches are shared by every MemoryStore of one database file in
+the process (one copy of the matrix however many threads open the store).
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import apsw
+import numpy as np
+
+_TABLES = {
+    "page": ("page_vec", "page_id"),
+}
+
+_registry: dict[tuple[str, str, int], "MatrixCache"] = {}
+_registry_lock = threading.Lock()
+
+
+def shared_cache(db_path: str, kind: str, dim: int) -> "MatrixCache":
+    key = (os.path.realpath(db_path), kind, dim)
+    with _registry_lock:
+        cache = _registry.get(key)
+        if cache is None:
+            cache = _registry[key] = MatrixCache(kind, dim)
+        return cache
+
+
+def drop_shared(db_path: str) -> None:
+    """Forget the caches of a database file (used when the file is deleted or replaced)."""
+    real = os.path.realpath(db_path)
+    with _registry_lock:
+        for key in [k for k in _registry if k[0] == real]:
+            del _registry[key]
+
+
+PREFILTER_MIN_ROWS = 20_000   # below this the exact scan is already a few milliseconds
+PREFILTER_DIMS = 96           # principal components kept for the coarse scan
+PREFILTER_FACTOR = 10         # coarse candidates per requested result (at least PREFILTER_MIN_CANDS)
+PREFILTER_MIN_CANDS = 1000
+
+
+class MatrixCache:
+    """Exact cosine search over a float32 matrix; above PREFILTER_MIN_ROWS a coarse scan over the
+    rows projected on their top principal components picks candidates that are rescored exactly
+    (~3x less memory traffic than the full scan, which is what bounds `X @ q`)."""
+
+    def __init__(self, kind: str, dim: int):
+        self.kind = kind
+        self.table, self.id_col = _TABLES[kind]
+        self.dim = dim
+        self.lock = threading.RLock()
+        self.seq = -1                     # last vec_log seq applied; -1 = never loaded
+        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.ids = np.zeros(0, dtype=np.int64)   # -1 marks a free row
+        self.row_of: dict[int, int] = {}
+        self.free: list[int] = []
+        self.n = 0                        # rows in use (high-water mark)
+        self.basis: np.ndarray | None = None      # (dim, r) principal directions, or None
+        self.mean: np.ndarray | None = None
+        self.coarse = np.zeros((0, 0), dtype=np.float32)   # rows projected on the basis
+
+    # --- sync -----------------------------------------------------------------------------------
+    def sync(self, conn: apsw.Connection) -> None:
+        with self.lock:
+            if self.seq < 0:
+                self._full_load(conn)
+                return
+            # two subqueries: SQLite answers a lone min() or max() from the index, not both at once
+            row = conn.execute("SELECT (SELECT min(seq) FROM vec_log), (SELECT max(seq) FROM vec_log)").fetchone()
+            lo, hi = row if row else (None, None)
+            if hi is None:
+                # log empty: nothing changed since a load that saw seq=0, or the log was cleared
+                if self.seq > 0:
+                    self._full_load(conn)
+                return
+            if hi == self.seq:
+                return
+            if hi < self.seq or (lo is not None and lo > self.seq + 1):
+                self._full_load(conn)    # log was pruned or reset past us
+                return
+            changes = conn.execute(
+                "SELECT seq, item_id, op FROM vec_log WHERE seq > ? AND kind IN (?, '*') ORDER BY seq",
+                (self.seq, self.kind)).fetchall()
+            if any(op == "reset" for _, _, op in changes) or len(changes) > 20000:
+                self._full_load(conn)
+                return
+            final: dict[int, str] = {}
+            for _, item_id, op in changes:
+                final[item_id] = op
+            upserts = [i for i, op in final.items() if op == "put"]
+            for i, op in final.items():
+                if op == "del":
+                    self._remove(i)
+            for start in range(0, len(upserts), 500):
+                chunk = upserts[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                got = set()
+                for item_id, blob in conn.execute(
+                        f"SELECT {self.id_col}, embedding FROM {self.table} WHERE {self.id_col} IN ({marks})",
+                        chunk):
+                    self._put(item_id, np.frombuffer(blob, dtype=np.float32))
+                    got.add(item_id)
+                for i in chunk:
+                    if i not in got:
+                        self._remove(i)
+            self.seq = hi
+
+    def _full_load(self, conn: apsw.Connection) -> None:
+        hi = conn.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()[0]
+        ids: list[int] = []
+        blobs: list[bytes] = []
+        for item_id, blob in conn.execute(f"SELECT {self.id_col}, embedding FROM {self.table}"):
+            ids.append(item_id)
+            blobs.append(blob)
+        n = len(ids)
+        cap = n + max(1024, n // 16)
+        self.matrix = np.zeros((cap, self.dim), dtype=np.float32)
+        if n:
+            self.matrix[:n] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dim)
+        self.ids = np.full(cap, -1, dtype=np.int64)
+        self.ids[:n] = ids
+        self.row_of = {i: r for r, i in enumerate(ids)}
+        self.free = []
+        self.n = n
+        self.seq = hi
+        self.basis = self.mean = None
+        self.coarse = np.zeros((0, 0), dtype=np.float32)
+        self._fit_prefilter()
+
+    def _fit_prefilter(self) -> None:
+        n = self.n
+        if n < PREFILTER_MIN_ROWS or self.dim <= PREFILTER_DIMS:
+            return
+        rng = np.random.default_rng(0)
+        live = np.flatnonzero(self.ids[:n] >= 0)
+        sample = self.matrix[rng.choice(live, size=min(4096, len(live)), replace=False)].astype(np.float64)
+        mean = sample.mean(axis=0)
+        centered = sample - mean
+        evals, evecs = np.linalg.eigh(centered.T @ centered)      # ascending eigenvalues
+        self.mean = mean.astype(np.float32)
+        self.basis = np.ascontiguousarray(evecs[:, ::-1][:, :PREFILTER_DIMS], dtype=np.float32)
+        self.coarse = np.zeros((len(self.ids), PREFILTER_DIMS), dtype=np.float32)
+        self.coarse[:n] = (self.matrix[:n] - self.mean) @ self.basis
+        self.coarse[:n][self.ids[:n] < 0] = 0.0
+
+    def _put(self, item_id: int, vec: np.ndarray) -> None:
+        r = self.row_of.get(item_id)
+        if r is None:
+            if self.free:
+                r = self.free.pop()
+            else:
+                if self.n >= len(self.ids):
+                    cap = max(1024, len(self.ids) + len(self.ids) // 2)
+                    m = np.zeros((cap, self.dim), dtype=np.float32)
+                    m[: self.n] = self.matrix[: self.n]
+                    ids = np.full(cap, -1, dtype=np.int64)
+                    ids[: self.n] = self.ids[: self.n]
+                    self.matrix, self.ids = m, ids
+                    if self.basis is not None:
+                        c = np.zeros((cap, self.basis.shape[1]), dtype=np.float32)
+                        c[: self.n] = self.coarse[: self.n]
+                        self.coarse = c
+                r = self.n
+                self.n += 1
+            self.row_of[item_id] = r
+            self.ids[r] = item_id
+        self.matrix[r] = vec
+        if self.basis is not None:
+            self.coarse[r] = (vec - self.mean) @ self.basis
+
+    def _remove(self, item_id: int) -> None:
+        r = self.row_of.pop(item_id, None)
+        if r is None:
+            return
+        self.ids[r] = -1
+        self.matrix[r] = 0.0
+        if self.basis is not None:
+            self.coarse[r] = 0.0
+        self.free.append(r)
+
+    def invalidate(self) -> None:
+        with self.lock:
+            self.seq = -1
+
+    # --- queries --------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+    def search(self, q: np.ndarray, k: int, exclude: set[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (ids, cosines) by dot product, best first."""
+        with self.lock:
+            n = self.n
+            if n == 0 or k <= 0:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            q = q.astype(np.float32, copy=False)
+            if self.basis is None and n >= PREFILTER_MIN_ROWS:
+                self._fit_prefilter()      # grew past the threshold by incremental puts
+            cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k)
+            if self.basis is not None and cands < n // 4:
+                return self._search_prefiltered(q, k, cands, exclude)
+            scores = self.matrix[:n] @ q
+            ids = self.ids[:n]
+            scores[ids < 0] = -np.inf
+            if exclude:
+                for i in exclude:
+                    r = self.row_of.get(i)
+                    if r is not None:
+                        scores[r] = -np.inf
+            kk = min(k, n)
+            top = np.argpartition(-scores, kk - 1)[:kk] if kk < n else np.arange(n)
+            top = top[np.argsort(-scores[top], kind="stable")]
+            top = top[np.isfinite(scores[top])]
+            return ids[top].copy(), scores[top].copy()
+
+    def _search_prefiltered(self, q: np.ndarray, k: int, cands: int, exclude: set[int] | None):
+        n = self.n
+        approx = self.coarse[:n] @ (self.basis.T @ q)
+        ids = self.ids[:n]
+        approx[ids < 0] = -np.inf
+        if exclude:
+            for i in exclude:
+                r = self.row_of.get(i)
+                if r is not None:
+                    approx[r] = -np.inf
+        rows = np.argpartition(-approx, cands - 1)[:cands]
+        rows = rows[np.isfinite(approx[rows])]
+        exact = self.matrix[rows] @ q
+        kk = min(k, len(rows))
+        top = np.argpartition(-exact, kk - 1)[:kk] if kk < len(rows) else np.arange(len(rows))
+        top = top[np.argsort(-exact[top], kind="stable")]
+        return ids[rows[top]].copy(), exact[top].astype(np.float32)
+
+    def scores_for(self, q: np.ndarray, item_ids) -> dict[int, float]:
+        with self.lock:
+            rows = [(i, self.row_of[i]) for i in item_ids if i in self.row_of]
+            if not rows:
+                return {}
+            m = self.matrix[[r for _, r in rows]]
+            s = m @ q.astype(np.float32, copy=False)
+            return {i: float(v) for (i, _), v in zip(rows, s)}
+
+    def vector(self, item_id: int) -> np.ndarray | None:
+        with self.lock:
+            r = self.row_of.get(item_id)
+            return None if r is None else self.matrix[r].copy()

@@ -1,0 +1,181 @@
+"""The chat agent end to end with the bundled GGUF, the real embedder and a real store file."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from app.agent import ChatAgent
+from memory_core import MemoryParams, MemoryStore
+from models.chat import CancelToken
+
+
+@pytest.fixture
+def store(tmp_path, embedder):
+    s = MemoryStore.open(tmp_path / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
+                         dim=embedder.dim, params=MemoryParams(stm_capacity=3))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def agent(store, chat_model):
+    return ChatAgent(store, chat_model, reply_reserve=256, max_tokens=24)
+
+
+def test_turn_persists_messages_trace_and_job(agent, store):
+    cid = agent.new_conversation()
+    tokens = []
+    result = agent.send(cid, "Hello! My name is Ada.", on_token=tokens.append)
+    assert result.status == "complete"
+    assert "".join(tokens) == result.text and result.text
+    msgs = store.list_messages(cid)
+    assert [m.role for m in msgs] == ["user", "assistant"]
+    assert msgs[0].content == "Hello! My name is Ada."
+    assert msgs[1].content == result.text
+    assert msgs[1].meta["stats"]["prompt_tokens"] > 0
+    assert msgs[1].meta["stats"]["completion_tokens"] > 0
+    assert "trace" in msgs[1].meta
+    assert store.pending_jobs() == 1
+    assert store.get_conversation(cid).title.startswith("Hello! My name is Ada")
+    store.run_pending(allow_llm=False)
+    assert store.count_pages(conversation_id=cid) == 1
+
+
+def test_fact_from_early_turn_recalled_in_new_conversation(agent, store):
+    cid = agent.new_conversation()
+    statements = [
+        "My sister Margot lives in Lisbon and teaches violin.",
+        "Today I repaired the brakes on my bicycle.",
+        "I am reading a book about the history of tea.",
+        "We had pasta with pesto for dinner.",
+        "The weather was rainy all weekend.",
+        "I started learning to play chess online.",
+    ]
+    for text in statements:
+        agent.send(cid, text)
+        store.run_pending(allow_llm=False)
+    # STM capacity is 3: the first pages overflowed into mid-term memory
+    assert store.count_pages(conversation_id=cid, tier="stm") == 3
+    assert store.count_pages(conversation_id=cid, tier="mtm") + store.count_pages(conversation_id=cid, tier="archive") == 3
+    other = agent.new_conversation()
+    result = agent.send(other, "Where does my sister Margot live?")
+    page_ids = [p["page_id"] for p in result.trace["pages"]]
+    first_page = store.list_pages(conversation_id=cid, order_by="timestamp", descending=False, limit=1)[0]
+    assert first_page.id in page_ids
+    assert first_page.id in result.trace["included"]["pages"]
+    assert "Lisbon" in result.prompt.messages[0]["content"]
+
+
+def test_stop_keeps_partial_reply(agent, store):
+    cid = agent.new_conversation()
+    cancel = CancelToken()
+    seen = []
+
+    def on_token(chunk):
+        seen.append(chunk)
+        if len(seen) == 3:
+            cancel.cancel()
+
+    agent.max_tokens = 200
+    result = agent.send(cid, "Tell me a long story about a lighthouse keeper.", on_token=on_token, cancel=cancel)
+    assert result.status == "stopped"
+    stored = store.get_message(result.assistant_message_id)
+    assert stored.status == "stopped"
+    assert stored.content == "".join(seen)
+
+
+def test_regenerate_makes_sibling_and_edit_branches(agent, store):
+    cid = agent.new_conversation()
+    first = agent.send(cid, "Name a colour.")
+    store.run_pending(allow_llm=False)
+    again = agent.regenerate(first.assistant_message_id)
+    assert again.user_message_id == first.user_message_id
+    siblings = store.message_children(first.user_message_id)
+    assert {m.id for m in siblings} == {first.assistant_message_id, again.assistant_message_id}
+    store.run_pending(allow_llm=False)
+    # the rejected reply's page is forgotten: one page for this exchange
+    assert store.count_pages(conversation_id=cid) == 1
+    edited = agent.edit_and_resend(first.user_message_id, "Name a fruit.")
+    branch = store.list_messages(cid)
+    assert [m.content for m in branch if m.role == "user"] == ["Name a fruit."]
+    assert store.get_message(first.user_message_id) is not None  # the old branch is kept
+    assert edited.user_message_id != first.user_message_id
+
+
+def test_incognito_reads_and_writes_nothing(agent, store):
+    cid = agent.new_conversation()
+    agent.send(cid, "Remember that my locker code is 4312.")
+    store.run_pending(allow_llm=False)
+    pages_before, jobs_before = store.count_pages(), len(store.list_jobs())
+    secret = agent.new_conversation()
+    store.set_conversation_flags(secret, incognito=True)
+    result = agent.send(secret, "What is my locker code?")
+    store.run_pending(allow_llm=False)
+    assert result.trace.get("memory") == "off"
+    assert "4312" not in result.prompt.messages[0]["content"]
+    assert store.count_pages() == pages_before
+    assert len(store.list_jobs()) == jobs_before
+
+
+def test_paused_conversation_reads_but_does_not_write(agent, store):
+    cid = agent.new_conversation()
+    store.set_conversation_flags(cid, memory_paused=True)
+    agent.send(cid, "Something private.")
+    store.run_pending(allow_llm=False)
+    assert store.count_pages() == 0
+    assert store.pending_jobs() == 0
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import sys
+    from app.agent import ChatAgent
+    from memory_core import MemoryStore
+    from models.embedder import OnnxEmbedder
+    from models.llama_cpp_backend import LlamaCppChatModel
+    e = OnnxEmbedder()
+    store = MemoryStore.open(sys.argv[1], e.embed, embed_model_id=e.model_id, dim=e.dim)
+    agent = ChatAgent(store, LlamaCppChatModel(n_ctx=2048, max_tokens=5000, temperature=1.0), max_tokens=5000)
+    cid = agent.new_conversation()
+    def on_token(chunk):
+        print("TOKEN", flush=True)
+    agent.send(cid, "Please write an extremely long essay about the ocean, tides and sailing.", on_token=on_token)
+""")
+
+
+def test_sigkill_during_streaming_keeps_user_message_and_job_runs(tmp_path, embedder):
+    db = tmp_path / "crash.sqlite3"
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(db)], stdout=subprocess.PIPE, text=True,
+                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    tokens = 0
+    deadline = time.time() + 120
+    while tokens < 60 and time.time() < deadline:  # > 1 s of streaming, so a partial flush happened
+        line = proc.stdout.readline()
+        if not line:
+            break
+        tokens += line.startswith("TOKEN")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert tokens >= 60, "the subprocess never streamed"
+
+    store = MemoryStore.open(db, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
+    try:
+        conv = store.list_conversations()[0]
+        msgs = store.list_messages(conv.id)
+        assert msgs[0].role == "user" and "extremely long essay" in msgs[0].content
+        assert msgs[1].status == "streaming" and msgs[1].content  # partial text was flushed
+        agent = ChatAgent(store, None)
+        assert agent.recover_interrupted() == 1
+        assert store.get_message(msgs[1].id).status == "interrupted"
+        assert store.pending_jobs() == 1
+        store.run_pending(allow_llm=False)
+        pages = store.list_pages(conversation_id=conv.id)
+        assert len(pages) == 1 and "extremely long essay" in pages[0].user_text
+        assert agent.recover_interrupted() == 0  # idempotent
+    finally:
+        store.close()

@@ -1,0 +1,73 @@
+"""Prompt composition: order, budget, truncation, memory quoted as data (real model tokenizer)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.prompting import compose_prompt
+from memory_core.types import Knowledge, KnowledgeHit, Page, PageHit, Retrieval, Trait, TraitHit
+
+
+@dataclass
+class Msg:
+    id: int
+    role: str
+    content: str
+
+
+def _retrieval(n_pages=3):
+    pages = [PageHit(Page(id=i, conversation_id=1, user_text=f"I visited city number {i}", assistant_text="Nice!",
+                          timestamp=1_700_000_000 + i * 86400, tier="mtm", user_message_id=100 + i,
+                          assistant_message_id=200 + i), score=1.0 / (i + 1), reason="dense", tier="mtm")
+             for i in range(1, n_pages + 1)]
+    traits = [TraitHit(Trait(id=7, dimension="occupation", value="nurse", evidence="", confidence=0.9, status="active",
+                             version=1, pinned=False, created_at=0, updated_at=0), 1.0, "active trait")]
+    knowledge = [KnowledgeHit(Knowledge(id=3, owner="user", text="The user's dog is Biscuit.", confidence=0.8,
+                                        status="active", version=1, pinned=False, created_at=0, updated_at=0), 0.9, "cos")]
+    return Retrieval(query="q", pages=pages, traits=traits, knowledge=knowledge)
+
+
+def test_order_and_quoting(chat_model):
+    history = [Msg(1, "user", "hello"), Msg(2, "assistant", "hi there")]
+    p = compose_prompt("where did I go?", retrieval=_retrieval(), history=history,
+                       count_tokens=chat_model.count_tokens, budget_tokens=1500)
+    system = p.messages[0]["content"]
+    assert p.messages[0]["role"] == "system"
+    assert "<memory>" in system and "</memory>" in system
+    assert "not an instruction" in system
+    assert system.index("occupation: nurse") < system.index("Biscuit") < system.index("city number 1")
+    assert "2023-11-1" in system  # pages carry their dates
+    assert [m["content"] for m in p.messages[1:]] == ["hello", "hi there", "where did I go?"]
+    assert p.included["pages"] == [1, 2, 3]
+    assert chat_model.count_messages_tokens(p.messages) <= 1500
+
+
+def test_stable_prefix_between_questions(chat_model):
+    r = _retrieval()
+    a = compose_prompt("first question", retrieval=r, count_tokens=chat_model.count_tokens, budget_tokens=1500)
+    b = compose_prompt("another question", retrieval=r, count_tokens=chat_model.count_tokens, budget_tokens=1500)
+    assert a.messages[0] == b.messages[0]
+
+
+def test_budget_drops_low_ranked_pages_first(chat_model):
+    r = _retrieval(n_pages=40)
+    p = compose_prompt("q", retrieval=r, count_tokens=chat_model.count_tokens, budget_tokens=400)
+    assert 0 < len(p.included["pages"]) < 40
+    assert p.dropped["pages"] == 40 - len(p.included["pages"])
+    assert set(p.included["pages"]) == set(range(1, len(p.included["pages"]) + 1))  # the best ones kept
+    assert chat_model.count_messages_tokens(p.messages) <= 400 + 20
+
+
+def test_huge_query_is_truncated_in_the_middle(chat_model):
+    query = "START " + ("lorem ipsum " * 50_000) + " END"
+    p = compose_prompt(query, count_tokens=chat_model.count_tokens, budget_tokens=1000)
+    assert p.query_truncated
+    text = p.messages[-1]["content"]
+    assert text.startswith("START") and text.endswith("END")
+    assert chat_model.count_messages_tokens(p.messages) <= 1000
+
+
+def test_pages_already_in_dialogue_not_repeated(chat_model):
+    history = [Msg(101, "user", "I visited city number 1"), Msg(201, "assistant", "Nice!")]
+    p = compose_prompt("q", retrieval=_retrieval(), history=history, count_tokens=chat_model.count_tokens,
+                       budget_tokens=1500)
+    assert 1 not in p.included["pages"]

@@ -1,0 +1,79 @@
+"""The scheduler: chat on the LLM thread, memory jobs in the background, events reported."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from app.agent import ChatAgent
+from app.scheduler import PRIORITY_NORMAL, Scheduler
+from memory_core import MemoryParams, MemoryStore
+
+
+@pytest.fixture
+def scheduler(tmp_path, embedder, chat_model):
+    db = tmp_path / "sched.sqlite3"
+
+    def open_store(llm=None):
+        return MemoryStore.open(db, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim,
+                                params=MemoryParams(stm_capacity=2, tau=1.0), llm=llm)
+
+    events, jobs = [], []
+    s = Scheduler(open_store=open_store, get_model=lambda: chat_model, on_event=events.append,
+                  on_jobs=jobs.append, idle_s=0.2, poll_s=0.1)
+    s.events, s.job_counts, s.open = events, jobs, open_store
+    s.start()
+    yield s
+    s.stop()
+
+
+def test_chat_runs_on_llm_thread_and_memory_job_in_background(scheduler):
+    threads = {}
+
+    def turn(store, model):
+        threads["chat"] = threading.current_thread().name
+        agent = ChatAgent(store, model, max_tokens=12)
+        cid = agent.new_conversation()
+        return agent.send(cid, "I keep bees in my garden.")
+
+    result = scheduler.submit(turn).result(timeout=120)
+    assert threads["chat"] == "mnemo-llm"
+    assert result.status == "complete"
+    scheduler.notify_jobs()
+    assert scheduler.wait_idle(timeout=60)
+    probe = scheduler.open()
+    try:
+        assert probe.count_pages() == 1
+    finally:
+        probe.close()
+    assert any(e.kind == "page_added" for e in scheduler.events)
+    assert scheduler.job_counts and scheduler.job_counts[-1] == 0
+
+
+def test_chat_tasks_jump_the_queue(scheduler):
+    order = []
+    gate = threading.Event()
+
+    def blocker(store, model):
+        gate.wait(10)
+        order.append("blocker")
+
+    scheduler.submit(blocker, priority=PRIORITY_NORMAL)
+    time.sleep(0.2)  # the blocker is running now
+    background = scheduler.submit(lambda s, m: order.append("background"), priority=PRIORITY_NORMAL)
+    chat = scheduler.submit(lambda s, m: order.append("chat"))
+    gate.set()
+    chat.result(timeout=10)
+    background.result(timeout=10)
+    assert order == ["blocker", "chat", "background"]
+
+
+def test_task_errors_reach_the_caller(scheduler):
+    def broken(store, model):
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        scheduler.submit(broken).result(timeout=10)
+    # the thread survives
+    assert scheduler.submit(lambda s, m: 42).result(timeout=10) == 42

@@ -1,0 +1,174 @@
+"""Retrieval / add-page benchmark of memory_core: `python -m tests.bench.retrieval [--sizes 1000,10000,100000]`.
+
+Fills one store incrementally to each size (the first 1,000 pages embedded for real, later pages
+carry clustered random unit vectors, as the issue allows), then measures:
+- retrieve() latency p50/p95 at each size, including the real embedding of the query;
+- the median time of add_page() without an LLM, both including the real page embedding and with a
+  precomputed embedding (the store's own cost: STM insert, FIFO move, segmenting, eviction).
+Prints one JSON object. Targets on a 2-core machine: p95 <= 50 ms at 100k pages, add <= 20 ms.
+Wall-clock figures depend on what else runs: the JSON also gives process CPU time per call and
+the load average, so a run on a busy machine can be read for what it is.
+"""
+from __future__ import annotations
+
+import os
+
+# One BLAS thread: `X @ q` is memory-bound, and a multi-threaded OpenBLAS that spins on a busy
+# 2-core machine (next to ONNX Runtime's own threads) is several times slower. The app should set
+# the same before numpy is imported; an explicit setting in the environment wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from memory_core import MemoryParams, MemoryStore, RetrievalBudget
+
+TOPICS = [
+    "hiking mountains trail boots summit", "cooking pasta sauce garlic tomato", "guitar chords practice band song",
+    "marathon running training miles pace", "garden tomatoes basil soil compost", "python code bug test deploy",
+    "dog puppy walk park leash", "cat kitten litter toy nap", "travel flight hotel passport luggage",
+    "movie cinema actor director sequel", "book novel chapter author library", "coffee espresso beans grinder cafe",
+    "work meeting deadline report manager", "family sister brother parents dinner", "school exam homework teacher grade",
+    "money budget savings rent salary", "health doctor appointment medicine sleep", "car engine tires repair garage",
+    "painting canvas colors brush gallery", "chess opening tactics tournament rating", "photography camera lens light",
+    "baking bread sourdough oven flour", "swimming pool laps goggles coach", "birthday party cake gifts friends",
+    "weather rain snow forecast umbrella", "music concert tickets festival stage", "yoga stretching breathing mat class",
+    "video games console level boss", "wedding dress venue guests ceremony", "moving apartment boxes lease neighbors",
+]
+QUERIES = [
+    "What did I say about my marathon training?", "Which pasta sauce recipe did I like?",
+    "When is my doctor appointment?", "What is my dog's name?", "Where did I travel last summer?",
+    "What book was I reading?", "How is my sourdough bread going?", "What chess opening do I play?",
+    "Tell me about my sister's wedding", "What guitar songs was I practicing?", "How much rent do I pay?",
+    "What camera lens did I buy?", "Did I fix the car engine?", "What games am I playing?",
+    "How was the concert?", "What did the manager say about the report?", "When is the birthday party?",
+    "What did I plant in the garden?", "How is my yoga class?", "What did I think of the movie sequel?",
+]
+FILLER = ("today yesterday really think maybe later great idea plan weekend morning evening friend "
+          "new old little big favorite nice busy tired happy excited").split()
+
+
+def page_texts(rng: random.Random, i: int) -> tuple[str, str]:
+    topic = TOPICS[i % len(TOPICS)].split()
+    words = rng.sample(topic, 3) + rng.sample(FILLER, 4) + [f"item{rng.randrange(20000)}"]
+    rng.shuffle(words)
+    u = "I " + " ".join(words[:5]) + "."
+    a = "That sounds " + " ".join(words[5:]) + ", tell me more."
+    return u, a
+
+
+def clustered_vectors(rng: np.random.Generator, n: int, dim: int, centers: np.ndarray, start: int) -> np.ndarray:
+    idx = (np.arange(start, start + n) % len(centers))
+    v = centers[idx] + 0.9 * rng.standard_normal((n, dim)).astype(np.float32) / np.sqrt(dim)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def percentile(xs: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(xs), p))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--queries", type=int, default=60)
+    ap.add_argument("--adds", type=int, default=60)
+    ap.add_argument("--real", type=int, default=1000, help="pages embedded for real (the rest: random vectors)")
+    ap.add_argument("--db", default=None, help="database file (default: a temp dir, deleted afterwards)")
+    args = ap.parse_args(argv)
+    sizes = sorted(int(x) for x in args.sizes.split(","))
+
+    from models.embedder import OnnxEmbedder   # the benchmark (not memory_core) wires the real model in
+
+    emb = OnnxEmbedder()
+    tmp = tempfile.TemporaryDirectory(prefix="mnemo-bench-")
+    db = Path(args.db) if args.db else Path(tmp.name) / "bench.db"
+    store = MemoryStore.open(db, emb.embed, embed_model_id=emb.model_id, dim=emb.dim, params=MemoryParams())
+    rng = random.Random(7)
+    nrng = np.random.default_rng(7)
+    centers = nrng.standard_normal((3000, emb.dim)).astype(np.float32)
+    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    result: dict = {"machine_cpus": os.cpu_count(), "embed_model": emb.model_id, "sizes": {}}
+    result["openblas_num_threads"] = os.environ.get("OPENBLAS_NUM_THREADS")
+    conv = None
+    n = store.count_pages()      # an existing --db is filled up, not refilled
+    t_fill = time.perf_counter()
+    for size in sizes:
+        while n < size:
+            if n % 50 == 0 or conv is None:
+                conv = store.create_conversation(f"bench {n // 50}")
+            batch = min(500, size - n, 50 - n % 50)
+            texts = [page_texts(rng, n + k) for k in range(batch)]
+            items = [{"user_text": u, "assistant_text": a, "timestamp": 1.6e9 + 60 * (n + k)}
+                     for k, (u, a) in enumerate(texts)]
+            if n >= args.real:
+                vecs = clustered_vectors(nrng, batch, emb.dim, centers, n)
+                for it, v in zip(items, vecs):
+                    it["embedding"] = v
+            store.add_pages(conv, items)
+            n += batch
+        fill_s = time.perf_counter() - t_fill
+        # first retrieve after a (re)open loads the in-memory matrix from SQLite
+        store.close()
+        store = MemoryStore.open(db, emb.embed, embed_model_id=emb.model_id, dim=emb.dim, params=MemoryParams())
+        t0 = time.perf_counter()
+        store.retrieve("warm up the cache", None, record_visits=False)
+        cold_ms = (time.perf_counter() - t0) * 1000
+        lat, cpu, parts = [], [], {}
+        qs = [QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" ({i})") for i in range(args.queries)]
+        for i, q in enumerate(qs):
+            t0, c0 = time.perf_counter(), time.process_time()
+            r = store.retrieve(q, conv, RetrievalBudget(pages=10, knowledge=5, traits=20))
+            lat.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
+            for k, v in r.timings_ms.items():
+                parts.setdefault(k, []).append(v)
+        result["sizes"][str(size)] = {
+            "pages": store.count_pages(),
+            "segments_mtm": store.count_segments(tier="mtm"),
+            "segments_archive": store.count_segments(tier="archive"),
+            "retrieve_ms_p50": round(percentile(lat, 50), 2),
+            "retrieve_ms_p95": round(percentile(lat, 95), 2),
+            "retrieve_cpu_ms_p50": round(percentile(cpu, 50), 2),
+            "retrieve_cpu_ms_p95": round(percentile(cpu, 95), 2),
+            "load_average_1min": round(os.getloadavg()[0], 2),
+            "first_retrieve_after_open_ms": round(cold_ms, 1),
+            "retrieve_parts_ms_p50": {k: round(percentile(v, 50), 2) for k, v in parts.items()},
+            "fill_seconds_cumulative": round(fill_s, 1),
+            "db_size_mb": round(store.stats()["db_size_bytes"] / 1e6, 1),
+        }
+        print(f"size {size}: {json.dumps(result['sizes'][str(size)])}", file=sys.stderr, flush=True)
+    # add_page without LLM at the largest size, one call per page (the chat agent's path)
+    with_embed, store_only, store_cpu = [], [], []
+    for i in range(args.adds):
+        u, a = page_texts(rng, n + i)
+        t0 = time.perf_counter()
+        store.add_page(conv, u, a)
+        with_embed.append((time.perf_counter() - t0) * 1000)
+        v = clustered_vectors(nrng, 1, emb.dim, centers, n + i)[0]
+        t0, c0 = time.perf_counter(), time.process_time()
+        store.add_page(conv, u + " again", a, embedding=v)
+        store_only.append((time.perf_counter() - t0) * 1000)
+        store_cpu.append((time.process_time() - c0) * 1000)
+    result["add_page_ms_median"] = round(statistics.median(with_embed), 2)
+    result["add_page_ms_p95"] = round(percentile(with_embed, 95), 2)
+    result["add_page_store_only_ms_median"] = round(statistics.median(store_only), 2)
+    result["add_page_store_only_cpu_ms_median"] = round(statistics.median(store_cpu), 2)
+    result["add_page_at_pages"] = store.count_pages()
+    result["load_average_1min_at_end"] = round(os.getloadavg()[0], 2)
+    result["targets"] = {"retrieve_ms_p95_at_100k": 50, "add_page_ms_median": 20}
+    store.close()
+    tmp.cleanup()
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()

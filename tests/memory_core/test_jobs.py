@@ -1,0 +1,246 @@
+"""Persisted job queue: idempotent enqueue, run_pending, crash (SIGKILL) recovery without duplicates,
+and the LLM steps (schema, validation, fallback)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_core.extract import PROMOTE_SCHEMA
+
+from .conftest import basis, mix
+
+D = 384
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_enqueue_is_idempotent_by_key(open_store):
+    s = open_store()
+    cid = s.create_conversation()
+    payload = {"conversation_id": cid, "user_text": "I bake sourdough bread", "assistant_text": "Yum."}
+    j1 = s.enqueue("add_page", payload, key="turn:1")
+    j2 = s.enqueue("add_page", payload, key="turn:1")
+    assert j1 == j2 and s.pending_jobs() == 1
+    assert s.run_pending() == 1
+    assert s.enqueue("add_page", payload, key="turn:1") == j1     # done jobs keep their key
+    assert s.run_pending() == 0
+    assert s.count_pages() == 1
+
+
+def test_run_pending_max_jobs_and_failures(open_store):
+    s = open_store(job_max_attempts=2)
+    cid = s.create_conversation()
+    for i in range(3):
+        s.enqueue("add_page", {"conversation_id": cid, "user_text": f"note {i}", "assistant_text": "ok"})
+    bad = s.enqueue("no_such_kind", {})
+    assert s.run_pending(max_jobs=2) == 2
+    assert s.pending_jobs() == 2
+    assert s.run_pending() == 1                   # the bad job fails once, stays pending
+    assert s.run_pending() == 0                   # second failure: marked failed
+    assert [j.id for j in s.list_jobs("failed")] == [bad]
+    assert "unknown job kind" in s.list_jobs("failed")[0].error
+    assert s.pending_jobs() == 0 and s.count_pages() == 3
+
+
+def test_add_page_job_dedupes_by_assistant_message(open_store):
+    s = open_store()
+    cid = s.create_conversation()
+    mid = s.add_message(cid, "assistant", "Sure.")
+    payload = {"conversation_id": cid, "user_text": "Remind me to call mom", "assistant_text": "Sure.",
+               "assistant_message_id": mid}
+    s.enqueue("add_page", payload)
+    s.enqueue("add_page", payload)        # e.g. enqueued twice by a retry without a key
+    assert s.run_pending() == 2
+    assert s.count_pages() == 1
+
+
+_CHILD = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {repo!r})
+    from models.embedder import OnnxEmbedder
+    from memory_core import MemoryStore, MemoryParams
+    e = OnnxEmbedder()
+    s = MemoryStore.open({db!r}, e.embed, embed_model_id=e.model_id, dim=e.dim,
+                         params=MemoryParams(**{params!r}))
+    s.run_pending(allow_llm=False)
+    print("FINISHED", flush=True)
+""")
+
+
+def _run_and_kill(db: Path, checkpoint: str, params: dict) -> None:
+    env = dict(os.environ, MNEMO_MEMORY_CHECKPOINT=checkpoint)
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(repo=str(REPO), db=str(db), params=params)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            line = proc.stderr.readline()
+            if f"CHECKPOINT {checkpoint}" in line:
+                break
+            if not line and proc.poll() is not None:
+                pytest.fail(f"child exited early: {proc.stdout.read()} {proc.stderr.read()}")
+        else:
+            pytest.fail("child never reached the checkpoint")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        assert proc.returncode == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_sigkilled_add_page_job_completes_after_restart(open_store, tmp_path):
+    db = tmp_path / "memory.db"
+    s = open_store(db, stm_capacity=0)
+    cid = s.create_conversation()
+    s.add_page(cid, "Earlier page about gardening tomatoes", "Nice.")
+    s.enqueue("add_page", {"conversation_id": cid, "user_text": "I adopted a cat named Miso",
+                           "assistant_text": "Congratulations on Miso!"}, key="turn:42")
+    s.close()
+    # the child inserts the page (and moves it to MTM) inside the job's transaction, then is killed
+    _run_and_kill(db, "add_page:after_insert", {"stm_capacity": 0})
+    s = open_store(db, stm_capacity=0)
+    assert s.pending_jobs() == 1 and s.count_pages() == 1          # nothing half-written survived
+    assert s.run_pending() == 1
+    assert s.run_pending() == 0
+    pages = s.list_pages(order_by="id", descending=False)
+    assert [p.user_text for p in pages] == ["Earlier page about gardening tomatoes", "I adopted a cat named Miso"]
+    assert s.check_integrity() == []
+    assert s._scalar("SELECT count(*) FROM page_vec") == 2
+
+
+def test_sigkilled_promotion_completes_without_duplicate_rows(open_store, tmp_path):
+    db = tmp_path / "memory.db"
+    params = {"stm_capacity": 0, "tau": 3.0}
+    s = open_store(db, **params)
+    cid = s.create_conversation()
+    s.add_page(cid, "My name is Ann and I live in Berlin.", "Hi Ann!", embedding=basis(D, 0))
+    s.add_page(cid, "I work as a nurse in Berlin.", "Busy job!", embedding=mix(D, 0, 1, 0.95))
+    assert [j.kind for j in s.list_jobs("pending")] == ["promote_segment"]
+    s.close()
+    _run_and_kill(db, "promote:between_items", params)
+    s = open_store(db, **params)
+    assert s.count_traits() == 0 and s.pending_jobs() == 1
+    assert s.run_pending(allow_llm=False) == 1
+    s.run_pending(allow_llm=False)
+    traits = [(t.dimension, t.value) for t in s.list_traits()]
+    assert len(traits) == len(set(traits)) and ("name", "Ann") in traits
+    assert s.list_segments()[0].promotions == 1
+    n_k = s.count_knowledge()
+    # running promotion again for the same pages adds nothing
+    s.enqueue("promote_segment", {"segment_id": s.list_segments()[0].id})
+    s.run_pending(allow_llm=False)
+    assert s.count_knowledge() == n_k and len(s.list_traits()) == len(traits)
+    assert s.check_integrity() == []
+
+
+# --- LLM steps -----------------------------------------------------------------------------------
+
+class ScriptedLLM:
+    """Stands in for the chat model's complete_json(messages, schema): returns queued replies."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.calls = []
+
+    def __call__(self, messages, schema):
+        self.calls.append((messages, schema))
+        r = self.replies.pop(0)
+        if isinstance(r, Exception):
+            raise r
+        return json.loads(r) if isinstance(r, str) and r.startswith("{") else r
+
+
+def _hot_segment(s, cid):
+    s.add_page(cid, "I adopted a beagle called Rex.", "Lovely!", embedding=basis(D, 0))
+    s.add_page(cid, "Rex and I walk by the lake every morning.", "Sounds peaceful.", embedding=mix(D, 0, 1, 0.95))
+
+
+def test_llm_promotion_uses_schema_and_stores_valid_items(open_store):
+    llm = ScriptedLLM({
+        "traits": [{"dimension": "Pets", "value": "a beagle called Rex", "evidence": "I adopted a beagle",
+                    "confidence": 0.9}],
+        "user_knowledge": ["The user walks Rex by the lake every morning"],
+        "assistant_knowledge": [],
+    })
+    s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
+    cid = s.create_conversation()
+    _hot_segment(s, cid)
+    assert s.run_pending() == 1
+    messages, schema = llm.calls[0]
+    assert schema == PROMOTE_SCHEMA and messages[0]["role"] == "system"
+    assert "Rex" in messages[1]["content"]
+    t = s.list_traits()[0]
+    assert (t.dimension, t.value, t.model) == ("pets", "a beagle called Rex", "tiny-llm")
+    k = s.list_knowledge("user")[0]
+    assert k.text == "The user walks Rex by the lake every morning" and k.model == "tiny-llm"
+    assert k.source_page_ids                     # provenance attributed to the matching page(s)
+
+
+@pytest.mark.parametrize("bad", [
+    "not json at all",
+    {"traits": "oops"},
+    {"user_knowledge": ["x"]},
+    RuntimeError("model crashed"),
+    ["a", "list"],
+])
+def test_bad_llm_output_falls_back_and_logs(open_store, bad, caplog):
+    s = open_store(llm=ScriptedLLM(bad), llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
+    cid = s.create_conversation()
+    _hot_segment(s, cid)
+    assert s.run_pending() == 1
+    assert any(e.kind == "llm_fallback" for e in s.events(limit=100))
+    assert "LLM output rejected" in caplog.text
+    for k in s.list_knowledge():
+        assert k.model == "extractive" and "oops" not in k.text and "crashed" not in k.text
+    assert any("Rex" in k.text for k in s.list_knowledge())
+
+
+def test_junk_items_in_valid_llm_output_are_dropped(open_store):
+    llm = ScriptedLLM({
+        "traits": [{"dimension": "", "value": "x", "confidence": 0.5},
+                   {"dimension": "pet", "value": "N/A", "confidence": 0.5},
+                   {"dimension": "pet", "value": "{\"name\": \"Rex\"}", "confidence": 0.5},
+                   {"dimension": "pet", "value": "beagle", "confidence": 7}],
+        "user_knowledge": ["Error: context window exceeded", "```json", "", "The user owns a beagle named Rex"],
+        "assistant_knowledge": ["<|im_end|>"],
+    })
+    s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
+    cid = s.create_conversation()
+    _hot_segment(s, cid)
+    s.run_pending()
+    assert [(t.dimension, t.value, t.confidence) for t in s.list_traits()] == [("pet", "beagle", 0.6)]
+    assert [k.text for k in s.list_knowledge()] == ["The user owns a beagle named Rex"]
+
+
+def test_allow_llm_false_uses_extractive_path(open_store):
+    llm = ScriptedLLM()
+    s = open_store(llm=llm, stm_capacity=0, tau=3.0)
+    cid = s.create_conversation()
+    _hot_segment(s, cid)
+    s.run_pending(allow_llm=False)
+    assert llm.calls == [] and s.list_knowledge()
+
+
+@pytest.mark.slow
+def test_real_small_llm_promotion_never_stores_junk(open_store, chat_model):
+    """The bundled SmolLM2-135M with a schema grammar: whatever it says, only clean items are stored."""
+    s = open_store(llm=chat_model.complete_json, llm_model_id="smollm2-135m", stm_capacity=0, tau=3.0)
+    cid = s.create_conversation()
+    _hot_segment(s, cid)
+    assert s.run_pending() == 1
+    from memory_core.extract import clean_item
+    for k in s.list_knowledge():
+        assert clean_item(k.text) == k.text
+    for t in s.list_traits():
+        assert clean_item(t.value, 200) == t.value and t.dimension
+    assert s.check_integrity() == []

@@ -1,0 +1,336 @@
+"""MemoryOS mechanics on a real database file: FIFO, chains, segmenting around theta, heat, eviction,
+promotion, versions, forget, wipe."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from memory_core import RetrievalBudget
+
+from .conftest import basis, mix
+
+D = 384
+
+
+def test_stm_fifo(open_store):
+    s = open_store(stm_capacity=3)
+    cid = s.create_conversation()
+    ids = [s.add_page(cid, f"message number {i} about topic {i}", f"reply {i}") for i in range(7)]
+    stm = s.list_pages(tier="stm", order_by="id", descending=False)
+    assert [p.id for p in stm] == ids[-3:]
+    moved = [e.item_id for e in s.events(limit=1000) if e.kind == "page_moved"]
+    assert moved == ids[:4]                      # first in, first out
+    assert all(s.get_page(i).tier == "mtm" for i in ids[:4])
+    # STM is per conversation
+    other = s.create_conversation()
+    s.add_page(other, "another chat entirely", "yes")
+    assert s.count_pages(tier="stm", conversation_id=cid) == 3
+    assert s.count_pages(tier="stm", conversation_id=other) == 1
+    r = s.retrieve("topic", cid)
+    assert [h.page.id for h in r.stm] == ids[-3:]
+    assert all(h.tier == "stm" for h in r.stm)
+    assert not {h.page.id for h in r.pages} & set(ids[-3:])   # STM of this conversation is not repeated
+
+
+def test_chain_links_and_summary(open_store, embedder, clock):
+    s = open_store(stm_capacity=1)
+    cid = s.create_conversation()
+    texts = [
+        ("I'm training for a marathon in October", "Great goal! How many miles a week do you run?"),
+        ("About thirty miles a week for the marathon training", "Keep increasing your long runs slowly."),
+        ("My marathon long run today was eighteen miles", "Impressive, remember to hydrate on long runs."),
+        ("What is the capital of Mongolia?", "Ulaanbaatar is the capital of Mongolia."),
+        ("Extra page to flush the previous one out of STM", "ok"),
+    ]
+    ids = []
+    for u, a in texts:
+        clock.advance(60)
+        ids.append(s.add_page(cid, u, a))
+    p1, p2, p3, p4 = (s.get_page(i) for i in ids[:4])
+    assert p1.prev_page_id is None
+    assert p2.prev_page_id == p1.id and p3.prev_page_id == p2.id        # the marathon thread continues
+    assert p1.next_page_id == p2.id
+    assert p1.chain_id == p2.chain_id == p3.chain_id is not None
+    assert "marathon" in p3.chain_summary.lower()
+    assert p4.prev_page_id is None and p4.chain_id != p3.chain_id        # topic change breaks the chain
+    # a long pause breaks a chain even on the same topic
+    clock.advance(48 * 3600)
+    i6 = s.add_page(cid, "Back to marathon training: eighteen miles again today", "Nice consistency.")
+    clock.advance(60)
+    s.add_page(cid, "flush", "ok")
+    assert s.get_page(i6).prev_page_id is None
+
+
+def _flush(s, cid, n=1):
+    for k in range(n):
+        s.add_page(cid, f"zz filler {k}", "ok", embedding=basis(D, 300 + k))
+
+
+def test_segment_join_vs_new_around_theta(open_store):
+    s = open_store(stm_capacity=0, theta=0.6, segment_candidates=8)
+    cid = s.create_conversation()
+    a = s.add_page(cid, "alpha bravo", "charlie", embedding=basis(D, 0))
+    seg = s.get_page(a).segment_id
+    assert seg is not None
+    # keywords disjoint from the segment's, so the score is the cosine alone
+    above = s.add_page(cid, "delta echo", "foxtrot", embedding=mix(D, 0, 1, 0.62))
+    below = s.add_page(cid, "golf hotel", "india", embedding=mix(D, 0, 2, 0.45))
+    assert s.get_page(above).segment_id == seg                     # 0.62 >= 0.6: joins
+    assert s.get_page(below).segment_id not in (None, seg)         # 0.45 < 0.6 (segment moved a bit): new
+    # keyword Jaccard counts too: cos 0.45 + shared keywords crosses theta
+    seg_kw = set(s.get_segment(seg).keywords)
+    assert {"alpha", "bravo", "delta", "echo"} <= seg_kw
+    j = s.add_page(cid, "alpha bravo delta echo", "charlie foxtrot", embedding=mix(D, 0, 3, 0.45))
+    assert s.get_page(j).segment_id == seg
+    moved = {e.item_id: e.detail for e in s.events(limit=100) if e.kind == "page_moved"}
+    assert moved[j]["jaccard"] > 0.15 and moved[j]["score"] >= 0.6
+    sg = s.get_segment(seg)
+    assert sg.page_count == 3 and sg.summary
+    # the segment embedding is the normalised mean of its pages
+    v = np.frombuffer(s._one("SELECT embedding FROM segment_vec WHERE segment_id = ?", (seg,))[0], np.float32)
+    mean = basis(D, 0) + mix(D, 0, 1, 0.62) + mix(D, 0, 3, 0.45)
+    assert np.allclose(v, mean / np.linalg.norm(mean), atol=1e-5)
+
+
+def test_heat_from_parts(open_store, clock):
+    s = open_store(stm_capacity=0, alpha=2.0, beta=0.5, gamma=3.0, mu=1000.0, tau=1e9)
+    cid = s.create_conversation()
+    s.add_page(cid, "kayak river trip", "fun", embedding=basis(D, 0))
+    s.add_page(cid, "kayak paddles", "ok", embedding=mix(D, 0, 1, 0.9))
+    sid = s.list_segments()[0].id
+    t_access = clock()
+    seg = s.get_segment(sid)
+    assert (seg.n_visit, seg.l_interaction) == (0, 2)
+    assert seg.heat == pytest.approx(2 * 0 + 0.5 * 2 + 3 * 1.0)
+    clock.advance(500)
+    r = s.retrieve("kayak river", None, RetrievalBudget(pages=1))
+    assert r.pages and r.pages[0].page.segment_id == sid
+    t_access = clock()
+    clock.advance(700)
+    seg = s.get_segment(sid)
+    assert seg.n_visit == 1 and seg.last_access == t_access
+    expected = 2 * 1 + 0.5 * 2 + 3 * math.exp(-700 / 1000)
+    assert seg.heat == pytest.approx(expected)
+    assert seg.recency == pytest.approx(math.exp(-700 / 1000))
+    # the SQL ordering agrees with the Python value
+    assert s.list_segments(order_by="heat")[0].heat == pytest.approx(expected)
+    # retrieval with record_visits=False leaves it alone
+    s.retrieve("kayak", None, record_visits=False)
+    assert s.get_segment(sid).n_visit == 1
+
+
+def test_eviction_moves_coldest_unpinned_to_archive(open_store, clock):
+    s = open_store(stm_capacity=0, mtm_capacity=2, tau=1e9)
+    cid = s.create_conversation()
+    p1 = s.add_page(cid, "volcano lava", "hot", embedding=basis(D, 0))
+    clock.advance(10)
+    p2 = s.add_page(cid, "glacier ice", "cold", embedding=basis(D, 1))
+    s1, s2 = s.get_page(p1).segment_id, s.get_page(p2).segment_id
+    # make segment 2 hotter by visiting it
+    s.retrieve("glacier ice", None, RetrievalBudget(pages=1))
+    assert s.get_segment(s2).n_visit == 1
+    s.pin("segment", s1)                          # the coldest is pinned: it must stay
+    clock.advance(10)
+    p3 = s.add_page(cid, "desert sand", "dry", embedding=basis(D, 2))
+    s3 = s.get_page(p3).segment_id
+    assert s.get_segment(s1).tier == "mtm"
+    tiers = {sid: s.get_segment(sid).tier for sid in (s2, s3)}
+    # s3 is new (L=1, fresh), s2 has a visit (N=1, L=1): s3 is the coldest unpinned
+    assert tiers == {s2: "mtm", s3: "archive"}
+    assert s.get_page(p3).tier == "archive"
+    ev = [e for e in s.events(limit=100) if e.kind == "segment_archived"]
+    assert [e.item_id for e in ev] == [s3]
+    # never deleted: the archived page is still found when hot tiers miss
+    r = s.retrieve("desert sand", None, RetrievalBudget(pages=3))
+    assert r.pages[0].page.id == p3 and r.pages[0].tier == "archive" and "archive" in r.pages[0].reason
+    s.pin("segment", s1, False)
+    s.pin("page", p1)                             # a pinned page protects its segment too
+    clock.advance(10)
+    s.add_page(cid, "forest trees", "green", embedding=basis(D, 3))
+    assert s.get_segment(s1).tier == "mtm"
+    assert s.count_segments(tier="mtm") == 2
+    assert s.check_integrity() == []
+
+
+def _persona_pages(s, cid):
+    texts = [
+        ("My name is Ann and I live in Berlin.", "Nice to meet you, Ann!"),
+        ("I work as a nurse at the city hospital.", "That must be demanding work."),
+        ("I love hiking in the Alps with my sister.", "The Alps are beautiful for hiking."),
+        ("I have a dog named Rex who loves the park.", "Rex sounds like a happy dog."),
+    ]
+    ids = []
+    for u, a in texts:
+        ids.append(s.add_page(cid, u, a, embedding=mix(D, 0, 1 + len(ids), 0.95)))
+    return ids
+
+
+def test_promotion_fires_at_tau_and_resets_l_interaction(open_store):
+    s = open_store(stm_capacity=0, tau=4.0)
+    cid = s.create_conversation()
+    ids = _persona_pages(s, cid)
+    sid = s.get_page(ids[0]).segment_id
+    assert {s.get_page(i).segment_id for i in ids} == {sid}
+    seg = s.get_segment(sid)
+    assert seg.l_interaction == 4 and seg.heat >= 4.0
+    jobs = s.list_jobs("pending")
+    assert [j.kind for j in jobs] == ["promote_segment"]           # fired once, at heat 4.0 (L=3 + recency 1)
+    assert s.run_pending(allow_llm=False) == 1
+    seg = s.get_segment(sid)
+    assert seg.l_interaction == 0 and seg.promotions == 1
+    traits = {(t.dimension, t.value) for t in s.list_traits()}
+    assert ("name", "Ann") in traits and ("location", "Berlin") in traits and ("occupation", "nurse at the city hospital") in traits
+    loc = next(t for t in s.list_traits() if t.dimension == "location")
+    assert loc.source_page_ids == [ids[0]] and loc.conversation_ids == [cid] and loc.model == "extractive"
+    facts = s.list_knowledge("user")
+    assert facts and all(f.source_page_ids for f in facts)
+    assert any("Rex" in f.text for f in facts)
+    assert [e.kind for e in s.events(limit=1000)].count("promoted") == 1
+    # below tau nothing is queued
+    assert s.pending_jobs() == 0
+
+
+def test_contradicting_trait_updates_and_archives_old_version(open_store):
+    s = open_store(stm_capacity=0, tau=2.0)
+    cid = s.create_conversation()
+    p1 = s.add_page(cid, "I live in Berlin these days.", "Berlin is lovely.", embedding=basis(D, 0))
+    s.add_page(cid, "I live in Berlin, near the river.", "Nice spot.", embedding=mix(D, 0, 1, 0.99))
+    s.run_pending(allow_llm=False)
+    loc = [t for t in s.list_traits() if t.dimension == "location"]
+    assert len(loc) == 1 and loc[0].value.startswith("Berlin")
+    tid = loc[0].id
+    p3 = s.add_page(cid, "I moved to Munich last month.", "Exciting change!", embedding=basis(D, 5))
+    s.add_page(cid, "Munich is great, I moved to Munich for work.", "Good luck!", embedding=mix(D, 5, 6, 0.99))
+    s.run_pending(allow_llm=False)
+    loc = [t for t in s.list_traits(include_archived=True) if t.dimension == "location"]
+    assert len(loc) == 1 and loc[0].id == tid and loc[0].value == "Munich"   # updated, not a near-copy
+    versions = s.item_versions("trait", tid)
+    assert [v.text.split(",")[0] for v in versions][0] == "Berlin"
+    assert versions[-1].text == "Munich" and versions[-1].archived_at is None
+    assert all(v.archived_at is not None for v in versions[:-1])
+    assert p3 in loc[0].source_page_ids and p1 not in loc[0].source_page_ids
+
+
+def test_duplicate_and_contradicting_facts_make_versions(open_store, clock):
+    s = open_store()
+    k1 = s.add_knowledge("user", "The user has a dog named Rex")
+    clock.advance(5)
+    k2 = s.add_knowledge("user", "The user has a dog called Rex")          # duplicate -> confirmed
+    assert k2 == k1
+    assert s.count_knowledge() == 1
+    assert s.get_knowledge(k1).text == "The user has a dog named Rex"
+    k3 = s.add_knowledge("user", "The user lives in Berlin")
+    k4 = s.add_knowledge("user", "The user lives in Munich")                 # contradiction -> update
+    assert k4 == k3 and s.count_knowledge() == 2
+    assert s.get_knowledge(k3).text == "The user lives in Munich"
+    v = s.item_versions("knowledge", k3)
+    assert [x.text for x in v] == ["The user lives in Berlin", "The user lives in Munich"]
+    assert v[0].archived_at is not None and v[1].archived_at is None and "updated" in v[1].reason
+    assert len(s.item_versions("knowledge", k1)) == 2
+    # negation is a contradiction even though embeddings rate it near-identical
+    k5 = s.add_knowledge("user", "The user is allergic to peanuts")
+    k6 = s.add_knowledge("user", "The user is not allergic to peanuts")
+    assert k5 == k6 and s.get_knowledge(k5).text == "The user is not allergic to peanuts"
+    # a pinned fact is not overwritten by a conflicting one
+    s.pin("knowledge", k3)
+    s.add_knowledge("user", "The user lives in Hamburg")
+    assert s.get_knowledge(k3).text == "The user lives in Munich"
+    # user edits also version
+    s.edit_knowledge(k1, "The user has a beagle named Rex")
+    assert [x.version for x in s.item_versions("knowledge", k1)] == [1, 2, 3]
+    assert s.check_integrity() == []
+
+
+def test_forget_removes_from_vector_and_keyword_search(open_store):
+    s = open_store(stm_capacity=0, tau=2.0)
+    cid = s.create_conversation()
+    p1 = s.add_page(cid, "My secret password hint is zebra-lighthouse.", "Understood.")
+    p2 = s.add_page(cid, "I work as a carpenter in Oslo.", "Woodwork is great.")
+    s.run_pending(allow_llm=False)
+    assert any(p1 in k.source_page_ids for k in s.list_knowledge())
+    vec_hits = lambda: s._page_cache.search(s._embed(["secret password hint zebra lighthouse"])[0], 5)[0].tolist()
+    s._page_cache.sync(s._conn)
+    assert p1 in vec_hits()
+    assert s.forget("page", p1) == 1
+    assert s.get_page(p1) is None
+    assert s._scalar("SELECT count(*) FROM page_vec WHERE page_id = ?", (p1,)) == 0
+    assert s._rows("SELECT rowid FROM page_fts WHERE page_fts MATCH 'zebra'") == []
+    s._page_cache.sync(s._conn)
+    assert p1 not in vec_hits()
+    r = s.retrieve("zebra lighthouse password", None)
+    assert p1 not in [h.page.id for h in r.pages]
+    # knowledge derived only from it is gone (base, vec and FTS)
+    assert not any(p1 in k.source_page_ids for k in s.list_knowledge(include_archived=True))
+    assert not any("zebra" in k.text for k in s.list_knowledge(include_archived=True))
+    assert s._rows("SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH 'zebra'") == []
+    assert s.check_integrity() == []
+    # forgetting a fact removes it from vector and keyword search
+    k = s.list_knowledge()[0]
+    s.forget("knowledge", k.id)
+    assert s._scalar("SELECT count(*) FROM knowledge_vec WHERE knowledge_id = ?", (k.id,)) == 0
+    assert all(h.item.id != k.id for h in s.retrieve("carpenter Oslo", None).knowledge)
+    # forgetting a segment forgets its pages
+    sid = s.get_page(p2).segment_id
+    s.forget("segment", [sid])
+    assert s.get_segment(sid) is None and s.get_page(p2) is None
+    assert s.check_integrity() == []
+
+
+def test_forget_reverts_to_surviving_version(open_store):
+    s = open_store(stm_capacity=0, tau=2.0)
+    cid = s.create_conversation()
+    a = s.add_page(cid, "I live in Berlin now.", "ok", embedding=basis(D, 0))
+    s.add_page(cid, "I live in Berlin near the park.", "ok", embedding=mix(D, 0, 1, 0.99))
+    s.run_pending(allow_llm=False)
+    b = s.add_page(cid, "I moved to Munich recently.", "ok", embedding=basis(D, 5))
+    s.add_page(cid, "Yes I moved to Munich.", "ok", embedding=mix(D, 5, 6, 0.99))
+    s.run_pending(allow_llm=False)
+    loc = next(t for t in s.list_traits() if t.dimension == "location")
+    assert loc.value == "Munich"
+    s.forget("page", [b, b + 1])
+    loc2 = next(t for t in s.list_traits() if t.dimension == "location")
+    assert loc2.id == loc.id and loc2.value.startswith("Berlin")
+    assert s.check_integrity() == []
+    s.forget("page", [a, a + 1])
+    assert not [t for t in s.list_traits(include_archived=True) if t.dimension == "location"]
+    assert s.check_integrity() == []
+
+
+def test_edit_page_reindexes(open_store):
+    s = open_store(stm_capacity=0)
+    cid = s.create_conversation()
+    p = s.add_page(cid, "My favourite fruit is mango", "Mangoes are tasty.")
+    s.edit_page(p, user_text="My favourite fruit is papaya")
+    assert s._rows("SELECT rowid FROM page_fts WHERE page_fts MATCH 'mango'") == [(p,)]       # assistant text
+    assert s._rows("SELECT rowid FROM page_fts WHERE page_fts MATCH 'papaya'") == [(p,)]
+    assert s.retrieve("papaya", None).pages[0].page.id == p
+    seg = s.get_segment(s.get_page(p).segment_id)
+    assert "papaya" in seg.summary
+    assert s.check_integrity() == []
+
+
+def test_wipe_leaves_no_memory_rows(open_store):
+    s = open_store(stm_capacity=1, tau=2.0)
+    cid = s.create_conversation()
+    s.add_message(cid, "user", "hello")
+    for u in ("I live in Paris.", "I live in Paris and love it.", "I work as a chef.", "我喜欢吃寿司和拉面"):
+        s.add_page(cid, u, "ok")
+    s.run_pending(allow_llm=False)
+    s.add_knowledge("assistant", "The assistant promised to send a recipe")
+    s.enqueue("add_page", {"conversation_id": cid, "user_text": "pending", "assistant_text": "x"})
+    s.wipe_memory()
+    for t in ("page", "segment", "chain", "trait", "knowledge", "item_version", "derivation", "job",
+              "page_vec", "segment_vec", "knowledge_vec"):
+        assert s._scalar(f"SELECT count(*) FROM {t}") == 0, t
+    for t in ("page_fts", "page_tri", "knowledge_fts", "knowledge_tri"):
+        assert s._rows(f"SELECT rowid FROM {t}") == [], t
+    assert [e.kind for e in s.events()] == ["wiped"]
+    assert s.get_conversation(cid) is not None and len(s.list_messages(cid)) == 1
+    r = s.retrieve("Paris chef", cid)
+    assert r.pages == [] and r.stm == [] and r.knowledge == [] and r.traits == []
+    assert s.check_integrity() == []
+    # the store keeps working after a wipe
+    p = s.add_page(cid, "fresh start", "yes")
+    assert s.retrieve("fresh start", None).pages[0].page.id == p

@@ -1,0 +1,156 @@
+"""Retrieval on a real store with the real embedder: hybrid ranking, reasons, traces, caches."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from memory_core import RetrievalBudget
+
+from .conftest import T0
+
+CHAT = [
+    ("I adopted a golden retriever puppy named Biscuit.", "Congratulations! Golden retrievers are sweet."),
+    ("My sister Laura is getting married in Lisbon next spring.", "How exciting, Lisbon is beautiful."),
+    ("I started learning the cello, it's hard on my fingers.", "Calluses will come with practice."),
+    ("The quarterly report at work is due Friday.", "Good luck finishing it on time."),
+    ("I made a sourdough starter and named it Clint Yeastwood.", "Ha, great name for a starter!"),
+    ("We planted tomatoes and zucchini in the backyard garden.", "Homegrown vegetables taste best."),
+    ("My favourite band is Radiohead, I saw them live in 2017.", "That must have been a great concert."),
+    ("I'm allergic to shellfish so I avoid shrimp.", "Good to know, I'll keep that in mind."),
+]
+
+
+def fill(s, cid, clock):
+    ids = []
+    for u, a in CHAT:
+        clock.advance(3600)
+        ids.append(s.add_page(cid, u, a))
+    return ids
+
+
+def test_finds_relevant_pages_with_reasons(open_store, clock):
+    s = open_store(stm_capacity=2)
+    cid = s.create_conversation()
+    ids = fill(s, cid, clock)
+    other = s.create_conversation()
+    for q, expect in [("What is the name of my dog?", ids[0]), ("Where is Laura's wedding?", ids[1]),
+                      ("Which instrument am I learning?", ids[2]), ("What food allergy do I have?", ids[7])]:
+        r = s.retrieve(q, other, RetrievalBudget(pages=3))
+        assert r.pages[0].page.id == expect, (q, [h.page.user_text for h in r.pages])
+        assert r.pages[0].reason and r.pages[0].score > 0
+    # a rare exact word is found by the keyword side
+    r = s.retrieve("Clint Yeastwood", other, RetrievalBudget(pages=3))
+    assert r.pages[0].page.id == ids[4] and "keyword match" in r.pages[0].reason
+    trace = json.loads(json.dumps(r.to_trace()))
+    assert trace["pages"][0]["page_id"] == ids[4] and "total" in trace["timings_ms"]
+    assert {"embed", "dense", "keyword", "total"} <= set(r.timings_ms)
+
+
+def test_stm_budget_and_scope(open_store, clock):
+    s = open_store(stm_capacity=3)
+    cid = s.create_conversation()
+    ids = fill(s, cid, clock)
+    r = s.retrieve("garden vegetables", cid, RetrievalBudget(pages=5, stm=2))
+    assert [h.page.id for h in r.stm] == ids[-2:]
+    assert not {h.page.id for h in r.pages} & set(ids[-3:])
+    # without a conversation, STM pages of every conversation are searchable memory
+    r = s.retrieve("shellfish allergy", None)
+    assert r.stm == [] and r.pages[0].page.id == ids[7]
+
+
+def test_cjk_pages_found_by_trigram(open_store, clock):
+    s = open_store(stm_capacity=0)
+    cid = s.create_conversation()
+    a = s.add_page(cid, "我最喜欢的食物是北京烤鸭", "听起来很好吃")
+    s.add_page(cid, "今天天气很好，我们去公园散步", "好主意")
+    s.add_page(cid, "The weather is nice today", "Let's go for a walk")
+    r = s.retrieve("北京烤鸭", None, RetrievalBudget(pages=2))
+    assert r.pages[0].page.id == a and "keyword match" in r.pages[0].reason
+
+
+def test_date_in_question_and_dialogue_neighbours(open_store):
+    s = open_store(stm_capacity=0)
+    cid = s.create_conversation()
+    day1 = datetime(2023, 5, 8, 14).timestamp()
+    day2 = datetime(2023, 6, 20, 14).timestamp()
+    p1 = s.add_page(cid, "I went hiking in the hills", "Sounds fun", timestamp=day1)
+    p2 = s.add_page(cid, "I went hiking in the hills again", "Nice", timestamp=day2)
+    r = s.retrieve("Where did I go hiking on 20 June, 2023?", None, RetrievalBudget(pages=2))
+    assert r.pages[0].page.id == p2 and "date named in the question" in r.pages[0].reason
+    r = s.retrieve("Where did I go hiking on May 8, 2023?", None, RetrievalBudget(pages=2))
+    assert r.pages[0].page.id == p1
+    # the answer often sits in the page after the one that matches the question
+    t = datetime(2023, 7, 1, 10).timestamp()
+    q = s.add_page(cid, "Guess which team I signed with this week!", "Which team did you sign with?", timestamp=t)
+    ans = s.add_page(cid, "The Minnesota Wolves! Can't wait to play.", "Congrats!", timestamp=t + 60)
+    for k in range(6):
+        s.add_page(cid, f"Unrelated chat about cooking pasta number {k}", "Yum", timestamp=t + 120 + 60 * k)
+    r = s.retrieve("Which team did John sign with?", None, RetrievalBudget(pages=3))
+    got = [h.page.id for h in r.pages]
+    assert q in got and ans in got
+    assert any("follows page" in h.reason for h in r.pages if h.page.id == ans)
+
+
+def test_knowledge_and_traits(open_store, clock):
+    s = open_store(stm_capacity=0)
+    k1 = s.add_knowledge("user", "The user is allergic to shellfish")
+    s.add_knowledge("user", "The user plays the cello")
+    s.add_knowledge("assistant", "The assistant promised to suggest cello teachers")
+    t_b = s.add_trait("occupation", "accountant")
+    t_a = s.add_trait("hobby", "cello")
+    s.pin("trait", t_b)
+    r = s.retrieve("Can I eat shrimp?", None, RetrievalBudget(knowledge=1))
+    assert [h.item.id for h in r.knowledge] == [k1]
+    assert [h.item.id for h in r.traits] == [t_a, t_b]          # stable order: by dimension
+    r2 = s.retrieve("completely different question", None)
+    assert [h.item.id for h in r2.traits] == [t_a, t_b]
+    r3 = s.retrieve("x", None, RetrievalBudget(traits=1))
+    assert [h.item.id for h in r3.traits] == [t_b]               # pinned first when the budget is short
+
+
+def test_cache_sees_writes_of_another_connection(open_store, clock):
+    s1 = open_store(stm_capacity=0)
+    cid = s1.create_conversation()
+    s1.add_page(cid, "I collect vintage postcards", "Fun hobby")
+    assert s1.retrieve("postcards", None).pages
+    s2 = open_store(stm_capacity=0)
+    p = s2.add_page(cid, "My car is a red Volvo estate", "Solid car")
+    assert s1.retrieve("What car do I drive?", None).pages[0].page.id == p
+    s2.forget("page", p)
+    assert p not in [h.page.id for h in s1.retrieve("What car do I drive?", None).pages]
+
+
+def test_visits_raise_heat_and_trigger_promotion(open_store, clock):
+    s = open_store(stm_capacity=0, tau=4.0)
+    cid = s.create_conversation()
+    p = s.add_page(cid, "I live in Reykjavik and work as a geologist.", "Iceland has amazing geology.")
+    sid = s.get_page(p).segment_id
+    assert s.pending_jobs() == 0
+    for _ in range(2):
+        s.retrieve("Where do I live?", None, RetrievalBudget(pages=1))
+    seg = s.get_segment(sid)
+    assert seg.n_visit == 2 and seg.heat >= 4.0
+    assert [j.kind for j in s.list_jobs("pending")] == ["promote_segment"]
+    s.run_pending(allow_llm=False)
+    assert ("location", "Reykjavik") in {(t.dimension, t.value) for t in s.list_traits()}
+
+
+def test_management_listing_filters_sorting_paging(open_store, clock):
+    s = open_store(stm_capacity=2)
+    cid = s.create_conversation()
+    ids = fill(s, cid, clock)
+    assert s.count_pages() == 8 and s.count_pages(tier="stm") == 2
+    newest = s.list_pages(limit=3)
+    assert [p.id for p in newest] == ids[::-1][:3]
+    page2 = s.list_pages(order_by="id", descending=False, limit=3, offset=3)
+    assert [p.id for p in page2] == ids[3:6]
+    assert [p.id for p in s.list_pages(text="Lisbon")] == [ids[1]]
+    assert s.count_pages(text="lisbon") == 1
+    segs = s.list_segments(order_by="heat")
+    assert segs and all(segs[i].heat >= segs[i + 1].heat for i in range(len(segs) - 1))
+    assert s.count_segments(tier="mtm") == len(s.list_segments(tier="mtm"))
+    sid = segs[0].id
+    assert {p.segment_id for p in s.list_pages(segment_id=sid)} == {sid}
+    st = s.stats()
+    assert st["pages"] == {"stm": 2, "mtm": 6, "archive": 0} and st["db_size_bytes"] > 0
+    assert s.get_page(10_000) is None and s.get_segment(10_000) is None

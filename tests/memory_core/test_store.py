@@ -1,0 +1,224 @@
+"""Store plumbing: schema, WAL, dimension guard, transactions, listeners, conversations and messages."""
+from __future__ import annotations
+
+import threading
+
+import apsw
+import pytest
+
+from memory_core import EmbeddingMismatchError, MemoryStore
+from memory_core.db import SCHEMA_VERSION
+
+
+def test_schema_wal_foreign_keys_and_meta(open_store, tmp_path, embedder):
+    s = open_store()
+    assert s._scalar("PRAGMA user_version") == SCHEMA_VERSION
+    assert s._scalar("PRAGMA journal_mode").lower() == "wal"
+    assert s._scalar("PRAGMA foreign_keys") == 1
+    tables = {r[0] for r in s._rows("SELECT name FROM sqlite_master WHERE type IN ('table')")}
+    for t in ("conversation", "message", "page", "segment", "trait", "knowledge", "job", "event", "meta",
+              "page_vec", "segment_vec", "knowledge_vec", "page_fts", "page_tri", "knowledge_fts", "chain"):
+        assert t in tables
+    st = s.stats()
+    assert st["embed_model_id"] == embedder.model_id and st["embed_dim"] == embedder.dim
+    s.close()
+    # reopening does not migrate again and keeps data
+    s2 = open_store()
+    assert s2._scalar("PRAGMA user_version") == SCHEMA_VERSION
+
+
+def test_refuses_other_dimension(open_store, tmp_path, embedder):
+    open_store().close()
+    with pytest.raises(EmbeddingMismatchError, match="384-dimensional"):
+        MemoryStore.open(tmp_path / "memory.db", lambda t: None, embed_model_id="other", dim=512)
+
+
+def test_same_dim_new_model_queues_reembed(open_store, tmp_path, embedder, clock):
+    s = open_store()
+    cid = s.create_conversation()
+    s.add_page(cid, "I like green tea", "Noted.")
+    s.close()
+    s2 = MemoryStore.open(tmp_path / "memory.db", embedder.embed, embed_model_id="another-model", dim=embedder.dim,
+                          clock=clock)
+    try:
+        assert [j.kind for j in s2.list_jobs("pending")] == ["reembed"]
+        assert s2.run_pending() == 1
+        assert s2.stats()["embed_model_id"] == "another-model"
+        assert s2.check_integrity() == []
+    finally:
+        s2.close()
+
+
+def test_transaction_rollback_and_nesting(open_store):
+    s = open_store()
+    with pytest.raises(RuntimeError):
+        with s.transaction():
+            s.create_conversation("a")
+            raise RuntimeError("boom")
+    assert s.list_conversations() == []
+    with s.transaction():
+        s.create_conversation("outer")
+        with pytest.raises(ValueError):
+            with s.transaction():
+                s.create_conversation("inner")
+                raise ValueError
+    assert [c.title for c in s.list_conversations()] == ["outer"]
+
+
+def test_listeners_called_after_commit(open_store):
+    s = open_store()
+    seen = []
+
+    def listener(ev):
+        # the event is already committed: another connection can read it
+        seen.append((ev.kind, s._scalar("SELECT count(*) FROM event WHERE id = ?", (ev.id,))))
+
+    s.add_listener(listener)
+    cid = s.create_conversation()
+    s.add_page(cid, "hello there", "hi")
+    assert ("page_added", 1) in seen
+    with pytest.raises(RuntimeError):
+        with s.transaction():
+            s.set_paused(True)
+            raise RuntimeError
+    assert not any(k == "paused" for k, _ in seen)
+    assert s.is_paused() is False
+
+
+def test_second_connection_in_another_thread(open_store, tmp_path):
+    s = open_store()
+    cid = s.create_conversation("shared")
+    s.add_page(cid, "The cat sleeps on the sofa", "Cats love sofas.")
+    result = {}
+
+    def reader():
+        other = open_store()
+        result["titles"] = [c.title for c in other.list_conversations()]
+        result["pages"] = [h.page.user_text for h in other.retrieve("cat sofa", None).pages]
+
+    th = threading.Thread(target=reader)
+    th.start()
+    th.join(60)
+    assert result["titles"] == ["shared"]
+    assert result["pages"] == ["The cat sleeps on the sofa"]
+
+
+def test_conversations_crud_search_and_flags(open_store, clock):
+    s = open_store()
+    a = s.create_conversation("Trip to Kyoto", source="import", external_id="x1")
+    clock.advance(10)
+    b = s.create_conversation("Groceries")
+    s.add_message(a, "user", "東京タワーに行きました")
+    clock.advance(10)
+    s.add_message(b, "user", "buy oat milk and bananas")
+    assert [c.id for c in s.list_conversations()] == [b, a]           # newest updated first
+    assert s.find_conversation("import", "x1").id == a
+    assert s.find_conversation("import", "nope") is None
+    hits = s.search_conversations("oat milk")
+    assert [c.id for c, _ in hits] == [b] and "oat milk" in hits[0][1]
+    assert [c.id for c, _ in s.search_conversations("kyoto")] == [a]       # title, case-insensitive
+    assert [c.id for c, _ in s.search_conversations("東京タワー")] == [a]     # CJK substring (trigram)
+    s.rename_conversation(b, "Shopping")
+    assert s.get_conversation(b).title == "Shopping"
+    s.set_conversation_flags(b, memory_paused=True, incognito=True)
+    c = s.get_conversation(b)
+    assert c.memory_paused and c.incognito
+    s.delete_conversation(b)
+    assert s.get_conversation(b) is None
+    assert s._scalar("SELECT count(*) FROM message WHERE conversation_id = ?", (b,)) == 0
+    assert s.search_conversations("bananas") == []
+
+
+def test_message_branches(open_store):
+    s = open_store()
+    cid = s.create_conversation()
+    u1 = s.add_message(cid, "user", "What is 2+2?")
+    a1 = s.add_message(cid, "assistant", "5", meta={"tokens": 1})
+    assert [m.id for m in s.list_messages(cid)] == [u1, a1]
+    assert s.get_message(a1).parent_id == u1
+    a2 = s.add_message(cid, "assistant", "4", parent_id=u1)             # regenerate
+    assert [m.id for m in s.message_children(u1)] == [a1, a2]
+    assert [m.content for m in s.list_messages(cid)] == ["What is 2+2?", "4"]
+    assert [m.content for m in s.list_messages(cid, leaf_id=a1)] == ["What is 2+2?", "5"]
+    u2 = s.add_message(cid, "user", "What is 3+3?", parent_id=None)    # edit of the root: a new root
+    assert [m.id for m in s.list_messages(cid)] == [u2]
+    s.update_message(a1, content="five", status="error", meta={"trace": {"x": 1}})
+    m = s.get_message(a1)
+    assert (m.content, m.status, m.meta) == ("five", "error", {"tokens": 1, "trace": {"x": 1}})
+    s.update_message(a1, meta={"only": True}, replace_meta=True)
+    assert s.get_message(a1).meta == {"only": True}
+    with pytest.raises(ValueError):
+        other = s.create_conversation()
+        s.add_message(other, "user", "x", parent_id=u1)
+
+
+def test_delete_conversation_keeps_memory(open_store):
+    s = open_store(stm_capacity=2)
+    cid = s.create_conversation()
+    ids = [s.add_page(cid, f"I planted {w} in the garden", "Nice.") for w in ("tulips", "roses", "basil")]
+    s.delete_conversation(cid)
+    pages = s.list_pages(order_by="id", descending=False)
+    assert [p.id for p in pages] == ids
+    assert all(p.conversation_id is None and p.tier == "mtm" for p in pages)
+    assert s.check_integrity() == []
+
+
+def test_pause_globally_and_per_conversation(open_store):
+    s = open_store()
+    cid = s.create_conversation()
+    s.set_paused(True)
+    assert s.is_paused()
+    assert s.add_page(cid, "secret plans", "ok") == 0
+    s.set_paused(False)
+    s.set_conversation_flags(cid, memory_paused=True)
+    assert s.add_page(cid, "more secret plans", "ok") == 0
+    assert s.add_pages(cid, [{"user_text": "x y z", "assistant_text": "ok"}]) == [0]
+    inc = s.create_conversation(incognito=True)
+    assert s.add_page(inc, "incognito words", "ok") == 0
+    assert s.count_pages() == 0
+    s.set_conversation_flags(cid, memory_paused=False)
+    assert s.add_page(cid, "now remembered", "ok") > 0
+    assert s.count_pages() == 1
+
+
+def test_closed_store_raises(open_store):
+    s = open_store()
+    s.close()
+    with pytest.raises(Exception):
+        s.list_conversations()
+
+
+def test_agent_helpers(open_store):
+    s = open_store()
+    cid = s.create_conversation()
+    u = s.add_message(cid, "user", "hi")
+    a = s.add_message(cid, "assistant", "partial rep", status="streaming")
+    b = s.add_message(cid, "assistant", "other", parent_id=u)
+    assert [m.id for m in s.list_messages_to(a)] == [u, a]
+    assert s.list_messages_to(999) == []
+    assert s.mark_interrupted_messages() == 1
+    assert s.get_message(a).status == "interrupted" and s.get_message(a).content == "partial rep"
+    p = s.add_page(cid, "hi", "partial rep", user_message_id=u, assistant_message_id=a)
+    assert [x.id for x in s.list_pages(assistant_message_id=a)] == [p]
+    assert s.count_pages(user_message_id=u) == 1 and s.count_pages(assistant_message_id=b) == 0
+    s.enqueue("add_page", {"cid": cid, "user_text": "hi", "assistant_text": "other"}, key=f"page:{b}")
+    assert s.cancel_jobs(key=f"page:{b}") == 1 and s.pending_jobs() == 0
+
+
+def test_migrates_a_version_1_database(tmp_path, embedder, clock):
+    from memory_core import db as D
+    conn = D.connect(tmp_path / "old.db")
+    conn.execute("BEGIN")
+    D.MIGRATIONS[0](conn, embedder.dim)
+    conn.execute("PRAGMA user_version=1")
+    conn.execute("COMMIT")
+    conn.close()
+    s = MemoryStore.open(tmp_path / "old.db", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim,
+                         clock=clock)
+    try:
+        assert s._scalar("PRAGMA user_version") == D.SCHEMA_VERSION >= 2
+        assert s._scalar("SELECT count(*) FROM sqlite_master WHERE name = 'page_pinned'") == 1
+        cid = s.create_conversation()
+        s.add_page(cid, "works after migration", "yes")
+    finally:
+        s.close()

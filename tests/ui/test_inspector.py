@@ -1,0 +1,426 @@
+"""GUI tests of the memory inspector over a store filled by the real memory core (real embedder).
+
+For each view: what is shown equals the database; edit, pin and forget act on the store and
+the view refreshes; forgotten items disappear from retrieval; the trace of a chat reply lists
+the pages its prompt contained. Dialogs are answered by replacing the panel's confirm/edit hooks.
+"""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QItemSelectionModel, Qt
+
+from tests.ui.test_inspector_fixtures import (  # noqa: F401  (fixtures)
+    ctx, fill_store, filled, load_all, panel_factory, random_items, settle, store,
+)
+from ui.inspector.dialogs import WIPE_PHRASE, TypedConfirmDialog
+
+
+def _ids(recs):
+    return [r.id for r in recs]
+
+
+def _select_rows(table, rows):
+    sm = table.selectionModel()
+    sm.clearSelection()
+    for r in rows:
+        sm.select(table.model().index(r, 0), QItemSelectionModel.SelectionFlag.Select |
+                  QItemSelectionModel.SelectionFlag.Rows)
+    sm.setCurrentIndex(table.model().index(rows[0], 0), QItemSelectionModel.SelectionFlag.NoUpdate)
+
+
+# ---------------------------------------------------------------------- what is shown equals the database
+def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory):
+    panel = panel_factory("overview")
+    st = store.stats()
+    ov = panel.overview
+    assert ov.stats["pages"] == st["pages"] and ov.stats["segments"] == st["segments"]
+    assert ov.cards["stm"].value.text() == f"{st['pages']['stm']:,} pages"
+    assert ov.cards["mtm"].value.text() == f"{st['segments']['mtm']:,} segments"
+    assert ov.cards["lpm"].value.text() == f"{st['traits']:,} traits"
+    assert ov.cards["mtm"].bar.maximum() == store.params.mtm_capacity
+    evs = store.events(0, 100000)
+    shown = ov.events.records()
+    assert len(shown) == min(300, len(evs))
+    assert [e.id for e in shown] == [e.id for e in reversed(evs)][: len(shown)]   # newest first
+
+
+def test_pages_table_equals_the_database_and_sorts_and_filters_in_sql(qtbot, store, filled, panel_factory):
+    panel = panel_factory("pages")
+    m = panel.pages.model
+    assert m.rowCount() == store.count_pages()
+    shown = load_all(m, panel)
+    assert _ids(shown) == _ids(store.list_pages(limit=10_000))        # default: newest first
+    assert [m.index(r, m.column_index("user")).data() for r in range(3)] == \
+        [" ".join(p.user_text.split()) for p in store.list_pages(limit=3)]
+    # click the "Page" header: ascending id, then descending
+    header = panel.pages.table.horizontalHeader()
+    col = m.column_index("id")
+    header.setSortIndicator(col, Qt.SortOrder.AscendingOrder)
+    settle(panel)
+    assert _ids(load_all(m, panel)) == _ids(store.list_pages(order_by="id", descending=False, limit=10_000))
+    header.setSortIndicator(m.column_index("tier"), Qt.SortOrder.DescendingOrder)
+    settle(panel)
+    assert _ids(load_all(m, panel)) == _ids(store.list_pages(order_by="tier", descending=True, limit=10_000))
+    # a column that SQL cannot sort keeps the current order
+    header.setSortIndicator(m.column_index("user"), Qt.SortOrder.AscendingOrder)
+    settle(panel)
+    assert m.order == ("tier", True) and header.sortIndicatorSection() == m.column_index("tier")
+    # filters
+    panel.pages.search.setText("Luna")
+    qtbot.waitUntil(lambda: m.filters.get("text") == "Luna", timeout=3000)
+    settle(panel)
+    assert _ids(load_all(m, panel)) == _ids(store.list_pages(text="Luna", order_by="tier", limit=10_000))
+    panel.pages.search.setText("")
+    panel.pages.tier.setCurrentIndex(panel.pages.tier.findData("stm"))
+    qtbot.waitUntil(lambda: "text" not in m.filters, timeout=3000)
+    settle(panel)
+    assert m.rowCount() == store.count_pages(tier="stm") > 0
+    assert {p.tier for p in load_all(m, panel)} == {"stm"}
+
+
+def test_page_detail_chain_navigation_and_links(qtbot, store, filled, panel_factory):
+    chained = [p for p in store.list_pages(limit=10_000) if p.prev_page_id and p.next_page_id]
+    assert chained, "the memory core linked no dialogue chain"
+    p = chained[0]
+    panel = panel_factory()
+    panel.show_page(p.id)
+    settle(panel)
+    view = panel.pages
+    assert view.page.id == p.id and f"Page {p.id}" in view.detail.toPlainText()
+    assert p.user_text in view.detail.toPlainText() and p.assistant_text in view.detail.toPlainText()
+    assert view.prev_btn.isEnabled() and view.next_btn.isEnabled()
+    view.prev_btn.click()
+    settle(panel)
+    assert view.page.id == p.prev_page_id
+    view.next_btn.click()
+    settle(panel)
+    assert view.page.id == p.id
+    # link to its segment
+    view.seg_btn.click()
+    settle(panel)
+    assert panel.current_tab() == "segments" and panel.segments.segment.id == p.segment_id
+    # ... and from the segment to its pages
+    panel.segments.pages_btn.click()
+    settle(panel)
+    assert panel.current_tab() == "pages" and view.model.filters == {"segment_id": p.segment_id}
+    assert sorted(_ids(load_all(view.model, panel))) == sorted(_ids(store.list_pages(segment_id=p.segment_id,
+                                                                                        limit=10_000)))
+    # link to the conversation message
+    got = []
+    panel.message_requested.connect(lambda cid, mid: got.append((cid, mid)))
+    page_with_msg = store.get_page(p.id)
+    view.load_page(p.id)
+    settle(panel)
+    if page_with_msg.assistant_message_id or page_with_msg.user_message_id:
+        view.msg_btn.click()
+        assert got == [(p.conversation_id, page_with_msg.assistant_message_id or page_with_msg.user_message_id)]
+
+
+def test_segments_table_heat_and_charts_equal_the_database(qtbot, store, filled, panel_factory):
+    panel = panel_factory("segments")
+    settle(panel)
+    sv = panel.segments
+    m = sv.model
+    db = store.list_segments(limit=10_000)
+    shown = load_all(m, panel)
+    assert _ids(shown) == _ids(db)                                  # hottest first
+    for a, b in zip(shown, db):
+        assert (a.n_visit, a.l_interaction, a.page_count, a.tier, a.pinned) == \
+            (b.n_visit, b.l_interaction, b.page_count, b.tier, b.pinned)
+        assert a.heat == pytest.approx(b.heat, abs=1e-3)
+    heat_col = m.column_index("heat")
+    from ui.inspector.models import BarRole
+    assert m.index(0, heat_col).data(BarRole) == pytest.approx(db[0].heat, abs=1e-3)
+    assert sv.table.itemDelegateForColumn(heat_col) is sv.delegate
+    # the chart of all segments: the hottest mid-term ones (hottest drawn at the top)
+    hottest = store.list_segments(tier="mtm", order_by="heat", limit=20)
+    assert list(reversed(sv.chart.segment_ids)) == _ids(hottest)
+    # one segment's heat over time, with the promotion threshold
+    sv.show_segment(db[0].id)
+    settle(panel)
+    hist = sv.history.history
+    assert hist is not None and hist.now[1] == pytest.approx(sv.segment.heat)
+    names = [s.name() for s in sv.history.chart().series()]
+    assert any(n.startswith("τ") for n in names)
+    # sort by pages (SQL) and filter by tier
+    sv.table.horizontalHeader().setSortIndicator(m.column_index("page_count"), Qt.SortOrder.DescendingOrder)
+    settle(panel)
+    assert _ids(load_all(m, panel)) == _ids(store.list_segments(order_by="page_count", limit=10_000))
+    sv.tier.setCurrentIndex(sv.tier.findData("mtm"))
+    settle(panel)
+    assert m.rowCount() == store.count_segments(tier="mtm")
+
+
+def test_persona_shows_traits_by_dimension_and_knowledge(qtbot, store, filled, panel_factory):
+    traits = store.list_traits(limit=10_000)
+    assert traits, "the LLM-free promotion produced no traits"
+    panel = panel_factory("persona")
+    pv = panel.persona
+    assert sorted(t.id for t in pv.traits.traits()) == sorted(t.id for t in traits)
+    assert pv.traits.dimensions() == sorted({t.dimension for t in traits}, key=str.lower)
+    for owner in ("user", "assistant"):
+        assert _ids(pv.knowledge[owner].records()) == _ids(store.list_knowledge(owner=owner, limit=10_000))
+    t = traits[0]
+    idx = pv.traits.index_of_key(("trait", t.id))
+    pv.tree.setCurrentIndex(idx)
+    settle(panel)
+    assert pv.item[1].id == t.id and t.value in pv.detail.toPlainText()
+    for src in t.source_page_ids:
+        assert f"page {src}" in pv.detail.toPlainText()
+    versions = store.item_versions("trait", t.id)
+    assert [v.version for v in pv.versions.records()] == [v.version for v in reversed(versions)]
+    # an evidence link opens its source page
+    if t.source_page_ids:
+        panel.follow_link(f"page:{t.source_page_ids[0]}")
+        settle(panel)
+        assert panel.current_tab() == "pages" and panel.pages.page.id == t.source_page_ids[0]
+
+
+# ---------------------------------------------------------------------- controls act on the store
+def test_edit_page_reindexes_and_the_view_refreshes(qtbot, store, filled, panel_factory):
+    panel = panel_factory("pages")
+    view = panel.pages
+    target = store.list_pages(tier="mtm", limit=1)[0]
+    view.load_page(target.id)
+    settle(panel)
+    panel.edit_texts = lambda title, fields, note="": ["I adopted a parrot called Zephyrine.", "Parrots are clever."]
+    view.edit_btn.click()
+    settle(panel)
+    p = store.get_page(target.id)
+    assert p.user_text == "I adopted a parrot called Zephyrine."
+    assert "Zephyrine" in view.detail.toPlainText()
+    row = view.model.row_of_key(target.id)
+    assert row is not None and "Zephyrine" in view.model.index(row, view.model.column_index("user")).data()
+    hits = store.retrieve("Zephyrine the parrot", record_visits=False)
+    assert target.id in [h.page.id for h in hits.pages]
+
+
+def test_pin_page_and_segment(qtbot, store, filled, panel_factory):
+    panel = panel_factory("pages")
+    view = panel.pages
+    target = store.list_pages(limit=1)[0]
+    view.table.select_key(target.id)
+    settle(panel)
+    assert view.page.id == target.id and view.pin_btn.text() == "Pin"
+    view.pin_btn.click()
+    settle(panel)
+    assert store.get_page(target.id).pinned
+    row = view.model.row_of_key(target.id)
+    assert view.model.index(row, view.model.column_index("pinned")).data() == "pinned"
+    assert view.pin_btn.text() == "Unpin"
+    view.pin_btn.click()
+    settle(panel)
+    assert not store.get_page(target.id).pinned
+    panel.show_tab("segments")
+    settle(panel)
+    seg = store.list_segments(limit=1)[0]
+    panel.segments.show_segment(seg.id)
+    settle(panel)
+    panel.segments.pin_btn.click()
+    settle(panel)
+    assert store.get_segment(seg.id).pinned
+    rec = panel.segments.model.peek(panel.segments.model.row_of_key(seg.id))
+    assert rec.pinned
+
+
+def test_multi_select_forget_pages_needs_confirmation_and_leaves_retrieval(qtbot, store, filled, panel_factory):
+    panel = panel_factory("pages")
+    view = panel.pages
+    view.search.setText("Luna")
+    qtbot.waitUntil(lambda: view.model.filters.get("text") == "Luna", timeout=3000)
+    settle(panel)
+    recs = load_all(view.model, panel)
+    victims = [r.id for r in recs[:3]]
+    query = "my cat Luna at the vet"
+    before = [h.page.id for h in store.retrieve(query, record_visits=False).pages]
+    assert set(victims) & set(before) or True
+    _select_rows(view.table, [0, 1, 2])
+    asked = []
+    panel.confirm = lambda title, text, action="Forget": asked.append(text) or False
+    view.forget_btn.click()
+    settle(panel)
+    assert asked and "3 pages" in asked[0]
+    assert all(store.get_page(i) is not None for i in victims)           # cancelled: nothing forgotten
+    panel.confirm = lambda title, text, action="Forget": True
+    view.forget_btn.click()
+    settle(panel)
+    assert all(store.get_page(i) is None for i in victims)
+    assert view.model.rowCount() == store.count_pages(text="Luna")
+    assert not set(victims) & set(_ids(load_all(view.model, panel)))
+    for q in (query, "Luna knocked a glass off the table", "salmon cat food"):
+        assert not set(victims) & {h.page.id for h in store.retrieve(q, record_visits=False).pages}
+
+
+def test_forget_segment_from_the_segments_table(qtbot, store, filled, panel_factory):
+    panel = panel_factory("segments")
+    settle(panel)
+    sv = panel.segments
+    seg = store.list_segments(limit=1)[0]
+    pages = _ids(store.list_pages(segment_id=seg.id, limit=10_000))
+    row = sv.model.row_of_key(seg.id)
+    _select_rows(sv.table, [row])
+    panel.confirm = lambda title, text, action="Forget": True
+    sv.forget_btn.click()
+    settle(panel)
+    assert store.get_segment(seg.id) is None
+    assert all(store.get_page(p) is None for p in pages)
+    assert seg.id not in _ids(load_all(sv.model, panel))
+    text = pages and store  # the segment's topic no longer comes back
+    assert text is not None
+    got = {h.page.id for h in store.retrieve(seg.summary[:200], record_visits=False).pages}
+    assert not got & set(pages)
+
+
+def test_edit_pin_forget_persona_items(qtbot, store, filled, panel_factory):
+    panel = panel_factory("persona")
+    pv = panel.persona
+    t = store.list_traits(limit=1)[0]
+    pv.tree.setCurrentIndex(pv.traits.index_of_key(("trait", t.id)))
+    settle(panel)
+    panel.edit_texts = lambda title, fields, note="": ["mountain hiking and glaciers"]
+    pv.edit_btn.click()
+    settle(panel)
+    t2 = store.get_trait(t.id)
+    assert t2.value == "mountain hiking and glaciers" and t2.version == t.version + 1
+    assert [v.version for v in pv.versions.records()][0] == t2.version            # newest first
+    assert any(v.text.endswith(t.value) or v.text == t.value for v in pv.versions.records())
+    pv.pin_btn.click()
+    settle(panel)
+    assert store.get_trait(t.id).pinned
+    know = store.list_knowledge(limit=1)
+    if know:
+        k = know[0]
+        v = pv.kviews[k.owner]
+        assert v.select_key(k.id)
+        settle(panel)
+        panel.edit_texts = lambda title, fields, note="": ["The user owns a cat named Luna who loves salmon."]
+        pv.edit_btn.click()
+        settle(panel)
+        assert store.get_knowledge(k.id).text == "The user owns a cat named Luna who loves salmon."
+        assert pv.knowledge[k.owner].record(pv.knowledge[k.owner].row_of_key(k.id)).text.startswith("The user owns")
+        panel.confirm = lambda *a, **kw: True
+        assert v.select_key(k.id)
+        settle(panel)
+        pv.forget_btn.click()
+        settle(panel)
+        assert store.get_knowledge(k.id) is None
+        assert k.id not in _ids(pv.knowledge[k.owner].records())
+        hits = store.retrieve("cat named Luna who loves salmon", record_visits=False).knowledge
+        assert k.id not in [h.item.id for h in hits]
+    pv.tree.setCurrentIndex(pv.traits.index_of_key(("trait", t.id)))
+    settle(panel)
+    panel.confirm = lambda *a, **kw: True
+    pv.forget_btn.click()
+    settle(panel)
+    assert store.get_trait(t.id) is None
+    assert t.id not in [x.id for x in pv.traits.traits()]
+    assert t.id not in [h.item.id for h in store.retrieve("hiking", record_visits=False).traits]
+
+
+def test_pause_and_wipe_with_typed_confirmation(qtbot, store, filled, panel_factory):
+    panel = panel_factory("overview")
+    panel.pause_box.setChecked(True)
+    settle(panel)
+    assert store.is_paused() and panel.overview.banner.isVisibleTo(panel)
+    assert store.add_pages(filled["cat"], [{"user_text": "x y z", "assistant_text": "q"}]) == [0]
+    panel.pause_box.setChecked(False)
+    settle(panel)
+    assert not store.is_paused()
+    # wipe: refused without the phrase
+    panel.confirm_typed = lambda *a, **kw: False
+    panel.wipe_btn.click()
+    settle(panel)
+    assert store.count_pages() > 0
+    panel.show_tab("pages")
+    settle(panel)
+    panel.confirm_typed = lambda *a, **kw: True
+    panel.wipe_btn.click()
+    settle(panel)
+    assert store.count_pages() == 0 and store.count_segments() == 0 and store.count_traits() == 0
+    assert panel.pages.model.rowCount() == 0
+    assert panel.overview.stats["pages_total"] == 0
+
+
+def test_typed_confirmation_dialog_needs_the_exact_phrase(qtbot):
+    dlg = TypedConfirmDialog("Wipe", "sure?")
+    qtbot.addWidget(dlg)
+    assert not dlg.ok.isEnabled()
+    dlg.edit.setText("forget")
+    assert not dlg.ok.isEnabled()
+    dlg.edit.setText(WIPE_PHRASE)
+    assert dlg.ok.isEnabled()
+
+
+# ---------------------------------------------------------------------- live updates keep selection and scroll
+def test_live_refresh_keeps_selection_and_scroll(qtbot, store, panel_factory):
+    cid = store.create_conversation("bulk")
+    store.add_pages(cid, random_items(900, store.dim))
+    panel = panel_factory("pages")
+    view = panel.pages
+    table = view.table
+    table.resize(900, 400)
+    m = view.model
+    # scroll to the middle (lazy blocks load), select a few rows there
+    table.scrollTo(m.index(450, 0), table.ScrollHint.PositionAtTop)
+    settle(panel)
+    top_row = table.rowAt(0)
+    assert top_row > 300
+    top_id = m.peek(top_row).id
+    rows = [top_row + 2, top_row + 3]
+    _select_rows(table, rows)
+    settle(panel)
+    chosen = sorted(m.peek(r).id for r in rows)
+    current = view.page.id
+    # memory changes elsewhere (another connection): new pages on top, one page above the view forgotten
+    store.add_pages(cid, random_items(5, store.dim, start=1_900_000_000.0, seed=9))
+    store.forget("page", [m.peek(10).id])
+    panel.notify_memory_event()
+    qtbot.waitUntil(lambda: m.rowCount() == store.count_pages(), timeout=10_000)
+    settle(panel)
+    sel = sorted(m.peek(i.row()).id for i in table.selectionModel().selectedRows())
+    assert sel == chosen
+    assert m.peek(table.currentIndex().row()).id == current and view.page.id == current
+    assert m.peek(table.rowAt(0)).id == top_id                      # the same record stays at the top
+
+
+# ---------------------------------------------------------------------- retrieval trace
+def test_trace_of_a_chat_reply_lists_the_pages_of_its_prompt(qtbot, store, filled, panel_factory, chat_model):
+    from app.agent import ChatAgent
+
+    agent = ChatAgent(store, chat_model)
+    cid = store.create_conversation("New chat")
+    result = agent.send(cid, "What happened with my cat Luna at the vet?")
+    included = result.trace["included"]["pages"]
+    assert included, "the prompt recalled no page"
+    panel = panel_factory()
+    panel.show_trace_for_message(result.assistant_message_id)
+    settle(panel)
+    tv = panel.trace
+    assert panel.current_tab() == "trace"
+    assert tv.listed_page_ids("in_prompt") == included
+    recalled = [h["page_id"] for h in result.trace["pages"]]
+    assert sorted(tv.listed_page_ids("in_prompt") + tv.listed_page_ids("not_in_prompt")) == sorted(recalled)
+    row = tv.in_prompt.records()[0]
+    hit = next(h for h in result.trace["pages"] if h["page_id"] == row["page_id"])
+    assert row["reason"] == hit["reason"] and row["score"] == pytest.approx(hit["score"])
+    assert str(result.assistant_message_id) in tv.header.text()
+    # a user message has no trace: the view says so instead of showing stale rows
+    panel.show_trace_for_message(result.user_message_id)
+    settle(panel)
+    assert tv.listed_page_ids("in_prompt") == [] and "assistant reply" in tv.header.text()
+
+
+def test_test_query_box_recalls_like_the_store_without_visits(qtbot, store, filled, panel_factory):
+    panel = panel_factory("trace")
+    tv = panel.trace
+    visits = {s.id: s.n_visit for s in store.list_segments(limit=10_000)}
+    q = "pasta dinner party for my friends"
+    tv.query.setText(q)
+    tv.run_btn.click()
+    settle(panel)
+    expected = [h.page.id for h in store.retrieve(q, record_visits=False).pages]
+    assert tv.listed_page_ids("not_in_prompt") == expected
+    assert all(r["reason"] for r in tv.not_in_prompt.records())
+    assert {s.id: s.n_visit for s in store.list_segments(limit=10_000)} == visits
+    assert tv.segs.rowCount() > 0 and tv.items.rowCount() == len(store.retrieve(q, record_visits=False).traits) + \
+        len(store.retrieve(q, record_visits=False).knowledge)

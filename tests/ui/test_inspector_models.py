@@ -1,0 +1,171 @@
+"""QAbstractItemModelTester on every inspector model, through loads, sorts, filters, live refreshes,
+forgetting and wiping; the heat-history replay; the dock `attach()` contract."""
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow
+
+from memory_core import Event, MemoryParams
+from tests.ui.test_inspector_fixtures import (  # noqa: F401  (fixtures)
+    ctx, fill_store, filled, load_all, model_tester, panel_factory, random_items, settle, store,
+)
+from ui.inspector.charts import heat_history, segment_events
+
+
+def test_lazy_models_pass_model_tester_through_changes(qtbot, store, filled, panel_factory):
+    panel = panel_factory("pages")
+    pages, segs = panel.pages.model, panel.segments.model
+    panel.show_tab("segments")
+    settle(panel)
+    with model_tester(pages, segs):
+        load_all(pages, panel)
+        # sort in SQL and filter in SQL, with the tester watching the resets
+        pages.sort(pages.column_index("id"), Qt.SortOrder.AscendingOrder)
+        settle(panel)
+        segs.sort(segs.column_index("page_count"), Qt.SortOrder.DescendingOrder)
+        pages.set_filters(text="pasta")
+        settle(panel)
+        assert pages.rowCount() == store.count_pages(text="pasta") > 0
+        pages.set_filters()
+        settle(panel)
+        load_all(pages, panel)
+        # live refresh with rows added (end inserts + layout change) ...
+        store.add_pages(filled["cat"], random_items(25, store.dim, start=1_800_000_000.0))
+        pages.refresh()
+        segs.refresh()
+        settle(panel)
+        assert pages.rowCount() == store.count_pages()
+        # ... and with rows removed
+        gone = [p.id for p in store.list_pages(limit=7)]
+        store.forget("page", gone)
+        pages.refresh()
+        segs.refresh()
+        settle(panel)
+        assert pages.rowCount() == store.count_pages()
+        store.wipe_memory()
+        pages.refresh()
+        segs.refresh()
+        settle(panel)
+        assert pages.rowCount() == 0 and segs.rowCount() == 0
+
+
+def test_list_and_tree_models_pass_model_tester(qtbot, store, filled, panel_factory):
+    panel = panel_factory("persona")
+    persona = panel.persona
+    panel.show_tab("trace")
+    with model_tester(persona.traits, persona.knowledge["user"], persona.knowledge["assistant"], persona.versions,
+                      panel.overview.events, panel.trace.in_prompt, panel.trace.not_in_prompt, panel.trace.stm,
+                      panel.trace.items, panel.trace.segs):
+        panel.trace.query.setText("hiking boots in the mountains")
+        panel.trace.run_query()
+        settle(panel)
+        assert panel.trace.not_in_prompt.rowCount() > 0
+        panel.trace.query.setText("my cat at the vet")
+        panel.trace.run_query()
+        settle(panel)
+        traits = store.list_traits()
+        if traits:
+            persona.load_item("trait", traits[0].id)
+            settle(panel)
+            assert persona.versions.rowCount() == len(store.item_versions("trait", traits[0].id))
+        persona.archived.setChecked(True)
+        settle(panel)
+        store.add_pages(filled["spanish"], random_items(30, store.dim, start=1_800_000_000.0, seed=3))
+        store.run_pending(allow_llm=False)
+        panel.refresh_all(force=True)
+        persona.refresh()
+        settle(panel)
+        store.wipe_memory()
+        panel.refresh_all(force=True)
+        persona.refresh()
+        settle(panel)
+        assert persona.traits.rowCount() == 0
+        panel.trace.set_data(None)
+
+
+def test_heat_history_replays_events():
+    p = MemoryParams()
+    ev = [
+        Event(1, 100.0, "segment_created", "segment", 7, "", {"page_id": 1}),
+        Event(2, 100.0, "page_moved", "page", 1, "", {"segment_id": 7, "how": "created"}),
+        Event(3, 200.0, "page_moved", "page", 2, "", {"segment_id": 7, "how": "joined"}),
+        Event(4, 250.0, "page_moved", "page", 9, "", {"segment_id": 8, "how": "joined"}),   # another segment
+        Event(5, 300.0, "page_moved", "page", 3, "", {"segment_id": 7, "how": "joined"}),
+        Event(6, 400.0, "promoted", "segment", 7, "", {}),
+        Event(7, 500.0, "page_moved", "page", 4, "", {"segment_id": 7, "how": "joined"}),
+    ]
+    assert [e.id for e in segment_events(ev, 7)] == [1, 2, 3, 5, 6, 7]
+    now = 600.0
+    import math
+    rec = math.exp(-(now - 500.0) / p.mu)
+    seg = SimpleNamespace(id=7, heat=1.0 + rec, n_visit=0, l_interaction=1, last_access=500.0)
+    h = heat_history(ev, seg, p, now=now)
+    assert h.complete and not h.notes
+    # L_interaction 1, 2, 3 then reset by the promotion, then 1 again; recency ~1 at each access
+    values = [round(v, 3) for t, v in h.points if t in (100.0, 200.0, 300.0, 500.0)]
+    assert values[:2] == [1.0, 2.0] and 3.0 in values and 4.0 in values
+    assert h.marks and h.marks[0][2] == "promoted" and round(h.marks[0][1], 3) == 4.0
+    assert h.points[-1] == (now, seg.heat) and h.now == (now, seg.heat)
+    # visits are not in the log: the history says so
+    seg2 = SimpleNamespace(id=7, heat=3.0 + rec, n_visit=2, l_interaction=1, last_access=500.0)
+    h2 = heat_history(ev, seg2, p, now=now)
+    assert any("N_visit" in n for n in h2.notes)
+    assert h2.now == (now, seg2.heat) and h2.points[-1][1] == pytest.approx(1.0 + rec)   # the line: no visits
+
+
+def test_heat_history_of_a_real_segment_matches_the_store(store, filled):
+    from ui.inspector.panel import SegmentEventIndex
+
+    idx = SegmentEventIndex()
+    p = store.params
+    for seg in store.list_segments(limit=50):
+        h = heat_history(idx.events_for(store, seg.id), seg, p)
+        assert h.complete, h.notes
+        assert h.now[1] == pytest.approx(seg.heat)
+
+
+class _FakeMain(QMainWindow):
+    memory_event = Signal(object)
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+        self.setCentralWidget(QLabel("chat"))
+        self.shown = []
+
+    def show_message(self, conversation_id, message_id):
+        self.shown.append((conversation_id, message_id))
+
+
+def test_attach_creates_one_right_dock_and_listens(qtbot, ctx, store, filled):
+    from ui.inspector import InspectorPanel, attach
+
+    main = _FakeMain(ctx)
+    qtbot.addWidget(main)
+    main.show()
+    panel = attach(main)
+    try:
+        assert isinstance(panel, InspectorPanel)
+        assert attach(main) is panel
+        docks = main.findChildren(QDockWidget)
+        assert len(docks) == 1 and docks[0].widget() is panel
+        assert main.dockWidgetArea(docks[0]) == Qt.DockWidgetArea.RightDockWidgetArea
+        assert docks[0].isVisible()
+        settle(panel)
+        before = panel.overview.stats.get("pages_total")
+        store.add_pages(filled["cat"], random_items(3, store.dim, start=1_800_000_000.0))
+        main.memory_event.emit(object())            # the main window's re-emitted scheduler event
+        deadline = time.monotonic() + 10
+        while panel.overview.stats.get("pages_total") == before and time.monotonic() < deadline:
+            settle(panel)
+        assert panel.overview.stats["pages_total"] == store.count_pages()
+        panel.open_message(1, 42)
+        assert main.shown == [(1, 42)]
+        docks[0].close()
+        assert attach(main) is panel and docks[0].isVisible()
+    finally:
+        panel.shutdown()

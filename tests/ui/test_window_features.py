@@ -1,0 +1,305 @@
+"""Sidebar, settings, model-load errors, themes, accessibility, big pastes, inspector hook."""
+from __future__ import annotations
+
+import sys
+import time
+import types
+
+import pytest
+from PySide6.QtCore import QMimeData, Qt
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QAbstractButton, QApplication, QInputDialog, QMessageBox, QPlainTextEdit
+
+
+def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs):
+    from app.context import AppContext
+    from ui.settings_dialog import SettingsDialog
+
+    win = make_window(start=False)
+    win.resize(760, 520)
+    dlg = SettingsDialog(win.ctx, win)
+    qtbot.addWidget(dlg)
+    dlg.enter_check.setChecked(False)
+    dlg.temp_spin.setValue(0.35)
+    dlg.max_tokens_spin.setValue(333)
+    dlg.server_radio.setChecked(True)
+    dlg.url_edit.setText("http://127.0.0.1:9999/v1")
+    dlg.param_edits["stm_capacity"].setValue(7)
+    dlg.param_edits["tau"].setValue(3.5)
+    dlg.theme_combo.setCurrentIndex(dlg.theme_combo.findData("dark"))
+    changed = win.apply_settings(dlg)
+    assert {"chat", "memory", "ui"} <= changed
+    assert win.composer.edit.enter_sends is False
+    win.close()
+
+    ctx = AppContext.create()  # a new process would read the same file
+    s = ctx.settings
+    assert s.ui.enter_sends is False and s.ui.theme == "dark"
+    assert s.chat.temperature == pytest.approx(0.35) and s.chat.max_tokens == 333
+    assert s.chat.backend == "openai" and s.chat.server_url == "http://127.0.0.1:9999/v1"
+    assert s.memory == {"stm_capacity": 7, "tau": 3.5}
+    assert ctx.memory_params().stm_capacity == 7
+    win2 = make_window(ctx=ctx, start=False)
+    assert win2.composer.edit.enter_sends is False
+    assert "Ctrl+Enter" in win2.composer.hint.text()
+    assert (win2.width(), win2.height()) == (760, 520)  # geometry restored
+    assert win2.palette().color(QPalette.ColorRole.Window).lightness() < 80  # dark theme
+    dlg2 = SettingsDialog(ctx, win2)
+    qtbot.addWidget(dlg2)
+    assert dlg2.temp_spin.value() == pytest.approx(0.35)
+    assert dlg2.param_edits["stm_capacity"].value() == 7
+    assert dlg2.server_radio.isChecked() and not dlg2.gguf_edit.isEnabled()
+
+
+def test_settings_dialog_has_every_required_field(make_window, qtbot, monkeypatch):
+    from ui.settings_dialog import SettingsDialog
+
+    win = make_window(start=False)
+    dlg = SettingsDialog(win.ctx, win)
+    qtbot.addWidget(dlg)
+    for name in ("stm_capacity", "mtm_capacity", "theta", "alpha", "beta", "gamma", "mu", "tau"):
+        assert name in dlg.param_edits
+    for w in (dlg.gguf_edit, dlg.url_edit, dlg.server_model_edit, dlg.key_edit, dlg.ctx_spin, dlg.threads_spin,
+              dlg.gpu_spin, dlg.temp_spin, dlg.top_p_spin, dlg.max_tokens_spin, dlg.onnx_edit, dlg.tokenizer_edit):
+        assert w is not None
+    opened = []
+    monkeypatch.setattr("ui.settings_dialog.QDesktopServices.openUrl", lambda url: opened.append(url) or True)
+    qtbot.mouseClick(dlg.open_data_button, Qt.MouseButton.LeftButton)
+    assert opened and opened[0].toLocalFile() == str(win.ctx.paths.data_dir)
+    # Nothing changed: nothing reported.
+    assert dlg.apply() == set()
+
+
+def test_sidebar_rename_search_and_delete(make_window, chat, qtbot, monkeypatch):
+    win = make_window(max_tokens=8)
+    a = chat.send(win, "Planning a trip to Lisbon.").result
+    win.new_chat()
+    b = chat.send(win, "Recipe for lentil soup.").result
+    chat.wait_db(win)
+    # Rename (F2 on the current chat) through the dialog.
+    monkeypatch.setattr(QInputDialog, "getText", staticmethod(lambda *a, **k: ("Soup", True)))
+    win.rename_action.trigger()
+    chat.wait_db(win)
+    assert win.title_label.text() == "Soup"
+    assert win.sidebar.title_of(b.conversation_id) == "Soup"
+    # Search finds message text, Ctrl+K focuses the box.
+    win.activateWindow()
+    qtbot.keyClick(win.composer.edit, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    assert win.sidebar.search.hasFocus()
+    qtbot.keyClicks(win.sidebar.search, "Lisbon")
+    qtbot.waitUntil(lambda: win.sidebar.ids() == [a.conversation_id], timeout=10_000)
+    win.sidebar.search.clear()
+    qtbot.waitUntil(lambda: len(win.sidebar.ids()) == 2, timeout=10_000)
+    # Delete asks first; "Cancel" keeps it.
+    asked = []
+    monkeypatch.setattr(win, "confirm", lambda title, text: asked.append(text) or False)
+    win.delete_conversation(a.conversation_id)
+    chat.wait_db(win)
+    assert len(win.sidebar.ids()) == 2 and asked
+    monkeypatch.setattr(win, "confirm", lambda title, text: True)
+    win.delete_conversation(b.conversation_id)
+    qtbot.waitUntil(lambda: win.sidebar.ids() == [a.conversation_id], timeout=10_000)
+    assert win.current_id is None and win.chat_view.is_empty  # the open chat was deleted
+
+
+def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch):
+    win = make_window(start=False)
+    seen = []
+    monkeypatch.setattr(QMessageBox, "question",
+                        staticmethod(lambda *a, **k: seen.append(a[1:3]) or QMessageBox.StandardButton.Cancel))
+    assert win.confirm("Delete chat", "Delete it?") is False
+    assert seen == [("Delete chat", "Delete it?")]
+
+
+def test_broken_model_file_shows_an_error_and_the_app_stays_usable(make_window, chat, qtbot, tmp_path):
+    from app.context import AppContext
+
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"this is not a gguf file" * 100)
+    ctx = AppContext.create()
+    ctx.settings.chat.gguf_path = str(bad)
+    ctx.settings.chat.max_tokens = 8
+    ctx.save()
+    win = make_window(ctx=ctx, share_model=False)
+    assert win.backend.model_error and "broken.gguf" in win.backend.model_error
+    qtbot.waitUntil(lambda: getattr(win, "model_error_box", None) is not None and win.model_error_box.isVisible(),
+                    timeout=10_000)
+    assert "broken.gguf" in win.model_error_box.informativeText()
+    assert win.model_label.text() == "Model: not loaded"
+    assert not win.load_progress.isVisible()
+    win.model_error_box.close()
+    # Sending fails inline, and the text comes back to the composer (nothing typed is lost).
+    turn = chat.send(win, "Are you there?")
+    assert turn.error and "broken.gguf" in turn.error
+    assert win.chat_view.last().status == "failed" and win.chat_view.last().error_label.isVisible()
+    assert win.composer.text() == "Are you there?"
+    # Fix the setting: the model reloads in the background.
+    ctx.settings.chat.gguf_path = ""
+    with qtbot.waitSignal(win.backend.modelLoaded, timeout=120_000):
+        win.settings_changed({"chat"})
+    assert "SmolLM2" in win.model_label.text()
+    turn = chat.send(win, "Are you there?")
+    assert turn.result.status == "complete"
+
+
+def test_reload_after_a_model_setting_changes(make_window, chat, qtbot):
+    win = make_window(max_tokens=8, share_model=False)
+    first = win.backend.scheduler.model
+    assert first is not None
+    win.ctx.settings.chat.n_ctx = 1024
+    with qtbot.waitSignal(win.backend.modelLoaded, timeout=120_000):
+        win.settings_changed({"chat"})
+    assert win.backend.scheduler.model is not first
+    assert win.backend.scheduler.model.n_ctx == 1024
+    assert chat.send(win, "Hi.").result.status == "complete"
+
+
+def test_a_one_megabyte_paste_does_not_freeze_the_ui(make_window, chat, qtbot):
+    win = make_window(max_tokens=4)
+    big = "lorem ipsum dolor sit amet " * 40_000  # ~1 MB, one paragraph (the worst case for layout)
+    mime = QMimeData()
+    mime.setText(big)
+    t0 = time.perf_counter()
+    win.composer.edit.insertFromMimeData(mime)
+    QApplication.processEvents()
+    assert time.perf_counter() - t0 < 0.25
+    assert win.composer.attachment == big and win.composer.chip.isVisible()
+    assert win.composer.text() == big
+    t0 = time.perf_counter()
+    w = win.chat_view.add_message("user", big)
+    QApplication.processEvents()
+    assert time.perf_counter() - t0 < 0.5
+    assert w.elide_row.isVisible() and len(w.shown_text()) < 10_000
+    w.show_all_button.click()
+    assert win.chat_view.show_all_dialog.findChild(QPlainTextEdit).toPlainText() == big
+    win.chat_view.show_all_dialog.close()
+    win.chat_view.clear()
+    # Sending it works (the agent truncates it for the prompt) and the event loop keeps turning.
+    gaps = []
+    last = [time.perf_counter()]
+
+    def tick():
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    from PySide6.QtCore import QTimer
+
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(tick)
+    timer.start()
+    with qtbot.waitSignal(win.backend.turnFinished, timeout=180_000):
+        win.send()
+    timer.stop()
+    turn = win.backend.turn
+    assert turn.result is not None and turn.result.status in ("complete", "stopped"), turn.error
+    stored = win.backend.db(lambda s: s.get_message(turn.result.user_message_id)).result(timeout=60)
+    assert stored.content == big
+    assert max(gaps) < 0.5, f"the UI stalled {max(gaps) * 1000:.0f} ms"
+
+
+def test_icon_only_buttons_have_accessible_names(make_window, chat):
+    win = make_window(max_tokens=8)
+    chat.send(win, "Hello.")
+    missing = [b for b in win.findChildren(QAbstractButton)
+               if not b.text().strip() and not b.accessibleName().strip()]
+    assert missing == []
+    assert win.memory_button.accessibleName() == "Memory inspector"
+    assert win.settings_button.accessibleName() == "Settings"
+    assert win.composer.send_button.accessibleName() == "Send"
+
+
+def test_theme_follows_the_override_and_the_system(make_window):
+    from ui import theme
+
+    win = make_window(start=False)
+    win.set_theme("dark")
+    assert theme.colors().name == "dark"
+    assert win.palette().color(QPalette.ColorRole.Window).lightness() < 80
+    assert win.ctx.settings.ui.theme == "dark" and win.theme_actions["dark"].isChecked()
+    win.set_theme("light")
+    assert win.palette().color(QPalette.ColorRole.Window).lightness() > 200
+    win.set_theme("system")
+    expected = "dark" if theme.system_is_dark() else "light"
+    assert theme.colors().name == expected
+
+
+def test_markdown_and_code_blocks_render(make_window):
+    from ui import markdown
+
+    win = make_window(start=False)
+    w = win.chat_view.add_message("assistant", "Some **bold** text and `code`.\n\n```python\nprint('hi')\n```\n")
+    doc = w.body.document()
+    assert "bold" in doc.toPlainText() and "print('hi')" in doc.toPlainText()
+    assert "**" not in doc.toPlainText()
+    shaded = [b for b in _blocks(doc) if b.blockFormat().background().color().name() == markdown.theme.colors().code_bg]
+    assert shaded and "print('hi')" in shaded[0].text()
+
+
+def _blocks(doc):
+    b = doc.begin()
+    while b.isValid():
+        yield b
+        b = b.next()
+
+
+def test_shortcuts_help_and_memory_notice_open_the_inspector(make_window, qtbot, monkeypatch):
+    win = make_window(start=False)
+    win.show_shortcuts()
+    table = win.shortcuts_dialog.table
+    keys = {table.item(r, 0).text() for r in range(table.rowCount())}
+    assert {"Ctrl+N", "Ctrl+K", "Esc", "F1"} <= keys
+    win.shortcuts_dialog.close()
+    # Without ui.inspector.attach: a message instead of an error.
+    shown = []
+    monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *a, **k: shown.append(a[1])))
+    monkeypatch.setitem(sys.modules, "ui.inspector", types.ModuleType("ui.inspector"))
+    win.show_inspector()
+    assert shown == ["Memory inspector"]
+    # With it: attach(main_window) is called, also from the "memory updated" notice.
+    attached = []
+    fake = types.ModuleType("ui.inspector")
+    fake.attach = lambda mw: attached.append(mw)
+    monkeypatch.setitem(sys.modules, "ui.inspector", fake)
+    win._memory_event(types.SimpleNamespace(kind="page_added", summary="page 1 entered short-term memory"))
+    assert not win.memory_notice.isVisible()
+    win._memory_event(types.SimpleNamespace(kind="trait_added", summary="trait 1 added"))
+    assert win.memory_notice.isVisible()
+    qtbot.mouseClick(win.memory_notice, Qt.MouseButton.LeftButton)
+    assert attached == [win] and not win.memory_notice.isVisible()
+    win.inspector_action.trigger()
+    assert attached == [win, win]
+
+
+def test_status_bar_counts_pending_memory_jobs(make_window, chat, qtbot):
+    win = make_window(max_tokens=8)
+    seen = []
+    win.backend.jobsChanged.connect(seen.append)
+    chat.send(win, "I like tea.")
+    assert win.backend.scheduler.wait_idle(timeout=60)
+    qtbot.waitUntil(lambda: win.jobs_label.text() == "Memory: up to date", timeout=30_000)
+    assert 0 in seen
+
+
+def test_ui_code_never_touches_sql_or_models_directly():
+    """ui → app → memory_core, models: the window uses record types and the read API only."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "ui"
+    banned_modules = {"apsw", "sqlite3", "sqlite_vec", "llama_cpp", "onnxruntime", "tokenizers"}
+    bad = []
+    for path in root.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module.split(".")[0]]
+            if set(names) & banned_modules:
+                bad.append(f"{path.name}: imports {names}")
+            if isinstance(node, ast.Attribute) and node.attr in ("execute", "_x", "_rows", "_one", "_scalar"):
+                bad.append(f"{path.name}:{node.lineno}: .{node.attr}")
+    assert bad == []

@@ -1,0 +1,356 @@
+"""The Qt side of the background workers: every LLM, embedding and database call runs here, off the UI thread.
+
+Two kinds of worker:
+
+- the `app.scheduler.Scheduler` (one LLM thread that owns the chat model and runs chat
+  turns, one memory thread for memory jobs);
+- a small database thread with its own `MemoryStore` connection for what the window
+  reads and edits (conversation list, messages, search, renames, flags), so switching
+  conversations never waits behind a reply that is streaming.
+
+Workers report back through Qt signals of `Backend`, which lives on the UI thread, so
+Qt queues every callback onto the UI thread. Streamed tokens are not sent one signal
+per token: the LLM thread appends them to a `Turn` buffer and the window drains it on a
+timer (every ~40 ms), which keeps the event loop free however fast the model is.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from models.chat import CancelToken
+
+log = logging.getLogger(__name__)
+
+SEND, REGENERATE, EDIT = "send", "regenerate", "edit"
+
+
+@dataclass(eq=False)
+class Turn:
+    """One chat turn in flight: what was asked, its cancel token and the streamed text so far."""
+
+    kind: str
+    conversation_id: int | None
+    text: str = ""
+    message_id: int | None = None      # the assistant message (regenerate) or user message (edit)
+    incognito: bool = False
+    cancel: CancelToken = field(default_factory=CancelToken)
+    started_at: float = field(default_factory=time.perf_counter)
+    first_token_at: float | None = None
+    result: Any = None                 # app.agent.TurnResult when finished
+    error: str | None = None           # the task failed before or outside the agent (e.g. model load)
+    done: bool = False
+    _parts: list[str] = field(default_factory=list)
+    _read: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def push(self, chunk: str) -> bool:
+        """Called on the LLM thread for every token; returns True for the first one."""
+        with self._lock:
+            self._parts.append(chunk)
+            first = self.first_token_at is None
+            if first:
+                self.first_token_at = time.perf_counter()
+            return first
+
+    def take_new(self) -> str:
+        """The text streamed since the last call (UI thread)."""
+        with self._lock:
+            new = self._parts[self._read:]
+            self._read = len(self._parts)
+        return "".join(new)
+
+    def text_so_far(self) -> str:
+        with self._lock:
+            return "".join(self._parts)
+
+    @property
+    def token_count(self) -> int:
+        with self._lock:
+            return len(self._parts)
+
+
+class _DbThread(threading.Thread):
+    """Runs `fn(store)` jobs in order on one connection of its own."""
+
+    def __init__(self, open_store: Callable[[], Any], on_open: Callable[[Exception | None], None]):
+        super().__init__(name="mnemo-ui-db", daemon=True)
+        self._open_store = open_store
+        self._on_open = on_open
+        self._queue: queue.Queue = queue.Queue()
+        self.store = None
+        self.open_error: Exception | None = None
+
+    def run(self) -> None:
+        try:
+            self.store = self._open_store()
+            if hasattr(self.store, "mark_interrupted_messages"):  # replies cut short by a crash
+                self.store.mark_interrupted_messages()
+        except Exception as exc:  # noqa: BLE001 - reported to the user
+            log.exception("could not open the memory store")
+            self.open_error = exc
+        self._on_open(self.open_error)
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            fn, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            if self.store is None:
+                future.set_exception(RuntimeError(f"the memory database could not be opened: {self.open_error}"))
+                continue
+            try:
+                future.set_result(fn(self.store))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                future.set_exception(exc)
+        if self.store is not None:
+            try:
+                self.store.close()
+            except Exception:  # noqa: BLE001
+                log.exception("closing the UI store failed")
+
+    def submit(self, fn: Callable[[Any], Any]) -> Future:
+        future: Future = Future()
+        self._queue.put((fn, future))
+        return future
+
+    def stop(self, timeout: float) -> None:
+        self._queue.put(None)
+        self.join(timeout)
+
+
+class Backend(QObject):
+    """Owns the workers; everything the window asks of the model or the database goes through here."""
+
+    storeReady = Signal()
+    storeFailed = Signal(str)
+    modelLoading = Signal()
+    modelLoaded = Signal(str)          # model id
+    modelFailed = Signal(str)          # a user-facing message (names the file)
+    jobsChanged = Signal(int)          # memory jobs pending
+    memoryEvent = Signal(object)       # memory_core.types.Event
+    conversationCreated = Signal(object)  # Turn (its conversation_id is now set)
+    firstToken = Signal(object)        # Turn
+    turnFinished = Signal(object)      # Turn (result or error set); `busy` is False from here on
+    _turnDone = Signal(object)
+    _deliver = Signal(object, object, object)  # callback, value, error
+
+    def __init__(self, ctx, parent: QObject | None = None, *, scheduler_factory: Callable | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self._scheduler_factory = scheduler_factory
+        self.scheduler = None
+        self._db: _DbThread | None = None
+        self._started = False
+        self._closed = False
+        self.store_ok: bool | None = None
+        self.model_id: str | None = None
+        self.model_error: str | None = None
+        self.model_loading = False
+        self.turn: Turn | None = None
+        self._active = False
+        self._deliver.connect(self._on_deliver)
+        self._turnDone.connect(self._on_turn_done)
+
+    # -- lifecycle ------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the workers and load the chat model in the background (returns at once)."""
+        if self._started:
+            return
+        self._started = True
+        from app.scheduler import Scheduler
+
+        self._db = _DbThread(self.ctx.open_store, self._db_opened)
+        self._db.start()
+        factory = self._scheduler_factory or Scheduler
+        self.scheduler = factory(open_store=self._open_scheduler_store, get_model=self.ctx.chat_model,
+                                 on_event=self._on_event, on_jobs=self._on_jobs)
+        self.scheduler.start()
+        self.load_model()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop a reply in flight, then the workers (waits for them up to `timeout` each)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.turn is not None:
+            self.turn.cancel.cancel()
+        if self.scheduler is not None:
+            self.scheduler.stop(timeout=timeout)
+        if self._db is not None:
+            self._db.stop(timeout)
+
+    @property
+    def started(self) -> bool:
+        return self._started and not self._closed
+
+    def _open_scheduler_store(self, llm=None):
+        try:
+            return self.ctx.open_store(llm=llm)
+        except Exception as exc:
+            self._emit(self.storeFailed, str(exc))
+            raise
+
+    def _db_opened(self, error: Exception | None) -> None:
+        self.store_ok = error is None
+        if error is None:
+            self._emit(self.storeReady)
+            self._emit(self.jobsChanged, self._db.store.pending_jobs())
+        else:
+            self._emit(self.storeFailed, f"{type(error).__name__}: {error}")
+
+    def _emit(self, signal, *args) -> None:
+        if not self._closed:
+            try:
+                signal.emit(*args)
+            except RuntimeError:  # the QObject is gone (window closed mid-callback)
+                pass
+
+    def _on_event(self, event) -> None:
+        self._emit(self.memoryEvent, event)
+
+    def _on_jobs(self, n: int) -> None:
+        self._emit(self.jobsChanged, int(n))
+
+    # -- the database thread ----------------------------------------------------------
+    def db(self, fn: Callable[[Any], Any], on_done: Callable[[Any], None] | None = None,
+           on_error: Callable[[BaseException], None] | None = None) -> Future:
+        """Run `fn(store)` on the database thread; `on_done(value)` / `on_error(exc)` run on the UI thread."""
+        if self._db is None:
+            raise RuntimeError("backend not started")
+        future = self._db.submit(fn)
+        if on_done is not None or on_error is not None:
+            future.add_done_callback(lambda f: self._handoff(f, on_done, on_error))
+        return future
+
+    def _handoff(self, future: Future, on_done, on_error) -> None:
+        exc = future.exception()
+        if exc is not None:
+            self._emit(self._deliver, on_error, None, exc)
+        else:
+            self._emit(self._deliver, on_done, future.result(), None)
+
+    @Slot(object, object, object)
+    def _on_deliver(self, callback, value, error) -> None:
+        if self._closed:
+            return
+        if error is not None:
+            if callback is not None:
+                callback(error)
+            else:
+                log.error("background call failed: %s", error)
+            return
+        if callback is not None:
+            callback(value)
+
+    # -- the LLM thread ---------------------------------------------------------------
+    def submit(self, fn: Callable[[Any, Any], Any]) -> Future:
+        """Run `fn(store, model)` on the LLM thread (model work, chat turns)."""
+        if self.scheduler is None:
+            raise RuntimeError("backend not started")
+        return self.scheduler.submit(fn)
+
+    def notify_jobs(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.notify_jobs()
+
+    def load_model(self) -> Future:
+        """Load (or reload) the chat model on the LLM thread; modelLoaded/modelFailed report the outcome."""
+        self.model_loading = True
+        self.model_error = None
+        self.modelLoading.emit()
+        future = self.submit(lambda store, model: getattr(model, "model_id", str(model)))
+        future.add_done_callback(self._model_done)
+        return future
+
+    def _model_done(self, future: Future) -> None:
+        exc = future.exception()
+        self.model_loading = False
+        if exc is None:
+            self.model_id = future.result()
+            self._emit(self.modelLoaded, self.model_id)
+        else:
+            self.model_id = None
+            self.model_error = str(exc) or type(exc).__name__
+            self._emit(self.modelFailed, self.model_error)
+
+    def reload_model(self) -> Future:
+        """Drop the loaded model (after the settings changed) and load the configured one."""
+        sched = self.scheduler
+        if sched is not None and sched.model is None:
+            self.ctx.reset_chat_model()  # nothing loaded (a failed load): safe from here
+        elif sched is not None:
+            def drop(store, model):  # on the LLM thread, which owns the model
+                sched.model = None
+                self.ctx.reset_chat_model()
+
+            self.submit(drop)
+        return self.load_model()
+
+    def start_turn(self, turn: Turn) -> Turn:
+        """Run one chat turn (send / regenerate / edit-and-resend) on the LLM thread."""
+        if self._active:
+            raise RuntimeError("a reply is already being generated")
+        self.turn = turn
+        self._active = True
+        ctx = self.ctx
+
+        def task(store, model):
+            from app.agent import ChatAgent
+
+            if turn.conversation_id is None:
+                turn.conversation_id = store.create_conversation("New chat", incognito=turn.incognito)
+                self._emit(self.conversationCreated, turn)
+            agent = ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve,
+                              max_tokens=ctx.settings.chat.max_tokens,
+                              memory_enabled=lambda: not ctx.settings.memory_paused)
+
+            def on_token(chunk: str) -> None:
+                if turn.push(chunk):
+                    self._emit(self.firstToken, turn)
+
+            if turn.kind == REGENERATE:
+                return agent.regenerate(turn.message_id, on_token=on_token, cancel=turn.cancel)
+            if turn.kind == EDIT:
+                return agent.edit_and_resend(turn.message_id, turn.text, on_token=on_token, cancel=turn.cancel)
+            return agent.send(turn.conversation_id, turn.text, on_token=on_token, cancel=turn.cancel)
+
+        def finished(future: Future) -> None:
+            exc = future.exception()
+            if exc is None:
+                turn.result = future.result()
+                if turn.result.status == "failed":
+                    turn.error = turn.result.error
+            else:
+                log.warning("chat turn failed: %s", exc)
+                turn.error = str(exc) or type(exc).__name__
+            turn.done = True
+            self.notify_jobs()
+            self._emit(self._turnDone, turn)
+
+        self.submit(task).add_done_callback(finished)
+        return turn
+
+    @Slot(object)
+    def _on_turn_done(self, turn: Turn) -> None:
+        # On the UI thread: only now may the next turn start, so the window never mixes two turns up.
+        if turn is self.turn:
+            self._active = False
+        self.turnFinished.emit(turn)
+
+    def stop_turn(self) -> None:
+        if self.turn is not None and not self.turn.done:
+            self.turn.cancel.cancel()
+
+    @property
+    def busy(self) -> bool:
+        """A turn was started and the window has not yet been told it finished."""
+        return self._active

@@ -1,0 +1,512 @@
+"""The chat view: one widget per message, Markdown bodies, message actions, and the empty state."""
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QScrollArea,
+    QSizePolicy, QStackedWidget, QTextBrowser, QToolButton, QVBoxLayout, QWidget,
+)
+
+from ui import markdown, theme
+
+MAX_RENDERED = 60        # messages rendered at once; older ones behind "Show earlier messages"
+COLUMN_MAX_WIDTH = 860   # the chat column's width on a wide window
+USER_SHARE = 0.8         # a user bubble takes at most this share of the column
+
+STATUS_TEXT = {
+    "stopped": "Stopped",
+    "interrupted": "Interrupted (the app closed while this reply was being written)",
+    "streaming": "Being written…",
+}
+
+
+class MessageBody(QTextBrowser):
+    """A read-only Markdown view that is exactly as tall as its text (no scroll bars of its own)."""
+
+    def __init__(self, parent: QWidget | None = None, *, shrink: bool = False):
+        super().__init__(parent)
+        self.setObjectName("messageBody")
+        self.setOpenExternalLinks(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction
+                                     | Qt.TextInteractionFlag.TextSelectableByKeyboard)
+        self.document().setDocumentMargin(2)
+        self.viewport().setAutoFillBackground(False)
+        self._shrink = shrink            # user bubbles hug their text
+        self._natural_width = 0
+        policy = QSizePolicy.Policy.Maximum if shrink else QSizePolicy.Policy.Expanding
+        self.setSizePolicy(policy, QSizePolicy.Policy.Fixed)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
+
+    def set_content(self, text: str, *, markdown_on: bool = True) -> None:
+        markdown.render(self.document(), text, markdown=markdown_on)
+        if self._shrink:  # measure the unwrapped width on a scratch copy (the widget owns the real layout)
+            scratch = self.document().clone()
+            scratch.setDefaultFont(self.font())
+            scratch.setTextWidth(-1)
+            self._natural_width = int(scratch.idealWidth()) + 2 * self.frameWidth() + 6
+            self.updateGeometry()
+        self._fit_height()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        base = super().sizeHint()
+        if self._shrink:
+            return QSize(max(40, self._natural_width), base.height())
+        return base
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        return QSize(40, 10)
+
+    def _fit_height(self, *_args) -> None:
+        h = int(self.document().size().height()) + 2 * self.frameWidth() + 2
+        if h != self.height():
+            self.setFixedHeight(h)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit_height()
+
+    def wheelEvent(self, event) -> None:  # noqa: N802 - let the chat's scroll area scroll
+        event.ignore()
+
+
+def _tool_button(icon_name: str, name: str, tip: str, parent: QWidget) -> QToolButton:
+    """An icon-only button with an accessible name and a tooltip."""
+    b = QToolButton(parent)
+    b.setIcon(theme.icon(icon_name, theme.colors().muted, 16))
+    b.setIconSize(QSize(16, 16))
+    b.setAccessibleName(name)
+    b.setToolTip(tip)
+    b.setAutoRaise(True)
+    b.setProperty("iconName", icon_name)
+    return b
+
+
+class MessageWidget(QFrame):
+    """One message: role, body, status, actions (copy; edit for user messages; regenerate for replies)."""
+
+    regenerateRequested = Signal(int)
+    editRequested = Signal(int, str)
+    showAllRequested = Signal(str)
+    copied = Signal(str)
+
+    def __init__(self, role: str, text: str = "", *, message_id: int | None = None, status: str = "complete",
+                 meta: dict | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.role = role
+        self.message_id = message_id
+        self.status = status
+        self.meta = meta or {}
+        self._text = text
+        self._elided = False
+        self._pending = False
+        self.setObjectName("userBubble" if role == "user" else "assistantBubble")
+        self.setAccessibleName("Your message" if role == "user" else "Assistant reply")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 8, 12, 6) if role == "user" else lay.setContentsMargins(4, 6, 4, 4)
+        lay.setSpacing(3)
+
+        head = QHBoxLayout()
+        head.setSpacing(6)
+        self.role_label = QLabel("You" if role == "user" else "Mnemo", self)
+        self.role_label.setObjectName("roleLabel")
+        head.addWidget(self.role_label)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 0)
+        self.progress.setFixedWidth(70)
+        self.progress.setTextVisible(False)
+        self.progress.setAccessibleName("Working")
+        self.progress.hide()
+        head.addWidget(self.progress)
+        self.status_label = QLabel("", self)
+        self.status_label.setObjectName("statusLabel")
+        self.status_label.hide()
+        head.addWidget(self.status_label)
+        head.addStretch(1)
+        lay.addLayout(head)
+
+        self.body = MessageBody(self, shrink=(role == "user"))
+        lay.addWidget(self.body)
+
+        self.error_label = QLabel("", self)
+        self.error_label.setObjectName("errorLabel")
+        self.error_label.setWordWrap(True)
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.hide()
+        lay.addWidget(self.error_label)
+
+        self.elide_row = QWidget(self)
+        er = QHBoxLayout(self.elide_row)
+        er.setContentsMargins(0, 0, 0, 0)
+        self.elide_note = QLabel("", self.elide_row)
+        self.elide_note.setObjectName("elideNote")
+        er.addWidget(self.elide_note)
+        self.show_all_button = QPushButton("Show all", self.elide_row)
+        self.show_all_button.setObjectName("showAllButton")
+        self.show_all_button.setAccessibleName("Show the whole message")
+        self.show_all_button.clicked.connect(lambda: self.showAllRequested.emit(self._text))
+        er.addWidget(self.show_all_button)
+        er.addStretch(1)
+        self.elide_row.hide()
+        lay.addWidget(self.elide_row)
+
+        actions = QHBoxLayout()
+        actions.setSpacing(2)
+        if role == "user":
+            actions.addStretch(1)
+        self.copy_button = _tool_button("copy", "Copy message", "Copy this message", self)
+        self.copy_button.clicked.connect(self.copy)
+        actions.addWidget(self.copy_button)
+        self.edit_button = self.regenerate_button = None
+        if role == "user":
+            self.edit_button = _tool_button("edit", "Edit and resend", "Edit this message and send it again", self)
+            self.edit_button.clicked.connect(self._edit)
+            actions.addWidget(self.edit_button)
+        else:
+            self.regenerate_button = _tool_button("regenerate", "Regenerate reply", "Write this reply again", self)
+            self.regenerate_button.clicked.connect(self._regenerate)
+            actions.addWidget(self.regenerate_button)
+            self.stats_label = QLabel("", self)
+            self.stats_label.setObjectName("statusLabel")
+            actions.addWidget(self.stats_label)
+            actions.addStretch(1)
+        lay.addLayout(actions)
+        self._render()
+        self._update_state()
+
+    # -- content --------------------------------------------------------------------
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def shown_text(self) -> str:
+        return self.body.toPlainText()
+
+    def set_text(self, text: str) -> None:
+        self._text = text
+        self._render()
+
+    def append_text(self, chunk: str) -> None:
+        if not chunk:
+            return
+        self._text += chunk
+        if self._pending:
+            self.set_pending(None)
+        self._render()
+
+    def _render(self) -> None:
+        shown, self._elided = markdown.elide(self._text)
+        self.body.set_content(shown)
+        self.body.setVisible(bool(shown) or not self._pending)
+        if self._elided:
+            self.elide_note.setText(f"Showing the beginning of a long message ({markdown.human_size(len(self._text))}).")
+        self.elide_row.setVisible(self._elided)
+
+    def restyle(self) -> None:
+        for b in (self.copy_button, self.edit_button, self.regenerate_button):
+            if b is not None:
+                b.setIcon(theme.icon(b.property("iconName"), theme.colors().muted, 16))
+        self._render()
+
+    # -- state ----------------------------------------------------------------------
+    def set_pending(self, label: str | None) -> None:
+        """Show a working state ("Processing prompt…") until the first token arrives; None clears it."""
+        self._pending = label is not None
+        self.progress.setVisible(self._pending)
+        self.status_label.setText(label or "")
+        self.status_label.setVisible(self._pending)
+        self.body.setVisible(bool(self._text) or not self._pending)
+        self._update_state()
+
+    @property
+    def pending(self) -> bool:
+        return self._pending
+
+    def set_final(self, status: str, *, message_id: int | None = None, error: str | None = None,
+                  stats: dict | None = None) -> None:
+        self.set_pending(None)
+        self.status = status
+        if message_id is not None:
+            self.message_id = message_id
+        if stats:
+            self.meta = {**self.meta, "stats": stats}
+        if error:
+            self.meta = {**self.meta, "error": error}
+        self._update_state()
+
+    def set_message_id(self, message_id: int | None) -> None:
+        self.message_id = message_id
+        self._update_state()
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        for b in (self.edit_button, self.regenerate_button):
+            if b is not None:
+                b.setEnabled(enabled and self.message_id is not None)
+
+    def _update_state(self) -> None:
+        label = STATUS_TEXT.get(self.status)
+        if not self._pending:
+            self.status_label.setText(label or "")
+            self.status_label.setVisible(bool(label))
+        error = self.meta.get("error")
+        if self.status == "failed" or error:
+            self.error_label.setText(f"The reply failed: {error or 'unknown error'}")
+            self.error_label.show()
+        else:
+            self.error_label.hide()
+        stats = self.meta.get("stats") or {}
+        if self.role == "assistant":
+            bits = []
+            if stats.get("completion_tokens"):
+                bits.append(f"{stats['completion_tokens']} tokens")
+            if stats.get("tokens_per_s"):
+                bits.append(f"{stats['tokens_per_s']:.0f} tok/s")
+            if stats.get("time_to_first_token_s"):
+                bits.append(f"first token {stats['time_to_first_token_s']:.1f} s")
+            self.stats_label.setText(" · ".join(bits))
+            self.stats_label.setVisible(bool(bits) and not self._pending)
+        live = self._pending or self.status == "streaming"
+        for b in (self.copy_button, self.edit_button, self.regenerate_button):
+            if b is not None:
+                b.setVisible(not live)
+        self.set_actions_enabled(True)
+
+    # -- actions --------------------------------------------------------------------
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self._text)
+        self.copied.emit(self._text)
+
+    def _edit(self) -> None:
+        if self.message_id is not None:
+            self.editRequested.emit(self.message_id, self._text)
+
+    def _regenerate(self) -> None:
+        if self.message_id is not None:
+            self.regenerateRequested.emit(self.message_id)
+
+
+class EmptyState(QWidget):
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("emptyState")
+        self.setAutoFillBackground(True)
+        lay = QVBoxLayout(self)
+        lay.addStretch(2)
+        title = QLabel("Mnemo", self)
+        title.setObjectName("emptyTitle")
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lay.addWidget(title)
+        text = QLabel(
+            "A local assistant that remembers. Everything stays on this computer.\n"
+            "Type a message below to start. Use Incognito for a chat it should not remember.", self)
+        text.setObjectName("emptyText")
+        text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        text.setWordWrap(True)
+        lay.addWidget(text)
+        keys = QLabel("Ctrl+N  new chat     Ctrl+K  search     Esc  stop a reply     F1  all shortcuts", self)
+        keys.setObjectName("emptyKeys")
+        keys.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lay.addSpacing(14)
+        lay.addWidget(keys)
+        lay.addStretch(3)
+
+
+class ChatView(QStackedWidget):
+    """The conversation as a column of MessageWidgets; the empty state when there is none."""
+
+    regenerateRequested = Signal(int)
+    editRequested = Signal(int, str)
+    copied = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.empty = EmptyState(self)
+        self.addWidget(self.empty)
+
+        self.scroll = QScrollArea(self)
+        self.scroll.setObjectName("chatScroll")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        outer = QWidget()
+        outer.setObjectName("chatColumn")
+        row = QHBoxLayout(outer)
+        row.setContentsMargins(16, 12, 16, 12)
+        row.addStretch(1)
+        self.column = QWidget(outer)
+        self.column.setObjectName("chatColumn")
+        self.column.setMaximumWidth(COLUMN_MAX_WIDTH)
+        self.column.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        row.addWidget(self.column, 100)
+        row.addStretch(1)
+        self.col_layout = QVBoxLayout(self.column)
+        self.col_layout.setContentsMargins(0, 0, 0, 0)
+        self.col_layout.setSpacing(14)
+        self.earlier_button = QPushButton("Show earlier messages", self.column)
+        self.earlier_button.setObjectName("earlierButton")
+        self.earlier_button.clicked.connect(self._show_earlier)
+        self.earlier_button.hide()
+        self.col_layout.addWidget(self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        self.col_layout.addStretch(1)
+        self.scroll.setWidget(outer)
+        self.addWidget(self.scroll)
+
+        self._widgets: list[MessageWidget] = []
+        self._hidden_messages: list = []
+        self._stick = True
+        bar = self.scroll.verticalScrollBar()
+        bar.valueChanged.connect(self._on_scrolled)
+        bar.rangeChanged.connect(self._on_range)
+        self.setCurrentWidget(self.empty)
+
+    # -- building -------------------------------------------------------------------
+    def clear(self) -> None:
+        for w in self._widgets:
+            w.setParent(None)
+            w.deleteLater()
+        self._widgets.clear()
+        self._hidden_messages = []
+        self.earlier_button.hide()
+        self.setCurrentWidget(self.empty)
+
+    def set_messages(self, messages: list) -> None:
+        """Show a conversation branch (memory_core Message records), newest last."""
+        self.clear()
+        if len(messages) > MAX_RENDERED:
+            self._hidden_messages = list(messages[:-MAX_RENDERED])
+            messages = messages[-MAX_RENDERED:]
+            self.earlier_button.setText(f"Show {len(self._hidden_messages)} earlier messages")
+            self.earlier_button.show()
+        for m in messages:
+            self._append_widget(self._make(m.role, m.content, m.id, m.status, m.meta))
+        self._stick = True
+        self.scroll_to_bottom()
+
+    def _make(self, role, text, mid, status, meta) -> MessageWidget:
+        w = MessageWidget(role, text, message_id=mid, status=status, meta=meta, parent=self.column)
+        w.regenerateRequested.connect(self.regenerateRequested)
+        w.editRequested.connect(self.editRequested)
+        w.showAllRequested.connect(self.show_all)
+        w.copied.connect(self.copied)
+        return w
+
+    def _append_widget(self, w: MessageWidget, index: int | None = None) -> None:
+        pos = self.col_layout.count() - 1 if index is None else index  # before the trailing stretch
+        if w.role == "user":
+            holder = QWidget(self.column)
+            h = QHBoxLayout(holder)
+            h.setContentsMargins(0, 0, 0, 0)
+            h.addStretch(1)
+            h.addWidget(w, 0)
+            w.holder = holder
+            self.col_layout.insertWidget(pos, holder)
+        else:
+            w.holder = w
+            self.col_layout.insertWidget(pos, w)
+        if index is None:
+            self._widgets.append(w)
+        self.setCurrentWidget(self.scroll)
+        self._fit_user_width(w)
+
+    def add_message(self, role: str, text: str = "", *, message_id: int | None = None,
+                    status: str = "complete") -> MessageWidget:
+        w = self._make(role, text, message_id, status, {})
+        self._append_widget(w)
+        self._stick = True
+        self.scroll_to_bottom()
+        return w
+
+    def remove_from(self, widget: MessageWidget) -> None:
+        """Remove `widget` and every message after it (a regenerate or an edit replaces them)."""
+        if widget not in self._widgets:
+            return
+        i = self._widgets.index(widget)
+        for w in self._widgets[i:]:
+            w.holder.setParent(None)
+            w.holder.deleteLater()
+        del self._widgets[i:]
+        if not self._widgets and not self._hidden_messages:
+            self.setCurrentWidget(self.empty)
+
+    def _show_earlier(self) -> None:
+        hidden, self._hidden_messages = self._hidden_messages, []
+        self.earlier_button.hide()
+        bar = self.scroll.verticalScrollBar()
+        from_bottom = bar.maximum() - bar.value()
+        new = [self._make(m.role, m.content, m.id, m.status, m.meta) for m in hidden]
+        for k, w in enumerate(new):
+            self._append_widget(w, index=1 + k)  # after the (hidden) button
+        self._widgets[:0] = new
+        self._stick = False
+        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum() - from_bottom))
+
+    # -- queries ----------------------------------------------------------------------
+    def messages(self) -> list[MessageWidget]:
+        return list(self._widgets)
+
+    def last(self, role: str | None = None) -> MessageWidget | None:
+        for w in reversed(self._widgets):
+            if role is None or w.role == role:
+                return w
+        return None
+
+    def find(self, message_id: int) -> MessageWidget | None:
+        for w in self._widgets:
+            if w.message_id == message_id:
+                return w
+        return None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.currentWidget() is self.empty
+
+    # -- behaviour --------------------------------------------------------------------
+    def set_busy(self, busy: bool) -> None:
+        for w in self._widgets:
+            w.set_actions_enabled(not busy)
+
+    def restyle(self) -> None:
+        for w in self._widgets:
+            w.restyle()
+
+    def show_all(self, text: str) -> None:
+        dlg = QDialog(self)
+        dlg.setWindowTitle("Whole message")
+        dlg.resize(760, 560)
+        lay = QVBoxLayout(dlg)
+        view = QPlainTextEdit(dlg)
+        view.setReadOnly(True)
+        view.setPlainText(text)
+        view.setFont(markdown.mono_font())
+        lay.addWidget(view)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dlg)
+        buttons.rejected.connect(dlg.reject)
+        lay.addWidget(buttons)
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dlg.open()
+        self.show_all_dialog = dlg
+
+    def scroll_to_bottom(self) -> None:
+        bar = self.scroll.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def _on_scrolled(self, value: int) -> None:
+        bar = self.scroll.verticalScrollBar()
+        self._stick = value >= bar.maximum() - 24
+
+    def _on_range(self, _lo: int, hi: int) -> None:
+        if self._stick:
+            self.scroll.verticalScrollBar().setValue(hi)
+
+    def _fit_user_width(self, w: MessageWidget) -> None:
+        if w.role == "user":
+            w.setMaximumWidth(max(200, int(min(self.column.width() or COLUMN_MAX_WIDTH, COLUMN_MAX_WIDTH) * USER_SHARE)))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        for w in self._widgets:
+            self._fit_user_width(w)

@@ -1,0 +1,47 @@
+"""The keyboard shortcuts dialog (F1)."""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout
+
+SHORTCUTS = [
+    ("Ctrl+N", "New chat"),
+    ("Ctrl+K", "Search chats"),
+    ("Enter", "Send (Shift+Enter: new line) — switchable in Settings → Interface"),
+    ("Ctrl+Enter", "Send, when Enter adds a line"),
+    ("Esc", "Stop the reply · cancel editing · clear the search"),
+    ("Ctrl+R", "Regenerate the last reply"),
+    ("Ctrl+Shift+C", "Copy the last reply"),
+    ("Ctrl+E", "Edit and resend your last message"),
+    ("Ctrl+Shift+I", "Incognito for this chat (nothing remembered)"),
+    ("F2", "Rename the chat"),
+    ("Delete", "Delete the selected chat (in the list)"),
+    ("Ctrl+M", "Memory inspector"),
+    ("Ctrl+,", "Settings"),
+    ("Ctrl+L", "Go to the message box"),
+    ("F1", "This list"),
+    ("Ctrl+Q", "Quit"),
+]
+
+
+class ShortcutsDialog(QDialog):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Keyboard shortcuts")
+        self.resize(560, 520)
+        lay = QVBoxLayout(self)
+        table = QTableWidget(len(SHORTCUTS), 2, self)
+        table.setHorizontalHeaderLabels(["Keys", "Action"])
+        table.verticalHeader().hide()
+        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
+        table.setAccessibleName("Keyboard shortcuts")
+        for row, (keys, action) in enumerate(SHORTCUTS):
+            table.setItem(row, 0, QTableWidgetItem(keys))
+            table.setItem(row, 1, QTableWidgetItem(action))
+        table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        lay.addWidget(table)
+        self.table = table
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)

@@ -1,0 +1,316 @@
+"""QtCharts views of segment heat: the hottest segments (stacked by heat component) with τ, and one
+segment's heat over time reconstructed from the memory event log.
+
+What the event log lets us recover (and what it does not): pages joining a segment
+(`page_moved` with `detail.segment_id`; +1 L_interaction, resets last access), its creation,
+promotions (L_interaction → 0), archiving (the event records the exact heat), restoring.
+Retrieval visits (N_visit + 1) are *not* logged as events by the memory core, so the history
+shows β·L_interaction + γ·recency over time and adds the visits' α·N_visit at "now" only; if
+the core starts logging visits as `segment_visited` / `visited` events they are replayed too.
+Events older than the log's retention (`MemoryParams.events_keep`) are gone as well; the view
+says so when the replayed L_interaction does not match the segment's current one.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from PySide6.QtCharts import (
+    QBarCategoryAxis, QChart, QChartView, QDateTimeAxis, QHorizontalStackedBarSeries, QBarSet, QLineSeries,
+    QScatterSeries, QValueAxis,
+)
+from PySide6.QtCore import QDateTime, QMargins, QPointF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPainter, QPen
+
+from ui.inspector import fmt
+
+VISIT_EVENTS = {"segment_visited", "visited"}
+C_VISIT = QColor("#8e24aa")
+C_INTER = QColor("#fb8c00")
+C_RECENCY = QColor("#42a5f5")
+C_TAU = QColor("#c62828")
+
+
+# ====================================================================== reconstruction (pure, testable)
+@dataclass
+class HeatHistory:
+    points: list[tuple[float, float]] = field(default_factory=list)     # (unix time, heat) replayed from events
+    marks: list[tuple[float, float, str]] = field(default_factory=list)  # (time, heat, label) of notable events
+    now: tuple[float, float] | None = None    # (now, the segment's current heat, visits included)
+    complete: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+def segment_events(events: Sequence, sid: int) -> list:
+    """The events of one segment, oldest first (its own events and pages moved into it)."""
+    out = []
+    for e in events:
+        if e.item_kind == "segment" and e.item_id == sid:
+            out.append(e)
+        elif e.kind == "page_moved" and (e.detail or {}).get("segment_id") == sid:
+            out.append(e)
+    out.sort(key=lambda e: (e.at, e.id))
+    return out
+
+
+def heat_history(events: Sequence, segment, params, now: float | None = None, samples: int = 16) -> HeatHistory:
+    """Replay a segment's events into heat(t) = α·N_visit + β·L_interaction + γ·exp(−Δt/μ)."""
+    now = time.time() if now is None else now
+    a, b, g, mu = params.alpha, params.beta, params.gamma, max(params.mu, 1e-9)
+    h = HeatHistory()
+    n = 0
+    l_int = 0
+    last = None
+    t_prev = None
+
+    def heat_at(t: float) -> float:
+        rec = math.exp(-max(t - last, 0.0) / mu) if last is not None else 0.0
+        return a * n + b * l_int + g * rec
+
+    def decay_to(t: float) -> None:
+        # sample the recency decay between the previous point and t (visible only over long gaps)
+        if t_prev is None or last is None or t <= t_prev:
+            return
+        span = t - t_prev
+        if span > mu / 500:
+            for i in range(1, samples):
+                ti = t_prev + span * i / samples
+                h.points.append((ti, heat_at(ti)))
+        h.points.append((t, heat_at(t)))
+
+    for e in segment_events(events, segment.id if hasattr(segment, "id") else int(segment)):
+        d = e.detail or {}
+        t = float(e.at)
+        decay_to(t)
+        if e.kind == "page_moved":
+            if d.get("how") == "created":
+                l_int = max(l_int, 1) if last is None else l_int + 1
+            else:
+                l_int += 1
+            last = t
+        elif e.kind == "segment_created":
+            last = t
+            l_int = max(l_int, 0)
+        elif e.kind == "promoted":
+            before = heat_at(t)
+            h.marks.append((t, before, "promoted"))
+            l_int = 0
+        elif e.kind in VISIT_EVENTS:
+            n += int(d.get("count", 1))
+            last = t
+        elif e.kind == "segment_archived":
+            if d.get("heat") is not None:
+                h.marks.append((t, float(d["heat"]), "archived"))
+            else:
+                h.marks.append((t, heat_at(t), "archived"))
+        elif e.kind == "segment_restored":
+            last = t
+            h.marks.append((t, heat_at(t), "restored"))
+        elif e.kind in ("pinned", "unpinned"):
+            h.marks.append((t, heat_at(t), e.kind))
+        else:
+            continue
+        h.points.append((t, heat_at(t)))
+        t_prev = t
+    if segment is not None and hasattr(segment, "heat"):
+        if last is not None:
+            decay_to(now)
+            if h.points and h.points[-1][0] == now:
+                h.points.pop()
+        # the visits the log does not hold, and anything pruned from it
+        if l_int != segment.l_interaction:
+            h.complete = False
+            h.notes.append(f"the event log replays L_interaction = {l_int}, the segment has {segment.l_interaction} "
+                           "(older events were pruned, or the segment changed outside logged events)")
+        if segment.n_visit and n != segment.n_visit:
+            h.notes.append(f"N_visit = {segment.n_visit}: recalls are not in the event log, so the line shows "
+                           "β·L_interaction + γ·recency and the dot 'now' the full heat")
+            if not h.points or h.points[-1][0] != now:
+                h.points.append((now, heat_at(now) if last is not None else 0.0))
+        else:
+            h.points.append((now, float(segment.heat)))
+        h.now = (now, float(segment.heat))
+    if not h.points:
+        h.complete = False
+        h.notes.append("no events of this segment are left in the event log")
+    return h
+
+
+# ====================================================================== charts
+def _chart(title: str) -> QChart:
+    c = QChart()
+    c.setTitle(title)
+    f = QFont()
+    f.setBold(True)
+    c.setTitleFont(f)
+    c.setAnimationOptions(QChart.AnimationOption.NoAnimation)
+    c.setMargins(QMargins(4, 4, 4, 4))
+    c.legend().setAlignment(Qt.AlignmentFlag.AlignBottom)
+    return c
+
+
+class SegmentsHeatChart(QChartView):
+    """Horizontal stacked bars of the hottest mid-term segments: α·N_visit + β·L_interaction + γ·recency,
+    with τ as a vertical line. Clicking a bar emits `segment_clicked(id)`."""
+
+    segment_clicked = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.setChart(_chart("Hottest segments"))
+        self.segment_ids: list[int] = []
+        self.setMinimumHeight(220)
+
+    def set_segments(self, segments: Sequence, params, total: int | None = None) -> None:
+        segs = list(segments)[::-1]        # hottest at the top of a horizontal bar chart
+        self.segment_ids = [s.id for s in segs]
+        total_txt = f" of {total} in mid-term" if total is not None else ""
+        chart = _chart(f"Hottest segments ({len(segs)}{total_txt}) · τ = {params.tau:g}")
+        if not segs:
+            chart.setTitle("No mid-term segments yet")
+            self.setChart(chart)
+            return
+        sets = []
+        for name, color, fn in (("recalled (N_visit)", C_VISIT, lambda s: params.alpha * s.n_visit),
+                                ("new pages (L_inter.)", C_INTER, lambda s: params.beta * s.l_interaction),
+                                ("recency", C_RECENCY, lambda s: params.gamma * s.recency)):
+            bs = QBarSet(name)
+            bs.setColor(color)
+            bs.setBorderColor(color.darker(120))
+            for s in segs:
+                bs.append(float(fn(s)))
+            bs.clicked.connect(lambda i, ids=self.segment_ids: self.segment_clicked.emit(ids[i]))
+            sets.append(bs)
+        series = QHorizontalStackedBarSeries()
+        series.setBarWidth(0.75)
+        for bs in sets:
+            series.append(bs)
+        chart.addSeries(series)
+        cats = [f"#{s.id} {', '.join(s.keywords[:2])}"[:28] for s in segs]
+        ay = QBarCategoryAxis()
+        ay.append(cats)
+        small = QFont()
+        small.setPointSizeF(max(6.5, small.pointSizeF() * 0.8))
+        ay.setLabelsFont(small)
+        ax = QValueAxis()
+        top = max([s.heat for s in segs] + [params.tau]) * 1.1
+        ax.setRange(0, top)
+        ax.setLabelFormat("%.1f")
+        ax.setTitleText("heat")
+        chart.addAxis(ay, Qt.AlignmentFlag.AlignLeft)
+        chart.addAxis(ax, Qt.AlignmentFlag.AlignBottom)
+        series.attachAxis(ay)
+        series.attachAxis(ax)
+        tau = QLineSeries()
+        tau.setName(f"τ = {params.tau:g}")
+        pen = QPen(C_TAU)
+        pen.setWidthF(2.0)
+        pen.setStyle(Qt.PenStyle.DashLine)
+        tau.setPen(pen)
+        tau.append(QPointF(params.tau, -0.5))
+        tau.append(QPointF(params.tau, len(segs) - 0.5))
+        chart.addSeries(tau)
+        tau.attachAxis(ax)
+        tau.attachAxis(ay)
+        self.setChart(chart)
+
+
+class SegmentHistoryChart(QChartView):
+    """One segment's heat over time (from the event log) with the τ line and event marks."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.setChart(_chart("Select a segment to see its heat over time"))
+        self.history: HeatHistory | None = None
+        self.setMinimumHeight(200)
+
+    def clear(self, text: str = "Select a segment to see its heat over time") -> None:
+        self.history = None
+        self.setChart(_chart(text))
+
+    def set_history(self, segment, history: HeatHistory, params) -> None:
+        self.history = history
+        chart = _chart(f"Segment {segment.id} over time · now {segment.heat:.2f} · τ = {params.tau:g}")
+        pts = history.points
+        if not pts:
+            chart.setTitle(f"Segment #{segment.id}: no heat history in the event log")
+            self.setChart(chart)
+            return
+        t0, t1 = pts[0][0], pts[-1][0]
+        if t1 - t0 < 1:
+            t0 -= 30
+            t1 += 30
+        pad = (t1 - t0) * 0.03
+        t0, t1 = t0 - pad, t1 + pad
+        line = QLineSeries()
+        line.setName("heat (replayed)")
+        pen = QPen(C_INTER.darker(110))
+        pen.setWidthF(2.2)
+        line.setPen(pen)
+        for t, hval in pts:
+            line.append(QPointF(t * 1000.0, hval))
+        chart.addSeries(line)
+        tau = QLineSeries()
+        tau.setName(f"τ = {params.tau:g}")
+        tp = QPen(C_TAU)
+        tp.setWidthF(1.8)
+        tp.setStyle(Qt.PenStyle.DashLine)
+        tau.setPen(tp)
+        tau.append(QPointF(t0 * 1000.0, params.tau))
+        tau.append(QPointF(t1 * 1000.0, params.tau))
+        chart.addSeries(tau)
+        extra = []
+        if history.marks:
+            marks = QScatterSeries()
+            marks.setName("promoted" if all(m[2] == "promoted" for m in history.marks) else "promoted / archived")
+            marks.setMarkerSize(9)
+            marks.setColor(C_TAU)
+            for t, hval, _ in history.marks:
+                marks.append(QPointF(t * 1000.0, hval))
+            chart.addSeries(marks)
+            extra.append(marks)
+        if history.now is not None and abs(history.now[1] - pts[-1][1]) > 1e-6:
+            nowp = QScatterSeries()
+            nowp.setName("now, with recalls")
+            nowp.setMarkerShape(QScatterSeries.MarkerShape.MarkerShapeRectangle)
+            nowp.setMarkerSize(10)
+            nowp.setColor(C_VISIT)
+            nowp.append(QPointF(history.now[0] * 1000.0, history.now[1]))
+            chart.addSeries(nowp)
+            extra.append(nowp)
+        ax = QDateTimeAxis()
+        span = t1 - t0
+        ax.setFormat("HH:mm:ss" if span < 3600 else ("MM-dd HH:mm" if span < 3 * 86400 else "yyyy-MM-dd"))
+        ax.setRange(QDateTime.fromMSecsSinceEpoch(int(t0 * 1000)), QDateTime.fromMSecsSinceEpoch(int(t1 * 1000)))
+        ax.setTickCount(5)
+        ay = QValueAxis()
+        top = max([hval for _, hval in pts] + [params.tau] + ([history.now[1]] if history.now else [])) * 1.15
+        ay.setRange(0, top)
+        ay.setLabelFormat("%.1f")
+        ay.setTitleText("heat")
+        chart.addAxis(ax, Qt.AlignmentFlag.AlignBottom)
+        chart.addAxis(ay, Qt.AlignmentFlag.AlignLeft)
+        for s in [line, tau] + extra:
+            s.attachAxis(ax)
+            s.attachAxis(ay)
+        self.setChart(chart)
+
+
+def history_note(history: HeatHistory | None) -> str:
+    if history is None:
+        return ""
+    return "; ".join(history.notes)
+
+
+def span_text(history: HeatHistory) -> str:
+    if not history.points:
+        return ""
+    return f"{fmt.when(history.points[0][0], seconds=True)} → {fmt.when(history.points[-1][0], seconds=True)}"
+
+
+__all__ = ["HeatHistory", "heat_history", "segment_events", "SegmentsHeatChart", "SegmentHistoryChart",
+           "history_note", "span_text"]

@@ -1,0 +1,59 @@
+"""Small text formatting helpers shared by the inspector's models and views (no Qt)."""
+from __future__ import annotations
+
+import datetime as dt
+import html
+import time
+
+TIER_NAMES = {"stm": "short-term", "mtm": "mid-term", "archive": "archive"}
+
+
+def when(ts: float | None, *, seconds: bool = False) -> str:
+    if not ts:
+        return "—"
+    try:
+        d = dt.datetime.fromtimestamp(float(ts))
+    except (OverflowError, OSError, ValueError):
+        return "—"
+    return d.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+def ago(ts: float | None, now: float | None = None) -> str:
+    """'3 min ago', '2 days ago' (for last access / events)."""
+    if not ts:
+        return "never"
+    d = (now if now is not None else time.time()) - float(ts)
+    if d < 0:
+        return "in the future"
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if d >= size:
+            n = int(d // size)
+            return f"{n} {unit}{'s' if unit == 'day' and n != 1 else ''} ago"
+    return "just now"
+
+
+def size(n: int | None) -> str:
+    n = int(n or 0)
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def one_line(text: str | None, limit: int = 160) -> str:
+    s = " ".join((text or "").split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def esc(text: str | None) -> str:
+    return html.escape(text or "", quote=True)
+
+
+def paragraphs(text: str | None) -> str:
+    """Plain text as HTML paragraphs (escaped, line breaks kept)."""
+    return "<br>".join(esc(line) for line in (text or "").splitlines()) or "<i>(empty)</i>"
+
+
+def tier(t: str | None) -> str:
+    return TIER_NAMES.get(t or "", t or "—")

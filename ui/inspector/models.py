@@ -1,0 +1,996 @@
+"""Qt item models of the memory inspector.
+
+- `LazyTableModel` (pages, segments): the row count comes from SQL (`count_*`), rows are fetched
+  in blocks of `BLOCK` on the inspector's worker thread when a view first asks for them, and
+  kept in a small LRU cache. Sorting and filtering are re-queries (`ORDER BY` / `WHERE` in the
+  memory core), never Python sorts. A live `refresh()` re-reads the count and the blocks in
+  view and swaps them in with rows inserted/removed at the end plus a `layoutChanged` whose
+  persistent indexes are remapped by record id — so the user's selection and scroll position
+  survive memory updates.
+- `ListModel`: small lists fetched whole on the worker (knowledge, events, versions, trace).
+- `TraitTreeModel`: persona traits grouped by dimension.
+
+Every model here passes `QAbstractItemModelTester` (tests/ui/test_inspector_models.py).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont
+
+from ui.inspector import fmt
+
+RecordRole = Qt.ItemDataRole.UserRole + 1     # the record object of the row
+BarRole = Qt.ItemDataRole.UserRole + 2        # float drawn as an in-cell bar (heat, score)
+KeyRole = Qt.ItemDataRole.UserRole + 3        # the row's stable key (record id)
+
+# data() is called thousands of times per repaint: compare roles as plain ints
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole.value)
+_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole.value)
+_ALIGN = int(Qt.ItemDataRole.TextAlignmentRole.value)
+_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole.value)
+_FONT = int(Qt.ItemDataRole.FontRole.value)
+_SLOW_ROLES = frozenset({_DISPLAY, _TOOLTIP, _ALIGN, _FOREGROUND, _FONT, int(RecordRole), int(BarRole), int(KeyRole)})
+_ROW_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+_NO_FLAGS = Qt.ItemFlag.NoItemFlags
+
+ALIGN_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+ALIGN_CENTER = int(Qt.AlignmentFlag.AlignCenter)
+
+TIER_COLORS = {"stm": QColor("#1565c0"), "mtm": QColor("#2e7d32"), "archive": QColor("#757575")}
+PLACEHOLDER = "…"
+_GREY = QColor("#9e9e9e")
+
+
+@dataclass
+class Column:
+    key: str
+    title: str
+    get: Callable[[Any], Any]                      # display value
+    sort: str | None = None                        # the memory core's order_by name; None = not sortable
+    width: int = 90
+    align: int = ALIGN_LEFT
+    tip: Callable[[Any], str] | None = None        # tooltip of a cell
+    color: Callable[[Any], QColor | None] | None = None
+    bar: Callable[[Any], float] | None = None      # value for BarRole (bar delegate)
+    header_tip: str = ""
+    bold: Callable[[Any], bool] | None = None
+
+
+class _ColumnsMixin:
+    """data()/headerData() from a list of Column specs over records returned by `_record(row)`."""
+
+    columns: list[Column] = []
+
+    def _record(self, row: int):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _key(self, rec) -> Any:
+        return getattr(rec, "id", None)
+
+    def column_index(self, key: str) -> int:
+        for i, c in enumerate(self.columns):
+            if c.key == key:
+                return i
+        raise KeyError(key)
+
+    def _disp_row(self, row: int):  # pragma: no cover - overridden
+        return None
+
+    def paint_info(self, row: int, col: int):
+        """(text, alignment, colour or None, bold) of a cell, for FastTextDelegate (no Qt round trips)."""
+        c = self.columns[col]
+        disp = self._disp_row(row)
+        if disp is None:
+            self._record(row)
+            return (PLACEHOLDER if col == 0 else ""), c.align, _GREY, False
+        if c.color is None and c.bold is None:
+            return disp[col], c.align, None, False
+        rec = self._record(row)
+        return (disp[col], c.align, c.color(rec) if c.color is not None else None,
+                bool(c.bold(rec)) if c.bold is not None else False)
+
+    def _display(self, rec) -> tuple:
+        """The display strings of a record, one per column (computed once per fetched row)."""
+        out = []
+        for col in self.columns:
+            v = col.get(rec)
+            out.append("" if v is None else (v if isinstance(v, str) else str(v)))
+        return tuple(out)
+
+    def _cell(self, index: QModelIndex, role: int):
+        if role not in _SLOW_ROLES or not index.isValid():
+            return None
+        col = self.columns[index.column()]
+        if role == _ALIGN:
+            return col.align
+        rec = self._record(index.row())
+        if rec is None:
+            if role == _DISPLAY:
+                return PLACEHOLDER if index.column() == 0 else ""
+            if role == _FOREGROUND:
+                return QBrush(QColor("#9e9e9e"))
+            return None
+        if role == _DISPLAY:
+            v = col.get(rec)
+            return "" if v is None else (v if isinstance(v, str) else str(v))
+        if role == _TOOLTIP:
+            if col.tip is not None:
+                return col.tip(rec)
+            return None
+        if role == _FOREGROUND:
+            if col.color is None:
+                return None
+            c = col.color(rec)
+            return QBrush(c) if c is not None else None
+        if role == _FONT and col.bold is not None and col.bold(rec):
+            f = QFont()
+            f.setBold(True)
+            return f
+        if role == BarRole and col.bar is not None:
+            return float(col.bar(rec))
+        if role == RecordRole:
+            return rec
+        if role == KeyRole:
+            return self._key(rec)
+        return None
+
+    def _header(self, section: int, orientation, role: int):
+        if orientation == Qt.Orientation.Horizontal and 0 <= section < len(self.columns):
+            col = self.columns[section]
+            if role == Qt.ItemDataRole.DisplayRole:
+                return col.title
+            if role == Qt.ItemDataRole.ToolTipRole:
+                tip = col.header_tip or col.title
+                return tip + ("" if col.sort else " (not sortable)")
+        if orientation == Qt.Orientation.Vertical and role == Qt.ItemDataRole.DisplayRole and section >= 0:
+            return str(section + 1)
+        return None
+
+    def _swap_rows(self, new_count: int, install: Callable[[], None], key_at_old: Callable[[int], Any],
+                   row_of_new_key: Callable[[Any], int | None], known_gone: Callable[[Any], bool]) -> None:
+        """Replace the rows while keeping persistent indexes (selection, current item) on the same records.
+
+        Rows added at the end are inserted before, rows lost at the end removed after, a
+        layoutChanged in between moves persistent indexes to the new row of their record.
+        """
+        model: QAbstractItemModel = self  # type: ignore[assignment]
+        old_count = self._count
+        if new_count > old_count:
+            model.beginInsertRows(QModelIndex(), old_count, new_count - 1)
+            self._count = new_count
+            model.endInsertRows()
+        model.layoutAboutToBeChanged.emit()
+        pers = model.persistentIndexList()
+        keys = [key_at_old(p.row()) for p in pers]
+        install()
+        new_list = []
+        for p, k in zip(pers, keys):
+            if k is None:
+                new_list.append(model.index(p.row(), p.column()) if p.row() < self._count else QModelIndex())
+                continue
+            r = row_of_new_key(k)
+            if r is not None:
+                new_list.append(model.index(r, p.column()))
+            elif known_gone(k) or p.row() >= new_count:
+                new_list.append(QModelIndex())
+            else:
+                new_list.append(model.index(p.row(), p.column()))
+        model.changePersistentIndexList(pers, new_list)
+        model.layoutChanged.emit()
+        if new_count < self._count:
+            model.beginRemoveRows(QModelIndex(), new_count, self._count - 1)
+            self._count = new_count
+            model.endRemoveRows()
+
+
+# ====================================================================== lazy SQL-backed table
+class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
+    """A table over `count`/`list` queries of the memory core, fetched lazily in blocks on the worker."""
+
+    BLOCK = 200
+    MAX_BLOCKS = 40
+    NEAR_BLOCKS = 3          # a queued block fetch still runs when it is this close to the rows in view
+    PREFETCH = 60            # rows from a block's edge at which the neighbouring block is fetched ahead
+    default_order: tuple[str, bool] = ("id", True)
+
+    loaded = Signal()        # a reset or a refresh was applied (the model shows current data)
+    error = Signal(str)
+
+    def __init__(self, worker, parent=None):
+        super().__init__(parent)
+        self._worker = worker
+        self._count = 0
+        self._blocks: OrderedDict[int, list] = OrderedDict()
+        self._disp: dict[int, list[tuple]] = {}   # display strings of each loaded block (made on the worker)
+        self._gone: set = set()           # keys known to have disappeared in the last refresh
+        self._pending: set[int] = set()
+        self._gen = 0
+        self._ver = 0
+        self._filters: dict[str, Any] = {}
+        self._order_by, self._desc = self.default_order
+        self._last_row = 0
+        self._reload_pending = False
+        self._refresh_pending = False
+        self.ready = False                # at least one load applied
+        self.extra: dict[str, Any] = {}   # per-load extras computed by `_extra_fn` (e.g. the heat scale)
+        self.loaded_at = 0.0
+
+    # -------------------------------------------------------------- worker-side hooks (run off the UI thread)
+    def _count_fn(self, store, filters: dict) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _fetch_fn(self, store, filters: dict, order_by: str, desc: bool, offset: int, limit: int) -> list:
+        raise NotImplementedError  # pragma: no cover - overridden
+
+    def _extra_fn(self, store, filters: dict) -> dict:
+        return {}
+
+    def _fetch_block(self, store, filters: dict, order_by: str, desc: bool, offset: int, limit: int):
+        """(records, display tuples) of one block — runs on the worker thread."""
+        recs = self._fetch_fn(store, filters, order_by, desc, offset, limit)
+        return recs, [self._display(r) for r in recs]
+
+    # -------------------------------------------------------------- Qt model API
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else self._count
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.columns)
+
+    def data(self, index, role=_DISPLAY):
+        if role == _DISPLAY:      # the hot path: precomputed strings
+            row = index.row()
+            if row < 0 or row >= self._count:
+                return None
+            b = row // self.BLOCK
+            disp = self._disp.get(b)
+            if disp is None:
+                self._record(row)           # queues the block's fetch
+                return PLACEHOLDER if index.column() == 0 else ""
+            self._last_row = row
+            i = row - b * self.BLOCK
+            return disp[i][index.column()] if i < len(disp) else ""
+        return self._cell(index, role)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        return self._header(section, orientation, role)
+
+    def flags(self, index):
+        return _ROW_FLAGS if index.isValid() else _NO_FLAGS
+
+    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
+        if not (0 <= column < len(self.columns)):
+            return
+        key = self.columns[column].sort
+        if key is None:
+            return
+        desc = order == Qt.SortOrder.DescendingOrder
+        if (key, desc) == (self._order_by, self._desc) and self.ready:
+            return
+        self._order_by, self._desc = key, desc
+        self.reload()
+
+    # -------------------------------------------------------------- public helpers
+    @property
+    def order(self) -> tuple[str, bool]:
+        return self._order_by, self._desc
+
+    def sort_column(self) -> int:
+        for i, c in enumerate(self.columns):
+            if c.sort == self._order_by:
+                return i
+        return -1
+
+    @property
+    def filters(self) -> dict:
+        return dict(self._filters)
+
+    def set_filters(self, **filters) -> None:
+        clean = {k: v for k, v in filters.items() if v not in (None, "")}
+        if clean == self._filters and self.ready:
+            return
+        self._filters = clean
+        self.reload()
+
+    def record(self, row: int):
+        """The record at `row` (None while its block is still loading; a fetch is queued)."""
+        return self._record(row)
+
+    def peek(self, row: int):
+        """The record at `row` if its block is loaded (never queues a fetch)."""
+        b = row // self.BLOCK
+        rows = self._blocks.get(b)
+        if rows is None:
+            return None
+        i = row - b * self.BLOCK
+        return rows[i] if 0 <= i < len(rows) else None
+
+    def loaded_records(self) -> list:
+        out = []
+        for rows in self._blocks.values():
+            out.extend(rows)
+        return out
+
+    def row_of_key(self, key) -> int | None:
+        for b, rows in self._blocks.items():
+            for i, rec in enumerate(rows):
+                if self._key(rec) == key:
+                    return b * self.BLOCK + i
+        return None
+
+    def is_loading(self) -> bool:
+        return self._reload_pending or self._refresh_pending or bool(self._pending)
+
+    # -------------------------------------------------------------- loading
+    def _disp_row(self, row: int):
+        if row < 0 or row >= self._count:
+            return None
+        b = row // self.BLOCK
+        disp = self._disp.get(b)
+        if disp is None:
+            return None
+        self._last_row = row
+        i = row - b * self.BLOCK
+        self._prefetch(b, i)
+        return disp[i] if i < len(disp) else None
+
+    def _prefetch(self, b: int, i: int) -> None:
+        """Near the edge of a loaded block, queue its neighbour so scrolling rarely shows placeholders."""
+        if i >= self.BLOCK - self.PREFETCH:
+            nb = b + 1
+            if nb * self.BLOCK < self._count and nb not in self._disp and nb not in self._pending:
+                self._request_block(nb)
+        elif i < self.PREFETCH and b > 0 and (b - 1) not in self._disp and (b - 1) not in self._pending:
+            self._request_block(b - 1)
+
+    def _record(self, row: int):
+        if row < 0 or row >= self._count:
+            return None
+        self._last_row = row
+        b = row // self.BLOCK
+        rows = self._blocks.get(b)
+        if rows is not None:
+            self._blocks.move_to_end(b)
+            i = row - b * self.BLOCK
+            return rows[i] if i < len(rows) else None
+        self._request_block(b)
+        return None
+
+    def _wanted_block(self, b: int, gen: int, ver: int) -> bool:
+        if gen != self._gen or ver != self._ver:
+            return False
+        return abs(b - self._last_row // self.BLOCK) <= self.NEAR_BLOCKS
+
+    def _request_block(self, b: int) -> None:
+        if b in self._pending or self._reload_pending or not self.ready:
+            return
+        self._pending.add(b)
+        gen, ver = self._gen, self._ver
+        filters, order_by, desc = dict(self._filters), self._order_by, self._desc
+        offset, limit = b * self.BLOCK, self.BLOCK
+
+        def fetch(store):
+            return self._fetch_block(store, filters, order_by, desc, offset, limit)
+
+        def done(rows):
+            self._pending.discard(b)
+            if gen != self._gen or ver != self._ver:
+                return
+            self._put_block(b, *rows)
+            first = b * self.BLOCK
+            last = min(self._count - 1, first + self.BLOCK - 1)
+            if last >= first:
+                self.dataChanged.emit(self.index(first, 0), self.index(last, len(self.columns) - 1))
+
+        self._worker.submit(fetch, done, on_error=lambda exc: (self._pending.discard(b), self._report(exc)),
+                            wanted=lambda: self._wanted_block(b, gen, ver), on_skip=lambda: self._pending.discard(b),
+                            label=f"{type(self).__name__}.block{b}")
+
+    def _put_block(self, b: int, rows: list, disp: list) -> None:
+        self._blocks[b] = list(rows)
+        self._disp[b] = list(disp)
+        self._blocks.move_to_end(b)
+        while len(self._blocks) > self.MAX_BLOCKS:
+            old, _ = self._blocks.popitem(last=False)
+            self._disp.pop(old, None)
+
+    def _install(self, blocks: dict[int, tuple[list, list]]) -> None:
+        self._blocks = OrderedDict((b, list(v[0])) for b, v in sorted(blocks.items()))
+        self._disp = {b: list(v[1]) for b, v in blocks.items()}
+
+    def _report(self, exc: BaseException) -> None:
+        self.error.emit(f"{type(exc).__name__}: {exc}")
+
+    def reload(self, anchor_row: int = 0) -> None:
+        """Re-query from scratch (new filter or sort order): count + the first block(s), then reset."""
+        self._gen += 1
+        self._ver += 1
+        self._pending.clear()
+        self._reload_pending = True
+        gen = self._gen
+        filters, order_by, desc = dict(self._filters), self._order_by, self._desc
+        first_block = max(0, anchor_row) // self.BLOCK
+
+        def load(store):
+            n = self._count_fn(store, filters)
+            blocks = {}
+            for b in {0, first_block}:
+                if b * self.BLOCK < n or b == 0:
+                    blocks[b] = self._fetch_block(store, filters, order_by, desc, b * self.BLOCK, self.BLOCK)
+            return n, blocks, self._extra_fn(store, filters)
+
+        def done(result):
+            if gen != self._gen:
+                return
+            n, blocks, extra = result
+            self._reload_pending = False
+            self.beginResetModel()
+            self._count = n
+            self._install(blocks)
+            self._gone = set()
+            self.extra = extra
+            self.ready = True
+            self.endResetModel()
+            self.loaded_at = time.monotonic()
+            self.loaded.emit()
+
+        def failed(exc):
+            if gen == self._gen:
+                self._reload_pending = False
+            self._report(exc)
+
+        self._worker.submit(load, done, on_error=failed, label=f"{type(self).__name__}.reload")
+
+    def refresh(self) -> None:
+        """Re-read the count and the blocks in use, keeping selection and scroll position."""
+        if not self.ready:
+            if not self._reload_pending:
+                self.reload()
+            return
+        if self._reload_pending:
+            return
+        self._ver += 1
+        self._refresh_pending = True
+        gen, ver = self._gen, self._ver
+        filters, order_by, desc = dict(self._filters), self._order_by, self._desc
+        wanted_blocks = list(self._blocks.keys())[-self.NEAR_BLOCKS:]
+        near = self._last_row // self.BLOCK
+        if near not in wanted_blocks:
+            wanted_blocks.append(near)
+
+        def load(store):
+            n = self._count_fn(store, filters)
+            blocks = {}
+            for b in sorted(set(wanted_blocks)):
+                if b * self.BLOCK < n or b == 0:
+                    blocks[b] = self._fetch_block(store, filters, order_by, desc, b * self.BLOCK, self.BLOCK)
+            return n, blocks, self._extra_fn(store, filters)
+
+        def done(result):
+            if gen != self._gen or ver != self._ver:
+                return
+            self._refresh_pending = False
+            self._pending.clear()
+            n, blocks, extra = result
+            self.extra = extra
+            self._apply_refresh(n, blocks)
+            self.loaded_at = time.monotonic()
+            self.loaded.emit()
+
+        def failed(exc):
+            if gen == self._gen and ver == self._ver:
+                self._refresh_pending = False
+            self._report(exc)
+
+        self._worker.submit(load, done, on_error=failed, label=f"{type(self).__name__}.refresh")
+
+    def _apply_refresh(self, n: int, blocks: dict[int, tuple[list, list]]) -> None:
+        old_blocks = self._blocks
+        new_rows: dict[Any, int] = {}
+        for b, (rows, _) in blocks.items():
+            for i, rec in enumerate(rows):
+                new_rows[self._key(rec)] = b * self.BLOCK + i
+        old_keys = set()
+        for rows in old_blocks.values():
+            old_keys.update(self._key(r) for r in rows)
+        # a key that was loaded and is not in the re-read blocks may only have moved out of view;
+        # it is "gone" for sure only when the re-read covered the whole table
+        covered_all = sum(len(r) for r, _ in blocks.values()) >= n
+        gone = (old_keys - set(new_rows)) if covered_all else set()
+
+        def key_at_old(row: int):
+            b = row // self.BLOCK
+            rows = old_blocks.get(b)
+            if rows is None:
+                return None
+            i = row - b * self.BLOCK
+            return self._key(rows[i]) if i < len(rows) else None
+
+        def install():
+            self._install(blocks)
+
+        self._swap_rows(n, install, key_at_old, new_rows.get, lambda k: k in gone)
+        self._gone = gone
+        if self._count:
+            self.dataChanged.emit(self.index(0, 0), self.index(self._count - 1, len(self.columns) - 1))
+
+
+# ====================================================================== pages
+def _elide_tip(text: str, limit: int = 1200) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _chain(p) -> str:
+    parts = []
+    if p.prev_page_id:
+        parts.append(f"← {p.prev_page_id}")
+    if p.next_page_id:
+        parts.append(f"{p.next_page_id} →")
+    return "  ".join(parts) if parts else "—"
+
+
+class PagesModel(LazyTableModel):
+    """All pages (every tier), sortable and filterable in SQL through `store.list_pages`/`count_pages`."""
+
+    default_order = ("timestamp", True)
+    columns = [
+        Column("id", "Page", lambda p: p.id, sort="id", width=64, align=ALIGN_RIGHT),
+        Column("timestamp", "When", lambda p: fmt.when(p.timestamp), sort="timestamp", width=128,
+               tip=lambda p: fmt.when(p.timestamp, seconds=True)),
+        Column("tier", "Tier", lambda p: fmt.tier(p.tier), sort="tier", width=80,
+               color=lambda p: TIER_COLORS.get(p.tier)),
+        Column("user", "User said", lambda p: fmt.one_line(p.user_text, 200), width=300,
+               tip=lambda p: _elide_tip(p.user_text)),
+        Column("assistant", "Assistant replied", lambda p: fmt.one_line(p.assistant_text, 200), width=300,
+               tip=lambda p: _elide_tip(p.assistant_text)),
+        Column("segment", "Segment", lambda p: p.segment_id if p.segment_id is not None else "—", sort="segment",
+               width=72, align=ALIGN_RIGHT),
+        Column("conversation", "Conv.", lambda p: p.conversation_id if p.conversation_id is not None else "—",
+               sort="conversation", width=56, align=ALIGN_RIGHT, header_tip="Conversation"),
+        Column("chain", "Chain", _chain, width=118,
+               tip=lambda p: p.chain_summary or "not linked to a dialogue chain",
+               header_tip="Previous / next page of its dialogue chain"),
+        Column("pinned", "Pinned", lambda p: "pinned" if p.pinned else "", width=56, align=ALIGN_CENTER,
+               bold=lambda p: p.pinned),
+    ]
+
+    def _count_fn(self, store, filters):
+        return store.count_pages(**filters)
+
+    def _fetch_fn(self, store, filters, order_by, desc, offset, limit):
+        return store.list_pages(**filters, order_by=order_by, descending=desc, limit=limit, offset=offset)
+
+
+# ====================================================================== segments
+class SegmentsModel(LazyTableModel):
+    """Mid-term and archived segments with their heat parts; sorting/filtering by `store.list_segments`."""
+
+    default_order = ("heat", True)
+
+    def __init__(self, worker, tau: float = 5.0, parent=None):
+        super().__init__(worker, parent)
+        self.tau = float(tau)
+
+    columns = [
+        Column("id", "Segment", lambda s: s.id, sort="id", width=70, align=ALIGN_RIGHT),
+        Column("heat", "Heat", lambda s: f"{s.heat:.2f}", sort="heat", width=150, align=ALIGN_RIGHT,
+               bar=lambda s: s.heat,
+               tip=lambda s: (f"heat {s.heat:.3f} = α·N_visit ({s.n_visit}) + β·L_interaction ({s.l_interaction}) "
+                              f"+ γ·recency ({s.recency:.3f})"),
+               header_tip="heat = α·N_visit + β·L_interaction + γ·exp(−Δt/μ); promoted to the persona at τ"),
+        Column("summary", "Summary", lambda s: fmt.one_line(s.summary, 220), width=330,
+               tip=lambda s: _elide_tip(s.summary)),
+        Column("keywords", "Keywords", lambda s: ", ".join(s.keywords[:8]), width=200,
+               tip=lambda s: ", ".join(s.keywords)),
+        Column("page_count", "Pages", lambda s: s.page_count, sort="page_count", width=56, align=ALIGN_RIGHT),
+        Column("n_visit", "N_visit", lambda s: s.n_visit, sort="n_visit", width=64, align=ALIGN_RIGHT,
+               header_tip="N_visit: times this segment supplied a recalled page"),
+        Column("l_interaction", "L_inter.", lambda s: s.l_interaction, sort="l_interaction", width=64,
+               align=ALIGN_RIGHT, header_tip="L_interaction: pages added since its last promotion"),
+        Column("recency", "Recency", lambda s: f"{s.recency:.3f}", sort="last_access", width=66, align=ALIGN_RIGHT,
+               header_tip="exp(−Δt/μ), Δt = time since last access"),
+        Column("last_access", "Last access", lambda s: fmt.when(s.last_access), sort="last_access", width=128,
+               tip=lambda s: fmt.ago(s.last_access)),
+        Column("pinned", "Pinned", lambda s: "pinned" if s.pinned else "", width=56, align=ALIGN_CENTER,
+               bold=lambda s: s.pinned),
+        Column("tier", "Tier", lambda s: fmt.tier(s.tier), width=76, color=lambda s: TIER_COLORS.get(s.tier)),
+    ]
+
+    def _count_fn(self, store, filters):
+        return store.count_segments(**filters)
+
+    def _fetch_fn(self, store, filters, order_by, desc, offset, limit):
+        return store.list_segments(**filters, order_by=order_by, descending=desc, limit=limit, offset=offset)
+
+    def _extra_fn(self, store, filters):
+        top = store.list_segments(order_by="heat", descending=True, limit=1)
+        return {"max_heat": top[0].heat if top else 0.0}
+
+    def heat_scale(self) -> float:
+        """The heat drawn as a full bar: a little above τ, or the hottest segment when hotter."""
+        return max(self.tau * 1.25, float(self.extra.get("max_heat") or 0.0), 1e-6)
+
+
+# ====================================================================== small fully-loaded lists
+class ListModel(_ColumnsMixin, QAbstractTableModel):
+    """A small table whose rows are replaced as a whole (`set_rows`), keeping selection by key."""
+
+    def __init__(self, columns: Sequence[Column], key: Callable[[Any], Any] | None = None, parent=None):
+        super().__init__(parent)
+        self.columns = list(columns)
+        self._keyfn = key
+        self._rows: list = []
+        self._disp: list = []
+        self._count = 0
+
+    def _key(self, rec):
+        if self._keyfn is not None:
+            return self._keyfn(rec)
+        return super()._key(rec)
+
+    def _record(self, row: int):
+        return self._rows[row] if 0 <= row < len(self._rows) else None
+
+    def _disp_row(self, row: int):
+        if not 0 <= row < len(self._rows):
+            return None
+        d = self._disp[row]
+        if d is None:
+            d = self._disp[row] = self._display(self._rows[row])
+        return d
+
+    def record(self, row: int):
+        return self._record(row)
+
+    def records(self) -> list:
+        return list(self._rows)
+
+    def row_of_key(self, key) -> int | None:
+        for i, r in enumerate(self._rows):
+            if self._key(r) == key:
+                return i
+        return None
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else self._count
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.columns)
+
+    def data(self, index, role=_DISPLAY):
+        if role == _DISPLAY:
+            row = index.row()
+            if not 0 <= row < len(self._rows):
+                return None
+            d = self._disp[row]
+            if d is None:
+                d = self._disp[row] = self._display(self._rows[row])
+            return d[index.column()]
+        return self._cell(index, role)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        return self._header(section, orientation, role)
+
+    def flags(self, index):
+        return _ROW_FLAGS if index.isValid() else _NO_FLAGS
+
+    def set_rows(self, rows: Sequence) -> None:
+        rows = list(rows)
+        old = self._rows
+        new_index = {}
+        for i, r in enumerate(rows):
+            new_index.setdefault(self._key(r), i)
+        gone = {self._key(r) for r in old} - set(new_index)
+
+        def key_at_old(row):
+            return self._key(old[row]) if 0 <= row < len(old) else None
+
+        def install():
+            self._rows = rows
+            self._disp = [None] * len(rows)
+
+        self._swap_rows(len(rows), install, key_at_old, new_index.get, lambda k: k in gone)
+        if self._count:
+            self.dataChanged.emit(self.index(0, 0), self.index(self._count - 1, len(self.columns) - 1))
+
+
+# ====================================================================== persona traits grouped by dimension
+class TraitTreeModel(QAbstractItemModel):
+    """Two levels: dimensions (sorted by name) → their traits (by confidence). Rebuilt with a reset;
+    the persona view restores the selection by key afterwards."""
+
+    HEADERS = ["Dimension / value", "Confidence", "Evidence", "Version", "Status", "Updated", "Pinned"]
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._dims: list[str] = []
+        self._by_dim: dict[str, list] = {}
+
+    def set_traits(self, traits: Sequence) -> None:
+        by_dim: dict[str, list] = {}
+        for t in traits:
+            by_dim.setdefault(t.dimension, []).append(t)
+        for lst in by_dim.values():
+            lst.sort(key=lambda t: (t.status != "active", -t.confidence, t.id))
+        self.beginResetModel()
+        self._by_dim = by_dim
+        self._dims = sorted(by_dim, key=str.lower)
+        self.endResetModel()
+
+    def traits(self) -> list:
+        return [t for d in self._dims for t in self._by_dim[d]]
+
+    def dimensions(self) -> list[str]:
+        return list(self._dims)
+
+    # internal ids: 0 = a dimension row; i + 1 = a trait under dimension i
+    def index(self, row, column, parent=QModelIndex()):
+        if column < 0 or column >= len(self.HEADERS) or row < 0:
+            return QModelIndex()
+        if not parent.isValid():
+            if row < len(self._dims):
+                return self.createIndex(row, column, 0)
+            return QModelIndex()
+        if parent.internalId() != 0 or parent.column() != 0:
+            return QModelIndex()
+        d = parent.row()
+        if 0 <= d < len(self._dims) and row < len(self._by_dim[self._dims[d]]):
+            return self.createIndex(row, column, d + 1)
+        return QModelIndex()
+
+    def parent(self, index=QModelIndex()):  # noqa: D401 - Qt API
+        if not index.isValid() or index.internalId() == 0:
+            return QModelIndex()
+        return self.createIndex(index.internalId() - 1, 0, 0)
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        if not parent.isValid():
+            return len(self._dims)
+        if parent.internalId() == 0 and parent.column() == 0 and 0 <= parent.row() < len(self._dims):
+            return len(self._by_dim[self._dims[parent.row()]])
+        return 0
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return len(self.HEADERS)
+
+    def flags(self, index):
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        f = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        if index.internalId() != 0:
+            f |= Qt.ItemFlag.ItemNeverHasChildren
+        return f
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole \
+                and 0 <= section < len(self.HEADERS):
+            return self.HEADERS[section]
+        return None
+
+    def trait_at(self, index: QModelIndex):
+        if not index.isValid() or index.internalId() == 0:
+            return None
+        d = index.internalId() - 1
+        if 0 <= d < len(self._dims):
+            lst = self._by_dim[self._dims[d]]
+            if 0 <= index.row() < len(lst):
+                return lst[index.row()]
+        return None
+
+    def key_of(self, index: QModelIndex):
+        if not index.isValid():
+            return None
+        t = self.trait_at(index)
+        if t is not None:
+            return ("trait", t.id)
+        if index.internalId() == 0 and 0 <= index.row() < len(self._dims):
+            return ("dimension", self._dims[index.row()])
+        return None
+
+    def index_of_key(self, key, column: int = 0) -> QModelIndex:
+        if not key:
+            return QModelIndex()
+        kind, val = key
+        if kind == "dimension":
+            if val in self._by_dim:
+                return self.index(self._dims.index(val), column)
+            return QModelIndex()
+        for d, dim in enumerate(self._dims):
+            for r, t in enumerate(self._by_dim[dim]):
+                if t.id == val:
+                    return self.index(r, column, self.index(d, 0))
+        return QModelIndex()
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        col = index.column()
+        t = self.trait_at(index)
+        if t is None:
+            if index.internalId() != 0 or not (0 <= index.row() < len(self._dims)):
+                return None
+            dim = self._dims[index.row()]
+            lst = self._by_dim[dim]
+            if role == Qt.ItemDataRole.DisplayRole:
+                if col == 0:
+                    return dim
+                if col == 1:
+                    return f"{max(x.confidence for x in lst):.2f}" if lst else ""
+                if col == 2:
+                    n = sum(1 for x in lst if x.status == "active")
+                    return f"{n} active trait{'s' if n != 1 else ''}"
+                return ""
+            if role == Qt.ItemDataRole.FontRole and col == 0:
+                f = QFont()
+                f.setBold(True)
+                return f
+            if role == KeyRole:
+                return ("dimension", dim)
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return [t.value, f"{t.confidence:.2f}", fmt.one_line(t.evidence, 120), f"v{t.version}", t.status,
+                    fmt.when(t.updated_at), "pinned" if t.pinned else ""][col]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if col == 2:
+                return _elide_tip(t.evidence) or "no evidence recorded"
+            return _elide_tip(t.value) if col == 0 else None
+        if role == Qt.ItemDataRole.ForegroundRole and t.status != "active":
+            return QBrush(QColor("#9e9e9e"))
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (1, 3):
+            return ALIGN_RIGHT
+        if role == BarRole and col == 1:
+            return float(t.confidence)
+        if role == RecordRole:
+            return t
+        if role == KeyRole:
+            return ("trait", t.id)
+        return None
+
+
+# ====================================================================== column sets of the small lists
+def knowledge_columns() -> list[Column]:
+    return [
+        Column("id", "ID", lambda k: k.id, sort="id", width=48, align=ALIGN_RIGHT),
+        Column("text", "Fact", lambda k: fmt.one_line(k.text, 240), sort="text", width=360,
+               tip=lambda k: _elide_tip(k.text), color=lambda k: None if k.status == "active" else QColor("#9e9e9e")),
+        Column("confidence", "Conf.", lambda k: f"{k.confidence:.2f}", sort="confidence", width=56,
+               align=ALIGN_RIGHT, bar=lambda k: k.confidence),
+        Column("version", "Ver.", lambda k: f"v{k.version}", width=44, align=ALIGN_RIGHT),
+        Column("sources", "Sources", lambda k: ", ".join(str(p) for p in k.source_page_ids[:6])
+               + ("…" if len(k.source_page_ids) > 6 else ""), width=90,
+               tip=lambda k: "source pages: " + (", ".join(map(str, k.source_page_ids)) or "none (written by the user)")),
+        Column("updated_at", "Updated", lambda k: fmt.when(k.updated_at), sort="updated_at", width=120),
+        Column("pinned", "Pinned", lambda k: "pinned" if k.pinned else "", width=52, align=ALIGN_CENTER),
+    ]
+
+
+def version_columns() -> list[Column]:
+    return [
+        Column("version", "Version", lambda v: f"v{v.version}" + (" (current)" if v.archived_at is None else ""),
+               width=90),
+        Column("text", "Text", lambda v: fmt.one_line(v.text, 200), width=300, tip=lambda v: _elide_tip(v.text)),
+        Column("reason", "Why", lambda v: v.reason or "—", width=200, tip=lambda v: v.reason or ""),
+        Column("created", "From", lambda v: fmt.when(v.created_at), width=120),
+        Column("archived", "Until", lambda v: fmt.when(v.archived_at) if v.archived_at else "now", width=120),
+        Column("sources", "Sources", lambda v: ", ".join(str(p) for p in (v.detail or {}).get("source_page_ids", [])[:6]),
+               width=90),
+    ]
+
+
+EVENT_COLORS = {
+    "forgotten": QColor("#c62828"), "wiped": QColor("#c62828"), "segment_archived": QColor("#757575"),
+    "promoted": QColor("#e65100"), "page_moved": QColor("#2e7d32"), "segment_created": QColor("#2e7d32"),
+    "page_added": QColor("#1565c0"), "edited": QColor("#6a1b9a"), "paused": QColor("#c62828"),
+    "job_failed": QColor("#c62828"), "llm_fallback": QColor("#ef6c00"),
+}
+
+
+def _event_why(e) -> str:
+    d = e.detail or {}
+    bits = []
+    if e.kind == "page_moved":
+        how = d.get("how")
+        if how:
+            bits.append(f"{how} segment {d.get('segment_id')}")
+        if "score" in d:
+            bits.append(f"match cos {d.get('cos', 0):.2f} + keywords {d.get('jaccard', 0):.2f}")
+        if d.get("chain_id"):
+            bits.append(f"continues chain {d['chain_id']} (continuity {d.get('continuity', 0):.2f})")
+    elif e.kind == "segment_archived" and d.get("heat") is not None:
+        bits.append(f"coldest segment, heat {d['heat']:.2f}")
+    elif e.kind == "promoted":
+        bits.append(f"{d.get('traits', 0)} traits, {d.get('knowledge', 0)} facts; model {d.get('model', '?')}")
+    elif "similarity" in d:
+        bits.append(f"similarity {d['similarity']:.2f}")
+    elif d.get("pages"):
+        bits.append("from pages " + ", ".join(map(str, d["pages"][:6])) + ("…" if len(d["pages"]) > 6 else ""))
+    return "; ".join(bits)
+
+
+def event_columns() -> list[Column]:
+    return [
+        Column("at", "When", lambda e: fmt.when(e.at, seconds=True), width=140, tip=lambda e: fmt.ago(e.at)),
+        Column("kind", "What", lambda e: e.kind.replace("_", " "), width=150, color=lambda e: EVENT_COLORS.get(e.kind)),
+        Column("item", "Item", lambda e: f"{e.item_kind} {e.item_id}" if e.item_kind else "—", width=120),
+        Column("summary", "Summary", lambda e: e.summary, width=360, tip=lambda e: e.summary),
+        Column("why", "Details", _event_why, width=260, tip=_event_why),
+    ]
+
+
+def trace_page_columns(*, in_prompt: bool) -> list[Column]:
+    cols = [
+        Column("rank", "#", lambda r: r["rank"], width=34, align=ALIGN_RIGHT, header_tip="rank by score"),
+        Column("page_id", "Page", lambda r: r["page_id"], width=56, align=ALIGN_RIGHT),
+        Column("score", "Score", lambda r: f"{r['score']:.3f}", width=110, align=ALIGN_RIGHT,
+               bar=lambda r: r["score"], header_tip="fused retrieval score (dense + keyword + segment)"),
+        Column("reason", "Why it was recalled", lambda r: r["reason"], width=500, tip=lambda r: r["reason"]),
+        Column("text", "Page", lambda r: fmt.one_line(r["text"], 200), width=330,
+               tip=lambda r: _elide_tip(r["text"]), color=lambda r: QColor("#9e9e9e") if r.get("missing") else None),
+        Column("when", "When", lambda r: fmt.when(r.get("timestamp")), width=120),
+        Column("tier", "Tier", lambda r: fmt.tier(r.get("tier")), width=72, color=lambda r: TIER_COLORS.get(r.get("tier"))),
+        Column("segment", "Segment", lambda r: r.get("segment_id") if r.get("segment_id") is not None else "—",
+               width=64, align=ALIGN_RIGHT),
+    ]
+    if not in_prompt:
+        cols.insert(4, Column("left_out", "Not in the prompt because", lambda r: r.get("left_out", ""), width=200,
+                              tip=lambda r: r.get("left_out", "")))
+    return cols
+
+
+def trace_item_columns() -> list[Column]:
+    return [
+        Column("kind", "Kind", lambda r: r["kind"], width=110),
+        Column("text", "Item", lambda r: fmt.one_line(r["text"], 200), width=430, tip=lambda r: _elide_tip(r["text"])),
+        Column("score", "Score", lambda r: f"{r['score']:.2f}", width=90, align=ALIGN_RIGHT, bar=lambda r: r["score"]),
+        Column("reason", "Why", lambda r: r["reason"], width=330, tip=lambda r: r["reason"]),
+        Column("in_prompt", "In prompt", lambda r: r["in_prompt"], width=80, align=ALIGN_CENTER,
+               bold=lambda r: r["in_prompt"] == "yes"),
+    ]
+
+
+def trace_segment_columns() -> list[Column]:
+    return [
+        Column("segment_id", "Segment", lambda r: r["segment_id"], width=70, align=ALIGN_RIGHT),
+        Column("score", "Match", lambda r: f"{r['score']:.3f}", width=100, align=ALIGN_RIGHT, bar=lambda r: r["score"],
+               header_tip="cosine + keyword Jaccard of the query against the segment"),
+        Column("reason", "Why", lambda r: r["reason"], width=240),
+        Column("summary", "Summary", lambda r: fmt.one_line(r.get("summary", ""), 200), width=360,
+               tip=lambda r: _elide_tip(r.get("summary", ""))),
+        Column("pages_used", "Pages recalled", lambda r: r.get("pages_used", 0), width=90, align=ALIGN_RIGHT),
+    ]
+
+
+def finite(x, default: float = 0.0) -> float:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return default
+    return x if math.isfinite(x) else default
+
+
+@dataclass
+class TraceData:
+    """What the trace view shows, prepared on the worker thread."""
+
+    source: str                                   # "reply" | "query"
+    query: str
+    message_id: int | None = None
+    conversation_id: int | None = None
+    in_prompt: list[dict] = field(default_factory=list)
+    not_in_prompt: list[dict] = field(default_factory=list)
+    stm: list[dict] = field(default_factory=list)
+    items: list[dict] = field(default_factory=list)
+    segments: list[dict] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    timings_ms: dict = field(default_factory=dict)
+    included: dict = field(default_factory=dict)
+    dropped: dict = field(default_factory=dict)
+    note: str = ""

@@ -1,0 +1,512 @@
+"""The memory inspector panel, its stand-alone window, and `attach(main_window)` for the dock."""
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections import defaultdict
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QApplication, QCheckBox, QDockWidget, QHBoxLayout, QLabel, QMainWindow, QPushButton, QTabWidget, QVBoxLayout,
+    QWidget,
+)
+
+from ui.inspector import dialogs
+from ui.inspector.views import OverviewView, PagesView, PersonaView, SegmentsView, TraceView
+from ui.inspector.worker import StoreWorker
+
+log = logging.getLogger(__name__)
+
+POLL_MS = 1500             # how often the event log is checked for changes made elsewhere
+REFRESH_DEBOUNCE_MS = 250  # coalesce bursts of memory events into one refresh
+OVERVIEW_EVENTS = 300
+
+
+def latest_event_id(store) -> int:
+    """The id of the newest event (0 when none), by exponential + binary search over `store.events`."""
+    if not store.events(0, 1):
+        return 0
+    lo, hi = 0, 1024
+    while store.events(hi, 1):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if store.events(mid, 1):
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+class SegmentEventIndex:
+    """Worker-side cache of the event log, indexed by segment (for heat-over-time charts).
+
+    Used only from the worker thread. Reads new events incrementally; starts over when the log
+    was wiped (the last event it saw is gone)."""
+
+    BATCH = 2000
+
+    def __init__(self):
+        self.last_id = 0
+        self.by_segment: dict[int, list] = defaultdict(list)
+
+    def update(self, store) -> None:
+        if self.last_id:
+            chk = store.events(self.last_id - 1, 1)
+            if not chk or chk[0].id != self.last_id:
+                self.last_id = 0
+                self.by_segment.clear()
+        while True:
+            evs = store.events(self.last_id, self.BATCH)
+            for e in evs:
+                sid = None
+                if e.item_kind == "segment":
+                    sid = e.item_id
+                elif e.kind == "page_moved":
+                    sid = (e.detail or {}).get("segment_id")
+                if sid is not None:
+                    self.by_segment[int(sid)].append(e)
+            if evs:
+                self.last_id = evs[-1].id
+            if len(evs) < self.BATCH:
+                break
+
+    def events_for(self, store, sid: int) -> list:
+        self.update(store)
+        return list(self.by_segment.get(int(sid), []))
+
+
+class InspectorPanel(QWidget):
+    """Everything the assistant remembers, and the controls to correct it."""
+
+    message_requested = Signal(int, int)   # (conversation_id, message_id): "show this message in the chat"
+    memory_changed = Signal()              # the panel changed memory (edit, pin, forget, pause, wipe)
+
+    TABS = ("overview", "segments", "pages", "persona", "trace")
+
+    def __init__(self, ctx, parent=None, *, poll_ms: int = POLL_MS):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.params = ctx.memory_params()
+        self.worker = StoreWorker(lambda: ctx.open_store())
+        self.worker.on_error = lambda label, exc: self.status_error(f"{label}: {exc}")
+        self.worker.busy_changed = self._on_busy
+        self.event_index = SegmentEventIndex()
+        self._last_event_id: int | None = None
+        self._dirty: set[str] = set()
+        self._status_until = 0.0
+        self._shut = False
+        self.paused = False
+        self.setObjectName("MemoryInspector")
+        self.setMinimumWidth(420)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        top = QHBoxLayout()
+        title = QLabel("Memory")
+        title.setStyleSheet("font-size: 15px; font-weight: 600;")
+        top.addWidget(title)
+        self.status_label = QLabel("")
+        self.status_label.setStyleSheet("color: #777;")
+        top.addWidget(self.status_label, 1)
+        self.pause_box = QCheckBox("Pause memory")
+        self.pause_box.setToolTip("While paused, new conversations are not remembered (nothing already stored "
+                                  "changes)")
+        self.pause_box.toggled.connect(self._on_pause_toggled)
+        top.addWidget(self.pause_box)
+        self.refresh_btn = QPushButton("Refresh")
+        self.refresh_btn.clicked.connect(lambda: self.refresh_all(force=True))
+        top.addWidget(self.refresh_btn)
+        self.wipe_btn = QPushButton("Wipe all…")
+        self.wipe_btn.setToolTip("Forget everything the assistant remembers (conversations stay)")
+        self.wipe_btn.setStyleSheet("color: #c62828;")
+        self.wipe_btn.clicked.connect(self.wipe_all)
+        top.addWidget(self.wipe_btn)
+        lay.addLayout(top)
+
+        self.tabs = QTabWidget()
+        self.overview = OverviewView(self)
+        self.segments = SegmentsView(self)
+        self.pages = PagesView(self)
+        self.persona = PersonaView(self)
+        self.trace = TraceView(self)
+        for w, name in ((self.overview, "Overview"), (self.segments, "Segments"), (self.pages, "Pages"),
+                        (self.persona, "Persona"), (self.trace, "Retrieval trace")):
+            self.tabs.addTab(w, name)
+        self.tabs.currentChanged.connect(self._on_tab)
+        lay.addWidget(self.tabs, 1)
+
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(REFRESH_DEBOUNCE_MS)
+        self._refresh_timer.timeout.connect(self.refresh_all)
+        self._poll_timer = QTimer(self)
+        self._poll_timer.setInterval(poll_ms)
+        self._poll_timer.timeout.connect(self.poll_events)
+        self._poll_soon = QTimer(self)
+        self._poll_soon.setSingleShot(True)
+        self._poll_soon.setInterval(100)
+        self._poll_soon.timeout.connect(self.poll_events)
+
+        worker = self.worker
+        self.destroyed.connect(lambda *_: worker.stop(2.0))
+        app = QApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)
+        self.load_overview()
+        self.poll_events()
+        self._poll_timer.start()
+
+    # ------------------------------------------------------------------ worker plumbing
+    def run(self, fn: Callable[[Any], Any], done: Callable[[Any], None] | None = None, *, label: str = "",
+            on_error: Callable[[BaseException], None] | None = None) -> None:
+        self.worker.submit(fn, done, on_error=on_error, label=label)
+
+    def act(self, fn: Callable[[Any], Any], message: str) -> None:
+        """Change memory on the worker, then refresh every view (selection and scroll are kept)."""
+        def done(_):
+            self.status(message)
+            self.memory_changed.emit()
+            self.refresh_all(force=True)
+
+        self.run(fn, done, label=message, on_error=lambda exc: self.status_error(f"{message.rstrip('.')} failed: {exc}"))
+
+    def resolve_keys(self, model, rows: list[int], callback: Callable[[list], None]) -> None:
+        """Ids of the given rows of a lazy model (fetching those whose block is not loaded)."""
+        keys: list = []
+        missing: list[int] = []
+        for r in rows:
+            rec = model.peek(r) if hasattr(model, "peek") else model.record(r)
+            if rec is None:
+                missing.append(r)
+            else:
+                keys.append(model._key(rec))
+        if not missing:
+            callback(keys)
+            return
+        ranges: list[list[int]] = []
+        for r in missing:
+            if ranges and r == ranges[-1][1] + 1:
+                ranges[-1][1] = r
+            else:
+                ranges.append([r, r])
+        filters, (order_by, desc) = model.filters, model.order
+
+        def fetch(store):
+            out = []
+            for a, b in ranges:
+                out += [model._key(x) for x in model._fetch_fn(store, filters, order_by, desc, a, b - a + 1)]
+            return out
+
+        self.run(fetch, lambda more: callback(keys + more), label="resolve selection")
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Process events until the worker has delivered everything (tests and benchmarks)."""
+        return self.worker.wait_idle(timeout)
+
+    def shutdown(self) -> None:
+        if self._shut:
+            return
+        self._shut = True
+        for t in (self._poll_timer, self._refresh_timer, self._poll_soon):
+            try:
+                t.stop()
+            except RuntimeError:
+                pass
+        self.worker.stop()
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        if self.isWindow():
+            self.shutdown()
+        super().closeEvent(event)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        if getattr(self, "_hidden_since_poll", False) and not self._shut:
+            self._hidden_since_poll = False
+            self._poll_soon.start()
+
+    # ------------------------------------------------------------------ user feedback (overridable in tests)
+    def confirm(self, title: str, text: str, action: str = "Forget") -> bool:
+        return dialogs.ask_confirm(self, title, text, action)
+
+    def confirm_typed(self, title: str, text: str, phrase: str = dialogs.WIPE_PHRASE) -> bool:
+        return dialogs.ask_typed(self, title, text, phrase)
+
+    def edit_texts(self, title: str, fields: list[tuple[str, str]], note: str = "") -> list[str] | None:
+        return dialogs.ask_edit(self, title, fields, note)
+
+    def status(self, text: str, error: bool = False) -> None:
+        self.status_label.setStyleSheet("color: #c62828;" if error else "color: #2e7d32;")
+        self.status_label.setText(text)
+        self.status_label.setToolTip(text)
+        self._status_until = time.monotonic() + (8 if error else 4)
+
+    def status_error(self, text: str) -> None:
+        self.status(text, error=True)
+
+    def _on_busy(self, busy: bool) -> None:
+        if time.monotonic() < self._status_until:
+            return
+        self.status_label.setStyleSheet("color: #777;")
+        self.status_label.setText("loading…" if busy else "")
+
+    # ------------------------------------------------------------------ tabs and loading
+    def _on_tab(self, index: int) -> None:
+        name = self.TABS[index] if 0 <= index < len(self.TABS) else ""
+        view = self._view(name)
+        if view is None:
+            return
+        if hasattr(view, "ensure_loaded"):
+            view.ensure_loaded()
+        if name in self._dirty:
+            self._dirty.discard(name)
+            if hasattr(view, "refresh"):
+                view.refresh()
+
+    def _view(self, name: str):
+        return {"overview": self.overview, "segments": self.segments, "pages": self.pages, "persona": self.persona,
+                "trace": self.trace}.get(name)
+
+    def current_tab(self) -> str:
+        i = self.tabs.currentIndex()
+        return self.TABS[i] if 0 <= i < len(self.TABS) else ""
+
+    def show_tab(self, name: str) -> None:
+        i = self.TABS.index(name)
+        if self.tabs.currentIndex() != i:
+            self.tabs.setCurrentIndex(i)
+        else:
+            self._on_tab(i)
+
+    def load_overview(self) -> None:
+        def fetch(store):
+            stats = store.stats()
+            latest = latest_event_id(store)
+            evs = store.events(max(0, latest - OVERVIEW_EVENTS), OVERVIEW_EVENTS)
+            return stats, evs
+
+        def done(result):
+            stats, evs = result
+            self.overview.apply(stats, evs, self.params)
+            self.paused = bool(stats.get("paused"))
+            self.pause_box.blockSignals(True)
+            self.pause_box.setChecked(self.paused)
+            self.pause_box.blockSignals(False)
+
+        self.run(fetch, done, label="overview")
+
+    def refresh_all(self, force: bool = False) -> None:
+        """Re-read what is on screen now; other tabs refresh when they are next shown."""
+        if self._shut:
+            return
+        self.load_overview()
+        current = self.current_tab()
+        for name in ("segments", "pages", "persona"):
+            view = self._view(name)
+            loaded = getattr(view, "loaded", False) or getattr(getattr(view, "model", None), "ready", False)
+            if not loaded:
+                continue
+            if name == current:
+                view.refresh()
+            else:
+                self._dirty.add(name)
+
+    # ------------------------------------------------------------------ live updates
+    def notify_memory_event(self, event=None) -> None:
+        """Slot for the main window's `memory_event` signal (any arguments): check the log soon."""
+        if not self._shut:
+            self._poll_soon.start()
+
+    def poll_events(self) -> None:
+        if self._shut or self._poll_busy():
+            return
+        if self._last_event_id is not None and not self.isVisible():
+            self._hidden_since_poll = True      # a closed dock: check again when it is shown
+            return
+        last = self._last_event_id
+
+        def fetch(store):
+            if last is None:
+                return "init", latest_event_id(store)
+            if last:
+                chk = store.events(last - 1, 1)
+                if not chk or chk[0].id != last:
+                    return "reset", latest_event_id(store)
+            evs = store.events(last, 1000)
+            newest = evs[-1].id if evs else last
+            if len(evs) == 1000:
+                newest = latest_event_id(store)
+            return ("new" if evs else "same"), newest
+
+        def done(result):
+            what, newest = result
+            self._last_event_id = newest
+            if what in ("new", "reset"):
+                self._refresh_timer.start()
+
+        self._polling = True
+        self.run(fetch, lambda r: (setattr(self, "_polling", False), done(r)), label="poll events",
+                 on_error=lambda exc: setattr(self, "_polling", False))
+
+    def _poll_busy(self) -> bool:
+        return getattr(self, "_polling", False)
+
+    # ------------------------------------------------------------------ navigation (also used by links)
+    def follow_link(self, href: str) -> None:
+        kind, _, rest = href.partition(":")
+        try:
+            if kind == "page":
+                self.show_page(int(rest))
+            elif kind == "segment":
+                self.show_segment(int(rest))
+            elif kind == "segpages":
+                self.show_segment_pages(int(rest))
+            elif kind == "message":
+                cid, _, mid = rest.partition(":")
+                self.open_message(int(cid), int(mid))
+        except ValueError:
+            log.debug("bad inspector link %r", href)
+
+    def show_page(self, page_id: int) -> None:
+        self.show_tab("pages")
+        self.pages.load_page(int(page_id))
+
+    def show_segment(self, segment_id: int) -> None:
+        self.show_tab("segments")
+        self.segments.show_segment(int(segment_id))
+
+    def show_segment_pages(self, segment_id: int) -> None:
+        self.show_tab("pages")
+        self.pages.set_segment_filter(int(segment_id))
+
+    def show_persona_item(self, kind: str, item_id: int) -> None:
+        self.show_tab("persona")
+        self.persona.load_item(kind, int(item_id), select=True)
+
+    def open_message(self, conversation_id: int, message_id: int | None) -> None:
+        if message_id is None:
+            return
+        self.message_requested.emit(int(conversation_id), int(message_id))
+        self.status(f"Message {message_id} of conversation {conversation_id}")
+
+    def show_trace_for_message(self, message_id: int) -> None:
+        """Show what was recalled for an assistant reply (called when the chat selects a message)."""
+        self.show_tab("trace")
+        self.trace.show_message(int(message_id))
+
+    # ------------------------------------------------------------------ global controls
+    def _on_pause_toggled(self, paused: bool) -> None:
+        self.set_paused(paused)
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = paused
+        self.act(lambda s: s.set_paused(paused), "Memory paused: new conversations are not remembered."
+                 if paused else "Memory resumed.")
+
+    def wipe_all(self) -> None:
+        if not self.confirm_typed(
+                "Wipe all memory",
+                "This forgets everything the assistant remembers: every page, segment, trait and fact, their "
+                "versions and the event log. Your conversations stay, but the assistant will not remember them. "
+                "This cannot be undone."):
+            return
+
+        def wipe(store):
+            store.wipe_memory()
+
+        def done(_):
+            self.status("All memory wiped.")
+            self.memory_changed.emit()
+            self.pages.set_segment_filter(None) if self.pages.segment_filter is not None else None
+            for m in (self.pages.model, self.segments.model):
+                if m.ready:
+                    m.reload()
+            self.segments.load_chart()
+            self.persona.refresh()
+            self.trace.set_data(None)
+            self.pages._show_page(None)
+            self.segments._show_segment(None)
+            self.load_overview()
+
+        self.run(wipe, done, label="wipe", on_error=lambda exc: self.status_error(f"wipe failed: {exc}"))
+
+
+class InspectorWindow(QMainWindow):
+    """The inspector as a window of its own (e.g. `mnemo` → Memory → Open in window, or tests)."""
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Mnemo — Memory inspector")
+        self.panel = InspectorPanel(ctx, self)
+        self.setCentralWidget(self.panel)
+        self.resize(1280, 860)
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        self.panel.shutdown()
+        super().closeEvent(event)
+
+
+DOCK_ATTR = "_mnemo_inspector_dock"
+
+
+def _connect_message_target(panel: InspectorPanel, main_window) -> None:
+    for name in ("show_message", "open_message", "reveal_message", "select_message", "go_to_message"):
+        fn = getattr(main_window, name, None)
+        if not callable(fn):
+            continue
+        try:
+            n = len([p for p in inspect.signature(fn).parameters.values()
+                     if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        except (TypeError, ValueError):
+            n = 2
+        if n >= 2:
+            panel.message_requested.connect(lambda cid, mid, f=fn: f(cid, mid))
+        else:
+            panel.message_requested.connect(lambda cid, mid, f=fn: f(mid))
+        return
+
+
+def attach(main_window) -> InspectorPanel:
+    """Create (once) the "Memory" dock on the right of `main_window`, show and raise it; return its panel.
+
+    Connects, when they exist: `main_window.memory_event` or `main_window.backend.memoryEvent`
+    (Qt signals re-emitting scheduler events) → live refresh; `panel.message_requested(cid, mid)` → `main_window.show_message`
+    (or open_message / reveal_message / select_message / go_to_message).
+    """
+    dock = getattr(main_window, DOCK_ATTR, None)
+    panel = None
+    if dock is not None:
+        try:
+            panel = dock.widget()
+        except RuntimeError:   # deleted
+            dock = None
+    if dock is None or not isinstance(panel, InspectorPanel):
+        panel = InspectorPanel(main_window.ctx)
+        dock = QDockWidget("Memory", main_window)
+        dock.setObjectName("MemoryInspectorDock")
+        dock.setAllowedAreas(Qt.DockWidgetArea.LeftDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
+        dock.setWidget(panel)
+        main_window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        setattr(main_window, DOCK_ATTR, dock)
+        for sig in (getattr(main_window, "memory_event", None),
+                    getattr(getattr(main_window, "backend", None), "memoryEvent", None)):
+            if sig is not None and hasattr(sig, "connect"):
+                try:
+                    sig.connect(panel.notify_memory_event)
+                except (RuntimeError, TypeError) as exc:  # pragma: no cover - defensive
+                    log.warning("could not connect to memory events: %s", exc)
+        _connect_message_target(panel, main_window)
+        if isinstance(main_window, QObject):
+            worker = panel.worker
+            main_window.destroyed.connect(lambda *_: worker.stop(2.0))
+        try:
+            main_window.resizeDocks([dock], [max(520, main_window.width() // 2)], Qt.Orientation.Horizontal)
+        except Exception:  # pragma: no cover - older Qt
+            pass
+    dock.show()
+    dock.raise_()
+    panel.setFocus()
+    return panel

@@ -1,0 +1,160 @@
+"""Turn a reply's stored retrieval trace (message.meta["trace"]) or a test query into `TraceData`.
+
+These functions run on the inspector's worker thread: they read a handful of rows through the
+memory core's API (get_message, get_page, get_segment, retrieve) and never touch the UI.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core import RetrievalBudget
+
+from ui.inspector.models import TraceData, finite
+
+
+def _page_text(page) -> str:
+    parts = []
+    if page.user_text:
+        parts.append(f"User: {page.user_text.strip()}")
+    if page.assistant_text:
+        parts.append(f"Assistant: {page.assistant_text.strip()}")
+    return "\n".join(parts)
+
+
+def _pages(store, ids) -> dict[int, Any]:
+    out = {}
+    for pid in dict.fromkeys(ids):
+        if pid is None:
+            continue
+        p = store.get_page(int(pid))
+        if p is not None:
+            out[int(pid)] = p
+    return out
+
+
+def _row(hit: dict, rank: int, pages: dict) -> dict:
+    pid = int(hit.get("page_id"))
+    page = pages.get(pid)
+    row = {
+        "rank": rank, "page_id": pid, "score": finite(hit.get("score")), "reason": hit.get("reason") or "",
+        "tier": hit.get("tier"), "segment_id": hit.get("segment_id"), "timestamp": hit.get("timestamp"),
+        "conversation_id": hit.get("conversation_id"), "meta": hit.get("meta") or {},
+    }
+    if page is None:
+        row["text"] = "(this page has been forgotten since)"
+        row["missing"] = True
+    else:
+        row["text"] = _page_text(page)
+        row["page"] = page
+        row["tier_now"] = page.tier
+    return row
+
+
+def _items(trace: dict, included: dict | None) -> list[dict]:
+    inc_t = set((included or {}).get("traits", []))
+    inc_k = set((included or {}).get("knowledge", []))
+    prompt = included is not None
+    rows = []
+    for t in trace.get("traits", []) or []:
+        rows.append({"kind": f"trait · {t.get('dimension', '')}", "key": ("trait", t.get("trait_id")),
+                     "text": f"{t.get('dimension', '')}: {t.get('value', '')}", "score": finite(t.get("score")),
+                     "reason": t.get("reason") or "", "in_prompt": ("yes" if t.get("trait_id") in inc_t else "no")
+                     if prompt else "—"})
+    for k in trace.get("knowledge", []) or []:
+        rows.append({"kind": f"{k.get('owner', '')} knowledge", "key": ("knowledge", k.get("knowledge_id")),
+                     "text": k.get("text", ""), "score": finite(k.get("score")), "reason": k.get("reason") or "",
+                     "in_prompt": ("yes" if k.get("knowledge_id") in inc_k else "no") if prompt else "—"})
+    return rows
+
+
+def _segments(store, trace: dict, hits: list[dict]) -> list[dict]:
+    used: dict[int, int] = {}
+    for h in hits:
+        if h.get("segment_id") is not None:
+            used[h["segment_id"]] = used.get(h["segment_id"], 0) + 1
+    rows = []
+    for s in trace.get("segments", []) or []:
+        sid = s.get("segment_id")
+        seg = store.get_segment(int(sid)) if sid is not None else None
+        rows.append({"segment_id": sid, "score": finite(s.get("score")), "reason": s.get("reason") or "",
+                     "summary": seg.summary if seg is not None else "(forgotten since)",
+                     "pages_used": used.get(sid, 0)})
+    return rows
+
+
+def trace_for_message(store, message_id: int) -> TraceData:
+    msg = store.get_message(int(message_id))
+    if msg is None:
+        return TraceData("reply", "", message_id=message_id, note=f"Message {message_id} does not exist.")
+    trace = (msg.meta or {}).get("trace")
+    data = TraceData("reply", "", message_id=msg.id, conversation_id=msg.conversation_id)
+    if msg.role != "assistant":
+        data.note = f"Message {msg.id} is a {msg.role} message; select an assistant reply to see what it recalled."
+        return data
+    if not isinstance(trace, dict):
+        data.note = "This reply has no retrieval trace (it was imported, or written before traces were kept)."
+        return data
+    data.query = trace.get("query", "")
+    if trace.get("memory") == "off":
+        data.note = "Memory was off for this reply (incognito conversation): nothing was recalled."
+        return data
+    included = trace.get("included") or {}
+    data.included = included
+    data.dropped = trace.get("dropped") or {}
+    data.prompt_tokens = trace.get("prompt_tokens")
+    data.timings_ms = trace.get("timings_ms") or {}
+    hits = list(trace.get("pages") or [])
+    stm = list(trace.get("stm") or [])
+    inc_pages = [int(p) for p in included.get("pages", [])]
+    pages = _pages(store, inc_pages + [h.get("page_id") for h in hits] + [h.get("page_id") for h in stm])
+    rank_of = {int(h["page_id"]): i + 1 for i, h in enumerate(hits)}
+    hit_of = {int(h["page_id"]): h for h in hits}
+    for pid in inc_pages:       # prompt order (chronological), as the model read them
+        hit = hit_of.get(pid) or {"page_id": pid, "score": 0.0, "reason": "(not in the ranked list)"}
+        data.in_prompt.append(_row(hit, rank_of.get(pid, 0), pages))
+    inc_set = set(inc_pages)
+    for h in hits:
+        pid = int(h["page_id"])
+        if pid in inc_set:
+            continue
+        row = _row(h, rank_of[pid], pages)
+        page = pages.get(pid)
+        if page is not None and page.conversation_id == msg.conversation_id and page.assistant_message_id \
+                and page.assistant_message_id < msg.id:
+            row["left_out"] = "already in the dialogue shown to the model"
+        elif (data.dropped or {}).get("pages"):
+            row["left_out"] = "did not fit the prompt's token budget"
+        else:
+            row["left_out"] = "not used"
+        data.not_in_prompt.append(row)
+    inc_msgs = set(included.get("messages", []))
+    for i, h in enumerate(stm):
+        row = _row(h, i + 1, pages)
+        page = pages.get(row["page_id"])
+        in_dialogue = page is not None and (page.user_message_id in inc_msgs or page.assistant_message_id in inc_msgs)
+        row["left_out"] = "in the prompt as dialogue" if in_dialogue else "older dialogue, cut for the budget"
+        data.stm.append(row)
+    data.items = _items(trace, included)
+    data.segments = _segments(store, trace, hits)
+    return data
+
+
+def trace_for_query(store, query: str, conversation_id: int | None = None,
+                    budget: RetrievalBudget | None = None) -> TraceData:
+    """Run retrieval without chatting (and without counting it as a visit)."""
+    r = store.retrieve(query, conversation_id=conversation_id, budget=budget or RetrievalBudget(),
+                       record_visits=False)
+    trace = r.to_trace()
+    data = TraceData("query", query, conversation_id=conversation_id, timings_ms=trace.get("timings_ms") or {})
+    pages = {h.page.id: h.page for h in list(r.pages) + list(r.stm)}
+    for i, h in enumerate(trace.get("pages") or []):
+        row = _row(h, i + 1, pages)
+        row["left_out"] = ""
+        data.not_in_prompt.append(row)
+    for i, h in enumerate(trace.get("stm") or []):
+        row = _row(h, i + 1, pages)
+        row["left_out"] = ""
+        data.stm.append(row)
+    data.items = _items(trace, None)
+    data.segments = _segments(store, trace, trace.get("pages") or [])
+    return data

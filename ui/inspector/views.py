@@ -1,0 +1,1119 @@
+"""The inspector's tabs: Overview, Segments, Pages, Persona, Retrieval trace.
+
+Each view reads through the panel's worker (`panel.run(fn, done)`: `fn(store)` runs on the
+worker thread, `done(result)` back in the UI thread) and changes memory only through the
+memory core's management API (edit_*, pin, forget, set_paused, wipe_memory).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QModelIndex, Qt, QTimer, QUrl, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView, QCheckBox, QComboBox, QFrame, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+    QProgressBar, QPushButton, QSplitter, QTabWidget, QTextBrowser, QTreeView, QVBoxLayout, QWidget,
+)
+
+from ui.inspector import fmt
+from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_history, history_note
+from ui.inspector.delegates import BarDelegate
+from ui.inspector.models import (
+    ListModel, PagesModel, SegmentsModel, TraceData, TraitTreeModel, event_columns, knowledge_columns,
+    trace_item_columns, trace_page_columns, trace_segment_columns, version_columns,
+)
+from ui.inspector.tables import InspectorTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ui.inspector.panel import InspectorPanel
+
+TIER_FILTERS = [("All tiers", None), ("Short-term (STM)", "stm"), ("Mid-term (MTM)", "mtm"), ("Archive", "archive")]
+SEG_TIER_FILTERS = [("All segments", None), ("Mid-term (MTM)", "mtm"), ("Archive", "archive")]
+
+
+def _button(text: str, tip: str = "", slot=None) -> QPushButton:
+    b = QPushButton(text)
+    if tip:
+        b.setToolTip(tip)
+    if slot is not None:
+        b.clicked.connect(slot)
+    return b
+
+
+def _browser() -> QTextBrowser:
+    b = QTextBrowser()
+    b.setOpenLinks(False)
+    b.setOpenExternalLinks(False)
+    b.setMinimumHeight(80)
+    return b
+
+
+def _heading(text: str) -> QLabel:
+    lab = QLabel(text)
+    lab.setStyleSheet("font-weight: 600; padding: 2px 0;")
+    return lab
+
+
+class _DebouncedLine(QLineEdit):
+    """A search box that reports its text 300 ms after the user stops typing."""
+
+    settled = Signal(str)
+
+    def __init__(self, placeholder: str, parent=None):
+        super().__init__(parent)
+        self.setPlaceholderText(placeholder)
+        self.setClearButtonEnabled(True)
+        self._t = QTimer(self)
+        self._t.setSingleShot(True)
+        self._t.setInterval(300)
+        self._t.timeout.connect(lambda: self.settled.emit(self.text().strip()))
+        self.textChanged.connect(lambda _: self._t.start())
+
+
+# ====================================================================== Overview
+class _Card(QFrame):
+    def __init__(self, title: str, parent=None):
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setObjectName("card")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(10, 8, 10, 8)
+        lay.setSpacing(2)
+        self.title = QLabel(title)
+        self.title.setStyleSheet("color: palette(placeholder-text); font-size: 11px; text-transform: uppercase;")
+        self.value = QLabel("—")
+        self.value.setStyleSheet("font-size: 22px; font-weight: 600;")
+        self.sub = QLabel("")
+        self.sub.setWordWrap(True)
+        self.sub.setStyleSheet("color: palette(placeholder-text);")
+        self.bar = QProgressBar()
+        self.bar.setTextVisible(True)
+        self.bar.setMaximumHeight(14)
+        self.bar.hide()
+        for w in (self.title, self.value, self.sub, self.bar):
+            lay.addWidget(w)
+        lay.addStretch(1)
+
+    def set(self, value: str, sub: str = "", used: int | None = None, cap: int | None = None) -> None:
+        self.value.setText(value)
+        self.sub.setText(sub)
+        if used is not None and cap:
+            self.bar.setRange(0, int(cap))
+            self.bar.setValue(min(int(used), int(cap)))
+            self.bar.setFormat(f"{used:,} / {cap:,}")
+            self.bar.show()
+        else:
+            self.bar.hide()
+
+
+class OverviewView(QWidget):
+    def __init__(self, panel: "InspectorPanel"):
+        super().__init__()
+        self.panel = panel
+        self.stats: dict = {}
+        lay = QVBoxLayout(self)
+        self.banner = QLabel("Memory is paused: new conversations are not being remembered.")
+        self.banner.setStyleSheet("background: #fff3e0; color: #e65100; border: 1px solid #ffb74d; padding: 6px;"
+                                  " font-weight: 600;")
+        self.banner.hide()
+        lay.addWidget(self.banner)
+        grid = QGridLayout()
+        grid.setSpacing(8)
+        self.cards = {k: _Card(t) for k, t in (
+            ("stm", "Short-term memory (STM)"), ("mtm", "Mid-term memory (MTM)"), ("archive", "Archive"),
+            ("lpm", "Long-term persona (LPM)"), ("store", "Storage"), ("jobs", "Background work"))}
+        for i, key in enumerate(("stm", "mtm", "archive", "lpm", "store", "jobs")):
+            grid.addWidget(self.cards[key], i // 3, i % 3)
+        lay.addLayout(grid)
+        lay.addWidget(_heading("Recent memory events — what changed, when, and why"))
+        self.events = ListModel(event_columns())
+        self.events_view = InspectorTable(self.events, multi=False, sortable=False)
+        lay.addWidget(self.events_view, 1)
+        self.events_view.doubleClicked.connect(self._open_event)
+
+    def apply(self, stats: dict, events: list, params) -> None:
+        self.stats = stats
+        pages = stats.get("pages", {})
+        segs = stats.get("segments", {})
+        know = stats.get("knowledge", {})
+        convs = stats.get("conversations", 0) or 0
+        self.banner.setVisible(bool(stats.get("paused")))
+        self.cards["stm"].set(f"{pages.get('stm', 0):,} pages",
+                              f"recent dialogue of {convs:,} conversation{'s' if convs != 1 else ''}; "
+                              f"up to {params.stm_capacity} pages each, then the oldest moves to mid-term (FIFO)")
+        self.cards["mtm"].set(f"{segs.get('mtm', 0):,} segments",
+                              f"{pages.get('mtm', 0):,} pages; the coldest segment is archived above capacity",
+                              used=segs.get("mtm", 0), cap=params.mtm_capacity)
+        self.cards["archive"].set(f"{segs.get('archive', 0):,} segments",
+                                  f"{pages.get('archive', 0):,} pages; still searchable when hot tiers miss")
+        self.cards["lpm"].set(f"{stats.get('traits', 0):,} traits",
+                              f"{know.get('user', 0):,} facts about the user, {know.get('assistant', 0):,} about the "
+                              f"assistant; hot segments (heat ≥ τ = {params.tau:g}) are promoted here",
+                              used=stats.get("traits", 0), cap=getattr(params, "max_traits", None))
+        self.cards["store"].set(fmt.size(stats.get("db_size_bytes")),
+                                f"embedding model {stats.get('embed_model_id') or '?'} ({stats.get('embed_dim')}-d); "
+                                f"schema v{stats.get('schema_version')}; {stats.get('pages_total', 0):,} pages, "
+                                f"{stats.get('messages', 0):,} messages")
+        pend = stats.get("pending_jobs", 0) or 0
+        self.cards["jobs"].set("paused" if stats.get("paused") else (f"{pend:,} pending" if pend else "idle"),
+                               "memory updates waiting to run" if pend else "all memory updates are done")
+        self.events.set_rows(list(reversed(events)))
+
+    def _open_event(self, index: QModelIndex) -> None:
+        e = self.events.record(index.row())
+        if e is None:
+            return
+        if e.item_kind == "page" and e.item_id:
+            self.panel.show_page(e.item_id)
+        elif e.item_kind == "segment" and e.item_id:
+            self.panel.show_segment(e.item_id)
+        elif e.item_kind in ("trait", "knowledge") and e.item_id:
+            self.panel.show_persona_item(e.item_kind, e.item_id)
+
+
+# ====================================================================== Pages
+class PagesView(QWidget):
+    def __init__(self, panel: "InspectorPanel"):
+        super().__init__()
+        self.panel = panel
+        self.page = None             # the page in the detail pane
+        self.page_context: dict = {}
+        self.model = PagesModel(panel.worker)
+        self.model.error.connect(panel.status_error)
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        self.search = _DebouncedLine("Search page text…")
+        self.search.settled.connect(lambda _: self._apply_filters())
+        self.tier = QComboBox()
+        for label, val in TIER_FILTERS:
+            self.tier.addItem(label, val)
+        self.tier.currentIndexChanged.connect(lambda _: self._apply_filters())
+        self.pinned = QCheckBox("Pinned only")
+        self.pinned.toggled.connect(lambda _: self._apply_filters())
+        self.segment_chip = QPushButton()
+        self.segment_chip.setToolTip("Showing the pages of one segment; click to show all pages")
+        self.segment_chip.clicked.connect(lambda: self.set_segment_filter(None))
+        self.segment_chip.hide()
+        self.segment_filter: int | None = None
+        self.count = QLabel("")
+        for w in (self.search,):
+            bar.addWidget(w, 2)
+        for w in (self.tier, self.pinned, self.segment_chip):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        bar.addWidget(self.count)
+        lay.addLayout(bar)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.table = InspectorTable(self.model)
+        self.table.current_key_changed.connect(self._on_current)
+        self.table.delete_pressed.connect(self.forget_selected)
+        split.addWidget(self.table)
+        detail = QWidget()
+        dl = QVBoxLayout(detail)
+        dl.setContentsMargins(0, 4, 0, 0)
+        btns = QHBoxLayout()
+        self.prev_btn = _button("◀ Previous in chain", "The previous page of this dialogue chain", self.go_prev)
+        self.next_btn = _button("Next in chain ▶", "The next page of this dialogue chain", self.go_next)
+        self.seg_btn = _button("Its segment", "Show this page's segment and its heat", self.go_segment)
+        self.msg_btn = _button("Open message", "Show this exchange in its conversation", self.go_message)
+        self.edit_btn = _button("Edit…", "Correct this page's text (re-embedded and re-indexed)", self.edit_current)
+        self.pin_btn = _button("Pin", "Pinned pages keep their segment out of the archive", self.toggle_pin)
+        self.forget_btn = _button("Forget…", "Forget the selected pages for good (Delete)", self.forget_selected)
+        for b in (self.prev_btn, self.next_btn, self.seg_btn, self.msg_btn):
+            btns.addWidget(b)
+        btns.addStretch(1)
+        for b in (self.edit_btn, self.pin_btn, self.forget_btn):
+            btns.addWidget(b)
+        dl.addLayout(btns)
+        self.detail = _browser()
+        self.detail.anchorClicked.connect(self._on_link)
+        dl.addWidget(self.detail, 1)
+        split.addWidget(detail)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        lay.addWidget(split, 1)
+        self.model.loaded.connect(self._on_loaded)
+        self._show_page(None)
+
+    # -------------------------------------------------------------- filters / loading
+    def _apply_filters(self) -> None:
+        self.model.set_filters(text=self.search.text().strip() or None, tier=self.tier.currentData(),
+                               pinned=True if self.pinned.isChecked() else None, segment_id=self.segment_filter)
+        self.table.scrollToTop()
+
+    def set_segment_filter(self, sid: int | None) -> None:
+        self.segment_filter = sid
+        self.segment_chip.setText(f"Segment {sid}  ✕" if sid is not None else "")
+        self.segment_chip.setVisible(sid is not None)
+        if sid is not None:
+            self.search.blockSignals(True)
+            self.search.clear()
+            self.search.blockSignals(False)
+            self.tier.blockSignals(True)
+            self.tier.setCurrentIndex(0)
+            self.tier.blockSignals(False)
+        self._apply_filters()
+
+    def _on_loaded(self) -> None:
+        n = self.model.rowCount()
+        self.count.setText(f"{n:,} page{'s' if n != 1 else ''}")
+        if self.page is None and n and not self.table.currentIndex().isValid():
+            self.table.selectRow(0)
+
+    def refresh(self) -> None:
+        self.model.refresh()
+        if self.page is not None:
+            self.load_page(self.page.id, select=False)
+
+    def ensure_loaded(self) -> None:
+        if not self.model.ready and not self.model.is_loading():
+            self.model.reload()
+
+    # -------------------------------------------------------------- detail
+    def _on_current(self, key) -> None:
+        if key is None:
+            return
+        rec = self.table.current_record()
+        if rec is not None and rec.id == key:
+            self.load_page(rec.id, select=False, quick=rec)
+
+    def load_page(self, pid: int, *, select: bool = True, quick=None) -> None:
+        if quick is not None:
+            self._show_page(quick, self.page_context if self.page and self.page.id == quick.id else {})
+
+        def fetch(store):
+            p = store.get_page(pid)
+            ctx: dict[str, Any] = {}
+            if p is not None:
+                if p.conversation_id is not None:
+                    conv = store.get_conversation(p.conversation_id)
+                    ctx["conversation_title"] = conv.title if conv else None
+                if p.segment_id is not None:
+                    seg = store.get_segment(p.segment_id)
+                    ctx["segment"] = seg
+            return p, ctx
+
+        def done(result):
+            p, ctx = result
+            if p is None:
+                if self.page is not None and self.page.id == pid:
+                    self._show_page(None, note=f"Page {pid} is no longer in memory (forgotten).")
+                elif quick is None:
+                    self.panel.status(f"Page {pid} is no longer in memory.")
+                return
+            self._show_page(p, ctx)
+            if select:
+                self.table.select_key(p.id)
+
+        self.panel.run(fetch, done, label="page detail")
+
+    def _show_page(self, p, ctx: dict | None = None, note: str = "") -> None:
+        self.page = p
+        self.page_context = ctx or {}
+        has = p is not None
+        for b in (self.edit_btn, self.pin_btn):
+            b.setEnabled(has)
+        self.forget_btn.setEnabled(has or bool(self.table.selected_rows()))
+        self.prev_btn.setEnabled(has and p.prev_page_id is not None)
+        self.next_btn.setEnabled(has and p.next_page_id is not None)
+        self.seg_btn.setEnabled(has and p.segment_id is not None)
+        self.msg_btn.setEnabled(has and (p.assistant_message_id or p.user_message_id) is not None)
+        if not has:
+            self.pin_btn.setText("Pin")
+            self.detail.setHtml(f"<p style='color:#777'>{fmt.esc(note) if note else 'Select a page to read it in full.'}"
+                                "</p><p style='color:#777'>A page is one exchange: what the user said and what the "
+                                "assistant replied.</p>")
+            return
+        self.pin_btn.setText("Unpin" if p.pinned else "Pin")
+        ctx = self.page_context
+        links = []
+        if p.segment_id is not None:
+            seg = ctx.get("segment")
+            heat = f", heat {seg.heat:.2f}" if seg is not None else ""
+            links.append(f"<a href='segment:{p.segment_id}'>segment {p.segment_id}</a>{heat}")
+        if p.conversation_id is not None:
+            title = ctx.get("conversation_title")
+            t = f" “{fmt.esc(fmt.one_line(title, 60))}”" if title else ""
+            mid = p.assistant_message_id or p.user_message_id
+            if mid:
+                links.append(f"<a href='message:{p.conversation_id}:{mid}'>conversation {p.conversation_id}{t}, "
+                             f"message {mid}</a>")
+            else:
+                links.append(f"conversation {p.conversation_id}{t}")
+        chain = []
+        if p.prev_page_id:
+            chain.append(f"<a href='page:{p.prev_page_id}'>◀ page {p.prev_page_id}</a>")
+        if p.next_page_id:
+            chain.append(f"<a href='page:{p.next_page_id}'>page {p.next_page_id} ▶</a>")
+        meta = p.meta or {}
+        meta_txt = ", ".join(f"{k}: {v}" for k, v in meta.items() if not isinstance(v, (dict, list)))[:300]
+        pinned = " · <b>pinned</b>" if p.pinned else ""
+        html = [
+            f"<h3 style='margin:0'>Page {p.id} <span style='font-weight:normal;color:#555'>· {fmt.tier(p.tier)} · "
+            f"{fmt.when(p.timestamp)}{pinned}</span></h3>",
+            f"<p style='margin:4px 0'>{' · '.join(links)}</p>" if links else "",
+            (f"<p style='margin:4px 0'><b>Dialogue chain</b> {' '.join(chain) or '(not linked)'}"
+             + (f" — <i>{fmt.esc(p.chain_summary)}</i>" if p.chain_summary else "") + "</p>"),
+            f"<p style='margin:4px 0;color:#555'><b>Keywords</b> {fmt.esc(', '.join(p.keywords)) or '—'}</p>",
+            f"<p style='margin:8px 0 2px 0'><b>User</b></p><div>{fmt.paragraphs(p.user_text)}</div>",
+            f"<p style='margin:8px 0 2px 0'><b>Assistant</b></p><div>{fmt.paragraphs(p.assistant_text)}</div>",
+            f"<p style='color:#777;margin-top:8px'>{fmt.esc(meta_txt)}</p>" if meta_txt else "",
+        ]
+        self.detail.setHtml("".join(html))
+
+    def _on_link(self, url: QUrl) -> None:
+        self.panel.follow_link(url.toString())
+
+    # -------------------------------------------------------------- navigation
+    def go_prev(self) -> None:
+        if self.page is not None and self.page.prev_page_id:
+            self.load_page(self.page.prev_page_id)
+
+    def go_next(self) -> None:
+        if self.page is not None and self.page.next_page_id:
+            self.load_page(self.page.next_page_id)
+
+    def go_segment(self) -> None:
+        if self.page is not None and self.page.segment_id is not None:
+            self.panel.show_segment(self.page.segment_id)
+
+    def go_message(self) -> None:
+        p = self.page
+        if p is not None and p.conversation_id is not None:
+            self.panel.open_message(p.conversation_id, p.assistant_message_id or p.user_message_id)
+
+    # -------------------------------------------------------------- controls
+    def edit_current(self) -> None:
+        p = self.page
+        if p is None:
+            return
+        vals = self.panel.edit_texts(f"Edit page {p.id}", [("User said", p.user_text),
+                                                            ("Assistant replied", p.assistant_text)],
+                                     "The page is re-embedded and re-indexed; its segment summary is refreshed.")
+        if vals is None:
+            return
+        u, a = vals
+        self.panel.act(lambda s: s.edit_page(p.id, user_text=u, assistant_text=a), f"Page {p.id} edited.")
+
+    def toggle_pin(self) -> None:
+        p = self.page
+        if p is None:
+            return
+        new = not p.pinned
+        self.panel.act(lambda s: s.pin("page", p.id, new), f"Page {p.id} {'pinned' if new else 'unpinned'}.")
+
+    def forget_selected(self) -> None:
+        rows = self.table.selected_rows()
+        if not rows and self.page is not None:
+            self._confirm_forget([self.page.id])
+            return
+        self.panel.resolve_keys(self.model, rows, self._confirm_forget)
+
+    def _confirm_forget(self, ids: list[int]) -> None:
+        ids = sorted(set(i for i in ids if i is not None))
+        if not ids:
+            return
+        what = f"page {ids[0]}" if len(ids) == 1 else f"these {len(ids)} pages"
+        if not self.panel.confirm(
+                "Forget pages",
+                f"Forget {what} for good?\n\nThey are removed from every memory tier, from search and from "
+                "retrieval, together with persona traits and facts that came only from them. "
+                "This cannot be undone.", "Forget"):
+            return
+        self.panel.act(lambda s: s.forget("page", ids), f"Forgot {len(ids)} page{'s' if len(ids) != 1 else ''}.")
+
+
+# ====================================================================== Segments
+class SegmentsView(QWidget):
+    def __init__(self, panel: "InspectorPanel"):
+        super().__init__()
+        self.panel = panel
+        self.params = panel.params
+        self.segment = None
+        self.model = SegmentsModel(panel.worker, tau=self.params.tau)
+        self.model.error.connect(panel.status_error)
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        self.search = _DebouncedLine("Search summaries and keywords…")
+        self.search.settled.connect(lambda _: self._apply_filters())
+        self.tier = QComboBox()
+        for label, val in SEG_TIER_FILTERS:
+            self.tier.addItem(label, val)
+        self.tier.currentIndexChanged.connect(lambda _: self._apply_filters())
+        self.pinned = QCheckBox("Pinned only")
+        self.pinned.toggled.connect(lambda _: self._apply_filters())
+        self.count = QLabel("")
+        bar.addWidget(self.search, 2)
+        bar.addWidget(self.tier)
+        bar.addWidget(self.pinned)
+        bar.addStretch(1)
+        legend = QLabel(f"<span style='color:#64b5f6'>■</span> cold  <span style='color:#ffb300'>■</span> warming  "
+                        f"<span style='color:#e53935'>■</span> ≥ τ  <span style='color:#b71c1c'>|</span> τ = "
+                        f"{self.params.tau:g}")
+        legend.setToolTip("Heat bars: a segment is promoted into the persona when its heat reaches τ")
+        bar.addWidget(legend)
+        bar.addWidget(self.count)
+        lay.addLayout(bar)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.table = InspectorTable(self.model)
+        self.delegate = BarDelegate(self.model.heat_scale, lambda: self.params.tau, parent=self.table)
+        self.table.setItemDelegateForColumn(self.model.column_index("heat"), self.delegate)
+        self.table.current_key_changed.connect(self._on_current)
+        self.table.delete_pressed.connect(self.forget_selected)
+        split.addWidget(self.table)
+
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        self.chart = SegmentsHeatChart()
+        self.chart.segment_clicked.connect(self.show_segment)
+        bottom.addWidget(self.chart)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        self.history = SegmentHistoryChart()
+        rl.addWidget(self.history, 3)
+        self.history_note = QLabel("")
+        self.history_note.setWordWrap(True)
+        self.history_note.setStyleSheet("color: #777; font-size: 11px;")
+        rl.addWidget(self.history_note)
+        btns = QHBoxLayout()
+        self.pages_btn = _button("Show its pages", "List this segment's pages", self.show_pages)
+        self.restore_btn = _button("Restore to mid-term", "Bring this archived segment back to mid-term memory",
+                                   self.restore)
+        self.pin_btn = _button("Pin", "Pinned segments are never archived", self.toggle_pin)
+        self.forget_btn = _button("Forget…", "Forget the selected segments and their pages (Delete)",
+                                  self.forget_selected)
+        for b in (self.pages_btn, self.restore_btn):
+            btns.addWidget(b)
+        btns.addStretch(1)
+        btns.addWidget(self.pin_btn)
+        btns.addWidget(self.forget_btn)
+        rl.addLayout(btns)
+        self.detail = _browser()
+        self.detail.anchorClicked.connect(lambda u: self.panel.follow_link(u.toString()))
+        rl.addWidget(self.detail, 2)
+        bottom.addWidget(right)
+        bottom.setStretchFactor(0, 1)
+        bottom.setStretchFactor(1, 1)
+        split.addWidget(bottom)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        lay.addWidget(split, 1)
+        self.model.loaded.connect(self._on_loaded)
+        self._show_segment(None)
+
+    def _apply_filters(self) -> None:
+        self.model.set_filters(text=self.search.text().strip() or None, tier=self.tier.currentData(),
+                               pinned=True if self.pinned.isChecked() else None)
+        self.table.scrollToTop()
+
+    def _on_loaded(self) -> None:
+        n = self.model.rowCount()
+        self.count.setText(f"{n:,} segment{'s' if n != 1 else ''}")
+        self.table.viewport().update()
+        if self.segment is None and n and not self.table.currentIndex().isValid():
+            self.table.selectRow(0)
+
+    def ensure_loaded(self) -> None:
+        if not self.model.ready and not self.model.is_loading():
+            self.model.reload()
+            self.load_chart()
+
+    def refresh(self) -> None:
+        self.model.refresh()
+        self.load_chart()
+        if self.segment is not None:
+            self.show_segment(self.segment.id, select=False)
+
+    def load_chart(self) -> None:
+        def fetch(store):
+            segs = store.list_segments(tier="mtm", order_by="heat", descending=True, limit=20)
+            return segs, store.count_segments(tier="mtm")
+
+        self.panel.run(fetch, lambda r: self.chart.set_segments(r[0], self.params, r[1]), label="heat chart")
+
+    def _on_current(self, key) -> None:
+        if key is not None:
+            self.show_segment(key, select=False)
+
+    def show_segment(self, sid: int, select: bool = True) -> None:
+        index = self.panel.event_index
+
+        def fetch(store):
+            seg = store.get_segment(sid)
+            if seg is None:
+                return None, None
+            evs = index.events_for(store, sid)
+            return seg, evs
+
+        def done(result):
+            seg, evs = result
+            if seg is None:
+                if self.segment is not None and self.segment.id == sid:
+                    self._show_segment(None, f"Segment {sid} is no longer in memory.")
+                return
+            self._show_segment(seg, events=evs)
+            if select:
+                self.table.select_key(sid)
+
+        self.panel.run(fetch, done, label="segment detail")
+
+    def _show_segment(self, seg, note: str = "", events=None) -> None:
+        self.segment = seg
+        has = seg is not None
+        for b in (self.pages_btn, self.pin_btn, self.forget_btn):
+            b.setEnabled(has)
+        self.restore_btn.setVisible(has and seg.tier == "archive")
+        if not has:
+            self.history.clear()
+            self.history_note.setText("")
+            self.detail.setHtml(f"<p style='color:#777'>{fmt.esc(note) or 'Select a segment.'}</p>"
+                                "<p style='color:#777'>A segment groups related pages of mid-term memory. Its heat "
+                                "rises when its pages are recalled (N_visit) or new pages join it (L_interaction), "
+                                "and fades with time since its last access.</p>")
+            return
+        p = self.params
+        self.pin_btn.setText("Unpin" if seg.pinned else "Pin")
+        hist = heat_history(events or [], seg, p)
+        self.history.set_history(seg, hist, p)
+        self.history_note.setText(history_note(hist))
+        to_go = max(0.0, p.tau - seg.heat)
+        if seg.heat < p.tau:
+            status = f"{to_go:.2f} below τ = {p.tau:g}"
+        elif seg.l_interaction == 0 and seg.promotions:
+            status = (f"<b style='color:#c62828'>at or above τ</b>; promoted {seg.promotions}×, no new pages to "
+                      "promote since")
+        else:
+            status = ("<b style='color:#c62828'>at or above τ: its new pages are analysed into the persona by the "
+                      "next memory job</b>")
+        self.detail.setHtml(
+            f"<h3 style='margin:0'>Segment {seg.id} <span style='font-weight:normal;color:#555'>· {fmt.tier(seg.tier)}"
+            f"{' · <b>pinned</b>' if seg.pinned else ''}</span></h3>"
+            f"<p style='margin:4px 0'><b>Heat {seg.heat:.2f}</b> = {p.alpha:g}·N_visit ({seg.n_visit}) + "
+            f"{p.beta:g}·L_interaction ({seg.l_interaction}) + {p.gamma:g}·recency ({seg.recency:.3f}); {status}.</p>"
+            f"<p style='margin:4px 0;color:#555'>Last access {fmt.when(seg.last_access)} ({fmt.ago(seg.last_access)}); "
+            f"created {fmt.when(seg.created_at)}; promoted {seg.promotions}×; "
+            f"<a href='segpages:{seg.id}'>{seg.page_count} page{'s' if seg.page_count != 1 else ''}</a></p>"
+            f"<p style='margin:4px 0'><b>Keywords</b> {fmt.esc(', '.join(seg.keywords)) or '—'}</p>"
+            f"<p style='margin:6px 0 0 0'><b>Summary</b></p><div>{fmt.paragraphs(seg.summary)}</div>")
+
+    # -------------------------------------------------------------- controls
+    def show_pages(self) -> None:
+        if self.segment is not None:
+            self.panel.show_segment_pages(self.segment.id)
+
+    def restore(self) -> None:
+        s = self.segment
+        if s is not None:
+            self.panel.act(lambda st: st.restore_segment(s.id), f"Segment {s.id} restored to mid-term memory.")
+
+    def toggle_pin(self) -> None:
+        s = self.segment
+        if s is None:
+            return
+        new = not s.pinned
+        self.panel.act(lambda st: st.pin("segment", s.id, new), f"Segment {s.id} {'pinned' if new else 'unpinned'}.")
+
+    def forget_selected(self) -> None:
+        rows = self.table.selected_rows()
+        if not rows and self.segment is not None:
+            self._confirm_forget([self.segment.id])
+            return
+        self.panel.resolve_keys(self.model, rows, self._confirm_forget)
+
+    def _confirm_forget(self, ids: list[int]) -> None:
+        ids = sorted(set(i for i in ids if i is not None))
+        if not ids:
+            return
+        recs = {r.id: r for r in self.model.loaded_records()}
+        pages = sum(recs[i].page_count for i in ids if i in recs)
+        what = f"segment {ids[0]}" if len(ids) == 1 else f"these {len(ids)} segments"
+        if not self.panel.confirm(
+                "Forget segments",
+                f"Forget {what} and {'its' if len(ids) == 1 else 'their'} {pages} page{'s' if pages != 1 else ''} "
+                "for good?\n\nThe pages leave every tier, search and retrieval, with persona traits and facts "
+                "that came only from them. This cannot be undone.", "Forget"):
+            return
+        self.panel.act(lambda s: s.forget("segment", ids),
+                       f"Forgot {len(ids)} segment{'s' if len(ids) != 1 else ''}.")
+
+
+# ====================================================================== Persona
+class PersonaView(QWidget):
+    def __init__(self, panel: "InspectorPanel"):
+        super().__init__()
+        self.panel = panel
+        self.item = None            # ("trait" | "knowledge", record)
+        self.loaded = False
+        self._order = {"user": ("updated_at", True), "assistant": ("updated_at", True)}
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        self.archived = QCheckBox("Show archived items")
+        self.archived.toggled.connect(lambda _: self.refresh())
+        bar.addWidget(self.archived)
+        bar.addStretch(1)
+        self.edit_btn = _button("Edit…", "Correct the selected trait or fact (the old text is kept as a version)",
+                                self.edit_current)
+        self.pin_btn = _button("Pin", "Pinned items are never changed by automatic updates", self.toggle_pin)
+        self.forget_btn = _button("Forget…", "Forget the selected items for good (Delete)", self.forget_selected)
+        for b in (self.edit_btn, self.pin_btn, self.forget_btn):
+            bar.addWidget(b)
+        lay.addLayout(bar)
+
+        outer = QSplitter(Qt.Orientation.Vertical)
+        top = QSplitter(Qt.Orientation.Horizontal)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        self.traits_label = _heading("Profile traits, by dimension")
+        ll.addWidget(self.traits_label)
+        self.traits = TraitTreeModel()
+        self.tree = QTreeView()
+        self.tree.setModel(self.traits)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setUniformRowHeights(True)
+        self.tree.header().setStretchLastSection(True)
+        self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for i, w in enumerate((260, 80, 280, 48, 60, 120, 54)):
+            self.tree.setColumnWidth(i, w)
+        self.tree.setItemDelegateForColumn(1, BarDelegate(lambda: 1.0, parent=self.tree))
+        self.tree.selectionModel().currentChanged.connect(self._on_tree_current)
+        ll.addWidget(self.tree, 1)
+        top.addWidget(left)
+
+        right = QSplitter(Qt.Orientation.Vertical)
+        self.knowledge: dict[str, ListModel] = {}
+        self.kviews: dict[str, InspectorTable] = {}
+        for owner, title in (("user", "What the assistant knows about the user"),
+                             ("assistant", "What the assistant knows about itself")):
+            box = QWidget()
+            bl = QVBoxLayout(box)
+            bl.setContentsMargins(0, 0, 0, 0)
+            lab = _heading(title)
+            bl.addWidget(lab)
+            m = ListModel(knowledge_columns())
+            v = InspectorTable(m)
+            v.setItemDelegateForColumn(m.column_index("confidence"), BarDelegate(lambda: 1.0, parent=v))
+            hh = v.horizontalHeader()
+            hh.setSortIndicator(m.column_index("updated_at"), Qt.SortOrder.DescendingOrder)
+            hh.sortIndicatorChanged.disconnect()
+            hh.sortIndicatorChanged.connect(lambda col, order, o=owner, mm=m: self._sort_knowledge(o, mm, col, order))
+            v.current_key_changed.connect(lambda key, o=owner: self._on_knowledge_current(o))
+            v.delete_pressed.connect(self.forget_selected)
+            bl.addWidget(v, 1)
+            self.knowledge[owner] = m
+            self.kviews[owner] = v
+            box.setProperty("title_label", lab)
+            right.addWidget(box)
+        top.addWidget(right)
+        top.setStretchFactor(0, 1)
+        top.setStretchFactor(1, 1)
+        outer.addWidget(top)
+
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        self.detail = _browser()
+        self.detail.anchorClicked.connect(lambda u: self.panel.follow_link(u.toString()))
+        bottom.addWidget(self.detail)
+        vbox = QWidget()
+        vl = QVBoxLayout(vbox)
+        vl.setContentsMargins(0, 0, 0, 0)
+        vl.addWidget(_heading("Version history"))
+        self.versions = ListModel(version_columns(), key=lambda v: (v.item_kind, v.item_id, v.version))
+        self.versions_view = InspectorTable(self.versions, multi=False, sortable=False)
+        vl.addWidget(self.versions_view, 1)
+        bottom.addWidget(vbox)
+        outer.addWidget(bottom)
+        outer.setStretchFactor(0, 3)
+        outer.setStretchFactor(1, 2)
+        lay.addWidget(outer, 1)
+        self._show_item(None)
+
+    # -------------------------------------------------------------- loading
+    def ensure_loaded(self) -> None:
+        if not self.loaded:
+            self.refresh()
+
+    def refresh(self) -> None:
+        arch = self.archived.isChecked()
+        order = dict(self._order)
+
+        def fetch(store):
+            traits = store.list_traits(include_archived=arch, limit=5000)
+            know = {o: store.list_knowledge(owner=o, include_archived=arch, order_by=order[o][0],
+                                            descending=order[o][1], limit=5000) for o in ("user", "assistant")}
+            return traits, know
+
+        self.panel.run(fetch, self._apply, label="persona")
+
+    def _apply(self, result) -> None:
+        traits, know = result
+        self.loaded = True
+        key = self.traits.key_of(self.tree.currentIndex())
+        expanded = {self.traits.key_of(self.traits.index(r, 0)) for r in range(self.traits.rowCount())
+                    if self.tree.isExpanded(self.traits.index(r, 0))}
+        sel = [self.traits.key_of(i) for i in self.tree.selectionModel().selectedRows()]
+        first = not self.traits.rowCount()
+        self.traits.set_traits(traits)
+        for r in range(self.traits.rowCount()):
+            idx = self.traits.index(r, 0)
+            if first or self.traits.key_of(idx) in expanded or len(traits) <= 60:
+                self.tree.expand(idx)
+        sm = self.tree.selectionModel()
+        for k in sel:
+            idx = self.traits.index_of_key(k)
+            if idx.isValid():
+                sm.select(idx, sm.SelectionFlag.Select | sm.SelectionFlag.Rows)
+        if key:
+            idx = self.traits.index_of_key(key)
+            if idx.isValid():
+                sm.setCurrentIndex(idx, sm.SelectionFlag.NoUpdate)
+        n_dims = len(self.traits.dimensions())
+        self.traits_label.setText(f"Profile traits, by dimension — {len(traits)} trait{'s' if len(traits) != 1 else ''}"
+                                  f" in {n_dims} dimension{'s' if n_dims != 1 else ''}")
+        for owner, rows in know.items():
+            self.knowledge[owner].set_rows(rows)
+            lab = self.kviews[owner].parentWidget().property("title_label")
+            if lab is not None:
+                base = lab.text().split(" — ")[0]
+                lab.setText(f"{base} — {len(rows)} fact{'s' if len(rows) != 1 else ''}")
+        if self.item is not None:
+            kind, rec = self.item
+            self.load_item(kind, rec.id)
+
+    def _sort_knowledge(self, owner: str, model: ListModel, col: int, order) -> None:
+        key = model.columns[col].sort
+        if key is None:
+            hh = self.kviews[owner].horizontalHeader()
+            hh.blockSignals(True)
+            o, d = self._order[owner]
+            hh.setSortIndicator(model.column_index(o) if o != "text" else model.column_index("text"),
+                                Qt.SortOrder.DescendingOrder if d else Qt.SortOrder.AscendingOrder)
+            hh.blockSignals(False)
+            return
+        self._order[owner] = (key, order == Qt.SortOrder.DescendingOrder)
+        self.refresh()
+
+    # -------------------------------------------------------------- selection → detail
+    def _on_tree_current(self, current: QModelIndex, previous: QModelIndex) -> None:
+        t = self.traits.trait_at(current)
+        if t is not None:
+            for v in self.kviews.values():
+                v.selectionModel().clearCurrentIndex()
+                v.clearSelection()
+            self.load_item("trait", t.id, quick=t)
+
+    def _on_knowledge_current(self, owner: str) -> None:
+        rec = self.kviews[owner].current_record()
+        if rec is None:
+            return
+        other = "assistant" if owner == "user" else "user"
+        self.kviews[other].clearSelection()
+        self.tree.clearSelection()
+        self.load_item("knowledge", rec.id, quick=rec)
+
+    def load_item(self, kind: str, iid: int, quick=None, select: bool = False) -> None:
+        if quick is not None:
+            self._show_item((kind, quick), None)
+
+        def fetch(store):
+            rec = store.get_trait(iid) if kind == "trait" else store.get_knowledge(iid)
+            versions = store.item_versions(kind, iid) if rec is not None else []
+            return rec, versions
+
+        def done(result):
+            rec, versions = result
+            if rec is None:
+                if self.item is not None and self.item[1].id == iid and self.item[0] == kind:
+                    self._show_item(None, note=f"This {kind} is no longer in memory.")
+                return
+            self._show_item((kind, rec), versions)
+            if select:
+                self.select_item(kind, iid)
+
+        self.panel.run(fetch, done, label=f"{kind} detail")
+
+    def select_item(self, kind: str, iid: int) -> None:
+        if kind == "trait":
+            idx = self.traits.index_of_key(("trait", iid))
+            if idx.isValid():
+                self.tree.setCurrentIndex(idx)
+                self.tree.scrollTo(idx)
+        else:
+            for v in self.kviews.values():
+                if v.select_key(iid):
+                    break
+
+    def _show_item(self, item, versions=None, note: str = "") -> None:
+        self.item = item
+        has = item is not None
+        self.edit_btn.setEnabled(has)
+        self.pin_btn.setEnabled(has)
+        if not has:
+            self.versions.set_rows([])
+            self.detail.setHtml(f"<p style='color:#777'>{fmt.esc(note) or 'Select a trait or a fact.'}</p>"
+                                "<p style='color:#777'>Traits and facts are distilled from hot segments; each keeps "
+                                "the pages it came from and every earlier version.</p>")
+            return
+        kind, r = item
+        self.pin_btn.setText("Unpin" if r.pinned else "Pin")
+        srcs = " ".join(f"<a href='page:{p}'>page {p}</a>" for p in r.source_page_ids) or \
+            "none (written or edited by the user)"
+        convs = ", ".join(str(c) for c in (r.conversation_ids or [])) or "—"
+        if kind == "trait":
+            head = f"Trait {r.id}: {fmt.esc(r.dimension)}"
+            body = (f"<p style='margin:4px 0'><b>Value</b> {fmt.esc(r.value)}</p>"
+                    f"<p style='margin:4px 0'><b>Evidence</b> {fmt.paragraphs(r.evidence) if r.evidence else '—'}</p>")
+        else:
+            head = f"{'User' if r.owner == 'user' else 'Assistant'} knowledge {r.id}"
+            body = f"<p style='margin:4px 0'>{fmt.paragraphs(r.text)}</p>"
+        self.detail.setHtml(
+            f"<h3 style='margin:0'>{head} <span style='font-weight:normal;color:#555'>· v{r.version} · {r.status}"
+            f"{' · <b>pinned</b>' if r.pinned else ''}</span></h3>{body}"
+            f"<p style='margin:4px 0'><b>Confidence</b> {r.confidence:.2f} · <b>model</b> {fmt.esc(r.model) or '—'} · "
+            f"<b>updated</b> {fmt.when(r.updated_at)}</p>"
+            f"<p style='margin:4px 0'><b>Source pages</b> {srcs}</p>"
+            f"<p style='margin:4px 0;color:#555'><b>Conversations</b> {convs}</p>")
+        if versions is not None:
+            self.versions.set_rows(list(reversed(versions)))
+
+    # -------------------------------------------------------------- controls
+    def _selected(self) -> list[tuple[str, int]]:
+        out = []
+        for idx in self.tree.selectionModel().selectedRows():
+            t = self.traits.trait_at(idx)
+            if t is not None:
+                out.append(("trait", t.id))
+        for v in self.kviews.values():
+            for row in v.selected_rows():
+                rec = v.model().record(row)
+                if rec is not None:
+                    out.append(("knowledge", rec.id))
+        if not out and self.item is not None:
+            out.append((self.item[0], self.item[1].id))
+        return out
+
+    def edit_current(self) -> None:
+        if self.item is None:
+            return
+        kind, r = self.item
+        if kind == "trait":
+            vals = self.panel.edit_texts(f"Edit trait {r.id} ({r.dimension})", [("Value", r.value)],
+                                         "The old value is kept in the version history.")
+            if vals is not None:
+                self.panel.act(lambda s: s.edit_trait(r.id, vals[0]), f"Trait {r.id} edited.")
+        else:
+            vals = self.panel.edit_texts(f"Edit fact {r.id}", [("Fact", r.text)],
+                                         "The old text is kept in the version history.")
+            if vals is not None:
+                self.panel.act(lambda s: s.edit_knowledge(r.id, vals[0]), f"Fact {r.id} edited.")
+
+    def toggle_pin(self) -> None:
+        if self.item is None:
+            return
+        kind, r = self.item
+        new = not r.pinned
+        self.panel.act(lambda s: s.pin(kind, r.id, new), f"{kind.capitalize()} {r.id} {'pinned' if new else 'unpinned'}.")
+
+    def forget_selected(self) -> None:
+        items = self._selected()
+        if not items:
+            return
+        n = len(items)
+        if not self.panel.confirm("Forget persona items",
+                                  f"Forget {'this item' if n == 1 else f'these {n} items'} for good, with all "
+                                  "earlier versions? The pages they came from stay. This cannot be undone.", "Forget"):
+            return
+        traits = [i for k, i in items if k == "trait"]
+        know = [i for k, i in items if k == "knowledge"]
+
+        def forget(s):
+            if traits:
+                s.forget("trait", traits)
+            if know:
+                s.forget("knowledge", know)
+
+        self.panel.act(forget, f"Forgot {n} item{'s' if n != 1 else ''}.")
+
+
+# ====================================================================== Retrieval trace
+class TraceView(QWidget):
+    def __init__(self, panel: "InspectorPanel"):
+        super().__init__()
+        self.panel = panel
+        self.data: TraceData | None = None
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Test a query:"))
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Type what you would ask, and see what memory would recall (nothing is sent "
+                                      "to the model, no heat changes)")
+        self.query.returnPressed.connect(self.run_query)
+        bar.addWidget(self.query, 1)
+        self.scope = QComboBox()
+        self.scope.addItem("all memory", None)
+        self.scope.setToolTip("With a conversation, its short-term pages are recalled too")
+        bar.addWidget(self.scope)
+        self.run_btn = _button("Recall", "Run retrieval for this query", self.run_query)
+        bar.addWidget(self.run_btn)
+        lay.addLayout(bar)
+        self.header = QLabel("")
+        self.header.setWordWrap(True)
+        self.header.setTextFormat(Qt.TextFormat.RichText)
+        self.header.setStyleSheet("padding: 4px; background: palette(alternate-base);")
+        lay.addWidget(self.header)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.tabs = QTabWidget()
+        pages = QSplitter(Qt.Orientation.Vertical)
+        self.in_prompt = ListModel(trace_page_columns(in_prompt=True), key=lambda r: r["page_id"])
+        self.not_in_prompt = ListModel(trace_page_columns(in_prompt=False), key=lambda r: r["page_id"])
+        self.stm = ListModel(trace_page_columns(in_prompt=False), key=lambda r: r["page_id"])
+        self.in_prompt_view, box1, self.in_prompt_label = self._table_box(self.in_prompt, "Pages in the prompt")
+        self.not_in_prompt_view, box2, self.not_in_prompt_label = self._table_box(self.not_in_prompt,
+                                                                                  "Recalled, not in the prompt")
+        self.stm_view, box3, self.stm_label = self._table_box(self.stm, "Short-term memory of the conversation")
+        for b in (box1, box2, box3):
+            pages.addWidget(b)
+        self.tabs.addTab(pages, "Pages")
+        self.items = ListModel(trace_item_columns(), key=lambda r: r["key"])
+        self.items_view, ibox, self.items_label = self._table_box(self.items, "Persona traits and knowledge recalled")
+        self.tabs.addTab(ibox, "Persona && knowledge")
+        self.segs = ListModel(trace_segment_columns(), key=lambda r: r["segment_id"])
+        self.segs_view, sbox, self.segs_label = self._table_box(self.segs, "Segments searched (best match first)")
+        self.segs_view.doubleClicked.connect(
+            lambda idx: self.panel.show_segment(self.segs.record(idx.row())["segment_id"]))
+        self.tabs.addTab(sbox, "Segments")
+        split.addWidget(self.tabs)
+        self.detail = _browser()
+        self.detail.anchorClicked.connect(lambda u: self.panel.follow_link(u.toString()))
+        split.addWidget(self.detail)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        lay.addWidget(split, 1)
+        self.set_data(None)
+
+    def _table_box(self, model: ListModel, title: str):
+        box = QWidget()
+        bl = QVBoxLayout(box)
+        bl.setContentsMargins(0, 0, 0, 0)
+        lab = _heading(title)
+        bl.addWidget(lab)
+        view = InspectorTable(model, multi=False, sortable=False)
+        if "score" in [c.key for c in model.columns]:
+            view.setItemDelegateForColumn(model.column_index("score"),
+                                          BarDelegate(lambda m=model: max([r["score"] for r in m.records()] + [1e-6]),
+                                                      parent=view))
+        view.current_key_changed.connect(lambda key, v=view: self._on_row(v))
+        if "page_id" in [c.key for c in model.columns]:
+            view.doubleClicked.connect(lambda idx, m=model: self.panel.show_page(m.record(idx.row())["page_id"]))
+        bl.addWidget(view, 1)
+        return view, box, lab
+
+    # -------------------------------------------------------------- API
+    def show_message(self, message_id: int) -> None:
+        from ui.inspector.tracing import trace_for_message
+
+        self.header.setText(f"Loading the trace of message {message_id}…")
+        self.panel.run(lambda s: trace_for_message(s, message_id), self.set_data, label="trace")
+
+    def run_query(self) -> None:
+        from ui.inspector.tracing import trace_for_query
+
+        q = self.query.text().strip()
+        if not q:
+            return
+        cid = self.scope.currentData()
+        self.header.setText(f"Recalling for “{fmt.esc(q)}”…")
+        self.run_btn.setEnabled(False)
+
+        def done(data):
+            self.run_btn.setEnabled(True)
+            self.set_data(data)
+
+        def failed(exc):
+            self.run_btn.setEnabled(True)
+            self.panel.status_error(f"retrieval failed: {exc}")
+
+        self.panel.run(lambda s: trace_for_query(s, q, cid), done, label="test query", on_error=failed)
+
+    def set_data(self, data: TraceData | None) -> None:
+        self.data = data
+        if data is None:
+            for m in (self.in_prompt, self.not_in_prompt, self.stm, self.items, self.segs):
+                m.set_rows([])
+            self.header.setText("Select an assistant message in the chat to see what its prompt recalled, or test "
+                                "a query above.")
+            self.detail.setHtml("<p style='color:#777'>Each recalled page shows its score and why it was chosen: "
+                                "embedding similarity (cos), keyword matches, and the segment it belongs to.</p>")
+            return
+        if data.conversation_id is not None and self.scope.findData(data.conversation_id) < 0:
+            self.scope.addItem(f"+ short-term of conversation {data.conversation_id}", data.conversation_id)
+        reply = data.source == "reply"
+        self.in_prompt.set_rows(data.in_prompt)
+        self.not_in_prompt.set_rows(data.not_in_prompt)
+        self.stm.set_rows(data.stm)
+        self.items.set_rows(data.items)
+        self.segs.set_rows(data.segments)
+        self.in_prompt_view.parentWidget().setVisible(reply)
+        self.not_in_prompt_view.setColumnHidden(self.not_in_prompt.column_index("left_out"), not reply)
+        self.in_prompt_label.setText(f"Pages in the prompt ({len(data.in_prompt)}) — what the model read, in prompt "
+                                     "order")
+        self.not_in_prompt_label.setText(
+            (f"Recalled but not in the prompt ({len(data.not_in_prompt)})" if reply else
+             f"Recalled pages ({len(data.not_in_prompt)}), best first"))
+        self.stm_label.setText(f"Short-term memory of the conversation ({len(data.stm)})")
+        self.stm_view.parentWidget().setVisible(bool(data.stm))
+        self.items_label.setText(f"Persona traits and knowledge recalled ({len(data.items)})")
+        self.segs_label.setText(f"Segments searched ({len(data.segments)}), best match first")
+        if reply:
+            tok = f"; prompt {data.prompt_tokens:,} tokens" if data.prompt_tokens else ""
+            dropped = ", ".join(f"{v} {k}" for k, v in (data.dropped or {}).items() if v)
+            head = (f"<b>Reply {data.message_id}</b> to “{fmt.esc(fmt.one_line(data.query, 140))}”{tok}; "
+                    f"{len(data.in_prompt)} recalled page{'s' if len(data.in_prompt) != 1 else ''} in the prompt"
+                    + (f"; left out for the budget: {dropped}" if dropped else ""))
+        else:
+            head = (f"<b>Test query</b> “{fmt.esc(fmt.one_line(data.query, 140))}”: "
+                    f"{len(data.not_in_prompt)} pages, {len(data.items)} persona items")
+        total = (data.timings_ms or {}).get("total")
+        if total:
+            head += f"; retrieval {total:.0f} ms"
+        if data.note:
+            head += f"<br><span style='color:#c62828'>{fmt.esc(data.note)}</span>"
+        self.header.setText(head)
+        first = self.in_prompt_view if data.in_prompt else (self.not_in_prompt_view if data.not_in_prompt else None)
+        if first is not None:
+            first.selectRow(0)
+        else:
+            self.detail.setHtml("<p style='color:#777'>Nothing was recalled.</p>")
+
+    def listed_page_ids(self, which: str = "in_prompt") -> list[int]:
+        model = {"in_prompt": self.in_prompt, "not_in_prompt": self.not_in_prompt, "stm": self.stm}[which]
+        return [r["page_id"] for r in model.records()]
+
+    # -------------------------------------------------------------- detail
+    def _on_row(self, view: InspectorTable) -> None:
+        idx = view.currentIndex()
+        if not idx.isValid():
+            return
+        r = view.model().record(idx.row())
+        if r is None:
+            return
+        if "page_id" in r:
+            seg = (f" · <a href='segment:{r['segment_id']}'>segment {r['segment_id']}</a>"
+                   if r.get("segment_id") is not None else "")
+            left = f"<p style='margin:2px 0;color:#777'>Not in the prompt: {fmt.esc(r['left_out'])}</p>" \
+                if r.get("left_out") else ""
+            self.detail.setHtml(
+                f"<h3 style='margin:0'><a href='page:{r['page_id']}'>Page {r['page_id']}</a> "
+                f"<span style='font-weight:normal;color:#555'>· {fmt.tier(r.get('tier'))} · "
+                f"{fmt.when(r.get('timestamp'))}{seg} · rank {r['rank']} · score {r['score']:.3f}</span></h3>"
+                f"<p style='margin:4px 0'><b>Why:</b> {fmt.esc(r['reason'])}</p>{left}"
+                f"<div>{fmt.paragraphs(r['text'])}</div>")
+        else:
+            self.detail.setHtml(f"<h3 style='margin:0'>{fmt.esc(r['kind'])}</h3>"
+                                f"<p><b>Why:</b> {fmt.esc(r['reason'])} · in prompt: {r['in_prompt']}</p>"
+                                f"<div>{fmt.paragraphs(r['text'])}</div>")
+
+
+__all__ = ["OverviewView", "PagesView", "SegmentsView", "PersonaView", "TraceView"]

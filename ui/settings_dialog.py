@@ -1,0 +1,318 @@
+"""The settings dialog: chat model (GGUF file or OpenAI-compatible server), generation, embedding model,
+memory parameters, interface, and the data folder. `apply()` writes into `ctx.settings`; the caller saves."""
+from __future__ import annotations
+
+import copy
+from dataclasses import fields
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFormLayout,
+    QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QScrollArea, QSpinBox, QTabWidget,
+    QVBoxLayout, QWidget,
+)
+
+# The memory parameters shown first, with what they mean (DESIGN.md "Memory mechanics").
+MAIN_MEMORY_PARAMS = {
+    "stm_capacity": ("Short-term capacity", "Pages (exchanges) kept in short-term memory per conversation."),
+    "mtm_capacity": ("Mid-term capacity", "Segments in mid-term memory before the coldest moves to the archive."),
+    "theta": ("Segment join threshold θ", "A page joins a segment when cosine + keyword overlap ≥ θ."),
+    "alpha": ("Heat weight α (visits)", "Weight of how often a segment was recalled."),
+    "beta": ("Heat weight β (interactions)", "Weight of the pages added since the last promotion."),
+    "gamma": ("Heat weight γ (recency)", "Weight of exp(−Δt/μ), how recently it was used."),
+    "mu": ("Recency time scale μ (s)", "Seconds over which recency decays."),
+    "tau": ("Promotion threshold τ", "Heat at which a segment is analysed into the long-term persona."),
+}
+THEME_LABELS = [("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")]
+
+
+def _file_row(parent: QWidget, edit: QLineEdit, caption: str, filter_: str, name: str) -> QWidget:
+    row = QWidget(parent)
+    lay = QHBoxLayout(row)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.addWidget(edit, 1)
+    browse = QPushButton("Browse…", row)
+    browse.setAccessibleName(f"Choose {name}")
+
+    def pick() -> None:
+        path, _ = QFileDialog.getOpenFileName(parent, caption, edit.text() or "", filter_)
+        if path:
+            edit.setText(path)
+
+    browse.clicked.connect(pick)
+    lay.addWidget(browse)
+    return row
+
+
+def _spin(lo: int, hi: int, value: int, special: str | None = None) -> QSpinBox:
+    s = QSpinBox()
+    s.setRange(lo, hi)
+    s.setValue(value)
+    if special:
+        s.setSpecialValueText(special)
+    return s
+
+
+def _dspin(lo: float, hi: float, value: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
+    s = QDoubleSpinBox()
+    s.setDecimals(decimals)
+    s.setRange(lo, hi)
+    s.setSingleStep(step)
+    s.setValue(value)
+    return s
+
+
+def _hint(text: str, parent: QWidget) -> QLabel:
+    label = QLabel(text, parent)
+    label.setObjectName("hintLabel")
+    label.setWordWrap(True)
+    return label
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, ctx, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.setWindowTitle("Settings")
+        self.setMinimumSize(620, 560)
+        s = ctx.settings
+        lay = QVBoxLayout(self)
+        self.tabs = QTabWidget(self)
+        lay.addWidget(self.tabs)
+        self.tabs.addTab(self._model_tab(s), "Model")
+        self.tabs.addTab(self._embedding_tab(s), "Embeddings")
+        self.tabs.addTab(self._memory_tab(s), "Memory")
+        self.tabs.addTab(self._interface_tab(s), "Interface")
+        self.tabs.addTab(self._data_tab(), "Data")
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+        self.buttons = buttons
+        self._backend_changed()
+
+    # -- tabs -----------------------------------------------------------------------
+    def _model_tab(self, s) -> QWidget:
+        page = QWidget()
+        lay = QVBoxLayout(page)
+        src = QGroupBox("Chat model", page)
+        form = QFormLayout(src)
+        self.local_radio = QRadioButton("A GGUF file on this computer (llama.cpp)", src)
+        self.server_radio = QRadioButton("An OpenAI-compatible server (llama-server, Ollama, vLLM, LM Studio)", src)
+        group = QButtonGroup(src)
+        group.addButton(self.local_radio)
+        group.addButton(self.server_radio)
+        (self.server_radio if s.chat.backend == "openai" else self.local_radio).setChecked(True)
+        self.local_radio.toggled.connect(self._backend_changed)
+        form.addRow(self.local_radio)
+        self.gguf_edit = QLineEdit(s.chat.gguf_path, src)
+        self.gguf_edit.setPlaceholderText("Empty: the bundled SmolLM2-135M")
+        self.gguf_edit.setAccessibleName("GGUF model file")
+        self.gguf_row = _file_row(src, self.gguf_edit, "Choose a GGUF model", "GGUF models (*.gguf);;All files (*)",
+                                  "GGUF model file")
+        form.addRow("Model file", self.gguf_row)
+        self.gpu_spin = _spin(-1, 999, s.chat.n_gpu_layers)
+        self.gpu_spin.setToolTip("Layers offloaded to the GPU (0: CPU only, -1: all)")
+        form.addRow("GPU layers", self.gpu_spin)
+        self.threads_spin = _spin(0, 256, s.chat.n_threads, "All cores")
+        form.addRow("Threads", self.threads_spin)
+        form.addRow(self.server_radio)
+        self.url_edit = QLineEdit(s.chat.server_url, src)
+        self.url_edit.setPlaceholderText("http://127.0.0.1:8080/v1")
+        form.addRow("Server URL", self.url_edit)
+        self.server_model_edit = QLineEdit(s.chat.server_model, src)
+        self.server_model_edit.setPlaceholderText("e.g. llama3.1 (empty: the server's default)")
+        form.addRow("Model name", self.server_model_edit)
+        self.key_edit = QLineEdit(s.chat.api_key, src)
+        self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key_edit.setPlaceholderText("Only if the server needs one")
+        form.addRow("API key", self.key_edit)
+        lay.addWidget(src)
+
+        gen = QGroupBox("Generation", page)
+        g = QFormLayout(gen)
+        self.ctx_spin = _spin(256, 1_048_576, s.chat.n_ctx)
+        self.ctx_spin.setSingleStep(1024)
+        g.addRow("Context length (tokens)", self.ctx_spin)
+        self.temp_spin = _dspin(0.0, 2.0, s.chat.temperature, 0.05)
+        g.addRow("Temperature", self.temp_spin)
+        self.top_p_spin = _dspin(0.0, 1.0, s.chat.top_p, 0.01)
+        g.addRow("Top-p", self.top_p_spin)
+        self.max_tokens_spin = _spin(1, 131_072, s.chat.max_tokens)
+        g.addRow("Max reply tokens", self.max_tokens_spin)
+        self.reserve_spin = _spin(16, 131_072, s.chat.reply_reserve)
+        self.reserve_spin.setToolTip("Tokens of the context kept free for the reply when the prompt is composed")
+        g.addRow("Reply reserve (tokens)", self.reserve_spin)
+        lay.addWidget(gen)
+        lay.addStretch(1)
+        return page
+
+    def _embedding_tab(self, s) -> QWidget:
+        page = QWidget()
+        lay = QVBoxLayout(page)
+        box = QGroupBox("Sentence-embedding model", page)
+        form = QFormLayout(box)
+        self.onnx_edit = QLineEdit(s.embedding.onnx_path, box)
+        self.onnx_edit.setPlaceholderText("Empty: the bundled all-MiniLM-L6-v2 (int8)")
+        form.addRow("ONNX model", _file_row(box, self.onnx_edit, "Choose an ONNX model", "ONNX models (*.onnx)",
+                                            "ONNX model file"))
+        self.tokenizer_edit = QLineEdit(s.embedding.tokenizer_path, box)
+        self.tokenizer_edit.setPlaceholderText("Empty: the bundled tokenizer.json")
+        form.addRow("Tokenizer", _file_row(box, self.tokenizer_edit, "Choose tokenizer.json",
+                                           "Tokenizer (tokenizer.json *.json)", "tokenizer file"))
+        lay.addWidget(box)
+        lay.addWidget(_hint("Any ONNX sentence-embedding model with inputs input_ids/attention_mask and its "
+                            "tokenizer.json. A new model applies at the next start; memory is then re-embedded "
+                            "in the background.", page))
+        lay.addStretch(1)
+        return page
+
+    def _memory_tab(self, s) -> QWidget:
+        from memory_core.types import MemoryParams
+
+        self._param_defaults = MemoryParams()
+        current = copy.deepcopy(self._param_defaults)
+        for k, v in s.memory.items():
+            if hasattr(current, k):
+                setattr(current, k, v)
+        outer = QWidget()
+        olay = QVBoxLayout(outer)
+        olay.setContentsMargins(0, 0, 0, 0)
+        scroll = QScrollArea(outer)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        page = QWidget()
+        lay = QVBoxLayout(page)
+        self.pause_check = QCheckBox("Pause memory: remember nothing new (chats still use what is remembered)", page)
+        self.pause_check.setChecked(s.memory_paused)
+        lay.addWidget(self.pause_check)
+        self.param_edits: dict[str, QSpinBox | QDoubleSpinBox] = {}
+        main = QGroupBox("Memory tiers and heat", page)
+        form = QFormLayout(main)
+        for name, (label, tip) in MAIN_MEMORY_PARAMS.items():
+            if not hasattr(current, name):
+                continue
+            w = self._param_widget(name, getattr(current, name))
+            w.setToolTip(tip)
+            w.setAccessibleName(label)
+            form.addRow(label, w)
+        lay.addWidget(main)
+        adv = QGroupBox("Advanced", page)
+        aform = QFormLayout(adv)
+        for f in fields(MemoryParams):
+            if f.name in MAIN_MEMORY_PARAMS:
+                continue
+            w = self._param_widget(f.name, getattr(current, f.name))
+            w.setAccessibleName(f.name)
+            aform.addRow(f.name.replace("_", " "), w)
+        lay.addWidget(adv)
+        reset = QPushButton("Restore defaults", page)
+        reset.clicked.connect(self._reset_params)
+        lay.addWidget(reset, 0, Qt.AlignmentFlag.AlignLeft)
+        lay.addWidget(_hint("Memory parameters apply at the next start.", page))
+        lay.addStretch(1)
+        scroll.setWidget(page)
+        olay.addWidget(scroll)
+        return outer
+
+    def _param_widget(self, name: str, value) -> QSpinBox | QDoubleSpinBox:
+        default = getattr(self._param_defaults, name)
+        if isinstance(default, bool):
+            raise TypeError(name)
+        if isinstance(default, int):
+            w = _spin(0, 10_000_000, int(value))
+        else:
+            big = abs(float(default)) >= 1000
+            w = _dspin(0.0, 1e12 if big else 1000.0, float(value), 1000.0 if big else 0.05, 0 if big else 3)
+        self.param_edits[name] = w
+        return w
+
+    def _reset_params(self) -> None:
+        for name, w in self.param_edits.items():
+            w.setValue(getattr(self._param_defaults, name))
+
+    def _interface_tab(self, s) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.enter_check = QCheckBox("Enter sends the message (Shift+Enter adds a line)", page)
+        self.enter_check.setChecked(s.ui.enter_sends)
+        self.enter_check.setToolTip("Off: Ctrl+Enter sends and Enter adds a line")
+        form.addRow(self.enter_check)
+        self.theme_combo = QComboBox(page)
+        for key, label in THEME_LABELS:
+            self.theme_combo.addItem(label, key)
+        self.theme_combo.setCurrentIndex(max(0, [k for k, _ in THEME_LABELS].index(s.ui.theme)
+                                             if s.ui.theme in dict(THEME_LABELS) else 0))
+        self.theme_combo.setAccessibleName("Theme")
+        form.addRow("Theme", self.theme_combo)
+        return page
+
+    def _data_tab(self) -> QWidget:
+        page = QWidget()
+        lay = QVBoxLayout(page)
+        form = QFormLayout()
+        data = QLineEdit(str(self.ctx.paths.data_dir), page)
+        data.setReadOnly(True)
+        data.setAccessibleName("Data folder")
+        form.addRow("Data folder", data)
+        cfg = QLineEdit(str(self.ctx.paths.config_dir), page)
+        cfg.setReadOnly(True)
+        cfg.setAccessibleName("Settings folder")
+        form.addRow("Settings folder", cfg)
+        lay.addLayout(form)
+        self.open_data_button = QPushButton("Open data folder", page)
+        self.open_data_button.clicked.connect(self.open_data_folder)
+        lay.addWidget(self.open_data_button, 0, Qt.AlignmentFlag.AlignLeft)
+        lay.addWidget(_hint("The memory database (one SQLite file) lives in the data folder. To use another "
+                            "folder, start Mnemo with --data-dir DIR or set MNEMO_DATA_DIR.", page))
+        lay.addStretch(1)
+        return page
+
+    # -- behaviour --------------------------------------------------------------------
+    def _backend_changed(self, *_args) -> None:
+        local = self.local_radio.isChecked()
+        for w in (self.gguf_row, self.gpu_spin, self.threads_spin):
+            w.setEnabled(local)
+        for w in (self.url_edit, self.server_model_edit, self.key_edit):
+            w.setEnabled(not local)
+
+    def open_data_folder(self) -> bool:
+        path = self.ctx.paths.data_dir
+        path.mkdir(parents=True, exist_ok=True)
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+
+    def apply(self) -> set[str]:
+        """Write the dialog's values into ctx.settings; return the sections that changed."""
+        s = self.ctx.settings
+        before = copy.deepcopy(s)
+        c = s.chat
+        c.backend = "llama" if self.local_radio.isChecked() else "openai"
+        c.gguf_path = self.gguf_edit.text().strip()
+        c.server_url = self.url_edit.text().strip()
+        c.server_model = self.server_model_edit.text().strip()
+        c.api_key = self.key_edit.text()
+        c.n_ctx = self.ctx_spin.value()
+        c.n_threads = self.threads_spin.value()
+        c.n_gpu_layers = self.gpu_spin.value()
+        c.temperature = round(self.temp_spin.value(), 4)
+        c.top_p = round(self.top_p_spin.value(), 4)
+        c.max_tokens = self.max_tokens_spin.value()
+        c.reply_reserve = self.reserve_spin.value()
+        s.embedding.onnx_path = self.onnx_edit.text().strip()
+        s.embedding.tokenizer_path = self.tokenizer_edit.text().strip()
+        overrides = {}
+        for name, w in self.param_edits.items():
+            default = getattr(self._param_defaults, name)
+            value = int(w.value()) if isinstance(default, int) else float(w.value())
+            if abs(value - default) > 1e-9 * max(1.0, abs(default)):
+                overrides[name] = value
+        s.memory = overrides
+        s.memory_paused = self.pause_check.isChecked()
+        s.ui.enter_sends = self.enter_check.isChecked()
+        s.ui.theme = self.theme_combo.currentData()
+        changed = set()
+        for section in ("chat", "embedding", "memory", "ui", "memory_paused"):
+            if getattr(before, section) != getattr(s, section):
+                changed.add(section)
+        return changed
