@@ -1,5 +1,8 @@
+import os
 import sys
 
-from app.cli import main
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see ui/launcher.py
+
+from app.cli import main  # noqa: E402
 
 sys.exit(main())

@@ -51,8 +51,24 @@ class ChatAgent:
         return self.store.create_conversation(title)
 
     def recover_interrupted(self) -> int:
-        """Mark replies left 'streaming' by a crash as interrupted (their text so far is kept)."""
-        return self.store.mark_interrupted_messages() if hasattr(self.store, "mark_interrupted_messages") else 0
+        """After a crash: replies left 'streaming' become 'interrupted' (their flushed text is kept)
+        and the exchange's memory update is queued, as it would have been had the turn finished."""
+        stuck = self.store.list_messages_with_status(STATUS_STREAMING)
+        for msg in stuck:
+            user = self.store.get_message(msg.parent_id) if msg.parent_id else None
+            self.store.update_message(msg.id, status=STATUS_INTERRUPTED)
+            _, write = self._memory_mode(msg.conversation_id)
+            if write and user is not None and msg.content.strip():
+                self._enqueue_page(msg.conversation_id, user, msg.id, msg.content)
+        return len(stuck)
+
+    def _enqueue_page(self, conversation_id: int, user, assistant_id: int, reply: str) -> None:
+        self.store.enqueue(
+            "add_page",
+            {"cid": conversation_id, "user_text": user.content, "assistant_text": reply,
+             "user_message_id": user.id, "assistant_message_id": assistant_id, "timestamp": user.created_at},
+            key=f"page:{assistant_id}",
+        )
 
     # -- turns --------------------------------------------------------------------
     def send(self, conversation_id: int, text: str, *, parent_id: int | None = None,
@@ -99,9 +115,7 @@ class ChatAgent:
         cancel = cancel or CancelToken()
         read, write = self._memory_mode(conversation_id)
         t0 = time.perf_counter()
-        branch = self.store.list_messages_to(user_id) if hasattr(self.store, "list_messages_to") else None
-        if branch is None:
-            branch = self._branch_to(conversation_id, user_id)
+        branch = self.store.list_messages_to(user_id)
         history = [m for m in branch if m.id != user_id]
         retrieval = self.store.retrieve(query, conversation_id) if read else None
         t_retrieve = time.perf_counter() - t0
@@ -155,29 +169,15 @@ class ChatAgent:
             meta["error"] = error
         self.store.update_message(assistant_id, content=text, status=status, meta=meta)
         if write and text.strip() and status != STATUS_FAILED:
-            self.store.enqueue(
-                "add_page",
-                {"cid": conversation_id, "user_text": query, "assistant_text": text,
-                 "user_message_id": user_id, "assistant_message_id": assistant_id, "timestamp": time.time()},
-                key=f"page:{assistant_id}",
-            )
+            self._enqueue_page(conversation_id, self.store.get_message(user_id), assistant_id, text)
         return TurnResult(conversation_id, user_id, assistant_id, text, status, prompt, trace, error, stats)
 
-    def _branch_to(self, conversation_id: int, message_id: int) -> list:
-        """Messages from the root to `message_id` following parent links."""
-        chain = []
-        current = self.store.get_message(message_id)
-        while current is not None:
-            chain.append(current)
-            current = self.store.get_message(current.parent_id) if current.parent_id else None
-        return list(reversed(chain))
-
     def _forget_pages_of(self, assistant_message_id: int) -> None:
-        pages = [p for p in self.store.list_pages(limit=10, assistant_message_id=assistant_message_id)] \
-            if _accepts(self.store.list_pages, "assistant_message_id") else []
+        """Forget the memory of a reply the user replaced (regenerated or edited away)."""
+        self.store.cancel_jobs(key=f"page:{assistant_message_id}")
+        pages = self.store.list_pages(assistant_message_id=assistant_message_id, limit=100)
         if pages:
             self.store.forget("page", [p.id for p in pages])
-        self.store.cancel_jobs(key=f"page:{assistant_message_id}") if hasattr(self.store, "cancel_jobs") else None
 
     def _maybe_title(self, conversation_id: int, text: str) -> None:
         conv = self.store.get_conversation(conversation_id)
@@ -185,11 +185,3 @@ class ChatAgent:
             title = " ".join(text.split())[:60] or "New chat"
             self.store.rename_conversation(conversation_id, title)
 
-
-def _accepts(fn, name: str) -> bool:
-    import inspect
-
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False

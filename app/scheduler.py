@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 PRIORITY_CHAT = 0
 PRIORITY_NORMAL = 5
+# memory job kinds that ask the LLM for JSON; the others are LLM-free
+LLM_JOB_KINDS = ("promote_segment",)
 
 
 class Scheduler:
@@ -51,6 +53,7 @@ class Scheduler:
         self._threads: list[threading.Thread] = []
         self.llm_store = None
         self.model = None
+        self.model_error: Exception | None = None
         self.last_error: str | None = None
 
     # -- lifecycle ------------------------------------------------------------------
@@ -81,9 +84,30 @@ class Scheduler:
 
     # -- threads --------------------------------------------------------------------
     def _model(self):
+        """The chat model, loaded on first use; a failed load is remembered (see `reset_model`)."""
         if self.model is None and self._get_model is not None:
-            self.model = self._get_model()
+            if self.model_error is not None:
+                raise self.model_error
+            try:
+                self.model = self._get_model()
+            except Exception as exc:
+                self.model_error = exc
+                raise
         return self.model
+
+    def reset_model(self, get_model: Callable[[], Any] | None = None) -> Future:
+        """Drop the loaded model (after the user changed settings); the next use loads it anew."""
+        def reset(store, model_unused=None):
+            if get_model is not None:
+                self._get_model = get_model
+            self.model, self.model_error = None, None
+        return self.submit_raw(reset)
+
+    def submit_raw(self, fn: Callable[[Any], Any], *, priority: int = PRIORITY_CHAT) -> Future:
+        """Run `fn(store)` on the LLM thread without loading the model first."""
+        future: Future = Future()
+        self._tasks.put((priority, next(self._counter), ("raw", fn), future))
+        return future
 
     def _complete_json(self, messages, schema):
         model = self._model()
@@ -107,7 +131,10 @@ class Scheduler:
                     continue
                 self._busy_chat = True
                 try:
-                    future.set_result(fn(self.llm_store, self._model()))
+                    if isinstance(fn, tuple):  # submit_raw: no model needed
+                        future.set_result(fn[1](self.llm_store))
+                    else:
+                        future.set_result(fn(self.llm_store, self._model()))
                 except BaseException as exc:  # noqa: BLE001 - handed to the caller
                     future.set_exception(exc)
                 finally:
@@ -122,8 +149,8 @@ class Scheduler:
         if time.monotonic() - self._last_chat < self.idle_s or not self._tasks.empty():
             return
         try:
-            if self.llm_store.pending_jobs():
-                self.llm_store.run_pending(max_jobs=1, allow_llm=True)
+            if self.llm_store.pending_jobs(kinds=LLM_JOB_KINDS):
+                self.llm_store.run_pending(max_jobs=1, allow_llm=True, kinds=LLM_JOB_KINDS)
                 self._report_jobs(self.llm_store)
         except Exception as exc:  # a broken job must not kill the thread
             self.last_error = str(exc)
@@ -138,8 +165,9 @@ class Scheduler:
                 self._wake_memory.clear()
                 if self._stop.is_set():
                     break
+                exclude = LLM_JOB_KINDS if self._get_model is not None else None
                 try:
-                    while store.run_pending(max_jobs=8, allow_llm=False):
+                    while store.run_pending(max_jobs=8, allow_llm=False, exclude_kinds=exclude):
                         self._report_jobs(store)
                         if self._busy_chat:  # yield the CPU to a streaming reply
                             time.sleep(0.02)
@@ -159,25 +187,17 @@ class Scheduler:
             self.on_jobs(store.pending_jobs())
 
     # -- helpers for callers --------------------------------------------------------
-    def wait_idle(self, timeout: float = 60.0) -> bool:
-        """Block until no LLM-free job is pending (tests and the CLI use this before exit)."""
+    def wait_idle(self, timeout: float = 60.0, *, include_llm_jobs: bool = False) -> bool:
+        """Block until no LLM-free job (or no job at all) is pending; tests and the CLI use this."""
         deadline = time.monotonic() + timeout
         probe = self._open_store(llm=None)
+        exclude = None if include_llm_jobs else LLM_JOB_KINDS
         try:
             while time.monotonic() < deadline:
                 self.notify_jobs()
-                if not probe.pending_jobs(allow_llm=False) if _takes_allow_llm(probe) else not probe.pending_jobs():
+                if not probe.pending_jobs(exclude_kinds=exclude):
                     return True
                 time.sleep(0.1)
             return False
         finally:
             probe.close()
-
-
-def _takes_allow_llm(store) -> bool:
-    import inspect
-
-    try:
-        return "allow_llm" in inspect.signature(store.pending_jobs).parameters
-    except (TypeError, ValueError):
-        return False

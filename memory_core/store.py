@@ -530,6 +530,11 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         msg = self.get_message(mid)
         return [] if msg is None else self.list_messages(msg.conversation_id, leaf_id=mid)
 
+    def list_messages_with_status(self, status: str, limit: int = 1000) -> list[Message]:
+        """Messages in `status` (e.g. replies left 'streaming' by a crash), oldest first."""
+        rows = self._rows(f"SELECT {MSG_COLS} FROM message WHERE status = ? ORDER BY id LIMIT ?", (status, limit))
+        return [self._msg(r) for r in rows]
+
     def mark_interrupted_messages(self, from_status: str = "streaming", to_status: str = "interrupted") -> int:
         """After a crash: replies still marked `from_status` become `to_status` (their text is kept)."""
         with self.transaction():
@@ -793,8 +798,20 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             self._x("DELETE FROM job WHERE " + " AND ".join(where), args)
             return self._conn.changes()
 
-    def pending_jobs(self) -> int:
-        return self._scalar("SELECT count(*) FROM job WHERE status = 'pending'")
+    def pending_jobs(self, *, kinds: Sequence[str] | None = None, exclude_kinds: Sequence[str] | None = None) -> int:
+        kind_sql, kind_args = self._job_kind_filter(kinds, exclude_kinds)
+        return self._scalar("SELECT count(*) FROM job WHERE status = 'pending' " + kind_sql, kind_args)
+
+    @staticmethod
+    def _job_kind_filter(kinds, exclude_kinds) -> tuple[str, list]:
+        sql, args = "", []
+        if kinds is not None:
+            sql += f"AND kind IN ({','.join('?' * len(kinds)) or 'NULL'}) "
+            args += list(kinds)
+        if exclude_kinds:
+            sql += f"AND kind NOT IN ({','.join('?' * len(exclude_kinds))}) "
+            args += list(exclude_kinds)
+        return sql, args
 
     def list_jobs(self, status: str | None = None, limit: int = 100) -> list[Job]:
         w, args = ("WHERE status = ?", [status]) if status else ("", [])
@@ -802,18 +819,22 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                           f"{w} ORDER BY id DESC LIMIT ?", [*args, limit])
         return [Job(r[0], r[1], _pj(r[2]), r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows]
 
-    def run_pending(self, max_jobs: int | None = None, *, allow_llm: bool = True) -> int:
+    def run_pending(self, max_jobs: int | None = None, *, allow_llm: bool = True,
+                    kinds: Sequence[str] | None = None, exclude_kinds: Sequence[str] | None = None) -> int:
         """Run queued jobs in order; returns how many completed.
 
         A job's effects and its 'done' mark commit in one transaction, so a job interrupted by a
         crash simply runs again (from scratch) at the next call. Each job runs at most once per call.
+        `kinds`/`exclude_kinds` let a scheduler keep jobs that want the LLM for the thread that owns it.
         """
         done = 0
         tried: set[int] = set()
+        kind_sql, kind_args = self._job_kind_filter(kinds, exclude_kinds)
         while max_jobs is None or done < max_jobs:
             marks = ",".join("?" * len(tried))
-            row = self._one("SELECT id, kind, payload, key, attempts FROM job WHERE status = 'pending' " +
-                            (f"AND id NOT IN ({marks}) " if tried else "") + "ORDER BY id LIMIT 1", list(tried))
+            row = self._one("SELECT id, kind, payload, key, attempts FROM job WHERE status = 'pending' " + kind_sql +
+                            (f"AND id NOT IN ({marks}) " if tried else "") + "ORDER BY id LIMIT 1",
+                            [*kind_args, *tried])
             if not row:
                 break
             jid, kind, payload, key, attempts = row

@@ -54,6 +54,9 @@ class OnnxEmbedder:
         if threads:
             options.intra_op_num_threads = threads
         options.log_severity_level = 3
+        # Idle ORT worker threads spin by default, stealing CPU from the numpy and llama.cpp work
+        # that follows each embedding on a small machine.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session = ort.InferenceSession(
                 str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]

@@ -91,6 +91,7 @@ class MessageWidget(QFrame):
 
     regenerateRequested = Signal(int)
     editRequested = Signal(int, str)
+    traceRequested = Signal(int)
     showAllRequested = Signal(str)
     copied = Signal(str)
 
@@ -161,7 +162,7 @@ class MessageWidget(QFrame):
         self.copy_button = _tool_button("copy", "Copy message", "Copy this message", self)
         self.copy_button.clicked.connect(self.copy)
         actions.addWidget(self.copy_button)
-        self.edit_button = self.regenerate_button = None
+        self.edit_button = self.regenerate_button = self.trace_button = None
         if role == "user":
             self.edit_button = _tool_button("edit", "Edit and resend", "Edit this message and send it again", self)
             self.edit_button.clicked.connect(self._edit)
@@ -170,11 +171,26 @@ class MessageWidget(QFrame):
             self.regenerate_button = _tool_button("regenerate", "Regenerate reply", "Write this reply again", self)
             self.regenerate_button.clicked.connect(self._regenerate)
             actions.addWidget(self.regenerate_button)
+            self.trace_button = _tool_button("memory", "What this reply recalled",
+                                             "Show the memories this reply used (memory inspector)", self)
+            self.trace_button.clicked.connect(self._trace)
+            actions.addWidget(self.trace_button)
             self.stats_label = QLabel("", self)
             self.stats_label.setObjectName("statusLabel")
             actions.addWidget(self.stats_label)
             actions.addStretch(1)
         lay.addLayout(actions)
+        self._render()
+        self._update_state()
+
+    def reset(self, text: str, *, message_id: int | None, status: str, meta: dict | None) -> None:
+        """Reuse a prebuilt widget for another message."""
+        self.message_id = message_id
+        self.status = status
+        self.meta = meta or {}
+        self._text = text
+        self._pending = False
+        self.progress.hide()
         self._render()
         self._update_state()
 
@@ -207,7 +223,7 @@ class MessageWidget(QFrame):
         self.elide_row.setVisible(self._elided)
 
     def restyle(self) -> None:
-        for b in (self.copy_button, self.edit_button, self.regenerate_button):
+        for b in (self.copy_button, self.edit_button, self.regenerate_button, self.trace_button):
             if b is not None:
                 b.setIcon(theme.icon(b.property("iconName"), theme.colors().muted, 16))
         self._render()
@@ -243,6 +259,8 @@ class MessageWidget(QFrame):
         self._update_state()
 
     def set_actions_enabled(self, enabled: bool) -> None:
+        if self.trace_button is not None:
+            self.trace_button.setEnabled(self.message_id is not None)
         for b in (self.edit_button, self.regenerate_button):
             if b is not None:
                 b.setEnabled(enabled and self.message_id is not None)
@@ -270,7 +288,7 @@ class MessageWidget(QFrame):
             self.stats_label.setText(" · ".join(bits))
             self.stats_label.setVisible(bool(bits) and not self._pending)
         live = self._pending or self.status == "streaming"
-        for b in (self.copy_button, self.edit_button, self.regenerate_button):
+        for b in (self.copy_button, self.edit_button, self.regenerate_button, self.trace_button):
             if b is not None:
                 b.setVisible(not live)
         self.set_actions_enabled(True)
@@ -287,6 +305,23 @@ class MessageWidget(QFrame):
     def _regenerate(self) -> None:
         if self.message_id is not None:
             self.regenerateRequested.emit(self.message_id)
+
+    def _trace(self) -> None:
+        if self.message_id is not None:
+            self.traceRequested.emit(self.message_id)
+
+    def flash(self) -> None:
+        """Highlight this message for a moment (after "go to message")."""
+        self.setProperty("highlight", "true")
+        self.style().unpolish(self)
+        self.style().polish(self)
+
+        def off() -> None:
+            self.setProperty("highlight", "false")
+            self.style().unpolish(self)
+            self.style().polish(self)
+
+        QTimer.singleShot(1600, off)
 
 
 class EmptyState(QWidget):
@@ -320,6 +355,7 @@ class ChatView(QStackedWidget):
 
     regenerateRequested = Signal(int)
     editRequested = Signal(int, str)
+    traceRequested = Signal(int)
     copied = Signal(str)
 
     def __init__(self, parent: QWidget | None = None):
@@ -356,6 +392,7 @@ class ChatView(QStackedWidget):
         self.addWidget(self.scroll)
 
         self._widgets: list[MessageWidget] = []
+        self._pool: dict[str, list[MessageWidget]] = {"user": [], "assistant": []}
         self._hidden_messages: list = []
         self._stick = True
         bar = self.scroll.verticalScrollBar()
@@ -386,27 +423,46 @@ class ChatView(QStackedWidget):
         self._stick = True
         self.scroll_to_bottom()
 
-    def _make(self, role, text, mid, status, meta) -> MessageWidget:
+    def _build(self, role, text="", mid=None, status="complete", meta=None) -> MessageWidget:
         w = MessageWidget(role, text, message_id=mid, status=status, meta=meta, parent=self.column)
         w.regenerateRequested.connect(self.regenerateRequested)
         w.editRequested.connect(self.editRequested)
+        w.traceRequested.connect(self.traceRequested)
         w.showAllRequested.connect(self.show_all)
         w.copied.connect(self.copied)
-        return w
-
-    def _append_widget(self, w: MessageWidget, index: int | None = None) -> None:
-        pos = self.col_layout.count() - 1 if index is None else index  # before the trailing stretch
-        if w.role == "user":
+        if role == "user":  # right-aligned in a row of its own
             holder = QWidget(self.column)
             h = QHBoxLayout(holder)
             h.setContentsMargins(0, 0, 0, 0)
             h.addStretch(1)
             h.addWidget(w, 0)
             w.holder = holder
-            self.col_layout.insertWidget(pos, holder)
         else:
             w.holder = w
-            self.col_layout.insertWidget(pos, w)
+        return w
+
+    def _make(self, role, text, mid, status, meta) -> MessageWidget:
+        pool = self._pool.get(role)
+        if pool:
+            w = pool.pop()
+            w.reset(text, message_id=mid, status=status, meta=meta)
+            return w
+        return self._build(role, text, mid, status, meta)
+
+    def prepare(self) -> None:
+        """Build one message widget of each kind ahead of time (call when idle), so sending a
+        message only fills in ready widgets: building them costs ~20 ms of UI time, much more
+        while memory jobs compete for the interpreter."""
+        for role in ("user", "assistant"):
+            if not self._pool[role]:
+                w = self._build(role)
+                w.holder.hide()
+                self._pool[role].append(w)
+
+    def _append_widget(self, w: MessageWidget, index: int | None = None) -> None:
+        pos = self.col_layout.count() - 1 if index is None else index  # before the trailing stretch
+        self.col_layout.insertWidget(pos, w.holder)
+        w.holder.show()
         if index is None:
             self._widgets.append(w)
         self.setCurrentWidget(self.scroll)
@@ -489,6 +545,18 @@ class ChatView(QStackedWidget):
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dlg.open()
         self.show_all_dialog = dlg
+
+    def reveal(self, message_id: int) -> MessageWidget | None:
+        """Scroll to a message (rendering older ones when needed) and highlight it."""
+        if self.find(message_id) is None and any(m.id == message_id for m in self._hidden_messages):
+            self._show_earlier()
+        w = self.find(message_id)
+        if w is None:
+            return None
+        self._stick = False
+        QTimer.singleShot(0, lambda: self.scroll.ensureWidgetVisible(w.holder, 0, 40))
+        w.flash()
+        return w
 
     def scroll_to_bottom(self) -> None:
         bar = self.scroll.verticalScrollBar()

@@ -140,6 +140,7 @@ class MainWindow(QMainWindow):
         self.chat_view = ChatView(pane)
         self.chat_view.regenerateRequested.connect(self.regenerate)
         self.chat_view.editRequested.connect(self.begin_edit)
+        self.chat_view.traceRequested.connect(self.show_trace)
         self.chat_view.copied.connect(lambda _t: self.statusBar().showMessage("Copied to the clipboard", 2000))
         lay.addWidget(self.chat_view, 1)
 
@@ -280,6 +281,7 @@ class MainWindow(QMainWindow):
     def start_background_loading(self) -> None:
         """Open the memory store and load the models on worker threads (returns at once)."""
         self.backend.start()
+        QTimer.singleShot(300, self.chat_view.prepare)  # after the first paint
 
     def _settings_store(self) -> QSettings:
         return QSettings(str(self.ctx.paths.config_dir / "window.ini"), QSettings.Format.IniFormat)
@@ -305,6 +307,7 @@ class MainWindow(QMainWindow):
             self._closing = True
             self.save_geometry()
             self._flush_timer.stop()
+            self.hide()  # gone at once, even if a worker takes a moment to stop
             self.backend.shutdown()
         super().closeEvent(event)
 
@@ -379,6 +382,7 @@ class MainWindow(QMainWindow):
         if self.sidebar.searching:
             self.search(self.sidebar.search.text().strip())
             return
+
         def show(convs):
             self.sidebar.set_conversations(convs, self.current_id)
             for c in convs:  # keep the header in step (the first message names a new chat)
@@ -410,11 +414,13 @@ class MainWindow(QMainWindow):
         self._update_header()
         self.composer.focus()
 
-    def open_conversation(self, cid: int | None) -> None:
+    def open_conversation(self, cid: int | None, *, focus_message: int | None = None) -> None:
         if cid is None:
             return self.new_chat()
-        if cid == self.current_id and not self.chat_view.is_empty:
+        if cid == self.current_id and not self.chat_view.is_empty and focus_message is None:
             return
+        if focus_message is not None and self.backend.busy and self.backend.turn.conversation_id == cid:
+            focus_message = None  # keep the streaming branch on screen
         self.cancel_edit()
         self._load_seq += 1
         seq = self._load_seq
@@ -423,7 +429,15 @@ class MainWindow(QMainWindow):
         self.sidebar.select(cid)
 
         def load(store):
-            return store.get_conversation(cid), store.list_messages(cid)
+            leaf = None
+            if focus_message is not None:  # the branch through that message, to its newest end
+                leaf = focus_message
+                while True:
+                    children = store.message_children(leaf)
+                    if not children:
+                        break
+                    leaf = children[-1].id
+            return store.get_conversation(cid), store.list_messages(cid, leaf_id=leaf)
 
         def shown(value):
             if seq != self._load_seq:
@@ -437,8 +451,14 @@ class MainWindow(QMainWindow):
             self.chat_view.set_messages(messages)
             self._reattach_turn(cid)
             self.chat_view.set_busy(self.backend.busy)
+            if focus_message is not None:
+                self.chat_view.reveal(focus_message)
 
         self.backend.db(load, shown, self._db_error)
+
+    def show_message(self, conversation_id: int, message_id: int) -> None:
+        """Open a conversation at one message (the memory inspector's "go to message")."""
+        self.open_conversation(conversation_id, focus_message=message_id)
 
     def _db_error(self, exc: BaseException) -> None:
         log.error("database call failed: %s", exc)
@@ -518,6 +538,9 @@ class MainWindow(QMainWindow):
             return
         if not self.backend.started:
             self.start_background_loading()
+        if self.backend.store_ok is False:  # the workers cannot run a turn without the database
+            self.statusBar().showMessage("Cannot send: the memory database could not be opened", 8000)
+            return
         if self.editing_id is not None:
             mid = self.editing_id
             old = self.chat_view.find(mid)
@@ -669,6 +692,7 @@ class MainWindow(QMainWindow):
                 self.composer.set_text(turn.text)  # nothing typed is lost
             self.statusBar().showMessage(f"The reply failed: {turn.error}", 8000)
         self.chat_view.set_busy(False)
+        QTimer.singleShot(100, self.chat_view.prepare)  # ready widgets for the next message
         if self._pending_delete is not None:
             cid, self._pending_delete = self._pending_delete, None
             self._delete_now(cid)
@@ -750,8 +774,9 @@ class MainWindow(QMainWindow):
                           f"<b>Mnemo {__version__}</b><p>A local-first chat assistant with long-term memory.</p>"
                           f"<p>Data folder: {self.ctx.paths.data_dir}</p>")
 
-    def show_inspector(self) -> None:
-        """Open the memory inspector (ui.inspector.attach) when it is part of this build."""
+    def show_inspector(self):
+        """Open the memory inspector (`ui.inspector.attach(self)`) when it is part of this build;
+        return its panel, or None."""
         self.memory_notice.hide()
         try:
             module = importlib.import_module("ui.inspector")
@@ -759,12 +784,25 @@ class MainWindow(QMainWindow):
         except (ImportError, AttributeError):
             QMessageBox.information(self, "Memory inspector",
                                     "The memory inspector is not part of this build yet.")
-            return
+            return None
         try:
             self.inspector = attach(self)
         except Exception as exc:  # noqa: BLE001 - the window must survive a broken panel
             log.exception("the memory inspector failed to open")
             QMessageBox.warning(self, "Memory inspector", f"The memory inspector could not be opened:\n{exc}")
+            return None
+        return self.inspector
+
+    def show_trace(self, assistant_message_id: int) -> None:
+        """What a reply recalled, and why: the inspector's trace view for that message."""
+        panel = self.show_inspector()
+        show = getattr(panel, "show_trace_for_message", None)
+        if callable(show):
+            try:
+                show(assistant_message_id)
+            except Exception as exc:  # noqa: BLE001
+                log.exception("showing the trace failed")
+                self.statusBar().showMessage(f"Could not show what this reply recalled: {exc}", 6000)
 
     # ------------------------------------------------------------------ theme
     def _restyle(self, _colors) -> None:

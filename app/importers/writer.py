@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from app.importers.base import ImportIssue, ParsedConversation, ParseResult
 from app.importers.pages import MAX_SIDE_CHARS, page_items, plan_pages

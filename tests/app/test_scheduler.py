@@ -77,3 +77,24 @@ def test_task_errors_reach_the_caller(scheduler):
         scheduler.submit(broken).result(timeout=10)
     # the thread survives
     assert scheduler.submit(lambda s, m: 42).result(timeout=10) == 42
+
+
+def test_llm_memory_jobs_run_on_llm_thread_when_idle(scheduler):
+    def turns(store, model):
+        agent = ChatAgent(store, model, max_tokens=8)
+        cid = agent.new_conversation()
+        for text in ["I love hiking in the Alps.", "My favourite hike is the Eiger trail.",
+                     "Hiking boots matter a lot.", "I hike every weekend in summer."]:
+            agent.send(cid, text)
+            store.run_pending(allow_llm=False, exclude_kinds=("promote_segment",))
+        return cid
+
+    scheduler.submit(turns).result(timeout=300)
+    assert scheduler.wait_idle(timeout=300, include_llm_jobs=True)
+    probe = scheduler.open()
+    try:
+        done = [j for j in probe.list_jobs(status="done") if j.kind == "promote_segment"]
+        assert done, "no promotion ran"
+        assert probe.pending_jobs() == 0
+    finally:
+        probe.close()

@@ -2,7 +2,6 @@
 the baselines, the question sampling and the QA scoring path (with a stub model)."""
 import json
 
-import numpy as np
 import pytest
 
 from app.cli import main

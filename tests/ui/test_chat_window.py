@@ -1,7 +1,6 @@
 """The chat window end to end, offscreen, with the real bundled GGUF and the real embedder."""
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 
 from ui.chat_view import MessageWidget

@@ -169,3 +169,76 @@ def test_attach_creates_one_right_dock_and_listens(qtbot, ctx, store, filled):
         assert attach(main) is panel and docks[0].isVisible()
     finally:
         panel.shutdown()
+
+
+def test_the_ui_thread_never_touches_the_store_and_no_sql_in_the_ui(qtbot, ctx, store, filled, monkeypatch):
+    """Every store call of the inspector runs on its worker thread; ui/inspector holds no SQL."""
+    import pathlib
+    import re
+    import threading
+
+    from ui.inspector import InspectorWindow
+
+    calls: list[tuple[str, str]] = []
+    real_open = ctx.open_store
+
+    class Spy:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, name):
+            attr = getattr(self._inner, name)
+            if callable(attr):
+                def wrapped(*a, **kw):
+                    calls.append((name, threading.current_thread().name))
+                    return attr(*a, **kw)
+                return wrapped
+            return attr
+
+    monkeypatch.setattr(ctx, "open_store", lambda **kw: Spy(real_open(**kw)))
+    w = InspectorWindow(ctx)
+    qtbot.addWidget(w)
+    w.show()
+    p = w.panel
+    try:
+        for tab in p.TABS:
+            p.show_tab(tab)
+            settle(p)
+        p.trace.query.setText("hiking in the Alps")
+        p.trace.run_query()
+        p.pages.load_page(store.list_pages(limit=1)[0].id)
+        p.segments.show_segment(store.list_segments(limit=1)[0].id)
+        p.confirm = lambda *a, **kw: True
+        p.pages.forget_btn.click()
+        settle(p)
+    finally:
+        p.shutdown()
+    names = {n for n, _ in calls}
+    assert {"list_pages", "count_pages", "list_segments", "stats", "events", "retrieve", "forget"} <= names
+    main = threading.main_thread().name
+    assert not [c for c in calls if c[1] == main], "store calls on the UI thread"
+    src = "\n".join(f.read_text(encoding="utf-8") for f in pathlib.Path("ui/inspector").glob("*.py"))
+    assert "import apsw" not in src and "import sqlite3" not in src
+    assert not re.search(r"\b(SELECT|INSERT|UPDATE|DELETE)\s+[\w*]", src.replace("ON DELETE", ""))
+    assert not re.search(r"\b(store|st|s)\._\w", src)     # only the public API of the memory core
+
+
+def test_the_real_main_window_opens_the_inspector_dock(make_window, qtbot):
+    """ui.main_window.MainWindow.show_inspector() → attach(): one dock on the right, fed by backend events."""
+    from ui.inspector import InspectorPanel
+
+    win = make_window()
+    win.show_inspector()
+    panel = win.inspector
+    try:
+        assert isinstance(panel, InspectorPanel)
+        docks = win.findChildren(QDockWidget)
+        assert [d for d in docks if d.widget() is panel]
+        dock = next(d for d in docks if d.widget() is panel)
+        assert win.dockWidgetArea(dock) == Qt.DockWidgetArea.RightDockWidgetArea and dock.isVisible()
+        win.show_inspector()
+        assert win.inspector is panel and len([d for d in win.findChildren(QDockWidget) if d.widget() is panel]) == 1
+        settle(panel)
+        assert panel.overview.stats.get("schema_version")
+    finally:
+        panel.shutdown()

@@ -303,3 +303,28 @@ def test_ui_code_never_touches_sql_or_models_directly():
             if isinstance(node, ast.Attribute) and node.attr in ("execute", "_x", "_rows", "_one", "_scalar"):
                 bad.append(f"{path.name}:{node.lineno}: .{node.attr}")
     assert bad == []
+
+
+def test_go_to_message_opens_its_branch_and_trace_goes_to_the_inspector(make_window, chat, qtbot, monkeypatch):
+    win = make_window(max_tokens=8)
+    first = chat.send(win, "Pick a number.").result
+    with qtbot.waitSignal(win.backend.turnFinished, timeout=120_000):
+        win.regenerate(first.assistant_message_id)
+    second = win.backend.turn.result
+    assert win.chat_view.last().message_id == second.assistant_message_id
+    win.new_chat()
+    # The inspector's "go to message" lands on the older branch, highlighted.
+    win.show_message(first.conversation_id, first.assistant_message_id)
+    qtbot.waitUntil(lambda: [w.message_id for w in win.chat_view.messages()] ==
+                    [first.user_message_id, first.assistant_message_id], timeout=30_000)
+    assert win.current_id == first.conversation_id
+    assert win.chat_view.last().property("highlight") == "true"
+    # "What this reply recalled" asks the inspector for that message's trace.
+    traced = []
+    fake = types.ModuleType("ui.inspector")
+    fake.attach = lambda mw: types.SimpleNamespace(show_trace_for_message=traced.append)
+    monkeypatch.setitem(sys.modules, "ui.inspector", fake)
+    reply = win.chat_view.last()
+    assert reply.trace_button.accessibleName() == "What this reply recalled"
+    qtbot.mouseClick(reply.trace_button, Qt.MouseButton.LeftButton)
+    assert traced == [first.assistant_message_id]

@@ -10,9 +10,12 @@ All database work runs on the panel's own worker thread (one store connection, `
 """
 from __future__ import annotations
 
-from ui.inspector._compat import immortalize_singletons
+try:   # PySide6 6.12.0 + CPython < 3.12 leak references to None/True: see ui/pyside_fix.py
+    from ui.pyside_fix import ensure_refcount_fix
+except ImportError:  # pragma: no cover - the app's own fix is missing: use the inspector's copy
+    from ui.inspector._compat import immortalize_singletons as ensure_refcount_fix
 
-immortalize_singletons()   # PySide6 6.12.0 + CPython 3.11 leak references to None/True (see _compat)
+ensure_refcount_fix()
 
 from ui.inspector.panel import InspectorPanel, InspectorWindow, attach  # noqa: E402
 

@@ -1,4 +1,6 @@
-"""Work around a reference-counting bug of PySide6 6.12.0 on CPython < 3.12.
+"""Fallback copy of ui/pyside_fix.py: a reference-counting bug of PySide6 6.12.0 on CPython < 3.12.
+
+Used only when ui.pyside_fix is not importable.
 
 Measured here (PySide6/shiboken6 6.12.0, CPython 3.11.7): every call of a wrapped C++
 method that returns void (`QLabel.setText`, `QTimer.start`, `QCoreApplication.processEvents`,

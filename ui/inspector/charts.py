@@ -24,7 +24,6 @@ from PySide6.QtCharts import (
 from PySide6.QtCore import QDateTime, QMargins, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 
-from ui.inspector import fmt
 
 VISIT_EVENTS = {"segment_visited", "visited"}
 C_VISIT = QColor("#8e24aa")
@@ -126,7 +125,7 @@ def heat_history(events: Sequence, segment, params, now: float | None = None, sa
                            "(older events were pruned, or the segment changed outside logged events)")
         if segment.n_visit and n != segment.n_visit:
             h.notes.append(f"N_visit = {segment.n_visit}: recalls are not in the event log, so the line shows "
-                           "β·L_interaction + γ·recency and the dot 'now' the full heat")
+                           "β·L_interaction + γ·recency; the purple square 'now' is the full heat, recalls included")
             if not h.points or h.points[-1][0] != now:
                 h.points.append((now, heat_at(now) if last is not None else 0.0))
         else:
@@ -174,8 +173,8 @@ class SegmentsHeatChart(QChartView):
             self.setChart(chart)
             return
         sets = []
-        for name, color, fn in (("recalled (N_visit)", C_VISIT, lambda s: params.alpha * s.n_visit),
-                                ("new pages (L_inter.)", C_INTER, lambda s: params.beta * s.l_interaction),
+        for name, color, fn in (("visits", C_VISIT, lambda s: params.alpha * s.n_visit),
+                                ("new pages", C_INTER, lambda s: params.beta * s.l_interaction),
                                 ("recency", C_RECENCY, lambda s: params.gamma * s.recency)):
             bs = QBarSet(name)
             bs.setColor(color)
@@ -247,7 +246,7 @@ class SegmentHistoryChart(QChartView):
         pad = (t1 - t0) * 0.03
         t0, t1 = t0 - pad, t1 + pad
         line = QLineSeries()
-        line.setName("heat (replayed)")
+        line.setName("heat")
         pen = QPen(C_INTER.darker(110))
         pen.setWidthF(2.2)
         line.setPen(pen)
@@ -266,7 +265,7 @@ class SegmentHistoryChart(QChartView):
         extra = []
         if history.marks:
             marks = QScatterSeries()
-            marks.setName("promoted" if all(m[2] == "promoted" for m in history.marks) else "promoted / archived")
+            marks.setName("promoted" if all(m[2] == "promoted" for m in history.marks) else "events")
             marks.setMarkerSize(9)
             marks.setColor(C_TAU)
             for t, hval, _ in history.marks:
@@ -275,7 +274,7 @@ class SegmentHistoryChart(QChartView):
             extra.append(marks)
         if history.now is not None and abs(history.now[1] - pts[-1][1]) > 1e-6:
             nowp = QScatterSeries()
-            nowp.setName("now, with recalls")
+            nowp.setName("now")
             nowp.setMarkerShape(QScatterSeries.MarkerShape.MarkerShapeRectangle)
             nowp.setMarkerSize(10)
             nowp.setColor(C_VISIT)
@@ -306,11 +305,5 @@ def history_note(history: HeatHistory | None) -> str:
     return "; ".join(history.notes)
 
 
-def span_text(history: HeatHistory) -> str:
-    if not history.points:
-        return ""
-    return f"{fmt.when(history.points[0][0], seconds=True)} → {fmt.when(history.points[-1][0], seconds=True)}"
-
-
 __all__ = ["HeatHistory", "heat_history", "segment_events", "SegmentsHeatChart", "SegmentHistoryChart",
-           "history_note", "span_text"]
+           "history_note"]

@@ -9,6 +9,10 @@ from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from ui.inspector.models import BarRole
 
+_SELECTED = QStyle.StateFlag.State_Selected.value
+_ALTERNATE = QStyleOptionViewItem.ViewItemFeature.Alternate.value
+_ELIDE = Qt.TextElideMode.ElideRight
+
 COLD = QColor("#64b5f6")
 WARM = QColor("#ffb300")
 HOT = QColor("#e53935")
@@ -45,6 +49,21 @@ class BarDelegate(QStyledItemDelegate):
         self.color = color or (lambda v, t: heat_color(v, t) if t else QColor("#7986cb"))
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
+        model = index.model()
+        if hasattr(model, "bar_info"):
+            # fast path for the inspector's table models: no per-role data() round trips
+            text, value = model.bar_info(index.row(), index.column())
+            if value is None:
+                FastTextDelegate.paint_cell(painter, option, text, int(Qt.AlignmentFlag.AlignRight |
+                                                                       Qt.AlignmentFlag.AlignVCenter), None, False)
+                return
+            selected = option.state.value & _SELECTED
+            if selected:
+                painter.fillRect(option.rect, option.palette.highlight())
+            elif option.features.value & _ALTERNATE:
+                painter.fillRect(option.rect, option.palette.alternateBase())
+            self._bar(painter, option, text, float(value), selected)
+            return
         value = index.data(BarRole)
         if value is None:
             super().paint(painter, option, index)
@@ -57,6 +76,9 @@ class BarDelegate(QStyledItemDelegate):
         opt.text = ""
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        self._bar(painter, opt, text, float(value), opt.state.value & _SELECTED)
+
+    def _bar(self, painter: QPainter, opt: QStyleOptionViewItem, text: str, value: float, selected) -> None:
         scale = max(float(self.scale() or 1.0), 1e-9)
         thr = self.threshold()
         cell = QRectF(opt.rect)
@@ -79,16 +101,11 @@ class BarDelegate(QStyledItemDelegate):
             pen.setWidthF(1.5)
             painter.setPen(pen)
             painter.drawLine(int(x), int(r.top()) - 2, int(x), int(r.bottom()) + 2)
-        selected = opt.state.value & QStyle.StateFlag.State_Selected.value
         painter.setPen(opt.palette.highlightedText().color() if selected else opt.palette.text().color())
         painter.drawText(QRectF(cell.right() - text_w, cell.top(), text_w - 3, cell.height()),
                          int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), text)
         painter.restore()
 
-
-_SELECTED = QStyle.StateFlag.State_Selected.value
-_ALTERNATE = QStyleOptionViewItem.ViewItemFeature.Alternate.value
-_ELIDE = Qt.TextElideMode.ElideRight
 
 
 class FastTextDelegate(QStyledItemDelegate):
@@ -103,10 +120,15 @@ class FastTextDelegate(QStyledItemDelegate):
     def __init__(self, model, parent=None):
         super().__init__(parent)
         self.model = model
-        self._bold: QFont | None = None
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
         text, align, color, bold = self.model.paint_info(index.row(), index.column())
+        self.paint_cell(painter, option, text, align, color, bold)
+
+    _bold: QFont | None = None
+
+    @classmethod
+    def paint_cell(cls, painter: QPainter, option: QStyleOptionViewItem, text: str, align: int, color, bold) -> None:
         r: QRect = option.rect
         pal = option.palette
         selected = option.state.value & _SELECTED
@@ -118,11 +140,11 @@ class FastTextDelegate(QStyledItemDelegate):
             return
         painter.save()
         if bold:
-            if self._bold is None:
-                self._bold = QFont(option.font)
-                self._bold.setBold(True)
-            painter.setFont(self._bold)
-            fm = QFontMetrics(self._bold)
+            if cls._bold is None or cls._bold.pointSizeF() != option.font.pointSizeF():
+                cls._bold = QFont(option.font)
+                cls._bold.setBold(True)
+            painter.setFont(cls._bold)
+            fm = QFontMetrics(cls._bold)
         else:
             fm = option.fontMetrics
         if selected:

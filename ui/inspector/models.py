@@ -96,6 +96,17 @@ class _ColumnsMixin:
         return (disp[col], c.align, c.color(rec) if c.color is not None else None,
                 bool(c.bold(rec)) if c.bold is not None else False)
 
+    def bar_info(self, row: int, col: int):
+        """(text, bar value or None) of a cell, for BarDelegate's fast path."""
+        c = self.columns[col]
+        disp = self._disp_row(row)
+        if disp is None:
+            self._record(row)
+            return (PLACEHOLDER if col == 0 else ""), None
+        if c.bar is None:
+            return disp[col], None
+        return disp[col], float(c.bar(self._record(row)))
+
     def _display(self, rec) -> tuple:
         """The display strings of a record, one per column (computed once per fetched row)."""
         out = []
@@ -229,7 +240,7 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
     def _fetch_fn(self, store, filters: dict, order_by: str, desc: bool, offset: int, limit: int) -> list:
         raise NotImplementedError  # pragma: no cover - overridden
 
-    def _extra_fn(self, store, filters: dict) -> dict:
+    def _extra_fn(self, store, filters: dict, first_block=None) -> dict:
         return {}
 
     def _fetch_block(self, store, filters: dict, order_by: str, desc: bool, offset: int, limit: int):
@@ -424,7 +435,7 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
             for b in {0, first_block}:
                 if b * self.BLOCK < n or b == 0:
                     blocks[b] = self._fetch_block(store, filters, order_by, desc, b * self.BLOCK, self.BLOCK)
-            return n, blocks, self._extra_fn(store, filters)
+            return n, blocks, self._extra_fn(store, filters, blocks.get(0))
 
         def done(result):
             if gen != self._gen:
@@ -471,7 +482,7 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
             for b in sorted(set(wanted_blocks)):
                 if b * self.BLOCK < n or b == 0:
                     blocks[b] = self._fetch_block(store, filters, order_by, desc, b * self.BLOCK, self.BLOCK)
-            return n, blocks, self._extra_fn(store, filters)
+            return n, blocks, self._extra_fn(store, filters, blocks.get(0))
 
         def done(result):
             if gen != self._gen or ver != self._ver:
@@ -610,7 +621,10 @@ class SegmentsModel(LazyTableModel):
     def _fetch_fn(self, store, filters, order_by, desc, offset, limit):
         return store.list_segments(**filters, order_by=order_by, descending=desc, limit=limit, offset=offset)
 
-    def _extra_fn(self, store, filters):
+    def _extra_fn(self, store, filters, first_block=None):
+        if first_block is not None and not filters and self._order_by == "heat" and self._desc:
+            recs = first_block[0]
+            return {"max_heat": recs[0].heat if recs else 0.0}     # the first row is the hottest
         top = store.list_segments(order_by="heat", descending=True, limit=1)
         return {"max_heat": top[0].heat if top else 0.0}
 

@@ -46,7 +46,7 @@ class SegmentEventIndex:
     Used only from the worker thread. Reads new events incrementally; starts over when the log
     was wiped (the last event it saw is gone)."""
 
-    BATCH = 2000
+    BATCH = 1000
 
     def __init__(self):
         self.last_id = 0
@@ -72,6 +72,7 @@ class SegmentEventIndex:
                 self.last_id = evs[-1].id
             if len(evs) < self.BATCH:
                 break
+            time.sleep(0.002)   # a long first scan: let the UI thread have the GIL between batches
 
     def events_for(self, store, sid: int) -> list:
         self.update(store)

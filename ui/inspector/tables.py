@@ -3,7 +3,7 @@ row heights (cheap with 100k rows), and a scroll anchor that keeps the first vis
 place when a live refresh inserts rows above it."""
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
@@ -124,8 +124,3 @@ class InspectorTable(QTableView):
             idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
         self.scrollTo(idx)
         return True
-
-    def select_first_when_loaded(self) -> None:
-        m = self.model()
-        if m.rowCount() and not self.currentIndex().isValid():
-            QTimer.singleShot(0, lambda: self.selectRow(0) if m.rowCount() else None)

@@ -1,0 +1,75 @@
+"""The CLI mirrors the library: ask, search, memory list/show/pin/forget/pause/wipe (real models, real store)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def mnemo(dirs, *args, input_text=None, check=True):
+    env = dict(os.environ, MNEMO_DATA_DIR=str(dirs["data"]), MNEMO_CONFIG_DIR=str(dirs["config"]),
+               QT_QPA_PLATFORM="offscreen")
+    out = subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env,
+                         input=input_text, timeout=300)
+    if check:
+        assert out.returncode == 0, out.stdout + out.stderr
+    return out
+
+
+@pytest.fixture
+def filled(mnemo_dirs):
+    settings = {"chat": {"max_tokens": 16}, "memory": {"stm_capacity": 2}}
+    mnemo_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (mnemo_dirs["config"] / "settings.json").write_text(json.dumps(settings))
+    for text in ["My cat Miso is afraid of thunderstorms.", "I bake sourdough bread on Sundays.",
+                 "I am learning Portuguese for a trip to Porto."]:
+        result = json.loads(mnemo(mnemo_dirs, "ask", text, "--json").stdout)
+        assert result["status"] == "complete"
+    return mnemo_dirs
+
+
+def test_search_json_finds_the_page(filled):
+    trace = json.loads(mnemo(filled, "search", "what is my cat afraid of", "--json").stdout)
+    texts = [p["user_text"] for p in trace["pages"]]
+    assert any("Miso" in t for t in texts)
+    assert all("reason" in p and "score" in p for p in trace["pages"])
+
+
+def test_memory_list_pin_forget_wipe(filled):
+    pages = json.loads(mnemo(filled, "memory", "list", "page", "--json").stdout)
+    assert len(pages) == 3
+    cat = next(p for p in pages if "Miso" in p["user_text"])
+    mnemo(filled, "memory", "pin", "page", str(cat["id"]))
+    shown = json.loads(mnemo(filled, "memory", "show", "page", str(cat["id"]), "--json").stdout)
+    assert shown["pinned"] is True
+    mnemo(filled, "memory", "forget", "page", str(cat["id"]))
+    trace = json.loads(mnemo(filled, "search", "what is my cat afraid of", "--json").stdout)
+    assert all("Miso" not in p["user_text"] for p in trace["pages"])
+    events = json.loads(mnemo(filled, "memory", "events", "--json").stdout)
+    assert any(e["kind"].startswith("page_forgotten") or "forg" in e["kind"] for e in events)
+    refused = mnemo(filled, "memory", "wipe", check=False)
+    assert refused.returncode != 0 and "--yes" in refused.stderr
+    mnemo(filled, "memory", "wipe", "--yes")
+    stats = json.loads(mnemo(filled, "memory", "stats", "--json").stdout)
+    assert stats["pages_total"] == 0
+    assert stats["conversations"] == 3  # conversations stay
+
+
+def test_pause_stops_memory_writes(filled):
+    before = json.loads(mnemo(filled, "memory", "stats", "--json").stdout)["pages_total"]
+    mnemo(filled, "memory", "pause", "on")
+    mnemo(filled, "ask", "Remember my bike is red.")
+    assert json.loads(mnemo(filled, "memory", "stats", "--json").stdout)["pages_total"] == before
+    mnemo(filled, "memory", "pause", "off")
+    mnemo(filled, "ask", "Remember my bike is blue.")
+    assert json.loads(mnemo(filled, "memory", "stats", "--json").stdout)["pages_total"] == before + 1
+
+
+def test_chat_repl(filled):
+    out = mnemo(filled, "chat", input_text="Hello!\n/memory\n/new\n/quit\n")
+    assert "mnemo> " in out.stdout
+    assert "pages_total" in out.stdout
+    assert "conversation" in out.stdout
