@@ -142,7 +142,7 @@ class ChatAgent:
                                               status=STATUS_STREAMING, meta={"trace": trace})
         parts: list[str] = []
         status, error = STATUS_COMPLETE, None
-        last_flush = time.perf_counter()
+        last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
         try:
             for chunk in self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel):
                 parts.append(chunk)

@@ -285,7 +285,11 @@ class Backend(QObject):
     def reload_model(self) -> Future:
         """Drop the loaded model (after the settings changed) and load the configured one."""
         sched = self.scheduler
-        if sched is not None and sched.model is None:
+        if sched is not None and hasattr(sched, "submit_raw") and hasattr(sched, "reset_model"):
+            # On the LLM thread, which owns the model: close it, then forget it (and a failed load).
+            sched.submit_raw(lambda store: self.ctx.reset_chat_model())
+            sched.reset_model()
+        elif sched is not None and sched.model is None:
             self.ctx.reset_chat_model()  # nothing loaded (a failed load): safe from here
         elif sched is not None:
             def drop(store, model):  # on the LLM thread, which owns the model

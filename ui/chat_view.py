@@ -74,6 +74,10 @@ class MessageBody(QTextBrowser):
         event.ignore()
 
 
+def _rate(tokens_per_s: float) -> str:
+    return f"{tokens_per_s:.1f}" if tokens_per_s < 10 else f"{tokens_per_s:.0f}"
+
+
 def _tool_button(icon_name: str, name: str, tip: str, parent: QWidget) -> QToolButton:
     """An icon-only button with an accessible name and a tooltip."""
     b = QToolButton(parent)
@@ -282,7 +286,7 @@ class MessageWidget(QFrame):
             if stats.get("completion_tokens"):
                 bits.append(f"{stats['completion_tokens']} tokens")
             if stats.get("tokens_per_s"):
-                bits.append(f"{stats['tokens_per_s']:.0f} tok/s")
+                bits.append(f"{_rate(stats['tokens_per_s'])} tok/s")
             if stats.get("time_to_first_token_s"):
                 bits.append(f"first token {stats['time_to_first_token_s']:.1f} s")
             self.stats_label.setText(" · ".join(bits))

@@ -680,7 +680,8 @@ class MainWindow(QMainWindow):
             tps = (result.stats or {}).get("tokens_per_s") or 0.0
             if tps:
                 self.last_tokens_per_s = float(tps)
-                self.speed_label.setText(f"Last reply: {tps:.0f} tokens/s")
+                self.speed_label.setText(f"Last reply: {tps:.1f} tokens/s" if tps < 10 else
+                                         f"Last reply: {tps:.0f} tokens/s")
                 self.speed_label.setToolTip(
                     f"{result.stats.get('completion_tokens', 0)} tokens, first token after "
                     f"{result.stats.get('time_to_first_token_s', 0):.2f} s, prompt {result.stats.get('prompt_tokens', 0)} "

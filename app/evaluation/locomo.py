@@ -100,22 +100,26 @@ def load_samples(path: str | Path, sample_ids: Sequence[str] | None = None) -> t
 
 
 def spread_limit(samples: Sequence[Sample], limit: int | None) -> dict[str, list[Question]]:
-    """`limit` questions in total, taken round-robin from the samples (each sample's first ones)."""
+    """`limit` questions in total: shared round-robin among the samples, and within a sample
+    taken evenly spaced over its qa list (LoCoMo lists are grouped by category, so the first
+    questions alone would be nearly all multi-hop and temporal ones)."""
     if limit is None:
         return {s.sample_id: list(s.questions) for s in samples}
-    chosen: dict[str, list[Question]] = {s.sample_id: [] for s in samples}
-    pos = 0
+    quota = {s.sample_id: 0 for s in samples}
     left = max(0, limit)
     while left > 0:
         progressed = False
         for s in samples:
-            if left and pos < len(s.questions):
-                chosen[s.sample_id].append(s.questions[pos])
+            if left and quota[s.sample_id] < len(s.questions):
+                quota[s.sample_id] += 1
                 left -= 1
                 progressed = True
         if not progressed:
             break
-        pos += 1
+    chosen: dict[str, list[Question]] = {}
+    for s in samples:
+        n, q = len(s.questions), quota[s.sample_id]
+        chosen[s.sample_id] = [s.questions[(i * n) // q] for i in range(q)] if q else []
     return chosen
 
 

@@ -154,14 +154,14 @@ def test_sigkill_during_streaming_keeps_user_message_and_job_runs(tmp_path, embe
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     tokens = 0
     deadline = time.time() + 120
-    while tokens < 60 and time.time() < deadline:  # > 1 s of streaming, so a partial flush happened
+    while tokens < 5 and time.time() < deadline:  # the first token is flushed at once
         line = proc.stdout.readline()
         if not line:
             break
         tokens += line.startswith("TOKEN")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    assert tokens >= 60, "the subprocess never streamed"
+    assert tokens >= 5, "the subprocess never streamed"
 
     store = MemoryStore.open(db, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
     try:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as ui.launcher does, before numpy loads
 
 TARGET_MS = 50.0
 PROMPT = "Tell me a long story about a lighthouse keeper who collects old maps. Use several paragraphs."

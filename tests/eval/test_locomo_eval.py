@@ -67,7 +67,10 @@ def test_spread_limit_takes_questions_round_robin(toy_path):
     a, b = samples[0], samples[0].__class__(**{**samples[0].__dict__, "sample_id": "toy-2"})
     chosen = spread_limit([a, b], 3)
     assert [len(v) for v in chosen.values()] == [2, 1]
+    # evenly spaced over each sample's list (6 questions): 2 → positions 0 and 3, 1 → position 0
+    assert [q.index for q in chosen["toy-1"]] == [0, 3] and [q.index for q in chosen["toy-2"]] == [0]
     assert spread_limit([a], None)["toy-1"] == a.questions
+    assert len(spread_limit([a], 100)["toy-1"]) == 6
 
 
 def test_baselines_rank_and_fuse(embedder):

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as ui.launcher does, before numpy loads
 
 SIZE = (1100, 700)
 QUESTION = "How do I read a large CSV file in Python without loading it all into memory?"
