@@ -27,7 +27,7 @@ class ChatModelSettings:
     server_model: str = ""
     api_key: str = ""
     n_ctx: int = 4096
-    n_threads: int = 0  # 0: all cores
+    n_threads: int = 0  # 0: automatic (cores - 1 while generating, all cores for the prompt)
     n_gpu_layers: int = 0
     temperature: float = 0.7
     top_p: float = 0.95

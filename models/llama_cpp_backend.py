@@ -23,7 +23,7 @@ from models.resolve import check_gguf, default_gguf_path
 class LlamaCppConfig:
     model_path: str | None = None  # None: the bundled default
     n_ctx: int = 4096
-    n_threads: int = 0  # 0: all physical cores
+    n_threads: int = 0  # 0: cores - 1 for generation, all cores for prompt processing
     n_gpu_layers: int = 0
     temperature: float = 0.7
     top_p: float = 0.95
@@ -46,12 +46,18 @@ class LlamaCppChatModel:
 
         from llama_cpp import Llama
 
-        threads = config.n_threads or max(1, (os.cpu_count() or 2))
+        cores = os.cpu_count() or 2
+        # Generation leaves one core free so the UI thread and memory work are not starved (on 2 cores,
+        # 2 generating threads made the UI stall >120 ms); prompt processing, the long wait before the
+        # first token, uses every core.
+        threads = config.n_threads or max(1, cores - 1)
+        threads_batch = config.n_threads or cores
         try:
             self._llm = Llama(
                 model_path=str(self.model_path),
                 n_ctx=config.n_ctx,
                 n_threads=threads,
+                n_threads_batch=threads_batch,
                 n_gpu_layers=config.n_gpu_layers,
                 seed=config.seed if config.seed >= 0 else 0xFFFFFFFF,
                 verbose=False,
