@@ -1,6 +1,7 @@
 """apsw connection factory (sqlite-vec loaded, WAL, foreign keys) and the schema as numbered migrations."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -17,7 +18,18 @@ def connect(path: str | Path, *, busy_timeout_ms: int = 10_000) -> apsw.Connecti
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
     conn.set_busy_timeout(busy_timeout_ms)
-    conn.execute("PRAGMA journal_mode=WAL")
+    # Switching a new file to WAL needs an exclusive lock, and SQLite answers BUSY at once (without
+    # the busy handler) when another connection is creating the same file: retry until the timeout.
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            break
+        except apsw.BusyError:
+            if time.monotonic() > deadline:
+                conn.close()
+                raise
+            time.sleep(0.02)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA temp_store=MEMORY")

@@ -222,3 +222,29 @@ def test_migrates_a_version_1_database(tmp_path, embedder, clock):
         s.add_page(cid, "works after migration", "yes")
     finally:
         s.close()
+
+
+def test_many_connections_creating_one_new_file_at_once(tmp_path):
+    """Several threads opening a brand-new database (app start: UI + workers) never fail with BUSY."""
+    import threading
+
+    from memory_core.db import connect, migrate
+
+    errors = []
+    for trial in range(10):
+        path = tmp_path / f"new-{trial}.db"
+
+        def open_and_migrate():
+            try:
+                conn = connect(path)
+                migrate(conn, 384)
+                conn.close()
+            except Exception as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=open_and_migrate) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
