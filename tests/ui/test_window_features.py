@@ -278,8 +278,9 @@ def test_status_bar_counts_pending_memory_jobs(make_window, chat, qtbot):
     win.backend.jobsChanged.connect(seen.append)
     chat.send(win, "I like tea.")
     assert win.backend.scheduler.wait_idle(timeout=60)
+    # the memory thread reports the count after its commit: wait for that report to arrive
+    qtbot.waitUntil(lambda: 0 in seen, timeout=30_000)
     qtbot.waitUntil(lambda: win.jobs_label.text() == "Memory: up to date", timeout=30_000)
-    assert 0 in seen
 
 
 def test_ui_code_never_touches_sql_or_models_directly():
