@@ -4,7 +4,9 @@ memory and with the truncated full conversation. See docs/eval.md."""
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 
 
 def register(subparsers) -> None:
@@ -70,6 +72,17 @@ def run_locomo(args, ctx) -> int:
     if not samples:
         print("mnemo eval locomo: error: no samples to evaluate", file=sys.stderr)
         return 2
+    if args.qa:
+        try:
+            import nltk  # noqa: F401  (Porter stemmer and BLEU; no data download needed)
+        except ImportError:
+            print("mnemo eval locomo: error: --qa needs nltk (pip install 'mnemo[eval]')", file=sys.stderr)
+            return 2
+        # LoCoMo times are wall-clock times stored as UTC; the memory prompt formats dates in
+        # local time, so show them in UTC to keep each session's day as in the data.
+        os.environ["TZ"] = "UTC"
+        if hasattr(time, "tzset"):
+            time.tzset()
     qa_model = ctx.chat_model() if args.qa else None
     needs_memory = "mnemo" in retrievers or (args.qa and "memory" in modes)
     runner = LocomoEval(ctx.embedder(), memory_params=ctx.memory_params() if needs_memory else None, retrievers=retrievers, ks=ks,
