@@ -7,22 +7,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import extract as X
+from .codec import from_json as _pj, to_json as _j, vec_blob as _blob  # noqa: F401
 from .text import materially_different, normalize
-
-
-def _j(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def _pj(s: str | None, default: Any) -> Any:
-    try:
-        return json.loads(s) if s else default
-    except ValueError:
-        return default
-
-
-def _blob(vec: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
 
 
 def _pages_label(ids: list[int]) -> str:

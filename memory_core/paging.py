@@ -7,27 +7,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import text as T
+from .codec import from_json as _pj, to_json as _j, unit as _unit, vec_blob as _blob  # noqa: F401
 from .types import ITEM_KINDS, page_text
-
-
-def _j(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def _pj(s: str | None, default: Any) -> Any:
-    try:
-        return json.loads(s) if s else default
-    except ValueError:
-        return default
-
-
-def _blob(vec: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
-
-
-def _unit(vec: np.ndarray) -> np.ndarray:
-    n = float(np.linalg.norm(vec))
-    return (vec / n).astype(np.float32) if n > 1e-12 else vec.astype(np.float32)
 
 
 class PagingMixin:

@@ -11,18 +11,8 @@ import apsw
 import numpy as np
 
 from . import text as T
+from .codec import from_json as _pj, to_json as _j, vec_blob as _blob  # noqa: F401
 from .types import KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
-
-
-def _pj(s: str | None, default: Any) -> Any:
-    try:
-        return json.loads(s) if s else default
-    except ValueError:
-        return default
-
-
-def _blob(vec: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
 
 
 class RetrievalMixin:

@@ -20,6 +20,7 @@ import apsw
 import numpy as np
 
 from . import text as T
+from .codec import to_json as _j, unit as _unit, vec_blob as _blob
 from .db import SCHEMA_VERSION, connect, migrate
 from .types import (
     ITEM_KINDS, CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge,
@@ -48,10 +49,6 @@ KNOW_COLS = ("k.id, k.owner, k.text, k.confidence, k.status, k.version, k.pinned
              "k.conversation_ids, k.model")
 
 
-def _j(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
 def _pj(s: str | None, default: Any = None) -> Any:
     if not s:
         return {} if default is None else default
@@ -59,15 +56,6 @@ def _pj(s: str | None, default: Any = None) -> Any:
         return json.loads(s)
     except ValueError:
         return {} if default is None else default
-
-
-def _blob(vec: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
-
-
-def _unit(vec: np.ndarray) -> np.ndarray:
-    n = float(np.linalg.norm(vec))
-    return (vec / n).astype(np.float32) if n > 1e-12 else vec.astype(np.float32)
 
 
 def _checkpoint(name: str) -> None:
