@@ -244,8 +244,17 @@ def _m2(conn: apsw.Connection, dim: int) -> None:
     """)
 
 
+def _m3(conn: apsw.Connection, dim: int) -> None:
+    """Indexes for the inspector: pages sorted by tier (deep scrolls read ids from the index alone),
+    and one item's events (a segment's heat history)."""
+    conn.execute("""
+    CREATE INDEX IF NOT EXISTS page_tier_id ON page(tier, id);
+    CREATE INDEX IF NOT EXISTS event_item ON event(item_kind, item_id, id);
+    """)
+
+
 # Each migration takes (conn, dim); index i moves user_version from i to i + 1.
-MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2]
+MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

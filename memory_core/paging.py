@@ -297,6 +297,21 @@ class PagingMixin:
         row = self._x(f"SELECT {heat} FROM segment s WHERE s.id = :sid", {**args, "sid": sid}).fetchone()
         return None if row is None else float(row[0])
 
+    def _record_visits(self, sids: list[int]) -> None:
+        """One short write after a retrieval: N_visit + 1 and a fresh last access for each segment
+        that supplied a page, a `segment_visited` event each (so a segment's heat history can be
+        replayed from the log), then promotion if the visit made a segment hot enough."""
+        now = self.clock()
+        with self.transaction():
+            marks = ",".join("?" * len(sids))
+            rows = self._x(f"UPDATE segment SET n_visit = n_visit + 1, last_access = ? WHERE id IN ({marks}) "
+                           "RETURNING id, n_visit", [now, *sids]).fetchall()
+            for sid, n_visit in sorted(rows):
+                self._emit("segment_visited", "segment", sid, f"segment {sid} recalled (N_visit {n_visit})",
+                           {"count": 1, "n_visit": n_visit})
+            for sid in sids:
+                self._maybe_promote(sid)
+
     def _maybe_promote(self, sid: int) -> None:
         if self._get_meta("paused", "0") == "1":
             return

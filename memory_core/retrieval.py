@@ -58,13 +58,7 @@ class RetrievalMixin:
             t4 = time.perf_counter()
             timings["lpm"] = (t4 - t3) * 1000
             if record_visits and visited and not self.in_transaction:
-                now = self.clock()
-                with self.transaction():
-                    marks = ",".join("?" * len(visited))
-                    self._x(f"UPDATE segment SET n_visit = n_visit + 1, last_access = ? WHERE id IN ({marks})",
-                            [now, *visited])
-                    for sid in visited:
-                        self._maybe_promote(sid)
+                self._record_visits(visited)
             timings["visits"] = (time.perf_counter() - t4) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         out.timings_ms = timings

@@ -41,6 +41,7 @@ PAGE_COLS = (
 )
 SEG_COLS = ("s.id, s.tier, s.summary, s.keywords, s.n_visit, s.l_interaction, s.last_access, s.created_at, "
             "s.updated_at, s.page_count, s.pinned, s.promotions")
+EVENT_COLS = "id, at, kind, item_kind, item_id, summary, detail"
 CONV_COLS = "id, title, created_at, updated_at, source, external_id, memory_paused, incognito"
 MSG_COLS = "id, conversation_id, parent_id, role, content, created_at, status, meta"
 TRAIT_COLS = ("t.id, t.dimension, t.value, t.evidence, t.confidence, t.status, t.version, t.pinned, t.created_at, "
@@ -56,6 +57,12 @@ def _pj(s: str | None, default: Any = None) -> Any:
         return json.loads(s)
     except ValueError:
         return {} if default is None else default
+
+
+def _equals(pairs: Sequence[tuple[str, Any]]) -> tuple[list[str], list]:
+    """`column = ?` conditions and their arguments for the pairs whose value is not None."""
+    used = [(col, v) for col, v in pairs if v is not None]
+    return [f"{col} = ?" for col, _ in used], [v for _, v in used]
 
 
 def _checkpoint(name: str) -> None:
@@ -311,10 +318,42 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         if fn in self._listeners:
             self._listeners.remove(fn)
 
-    def events(self, since_id: int = 0, limit: int = 100) -> list[Event]:
-        rows = self._rows("SELECT id, at, kind, item_kind, item_id, summary, detail FROM event WHERE id > ? "
-                          "ORDER BY id LIMIT ?", (since_id, limit))
-        return [Event(r[0], r[1], r[2], r[3], r[4], r[5], _pj(r[6])) for r in rows]
+    def events(self, since_id: int = 0, limit: int = 100, *, kinds: Sequence[str] | None = None,
+               exclude_kinds: Sequence[str] | None = None, item_kind: str | None = None,
+               item_id: int | None = None, newest: bool = False) -> list[Event]:
+        """Events after `since_id`, oldest first. Filters are done in SQL; with `newest=True` the
+        newest `limit` matching events are returned (still oldest first), e.g. for an activity list."""
+        where, args = _equals([("item_kind", item_kind), ("item_id", item_id)])
+        where.append("id > ?")
+        args.append(since_id)
+        if kinds is not None:
+            where.append(f"kind IN ({','.join('?' * len(kinds))})")
+            args += list(kinds)
+        if exclude_kinds:
+            where.append(f"kind NOT IN ({','.join('?' * len(exclude_kinds))})")
+            args += list(exclude_kinds)
+        rows = self._rows(f"SELECT {EVENT_COLS} FROM event WHERE {' AND '.join(where)} "
+                          f"ORDER BY id {'DESC' if newest else 'ASC'} LIMIT ?", [*args, limit])
+        if newest:
+            rows.reverse()
+        return [self._event(r) for r in rows]
+
+    @staticmethod
+    def _event(r: tuple) -> Event:
+        return Event(r[0], r[1], r[2], r[3], r[4], r[5], _pj(r[6]))
+
+    def latest_event_id(self) -> int:
+        """The id of the newest event, 0 when the log is empty (a cheap "has memory changed?" check)."""
+        return int(self._scalar("SELECT coalesce(max(id), 0) FROM event") or 0)
+
+    def segment_events(self, sid: int) -> list[Event]:
+        """Every logged event of one segment, oldest first: its own (created, visited, promoted,
+        archived, restored, pinned...) and the pages that moved into it. Feeds its heat history."""
+        rows = self._rows(
+            f"SELECT {EVENT_COLS} FROM event WHERE item_kind = 'segment' AND item_id = ? "
+            f"UNION SELECT {EVENT_COLS} FROM event WHERE kind = 'page_moved' "
+            "AND json_extract(detail, '$.segment_id') = ? ORDER BY id", (sid, sid))
+        return [self._event(r) for r in rows]
 
     def set_paused(self, paused: bool) -> None:
         """Pause (or resume) memory formation globally: add_page stores nothing while paused."""
@@ -587,25 +626,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
     def _page_filters(self, tier, conversation_id, segment_id, text, pinned=None, user_message_id=None,
                       assistant_message_id=None) -> tuple[str, list]:
-        where, args = [], []
-        if user_message_id is not None:
-            where.append("p.user_message_id = ?")
-            args.append(user_message_id)
-        if assistant_message_id is not None:
-            where.append("p.assistant_message_id = ?")
-            args.append(assistant_message_id)
-        if tier is not None:
-            where.append("p.tier = ?")
-            args.append(tier)
-        if conversation_id is not None:
-            where.append("p.conversation_id = ?")
-            args.append(conversation_id)
-        if segment_id is not None:
-            where.append("p.segment_id = ?")
-            args.append(segment_id)
-        if pinned is not None:
-            where.append("p.pinned = ?")
-            args.append(int(pinned))
+        where, args = _equals([("p.user_message_id", user_message_id), ("p.assistant_message_id", assistant_message_id),
+                               ("p.tier", tier), ("p.conversation_id", conversation_id), ("p.segment_id", segment_id),
+                               ("p.pinned", None if pinned is None else int(pinned))])
         if text:
             like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             where.append("(p.user_text LIKE ? ESCAPE '\\' OR p.assistant_text LIKE ? ESCAPE '\\')")
@@ -623,9 +646,18 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         where, args = self._page_filters(tier, conversation_id, segment_id, text, pinned, user_message_id,
                                          assistant_message_id)
         d = "DESC" if descending else "ASC"
-        rows = self._rows(f"SELECT {PAGE_COLS} FROM page p{where} ORDER BY {self._PAGE_ORDER[order_by]} {d}, p.id {d} "
-                          "LIMIT ? OFFSET ?", [*args, limit, offset])
-        return [self._page(r) for r in rows]
+        order = f"ORDER BY {self._PAGE_ORDER[order_by]} {d}, p.id {d}"
+        if offset < 1000:
+            rows = self._rows(f"SELECT {PAGE_COLS} FROM page p{where} {order} LIMIT ? OFFSET ?",
+                              [*args, limit, offset])
+            return [self._page(r) for r in rows]
+        # A deep page (a scrollbar dragged to row 50,000): step over the skipped rows in an index
+        # that holds the sort key and the id, without reading the rows themselves, then fetch the
+        # `limit` rows by id. Several times faster than OFFSET over full rows on a large table.
+        ids = [r[0] for r in self._rows(f"SELECT p.id FROM page p{where} {order} LIMIT ? OFFSET ?",
+                                        [*args, limit, offset])]
+        pages = self._pages_by_ids(ids)
+        return [pages[i] for i in ids if i in pages]
 
     def count_pages(self, *, tier: str | None = None, conversation_id: int | None = None,
                     segment_id: int | None = None, text: str | None = None, pinned: bool | None = None,
@@ -726,13 +758,17 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                           "LIMIT ? OFFSET ?", [*args, limit, offset])
         return [self._knowledge(r) for r in rows]
 
-    def count_knowledge(self, owner: str | None = None, include_archived: bool = False) -> int:
+    def count_knowledge(self, owner: str | None = None, include_archived: bool = False, *,
+                        text: str | None = None) -> int:
         where, args = [], []
         if owner is not None:
             where.append("owner = ?")
             args.append(owner)
         if not include_archived:
             where.append("status = 'active'")
+        if text:
+            where.append("text LIKE ?")
+            args.append(f"%{text}%")
         w = (" WHERE " + " AND ".join(where)) if where else ""
         return self._scalar(f"SELECT count(*) FROM knowledge{w}", args)
 

@@ -100,7 +100,12 @@ def run(args, ctx) -> int:
             print(f"memory {'paused' if on else 'resumed'}" + (f" for conversation {args.conversation}" if args.conversation else ""))
             return 0
         if action == "events":
-            events = store.events(since_id=0, limit=args.limit) if args.since is None else store.events(since_id=args.since, limit=args.limit)
+            if args.segment is not None:
+                events = store.segment_events(args.segment)[-args.limit:]
+            else:
+                kinds = args.kind or None
+                events = store.events(since_id=args.since or 0, limit=args.limit, kinds=kinds,
+                                      newest=args.since is None)
             if args.json:
                 print_json([dataclasses.asdict(e) for e in events])
             else:
@@ -148,8 +153,10 @@ def register(sub) -> None:
     a.add_argument("state", choices=("on", "off"))
     a.add_argument("--conversation", type=int, help="only for this conversation")
     a = acts.add_parser("events", help="what changed in memory, when and why")
-    a.add_argument("--since", type=int)
+    a.add_argument("--since", type=int, help="events after this id, oldest first (default: the newest ones)")
     a.add_argument("--limit", type=int, default=50)
+    a.add_argument("--kind", action="append", help="only this kind (repeatable), e.g. page_moved, segment_visited")
+    a.add_argument("--segment", type=int, help="one segment's history: its events and the pages that joined it")
     a.add_argument("--json", action="store_true")
     a = acts.add_parser("stats", help="counts per tier, database size, pending jobs")
     a.add_argument("--json", action="store_true")

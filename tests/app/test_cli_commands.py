@@ -42,6 +42,11 @@ def test_memory_list_pin_forget_wipe(filled):
     pages = json.loads(mnemo(filled, "memory", "list", "page", "--json").stdout)
     assert len(pages) == 3
     cat = next(p for p in pages if "Miso" in p["user_text"])
+    every = json.loads(mnemo(filled, "memory", "events", "--json").stdout)
+    kind = every[0]["kind"]
+    only = json.loads(mnemo(filled, "memory", "events", "--kind", kind, "--json").stdout)
+    assert only and {e["kind"] for e in only} == {kind}
+    assert len(only) == sum(e["kind"] == kind for e in every)
     mnemo(filled, "memory", "pin", "page", str(cat["id"]))
     shown = json.loads(mnemo(filled, "memory", "show", "page", str(cat["id"]), "--json").stdout)
     assert shown["pinned"] is True
@@ -50,6 +55,8 @@ def test_memory_list_pin_forget_wipe(filled):
     assert all("Miso" not in p["user_text"] for p in trace["pages"])
     events = json.loads(mnemo(filled, "memory", "events", "--json").stdout)
     assert any(e["kind"].startswith("page_forgotten") or "forg" in e["kind"] for e in events)
+    newest = json.loads(mnemo(filled, "memory", "events", "--limit", "1", "--json").stdout)
+    assert len(newest) == 1 and newest[0]["id"] == max(e["id"] for e in events)   # newest by default
     refused = mnemo(filled, "memory", "wipe", check=False)
     assert refused.returncode != 0 and "--yes" in refused.stderr
     mnemo(filled, "memory", "wipe", "--yes")

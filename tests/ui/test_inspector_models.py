@@ -118,12 +118,9 @@ def test_heat_history_replays_events():
 
 
 def test_heat_history_of_a_real_segment_matches_the_store(store, filled):
-    from ui.inspector.panel import SegmentEventIndex
-
-    idx = SegmentEventIndex()
     p = store.params
     for seg in store.list_segments(limit=50):
-        h = heat_history(idx.events_for(store, seg.id), seg, p)
+        h = heat_history(store.segment_events(seg.id), seg, p)
         assert h.complete, h.notes
         assert h.now[1] == pytest.approx(seg.heat)
 

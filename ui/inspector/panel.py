@@ -4,7 +4,6 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections import defaultdict
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -24,61 +23,6 @@ REFRESH_DEBOUNCE_MS = 250  # coalesce bursts of memory events into one refresh
 OVERVIEW_EVENTS = 300
 
 
-def latest_event_id(store) -> int:
-    """The id of the newest event (0 when none), by exponential + binary search over `store.events`."""
-    if not store.events(0, 1):
-        return 0
-    lo, hi = 0, 1024
-    while store.events(hi, 1):
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if store.events(mid, 1):
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
-class SegmentEventIndex:
-    """Worker-side cache of the event log, indexed by segment (for heat-over-time charts).
-
-    Used only from the worker thread. Reads new events incrementally; starts over when the log
-    was wiped (the last event it saw is gone)."""
-
-    BATCH = 1000
-
-    def __init__(self):
-        self.last_id = 0
-        self.by_segment: dict[int, list] = defaultdict(list)
-
-    def update(self, store) -> None:
-        if self.last_id:
-            chk = store.events(self.last_id - 1, 1)
-            if not chk or chk[0].id != self.last_id:
-                self.last_id = 0
-                self.by_segment.clear()
-        while True:
-            evs = store.events(self.last_id, self.BATCH)
-            for e in evs:
-                sid = None
-                if e.item_kind == "segment":
-                    sid = e.item_id
-                elif e.kind == "page_moved":
-                    sid = (e.detail or {}).get("segment_id")
-                if sid is not None:
-                    self.by_segment[int(sid)].append(e)
-            if evs:
-                self.last_id = evs[-1].id
-            if len(evs) < self.BATCH:
-                break
-            time.sleep(0.002)   # a long first scan: let the UI thread have the GIL between batches
-
-    def events_for(self, store, sid: int) -> list:
-        self.update(store)
-        return list(self.by_segment.get(int(sid), []))
-
-
 class InspectorPanel(QWidget):
     """Everything the assistant remembers, and the controls to correct it."""
 
@@ -94,7 +38,6 @@ class InspectorPanel(QWidget):
         self.worker = StoreWorker(lambda: ctx.open_store())
         self.worker.on_error = lambda label, exc: self.status_error(f"{label}: {exc}")
         self.worker.busy_changed = self._on_busy
-        self.event_index = SegmentEventIndex()
         self._last_event_id: int | None = None
         self._dirty: set[str] = set()
         self._status_until = 0.0
@@ -285,8 +228,8 @@ class InspectorPanel(QWidget):
     def load_overview(self) -> None:
         def fetch(store):
             stats = store.stats()
-            latest = latest_event_id(store)
-            evs = store.events(max(0, latest - OVERVIEW_EVENTS), OVERVIEW_EVENTS)
+            # recalls (segment_visited) would flood the list: it shows what changed in memory
+            evs = store.events(limit=OVERVIEW_EVENTS, newest=True, exclude_kinds=("segment_visited",))
             return stats, evs
 
         def done(result):
@@ -331,15 +274,15 @@ class InspectorPanel(QWidget):
 
         def fetch(store):
             if last is None:
-                return "init", latest_event_id(store)
+                return "init", store.latest_event_id()
             if last:
                 chk = store.events(last - 1, 1)
                 if not chk or chk[0].id != last:
-                    return "reset", latest_event_id(store)
+                    return "reset", store.latest_event_id()
             evs = store.events(last, 1000)
             newest = evs[-1].id if evs else last
             if len(evs) == 1000:
-                newest = latest_event_id(store)
+                newest = store.latest_event_id()
             return ("new" if evs else "same"), newest
 
         def done(result):

@@ -537,13 +537,11 @@ class SegmentsView(QWidget):
             self.show_segment(key, select=False)
 
     def show_segment(self, sid: int, select: bool = True) -> None:
-        index = self.panel.event_index
-
         def fetch(store):
             seg = store.get_segment(sid)
             if seg is None:
                 return None, None
-            evs = index.events_for(store, sid)
+            evs = store.segment_events(sid)
             return seg, evs
 
         def done(result):
