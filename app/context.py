@@ -57,7 +57,7 @@ class AppContext:
 
         emb = self.embedder()
         self.paths.data_dir.mkdir(parents=True, exist_ok=True)
-        return MemoryStore.open(
+        store = MemoryStore.open(
             self.paths.db_file,
             emb.embed,
             embed_model_id=emb.model_id,
@@ -65,3 +65,8 @@ class AppContext:
             params=self.memory_params(),
             llm=llm,
         )
+        if self.settings.memory_paused:      # an old settings file: the pause switch moves to the store
+            store.set_paused(True)
+            self.settings.memory_paused = False
+            self.save()
+        return store

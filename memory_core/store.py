@@ -625,10 +625,13 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                    "conversation": "p.conversation_id"}
 
     def _page_filters(self, tier, conversation_id, segment_id, text, pinned=None, user_message_id=None,
-                      assistant_message_id=None) -> tuple[str, list]:
+                      assistant_message_id=None, after_id=None) -> tuple[str, list]:
         where, args = _equals([("p.user_message_id", user_message_id), ("p.assistant_message_id", assistant_message_id),
                                ("p.tier", tier), ("p.conversation_id", conversation_id), ("p.segment_id", segment_id),
                                ("p.pinned", None if pinned is None else int(pinned))])
+        if after_id is not None:
+            where.append("p.id > ?")
+            args.append(after_id)
         if text:
             like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             where.append("(p.user_text LIKE ? ESCAPE '\\' OR p.assistant_text LIKE ? ESCAPE '\\')")
@@ -639,12 +642,14 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                    segment_id: int | None = None, text: str | None = None, pinned: bool | None = None,
                    user_message_id: int | None = None, assistant_message_id: int | None = None,
                    order_by: str = "timestamp", descending: bool = True, limit: int = 100,
-                   offset: int = 0) -> list[Page]:
-        """Pages filtered, sorted and paged in SQL. `text` is a case-insensitive substring filter."""
+                   offset: int = 0, after_id: int | None = None) -> list[Page]:
+        """Pages filtered, sorted and paged in SQL. `text` is a case-insensitive substring filter;
+        `after_id` pages by key (ids above it; with order_by="id" ascending it walks the whole table
+        in batches at a constant cost per batch, as an export does)."""
         if order_by not in self._PAGE_ORDER:
             raise ValueError(f"order_by must be one of {sorted(self._PAGE_ORDER)}")
         where, args = self._page_filters(tier, conversation_id, segment_id, text, pinned, user_message_id,
-                                         assistant_message_id)
+                                         assistant_message_id, after_id)
         d = "DESC" if descending else "ASC"
         order = f"ORDER BY {self._PAGE_ORDER[order_by]} {d}, p.id {d}"
         if offset < 1000:
@@ -672,12 +677,15 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
     def list_segments(self, *, tier: str | None = None, text: str | None = None, pinned: bool | None = None,
                       order_by: str = "heat", descending: bool = True, limit: int = 100,
-                      offset: int = 0) -> list[Segment]:
+                      offset: int = 0, after_id: int | None = None) -> list[Segment]:
         if order_by not in self._SEG_ORDER:
             raise ValueError(f"order_by must be one of {sorted(self._SEG_ORDER)}")
         now = self.clock()
         heat, hargs = self._heat_sql(now)
         where, args = self._seg_filters(tier, text, pinned)
+        if after_id is not None:     # keyset paging (see list_pages)
+            where = (where + " AND" if where else " WHERE") + " s.id > :after_id"
+            args["after_id"] = after_id
         d = "DESC" if descending else "ASC"
         rows = self._rows(f"SELECT {SEG_COLS}, {heat} AS heat FROM segment s{where} "
                           f"ORDER BY {self._SEG_ORDER[order_by]} {d}, s.id {d} LIMIT :limit OFFSET :offset",
@@ -949,6 +957,13 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         return apply
 
     # ------------------------------------------------------------------ invariants (tests, `mnemo doctor`)
+    def export(self, path: str | Path, *, fmt: str | None = None,
+               on_progress: Callable[[int, int], None] | None = None):
+        """Write everything remembered to a JSON or Markdown file (see `memory_core.export`)."""
+        from .export import export_memory
+
+        return export_memory(self, path, fmt=fmt, on_progress=on_progress)
+
     def check_integrity(self) -> list[str]:
         """Problems found across base, vector and FTS tables (empty list = consistent)."""
         problems: list[str] = []

@@ -314,8 +314,7 @@ class Backend(QObject):
                 turn.conversation_id = store.create_conversation("New chat", incognito=turn.incognito)
                 self._emit(self.conversationCreated, turn)
             agent = ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve,
-                              max_tokens=ctx.settings.chat.max_tokens,
-                              memory_enabled=lambda: not ctx.settings.memory_paused)
+                              max_tokens=ctx.settings.chat.max_tokens)
 
             def on_token(chunk: str) -> None:
                 if turn.push(chunk):

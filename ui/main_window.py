@@ -217,7 +217,7 @@ class MainWindow(QMainWindow):
                                              menu=memory)
         self.pause_action = self._action("&Pause memory (remember nothing new)", self.set_memory_paused,
                                          checkable=True, menu=memory)
-        self.pause_action.setChecked(self.ctx.settings.memory_paused)
+        self.pause_action.setEnabled(False)   # until the store says whether memory is paused
 
         view = mb.addMenu("&View")
         themes = view.addMenu("&Theme")
@@ -314,6 +314,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ backend callbacks
     def _store_ready(self) -> None:
         self.refresh_conversations()
+        self.sync_memory_paused()
 
     def _store_failed(self, message: str) -> None:
         self.statusBar().showMessage("The memory database could not be opened", 0)
@@ -365,6 +366,8 @@ class MainWindow(QMainWindow):
 
     def _memory_event(self, event) -> None:
         kind = getattr(event, "kind", "")
+        if kind in ("paused", "resumed"):
+            self.show_memory_paused(kind == "paused")
         if kind in MEMORY_UPDATE_KINDS:
             self.memory_notice.setToolTip(f"{getattr(event, 'summary', '')}\nClick to open the memory inspector")
             self.memory_notice.show()
@@ -731,8 +734,6 @@ class MainWindow(QMainWindow):
             self.composer.set_enter_sends(s.ui.enter_sends)
             if s.ui.theme != self.themes.mode:
                 self.set_theme(s.ui.theme, save=False)
-        if "memory_paused" in changed:
-            self.pause_action.setChecked(s.memory_paused)
         if "chat" in changed and self.backend.started:
             self.backend.reload_model()
         notes = []
@@ -755,10 +756,32 @@ class MainWindow(QMainWindow):
             self.ctx.save()
 
     def set_memory_paused(self, paused: bool) -> None:
-        self.ctx.settings.memory_paused = bool(paused)
-        self.ctx.save()
-        self.statusBar().showMessage("Memory paused: nothing new is remembered" if paused else "Memory resumed",
-                                     4000)
+        """The global pause switch. It lives in the memory database, so the inspector's switch and
+        `mnemo memory pause` are the same one; its "paused"/"resumed" event keeps the views in step."""
+        paused = bool(paused)
+
+        def done(_):
+            self.show_memory_paused(paused)
+            self.statusBar().showMessage("Memory paused: nothing new is remembered" if paused else "Memory resumed",
+                                         4000)
+
+        def failed(exc):
+            self.sync_memory_paused()
+            self.statusBar().showMessage(f"Could not change the pause switch: {exc}", 6000)
+
+        self.backend.db(lambda store: store.set_paused(paused), done, failed)
+
+    def sync_memory_paused(self) -> None:
+        """Read the pause switch from the store (at start, and after another view changed it)."""
+        if self.backend.started:
+            self.backend.db(lambda store: store.is_paused(), self.show_memory_paused,
+                            lambda exc: log.warning("could not read the pause switch: %s", exc))
+
+    def show_memory_paused(self, paused: bool) -> None:
+        self.pause_action.blockSignals(True)
+        self.pause_action.setChecked(bool(paused))
+        self.pause_action.blockSignals(False)
+        self.pause_action.setEnabled(True)
 
     def show_shortcuts(self) -> None:
         from ui.help_dialog import ShortcutsDialog

@@ -184,9 +184,9 @@ class SettingsDialog(QDialog):
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         page = QWidget()
         lay = QVBoxLayout(page)
-        self.pause_check = QCheckBox("Pause memory: remember nothing new (chats still use what is remembered)", page)
-        self.pause_check.setChecked(s.memory_paused)
-        lay.addWidget(self.pause_check)
+        note = QLabel("To pause memory (remember nothing new), use Memory ▸ Pause memory or the inspector.", page)
+        note.setWordWrap(True)
+        lay.addWidget(note)
         self.param_edits: dict[str, QSpinBox | QDoubleSpinBox] = {}
         main = QGroupBox("Memory tiers and heat", page)
         form = QFormLayout(main)
@@ -308,11 +308,10 @@ class SettingsDialog(QDialog):
             if abs(value - default) > 1e-9 * max(1.0, abs(default)):
                 overrides[name] = value
         s.memory = overrides
-        s.memory_paused = self.pause_check.isChecked()
         s.ui.enter_sends = self.enter_check.isChecked()
         s.ui.theme = self.theme_combo.currentData()
         changed = set()
-        for section in ("chat", "embedding", "memory", "ui", "memory_paused"):
+        for section in ("chat", "embedding", "memory", "ui"):
             if getattr(before, section) != getattr(s, section):
                 changed.add(section)
         return changed

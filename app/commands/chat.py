@@ -16,7 +16,7 @@ HELP = "/new  new conversation   /memory  what is remembered   /stop or Ctrl+C  
 def _agent(ctx, store):
     model = ctx.chat_model()
     agent = ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve,
-                      max_tokens=ctx.settings.chat.max_tokens, memory_enabled=lambda: not ctx.settings.memory_paused)
+                      max_tokens=ctx.settings.chat.max_tokens)
     if agent.recover_interrupted():  # a reply was cut short by a crash: keep it, queue its memory
         store.run_pending(allow_llm=False)
     return agent

@@ -1,4 +1,4 @@
-"""`mnemo memory …`: list / show / forget / pin / wipe / pause / events / stats."""
+"""`mnemo memory …`: list / show / forget / pin / wipe / pause / events / stats / export."""
 from __future__ import annotations
 
 import dataclasses
@@ -42,11 +42,31 @@ def _list(store, args):
 
 
 def _get(store, kind: str, item_id: int):
-    getter = {"page": store.get_page, "segment": store.get_segment}.get(kind)
-    if getter is not None:
-        return getter(item_id)
-    items = store.list_traits(limit=100000) if kind == "trait" else store.list_knowledge(limit=100000)
-    return next((i for i in items if i.id == item_id), None)
+    getter = {"page": store.get_page, "segment": store.get_segment, "trait": store.get_trait,
+              "knowledge": store.get_knowledge}[kind]
+    return getter(item_id)
+
+
+def _export(store, args) -> int:
+    shown = {"at": 0.0}
+
+    def progress(done: int, total: int) -> None:
+        import time
+
+        now = time.monotonic()
+        if now - shown["at"] > 0.5 or done == total:
+            shown["at"] = now
+            print(f"\rexporting… {done:,}/{total:,}", end="", file=sys.stderr, flush=True)
+
+    try:
+        result = store.export(args.file, fmt=args.format, on_progress=progress if sys.stderr.isatty() else None)
+    except OSError as exc:
+        return fail(f"could not write {args.file}: {exc.strerror or exc} (nothing was written)", 1)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    print(f"exported {result.pages:,} pages, {result.segments:,} segments, {result.traits} traits and "
+          f"{result.knowledge} facts to {result.path} ({result.bytes / 1e6:.1f} MB)")
+    return 0
 
 
 def run(args, ctx) -> int:
@@ -112,6 +132,8 @@ def run(args, ctx) -> int:
                 for e in events:
                     print(f"{e.id:>6} {_when(e.at)} {e.kind:<18} {e.summary}")
             return 0
+        if action == "export":
+            return _export(store, args)
         if action == "stats":
             stats = store.stats()
             if args.json:
@@ -158,6 +180,9 @@ def register(sub) -> None:
     a.add_argument("--kind", action="append", help="only this kind (repeatable), e.g. page_moved, segment_visited")
     a.add_argument("--segment", type=int, help="one segment's history: its events and the pages that joined it")
     a.add_argument("--json", action="store_true")
+    a = acts.add_parser("export", help="write everything remembered to a JSON or Markdown file")
+    a.add_argument("file", help="the file to write (.json: complete; .md: a readable account)")
+    a.add_argument("--format", choices=("json", "markdown"), help="default: from the file's suffix")
     a = acts.add_parser("stats", help="counts per tier, database size, pending jobs")
     a.add_argument("--json", action="store_true")
     for parser in acts.choices.values():

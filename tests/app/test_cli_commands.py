@@ -80,3 +80,19 @@ def test_chat_repl(filled):
     assert "mnemo> " in out.stdout
     assert "pages_total" in out.stdout
     assert "conversation" in out.stdout
+
+
+def test_memory_export_json_and_markdown(filled, tmp_path):
+    out = tmp_path / "export" / "memory.json"
+    result = mnemo(filled, "memory", "export", str(out))
+    assert "exported 3 pages" in result.stdout
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["format"] == "mnemo-memory-export" and len(doc["pages"]) == 3
+    assert any("Miso" in p["user_text"] for p in doc["pages"])
+    md = tmp_path / "memory.md"
+    mnemo(filled, "memory", "export", str(md))
+    assert md.read_text(encoding="utf-8").startswith("# What the assistant remembers")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    bad = mnemo(filled, "memory", "export", str(blocker / "memory.json"), check=False)
+    assert bad.returncode != 0 and "could not write" in bad.stderr and "Traceback" not in bad.stderr

@@ -424,3 +424,26 @@ def test_test_query_box_recalls_like_the_store_without_visits(qtbot, store, fill
     assert {s.id: s.n_visit for s in store.list_segments(limit=10_000)} == visits
     assert tv.segs.rowCount() > 0 and tv.items.rowCount() == len(store.retrieve(q, record_visits=False).traits) + \
         len(store.retrieve(q, record_visits=False).knowledge)
+
+
+def test_export_from_the_inspector(qtbot, store, filled, panel_factory, tmp_path, monkeypatch):
+    import json
+
+    from PySide6.QtWidgets import QFileDialog
+
+    panel = panel_factory("overview")
+    target = tmp_path / "memory.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a, **k: (str(target), "JSON, complete (*.json)")))
+    with qtbot.waitSignal(panel.exported, timeout=30_000) as sig:
+        panel.export_btn.click()
+    assert sig.args == [str(target)] and panel.export_btn.isEnabled()
+    doc = json.loads(target.read_text(encoding="utf-8"))
+    assert [p["id"] for p in doc["pages"]] == [p.id for p in store.list_pages(order_by="id", descending=False,
+                                                                             limit=100_000)]
+    assert "Exported" in panel.status_label.text()
+    # a file that cannot be written: a message, no file, the button back
+    (tmp_path / "a-file").write_text("")
+    panel.export_to(str(tmp_path / "a-file" / "x.md"))
+    settle(panel)
+    assert "Export failed" in panel.status_label.text() and panel.export_btn.isEnabled()

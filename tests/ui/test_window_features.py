@@ -329,3 +329,45 @@ def test_go_to_message_opens_its_branch_and_trace_goes_to_the_inspector(make_win
     assert reply.trace_button.accessibleName() == "What this reply recalled"
     qtbot.mouseClick(reply.trace_button, Qt.MouseButton.LeftButton)
     assert traced == [first.assistant_message_id]
+
+
+def test_one_pause_switch_for_menu_inspector_and_store(make_window, chat, qtbot, mnemo_dirs):
+    """The Memory menu, the inspector's checkbox and `mnemo memory pause` are one switch (in the store)."""
+    from app.context import AppContext
+
+    win = make_window()
+    qtbot.waitUntil(lambda: win.pause_action.isEnabled(), timeout=10_000)
+    assert not win.pause_action.isChecked()
+    win.pause_action.trigger()                                   # the menu pauses the store
+    probe = AppContext.create().open_store()
+    try:
+        qtbot.waitUntil(probe.is_paused, timeout=10_000)
+    finally:
+        probe.close()
+    panel = win.show_inspector()
+    assert panel.wait_idle()
+    qtbot.waitUntil(lambda: panel.pause_box.isChecked(), timeout=10_000)   # the inspector shows it
+    panel.pause_box.setChecked(False)                            # the inspector resumes ...
+    qtbot.waitUntil(lambda: not win.pause_action.isChecked(), timeout=10_000)   # ... and the menu follows
+    probe = AppContext.create().open_store()
+    try:
+        assert not probe.is_paused()
+    finally:
+        probe.close()
+
+
+def test_a_pause_saved_by_an_old_settings_file_moves_to_the_store(mnemo_dirs, embedder):
+    from app.context import AppContext
+
+    ctx = AppContext.create()
+    ctx._embedder = embedder
+    ctx.settings.memory_paused = True          # what version 0.1 saved
+    ctx.save()
+    ctx = AppContext.create()
+    ctx._embedder = embedder
+    store = ctx.open_store()
+    try:
+        assert store.is_paused()
+    finally:
+        store.close()
+    assert AppContext.create().settings.memory_paused is False

@@ -1,14 +1,14 @@
 """QtCharts views of segment heat: the hottest segments (stacked by heat component) with τ, and one
 segment's heat over time reconstructed from the memory event log.
 
-What the event log lets us recover (and what it does not): pages joining a segment
-(`page_moved` with `detail.segment_id`; +1 L_interaction, resets last access), its creation,
-promotions (L_interaction → 0), archiving (the event records the exact heat), restoring.
-Retrieval visits (N_visit + 1) are *not* logged as events by the memory core, so the history
-shows β·L_interaction + γ·recency over time and adds the visits' α·N_visit at "now" only; if
-the core starts logging visits as `segment_visited` / `visited` events they are replayed too.
-Events older than the log's retention (`MemoryParams.events_keep`) are gone as well; the view
-says so when the replayed L_interaction does not match the segment's current one.
+What the event log lets us recover: pages joining a segment (`page_moved` with
+`detail.segment_id`; +1 L_interaction, resets last access), its creation, retrieval visits
+(`segment_visited`: +1 N_visit, resets last access), promotions (L_interaction → 0), archiving
+(the event records the exact heat), restoring. `MemoryStore.segment_events(sid)` reads them in
+SQL. Events older than the log's retention (`MemoryParams.events_keep`), and visits made by a
+database older than the `segment_visited` event, are not there: the view then says so (the
+replayed L_interaction or N_visit does not match the segment's) and draws the current heat at
+"now" from the segment itself.
 """
 from __future__ import annotations
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QApplication, QCheckBox, QDockWidget, QHBoxLayout, QLabel, QMainWindow, QPushButton, QTabWidget, QVBoxLayout,
+    QApplication, QCheckBox, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QPushButton, QTabWidget, QVBoxLayout,
     QWidget,
 )
 
@@ -23,11 +24,17 @@ REFRESH_DEBOUNCE_MS = 250  # coalesce bursts of memory events into one refresh
 OVERVIEW_EVENTS = 300
 
 
+class _Progress(QObject):
+    changed = Signal(int, int)   # (done, total)
+
+
 class InspectorPanel(QWidget):
     """Everything the assistant remembers, and the controls to correct it."""
 
     message_requested = Signal(int, int)   # (conversation_id, message_id): "show this message in the chat"
     memory_changed = Signal()              # the panel changed memory (edit, pin, forget, pause, wipe)
+    paused_changed = Signal(bool)          # the panel's pause switch changed the store
+    exported = Signal(str)                 # an export finished: the file's path
 
     TABS = ("overview", "segments", "pages", "persona", "trace")
 
@@ -63,12 +70,18 @@ class InspectorPanel(QWidget):
         self.refresh_btn = QPushButton("Refresh")
         self.refresh_btn.clicked.connect(lambda: self.refresh_all(force=True))
         top.addWidget(self.refresh_btn)
+        self.export_btn = QPushButton("Export…")
+        self.export_btn.setToolTip("Save everything remembered to a file: JSON (complete) or Markdown (readable)")
+        self.export_btn.clicked.connect(self.export_dialog)
+        top.addWidget(self.export_btn)
         self.wipe_btn = QPushButton("Wipe all…")
         self.wipe_btn.setToolTip("Forget everything the assistant remembers (conversations stay)")
         self.wipe_btn.setStyleSheet("color: #c62828;")
         self.wipe_btn.clicked.connect(self.wipe_all)
         top.addWidget(self.wipe_btn)
         lay.addLayout(top)
+        self._export_progress = _Progress()     # emitted from the worker thread, delivered in this one
+        self._export_progress.changed.connect(self._on_export_progress)
 
         self.tabs = QTabWidget()
         self.overview = OverviewView(self)
@@ -108,10 +121,12 @@ class InspectorPanel(QWidget):
             on_error: Callable[[BaseException], None] | None = None) -> None:
         self.worker.submit(fn, done, on_error=on_error, label=label)
 
-    def act(self, fn: Callable[[Any], Any], message: str) -> None:
+    def act(self, fn: Callable[[Any], Any], message: str, after: Callable[[], None] | None = None) -> None:
         """Change memory on the worker, then refresh every view (selection and scroll are kept)."""
         def done(_):
             self.status(message)
+            if after is not None:
+                after()
             self.memory_changed.emit()
             self.refresh_all(force=True)
 
@@ -346,9 +361,43 @@ class InspectorPanel(QWidget):
         self.set_paused(paused)
 
     def set_paused(self, paused: bool) -> None:
+        """The global pause switch (in the store: the main window's Memory menu and the CLI share it)."""
         self.paused = paused
-        self.act(lambda s: s.set_paused(paused), "Memory paused: new conversations are not remembered."
-                 if paused else "Memory resumed.")
+        self.act(lambda s: s.set_paused(paused), "Memory paused: nothing new is remembered."
+                 if paused else "Memory resumed.", after=lambda: self.paused_changed.emit(paused))
+
+    def export_dialog(self) -> None:
+        """Ask where to save, then export on the worker (see `export_to`)."""
+        default = Path.home() / f"mnemo-memory-{time.strftime('%Y-%m-%d')}.json"
+        path, chosen = QFileDialog.getSaveFileName(self, "Export memory", str(default),
+                                                   "JSON, complete (*.json);;Markdown, readable (*.md)")
+        if path:
+            self.export_to(path, "markdown" if chosen.startswith("Markdown") else "json")
+
+    def export_to(self, path: str, fmt: str | None = None) -> None:
+        """Export on the worker thread; progress and the outcome show in the status line."""
+        self.export_btn.setEnabled(False)
+        progress = self._export_progress
+
+        def work(store):
+            return store.export(path, fmt=fmt, on_progress=progress.changed.emit)
+
+        def done(result):
+            self.export_btn.setEnabled(True)
+            self.status(f"Exported {result.pages:,} pages, {result.segments:,} segments, {result.traits} traits and "
+                        f"{result.knowledge} facts to {result.path}")
+            self.exported.emit(str(result.path))
+
+        def failed(exc):
+            self.export_btn.setEnabled(True)
+            self.status_error(f"Export failed, nothing was written: {exc}")
+
+        self.status("Exporting…")
+        self.run(work, done, label="export", on_error=failed)
+
+    def _on_export_progress(self, done: int, total: int) -> None:
+        if not self.export_btn.isEnabled():
+            self.status(f"Exporting… {done:,} of {total:,} items")
 
     def wipe_all(self) -> None:
         if not self.confirm_typed(
@@ -443,6 +492,8 @@ def attach(main_window) -> InspectorPanel:
                 except (RuntimeError, TypeError) as exc:  # pragma: no cover - defensive
                     log.warning("could not connect to memory events: %s", exc)
         _connect_message_target(panel, main_window)
+        if callable(getattr(main_window, "show_memory_paused", None)):
+            panel.paused_changed.connect(main_window.show_memory_paused)
         if isinstance(main_window, QObject):
             worker = panel.worker
             main_window.destroyed.connect(lambda *_: worker.stop(2.0))
