@@ -4,7 +4,9 @@ llama.cpp is not thread-safe, so every use of the chat model — chat turns and 
 memory-update calls that ask it for JSON — runs on the single LLM thread. Chat tasks
 have priority; memory jobs that need the LLM run there only after it has been idle
 for `idle_s` (so they never delay a reply and disturb the KV cache only between
-turns). LLM-free memory steps (embedding a page, STM → MTM paging, heat) run on the
+turns), and a chat task (or `stop()`) that arrives while one is generating cancels it
+within a token: the job raises `memory_core.LLMDeferred`, stays pending and runs again
+at the next idle moment. LLM-free memory steps (embedding a page, STM → MTM paging, heat) run on the
 memory thread with their own database connection. Memory events and job counts are
 reported through callbacks so a UI can show progress and "memory updated".
 """
@@ -17,6 +19,9 @@ import threading
 import time
 from concurrent.futures import Future
 from typing import Any, Callable
+
+from memory_core import LLMDeferred
+from models.chat import CancelToken
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +60,8 @@ class Scheduler:
         self.model = None
         self.model_error: Exception | None = None
         self.last_error: str | None = None
+        self._job_cancel: CancelToken | None = None    # the LLM memory job generating now, if any
+        self.jobs_deferred = 0                         # how many were cut short for a chat turn or a stop
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -65,6 +72,7 @@ class Scheduler:
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
+        self._preempt_job()
         self._wake_memory.set()
         self._tasks.put((-1, next(self._counter), None, None))
         for t in self._threads:
@@ -76,7 +84,15 @@ class Scheduler:
         """Run `fn(store, model)` on the LLM thread; chat tasks (priority 0) go first."""
         future: Future = Future()
         self._tasks.put((priority, next(self._counter), fn, future))
+        if priority <= PRIORITY_CHAT:
+            self._preempt_job()
         return future
+
+    def _preempt_job(self) -> None:
+        """Stop the LLM memory job that is generating (if any): chat goes first."""
+        token = self._job_cancel
+        if token is not None:
+            token.cancel()
 
     def notify_jobs(self) -> None:
         """Wake the memory thread (call after enqueueing a job)."""
@@ -110,10 +126,23 @@ class Scheduler:
         return future
 
     def _complete_json(self, messages, schema):
+        token = self._job_cancel
+        if token is not None and (token.cancelled or self._stop.is_set() or not self._tasks.empty()):
+            self.jobs_deferred += 1
+            raise LLMDeferred("a chat task is waiting for the model")
         model = self._model()
         if model is None:
             raise RuntimeError("no chat model")
-        return model.complete_json(messages, schema, max_tokens=512)
+        try:
+            result = model.complete_json(messages, schema, max_tokens=512, cancel=token)
+        except Exception:
+            if token is None or not token.cancelled:
+                raise                               # bad output: memory_core falls back
+            result = None
+        if token is not None and token.cancelled:     # cut short: the output is partial, not bad
+            self.jobs_deferred += 1
+            raise LLMDeferred("preempted by a chat task")
+        return result
 
     def _llm_loop(self) -> None:
         self.llm_store = self._open_store(llm=self._complete_json)
@@ -150,7 +179,11 @@ class Scheduler:
             return
         try:
             if self.llm_store.pending_jobs(kinds=LLM_JOB_KINDS):
-                self.llm_store.run_pending(max_jobs=1, allow_llm=True, kinds=LLM_JOB_KINDS)
+                self._job_cancel = CancelToken()
+                try:
+                    self.llm_store.run_pending(max_jobs=1, allow_llm=True, kinds=LLM_JOB_KINDS)
+                finally:
+                    self._job_cancel = None
                 self._report_jobs(self.llm_store)
         except Exception as exc:  # a broken job must not kill the thread
             self.last_error = str(exc)

@@ -6,11 +6,11 @@ function (`EmbedFn`, `CompleteJsonFn`) and works without the latter.
 from .store import MemoryStore
 from .types import (
     CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge, KnowledgeHit,
-    MemoryParams, Message, Page, PageHit, Retrieval, RetrievalBudget, Segment, StoreClosedError, Trait, TraitHit,
+    LLMDeferred, MemoryParams, Message, Page, PageHit, Retrieval, RetrievalBudget, Segment, StoreClosedError, Trait, TraitHit,
 )
 
 __all__ = [
     "MemoryStore", "MemoryParams", "RetrievalBudget", "Retrieval", "PageHit", "KnowledgeHit", "TraitHit",
     "Conversation", "Message", "Page", "Segment", "Trait", "Knowledge", "Event", "Job", "ItemVersion",
-    "EmbedFn", "CompleteJsonFn", "EmbeddingMismatchError", "StoreClosedError",
+    "EmbedFn", "CompleteJsonFn", "EmbeddingMismatchError", "StoreClosedError", "LLMDeferred",
 ]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .text import content_words, sentences, truncate
+from .types import LLMDeferred
 
 log = logging.getLogger("memory_core")
 
@@ -302,6 +303,8 @@ def extract(pages: list[PageText], *, llm=None, llm_model_id: str | None = None)
     if llm is not None:
         try:
             return llm_extract(llm, pages, llm_model_id)
+        except LLMDeferred:           # "not now": the job is retried later, with the LLM
+            raise
         except Exception as exc:  # any failure of the model or of its output: fall back, log
             log.warning("memory promotion: LLM output rejected (%s); using the extractive path", exc)
             out = extractive_extract(pages)

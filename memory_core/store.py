@@ -24,7 +24,7 @@ from .codec import to_json as _j, unit as _unit, vec_blob as _blob
 from .db import SCHEMA_VERSION, connect, migrate
 from .types import (
     ITEM_KINDS, CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge,
-    MemoryParams, Message, Page, Segment, StoreClosedError, Trait, page_text,
+    LLMDeferred, MemoryParams, Message, Page, Segment, StoreClosedError, Trait, page_text,
 )
 from .vecindex import MatrixCache, shared_cache
 
@@ -888,6 +888,10 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                 done += 1
             except _JobAlreadyDone:
                 continue
+            except LLMDeferred:
+                # the LLM is wanted elsewhere: leave this job pending, uncounted, and stop here
+                log.info("memory job %s (%s) deferred: the LLM is busy", jid, kind)
+                break
             except Exception as exc:
                 log.exception("memory job %s (%s) failed", jid, kind)
                 failed = attempts + 1 >= self.params.job_max_attempts

@@ -293,5 +293,12 @@ class EmbeddingMismatchError(MemoryError_, ValueError):
     """The store was built with another embedding dimension than the embedder offered now."""
 
 
+class LLMDeferred(MemoryError_):
+    """Raised by an LLM completion function to say "not now" (the model is needed for a chat
+    reply, or the app is closing): the memory job that asked stays pending, its attempt is not
+    counted, and it runs again later. Any other exception from the LLM means bad output and
+    falls back to the LLM-free path."""
+
+
 class StoreClosedError(MemoryError_, RuntimeError):
     pass

@@ -11,6 +11,17 @@ from app.scheduler import PRIORITY_NORMAL, Scheduler
 from memory_core import MemoryParams, MemoryStore
 
 
+def _hiking_turns(store, model):
+    """Four related turns: their segment gets hot enough to queue an LLM promotion job."""
+    agent = ChatAgent(store, model, max_tokens=8)
+    cid = agent.new_conversation()
+    for text in ["I love hiking in the Alps.", "My favourite hike is the Eiger trail.",
+                 "Hiking boots matter a lot.", "I hike every weekend in summer."]:
+        agent.send(cid, text)
+        store.run_pending(allow_llm=False, exclude_kinds=("promote_segment",))
+    return cid
+
+
 @pytest.fixture
 def scheduler(tmp_path, embedder, chat_model):
     db = tmp_path / "sched.sqlite3"
@@ -80,21 +91,44 @@ def test_task_errors_reach_the_caller(scheduler):
 
 
 def test_llm_memory_jobs_run_on_llm_thread_when_idle(scheduler):
-    def turns(store, model):
-        agent = ChatAgent(store, model, max_tokens=8)
-        cid = agent.new_conversation()
-        for text in ["I love hiking in the Alps.", "My favourite hike is the Eiger trail.",
-                     "Hiking boots matter a lot.", "I hike every weekend in summer."]:
-            agent.send(cid, text)
-            store.run_pending(allow_llm=False, exclude_kinds=("promote_segment",))
-        return cid
-
-    scheduler.submit(turns).result(timeout=300)
+    scheduler.submit(_hiking_turns).result(timeout=300)
     assert scheduler.wait_idle(timeout=300, include_llm_jobs=True)
     probe = scheduler.open()
     try:
         done = [j for j in probe.list_jobs(status="done") if j.kind == "promote_segment"]
         assert done, "no promotion ran"
         assert probe.pending_jobs() == 0
+    finally:
+        probe.close()
+
+
+def test_a_chat_task_preempts_a_generating_memory_job_which_runs_again_later(scheduler):
+    """An LLM memory job is cut short within a token when a chat task arrives; it stays pending
+    (no attempt counted, nothing half-stored) and completes at the next idle moment."""
+    scheduler.submit(_hiking_turns).result(timeout=300)
+    deadline = time.monotonic() + 120
+    while scheduler._job_cancel is None and time.monotonic() < deadline:   # wait until a job generates
+        time.sleep(0.005)
+    assert scheduler._job_cancel is not None, "no LLM memory job started"
+    time.sleep(0.05)
+    t0 = time.monotonic()
+    answer = scheduler.submit(lambda store, model: "".join(model.stream(
+        [{"role": "user", "content": "Say hi."}], max_tokens=4))).result(timeout=120)
+    assert answer is not None
+    waited = time.monotonic() - t0
+    assert scheduler.jobs_deferred == 1, f"the job was not preempted (chat waited {waited:.2f} s)"
+    probe = scheduler.open()
+    try:
+        job = next(j for j in probe.list_jobs() if j.kind == "promote_segment")
+        assert job.status == "done" or (job.status == "pending" and job.attempts == 0)   # not counted as a failure
+        assert not [e for e in probe.events(limit=1000) if e.kind == "llm_fallback"]     # nothing half-stored
+    finally:
+        probe.close()
+    assert scheduler.wait_idle(timeout=300, include_llm_jobs=True)
+    probe = scheduler.open()
+    try:
+        done = [j for j in probe.list_jobs(status="done") if j.kind == "promote_segment"]
+        assert done and probe.pending_jobs() == 0
+        assert all(j.attempts == 1 for j in done)
     finally:
         probe.close()

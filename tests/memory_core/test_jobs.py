@@ -222,6 +222,23 @@ def test_junk_items_in_valid_llm_output_are_dropped(open_store):
     assert [k.text for k in s.list_knowledge()] == ["The user owns a beagle named Rex"]
 
 
+def test_a_deferred_llm_step_leaves_the_job_pending_and_uncounted(open_store):
+    from memory_core import LLMDeferred
+
+    llm = ScriptedLLM(LLMDeferred("chat first"), {"traits": [], "user_knowledge": ["The user has a beagle, Rex"],
+                                                  "assistant_knowledge": []})
+    s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
+    cid = s.create_conversation()
+    _hot_segment(s, cid)
+    assert s.run_pending() == 0
+    job = s.list_jobs()[0]
+    assert (job.kind, job.status, job.attempts, job.error) == ("promote_segment", "pending", 0, None)
+    assert s.list_knowledge() == [] and not any(e.kind == "llm_fallback" for e in s.events(limit=100))
+    assert s.run_pending() == 1                  # later, the model answers: stored as the LLM's
+    assert [k.text for k in s.list_knowledge()] == ["The user has a beagle, Rex"]
+    assert s.list_jobs()[0].attempts == 1
+
+
 def test_allow_llm_false_uses_extractive_path(open_store):
     llm = ScriptedLLM()
     s = open_store(llm=llm, stm_capacity=0, tau=3.0)
