@@ -161,7 +161,9 @@ class RetrievalMixin:
 
         tf = time.perf_counter()
         timings["candidates"] = (tf - te) * 1000
-        # 5. dialogue neighbours: the page before/after a strong page in the same conversation
+        # 5. dialogue neighbours: the page before/after a strong page in the same conversation; a page
+        #    inherits a share of a neighbour's score (max) and adds a little of the better neighbour's
+        #    score (context: pages inside an on-topic passage rank above isolated look-alikes)
         prev_of: dict[int, int] = {}
         next_of: dict[int, int] = {}
         if p.neighbor_prev > 0 or p.neighbor_next > 0:
@@ -203,6 +205,10 @@ class RetrievalMixin:
             if nx is not None and nx in score and p.neighbor_next * score[nx] > best:
                 best = p.neighbor_next * score[nx]
                 via[pid] = f"precedes page {nx}"
+            if p.neighbor_context > 0:
+                # dialogue context: a page whose neighbour is also on the topic sits in a passage about it
+                ctx = max((score[o] for o in (pr, nx) if o is not None and o in score), default=0.0)
+                best += p.neighbor_context * max(0.0, ctx)
             if info[pid][2] == "archive":
                 best *= p.archive_penalty
             final[pid] = best

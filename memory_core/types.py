@@ -46,7 +46,9 @@ class MemoryParams:
     # retrieval: score = w_dense*cos + w_keyword*min(1, bm25/sum(idf of query terms)) + w_segment*segment
     # score + date boost,
     # then a page also inherits neighbor_prev * (score of the page before it in its conversation)
-    # and neighbor_next * (score of the page after it): answers often follow the turn that matched.
+    # and neighbor_next * (score of the page after it): answers often follow the turn that matched;
+    # then every page adds neighbor_context * (the better of its two neighbours' scores): a page in a
+    # passage of the dialogue that is on the topic beats an equally scored page in passing talk.
     segment_candidates: int = 8       # top MTM segments considered per query
     dense_candidates: int = 100       # direct page KNN candidates
     keyword_candidates: int = 100     # FTS5 BM25 candidates
@@ -56,6 +58,7 @@ class MemoryParams:
     date_boost: float = 0.5           # pages inside a date the query names ("on 13 May 2023", "in June 2023")
     neighbor_prev: float = 0.8
     neighbor_next: float = 0.5
+    neighbor_context: float = 0.1
     neighbor_max_gap_s: float = 6 * 3600.0
     archive_penalty: float = 0.85     # archive pages must beat hot ones by this factor ("when hot tiers miss")
     rrf_k: float = 60.0               # knowledge ranking fuses dense and keyword ranks (reciprocal rank)

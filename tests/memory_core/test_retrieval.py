@@ -154,3 +154,32 @@ def test_management_listing_filters_sorting_paging(open_store, clock):
     st = s.stats()
     assert st["pages"] == {"stm": 2, "mtm": 6, "archive": 0} and st["db_size_bytes"] > 0
     assert s.get_page(10_000) is None and s.get_segment(10_000) is None
+
+
+def test_neighbour_context_prefers_on_topic_passage(open_store):
+    """Two identical pages: the one inside a passage about the topic (its neighbour is on the topic
+    too) ranks above the one between unrelated small talk, by neighbor_context * neighbour score."""
+    def build(s):
+        t = datetime(2023, 7, 1, 10).timestamp()
+        c1, c2 = s.create_conversation(), s.create_conversation()
+        s.add_page(c1, "The weather was grey all week.", "Hope it clears up.", timestamp=t)
+        lone = s.add_page(c1, "I keep two beehives in the garden now.", "Nice!", timestamp=t + 60)
+        s.add_page(c1, "The traffic was awful this morning.", "Ugh, sorry.", timestamp=t + 120)
+        s.add_page(c2, "The weather was grey all week.", "Hope it clears up.", timestamp=t + 86400)
+        ctx = s.add_page(c2, "I keep two beehives in the garden now.", "Nice!", timestamp=t + 86460)
+        s.add_page(c2, "The bees made their first honey, the hives are thriving.", "Fresh honey, lovely!",
+                   timestamp=t + 86520)
+        return lone, ctx
+
+    for value in (0.0, 0.1):
+        s = open_store(stm_capacity=0, neighbor_context=value)
+        lone, ctx = build(s) if value == 0.0 else (lone0, ctx0)
+        lone0, ctx0 = lone, ctx
+        r = s.retrieve("How many beehives do I keep in the garden?", None, RetrievalBudget(pages=6))
+        score = {h.page.id: h.score for h in r.pages}
+        if value == 0.0:
+            base_gap = score[ctx] - score[lone]
+        else:
+            assert score[ctx] > score[lone]
+            assert score[ctx] - score[lone] > base_gap
+        s.close()
