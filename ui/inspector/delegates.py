@@ -127,32 +127,51 @@ class FastTextDelegate(QStyledItemDelegate):
 
     _bold: QFont | None = None
 
+    # Elided cell texts by (text, width, font): eliding lays the whole string out, which is half the
+    # cost of drawing a cell; a repaint of rows already seen (selection, hover, a refresh) reuses
+    # them. (QStaticText was measured too: faster to redraw, slower the first time, i.e. on scroll.)
+    _elided: dict = {}
+    _CACHE_MAX = 6000
+
+    @classmethod
+    def _elide(cls, text: str, width: int, fm: QFontMetrics, bold: bool) -> str:
+        key = (text, width, bold)
+        e = cls._elided.get(key)
+        if e is None:
+            if len(cls._elided) >= cls._CACHE_MAX:
+                cls._elided.clear()
+            e = cls._elided[key] = fm.elidedText(text, _ELIDE, width)
+        return e
+
     @classmethod
     def paint_cell(cls, painter: QPainter, option: QStyleOptionViewItem, text: str, align: int, color, bold) -> None:
         r: QRect = option.rect
-        pal = option.palette
-        selected = option.state.value & _SELECTED
+        state = option.state.value
+        selected = state & _SELECTED
         if selected:
-            painter.fillRect(r, pal.highlight())
+            painter.fillRect(r, option.palette.highlight())
         elif option.features.value & _ALTERNATE:
-            painter.fillRect(r, pal.alternateBase())
+            painter.fillRect(r, option.palette.alternateBase())
         if not text:
             return
-        painter.save()
+        font = option.font
         if bold:
-            if cls._bold is None or cls._bold.pointSizeF() != option.font.pointSizeF():
-                cls._bold = QFont(option.font)
+            if cls._bold is None or cls._bold.pointSizeF() != font.pointSizeF():
+                cls._bold = QFont(font)
                 cls._bold.setBold(True)
-            painter.setFont(cls._bold)
-            fm = QFontMetrics(cls._bold)
+            font = cls._bold
+            fm = QFontMetrics(font)
         else:
             fm = option.fontMetrics
         if selected:
-            painter.setPen(pal.highlightedText().color())
+            painter.setPen(option.palette.highlightedText().color())
         elif color is not None:
             painter.setPen(color)
         else:
-            painter.setPen(pal.text().color())
+            painter.setPen(option.palette.text().color())
         box = r.adjusted(4, 0, -4, 0)
-        painter.drawText(box, align, fm.elidedText(text, _ELIDE, box.width()))
-        painter.restore()
+        if bold:
+            painter.setFont(font)
+        painter.drawText(box, align, cls._elide(text, box.width(), fm, bool(bold)))
+        if bold:
+            painter.setFont(option.font)
