@@ -193,6 +193,11 @@ class Scheduler:
         store = self._open_store(llm=None)
         self._subscribe(store)
         try:
+            if hasattr(store, "warm_up"):
+                try:   # load the page-vector matrix now (seconds at 100k pages), not at the first reply
+                    store.warm_up()
+                except Exception:  # noqa: BLE001 - the first retrieval loads it instead
+                    log.exception("warming up the memory index failed")
             while not self._stop.is_set():
                 self._wake_memory.wait(timeout=self.poll_s)
                 self._wake_memory.clear()

@@ -132,3 +132,17 @@ def test_a_chat_task_preempts_a_generating_memory_job_which_runs_again_later(sch
         assert all(j.attempts == 1 for j in done)
     finally:
         probe.close()
+
+
+def test_the_memory_thread_loads_the_page_index_at_start(scheduler):
+    """The in-memory page matrix (seconds to load at 100k pages) is loaded in the background at
+    start, so the first reply does not pay for it."""
+    probe = scheduler.open()
+    try:
+        cache = probe._page_cache            # shared by every connection to this file in the process
+        deadline = time.monotonic() + 30
+        while cache.seq < 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert cache.seq >= 0
+    finally:
+        probe.close()
