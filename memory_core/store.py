@@ -568,6 +568,15 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             self._x("UPDATE message SET status = ? WHERE status = ?", (to_status, from_status))
             return self._conn.changes()
 
+    def message_siblings(self, cid: int) -> dict[int, list[int]]:
+        """For every message of a conversation that has alternatives (regenerated replies, edited
+        messages), the ids of it and its alternatives, oldest first: message id -> sibling ids."""
+        groups: dict[Any, list[int]] = {}
+        for mid, parent in self._rows("SELECT id, parent_id FROM message WHERE conversation_id = ? ORDER BY id",
+                                      (cid,)):
+            groups.setdefault(parent, []).append(mid)
+        return {mid: ids for ids in groups.values() if len(ids) > 1 for mid in ids}
+
     def message_children(self, mid: int) -> list[Message]:
         rows = self._rows(f"SELECT {MSG_COLS} FROM message WHERE parent_id = ? ORDER BY id", (mid,))
         return [self._msg(r) for r in rows]

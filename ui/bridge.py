@@ -40,6 +40,7 @@ class Turn:
     conversation_id: int | None
     text: str = ""
     message_id: int | None = None      # the assistant message (regenerate) or user message (edit)
+    parent_id: int | None = None       # send: the last message of the branch on screen (None: newest)
     incognito: bool = False
     cancel: CancelToken = field(default_factory=CancelToken)
     started_at: float = field(default_factory=time.perf_counter)
@@ -324,7 +325,8 @@ class Backend(QObject):
                 return agent.regenerate(turn.message_id, on_token=on_token, cancel=turn.cancel)
             if turn.kind == EDIT:
                 return agent.edit_and_resend(turn.message_id, turn.text, on_token=on_token, cancel=turn.cancel)
-            return agent.send(turn.conversation_id, turn.text, on_token=on_token, cancel=turn.cancel)
+            return agent.send(turn.conversation_id, turn.text, parent_id=turn.parent_id, on_token=on_token,
+                              cancel=turn.cancel)
 
         def finished(future: Future) -> None:
             exc = future.exception()

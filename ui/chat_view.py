@@ -98,6 +98,7 @@ class MessageWidget(QFrame):
     traceRequested = Signal(int)
     showAllRequested = Signal(str)
     copied = Signal(str)
+    branchRequested = Signal(int)     # show the alternative message with this id (and its branch)
 
     def __init__(self, role: str, text: str = "", *, message_id: int | None = None, status: str = "complete",
                  meta: dict | None = None, parent: QWidget | None = None):
@@ -163,6 +164,17 @@ class MessageWidget(QFrame):
         actions.setSpacing(2)
         if role == "user":
             actions.addStretch(1)
+        # ‹ 2/3 ›: this message has alternatives (regenerated replies, edited messages)
+        self.siblings: list[int] = []
+        self.prev_branch = _tool_button("chevron-left", "Previous version", "Show the previous version", self)
+        self.prev_branch.clicked.connect(lambda: self._go_branch(-1))
+        self.branch_label = QLabel("", self)
+        self.branch_label.setObjectName("statusLabel")
+        self.next_branch = _tool_button("chevron-right", "Next version", "Show the next version", self)
+        self.next_branch.clicked.connect(lambda: self._go_branch(+1))
+        for w in (self.prev_branch, self.branch_label, self.next_branch):
+            actions.addWidget(w)
+            w.hide()
         self.copy_button = _tool_button("copy", "Copy message", "Copy this message", self)
         self.copy_button.clicked.connect(self.copy)
         actions.addWidget(self.copy_button)
@@ -195,8 +207,28 @@ class MessageWidget(QFrame):
         self._text = text
         self._pending = False
         self.progress.hide()
+        self.set_siblings([])
         self._render()
         self._update_state()
+
+    def set_siblings(self, ids: list[int]) -> None:
+        """The ids of this message and its alternatives, oldest first (shows ‹ i/n › when n > 1)."""
+        self.siblings = list(ids)
+        shown = len(self.siblings) > 1 and self.message_id in self.siblings
+        for w in (self.prev_branch, self.branch_label, self.next_branch):
+            w.setVisible(shown)
+        if shown:
+            i = self.siblings.index(self.message_id)
+            self.branch_label.setText(f"{i + 1}/{len(self.siblings)}")
+            self.branch_label.setAccessibleName(f"Version {i + 1} of {len(self.siblings)}")
+            self.prev_branch.setEnabled(i > 0)
+            self.next_branch.setEnabled(i < len(self.siblings) - 1)
+
+    def _go_branch(self, step: int) -> None:
+        if self.message_id in self.siblings:
+            i = self.siblings.index(self.message_id) + step
+            if 0 <= i < len(self.siblings):
+                self.branchRequested.emit(self.siblings[i])
 
     # -- content --------------------------------------------------------------------
     @property
@@ -325,7 +357,7 @@ class MessageWidget(QFrame):
             self.style().unpolish(self)
             self.style().polish(self)
 
-        QTimer.singleShot(1600, off)
+        QTimer.singleShot(1600, self, off)   # with `self` as context: cancelled if the widget is deleted first
 
 
 class EmptyState(QWidget):
@@ -360,6 +392,7 @@ class ChatView(QStackedWidget):
     regenerateRequested = Signal(int)
     editRequested = Signal(int, str)
     traceRequested = Signal(int)
+    branchRequested = Signal(int)
     copied = Signal(str)
 
     def __init__(self, parent: QWidget | None = None):
@@ -414,16 +447,20 @@ class ChatView(QStackedWidget):
         self.earlier_button.hide()
         self.setCurrentWidget(self.empty)
 
-    def set_messages(self, messages: list) -> None:
-        """Show a conversation branch (memory_core Message records), newest last."""
+    def set_messages(self, messages: list, siblings: dict[int, list[int]] | None = None) -> None:
+        """Show a conversation branch (memory_core Message records), newest last; `siblings` maps a
+        message id to the ids of it and its alternatives (`MemoryStore.message_siblings`)."""
         self.clear()
         if len(messages) > MAX_RENDERED:
             self._hidden_messages = list(messages[:-MAX_RENDERED])
             messages = messages[-MAX_RENDERED:]
             self.earlier_button.setText(f"Show {len(self._hidden_messages)} earlier messages")
             self.earlier_button.show()
+        siblings = siblings or {}
         for m in messages:
-            self._append_widget(self._make(m.role, m.content, m.id, m.status, m.meta))
+            w = self._make(m.role, m.content, m.id, m.status, m.meta)
+            w.set_siblings(siblings.get(m.id, []))
+            self._append_widget(w)
         self._stick = True
         self.scroll_to_bottom()
 
@@ -432,6 +469,7 @@ class ChatView(QStackedWidget):
         w.regenerateRequested.connect(self.regenerateRequested)
         w.editRequested.connect(self.editRequested)
         w.traceRequested.connect(self.traceRequested)
+        w.branchRequested.connect(self.branchRequested)
         w.showAllRequested.connect(self.show_all)
         w.copied.connect(self.copied)
         if role == "user":  # right-aligned in a row of its own

@@ -141,6 +141,7 @@ class MainWindow(QMainWindow):
         self.chat_view.regenerateRequested.connect(self.regenerate)
         self.chat_view.editRequested.connect(self.begin_edit)
         self.chat_view.traceRequested.connect(self.show_trace)
+        self.chat_view.branchRequested.connect(self.show_branch)
         self.chat_view.copied.connect(lambda _t: self.statusBar().showMessage("Copied to the clipboard", 2000))
         lay.addWidget(self.chat_view, 1)
 
@@ -440,24 +441,46 @@ class MainWindow(QMainWindow):
                     if not children:
                         break
                     leaf = children[-1].id
-            return store.get_conversation(cid), store.list_messages(cid, leaf_id=leaf)
+            return store.get_conversation(cid), store.list_messages(cid, leaf_id=leaf), store.message_siblings(cid)
 
         def shown(value):
             if seq != self._load_seq:
                 return  # the user moved on
-            conv, messages = value
+            conv, messages, siblings = value
             if conv is None:
                 return self.new_chat()
             self.current_title = conv.title
             self.current_incognito = bool(conv.incognito)
             self._update_header()
-            self.chat_view.set_messages(messages)
+            self.chat_view.set_messages(messages, siblings)
             self._reattach_turn(cid)
             self.chat_view.set_busy(self.backend.busy)
             if focus_message is not None:
                 self.chat_view.reveal(focus_message)
 
         self.backend.db(load, shown, self._db_error)
+
+    def show_branch(self, message_id: int) -> None:
+        """Switch to another version of a message (‹ › on a regenerated reply or an edited message)."""
+        if self.backend.busy:
+            self.statusBar().showMessage("Wait for the reply to finish (or stop it) to switch versions", 4000)
+            return
+        if self.current_id is not None:
+            self.open_conversation(self.current_id, focus_message=message_id)
+
+    def refresh_siblings(self) -> None:
+        """Update the ‹ i/n › navigators of the shown branch (after a regenerate or an edit)."""
+        cid = self.current_id
+        if cid is None or not self.backend.started:
+            return
+
+        def shown(siblings):
+            if cid != self.current_id:
+                return
+            for w in self.chat_view.messages():
+                w.set_siblings(siblings.get(w.message_id, []))
+
+        self.backend.db(lambda store: store.message_siblings(cid), shown, self._db_error)
 
     def show_message(self, conversation_id: int, message_id: int) -> None:
         """Open a conversation at one message (the memory inspector's "go to message")."""
@@ -552,8 +575,10 @@ class MainWindow(QMainWindow):
                 self.chat_view.remove_from(old)
             turn = Turn(EDIT, self.current_id, text=text, message_id=mid)
         else:
+            shown = self.chat_view.last()   # continue the branch on screen (it may be an older version)
             turn = Turn(SEND, self.current_id, text=text,
-                        incognito=self.current_incognito if self.current_id is None else False)
+                        incognito=self.current_incognito if self.current_id is None else False,
+                        parent_id=shown.message_id if shown is not None and self.current_id is not None else None)
         self.composer.clear()
         user = self.chat_view.add_message("user", text)
         self._start_turn(turn, user)
@@ -702,6 +727,8 @@ class MainWindow(QMainWindow):
             self._delete_now(cid)
         elif turn.conversation_id == self.current_id and turn.conversation_id is not None:
             self._refresh_title(turn.conversation_id)
+            if turn.kind in (REGENERATE, EDIT):
+                self.refresh_siblings()
         self.refresh_conversations()
 
     def _refresh_title(self, cid: int) -> None:

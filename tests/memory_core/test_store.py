@@ -142,6 +142,8 @@ def test_message_branches(open_store):
     assert [m.content for m in s.list_messages(cid, leaf_id=a1)] == ["What is 2+2?", "5"]
     u2 = s.add_message(cid, "user", "What is 3+3?", parent_id=None)    # edit of the root: a new root
     assert [m.id for m in s.list_messages(cid)] == [u2]
+    sib = s.message_siblings(cid)                                      # what ‹ i/n › shows
+    assert sib == {a1: [a1, a2], a2: [a1, a2], u1: [u1, u2], u2: [u1, u2]}
     s.update_message(a1, content="five", status="error", meta={"trace": {"x": 1}})
     m = s.get_message(a1)
     assert (m.content, m.status, m.meta) == ("five", "error", {"tokens": 1, "trace": {"x": 1}})

@@ -130,6 +130,33 @@ def test_regenerate_makes_a_new_sibling_reply(make_window, chat, qtbot):
     assert [m.id for m in children] == [first.assistant_message_id, second.assistant_message_id]
 
 
+def test_versions_navigator_switches_between_regenerated_replies(make_window, chat, qtbot):
+    """‹ 1/2 › on a regenerated reply: the older version comes back, and a message sent while it
+    is shown continues that branch (nothing the user saw is lost or silently re-parented)."""
+    win = make_window(max_tokens=12)
+    first = chat.send(win, "Name a fruit.").result
+    reply = win.chat_view.last()
+    assert not reply.branch_label.isVisibleTo(win)          # one version: no navigator
+    with qtbot.waitSignal(win.backend.turnFinished, timeout=120_000):
+        qtbot.mouseClick(reply.regenerate_button, Qt.MouseButton.LeftButton)
+    second = win.backend.turn.result
+    newest = win.chat_view.last()
+    qtbot.waitUntil(lambda: newest.branch_label.isVisibleTo(win), timeout=10_000)
+    assert newest.branch_label.text() == "2/2" and not newest.next_branch.isEnabled()
+    qtbot.mouseClick(newest.prev_branch, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: win.chat_view.last().message_id == first.assistant_message_id, timeout=10_000)
+    older = win.chat_view.last()
+    assert older.text == first.text and older.branch_label.text() == "1/2"
+    assert older.next_branch.isEnabled() and not older.prev_branch.isEnabled()
+    third = chat.send(win, "And a vegetable?").result
+    user = win.backend.db(lambda s: s.get_message(third.user_message_id)).result(timeout=30)
+    assert user.parent_id == first.assistant_message_id      # continues the version on screen
+    qtbot.mouseClick(win.chat_view.messages()[1].next_branch, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: win.chat_view.messages()[1].message_id == second.assistant_message_id,
+                    timeout=10_000)
+    assert len(win.chat_view.messages()) == 2               # that version has no follow-up
+
+
 def test_edit_and_resend_branches_from_the_edited_message(make_window, chat, qtbot):
     win = make_window(max_tokens=16)
     first = chat.send(win, "My cat is called Tom.").result
