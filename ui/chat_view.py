@@ -310,6 +310,11 @@ class MessageWidget(QFrame):
         if self.status == "failed" or error:
             self.error_label.setText(f"The reply failed: {error or 'unknown error'}")
             self.error_label.show()
+        elif self.role == "assistant" and self.status == "complete" and not self._pending and not self._text.strip():
+            # small models sometimes end at once: say so instead of showing an empty bubble
+            self.error_label.setText("The model returned an empty reply (nothing was remembered from it). "
+                                     "Try Regenerate.")
+            self.error_label.show()
         else:
             self.error_label.hide()
         stats = self.meta.get("stats") or {}

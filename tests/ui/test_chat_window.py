@@ -291,3 +291,17 @@ def test_incognito_toggle_on_an_existing_conversation_is_saved(make_window, chat
     win.open_conversation(t.conversation_id)
     qtbot.waitUntil(lambda: len(win.chat_view.messages()) == 2, timeout=30_000)
     assert win.incognito_button.isChecked() and win.incognito_banner.isVisible()
+
+
+def test_an_empty_reply_says_so(qtbot):
+    from ui.chat_view import MessageWidget
+
+    empty = MessageWidget("assistant", "", status="complete", message_id=3)
+    qtbot.addWidget(empty)
+    assert not empty.error_label.isHidden() and "empty reply" in empty.error_label.text()
+    streaming = MessageWidget("assistant", "", status="streaming", message_id=4)
+    qtbot.addWidget(streaming)
+    assert streaming.error_label.isHidden()
+    full = MessageWidget("assistant", "Hello!", status="complete", message_id=5)
+    qtbot.addWidget(full)
+    assert full.error_label.isHidden()
