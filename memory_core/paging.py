@@ -80,6 +80,18 @@ class PagingMixin:
                                       user_message_id=user_message_id, assistant_message_id=assistant_message_id,
                                       meta=meta, dedupe_key=dedupe_key)
 
+    def embed_pages(self, items: Sequence[dict]) -> None:
+        """Fill in the "embedding" of `add_pages` items that have none, with the store's embedder.
+
+        An importer calls this *before* opening its write transaction: embedding is the slow
+        part of an import, and holding the database's write lock through it would make a chat
+        reply wait (or time out) behind the import."""
+        todo = [it for it in items if it.get("embedding") is None]
+        if todo:
+            vecs = self._embed([page_text(it.get("user_text", ""), it.get("assistant_text", "")) for it in todo])
+            for it, v in zip(todo, vecs):
+                it["embedding"] = v
+
     def add_pages(self, cid: int | None, items: Sequence[dict]) -> list[int]:
         """Bulk import: batched embedding, one transaction per batch, the same mechanics as add_page.
 

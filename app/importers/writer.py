@@ -105,7 +105,17 @@ def write_conversation(store, conv: ParsedConversation, *, issues: list[ImportIs
         if on_turns:
             on_turns(len(conv.turns) - len(turns))
 
-    written_turns = 0
+    # Embed first, outside the transaction (the slow part: the write lock is held only for the
+    # SQL below, so a chat reply never waits behind an import). The message ids are not known
+    # yet; the texts, and so the embeddings, do not depend on them.
+    plans = plan_pages(turns)
+    draft, _ = page_items(turns, [0] * len(turns), plans, source=conv.source, limit=max_side_chars)
+    for start in range(0, len(draft), PAGE_CHUNK):   # in chunks, so the progress bar moves
+        chunk = draft[start:start + PAGE_CHUNK]
+        store.embed_pages(chunk)
+        if on_turns:
+            on_turns(sum(len(it["meta"]["turn_ids"]) for it in chunk))
+    written_turns = sum(len(it["meta"]["turn_ids"]) for it in draft)
     with store.transaction():
         if existing is None:
             cid = store.create_conversation(conv.title, created_at=conv.created_at, source=conv.source,
@@ -118,22 +128,16 @@ def write_conversation(store, conv: ParsedConversation, *, issues: list[ImportIs
             mid = store.add_message(cid, t.role, t.text, parent_id=parent_id, created_at=t.timestamp, meta=meta)
             ids.append(mid)
             parent_id = mid
-        plans = plan_pages(turns)
         items, capped = page_items(turns, ids, plans, source=conv.source, limit=max_side_chars)
+        for it, done in zip(items, draft):
+            it["embedding"] = done["embedding"]
         for n in capped:
             first = turns[plans[n].indices[0]]
             issues.append(ImportIssue(
                 f"{conv.position}, turn {first.turn_id}",
                 f"message of {max(len(turns[i].text) for i in plans[n].indices):,} characters: imported in full, "
                 f"but its memory page keeps only the first {max_side_chars:,}", skipped=False))
-        # in chunks, so the progress bar moves inside a long conversation
-        for start in range(0, len(items), PAGE_CHUNK):
-            chunk = items[start:start + PAGE_CHUNK]
-            store.add_pages(cid, chunk)
-            n = sum(len(it["meta"]["turn_ids"]) for it in chunk)
-            written_turns += n
-            if on_turns:
-                on_turns(n)
+        store.add_pages(cid, items)
     if on_turns and written_turns < len(turns):
         on_turns(len(turns) - written_turns)
     return ConversationOutcome(conv.position, conv.external_id, cid, status, len(turns), len(items))

@@ -126,6 +126,37 @@ def test_failure_rolls_back_the_whole_conversation(store, monkeypatch):
     assert store.stats()["messages"] == 13
 
 
+def test_an_import_does_not_hold_the_write_lock_while_it_embeds(tmp_path, embedder):
+    """Embedding is the slow part of an import: a chat reply (another connection) must be able to
+    write meanwhile, even with a short busy timeout."""
+    import apsw
+
+    from memory_core import MemoryStore
+
+    path = tmp_path / "m.sqlite3"
+    writes = []
+
+    def embed_and_meanwhile_chat(texts):
+        other = apsw.Connection(str(path))
+        other.set_busy_timeout(50)
+        try:
+            other.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (f"chat-{len(writes)}", "x"))
+            writes.append("ok")
+        except apsw.BusyError:
+            writes.append("blocked")
+        finally:
+            other.close()
+        return embedder.embed(texts)
+
+    s = MemoryStore.open(path, embed_and_meanwhile_chat, embed_model_id=embedder.model_id, dim=embedder.dim)
+    try:
+        write_all(s, load(FIXTURES / "chatgpt_conversations.json"))
+        assert writes and set(writes) == {"ok"}, writes
+        assert s.stats()["messages"] == 13 and s.check_integrity() == []
+    finally:
+        s.close()
+
+
 def _write_bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     full = (FIXTURES / "chatgpt_conversations.json").read_text(encoding="utf-8")
     cases = {}
