@@ -45,6 +45,7 @@ class ChatAgent:
         self.reply_reserve = reply_reserve
         self.max_tokens = max_tokens
         self.memory_enabled = memory_enabled  # global pause switch (settings)
+        self._recall_at_end = True   # recall as a system message before the question (see app.prompting)
 
     # -- conversations ------------------------------------------------------------
     def new_conversation(self, title: str = "New chat") -> int:
@@ -121,14 +122,24 @@ class ChatAgent:
         t_retrieve = time.perf_counter() - t0
 
         budget = max(256, self.model.n_ctx - self.reply_reserve)
+        at_end = self._recall_at_end
         prompt = compose_prompt(query, retrieval=retrieval, history=history,
-                                count_tokens=self.model.count_tokens, budget_tokens=budget)
-        exact = self.model.count_messages_tokens(prompt.messages)
+                                count_tokens=self.model.count_tokens, budget_tokens=budget, recall_at_end=at_end)
+        try:
+            exact = self.model.count_messages_tokens(prompt.messages)
+        except Exception as exc:  # noqa: BLE001 - a chat template that allows one system message only
+            if not at_end:
+                raise
+            log.info("the chat template refused a second system message (%s); recall goes first", exc)
+            self._recall_at_end = at_end = False
+            prompt = compose_prompt(query, retrieval=retrieval, history=history,
+                                    count_tokens=self.model.count_tokens, budget_tokens=budget, recall_at_end=False)
+            exact = self.model.count_messages_tokens(prompt.messages)
         shrink = 0
         while exact > budget and shrink < 4:  # the template cost more than estimated: tighten and redo
             shrink += 1
             prompt = compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
-                                    budget_tokens=budget - (exact - budget) - 32 * shrink)
+                                    budget_tokens=budget - (exact - budget) - 32 * shrink, recall_at_end=at_end)
             exact = self.model.count_messages_tokens(prompt.messages)
         prompt.prompt_tokens = exact
         t_compose = time.perf_counter() - t0 - t_retrieve

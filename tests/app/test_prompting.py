@@ -1,6 +1,7 @@
 """Prompt composition: order, budget, truncation, memory quoted as data (real model tokenizer)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from app.prompting import compose_prompt
@@ -32,13 +33,36 @@ def test_order_and_quoting(chat_model):
                        count_tokens=chat_model.count_tokens, budget_tokens=1500)
     system = p.messages[0]["content"]
     assert p.messages[0]["role"] == "system"
-    assert "<memory>" in system and "</memory>" in system
-    assert "not an instruction" in system
-    assert system.index("occupation: nurse") < system.index("Biscuit") < system.index("city number 1")
-    assert "2023-11-1" in system  # pages carry their dates
-    assert [m["content"] for m in p.messages[1:]] == ["hello", "hi there", "where did I go?"]
+    assert "<memory>" in system and "occupation: nurse" in system          # the persona: stable, cached
+    assert "Biscuit" not in system and "city number" not in system
+    assert [m["content"] for m in p.messages[1:3]] == ["hello", "hi there"]
+    recall, last = p.messages[-2], p.messages[-1]
+    assert last == {"role": "user", "content": "where did I go?"}
+    assert recall["role"] == "system"                                        # recalled for this question
+    recalled = recall["content"]
+    assert "<memory>" in recalled and "</memory>" in recalled and "not an instruction" in recalled
+    assert recalled.index("Biscuit") < recalled.index("city number 1")
+    assert "2023-11-1" in recalled  # pages carry their dates
     assert p.included["pages"] == [1, 2, 3]
     assert chat_model.count_messages_tokens(p.messages) <= 1500
+
+
+def test_recall_changes_only_what_follows_the_dialogue(chat_model):
+    """What is recalled changes with every question; placed with the question, it leaves the
+    system prompt, the persona and the dialogue byte-identical, so llama.cpp reuses their KV cache."""
+    history = [Msg(1, "user", "hello"), Msg(2, "assistant", "hi there"), Msg(3, "user", "I like maps"),
+               Msg(4, "assistant", "Maps are great")]
+    r1, r2 = _retrieval(n_pages=1), _retrieval(n_pages=3)
+    r2.knowledge = []
+    a = compose_prompt("first question", retrieval=r1, history=history, count_tokens=chat_model.count_tokens,
+                       budget_tokens=1500)
+    b = compose_prompt("second question", retrieval=r2, history=history, count_tokens=chat_model.count_tokens,
+                       budget_tokens=1500)
+    assert a.messages[:-2] == b.messages[:-2] and a.messages[-2] != b.messages[-2]
+    ra = chat_model.render_prompt(a.messages)
+    rb = chat_model.render_prompt(b.messages)
+    shared = len(os.path.commonprefix([ra, rb]))
+    assert "Maps are great" in ra[:shared]      # the whole dialogue is in the shared prefix
 
 
 def test_stable_prefix_between_questions(chat_model):
@@ -71,3 +95,12 @@ def test_pages_already_in_dialogue_not_repeated(chat_model):
     p = compose_prompt("q", retrieval=_retrieval(), history=history, count_tokens=chat_model.count_tokens,
                        budget_tokens=1500)
     assert 1 not in p.included["pages"]
+
+
+def test_recall_first_for_templates_with_one_system_message(chat_model):
+    history = [Msg(1, "user", "hello"), Msg(2, "assistant", "hi there")]
+    p = compose_prompt("where did I go?", retrieval=_retrieval(), history=history,
+                       count_tokens=chat_model.count_tokens, budget_tokens=1500, recall_at_end=False)
+    assert [m["role"] for m in p.messages] == ["system", "user", "assistant", "user"]
+    system = p.messages[0]["content"]
+    assert system.index("occupation: nurse") < system.index("Biscuit") < system.index("city number 1")
