@@ -154,19 +154,32 @@ class ChatAgent:
         parts: list[str] = []
         status, error = STATUS_COMPLETE, None
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
-        try:
-            for chunk in self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel):
-                parts.append(chunk)
-                if on_token is not None:
-                    on_token(chunk)
-                if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
-                    self.store.update_message(assistant_id, content="".join(parts))
-                    last_flush = time.perf_counter()
-            if self.model.last_stats.stopped or cancel.cancelled:
-                status = STATUS_STOPPED
-        except ModelError as exc:
-            status, error = STATUS_FAILED, str(exc)
-            log.warning("generation failed: %s", exc)
+        for attempt in (1, 2):
+            try:
+                for chunk in self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel):
+                    parts.append(chunk)
+                    if on_token is not None:
+                        on_token(chunk)
+                    if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
+                        self.store.update_message(assistant_id, content="".join(parts))
+                        last_flush = time.perf_counter()
+                if self.model.last_stats.stopped or cancel.cancelled:
+                    status = STATUS_STOPPED
+            except ModelError as exc:
+                if attempt == 1 and not parts and any(m["role"] == "system" for m in prompt.messages[1:]):
+                    # a server whose chat template refuses a second system message: recall goes first
+                    log.info("the model refused the prompt (%s); retrying with recall in the first system "
+                             "message", exc)
+                    self._recall_at_end = False
+                    prompt = compose_prompt(query, retrieval=retrieval, history=history,
+                                            count_tokens=self.model.count_tokens, budget_tokens=budget,
+                                            recall_at_end=False)
+                    exact = self.model.count_messages_tokens(prompt.messages)
+                    trace.update(included=prompt.included, dropped=prompt.dropped, prompt_tokens=exact)
+                    continue
+                status, error = STATUS_FAILED, str(exc)
+                log.warning("generation failed: %s", exc)
+            break
         text = "".join(parts)
         st = self.model.last_stats
         stats = {

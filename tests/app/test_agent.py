@@ -205,3 +205,35 @@ def test_a_template_with_one_system_message_gets_recall_first(store, chat_model)
     assert result.status == "complete"
     assert [m["role"] for m in result.prompt.messages] == ["system", "user"]
     assert "Lisbon" in result.prompt.messages[0]["content"]
+
+
+def test_a_server_refusing_a_second_system_message_gets_recall_first(store, chat_model):
+    """An OpenAI-compatible server may refuse the layout only when it generates; the turn is
+    retried once with recall in the first system message, and later turns use that layout."""
+    from models.errors import ModelError
+
+    class StrictServer:
+        def __init__(self, model):
+            self._m = model
+            self.refused = 0
+
+        def __getattr__(self, name):
+            return getattr(self._m, name)
+
+        def stream(self, messages, **kw):
+            if any(m["role"] == "system" for m in messages[1:]):
+                self.refused += 1
+                raise ModelError("server error 400: System message must be at the beginning.")
+            return self._m.stream(messages, **kw)
+
+    model = StrictServer(chat_model)
+    agent = ChatAgent(store, model, reply_reserve=256, max_tokens=8)
+    cid = agent.new_conversation()
+    agent.send(cid, "My sister Margot lives in Lisbon.")
+    store.run_pending(allow_llm=False)
+    result = agent.send(agent.new_conversation(), "Where does my sister live?")
+    assert result.status == "complete" and model.refused == 1
+    assert [m["role"] for m in result.prompt.messages] == ["system", "user"]
+    assert "Lisbon" in result.prompt.messages[0]["content"]
+    again = agent.send(agent.new_conversation(), "Where does Margot live?")
+    assert again.status == "complete" and model.refused == 1       # the layout is remembered
