@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
@@ -210,6 +211,7 @@ class MainWindow(QMainWindow):
         self.delete_action = self._action("&Delete chat…", lambda: self.delete_conversation(self.current_id),
                                           None, icon="trash", menu=chat)
         chat.addSeparator()
+        self.import_action = self._action("&Import conversations…", self.import_dialog, "Ctrl+I", menu=chat)
         self.settings_action = self._action("Se&ttings…", self.open_settings, "Ctrl+,", icon="settings", menu=chat)
         self.quit_action = self._action("&Quit", self.close, "Ctrl+Q", menu=chat)
 
@@ -809,6 +811,26 @@ class MainWindow(QMainWindow):
         self.pause_action.setChecked(bool(paused))
         self.pause_action.blockSignals(False)
         self.pause_action.setEnabled(True)
+
+    def import_dialog(self) -> None:
+        """Chat ▸ Import conversations…: choose a file, import it in the background with progress."""
+        from PySide6.QtWidgets import QFileDialog
+
+        from ui.import_dialog import FILE_FILTER
+
+        path, _ = QFileDialog.getOpenFileName(self, "Import conversations", str(Path.home()), FILE_FILTER)
+        if path:
+            self.import_file(path)
+
+    def import_file(self, path: str):
+        from ui.import_dialog import ImportDialog
+
+        dlg = ImportDialog(self.ctx, path, self)
+        dlg.finished_import.connect(lambda job: (self.refresh_conversations(), self.backend.notify_jobs()))
+        self.import_window = dlg
+        dlg.open()
+        dlg.start()
+        return dlg
 
     def show_shortcuts(self) -> None:
         from ui.help_dialog import ShortcutsDialog

@@ -371,3 +371,54 @@ def test_a_pause_saved_by_an_old_settings_file_moves_to_the_store(mnemo_dirs, em
     finally:
         store.close()
     assert AppContext.create().settings.memory_paused is False
+
+
+def test_import_conversations_from_the_app_with_progress_and_cancel(make_window, qtbot, monkeypatch):
+    """Chat ▸ Import conversations…: a ChatGPT export is imported in the background (the window
+    stays usable), the chats appear in the sidebar; a cancelled import keeps what it wrote and
+    importing the file again finishes it."""
+    from pathlib import Path
+
+    from PySide6.QtWidgets import QFileDialog
+
+    fixture = Path(__file__).parents[1] / "app" / "fixtures" / "chatgpt_conversations.json"
+    win = make_window(start=True)
+    from ui.import_dialog import ImportDialog
+
+    first = ImportDialog(win.ctx, fixture, win)
+    qtbot.addWidget(first)
+    first.cancel()                            # cancelled before it could write anything
+    with qtbot.waitSignal(first.finished_import, timeout=60_000):
+        first.start()
+    assert first.job.phase == "cancelled" and "import the same file again" in first.status.text()
+    first.accept()
+    written = win.backend.db(lambda s: (s.stats()["conversations"], s.check_integrity())).result(timeout=30)
+    assert written == (0, [])
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(fixture), "")))
+    win.import_action.trigger()               # the menu entry, as a user would
+    dlg = win.import_window
+    with qtbot.waitSignal(dlg.finished_import, timeout=60_000) as sig:
+        pass
+    job = sig.args[0]
+    assert job.phase == "done" and job.report.count("imported") == 3
+    assert "3 conversation(s) imported" in dlg.status.text() and dlg.close_button.isVisible()
+    assert dlg.details.isVisible() and "skipped" in dlg.details.toPlainText()   # malformed records listed
+    qtbot.waitUntil(lambda: win.sidebar.list.count() >= 3, timeout=10_000)
+    dlg.accept()
+    again = win.import_file(str(fixture))
+    with qtbot.waitSignal(again.finished_import, timeout=60_000):
+        pass
+    assert again.job.phase == "done" and again.job.report.count("already imported") == 3
+    again.accept()
+
+
+def test_import_of_a_broken_file_says_why(make_window, qtbot, tmp_path):
+    bad = tmp_path / "conversations.json"
+    bad.write_text('[{"title": "x", "mapping": {', encoding="utf-8")
+    win = make_window(start=True)
+    dlg = win.import_file(str(bad))
+    with qtbot.waitSignal(dlg.finished_import, timeout=60_000):
+        pass
+    assert dlg.job.phase == "failed" and "The import failed" in dlg.status.text()
+    assert "JSON" in dlg.status.text()
+    dlg.accept()

@@ -1,0 +1,87 @@
+"""An import running in the background: its progress, read from another thread, and a way to
+cancel it. The desktop app's import dialog runs `run_import` on a worker thread and polls
+the job; `mnemo ingest` does the same work in the foreground with a progress bar.
+
+Cancelling stops at the next progress report: the conversation being written is rolled
+back (its transaction never commits), the ones written before it are kept, and importing
+the same file again finishes the rest (see app.importers.writer).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ImportCancelled(Exception):
+    """Raised inside the writer when the user cancels an import."""
+
+
+@dataclass
+class ImportJob:
+    path: Path
+    fmt: str = "auto"
+    total_turns: int = 0
+    done_turns: int = 0
+    note: str = ""                     # the conversation being written
+    phase: str = "reading"             # reading → writing → done | failed | cancelled
+    report: Any = None                 # app.importers.writer.ImportReport when written
+    error: str | None = None
+    started: float = field(default_factory=time.monotonic)
+    _cancel: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- the writer's progress protocol (app.importers.writer.write_all) ---------------------
+    def update(self, n: int = 1) -> None:
+        if self._cancel.is_set():
+            raise ImportCancelled("import cancelled")
+        with self._lock:
+            self.done_turns = min(self.total_turns, self.done_turns + n) if self.total_turns else self.done_turns + n
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in ("done", "failed", "cancelled")
+
+    def snapshot(self) -> tuple[str, int, int, str]:
+        with self._lock:
+            return self.phase, self.done_turns, self.total_turns, self.note
+
+
+def run_import(ctx, job: ImportJob) -> ImportJob:
+    """Parse `job.path` and write it into the profile's memory store (call on a worker thread).
+    Never raises: the outcome is in `job.phase`, `job.report` and `job.error`."""
+    from app.importers import ImportFatalError, load, write_all
+
+    store = None
+    try:
+        parsed = load(job.path, job.fmt)
+        job.total_turns = sum(c.n_turns for c in parsed.conversations)
+        job.report = None
+        store = ctx.open_store()
+        if store.is_paused():
+            job.error = ("Memory is paused, so the imported conversations would get no memory pages. "
+                         "Resume memory (Memory menu), then import.")
+            job.phase = "failed"
+            return job
+        job.phase = "writing"
+        job.report = write_all(store, parsed, path=str(job.path), progress=job)
+        job.phase = "done"
+    except ImportFatalError as exc:
+        job.error, job.phase = str(exc), "failed"
+    except ImportCancelled:
+        job.phase = "cancelled"
+    except Exception as exc:  # noqa: BLE001 - shown to the user; what was written before is kept
+        job.error, job.phase = f"{type(exc).__name__}: {exc}", "failed"
+    finally:
+        if store is not None:
+            store.close()
+    return job
