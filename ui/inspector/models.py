@@ -273,8 +273,8 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
         return self._header(section, orientation, role)
 
-    def flags(self, index):
-        return _ROW_FLAGS if index.isValid() else _NO_FLAGS
+    # flags(): QAbstractTableModel's own (enabled, selectable, no children) — not overridden, so a
+    # repaint does not call into Python once more for every cell.
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
         if not (0 <= column < len(self.columns)):
