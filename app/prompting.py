@@ -8,11 +8,11 @@ question; a system message of its own) → the new message.
 
 DESIGN.md puts the recalled pages before the dialogue; but then each question's recall
 invalidates the cached dialogue behind it, and the whole conversation is processed again
-at every turn. Measured with the bundled model on a chat of 8 long exchanges (~1,650-token
-prompts): time to first token 7.7–8.6 s with recall before the dialogue, 3.0–3.3 s with
-recall next to the question (`tests/bench/prompt_cache.py`: 8.8 s → 3.6 s); LoCoMo QA quality
-is the same (100 questions: official F1 7.8 before and after; docs/eval.md). Chat templates that accept a system message only at the start
-get the DESIGN.md layout (`recall_at_end=False`; the agent falls back by itself).
+at every turn. On a chat of 8 long exchanges (~1,650-token prompts) with the bundled model,
+the first token comes after 3.6 s instead of 8.8 s (`tests/bench/prompt_cache.py`); LoCoMo
+QA quality is the same (100 questions: official F1 7.8 before and after; docs/eval.md).
+Chat templates that accept a system message only at the start get the DESIGN.md layout
+(`recall_at_end=False`; the agent falls back by itself).
 Nothing time-of-now is put in the stable part. Memory is quoted as data inside <memory> tags.
 """
 from __future__ import annotations
