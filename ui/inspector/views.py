@@ -69,6 +69,40 @@ class _DebouncedLine(QLineEdit):
         self.textChanged.connect(lambda _: self._t.start())
 
 
+class _PinAndForget:
+    """Pin/unpin and forget (one item, or the table's selection) for the pages and segments views:
+    `KIND` is the memory_core item kind, `current_item()` the record in the detail pane and
+    `_forget_question(ids)` the (title, text) of the confirmation."""
+
+    KIND = ""
+
+    def toggle_pin(self) -> None:
+        it = self.current_item()
+        if it is None:
+            return
+        new, kind = not it.pinned, self.KIND
+        self.panel.act(lambda s: s.pin(kind, it.id, new),
+                       f"{kind.capitalize()} {it.id} {'pinned' if new else 'unpinned'}.")
+
+    def forget_selected(self) -> None:
+        rows = self.table.selected_rows()
+        it = self.current_item()
+        if not rows and it is not None:
+            self._confirm_forget([it.id])
+            return
+        self.panel.resolve_keys(self.model, rows, self._confirm_forget)
+
+    def _confirm_forget(self, ids: list[int]) -> None:
+        ids = sorted(set(i for i in ids if i is not None))
+        if not ids:
+            return
+        title, text = self._forget_question(ids)
+        if not self.panel.confirm(title, text, "Forget"):
+            return
+        kind, n = self.KIND, len(ids)
+        self.panel.act(lambda s: s.forget(kind, ids), f"Forgot {n} {kind}{'s' if n != 1 else ''}.")
+
+
 # ====================================================================== Overview
 class _Card(QFrame):
     def __init__(self, title: str, parent=None):
@@ -171,7 +205,9 @@ class OverviewView(QWidget):
 
 
 # ====================================================================== Pages
-class PagesView(QWidget):
+class PagesView(_PinAndForget, QWidget):
+    KIND = "page"
+
     def __init__(self, panel: "InspectorPanel"):
         super().__init__()
         self.panel = panel
@@ -395,36 +431,21 @@ class PagesView(QWidget):
         u, a = vals
         self.panel.act(lambda s: s.edit_page(p.id, user_text=u, assistant_text=a), f"Page {p.id} edited.")
 
-    def toggle_pin(self) -> None:
-        p = self.page
-        if p is None:
-            return
-        new = not p.pinned
-        self.panel.act(lambda s: s.pin("page", p.id, new), f"Page {p.id} {'pinned' if new else 'unpinned'}.")
+    def current_item(self):
+        return self.page
 
-    def forget_selected(self) -> None:
-        rows = self.table.selected_rows()
-        if not rows and self.page is not None:
-            self._confirm_forget([self.page.id])
-            return
-        self.panel.resolve_keys(self.model, rows, self._confirm_forget)
-
-    def _confirm_forget(self, ids: list[int]) -> None:
-        ids = sorted(set(i for i in ids if i is not None))
-        if not ids:
-            return
+    def _forget_question(self, ids: list[int]) -> tuple[str, str]:
         what = f"page {ids[0]}" if len(ids) == 1 else f"these {len(ids)} pages"
-        if not self.panel.confirm(
-                "Forget pages",
+        return ("Forget pages",
                 f"Forget {what} for good?\n\nThey are removed from every memory tier, from search and from "
                 "retrieval, together with persona traits and facts that came only from them. "
-                "This cannot be undone.", "Forget"):
-            return
-        self.panel.act(lambda s: s.forget("page", ids), f"Forgot {len(ids)} page{'s' if len(ids) != 1 else ''}.")
+                "This cannot be undone.")
 
 
 # ====================================================================== Segments
-class SegmentsView(QWidget):
+class SegmentsView(_PinAndForget, QWidget):
+    KIND = "segment"
+
     def __init__(self, panel: "InspectorPanel"):
         super().__init__()
         self.panel = panel
@@ -605,35 +626,17 @@ class SegmentsView(QWidget):
         if s is not None:
             self.panel.act(lambda st: st.restore_segment(s.id), f"Segment {s.id} restored to mid-term memory.")
 
-    def toggle_pin(self) -> None:
-        s = self.segment
-        if s is None:
-            return
-        new = not s.pinned
-        self.panel.act(lambda st: st.pin("segment", s.id, new), f"Segment {s.id} {'pinned' if new else 'unpinned'}.")
+    def current_item(self):
+        return self.segment
 
-    def forget_selected(self) -> None:
-        rows = self.table.selected_rows()
-        if not rows and self.segment is not None:
-            self._confirm_forget([self.segment.id])
-            return
-        self.panel.resolve_keys(self.model, rows, self._confirm_forget)
-
-    def _confirm_forget(self, ids: list[int]) -> None:
-        ids = sorted(set(i for i in ids if i is not None))
-        if not ids:
-            return
+    def _forget_question(self, ids: list[int]) -> tuple[str, str]:
         recs = {r.id: r for r in self.model.loaded_records()}
         pages = sum(recs[i].page_count for i in ids if i in recs)
         what = f"segment {ids[0]}" if len(ids) == 1 else f"these {len(ids)} segments"
-        if not self.panel.confirm(
-                "Forget segments",
+        return ("Forget segments",
                 f"Forget {what} and {'its' if len(ids) == 1 else 'their'} {pages} page{'s' if pages != 1 else ''} "
                 "for good?\n\nThe pages leave every tier, search and retrieval, with persona traits and facts "
-                "that came only from them. This cannot be undone.", "Forget"):
-            return
-        self.panel.act(lambda s: s.forget("segment", ids),
-                       f"Forgot {len(ids)} segment{'s' if len(ids) != 1 else ''}.")
+                "that came only from them. This cannot be undone.")
 
 
 # ====================================================================== Persona
