@@ -760,16 +760,7 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                   "id": "k.id", "text": "k.text"}
         if order_by not in orders:
             raise ValueError(f"order_by must be one of {sorted(orders)}")
-        where, args = [], []
-        if owner is not None:
-            where.append("k.owner = ?")
-            args.append(owner)
-        if not include_archived:
-            where.append("k.status = 'active'")
-        if text:
-            where.append("k.text LIKE ?")
-            args.append(f"%{text}%")
-        w = (" WHERE " + " AND ".join(where)) if where else ""
+        w, args = self._knowledge_filters(owner, include_archived, text)
         d = "DESC" if descending else "ASC"
         rows = self._rows(f"SELECT {KNOW_COLS} FROM knowledge k{w} ORDER BY {orders[order_by]} {d}, k.id {d} "
                           "LIMIT ? OFFSET ?", [*args, limit, offset])
@@ -777,17 +768,18 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
     def count_knowledge(self, owner: str | None = None, include_archived: bool = False, *,
                         text: str | None = None) -> int:
-        where, args = [], []
-        if owner is not None:
-            where.append("owner = ?")
-            args.append(owner)
+        w, args = self._knowledge_filters(owner, include_archived, text)
+        return self._scalar(f"SELECT count(*) FROM knowledge k{w}", args)
+
+    @staticmethod
+    def _knowledge_filters(owner, include_archived, text) -> tuple[str, list]:
+        where, args = _equals([("k.owner", owner)])
         if not include_archived:
-            where.append("status = 'active'")
+            where.append("k.status = 'active'")
         if text:
-            where.append("text LIKE ?")
+            where.append("k.text LIKE ?")
             args.append(f"%{text}%")
-        w = (" WHERE " + " AND ".join(where)) if where else ""
-        return self._scalar(f"SELECT count(*) FROM knowledge{w}", args)
+        return (" WHERE " + " AND ".join(where)) if where else "", args
 
     def get_knowledge(self, kid: int) -> Knowledge | None:
         r = self._one(f"SELECT {KNOW_COLS} FROM knowledge k WHERE k.id = ?", (kid,))
