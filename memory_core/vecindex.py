@@ -204,30 +204,28 @@ class MatrixCache:
             cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k)
             if self.basis is not None and cands < n // 4:
                 return self._search_prefiltered(q, k, cands, exclude)
-            scores = self.matrix[:n] @ q
+            scores = self._masked(self.matrix[:n] @ q, exclude)
             ids = self.ids[:n]
-            scores[ids < 0] = -np.inf
-            if exclude:
-                for i in exclude:
-                    r = self.row_of.get(i)
-                    if r is not None:
-                        scores[r] = -np.inf
             kk = min(k, n)
             top = np.argpartition(-scores, kk - 1)[:kk] if kk < n else np.arange(n)
             top = top[np.argsort(-scores[top], kind="stable")]
             top = top[np.isfinite(scores[top])]
             return ids[top].copy(), scores[top].copy()
 
-    def _search_prefiltered(self, q: np.ndarray, k: int, cands: int, exclude: set[int] | None):
-        n = self.n
-        approx = self.coarse[:n] @ (self.basis.T @ q)
-        ids = self.ids[:n]
-        approx[ids < 0] = -np.inf
+    def _masked(self, scores: np.ndarray, exclude: set[int] | None) -> np.ndarray:
+        """`scores` (one per row in use) with free rows and excluded ids set to -inf."""
+        scores[self.ids[: len(scores)] < 0] = -np.inf
         if exclude:
             for i in exclude:
                 r = self.row_of.get(i)
                 if r is not None:
-                    approx[r] = -np.inf
+                    scores[r] = -np.inf
+        return scores
+
+    def _search_prefiltered(self, q: np.ndarray, k: int, cands: int, exclude: set[int] | None):
+        n = self.n
+        approx = self._masked(self.coarse[:n] @ (self.basis.T @ q), exclude)
+        ids = self.ids[:n]
         rows = np.argpartition(-approx, cands - 1)[:cands]
         rows = rows[np.isfinite(approx[rows])]
         exact = self.matrix[rows] @ q

@@ -47,6 +47,14 @@ def _get(store, kind: str, item_id: int):
     return getter(item_id)
 
 
+def _print_record(data: dict, as_json: bool) -> None:
+    if as_json:
+        print_json(data)
+    else:
+        for key, value in data.items():
+            print(f"{key}: {value}")
+
+
 def _export(store, args) -> int:
     shown = {"at": 0.0}
 
@@ -88,11 +96,7 @@ def run(args, ctx) -> int:
             data = dataclasses.asdict(item)
             if args.kind in ("trait", "knowledge"):
                 data["versions"] = [dataclasses.asdict(v) for v in store.item_versions(args.kind, args.id)]
-            if args.json:
-                print_json(data)
-            else:
-                for key, value in data.items():
-                    print(f"{key}: {value}")
+            _print_record(data, args.json)
             return 0
         if action == "forget":
             store.forget(args.kind, args.ids)
@@ -135,12 +139,7 @@ def run(args, ctx) -> int:
         if action == "export":
             return _export(store, args)
         if action == "stats":
-            stats = store.stats()
-            if args.json:
-                print_json(stats)
-            else:
-                for key, value in stats.items():
-                    print(f"{key}: {value}")
+            _print_record(store.stats(), args.json)
             return 0
         return fail(f"unknown action {action}")
     finally:
