@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 from app.prompting import ComposedPrompt, compose_prompt
+from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
 
@@ -22,6 +24,27 @@ TokenCallback = Callable[[str], None]
 STATUS_COMPLETE, STATUS_STOPPED, STATUS_STREAMING, STATUS_FAILED, STATUS_INTERRUPTED = (
     "complete", "stopped", "streaming", "failed", "interrupted")
 PARTIAL_FLUSH_S = 1.0  # how often a streaming reply is saved, so a crash loses at most this much
+
+MESSAGE_NOT_SAVED = "The disk is full: your message could not be saved. Free some disk space and send it again."
+REPLY_NOT_STARTED = ("The disk is full: your message was saved, but there is no room for a reply. "
+                     "Free some disk space and regenerate it.")
+REPLY_NOT_SAVED = ("The disk is full: this reply is shown but could not be saved. Free some disk space; "
+                   "the part saved before the disk filled is kept.")
+
+
+class DiskFullError(RuntimeError):
+    """The database could not be written because the disk is full. Everything saved before is kept;
+    the message says what was and was not saved."""
+
+
+@contextmanager
+def _disk_full_means(message: str) -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        if is_storage_full(exc):
+            raise DiskFullError(message) from exc
+        raise
 
 
 @dataclass
@@ -78,8 +101,10 @@ class ChatAgent:
         if parent_id is None:
             branch = self.store.list_messages(conversation_id)
             parent_id = branch[-1].id if branch else None
-        user_id = self.store.add_message(conversation_id, "user", text, parent_id=parent_id)
-        self._maybe_title(conversation_id, text)
+        with _disk_full_means(MESSAGE_NOT_SAVED):
+            user_id = self.store.add_message(conversation_id, "user", text, parent_id=parent_id)
+        with _disk_full_means(REPLY_NOT_STARTED):
+            self._maybe_title(conversation_id, text)
         return self._reply(conversation_id, user_id, text, on_token=on_token, cancel=cancel)
 
     def regenerate(self, assistant_message_id: int, *, on_token: TokenCallback | None = None,
@@ -100,7 +125,8 @@ class ChatAgent:
             raise ValueError(f"message {user_message_id} is not a user message")
         for child in self.store.message_children(user_message_id):
             self._forget_pages_of(child.id)
-        user_id = self.store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id)
+        with _disk_full_means(MESSAGE_NOT_SAVED):
+            user_id = self.store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id)
         return self._reply(old.conversation_id, user_id, new_text, on_token=on_token, cancel=cancel)
 
     # -- internals ----------------------------------------------------------------
@@ -149,8 +175,9 @@ class ChatAgent:
         trace["dropped"] = prompt.dropped
         trace["prompt_tokens"] = exact
         trace["query_truncated"] = prompt.query_truncated
-        assistant_id = self.store.add_message(conversation_id, "assistant", "", parent_id=user_id,
-                                              status=STATUS_STREAMING, meta={"trace": trace})
+        with _disk_full_means(REPLY_NOT_STARTED):
+            assistant_id = self.store.add_message(conversation_id, "assistant", "", parent_id=user_id,
+                                                  status=STATUS_STREAMING, meta={"trace": trace})
         parts: list[str] = []
         status, error = STATUS_COMPLETE, None
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
@@ -161,8 +188,7 @@ class ChatAgent:
                     if on_token is not None:
                         on_token(chunk)
                     if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
-                        self.store.update_message(assistant_id, content="".join(parts))
-                        last_flush = time.perf_counter()
+                        last_flush = self._flush_partial(assistant_id, parts)
                 if self.model.last_stats.stopped or cancel.cancelled:
                     status = STATUS_STOPPED
             except ModelError as exc:
@@ -191,10 +217,29 @@ class ChatAgent:
         meta = {"trace": trace, "stats": stats}
         if error:
             meta["error"] = error
-        self.store.update_message(assistant_id, content=text, status=status, meta=meta)
-        if write and text.strip() and status != STATUS_FAILED:
-            self._enqueue_page(conversation_id, self.store.get_message(user_id), assistant_id, text)
+        try:
+            self.store.update_message(assistant_id, content=text, status=status, meta=meta)
+            if write and text.strip() and status != STATUS_FAILED:
+                self._enqueue_page(conversation_id, self.store.get_message(user_id), assistant_id, text)
+        except Exception as exc:
+            if not is_storage_full(exc):
+                raise
+            # the row keeps what was flushed, marked 'streaming': the next start marks it interrupted
+            # and queues its memory update (recover_interrupted)
+            log.warning("the reply could not be saved: %s", exc)
+            status, error = STATUS_FAILED, REPLY_NOT_SAVED
         return TurnResult(conversation_id, user_id, assistant_id, text, status, prompt, trace, error, stats)
+
+    def _flush_partial(self, assistant_id: int, parts: list[str]) -> float:
+        """Save the reply so far (a crash loses at most PARTIAL_FLUSH_S of it). On a full disk the
+        reply keeps streaming; the next flush tries again. Returns the time of this attempt."""
+        try:
+            self.store.update_message(assistant_id, content="".join(parts))
+        except Exception as exc:
+            if not is_storage_full(exc):
+                raise
+            log.warning("a partial reply could not be saved: %s", exc)
+        return time.perf_counter()
 
     def _forget_pages_of(self, assistant_message_id: int) -> None:
         """Forget the memory of a reply the user replaced (regenerated or edited away)."""

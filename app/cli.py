@@ -42,6 +42,14 @@ def main(argv: list[str] | None = None, gui=None) -> int:
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130
+        except Exception as exc:
+            from memory_core import is_storage_full
+
+            if not is_storage_full(exc):
+                raise
+            print(f"mnemo {args.command}: error: the disk is full ({exc}). Free some disk space and run it "
+                  "again; what was saved before is kept.", file=sys.stderr)
+            return 1
     if gui is None:
         parser.print_help()
         return 2

@@ -1,6 +1,7 @@
 """apsw connection factory (sqlite-vec loaded, WAL, foreign keys) and the schema as numbered migrations."""
 from __future__ import annotations
 
+import errno
 import time
 from pathlib import Path
 from typing import Callable
@@ -35,6 +36,15 @@ def connect(path: str | Path, *, busy_timeout_ms: int = 10_000) -> apsw.Connecti
     conn.execute("PRAGMA temp_store=MEMORY")
     conn.execute("PRAGMA cache_size=-32000")
     return conn
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    """True when `exc` says the disk (or the database's size limit) is full: SQLite's SQLITE_FULL,
+    or ENOSPC from a file written beside the database. Callers keep what they hold and retry later
+    instead of counting it as a failure of the work itself."""
+    if isinstance(exc, apsw.FullError):
+        return True
+    return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
 
 
 def _m1(conn: apsw.Connection, dim: int) -> None:

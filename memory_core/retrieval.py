@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import time
@@ -11,8 +12,11 @@ import apsw
 import numpy as np
 
 from . import text as T
+from .db import is_storage_full
 from .codec import from_json as _pj, to_json as _j, vec_blob as _blob  # noqa: F401
 from .types import KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
+
+log = logging.getLogger("memory_core")
 
 
 class RetrievalMixin:
@@ -58,7 +62,13 @@ class RetrievalMixin:
             t4 = time.perf_counter()
             timings["lpm"] = (t4 - t3) * 1000
             if record_visits and visited and not self.in_transaction:
-                self._record_visits(visited)
+                try:
+                    self._record_visits(visited)
+                except Exception as exc:
+                    if not is_storage_full(exc):
+                        raise
+                    # heat bookkeeping only: recall still answers when the disk is full
+                    log.warning("segment visits not recorded: %s", exc)
             timings["visits"] = (time.perf_counter() - t4) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         out.timings_ms = timings

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import text as T
 from .codec import to_json as _j, unit as _unit, vec_blob as _blob
-from .db import SCHEMA_VERSION, connect, migrate
+from .db import SCHEMA_VERSION, connect, is_storage_full, migrate
 from .types import (
     ITEM_KINDS, CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge,
     LLMDeferred, MemoryParams, Message, Page, Segment, StoreClosedError, Trait, page_text,
@@ -894,16 +894,26 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                 log.info("memory job %s (%s) deferred: the LLM is busy", jid, kind)
                 break
             except Exception as exc:
-                log.exception("memory job %s (%s) failed", jid, kind)
-                failed = attempts + 1 >= self.params.job_max_attempts
-                with self.transaction():
-                    self._x("UPDATE job SET attempts = attempts + 1, error = ?, updated_at = ?, status = ? WHERE id = ?",
-                            (f"{type(exc).__name__}: {exc}"[:2000], self.clock(), "failed" if failed else "pending",
-                             jid))
-                    if failed:
-                        self._emit("job_failed", None, None, f"memory job {jid} ({kind}) failed",
-                                   {"job_id": jid, "error": f"{type(exc).__name__}"})
+                if not is_storage_full(exc):
+                    self._job_failed(jid, kind, attempts, exc)
+                    continue
+                # a full disk is not the job's fault: it stays pending, uncounted, and runs again
+                # once there is space (nothing it would have written is lost; its inputs are kept)
+                log.warning("memory job %s (%s) waits: the disk is full (%s)", jid, kind, exc)
+                raise
         return done
+
+    def _job_failed(self, jid: int, kind: str, attempts: int, exc: Exception) -> None:
+        """Count a failed attempt; the last allowed one marks the job failed and says so."""
+        log.exception("memory job %s (%s) failed", jid, kind)
+        failed = attempts + 1 >= self.params.job_max_attempts
+        with self.transaction():
+            self._x("UPDATE job SET attempts = attempts + 1, error = ?, updated_at = ?, status = ? WHERE id = ?",
+                    (f"{type(exc).__name__}: {exc}"[:2000], self.clock(), "failed" if failed else "pending",
+                     jid))
+            if failed:
+                self._emit("job_failed", None, None, f"memory job {jid} ({kind}) failed",
+                           {"job_id": jid, "error": f"{type(exc).__name__}"})
 
     def _job_add_page(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None]:
         kw = dict(payload)

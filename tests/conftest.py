@@ -45,3 +45,46 @@ def locomo_path() -> Path:
     if not LOCOMO_DEV.is_file():
         pytest.skip(f"LoCoMo dev split not found at {LOCOMO_DEV} (it lives in ../shared, never in the repo)")
     return LOCOMO_DEV
+
+
+class _FullDisk:
+    """Switch for the `full_disk` fixture: while `full` is set, a SQLite file write that would
+    grow its file fails as on a full disk (SQLITE_FULL); rewriting blocks a file already has still
+    works, as it does on a real full disk (a reused WAL, say). Below SQLite, so the real engine
+    handles it."""
+
+    full = False
+
+
+@pytest.fixture
+def full_disk():
+    """SQLite connections opened during the test write through a VFS that acts as a full disk
+    while `full_disk.full` is True (a real full disk would need root to mount a small one)."""
+    import apsw
+
+    switch = _FullDisk()
+
+    class File(apsw.VFSFile):
+        def xWrite(self, data, offset):
+            if switch.full and offset + len(data) > self.xFileSize():
+                raise apsw.FullError("database or disk is full")
+            return super().xWrite(data, offset)
+
+        def xTruncate(self, newsize):
+            if switch.full and newsize > self.xFileSize():
+                raise apsw.FullError("database or disk is full")
+            return super().xTruncate(newsize)
+
+    class VFS(apsw.VFS):
+        def __init__(self):
+            super().__init__("mnemo-full-disk-test", "unix", makedefault=True)
+
+        def xOpen(self, name, flags):
+            return File("unix", name, flags)
+
+    vfs = VFS()
+    try:
+        yield switch
+    finally:
+        switch.full = False
+        vfs.unregister()

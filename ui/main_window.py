@@ -490,7 +490,13 @@ class MainWindow(QMainWindow):
 
     def _db_error(self, exc: BaseException) -> None:
         log.error("database call failed: %s", exc)
-        self.statusBar().showMessage(f"Database error: {exc}", 8000)
+        from memory_core import is_storage_full
+
+        if is_storage_full(exc):
+            self.statusBar().showMessage("The disk is full: the change was not saved. Free some disk space and "
+                                         "try again.", 10000)
+        else:
+            self.statusBar().showMessage(f"Database error: {exc}", 8000)
 
     def rename_conversation(self, cid: int | None) -> None:
         if cid is None:

@@ -5,8 +5,9 @@ import signal
 import sys
 import threading
 
-from app.agent import ChatAgent
+from app.agent import ChatAgent, DiskFullError
 from app.commands._common import fail, print_json
+from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
 
@@ -23,6 +24,7 @@ def _agent(ctx, store):
 
 
 def _stream_turn(agent, cid, text, *, quiet=False):
+    """Stream one reply to stdout; None when the disk is full (the error is printed)."""
     cancel = CancelToken()
     previous = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is threading.main_thread():
@@ -35,6 +37,9 @@ def _stream_turn(agent, cid, text, *, quiet=False):
 
     try:
         result = agent.send(cid, text, on_token=on_token, cancel=cancel)
+    except DiskFullError as exc:
+        print(f"\n[error: {exc}]", file=sys.stderr)
+        return None
     finally:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, previous)
@@ -48,8 +53,14 @@ def _stream_turn(agent, cid, text, *, quiet=False):
 
 
 def _settle(store):
-    """Run the LLM-free memory jobs this turn queued, so the next command sees the page."""
-    store.run_pending(allow_llm=False)
+    """Run the LLM-free memory jobs this turn queued, so the next command sees the page. On a full
+    disk they stay queued and run at a later start."""
+    try:
+        store.run_pending(allow_llm=False)
+    except Exception as exc:
+        if not is_storage_full(exc):
+            raise
+        print("[memory update postponed: the disk is full]", file=sys.stderr)
 
 
 def run_ask(args, ctx) -> int:
@@ -61,6 +72,8 @@ def run_ask(args, ctx) -> int:
     try:
         cid = args.conversation or agent.new_conversation()
         result = _stream_turn(agent, cid, args.text, quiet=args.json)
+        if result is None:   # the disk is full: nothing to print but the error
+            return 1
         _settle(store)
         if args.json:
             print_json({"conversation_id": cid, "message_id": result.assistant_message_id, "text": result.text,

@@ -80,7 +80,14 @@ def run_import(ctx, job: ImportJob) -> ImportJob:
     except ImportCancelled:
         job.phase = "cancelled"
     except Exception as exc:  # noqa: BLE001 - shown to the user; what was written before is kept
-        job.error, job.phase = f"{type(exc).__name__}: {exc}", "failed"
+        from memory_core import is_storage_full
+
+        if is_storage_full(exc):
+            job.error = ("The disk is full, so the import stopped. The conversations written before are kept; "
+                         "free some disk space and import the file again to finish.")
+        else:
+            job.error = f"{type(exc).__name__}: {exc}"
+        job.phase = "failed"
     finally:
         if store is not None:
             store.close()

@@ -15,18 +15,6 @@ from memory_core import MemoryParams, MemoryStore
 from models.chat import CancelToken
 
 
-@pytest.fixture
-def store(tmp_path, embedder):
-    s = MemoryStore.open(tmp_path / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
-                         dim=embedder.dim, params=MemoryParams(stm_capacity=3))
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def agent(store, chat_model):
-    return ChatAgent(store, chat_model, reply_reserve=256, max_tokens=24)
-
 
 def test_turn_persists_messages_trace_and_job(agent, store):
     cid = agent.new_conversation()

@@ -422,3 +422,19 @@ def test_import_of_a_broken_file_says_why(make_window, qtbot, tmp_path):
     assert dlg.job.phase == "failed" and "The import failed" in dlg.status.text()
     assert "JSON" in dlg.status.text()
     dlg.accept()
+
+
+def test_a_full_disk_keeps_the_typed_message_and_says_why(full_disk, make_window, chat, qtbot):
+    win = make_window(max_tokens=8)
+    assert chat.send(win, "My cat is called Miso.").result.status == "complete"
+    chat.wait_db(win)
+    full_disk.full = True
+    turn = chat.send(win, "And my dog is called Tofu.")
+    assert turn.result is None and "disk is full" in turn.error
+    assert win.composer.text() == "And my dog is called Tofu."          # nothing typed is lost
+    assert "disk is full" in win.statusBar().currentMessage()
+    full_disk.full = False
+    turn = chat.send(win, win.composer.text())                          # space freed: send again
+    assert turn.result is not None and turn.result.status == "complete", turn.error
+    msgs = win.backend.db(lambda s: s.list_messages(turn.conversation_id)).result(timeout=60)
+    assert [m.content for m in msgs if m.role == "user"] == ["My cat is called Miso.", "And my dog is called Tofu."]
