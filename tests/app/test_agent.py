@@ -11,7 +11,7 @@ import time
 import pytest
 
 from app.agent import ChatAgent
-from memory_core import MemoryParams, MemoryStore
+from memory_core import MemoryStore
 from models.chat import CancelToken
 
 
