@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None, gui=None) -> int:
     from app.context import AppContext
 
     ctx = AppContext.create(args.config_dir, args.data_dir)
+    for note in ctx.settings_notes:
+        print(f"mnemo: warning: {note}", file=sys.stderr)
     if args.command:
         try:
             return int(args.func(args, ctx) or 0)
@@ -43,12 +45,16 @@ def main(argv: list[str] | None = None, gui=None) -> int:
             print("interrupted", file=sys.stderr)
             return 130
         except Exception as exc:
-            from memory_core import is_storage_full
+            from app.messages import DAMAGED_DB_ADVICE
+            from memory_core import DamagedDatabaseError, is_storage_full
 
-            if not is_storage_full(exc):
+            if is_storage_full(exc):
+                print(f"mnemo {args.command}: error: the disk is full ({exc}). Free some disk space and run it "
+                      "again; what was saved before is kept.", file=sys.stderr)
+            elif isinstance(exc, DamagedDatabaseError):
+                print(f"mnemo {args.command}: error: {exc}. {DAMAGED_DB_ADVICE}", file=sys.stderr)
+            else:
                 raise
-            print(f"mnemo {args.command}: error: the disk is full ({exc}). Free some disk space and run it "
-                  "again; what was saved before is kept.", file=sys.stderr)
             return 1
     if gui is None:
         parser.print_help()

@@ -13,6 +13,7 @@ from app.settings import Paths, Settings, load_settings, save_settings
 class AppContext:
     paths: Paths
     settings: Settings
+    settings_notes: list[str] = field(default_factory=list)   # what was wrong in settings.json, for the user
     _embedder: Any = field(default=None, repr=False)
     _chat_model: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -20,7 +21,8 @@ class AppContext:
     @classmethod
     def create(cls, config_dir=None, data_dir=None) -> "AppContext":
         paths = Paths.resolve(config_dir, data_dir)
-        return cls(paths=paths, settings=load_settings(paths))
+        notes: list[str] = []
+        return cls(paths=paths, settings=load_settings(paths, notes), settings_notes=notes)
 
     def save(self) -> None:
         save_settings(self.paths, self.settings)

@@ -145,8 +145,14 @@ class Scheduler:
         return result
 
     def _llm_loop(self) -> None:
-        self.llm_store = self._open_store(llm=self._complete_json)
-        self._subscribe(self.llm_store)
+        try:
+            self.llm_store = self._open_store(llm=self._complete_json)
+            self._subscribe(self.llm_store)
+        except Exception as exc:  # noqa: BLE001 - the window reports it; the model still loads
+            # Without the store, tasks that need it fail on their own; loading the model does not.
+            self.llm_store = None
+            self.last_error = str(exc)
+            log.error("the LLM thread works without the memory store: %s", exc)
         try:
             while not self._stop.is_set():
                 try:
@@ -171,11 +177,13 @@ class Scheduler:
                     self._last_chat = time.monotonic()
                     self._wake_memory.set()
         finally:
-            self.llm_store.close()
+            if self.llm_store is not None:
+                self.llm_store.close()
 
     def _idle_llm_work(self) -> None:
         """Memory jobs that want the LLM, one at a time, only when chat has been idle a while."""
-        if time.monotonic() - self._last_chat < self.idle_s or not self._tasks.empty():
+        if (self.llm_store is None or time.monotonic() - self._last_chat < self.idle_s
+                or not self._tasks.empty()):
             return
         try:
             if self.llm_store.pending_jobs(kinds=LLM_JOB_KINDS):
@@ -190,7 +198,12 @@ class Scheduler:
             log.exception("memory job on the LLM thread failed")
 
     def _memory_loop(self) -> None:
-        store = self._open_store(llm=None)
+        try:
+            store = self._open_store(llm=None)
+        except Exception as exc:  # noqa: BLE001 - the window reports it; there is nothing to run
+            self.last_error = str(exc)
+            log.error("memory jobs cannot run: %s", exc)
+            return
         self._subscribe(store)
         try:
             if hasattr(store, "warm_up"):

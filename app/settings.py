@@ -60,9 +60,29 @@ class Settings:
     memory_paused: bool = False
 
 
-def _from_dict(cls, data: Any):
-    """Build dataclass `cls` from a dict, ignoring unknown keys and keeping defaults for missing ones."""
+_KIND = {bool: "true or false", int: "a number", float: "a number", str: "text"}
+
+
+def _wrong_type(default: Any, value: Any) -> bool:
+    """A value that cannot stand for `default`'s type (None defaults and lists/dicts take anything)."""
+    if isinstance(default, bool):
+        return not isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, bool) or not (isinstance(value, int) or
+                                               (isinstance(value, float) and value.is_integer()))
+    if isinstance(default, float):
+        return isinstance(value, bool) or not isinstance(value, (int, float))
+    if isinstance(default, str):
+        return not isinstance(value, str)
+    return False
+
+
+def _from_dict(cls, data: Any, notes: list[str] | None = None, where: str = ""):
+    """Build dataclass `cls` from a dict, ignoring unknown keys and keeping defaults for missing ones.
+    A value of the wrong type keeps the default too, and `notes` says so."""
     if not isinstance(data, dict):
+        if notes is not None and data is not None:
+            notes.append(f"settings: {where or 'the file'} should be an object; the defaults are used")
         return cls()
     kwargs = {}
     for f in fields(cls):
@@ -70,14 +90,18 @@ def _from_dict(cls, data: Any):
             continue
         value = data[f.name]
         default = getattr(cls(), f.name)
+        name = f"{where}.{f.name}" if where else f.name
         if is_dataclass(default):
-            value = _from_dict(type(default), value)
-        elif isinstance(default, bool):
-            value = bool(value)
-        elif isinstance(default, (int, float)) and not isinstance(value, (int, float)):
+            value = _from_dict(type(default), value, notes, name)
+        elif _wrong_type(default, value):
+            if notes is not None:
+                notes.append(f"settings: {name} = {json.dumps(value)} is not {_KIND[type(default)]}; the default "
+                             f"{json.dumps(default)} is used")
             continue
         elif isinstance(default, float):
             value = float(value)
+        elif isinstance(default, int) and not isinstance(default, bool):
+            value = int(value)
         kwargs[f.name] = value
     return cls(**kwargs)
 
@@ -102,18 +126,23 @@ class Paths:
         return cls(Path(config).expanduser(), Path(data).expanduser())
 
 
-def load_settings(paths: Paths) -> Settings:
-    """Read settings; a missing or unreadable file gives defaults (a broken file is kept aside)."""
+def load_settings(paths: Paths, notes: list[str] | None = None) -> Settings:
+    """Read settings; a missing or unreadable file gives defaults. A broken file is kept aside as
+    settings.json.broken (the user's edits are not lost) and `notes` gets a sentence saying so."""
     path = paths.settings_file
     if not path.exists():
         return Settings()
     try:
-        return _from_dict(Settings, json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+        return _from_dict(Settings, json.loads(path.read_text(encoding="utf-8")), notes)
+    except (OSError, ValueError) as exc:
+        broken = path.with_suffix(".json.broken")
         try:
-            path.replace(path.with_suffix(".json.broken"))
+            path.replace(broken)
+            kept = f"it was kept as {broken}"
         except OSError:
-            pass
+            kept = "it was left as it is"
+        if notes is not None:
+            notes.append(f"{path} could not be read ({exc}); {kept} and the default settings are used")
         return Settings()
 
 

@@ -24,7 +24,7 @@ from .codec import to_json as _j, unit as _unit, vec_blob as _blob
 from .db import SCHEMA_VERSION, connect, is_storage_full, migrate
 from .types import (
     ITEM_KINDS, CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge,
-    LLMDeferred, MemoryParams, Message, Page, Segment, StoreClosedError, Trait, page_text,
+    DamagedDatabaseError, LLMDeferred, MemoryParams, Message, Page, Segment, StoreClosedError, Trait, page_text,
 )
 from .vecindex import MatrixCache, shared_cache
 
@@ -123,7 +123,11 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             raise ValueError("dim must be positive")
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        conn = connect(path)
+        try:
+            conn = connect(path)
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            raise DamagedDatabaseError(f"{path} is damaged or is not a Mnemo memory database ({exc}); "
+                                       "it was left as it is") from exc
         try:
             # check the recorded dimension before migrating anything
             has_meta = conn.execute(
@@ -138,6 +142,10 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                         f"({embed_model_id}) produces {dim} dimensions; use the original embedding model "
                         f"or start a new memory file")
             migrate(conn, dim)
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            conn.close()
+            raise DamagedDatabaseError(f"{path} is damaged or is not a Mnemo memory database ({exc}); "
+                                       "it was left as it is") from exc
         except BaseException:
             conn.close()
             raise

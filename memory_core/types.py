@@ -305,3 +305,7 @@ class LLMDeferred(MemoryError_):
 
 class StoreClosedError(MemoryError_, RuntimeError):
     pass
+
+
+class DamagedDatabaseError(MemoryError_, RuntimeError):
+    """The file is not a SQLite database or SQLite finds it damaged. It is left exactly as it was."""

@@ -21,6 +21,7 @@ from ui.pyside_fix import ensure_refcount_fix
 
 ensure_refcount_fix()  # before any widget work: PySide6 6.12 + Python 3.11 would otherwise abort in minutes
 
+from app.messages import DAMAGED_DB_ADVICE  # noqa: E402
 from ui import theme  # noqa: E402
 from ui.bridge import EDIT, REGENERATE, SEND, Backend, Turn  # noqa: E402
 from ui.chat_view import ChatView, MessageWidget  # noqa: E402
@@ -285,6 +286,19 @@ class MainWindow(QMainWindow):
         """Open the memory store and load the models on worker threads (returns at once)."""
         self.backend.start()
         QTimer.singleShot(300, self.chat_view.prepare)  # after the first paint
+        if self.ctx.settings_notes:
+            QTimer.singleShot(0, self._show_settings_notes)
+
+    def _show_settings_notes(self) -> None:
+        """settings.json had something Mnemo could not use: say what, once, without blocking."""
+        notes, self.ctx.settings_notes = self.ctx.settings_notes, []
+        box = QMessageBox(QMessageBox.Icon.Warning, "Mnemo — settings",
+                          "Some settings could not be read; defaults are used for them.",
+                          QMessageBox.StandardButton.Close, self)
+        box.setInformativeText("\n\n".join(notes) + "\n\nSaving from Settings writes a new settings.json.")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.settings_notes_box = box
+        box.open()
 
     def _settings_store(self) -> QSettings:
         return QSettings(str(self.ctx.paths.config_dir / "window.ini"), QSettings.Format.IniFormat)
@@ -325,7 +339,8 @@ class MainWindow(QMainWindow):
             return  # both workers report the same failure; one dialog is enough
         box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — memory database",
                           "The memory database could not be opened.", QMessageBox.StandardButton.Close, self)
-        box.setInformativeText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}")
+        box.setInformativeText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}\n\nIf the file is damaged, "
+                               f"{DAMAGED_DB_ADVICE[0].lower()}{DAMAGED_DB_ADVICE[1:]}.")
         self.store_error_box = box
         box.open()  # not modal: the window stays responsive
 

@@ -58,12 +58,46 @@ def test_settings_round_trip(tmp_path):
     assert loaded == settings
 
 
-def test_broken_settings_file_gives_defaults(tmp_path):
+def test_broken_settings_file_gives_defaults_keeps_the_file_and_says_so(mnemo_dirs):
+    paths = Paths(mnemo_dirs["config"], mnemo_dirs["data"])
+    paths.config_dir.mkdir(parents=True)
+    paths.settings_file.write_text('{"chat": {"temperature": 0.2,')
+    notes: list[str] = []
+    assert load_settings(paths, notes) == Settings()
+    broken = paths.settings_file.with_suffix(".json.broken")
+    assert broken.read_text() == '{"chat": {"temperature": 0.2,'          # the user's edits are kept
+    assert len(notes) == 1 and str(broken) in notes[0] and "default settings are used" in notes[0]
+    paths.settings_file.write_text('{"chat": {"temperature": 0.2,')
+    out = _run(["doctor", "--json", "--no-models"], mnemo_dirs)          # the CLI tells the user
+    assert out.returncode == 0 and "mnemo: warning:" in out.stderr and "settings.json.broken" in out.stderr
+
+
+def test_wrongly_typed_settings_keep_their_defaults_and_say_which(tmp_path):
     paths = Paths(tmp_path / "c", tmp_path / "d")
     paths.config_dir.mkdir(parents=True)
-    paths.settings_file.write_text("{ not json")
-    assert load_settings(paths) == Settings()
-    assert paths.settings_file.with_suffix(".json.broken").exists()
+    paths.settings_file.write_text(json.dumps({"chat": {"n_ctx": "lots", "temperature": 0.3, "max_tokens": 256.0,
+                                                        "gguf_path": 5},
+                                               "ui": {"enter_sends": "no"}}))
+    notes: list[str] = []
+    s = load_settings(paths, notes)
+    assert s.chat.n_ctx == Settings().chat.n_ctx and s.chat.temperature == 0.3
+    assert s.chat.max_tokens == 256 and isinstance(s.chat.max_tokens, int)
+    assert s.chat.gguf_path == "" and s.ui.enter_sends is True
+    assert sorted(n.split(" = ")[0] for n in notes) == ["settings: chat.gguf_path", "settings: chat.n_ctx",
+                                                       "settings: ui.enter_sends"]
+    assert 'chat.n_ctx = "lots" is not a number; the default 4096 is used' in notes[1]
+
+
+def test_a_damaged_memory_database_is_named_left_untouched_and_explained(mnemo_dirs):
+    mnemo_dirs["data"].mkdir(parents=True)
+    db = mnemo_dirs["data"] / "mnemo.sqlite3"
+    junk = b"not a database \xff\xfe" * 500
+    db.write_bytes(junk)
+    out = _run(["search", "hello"], mnemo_dirs)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert str(db) in out.stderr and "is damaged or is not a Mnemo memory database" in out.stderr
+    assert "Move the file away" in out.stderr
+    assert db.read_bytes() == junk
 
 
 def test_bad_model_path_in_settings_gives_clear_error(mnemo_dirs):

@@ -250,3 +250,26 @@ def test_many_connections_creating_one_new_file_at_once(tmp_path):
         for t in threads:
             t.join()
     assert errors == []
+
+
+@pytest.mark.parametrize("damage", ["not sqlite", "torn header"])
+def test_a_damaged_file_raises_a_clear_error_and_is_left_as_it_was(open_store, tmp_path, damage):
+    from memory_core import DamagedDatabaseError
+
+    path = tmp_path / "damaged.db"
+    if damage == "not sqlite":
+        path.write_bytes(b"my notes, not a database\n" * 300)
+    else:
+        s = open_store(path)
+        s.add_page(s.create_conversation(), "I keep bees.", "Nice.")
+        s.close()
+        for extra in ("-wal", "-shm"):
+            (tmp_path / f"damaged.db{extra}").unlink(missing_ok=True)
+        raw = bytearray(path.read_bytes())
+        raw[16:24] = b"\xff" * 8                 # page size and format bytes of the header
+        path.write_bytes(bytes(raw))
+    before = path.read_bytes()
+    with pytest.raises(DamagedDatabaseError) as err:
+        open_store(path)
+    assert str(path) in str(err.value) and "left as it is" in str(err.value)
+    assert path.read_bytes() == before

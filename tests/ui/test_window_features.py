@@ -438,3 +438,39 @@ def test_a_full_disk_keeps_the_typed_message_and_says_why(full_disk, make_window
     assert turn.result is not None and turn.result.status == "complete", turn.error
     msgs = win.backend.db(lambda s: s.list_messages(turn.conversation_id)).result(timeout=60)
     assert [m.content for m in msgs if m.role == "user"] == ["My cat is called Miso.", "And my dog is called Tofu."]
+
+
+def test_unreadable_settings_are_reported_once_and_kept(make_window, qtbot, mnemo_dirs):
+    from app.context import AppContext
+
+    mnemo_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (mnemo_dirs["config"] / "settings.json").write_text('{"chat": {"n_ctx": 2048,')
+    ctx = AppContext.create()
+    win = make_window(ctx=ctx)
+    qtbot.waitUntil(lambda: getattr(win, "settings_notes_box", None) is not None
+                    and win.settings_notes_box.isVisible(), timeout=10_000)
+    text = win.settings_notes_box.informativeText()
+    assert "settings.json.broken" in text and "default settings are used" in text
+    assert (mnemo_dirs["config"] / "settings.json.broken").read_text() == '{"chat": {"n_ctx": 2048,'
+    win.settings_notes_box.close()
+    assert ctx.settings_notes == []
+
+
+def test_a_damaged_memory_database_is_explained_and_left_untouched(make_window, qtbot, mnemo_dirs):
+    mnemo_dirs["data"].mkdir(parents=True, exist_ok=True)
+    db = mnemo_dirs["data"] / "mnemo.sqlite3"
+    junk = b"this is no database" * 400
+    db.write_bytes(junk)
+    win = make_window(wait=False)
+    qtbot.waitUntil(lambda: getattr(win, "store_error_box", None) is not None and win.store_error_box.isVisible(),
+                    timeout=60_000)
+    text = win.store_error_box.informativeText()
+    assert "is damaged or is not a Mnemo memory database" in text and "move the file away" in text
+    win.store_error_box.close()
+    qtbot.waitUntil(lambda: bool(win.backend.model_id), timeout=120_000)   # the model still loads
+    assert win.backend.model_error is None
+    win.composer.set_text("Hello?")
+    win.send()                                             # refused, with the reason; the text stays
+    assert not win.backend.busy and win.composer.text() == "Hello?"
+    assert "memory database could not be opened" in win.statusBar().currentMessage()
+    assert db.read_bytes() == junk
