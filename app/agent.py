@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 from app.prompting import ComposedPrompt, compose_prompt
 from memory_core import is_storage_full
+from memory_core.text import valid_text
 from models.chat import CancelToken
 from models.errors import ModelError
 
@@ -98,6 +99,7 @@ class ChatAgent:
     def send(self, conversation_id: int, text: str, *, parent_id: int | None = None,
              on_token: TokenCallback | None = None, cancel: CancelToken | None = None) -> TurnResult:
         """Send `text` as the next user message (after `parent_id`, default: the current leaf)."""
+        text = valid_text(text)
         if parent_id is None:
             branch = self.store.list_messages(conversation_id)
             parent_id = branch[-1].id if branch else None
@@ -125,6 +127,7 @@ class ChatAgent:
             raise ValueError(f"message {user_message_id} is not a user message")
         for child in self.store.message_children(user_message_id):
             self._forget_pages_of(child.id)
+        new_text = valid_text(new_text)
         with _disk_full_means(MESSAGE_NOT_SAVED):
             user_id = self.store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id)
         return self._reply(old.conversation_id, user_id, new_text, on_token=on_token, cancel=cancel)

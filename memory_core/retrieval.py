@@ -31,6 +31,7 @@ class RetrievalMixin:
         Segments that supplied a page get a visit (N_visit + 1) in one short write.
         """
         budget = budget or RetrievalBudget()
+        query = T.valid_text(query)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         q = self._embed([query])[0]

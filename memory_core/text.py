@@ -36,6 +36,18 @@ _CJK_CLASS = ("\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf
 _CJK_RE = re.compile(f"[{_CJK_CLASS}]")
 
 
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` as something SQLite and the tokenizers accept: halves of UTF-16 surrogate pairs (a
+    clipboard or a JSON "\\ud83d" escape can carry them) become the pair's character when they
+    pair up, else U+FFFD. Anything else is returned as it is."""
+    if not _SURROGATE_RE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def is_cjk_char(ch: str) -> bool:
     """True for characters of scripts written without spaces between words (CJK, kana, Hangul, Thai)."""
     return bool(_CJK_RE.match(ch))

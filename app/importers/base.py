@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_core.text import valid_text
+
 
 class ImportFatalError(Exception):
     """The file cannot be imported at all (truncated JSON, wrong schema, binary, bad UTF-8).
@@ -43,6 +45,9 @@ class Turn:
     turn_id: str
     session: int = 0  # pages never span sessions (LoCoMo sessions are days apart)
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.text = valid_text(self.text)   # a JSON "\ud800" escape must not fail the whole import
 
 
 @dataclass

@@ -225,3 +225,11 @@ def test_a_server_refusing_a_second_system_message_gets_recall_first(store, chat
     assert "Lisbon" in result.prompt.messages[0]["content"]
     again = agent.send(agent.new_conversation(), "Where does Margot live?")
     assert again.status == "complete" and model.refused == 1       # the layout is remembered
+
+
+def test_half_of_a_surrogate_pair_in_a_message_is_replaced_not_fatal(agent, store):
+    cid = agent.new_conversation()
+    result = agent.send(cid, "pasted from a broken clipboard: \ud800!")
+    assert result.status == "complete"
+    assert store.list_messages(cid)[0].content == "pasted from a broken clipboard: \ufffd!"
+    assert store.retrieve("clipboard \udfff").query == "clipboard \ufffd"

@@ -253,3 +253,17 @@ def test_locomo_conversation_pages_carry_turn_ids(store, locomo_path):
     assert msgs[0].created_at == 1683554160.0  # 1:56 pm on 8 May, 2023 (UTC)
     photo = next(m for m in msgs if m.meta["turn_id"] == "D1:5")
     assert "[shares a photo: a photo of a dog walking past a wall with a painting of a woman]" in photo.content
+
+
+def test_json_escapes_of_half_surrogate_pairs_are_imported_not_fatal(store, tmp_path):
+    data = [{"sample_id": "s", "qa": [], "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "half a pair \ud800 here"},
+                      {"speaker": "Bob", "dia_id": "D1:2", "text": "a whole pair \ud83d\ude00"}]}}]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data), encoding="ascii")        # \ud800 and \ud83d\ude00 as JSON escapes
+    assert "\\ud800" in path.read_text()
+    report = write_all(store, load(path), path=str(path))
+    assert report.pages_written == 1
+    (page,) = _all_pages(store)
+    assert page.user_text == "Ann: half a pair \ufffd here" and page.assistant_text == "Bob: a whole pair \U0001F600"
