@@ -39,6 +39,7 @@ class Scheduler:
         get_model: Callable[[], Any] | None,
         on_event: Callable[[Any], None] | None = None,
         on_jobs: Callable[[int], None] | None = None,
+        on_progress: Callable[[str, int, int], None] | None = None,
         idle_s: float = 2.0,
         poll_s: float = 1.0,
     ):
@@ -47,6 +48,7 @@ class Scheduler:
         self._get_model = get_model
         self.on_event = on_event
         self.on_jobs = on_jobs
+        self.on_progress = on_progress    # (what, done, total) of a long memory job (re-embedding)
         self.idle_s = idle_s
         self.poll_s = poll_s
         self._tasks: queue.PriorityQueue = queue.PriorityQueue()
@@ -205,6 +207,7 @@ class Scheduler:
             log.error("memory jobs cannot run: %s", exc)
             return
         self._subscribe(store)
+        store.on_progress = self.on_progress
         try:
             if hasattr(store, "warm_up"):
                 try:   # load the page-vector matrix now (seconds at 100k pages), not at the first reply

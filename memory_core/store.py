@@ -105,6 +105,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         self._listeners: list[Callable[[Event], None]] = []
         self._closed = False
         self._events_since_prune = 0
+        # progress of a long job (re-embedding): on_progress(what, done, total), called on the
+        # thread that runs the job; the app forwards it to a progress display
+        self.on_progress: Callable[[str, int, int], None] | None = None
         key = path if path != ":memory:" else f":memory:{id(self)}"
         self._page_cache: MatrixCache = shared_cache(key, "page", dim)
 
@@ -942,16 +945,25 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             _checkpoint("add_page:after_insert")
         return apply
 
+    def _report_progress(self, what: str, done: int, total: int) -> None:
+        if self.on_progress is not None:
+            try:
+                self.on_progress(what, done, total)
+            except Exception:  # a progress display must never break the job
+                log.exception("progress callback failed")
+
     def _job_reembed(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         """Re-embed pages, segments, knowledge and traits with the current model (batched)."""
         batch = 256
         page_vecs: dict[int, np.ndarray] = {}
         rows = self._rows("SELECT id, user_text, assistant_text FROM page ORDER BY id")
+        self._report_progress("re-embedding memory", 0, len(rows))
         for start in range(0, len(rows), batch):
             chunk = rows[start:start + batch]
             vecs = self._embed([page_text(u, a) for _, u, a in chunk])
             for (pid, _, _), v in zip(chunk, vecs):
                 page_vecs[pid] = v
+            self._report_progress("re-embedding memory", start + len(chunk), len(rows))
         kn = self._rows("SELECT id, text FROM knowledge")
         kvecs = self._embed([t for _, t in kn]) if kn else np.zeros((0, self.dim), np.float32)
         tr = self._rows("SELECT id, dimension, value FROM trait")

@@ -137,6 +137,7 @@ class Backend(QObject):
     modelLoaded = Signal(str)          # model id
     modelFailed = Signal(str)          # a user-facing message (names the file)
     jobsChanged = Signal(int)          # memory jobs pending
+    jobProgress = Signal(str, int, int)  # a long memory job: what, done, total (re-embedding)
     memoryEvent = Signal(object)       # memory_core.types.Event
     conversationCreated = Signal(object)  # Turn (its conversation_id is now set)
     firstToken = Signal(object)        # Turn
@@ -173,7 +174,7 @@ class Backend(QObject):
         self._db.start()
         factory = self._scheduler_factory or Scheduler
         self.scheduler = factory(open_store=self._open_scheduler_store, get_model=self.ctx.chat_model,
-                                 on_event=self._on_event, on_jobs=self._on_jobs)
+                                 on_event=self._on_event, on_jobs=self._on_jobs, on_progress=self._on_progress)
         self.scheduler.start()
         self.load_model()
 
@@ -220,6 +221,9 @@ class Backend(QObject):
 
     def _on_jobs(self, n: int) -> None:
         self._emit(self.jobsChanged, int(n))
+
+    def _on_progress(self, what: str, done: int, total: int) -> None:
+        self._emit(self.jobProgress, what, int(done), int(total))
 
     # -- the database thread ----------------------------------------------------------
     def db(self, fn: Callable[[Any], Any], on_done: Callable[[Any], None] | None = None,

@@ -254,6 +254,7 @@ class MainWindow(QMainWindow):
         self.speed_label = QLabel("", self)
         self.speed_label.setAccessibleName("Speed of the last reply")
         self.jobs_label = QLabel("", self)
+        self._job_progress_shown = False
         self.jobs_label.setAccessibleName("Memory jobs pending")
         self.memory_notice = QPushButton("Memory updated", self)
         self.memory_notice.setObjectName("memoryNotice")
@@ -276,6 +277,7 @@ class MainWindow(QMainWindow):
         b.modelLoaded.connect(self._model_loaded)
         b.modelFailed.connect(self._model_failed)
         b.jobsChanged.connect(self._set_jobs)
+        b.jobProgress.connect(self._job_progress)
         b.memoryEvent.connect(self._memory_event)
         b.conversationCreated.connect(self._conversation_created)
         b.firstToken.connect(self._first_token)
@@ -380,7 +382,20 @@ class MainWindow(QMainWindow):
 
     def _set_jobs(self, n: int) -> None:
         self.jobs_pending = n
+        if self._job_progress_shown and n:
+            return      # a long job is still running: keep its progress in view
+        self._job_progress_shown = False
         self.jobs_label.setText(f"Memory jobs: {n}" if n else "Memory: up to date")
+
+    def _job_progress(self, what: str, done: int, total: int) -> None:
+        """A long memory job (re-embedding after a model change) says how far it is."""
+        self._job_progress_shown = done < total
+        if done < total:
+            pct = 100 * done // max(1, total)
+            self.jobs_label.setText(f"Memory: {what} {done:,}/{total:,} pages ({pct}%)")
+            self.jobs_label.setToolTip("Recall uses the new embedding model fully once this finishes.")
+        else:
+            self.jobs_label.setText(f"Memory: {what} done, saving…")
 
     def _memory_event(self, event) -> None:
         kind = getattr(event, "kind", "")

@@ -7,6 +7,7 @@ import threading
 
 from app.agent import ChatAgent, DiskFullError
 from app.commands._common import fail, print_json
+from app.importers.progress import ProgressBar
 from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
@@ -19,7 +20,7 @@ def _agent(ctx, store):
     agent = ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve,
                       max_tokens=ctx.settings.chat.max_tokens)
     if agent.recover_interrupted():  # a reply was cut short by a crash: keep it, queue its memory
-        store.run_pending(allow_llm=False)
+        _settle(store)
     return agent
 
 
@@ -53,14 +54,28 @@ def _stream_turn(agent, cid, text, *, quiet=False):
 
 
 def _settle(store):
-    """Run the LLM-free memory jobs this turn queued, so the next command sees the page. On a full
-    disk they stay queued and run at a later start."""
+    """Run the LLM-free memory jobs this turn queued, so the next command sees the page (and a
+    re-embedding after an embedding-model change, with a progress bar). On a full disk they stay
+    queued and run at a later start."""
+    bars: dict[str, ProgressBar] = {}
+
+    def progress(what: str, done: int, total: int) -> None:
+        bar = bars.get(what)
+        if bar is None:
+            bar = bars[what] = ProgressBar(total, label=what, unit="pages")
+        bar.update(done - bar.done)
+
+    store.on_progress = progress
     try:
         store.run_pending(allow_llm=False)
     except Exception as exc:
         if not is_storage_full(exc):
             raise
         print("[memory update postponed: the disk is full]", file=sys.stderr)
+    finally:
+        store.on_progress = None
+        for bar in bars.values():
+            bar.close()
 
 
 def run_ask(args, ctx) -> int:

@@ -96,3 +96,19 @@ def test_memory_export_json_and_markdown(filled, tmp_path):
     blocker.write_text("x")
     bad = mnemo(filled, "memory", "export", str(blocker / "memory.json"), check=False)
     assert bad.returncode != 0 and "could not write" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_ask_after_an_embedding_model_change_re_embeds_with_a_progress_bar(mnemo_dirs, embedder):
+    from memory_core import MemoryStore
+
+    mnemo_dirs["data"].mkdir(parents=True, exist_ok=True)
+    mnemo_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (mnemo_dirs["config"] / "settings.json").write_text(json.dumps({"chat": {"max_tokens": 4}}))
+    old = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id="an-older-model",
+                           dim=embedder.dim)
+    old.add_pages(old.create_conversation(), [{"user_text": f"note {i}", "assistant_text": "ok"} for i in range(300)])
+    old.close()
+    out = mnemo(mnemo_dirs, "ask", "Hello")
+    assert "re-embedding memory |" in out.stderr and "300/300 pages" in out.stderr
+    stats = mnemo(mnemo_dirs, "memory", "stats", "--json")
+    assert json.loads(stats.stdout)["embed_model_id"] == embedder.model_id

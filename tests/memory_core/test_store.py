@@ -33,16 +33,22 @@ def test_refuses_other_dimension(open_store, tmp_path, embedder):
         MemoryStore.open(tmp_path / "memory.db", lambda t: None, embed_model_id="other", dim=512)
 
 
-def test_same_dim_new_model_queues_reembed(open_store, tmp_path, embedder, clock):
+def test_same_dim_new_model_queues_reembed_and_reports_progress(open_store, tmp_path, embedder, clock):
     s = open_store()
     cid = s.create_conversation()
     s.add_page(cid, "I like green tea", "Noted.")
+    s.add_pages(cid, [{"user_text": f"note {i}", "assistant_text": "ok"} for i in range(299)])
     s.close()
     s2 = MemoryStore.open(tmp_path / "memory.db", embedder.embed, embed_model_id="another-model", dim=embedder.dim,
                           clock=clock)
     try:
-        assert [j.kind for j in s2.list_jobs("pending")] == ["reembed"]
-        assert s2.run_pending() == 1
+        assert "reembed" in [j.kind for j in s2.list_jobs("pending")]
+        seen = []
+        s2.on_progress = lambda what, done, total: seen.append((what, done, total))
+        s2.run_pending(kinds=["reembed"])
+        assert s2.pending_jobs(kinds=["reembed"]) == 0
+        assert seen == [("re-embedding memory", 0, 300), ("re-embedding memory", 256, 300),
+                        ("re-embedding memory", 300, 300)]
         assert s2.stats()["embed_model_id"] == "another-model"
         assert s2.check_integrity() == []
     finally:

@@ -474,3 +474,24 @@ def test_a_damaged_memory_database_is_explained_and_left_untouched(make_window, 
     assert not win.backend.busy and win.composer.text() == "Hello?"
     assert "memory database could not be opened" in win.statusBar().currentMessage()
     assert db.read_bytes() == junk
+
+
+def test_re_embedding_after_a_model_change_shows_progress(make_window, qtbot, mnemo_dirs, embedder):
+    from memory_core import MemoryStore
+
+    mnemo_dirs["data"].mkdir(parents=True, exist_ok=True)
+    old = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id="an-older-model",
+                           dim=embedder.dim)
+    cid = old.create_conversation()
+    old.add_pages(cid, [{"user_text": f"note {i} about tea", "assistant_text": "ok"} for i in range(300)])
+    old.close()
+    win = make_window(start=False)
+    seen = []
+    win.backend.jobProgress.connect(lambda what, done, total: seen.append((what, done, total, win.jobs_label.text())))
+    win.start_background_loading()
+    qtbot.waitUntil(lambda: bool(seen) and seen[-1][1] == seen[-1][2], timeout=120_000)
+    assert [s[:3] for s in seen] == [("re-embedding memory", 0, 300), ("re-embedding memory", 256, 300),
+                                     ("re-embedding memory", 300, 300)]
+    assert seen[1][3] == "Memory: re-embedding memory 256/300 pages (85%)"
+    qtbot.waitUntil(lambda: win.jobs_label.text() in ("Memory: up to date",) or
+                    win.jobs_label.text().startswith("Memory jobs:"), timeout=60_000)
