@@ -75,6 +75,7 @@ class ComposerEdit(QPlainTextEdit):
 
 class Composer(QFrame):
     sendRequested = Signal()
+    changed = Signal()          # the text or the pasted attachment changed (drafts are saved on it)
     stopRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None):
@@ -114,6 +115,7 @@ class Composer(QFrame):
         self.edit.submit.connect(self._submit)
         self.edit.largePaste.connect(self.set_attachment)
         self.edit.textChanged.connect(self._update_button)
+        self.edit.textChanged.connect(self.changed)
         self.edit.focusChanged.connect(self._focus_changed)
         row.addWidget(self.edit, 1)
         self.send_button = QToolButton(self.box)
@@ -156,11 +158,13 @@ class Composer(QFrame):
         self.chip_label.setText(f"Pasted text · {markdown.human_size(len(text))}")
         self.chip.show()
         self._update_button()
+        self.changed.emit()
 
     def clear_attachment(self) -> None:
         self._attachment = ""
         self.chip.hide()
         self._update_button()
+        self.changed.emit()
 
     @property
     def attachment(self) -> str:

@@ -27,6 +27,7 @@ from ui.bridge import EDIT, REGENERATE, SEND, Backend, Turn  # noqa: E402
 from ui.chat_view import ChatView, MessageWidget  # noqa: E402
 from ui.composer import Composer  # noqa: E402
 from ui.conversation_list import ConversationList  # noqa: E402
+from ui.drafts import DraftKeeper  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,11 @@ class MainWindow(QMainWindow):
         self._connect_backend()
         self._restore_geometry()
         self._update_header()
+        self.drafts = DraftKeeper(ctx.paths.data_dir / "draft.txt", self.composer.text, self)
+        draft = self.drafts.load()
+        if draft.strip():
+            self.composer.set_text(draft)
+        self.composer.changed.connect(self.drafts.changed)
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
@@ -255,6 +261,7 @@ class MainWindow(QMainWindow):
         self.speed_label.setAccessibleName("Speed of the last reply")
         self.jobs_label = QLabel("", self)
         self._job_progress_shown = False
+        self._unsent_widget: MessageWidget | None = None   # a message whose send failed before it was stored
         self.jobs_label.setAccessibleName("Memory jobs pending")
         self.memory_notice = QPushButton("Memory updated", self)
         self.memory_notice.setObjectName("memoryNotice")
@@ -325,6 +332,7 @@ class MainWindow(QMainWindow):
         if not self._closing:
             self._closing = True
             self.save_geometry()
+            self.drafts.save_now()
             self._flush_timer.stop()
             self.hide()  # gone at once, even if a worker takes a moment to stop
             self.backend.shutdown()
@@ -618,6 +626,10 @@ class MainWindow(QMainWindow):
                         incognito=self.current_incognito if self.current_id is None else False,
                         parent_id=shown.message_id if shown is not None and self.current_id is not None else None)
         self.composer.clear()
+        self.drafts.save_now()      # sent: a crash from here on must not bring it back as a draft
+        unsent, self._unsent_widget = self._unsent_widget, None
+        if unsent is not None and any(w is unsent for w in self.chat_view.messages()):
+            self.chat_view.remove_from(unsent)   # the failed try (never stored) gives way to this one
         user = self.chat_view.add_message("user", text)
         self._start_turn(turn, user)
 
@@ -757,6 +769,8 @@ class MainWindow(QMainWindow):
                 widget.set_final("failed", error=turn.error)
             if turn.kind in (SEND, EDIT) and not self.composer.text().strip():
                 self.composer.set_text(turn.text)  # nothing typed is lost
+            if user_widget is not None and user_widget.message_id is None:
+                self._unsent_widget = user_widget  # shown with its error until the next send
             self.statusBar().showMessage(f"The reply failed: {turn.error}", 8000)
         self.chat_view.set_busy(False)
         QTimer.singleShot(100, self.chat_view.prepare)  # ready widgets for the next message

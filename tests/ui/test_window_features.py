@@ -438,6 +438,10 @@ def test_a_full_disk_keeps_the_typed_message_and_says_why(full_disk, make_window
     assert turn.result is not None and turn.result.status == "complete", turn.error
     msgs = win.backend.db(lambda s: s.list_messages(turn.conversation_id)).result(timeout=60)
     assert [m.content for m in msgs if m.role == "user"] == ["My cat is called Miso.", "And my dog is called Tofu."]
+    # the failed try is gone from the view: one bubble per message actually sent
+    assert [w.text for w in win.chat_view.messages() if w.role == "user"] == [
+        "My cat is called Miso.", "And my dog is called Tofu."]
+    assert all(w.status != "failed" for w in win.chat_view.messages())
 
 
 def test_unreadable_settings_are_reported_once_and_kept(make_window, qtbot, mnemo_dirs):
@@ -495,3 +499,23 @@ def test_re_embedding_after_a_model_change_shows_progress(make_window, qtbot, mn
     assert seen[1][3] == "Memory: re-embedding memory 256/300 pages (85%)"
     qtbot.waitUntil(lambda: win.jobs_label.text() in ("Memory: up to date",) or
                     win.jobs_label.text().startswith("Memory jobs:"), timeout=60_000)
+
+
+def test_an_unsent_message_survives_quitting_and_a_sent_one_does_not_come_back(make_window, chat, qtbot,
+                                                                                 mnemo_dirs):
+    from app.context import AppContext
+
+    win = make_window(max_tokens=4)
+    win.composer.edit.setFocus()
+    qtbot.keyClicks(win.composer.edit, "half-written thought about tea")
+    draft = mnemo_dirs["data"] / "draft.txt"
+    qtbot.waitUntil(draft.exists, timeout=5_000)                      # saved shortly after typing stops
+    assert draft.read_text(encoding="utf-8") == "half-written thought about tea"
+    win.close()
+    again = make_window(ctx=AppContext.create())
+    assert again.composer.text() == "half-written thought about tea"
+    chat.send(again, again.composer.text())
+    assert not draft.exists()                                          # sent: no longer a draft
+    again.close()
+    third = make_window(ctx=AppContext.create())
+    assert third.composer.text() == ""
