@@ -48,9 +48,20 @@ def run_gui(ctx, *, self_test: bool = False, timings: bool = False, started: flo
     app.setOrganizationName("Mnemo")
     app.setDesktopFileName("mnemo")
 
+    instance = None
+    if not self_test:
+        from ui.single_instance import InstanceServer, ask_running_instance
+
+        if ask_running_instance(ctx.paths.data_dir):
+            print("Mnemo is already running on this memory; its window was brought to the front.")
+            return 0
+        instance = InstanceServer(ctx.paths.data_dir, app)
+
     from ui.main_window import MainWindow
 
     window = MainWindow(ctx)
+    if instance is not None:
+        instance.activated.connect(window.bring_to_front)
     probe = _FirstPaint(started)
     window.installEventFilter(probe)
     window.show()

@@ -321,6 +321,15 @@ class MainWindow(QMainWindow):
         if isinstance(split, QByteArray) and not split.isEmpty():
             self.splitter.restoreState(split)
 
+    def bring_to_front(self) -> None:
+        """Mnemo was started again on this memory: show this window instead of a second one."""
+        if self.isMinimized():
+            self.showNormal()
+        self.show()
+        self.raise_()
+        self.activateWindow()
+        self.statusBar().showMessage("Mnemo is already open — this is its window", 5000)
+
     def save_geometry(self) -> None:
         self.ctx.paths.config_dir.mkdir(parents=True, exist_ok=True)
         qs = self._settings_store()
