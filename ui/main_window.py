@@ -409,10 +409,10 @@ class MainWindow(QMainWindow):
         self._job_progress_shown = done < total
         if done < total:
             pct = 100 * done // max(1, total)
-            self.jobs_label.setText(f"Memory: {what} {done:,}/{total:,} pages ({pct}%)")
+            self.jobs_label.setText(f"{what[:1].upper()}{what[1:]}: {done:,}/{total:,} pages ({pct}%)")
             self.jobs_label.setToolTip("Recall uses the new embedding model fully once this finishes.")
         else:
-            self.jobs_label.setText(f"Memory: {what} done, saving…")
+            self.jobs_label.setText(f"{what[:1].upper()}{what[1:]}: saving…")
 
     def _memory_event(self, event) -> None:
         kind = getattr(event, "kind", "")
