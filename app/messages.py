@@ -1,4 +1,5 @@
 """User-facing advice shared by the CLI and the window, so both say the same thing."""
 
-DAMAGED_DB_ADVICE = ("Move the file away to start with an empty memory (Mnemo creates a new one), "
-                     "or put back a backup or an export")
+DAMAGED_DB_ADVICE = ("Put back a backup (`mnemo memory backups` lists the daily copies, `mnemo memory restore "
+                     "FILE` restores one; the damaged file is kept aside), or move the file away to start with "
+                     "an empty memory")

@@ -40,6 +40,8 @@ class Scheduler:
         on_event: Callable[[Any], None] | None = None,
         on_jobs: Callable[[int], None] | None = None,
         on_progress: Callable[[str, int, int], None] | None = None,
+        idle_work: Callable[[Any], Any] | None = None,
+        idle_work_delay_s: float = 60.0,
         idle_s: float = 2.0,
         poll_s: float = 1.0,
     ):
@@ -49,6 +51,10 @@ class Scheduler:
         self.on_event = on_event
         self.on_jobs = on_jobs
         self.on_progress = on_progress    # (what, done, total) of a long memory job (re-embedding)
+        # run once by the memory thread, idle_work_delay_s after start when chat is idle (the daily
+        # backup): never in the way of the first minutes of use, nor of a reply
+        self.idle_work = idle_work
+        self.idle_work_delay_s = idle_work_delay_s
         self.idle_s = idle_s
         self.poll_s = poll_s
         self._tasks: queue.PriorityQueue = queue.PriorityQueue()
@@ -214,11 +220,21 @@ class Scheduler:
                     store.warm_up()
                 except Exception:  # noqa: BLE001 - the first retrieval loads it instead
                     log.exception("warming up the memory index failed")
+            started = time.monotonic()
+            idle_work = self.idle_work
             while not self._stop.is_set():
                 self._wake_memory.wait(timeout=self.poll_s)
                 self._wake_memory.clear()
                 if self._stop.is_set():
                     break
+                if (idle_work is not None and time.monotonic() - started >= self.idle_work_delay_s
+                        and not self._busy_chat and time.monotonic() - self._last_chat >= self.idle_s):
+                    work, idle_work = idle_work, None
+                    try:
+                        work(store)
+                    except Exception as exc:  # noqa: BLE001 - e.g. a full disk: memory work goes on
+                        self.last_error = str(exc)
+                        log.exception("idle memory work failed")
                 exclude = LLM_JOB_KINDS if self._get_model is not None else None
                 try:
                     while store.run_pending(max_jobs=8, allow_llm=False, exclude_kinds=exclude):

@@ -54,6 +54,8 @@ class Settings:
     ui: UISettings = field(default_factory=UISettings)
     # Overrides of memory_core.MemoryParams, by field name (only what the user changed).
     memory: dict[str, Any] = field(default_factory=dict)
+    # Daily copies of the memory database kept in <data dir>/backups (app.backups); 0 = none.
+    backup_keep: int = 2
     # Legacy (≤ 0.1): the global pause switch lived here. It now lives in the memory database
     # (`MemoryStore.set_paused`), shared by the app, the inspector and the CLI; a True found here
     # is moved there when the store is next opened (AppContext.open_store).

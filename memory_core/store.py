@@ -999,6 +999,33 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
         return export_memory(self, path, fmt=fmt, on_progress=on_progress)
 
+    def backup(self, path: str | Path, *, pages_per_step: int = 2048,
+               on_progress: Callable[[int, int], None] | None = None) -> Path:
+        """Copy the whole database to `path` with SQLite's online backup, a few thousand pages at a
+        time (this connection's lock is held per step only, so other work goes on in between; other
+        connections keep writing, WAL). Written to a temp file and renamed: `path` is either the old
+        file or a complete new copy. Returns `path`."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.partial")
+        tmp.unlink(missing_ok=True)
+        dest = apsw.Connection(str(tmp))
+        try:
+            with dest.backup("main", self._conn, "main") as b:
+                while not b.done:
+                    with self._lock:
+                        self._check()
+                        b.step(pages_per_step)
+                    if on_progress is not None:
+                        on_progress(b.page_count - b.remaining, b.page_count)
+            dest.close()
+            os.replace(tmp, path)
+        except BaseException:
+            dest.close()
+            tmp.unlink(missing_ok=True)
+            raise
+        return path
+
     def check_integrity(self) -> list[str]:
         """Problems found across base, vector and FTS tables (empty list = consistent)."""
         problems: list[str] = []

@@ -168,13 +168,15 @@ class Backend(QObject):
         if self._started:
             return
         self._started = True
+        from app import backups
         from app.scheduler import Scheduler
 
         self._db = _DbThread(self.ctx.open_store, self._db_opened)
         self._db.start()
         factory = self._scheduler_factory or Scheduler
         self.scheduler = factory(open_store=self._open_scheduler_store, get_model=self.ctx.chat_model,
-                                 on_event=self._on_event, on_jobs=self._on_jobs, on_progress=self._on_progress)
+                                 on_event=self._on_event, on_jobs=self._on_jobs, on_progress=self._on_progress,
+                                 idle_work=self._daily_backup, idle_work_delay_s=backups.START_DELAY_S)
         self.scheduler.start()
         self.load_model()
 
@@ -221,6 +223,14 @@ class Backend(QObject):
 
     def _on_jobs(self, n: int) -> None:
         self._emit(self.jobsChanged, int(n))
+
+    def _daily_backup(self, store) -> None:
+        """On the memory thread, once per start (a minute in, chat idle): today's copy, if due."""
+        from app.backups import maybe_backup
+
+        made = maybe_backup(store, self.ctx.paths, keep=self.ctx.settings.backup_keep)
+        if made is not None:
+            log.info("memory backed up to %s", made)
 
     def _on_progress(self, what: str, done: int, total: int) -> None:
         self._emit(self.jobProgress, what, int(done), int(total))

@@ -1,9 +1,10 @@
-"""`mnemo memory …`: list / show / forget / pin / wipe / pause / events / stats / export."""
+"""`mnemo memory …`: list / show / forget / pin / wipe / pause / events / stats / export / backup / backups / restore."""
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 import sys
+from pathlib import Path
 
 from app.commands._common import fail, print_json
 
@@ -77,10 +78,53 @@ def _export(store, args) -> int:
     return 0
 
 
+def _list_backups(ctx, as_json: bool) -> int:
+    from app import backups
+
+    found = backups.list_backups(ctx.paths)
+    rows = [{"path": str(p), "bytes": p.stat().st_size, "made": _when(p.stat().st_mtime)} for p in found]
+    if as_json:
+        print_json(rows)
+    elif not rows:
+        print(f"no backups yet in {backups.backup_dir(ctx.paths)}")
+    for r in [] if as_json else rows:
+        print(f"{r['made']}  {r['bytes'] / 1e6:8.1f} MB  {r['path']}")
+    return 0
+
+
+def _restore(ctx, args) -> int:
+    """Without opening the current database: it may be the damaged one."""
+    from app import backups
+
+    src = Path(args.file)
+    if not src.is_file():
+        return fail(f"no such backup: {src}", 1)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return fail("restore replaces the memory database (the current one is kept aside); close Mnemo, "
+                        "then pass --yes to confirm")
+        if input("Close Mnemo first. Type 'restore' to put this backup back: ").strip() != "restore":
+            return fail("not restored", 1)
+    aside = backups.restore(ctx.paths, src)
+    print(f"restored {src} as {ctx.paths.db_file}; the database it replaced is kept as {aside}")
+    return 0
+
+
 def run(args, ctx) -> int:
+    if args.action == "backups":
+        return _list_backups(ctx, args.json)
+    if args.action == "restore":
+        return _restore(ctx, args)
     store = ctx.open_store()
     try:
         action = args.action
+        if action == "backup":
+            from app import backups
+
+            path = store.backup(args.file) if args.file else backups.make_backup(
+                store, ctx.paths, keep=max(ctx.settings.backup_keep, 1))
+            print(f"memory backed up to {path} ({Path(path).stat().st_size / 1e6:.1f} MB)")
+            return 0
         if action == "list":
             items = _list(store, args)
             if args.json:
@@ -184,6 +228,13 @@ def register(sub) -> None:
     a.add_argument("--format", choices=("json", "markdown"), help="default: from the file's suffix")
     a = acts.add_parser("stats", help="counts per tier, database size, pending jobs")
     a.add_argument("--json", action="store_true")
+    a = acts.add_parser("backup", help="copy the memory database now (default: into the backups folder)")
+    a.add_argument("file", nargs="?", help="where to write the copy (default: <data dir>/backups/mnemo-<time>.sqlite3)")
+    a = acts.add_parser("backups", help="list the backups Mnemo made (one a day, the newest kept)")
+    a.add_argument("--json", action="store_true")
+    a = acts.add_parser("restore", help="put a backup back as the memory database (close Mnemo first)")
+    a.add_argument("file", help="a backup file (see `mnemo memory backups`)")
+    a.add_argument("--yes", action="store_true", help="do not ask")
     for parser in acts.choices.values():
         parser.set_defaults(func=run)
     p.set_defaults(func=run)

@@ -96,7 +96,7 @@ def test_a_damaged_memory_database_is_named_left_untouched_and_explained(mnemo_d
     out = _run(["search", "hello"], mnemo_dirs)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert str(db) in out.stderr and "is damaged or is not a Mnemo memory database" in out.stderr
-    assert "Move the file away" in out.stderr
+    assert "mnemo memory restore" in out.stderr and "move the file away" in out.stderr
     assert db.read_bytes() == junk
 
 

@@ -519,3 +519,20 @@ def test_an_unsent_message_survives_quitting_and_a_sent_one_does_not_come_back(m
     again.close()
     third = make_window(ctx=AppContext.create())
     assert third.composer.text() == ""
+
+
+def test_the_window_makes_the_daily_backup_in_the_background(make_window, qtbot, mnemo_dirs, monkeypatch):
+    from app import backups
+    from app.settings import Paths
+
+    monkeypatch.setattr(backups, "START_DELAY_S", 0.5)    # a minute after start in the app
+    win = make_window()
+    paths = Paths(mnemo_dirs["config"], mnemo_dirs["data"])
+    qtbot.waitUntil(lambda: len(backups.list_backups(paths)) == 1, timeout=30_000)
+    made = backups.list_backups(paths)[0]
+    assert made.stat().st_size > 0
+    win.close()
+    again = make_window()                       # the next start the same day makes none
+    qtbot.wait(2500)
+    assert backups.list_backups(paths) == [made]
+    again.close()

@@ -1,0 +1,81 @@
+"""Automatic copies of the memory database, so a damaged disk or file never takes all of it.
+
+Once a day (a minute into the first start after 24 h, while chat is idle) the memory thread
+copies the database into `<data dir>/backups/mnemo-YYYYmmdd-HHMMSS.sqlite3` with SQLite's online
+backup; the newest `KEEP` copies are kept. `mnemo memory backup` makes one now, `mnemo memory backups` lists them
+and `mnemo memory restore FILE` puts one back (with Mnemo closed; the current file is kept aside).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import time
+from pathlib import Path
+
+from app.settings import Paths
+
+BACKUP_DIR = "backups"
+PREFIX = "mnemo-"
+SUFFIX = ".sqlite3"
+KEEP = 2
+EVERY_S = 24 * 3600.0
+START_DELAY_S = 60.0      # the app makes it a minute after start, when chat is idle
+
+
+def backup_dir(paths: Paths) -> Path:
+    return paths.data_dir / BACKUP_DIR
+
+
+def list_backups(paths: Paths) -> list[Path]:
+    """Backups made by Mnemo, newest first."""
+    d = backup_dir(paths)
+    if not d.is_dir():
+        return []
+    found = [p for p in d.iterdir() if p.name.startswith(PREFIX) and p.name.endswith(SUFFIX)]
+    return sorted(found, key=lambda p: p.name, reverse=True)
+
+
+def due(paths: Paths, now: float | None = None) -> bool:
+    now = time.time() if now is None else now
+    newest = list_backups(paths)
+    return not newest or now - newest[0].stat().st_mtime >= EVERY_S
+
+
+def make_backup(store, paths: Paths, *, now: float | None = None, keep: int = KEEP, on_progress=None) -> Path:
+    """Copy the database now; keep the newest `keep` backups (older ones are deleted)."""
+    stamp = dt.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
+    path = store.backup(backup_dir(paths) / f"{PREFIX}{stamp}{SUFFIX}", on_progress=on_progress)
+    for old in list_backups(paths)[max(1, keep):]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def maybe_backup(store, paths: Paths, *, keep: int = KEEP, now: float | None = None) -> Path | None:
+    """The daily backup, when one is due and backups are on (`keep` > 0; called by the memory
+    thread at start)."""
+    if keep <= 0 or not due(paths, now):
+        return None
+    return make_backup(store, paths, now=now, keep=keep)
+
+
+def restore(paths: Paths, backup: Path, *, now: float | None = None) -> Path:
+    """Put `backup` back as the memory database. Mnemo must be closed. The current database (with
+    its -wal/-shm files) is moved aside first, never deleted; returns where it went."""
+    backup = Path(backup)
+    if not backup.is_file():
+        raise FileNotFoundError(f"no such backup: {backup}")
+    db = paths.db_file
+    stamp = dt.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
+    aside = db.with_name(f"{db.name}.before-restore-{stamp}")
+    paths.data_dir.mkdir(parents=True, exist_ok=True)
+    tmp = db.with_name(f".{db.name}.restoring")
+    shutil.copyfile(backup, tmp)              # copy first: a failure here leaves everything as it was
+    if db.exists():
+        os.replace(db, aside)
+    for extra in ("-wal", "-shm"):
+        side = db.with_name(db.name + extra)
+        if side.exists():
+            os.replace(side, aside.with_name(aside.name + extra))
+    os.replace(tmp, db)
+    return aside
