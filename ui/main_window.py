@@ -228,6 +228,8 @@ class MainWindow(QMainWindow):
         self.pause_action = self._action("&Pause memory (remember nothing new)", self.set_memory_paused,
                                          checkable=True, menu=memory)
         self.pause_action.setEnabled(False)   # until the store says whether memory is paused
+        memory.addSeparator()
+        self.backup_action = self._action("&Back up memory now", self.backup_now, menu=memory)
 
         view = mb.addMenu("&View")
         themes = view.addMenu("&Theme")
@@ -262,6 +264,7 @@ class MainWindow(QMainWindow):
         self.jobs_label = QLabel("", self)
         self._job_progress_shown = False
         self._unsent_widget: MessageWidget | None = None   # a message whose send failed before it was stored
+        self.last_backup: Path | None = None                # where Memory ▸ Back up memory now last wrote
         self.jobs_label.setAccessibleName("Memory jobs pending")
         self.memory_notice = QPushButton("Memory updated", self)
         self.memory_notice.setObjectName("memoryNotice")
@@ -320,6 +323,25 @@ class MainWindow(QMainWindow):
         split = qs.value("splitter")
         if isinstance(split, QByteArray) and not split.isEmpty():
             self.splitter.restoreState(split)
+
+    def backup_now(self) -> None:
+        """Memory ▸ Back up memory now: a copy in <data dir>/backups on the database thread."""
+        from app import backups
+
+        self.backup_action.setEnabled(False)
+        self.statusBar().showMessage("Backing up memory…", 0)
+        keep = max(1, self.ctx.settings.backup_keep)
+
+        def done(path) -> None:
+            self.backup_action.setEnabled(True)
+            self.last_backup = path
+            self.statusBar().showMessage(f"Memory backed up to {path}", 10000)
+
+        def failed(exc) -> None:
+            self.backup_action.setEnabled(True)
+            self._db_error(exc)
+
+        self.backend.db(lambda store: backups.make_backup(store, self.ctx.paths, keep=keep), done, failed)
 
     def bring_to_front(self) -> None:
         """Mnemo was started again on this memory: show this window instead of a second one."""

@@ -536,3 +536,13 @@ def test_the_window_makes_the_daily_backup_in_the_background(make_window, qtbot,
     qtbot.wait(2500)
     assert backups.list_backups(paths) == [made]
     again.close()
+
+
+def test_back_up_memory_now_from_the_menu(make_window, chat, qtbot, mnemo_dirs):
+    win = make_window(max_tokens=4)
+    assert chat.send(win, "Remember that my bike is red.").result.status == "complete"
+    win.backup_action.trigger()
+    qtbot.waitUntil(lambda: getattr(win, "last_backup", None) is not None, timeout=30_000)
+    assert win.last_backup.parent == mnemo_dirs["data"] / "backups" and win.last_backup.stat().st_size > 0
+    assert "Memory backed up to" in win.statusBar().currentMessage()
+    assert win.backup_action.isEnabled()
