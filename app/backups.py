@@ -42,21 +42,26 @@ def due(paths: Paths, now: float | None = None) -> bool:
     return not newest or now - newest[0].stat().st_mtime >= EVERY_S
 
 
-def make_backup(store, paths: Paths, *, now: float | None = None, keep: int = KEEP, on_progress=None) -> Path:
+def make_backup(store, paths: Paths, *, now: float | None = None, keep: int = KEEP, on_progress=None,
+                cancelled=None) -> Path:
     """Copy the database now; keep the newest `keep` backups (older ones are deleted)."""
     stamp = dt.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
-    path = store.backup(backup_dir(paths) / f"{PREFIX}{stamp}{SUFFIX}", on_progress=on_progress)
+    for stale in backup_dir(paths).glob(f".{PREFIX}*.partial"):   # left by a killed process
+        stale.unlink(missing_ok=True)
+    path = store.backup(backup_dir(paths) / f"{PREFIX}{stamp}{SUFFIX}", on_progress=on_progress,
+                        cancelled=cancelled)
     for old in list_backups(paths)[max(1, keep):]:
         old.unlink(missing_ok=True)
     return path
 
 
-def maybe_backup(store, paths: Paths, *, keep: int = KEEP, now: float | None = None) -> Path | None:
+def maybe_backup(store, paths: Paths, *, keep: int = KEEP, now: float | None = None,
+                 cancelled=None) -> Path | None:
     """The daily backup, when one is due and backups are on (`keep` > 0; called by the memory
-    thread at start)."""
+    thread at start). `cancelled()` (the app closing) stops it between steps."""
     if keep <= 0 or not due(paths, now):
         return None
-    return make_backup(store, paths, now=now, keep=keep)
+    return make_backup(store, paths, now=now, keep=keep, cancelled=cancelled)
 
 
 def restore(paths: Paths, backup: Path, *, now: float | None = None) -> Path:

@@ -1000,11 +1000,13 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         return export_memory(self, path, fmt=fmt, on_progress=on_progress)
 
     def backup(self, path: str | Path, *, pages_per_step: int = 2048,
-               on_progress: Callable[[int, int], None] | None = None) -> Path:
+               on_progress: Callable[[int, int], None] | None = None,
+               cancelled: Callable[[], bool] | None = None) -> Path:
         """Copy the whole database to `path` with SQLite's online backup, a few thousand pages at a
         time (this connection's lock is held per step only, so other work goes on in between; other
         connections keep writing, WAL). Written to a temp file and renamed: `path` is either the old
-        file or a complete new copy. Returns `path`."""
+        file or a complete new copy. `cancelled()` true between steps stops it (InterruptedError,
+        nothing left behind). Returns `path`."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.partial")
@@ -1013,6 +1015,8 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         try:
             with dest.backup("main", self._conn, "main") as b:
                 while not b.done:
+                    if cancelled is not None and cancelled():
+                        raise InterruptedError("backup cancelled")
                     with self._lock:
                         self._check()
                         b.step(pages_per_step)

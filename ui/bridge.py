@@ -228,7 +228,12 @@ class Backend(QObject):
         """On the memory thread, once per start (a minute in, chat idle): today's copy, if due."""
         from app.backups import maybe_backup
 
-        made = maybe_backup(store, self.ctx.paths, keep=self.ctx.settings.backup_keep)
+        try:
+            made = maybe_backup(store, self.ctx.paths, keep=self.ctx.settings.backup_keep,
+                                cancelled=lambda: self._closed)
+        except InterruptedError:
+            log.info("the daily backup was cut short: Mnemo is closing")
+            return
         if made is not None:
             log.info("memory backed up to %s", made)
 

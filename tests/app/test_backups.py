@@ -108,3 +108,25 @@ def test_cli_backup_list_damage_and_restore(mnemo_dirs, embedder):
     assert done.returncode == 0 and "kept as" in done.stdout, done.stderr
     stats = json.loads(_mnemo(mnemo_dirs, "memory", "stats", "--json").stdout)
     assert stats["pages_total"] == 1 and stats["conversations"] == 1
+
+
+def test_a_cancelled_backup_leaves_nothing_and_stale_partials_are_swept(tmp_path, embedder):
+    import pytest
+
+    paths = Paths(tmp_path / "config", tmp_path / "data")
+    s = _open(paths.db_file, embedder)
+    try:
+        s.add_pages(s.create_conversation(), [{"user_text": f"line {i}", "assistant_text": "ok"} for i in range(300)])
+        steps = []
+        with pytest.raises(InterruptedError):        # cancelled between steps, here after the second
+            s.backup(backups.backup_dir(paths) / "x.sqlite3", pages_per_step=4,
+                     cancelled=lambda: len(steps) >= 2, on_progress=lambda done, total: steps.append(done))
+        assert len(steps) == 2
+        with pytest.raises(InterruptedError):
+            backups.make_backup(s, paths, cancelled=lambda: True)
+        assert backups.list_backups(paths) == [] and list(backups.backup_dir(paths).iterdir()) == []
+        (backups.backup_dir(paths) / ".mnemo-20260101-000000.sqlite3.partial").write_bytes(b"half")
+        made = backups.make_backup(s, paths)
+        assert [p.name for p in backups.backup_dir(paths).iterdir()] == [made.name]
+    finally:
+        s.close()
