@@ -239,3 +239,27 @@ def test_the_real_main_window_opens_the_inspector_dock(make_window, qtbot):
         assert panel.overview.stats.get("schema_version")
     finally:
         panel.shutdown()
+
+
+def test_a_block_arriving_redraws_only_rows_shown_as_placeholders(qtbot, store, filled, panel_factory):
+    """A dataChanged repaints the whole viewport even for rows off screen, so a block fetched
+    ahead (prefetch) must not announce itself; rows painted as placeholders must be redrawn."""
+    panel = panel_factory("pages")
+    pages = panel.pages.model
+    pages.BLOCK, pages.PREFETCH = 4, 2           # 48 pages: twelve small blocks, the view shows a few
+    pages.reload()
+    settle(panel)
+    u = min(b for b in range(12) if b not in pages._disp)    # the first block the view did not need
+    assert u - 1 in pages._disp and u + 3 < 12
+    changed = []
+    pages.dataChanged.connect(lambda a, b, roles=None: changed.append((a.row(), b.row())))
+    pages.paint_info(u * 4 - 1, 0)               # the last row of a loaded block: its neighbour is fetched ahead
+    settle(panel)
+    assert u in pages._disp and changed == []    # nothing on screen changed
+    row = (u + 3) * 4
+    text, *_ = pages.paint_info(row + 1, 0)      # rows of an unloaded block, painted as placeholders
+    assert text == "…"
+    pages.paint_info(row + 2, 1)
+    settle(panel)
+    assert changed == [(row + 1, row + 2)]
+    assert pages.paint_info(row + 1, 0)[0] != "…"

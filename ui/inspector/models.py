@@ -222,6 +222,11 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
         self._disp: dict[int, list[tuple]] = {}   # display strings of each loaded block (made on the worker)
         self._gone: set = set()           # keys known to have disappeared in the last refresh
         self._pending: set[int] = set()
+        # rows asked for (painted as placeholders) before their block was loaded: block -> [lo, hi].
+        # Only those are announced when the block arrives: a dataChanged over rows that are not on
+        # screen still repaints the whole viewport (QAbstractItemView), and prefetched blocks are
+        # mostly off screen.
+        self._asked_unloaded: dict[int, list[int]] = {}
         self._gen = 0
         self._ver = 0
         self._filters: dict[str, Any] = {}
@@ -371,6 +376,13 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
             self._blocks.move_to_end(b)
             i = row - b * self.BLOCK
             return rows[i] if i < len(rows) else None
+        asked = self._asked_unloaded.get(b)
+        if asked is None:
+            self._asked_unloaded[b] = [row, row]
+        elif row < asked[0]:
+            asked[0] = row
+        elif row > asked[1]:
+            asked[1] = row
         self._request_block(b)
         return None
 
@@ -395,10 +407,11 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
             if gen != self._gen or ver != self._ver:
                 return
             self._put_block(b, *rows)
-            first = b * self.BLOCK
-            last = min(self._count - 1, first + self.BLOCK - 1)
-            if last >= first:
-                self.dataChanged.emit(self.index(first, 0), self.index(last, len(self.columns) - 1))
+            asked = self._asked_unloaded.pop(b, None)
+            if asked is not None:          # placeholders were shown for these rows: redraw them
+                first, last = asked[0], min(self._count - 1, asked[1])
+                if last >= first:
+                    self.dataChanged.emit(self.index(first, 0), self.index(last, len(self.columns) - 1))
 
         self._worker.submit(fetch, done, on_error=lambda exc: (self._pending.discard(b), self._report(exc)),
                             wanted=lambda: self._wanted_block(b, gen, ver), on_skip=lambda: self._pending.discard(b),
@@ -424,6 +437,7 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
         self._gen += 1
         self._ver += 1
         self._pending.clear()
+        self._asked_unloaded.clear()
         self._reload_pending = True
         gen = self._gen
         filters, order_by, desc = dict(self._filters), self._order_by, self._desc
