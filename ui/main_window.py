@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
@@ -383,7 +384,36 @@ class MainWindow(QMainWindow):
         box.setInformativeText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}\n\nIf the file is damaged, "
                                f"{DAMAGED_DB_ADVICE[0].lower()}{DAMAGED_DB_ADVICE[1:]}.")
         self.store_error_box = box
+        self.restore_button = None
+        from app import backups
+
+        found = backups.list_backups(self.ctx.paths)
+        if found and "DamagedDatabaseError" in message:
+            # Nothing holds the damaged file open (every worker failed to open it): safe to swap now.
+            made = time.strftime("%Y-%m-%d %H:%M", time.localtime(found[0].stat().st_mtime))
+            self.restore_button = box.addButton(f"Restore the backup of {made}",
+                                                QMessageBox.ButtonRole.ActionRole)
+            self.restore_button.clicked.connect(lambda: self._restore_backup(found[0]))
         box.open()  # not modal: the window stays responsive
+
+    def _restore_backup(self, backup: Path) -> None:
+        """The memory file is damaged and a backup exists: put it back, keep the damaged file aside,
+        and close (the next start opens the restored memory)."""
+        from app import backups
+
+        try:
+            aside = backups.restore(self.ctx.paths, backup)
+        except OSError as exc:
+            QMessageBox.critical(self, "Mnemo — restore", f"The backup could not be restored: {exc}")
+            return
+        self.restored_from = backup
+        box = QMessageBox(QMessageBox.Icon.Information, "Mnemo — restore",
+                          "The backup was restored. Start Mnemo again to use it.", QMessageBox.StandardButton.Close,
+                          self)
+        box.setInformativeText(f"Restored: {backup}\nThe damaged file is kept as {aside}.")
+        box.finished.connect(lambda _r: self.close())
+        self.restored_box = box
+        box.open()
 
     def _model_loading(self) -> None:
         self.load_progress.show()

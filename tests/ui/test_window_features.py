@@ -546,3 +546,37 @@ def test_back_up_memory_now_from_the_menu(make_window, chat, qtbot, mnemo_dirs):
     assert win.last_backup.parent == mnemo_dirs["data"] / "backups" and win.last_backup.stat().st_size > 0
     assert "Memory backed up to" in win.statusBar().currentMessage()
     assert win.backup_action.isEnabled()
+
+
+def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(make_window, qtbot, mnemo_dirs,
+                                                                             embedder):
+    from app import backups
+    from app.settings import Paths
+    from memory_core import MemoryStore
+
+    paths = Paths(mnemo_dirs["config"], mnemo_dirs["data"])
+    s = MemoryStore.open(paths.db_file, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
+    s.add_page(s.create_conversation(), "I keep bees.", "Lovely.")
+    saved = backups.make_backup(s, paths)
+    s.close()
+    for extra in ("-wal", "-shm"):
+        paths.db_file.with_name(paths.db_file.name + extra).unlink(missing_ok=True)
+    paths.db_file.write_bytes(b"ruined" * 1000)
+    win = make_window(wait=False)
+    qtbot.waitUntil(lambda: getattr(win, "store_error_box", None) is not None and win.store_error_box.isVisible(),
+                    timeout=60_000)
+    assert win.restore_button is not None and "Restore the backup of" in win.restore_button.text()
+    win.restore_button.click()
+    qtbot.waitUntil(lambda: getattr(win, "restored_box", None) is not None and win.restored_box.isVisible(),
+                    timeout=10_000)
+    assert win.restored_from == saved
+    assert paths.db_file.read_bytes() == saved.read_bytes()
+    kept = [p for p in paths.data_dir.iterdir() if ".before-restore-" in p.name]
+    assert [p.read_bytes() for p in kept] == [b"ruined" * 1000]
+    win.restored_box.done(0)
+    qtbot.waitUntil(lambda: not win.isVisible(), timeout=10_000)
+    r = MemoryStore.open(paths.db_file, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
+    try:
+        assert [p.user_text for p in r.list_pages()] == ["I keep bees."]
+    finally:
+        r.close()
