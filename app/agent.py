@@ -31,6 +31,8 @@ REPLY_NOT_STARTED = ("The disk is full: your message was saved, but there is no 
                      "Free some disk space and regenerate it.")
 REPLY_NOT_SAVED = ("The disk is full: this reply is shown but could not be saved. Free some disk space; "
                    "the part saved before the disk filled is kept.")
+MEMORY_NOT_QUEUED = ("The disk is full: the reply was saved, but it could not be added to memory. Free some "
+                     "disk space.")
 
 
 class DiskFullError(RuntimeError):
@@ -222,15 +224,22 @@ class ChatAgent:
             meta["error"] = error
         try:
             self.store.update_message(assistant_id, content=text, status=status, meta=meta)
-            if write and text.strip() and status != STATUS_FAILED:
-                self._enqueue_page(conversation_id, self.store.get_message(user_id), assistant_id, text)
         except Exception as exc:
             if not is_storage_full(exc):
                 raise
             # the row keeps what was flushed, marked 'streaming': the next start marks it interrupted
             # and queues its memory update (recover_interrupted)
             log.warning("the reply could not be saved: %s", exc)
-            status, error = STATUS_FAILED, REPLY_NOT_SAVED
+            return TurnResult(conversation_id, user_id, assistant_id, text, STATUS_FAILED, prompt, trace,
+                              REPLY_NOT_SAVED, stats)
+        if write and text.strip() and status != STATUS_FAILED:
+            try:
+                self._enqueue_page(conversation_id, self.store.get_message(user_id), assistant_id, text)
+            except Exception as exc:
+                if not is_storage_full(exc):
+                    raise
+                log.warning("the reply was saved but its memory update could not be queued: %s", exc)
+                error = MEMORY_NOT_QUEUED
         return TurnResult(conversation_id, user_id, assistant_id, text, status, prompt, trace, error, stats)
 
     def _flush_partial(self, assistant_id: int, parts: list[str]) -> float:

@@ -816,6 +816,8 @@ class MainWindow(QMainWindow):
                                  stats=result.stats)
             if user_widget is not None:
                 user_widget.set_message_id(result.user_message_id)
+            if result.error and result.status != "failed":   # e.g. saved, but not added to memory
+                self.statusBar().showMessage(result.error, 10000)
             tps = (result.stats or {}).get("tokens_per_s") or 0.0
             if tps:
                 self.last_tokens_per_s = float(tps)

@@ -122,3 +122,18 @@ def test_an_import_into_a_full_disk_stops_clearly_and_finishes_later(mnemo_dirs,
         assert s.list_conversations() and s._x("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         s.close()
+
+
+def test_a_reply_saved_just_before_the_disk_fills_says_it_is_not_in_memory(agent, store, monkeypatch):
+    import apsw
+
+    from app.agent import MEMORY_NOT_QUEUED
+
+    def full(*args, **kwargs):     # the disk fills between saving the reply and queueing its page
+        raise apsw.FullError("database or disk is full")
+
+    monkeypatch.setattr(store, "enqueue", full)
+    cid = agent.new_conversation()
+    result = agent.send(cid, "Hello there.")
+    assert result.status == "complete" and result.error == MEMORY_NOT_QUEUED
+    assert store.list_messages(cid)[1].content == result.text and store.list_messages(cid)[1].status == "complete"
