@@ -266,6 +266,7 @@ class MainWindow(QMainWindow):
         self._job_progress_shown = False
         self._unsent_widget: MessageWidget | None = None   # a message whose send failed before it was stored
         self.last_backup: Path | None = None                # where Memory ▸ Back up memory now last wrote
+        self.restored_from: Path | None = None              # the backup the damaged-file dialog put back
         self.jobs_label.setAccessibleName("Memory jobs pending")
         self.memory_notice = QPushButton("Memory updated", self)
         self.memory_notice.setObjectName("memoryNotice")
@@ -455,6 +456,7 @@ class MainWindow(QMainWindow):
             return      # a long job is still running: keep its progress in view
         self._job_progress_shown = False
         self.jobs_label.setText(f"Memory jobs: {n}" if n else "Memory: up to date")
+        self.jobs_label.setToolTip("")
 
     def _job_progress(self, what: str, done: int, total: int) -> None:
         """A long memory job (re-embedding after a model change) says how far it is."""
