@@ -200,7 +200,7 @@ class Backend(QObject):
         try:
             return self.ctx.open_store(llm=llm)
         except Exception as exc:
-            self._emit(self.storeFailed, str(exc))
+            self._emit(self.storeFailed, f"{type(exc).__name__}: {exc}")   # as the database thread reports it
             raise
 
     def _db_opened(self, error: Exception | None) -> None:
