@@ -399,14 +399,35 @@ class MainWindow(QMainWindow):
 
     def _restore_backup(self, backup: Path) -> None:
         """The memory file is damaged and a backup exists: put it back, keep the damaged file aside,
-        and close (the next start opens the restored memory)."""
+        and close (the next start opens the restored memory). The copy (hundreds of MB for a big
+        memory) runs on a thread of its own; the window polls for the outcome."""
+        import concurrent.futures
+
         from app import backups
 
-        try:
-            aside = backups.restore(self.ctx.paths, backup)
-        except OSError as exc:
-            QMessageBox.critical(self, "Mnemo — restore", f"The backup could not be restored: {exc}")
-            return
+        self.statusBar().showMessage(f"Restoring {backup.name}…", 0)
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mnemo-restore")
+        future = pool.submit(backups.restore, self.ctx.paths, backup)
+        pool.shutdown(wait=False)
+        timer = QTimer(self)
+        timer.setInterval(50)
+
+        def check() -> None:
+            if not future.done():
+                return
+            timer.stop()
+            timer.deleteLater()
+            exc = future.exception()
+            if exc is not None:
+                self.statusBar().showMessage("The backup could not be restored", 10000)
+                QMessageBox.critical(self, "Mnemo — restore", f"The backup could not be restored: {exc}")
+            else:
+                self._restored(backup, future.result())
+
+        timer.timeout.connect(check)
+        timer.start()
+
+    def _restored(self, backup: Path, aside: Path) -> None:
         self.restored_from = backup
         box = QMessageBox(QMessageBox.Icon.Information, "Mnemo — restore",
                           "The backup was restored. Start Mnemo again to use it.", QMessageBox.StandardButton.Close,
