@@ -378,23 +378,35 @@ class MainWindow(QMainWindow):
 
     def _store_failed(self, message: str) -> None:
         self.statusBar().showMessage("The memory database could not be opened", 0)
+        self.jobs_label.setText("Memory: unavailable")
         if getattr(self, "store_error_box", None) is not None:
             return  # both workers report the same failure; one dialog is enough
-        box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — memory database",
-                          "The memory database could not be opened.", QMessageBox.StandardButton.Close, self)
-        box.setInformativeText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}\n\nIf the file is damaged, "
-                               f"{DAMAGED_DB_ADVICE[0].lower()}{DAMAGED_DB_ADVICE[1:]}.")
-        self.store_error_box = box
-        self.restore_button = None
         from app import backups
 
-        found = backups.list_backups(self.ctx.paths)
-        if found and "DamagedDatabaseError" in message:
-            # Nothing holds the damaged file open (every worker failed to open it): safe to swap now.
-            made = time.strftime("%Y-%m-%d %H:%M", time.localtime(found[0].stat().st_mtime))
-            self.restore_button = box.addButton(f"Restore the backup of {made}",
-                                                QMessageBox.ButtonRole.ActionRole)
-            self.restore_button.clicked.connect(lambda: self._restore_backup(found[0]))
+        self.restore_button = None
+        db = self.ctx.paths.db_file
+        if "DamagedDatabaseError" in message:
+            found = backups.list_backups(self.ctx.paths)
+            box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — memory database",
+                              "The memory file is damaged, or is not a Mnemo memory.",
+                              QMessageBox.StandardButton.Close, self)
+            what_now = ("Restore the latest backup (below), or move the file away to start with an empty memory "
+                        "(Mnemo creates a new one)." if found else
+                        "There is no backup yet. Move the file away to start with an empty memory (Mnemo creates "
+                        "a new one), or put back a copy you keep elsewhere.")
+            box.setInformativeText(f"{db}\n\nIt was left exactly as it was. {what_now}")
+            box.setDetailedText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}\n{DAMAGED_DB_ADVICE}.")
+            if found:
+                # Nothing holds the damaged file open (every worker failed to open it): safe to swap now.
+                made = time.strftime("%Y-%m-%d %H:%M", time.localtime(found[0].stat().st_mtime))
+                self.restore_button = box.addButton(f"Restore the backup of {made}",
+                                                    QMessageBox.ButtonRole.ActionRole)
+                self.restore_button.clicked.connect(lambda: self._restore_backup(found[0]))
+        else:
+            box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — memory database",
+                              "The memory database could not be opened.", QMessageBox.StandardButton.Close, self)
+            box.setInformativeText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}")
+        self.store_error_box = box
         box.open()  # not modal: the window stays responsive
 
     def _restore_backup(self, backup: Path) -> None:

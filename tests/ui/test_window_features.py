@@ -468,8 +468,12 @@ def test_a_damaged_memory_database_is_explained_and_left_untouched(make_window, 
     win = make_window(wait=False)
     qtbot.waitUntil(lambda: getattr(win, "store_error_box", None) is not None and win.store_error_box.isVisible(),
                     timeout=60_000)
-    text = win.store_error_box.informativeText()
-    assert "is damaged or is not a Mnemo memory database" in text and "move the file away" in text
+    box = win.store_error_box
+    assert box.text() == "The memory file is damaged, or is not a Mnemo memory."
+    assert str(db) in box.informativeText() and "left exactly as it was" in box.informativeText()
+    assert "There is no backup yet. Move the file away" in box.informativeText()
+    assert "DamagedDatabaseError" in box.detailedText()
+    assert win.restore_button is None and win.jobs_label.text() == "Memory: unavailable"
     win.store_error_box.close()
     qtbot.waitUntil(lambda: bool(win.backend.model_id), timeout=120_000)   # the model still loads
     assert win.backend.model_error is None
