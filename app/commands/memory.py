@@ -99,6 +99,10 @@ def _restore(ctx, args) -> int:
     src = Path(args.file)
     if not src.is_file():
         return fail(f"no such backup: {src}", 1)
+    from app.instance_lock import app_is_running
+
+    if app_is_running(ctx.paths.data_dir):
+        return fail("Mnemo is open on this memory: close its window first (restore swaps the database file)", 1)
     if not args.yes:
         if not sys.stdin.isatty():
             return fail("restore replaces the memory database (the current one is kept aside); close Mnemo, "

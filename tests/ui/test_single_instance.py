@@ -38,6 +38,14 @@ def test_a_second_process_exits_and_the_first_keeps_running(qtbot, tmp_path):
                                 timeout=60)
         assert second.returncode == 0 and "already running" in second.stdout, second.stdout + second.stderr
         assert first.poll() is None                      # the first window is still there
+        # while it runs, a backup can be made (online) but not restored (that swaps the file)
+        made = subprocess.run([sys.executable, "-m", "app", "memory", "backup"], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert made.returncode == 0, made.stderr
+        backup = made.stdout.split("memory backed up to ")[1].split(" (")[0]
+        refused = subprocess.run([sys.executable, "-m", "app", "memory", "restore", backup, "--yes"], env=env,
+                                 capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and "close its window first" in refused.stderr
         # another memory (data folder) gets a window of its own beside the first
         other = dict(env, MNEMO_DATA_DIR=str(tmp_path / "other-data"))
         third = subprocess.Popen([sys.executable, "-m", "ui.launcher"], env=other, stdout=subprocess.PIPE,
@@ -55,3 +63,18 @@ def test_a_second_process_exits_and_the_first_keeps_running(qtbot, tmp_path):
     finally:
         first.kill()
         first.wait(timeout=30)
+    # once it is gone (killed: the OS dropped its lock), restoring works
+    done = subprocess.run([sys.executable, "-m", "app", "memory", "restore", backup, "--yes"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "kept as" in done.stdout, done.stderr
+
+
+def test_the_instance_lock_is_exclusive_and_released(tmp_path):
+    from app.instance_lock import InstanceLock, app_is_running
+
+    assert app_is_running(tmp_path) is False
+    held = InstanceLock(tmp_path)
+    assert held.acquire() is True
+    assert app_is_running(tmp_path) is True and InstanceLock(tmp_path).acquire() is False
+    held.release()
+    assert app_is_running(tmp_path) is False

@@ -1,0 +1,68 @@
+"""Whether a Mnemo window runs on a memory, for the CLI commands that must not run beside one
+(`mnemo memory restore` swaps the database file).
+
+The window holds an exclusive OS lock on `<data dir>/mnemo.lock` for its whole life (flock on
+POSIX, msvcrt.locking on Windows). The OS drops it when the process ends, however it ends, so a
+crash never leaves a stale lock behind. The window's single-instance hand-over is separate (a Qt
+local socket, ui/single_instance.py): this module stays Qt-free for the CLI.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LOCK_NAME = "mnemo.lock"
+
+
+class InstanceLock:
+    def __init__(self, data_dir: Path):
+        self.path = Path(data_dir) / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock without waiting; False when another process (or handle) holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _lock(fd)
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                _unlock(self._fd)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+
+def app_is_running(data_dir: Path) -> bool:
+    """True while a Mnemo window holds the memory in `data_dir`."""
+    probe = InstanceLock(data_dir)
+    if probe.acquire():
+        probe.release()
+        return False
+    return True
+
+
+if os.name == "nt":  # pragma: no cover - Windows
+    import msvcrt
+
+    def _lock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
