@@ -153,24 +153,25 @@ class ChatAgent:
         t_retrieve = time.perf_counter() - t0
 
         budget = max(256, self.model.n_ctx - self.reply_reserve)
-        at_end = self._recall_at_end
-        prompt = compose_prompt(query, retrieval=retrieval, history=history,
-                                count_tokens=self.model.count_tokens, budget_tokens=budget, recall_at_end=at_end)
+
+        def compose(budget_tokens: int = budget):
+            return compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
+                                  budget_tokens=budget_tokens, recall_at_end=self._recall_at_end)
+
+        prompt = compose()
         try:
             exact = self.model.count_messages_tokens(prompt.messages)
         except Exception as exc:  # noqa: BLE001 - a chat template that allows one system message only
-            if not at_end:
+            if not self._recall_at_end:
                 raise
             log.info("the chat template refused a second system message (%s); recall goes first", exc)
-            self._recall_at_end = at_end = False
-            prompt = compose_prompt(query, retrieval=retrieval, history=history,
-                                    count_tokens=self.model.count_tokens, budget_tokens=budget, recall_at_end=False)
+            self._recall_at_end = False
+            prompt = compose()
             exact = self.model.count_messages_tokens(prompt.messages)
         shrink = 0
         while exact > budget and shrink < 4:  # the template cost more than estimated: tighten and redo
             shrink += 1
-            prompt = compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
-                                    budget_tokens=budget - (exact - budget) - 32 * shrink, recall_at_end=at_end)
+            prompt = compose(budget - (exact - budget) - 32 * shrink)
             exact = self.model.count_messages_tokens(prompt.messages)
         prompt.prompt_tokens = exact
         t_compose = time.perf_counter() - t0 - t_retrieve
@@ -202,9 +203,7 @@ class ChatAgent:
                     log.info("the model refused the prompt (%s); retrying with recall in the first system "
                              "message", exc)
                     self._recall_at_end = False
-                    prompt = compose_prompt(query, retrieval=retrieval, history=history,
-                                            count_tokens=self.model.count_tokens, budget_tokens=budget,
-                                            recall_at_end=False)
+                    prompt = compose()
                     exact = self.model.count_messages_tokens(prompt.messages)
                     trace.update(included=prompt.included, dropped=prompt.dropped, prompt_tokens=exact)
                     continue

@@ -2,8 +2,9 @@
 
 Once a day (a minute into the first start after 24 h, while chat is idle) the memory thread
 copies the database into `<data dir>/backups/mnemo-YYYYmmdd-HHMMSS.sqlite3` with SQLite's online
-backup; the newest `KEEP` copies are kept. `mnemo memory backup` makes one now, `mnemo memory backups` lists them
-and `mnemo memory restore FILE` puts one back (with Mnemo closed; the current file is kept aside).
+backup; the newest `KEEP` copies are kept. `mnemo memory backup` makes one now, `mnemo memory
+backups` lists them and `mnemo memory restore FILE` puts one back (with Mnemo closed; the
+current file is kept aside).
 """
 from __future__ import annotations
 

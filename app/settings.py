@@ -87,11 +87,12 @@ def _from_dict(cls, data: Any, notes: list[str] | None = None, where: str = ""):
             notes.append(f"settings: {where or 'the file'} should be an object; the defaults are used")
         return cls()
     kwargs = {}
+    defaults = cls()
     for f in fields(cls):
         if f.name not in data:
             continue
         value = data[f.name]
-        default = getattr(cls(), f.name)
+        default = getattr(defaults, f.name)
         name = f"{where}.{f.name}" if where else f.name
         if is_dataclass(default):
             value = _from_dict(type(default), value, notes, name)

@@ -65,6 +65,13 @@ def _equals(pairs: Sequence[tuple[str, Any]]) -> tuple[list[str], list]:
     return [f"{col} = ?" for col, _ in used], [v for _, v in used]
 
 
+_DAMAGED = (apsw.NotADBError, apsw.CorruptError)
+
+
+def _damaged(path: str, exc: BaseException) -> DamagedDatabaseError:
+    return DamagedDatabaseError(f"{path} is damaged or is not a Mnemo memory database ({exc}); it was left as it is")
+
+
 def _checkpoint(name: str) -> None:
     """Test hook for crash tests: block here when MNEMO_MEMORY_CHECKPOINT names this point."""
     if os.environ.get(CHECKPOINT_ENV) == name:
@@ -128,9 +135,8 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         try:
             conn = connect(path)
-        except (apsw.NotADBError, apsw.CorruptError) as exc:
-            raise DamagedDatabaseError(f"{path} is damaged or is not a Mnemo memory database ({exc}); "
-                                       "it was left as it is") from exc
+        except _DAMAGED as exc:
+            raise _damaged(path, exc) from exc
         try:
             # check the recorded dimension before migrating anything
             has_meta = conn.execute(
@@ -145,10 +151,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                         f"({embed_model_id}) produces {dim} dimensions; use the original embedding model "
                         f"or start a new memory file")
             migrate(conn, dim)
-        except (apsw.NotADBError, apsw.CorruptError) as exc:
+        except _DAMAGED as exc:
             conn.close()
-            raise DamagedDatabaseError(f"{path} is damaged or is not a Mnemo memory database ({exc}); "
-                                       "it was left as it is") from exc
+            raise _damaged(path, exc) from exc
         except BaseException:
             conn.close()
             raise

@@ -154,6 +154,7 @@ class Backend(QObject):
         self._started = False
         self._closed = False
         self.store_ok: bool | None = None
+        self.store_error: Exception | None = None   # why the store could not be opened (any worker)
         self.model_id: str | None = None
         self.model_error: str | None = None
         self.model_loading = False
@@ -200,7 +201,7 @@ class Backend(QObject):
         try:
             return self.ctx.open_store(llm=llm)
         except Exception as exc:
-            self._emit(self.storeFailed, f"{type(exc).__name__}: {exc}")   # as the database thread reports it
+            self._store_failed(exc)
             raise
 
     def _db_opened(self, error: Exception | None) -> None:
@@ -209,7 +210,12 @@ class Backend(QObject):
             self._emit(self.storeReady)
             self._emit(self.jobsChanged, self._db.store.pending_jobs())
         else:
-            self._emit(self.storeFailed, f"{type(error).__name__}: {error}")
+            self._store_failed(error)
+
+    def _store_failed(self, error: Exception) -> None:
+        """Any worker that could not open the store: keep the error (its type says what to offer)."""
+        self.store_error = error
+        self._emit(self.storeFailed, f"{type(error).__name__}: {error}")
 
     def _emit(self, signal, *args) -> None:
         if not self._closed:

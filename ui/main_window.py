@@ -382,10 +382,11 @@ class MainWindow(QMainWindow):
         if getattr(self, "store_error_box", None) is not None:
             return  # both workers report the same failure; one dialog is enough
         from app import backups
+        from memory_core import DamagedDatabaseError
 
         self.restore_button = None
         db = self.ctx.paths.db_file
-        if "DamagedDatabaseError" in message:
+        if isinstance(self.backend.store_error, DamagedDatabaseError):
             found = backups.list_backups(self.ctx.paths)
             box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — memory database",
                               "The memory file is damaged, or is not a Mnemo memory.",
