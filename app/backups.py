@@ -3,8 +3,8 @@
 Once a day (a minute into the first start after 24 h, while chat is idle) the memory thread
 copies the database into `<data dir>/backups/mnemo-YYYYmmdd-HHMMSS.sqlite3` with SQLite's online
 backup; the newest `KEEP` copies are kept. `mnemo memory backup` makes one now, `mnemo memory
-backups` lists them and `mnemo memory restore FILE` puts one back (with Mnemo closed; the
-current file is kept aside).
+backups` lists them and `mnemo memory restore FILE` (with Mnemo closed) or Memory ▸ Restore from a
+backup… puts one back; the current file is kept aside.
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 from app.settings import Paths
+from memory_core import check_file
+from memory_core.vecindex import drop_shared
 
 BACKUP_DIR = "backups"
 PREFIX = "mnemo-"
@@ -65,12 +67,38 @@ def maybe_backup(store, paths: Paths, *, keep: int = KEEP, now: float | None = N
     return make_backup(store, paths, now=now, keep=keep, cancelled=cancelled)
 
 
+class UnusableBackupError(ValueError):
+    """The chosen file is not a Mnemo memory, or is damaged: nothing was changed."""
+
+
+def check(backup: Path) -> None:
+    """Raise UnusableBackupError unless `backup` is a sound Mnemo memory database (read-only;
+    SQLite's quick_check reads the whole file, so seconds for a big one)."""
+    problem = check_file(backup)
+    if problem is not None:
+        raise UnusableBackupError(problem)
+
+
+def made_at(backup: Path) -> str:
+    """When a backup was made, for people, to the minute: the time in a Mnemo backup's name (it
+    survives copying the file), else the file's modification time."""
+    backup = Path(backup)
+    stamp = backup.name[len(PREFIX):-len(SUFFIX)] if backup.name.startswith(PREFIX) else ""
+    try:
+        return dt.datetime.strptime(stamp, "%Y%m%d-%H%M%S").strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(backup.stat().st_mtime))
+
+
 def restore(paths: Paths, backup: Path, *, now: float | None = None) -> Path:
-    """Put `backup` back as the memory database. Mnemo must be closed. The current database (with
-    its -wal/-shm files) is moved aside first, never deleted; returns where it went."""
+    """Put `backup` back as the memory database; every connection to the current one must be
+    closed. A file that is not a sound Mnemo memory is refused before anything changes. The
+    current database (with its -wal/-shm files) is moved aside first, never deleted; returns
+    where it went."""
     backup = Path(backup)
     if not backup.is_file():
         raise FileNotFoundError(f"no such backup: {backup}")
+    check(backup)
     db = paths.db_file
     stamp = dt.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
     aside = db.with_name(f"{db.name}.before-restore-{stamp}")
@@ -84,4 +112,5 @@ def restore(paths: Paths, backup: Path, *, now: float | None = None) -> Path:
         if side.exists():
             os.replace(side, aside.with_name(aside.name + extra))
     os.replace(tmp, db)
+    drop_shared(str(db))    # this process's cached page vectors belong to the file that was replaced
     return aside

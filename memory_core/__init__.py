@@ -3,7 +3,7 @@
 Qt-free and model-free: it receives an embedding function and, optionally, a JSON-completion
 function (`EmbedFn`, `CompleteJsonFn`) and works without the latter.
 """
-from .db import is_storage_full
+from .db import check_file, is_storage_full
 from .store import MemoryStore
 from .types import (
     CompleteJsonFn, Conversation, DamagedDatabaseError, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job,
@@ -15,5 +15,5 @@ __all__ = [
     "MemoryStore", "MemoryParams", "RetrievalBudget", "Retrieval", "PageHit", "KnowledgeHit", "TraitHit",
     "Conversation", "Message", "Page", "Segment", "Trait", "Knowledge", "Event", "Job", "ItemVersion",
     "EmbedFn", "CompleteJsonFn", "DamagedDatabaseError", "EmbeddingMismatchError", "StoreClosedError", "LLMDeferred",
-    "is_storage_full",
+    "is_storage_full", "check_file",
 ]

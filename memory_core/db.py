@@ -5,6 +5,7 @@ import errno
 import time
 from pathlib import Path
 from typing import Callable
+from urllib.parse import quote
 
 import apsw
 import sqlite_vec
@@ -45,6 +46,46 @@ def is_storage_full(exc: BaseException) -> bool:
     if isinstance(exc, apsw.FullError):
         return True
     return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+
+
+# Tables every Mnemo memory has (schema version 1 on); a file without them is someone else's database.
+CORE_TABLES = ("meta", "conversation", "message", "page", "segment")
+
+
+def check_file(path: str | Path) -> str | None:
+    """Why the file at `path` cannot be used as a Mnemo memory, or None when it can.
+
+    Read-only: it never modifies the file (used before a backup is put back, so a wrong or
+    damaged file is refused while the current memory is still in place). Runs SQLite's
+    `quick_check`, which reads every page: seconds for hundreds of MB, so call it off the UI thread.
+    """
+    p = Path(path)
+    if not p.is_file():
+        return f"{p} is not a file"
+    try:
+        # immutable: no lock, no -wal/-shm files created; what is checked is the main file, which is what a
+        # restore copies
+        uri = f"file:{quote(p.resolve().as_posix())}?mode=ro&immutable=1"
+        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    except apsw.Error as exc:
+        return f"{p} cannot be opened ({exc})"
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [t for t in CORE_TABLES if t not in names]
+        if version < 1 or missing:
+            return f"{p} is not a Mnemo memory database (no {', '.join(missing) or 'schema version'})"
+        if version > SCHEMA_VERSION:
+            return (f"{p} has schema version {version}, newer than this program knows ({SCHEMA_VERSION}); "
+                    f"upgrade Mnemo to use it")
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+        if problems != ["ok"]:
+            return f"{p} is damaged: {'; '.join(problems)}"
+    except apsw.Error as exc:
+        return f"{p} is damaged or is not a Mnemo memory database ({exc})"
+    finally:
+        conn.close()
+    return None
 
 
 def _m1(conn: apsw.Connection, dim: int) -> None:

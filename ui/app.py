@@ -63,17 +63,27 @@ def run_gui(ctx, *, self_test: bool = False, timings: bool = False, started: flo
 
     from ui.main_window import MainWindow
 
-    window = MainWindow(ctx)
-    if instance is not None:
-        instance.activated.connect(window.bring_to_front)
-    probe = _FirstPaint(started)
-    window.installEventFilter(probe)
-    window.show()
-    # The store, the embedder and the chat model load on worker threads while the window paints.
-    window.start_background_loading()
-    if self_test:
-        return _self_test(app, window, ctx, probe, timings)
-    return app.exec()
+    notice = None
+    while True:
+        window = MainWindow(ctx)
+        if instance is not None:
+            instance.activated.connect(window.bring_to_front)
+        probe = _FirstPaint(started)
+        window.installEventFilter(probe)
+        window.show()
+        # The store, the embedder and the chat model load on worker threads while the window paints.
+        window.start_background_loading()
+        if self_test:
+            return _self_test(app, window, ctx, probe, timings)
+        if notice is not None:
+            window.show_notice(notice)
+        code = app.exec()
+        # A window that closed to reopen (a backup was restored): a fresh one on the swapped file,
+        # in the same process, so the models stay loaded and this process keeps the instance lock.
+        notice = window.reopen_notice
+        window.deleteLater()
+        if notice is None:
+            return code
 
 
 def _wait(app, future: Future, timeout: float):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
@@ -231,6 +230,7 @@ class MainWindow(QMainWindow):
         self.pause_action.setEnabled(False)   # until the store says whether memory is paused
         memory.addSeparator()
         self.backup_action = self._action("&Back up memory now", self.backup_now, menu=memory)
+        self.restore_action = self._action("&Restore from a backup…", self.restore_from_backup, menu=memory)
 
         view = mb.addMenu("&View")
         themes = view.addMenu("&Theme")
@@ -266,7 +266,8 @@ class MainWindow(QMainWindow):
         self._job_progress_shown = False
         self._unsent_widget: MessageWidget | None = None   # a message whose send failed before it was stored
         self.last_backup: Path | None = None                # where Memory ▸ Back up memory now last wrote
-        self.restored_from: Path | None = None              # the backup the damaged-file dialog put back
+        self.restored_from: Path | None = None              # the backup last put back
+        self.reopen_notice: tuple | None = None             # set when the window closes to reopen (restore)
         self.jobs_label.setAccessibleName("Memory jobs pending")
         self.memory_notice = QPushButton("Memory updated", self)
         self.memory_notice.setObjectName("memoryNotice")
@@ -399,7 +400,7 @@ class MainWindow(QMainWindow):
             box.setDetailedText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}\n{DAMAGED_DB_ADVICE}.")
             if found:
                 # Nothing holds the damaged file open (every worker failed to open it): safe to swap now.
-                made = time.strftime("%Y-%m-%d %H:%M", time.localtime(found[0].stat().st_mtime))
+                made = backups.made_at(found[0])
                 self.restore_button = box.addButton(f"Restore the backup of {made}",
                                                     QMessageBox.ButtonRole.ActionRole)
                 self.restore_button.clicked.connect(lambda: self._restore_backup(found[0]))
@@ -410,17 +411,24 @@ class MainWindow(QMainWindow):
         self.store_error_box = box
         box.open()  # not modal: the window stays responsive
 
-    def _restore_backup(self, backup: Path) -> None:
-        """The memory file is damaged and a backup exists: put it back, keep the damaged file aside,
-        and close (the next start opens the restored memory). The copy (hundreds of MB for a big
-        memory) runs on a thread of its own; the window polls for the outcome."""
+    def restore_from_backup(self) -> None:
+        """Memory ▸ Restore from a backup…: choose a copy; `_restore_backup` checks and swaps it in."""
+        from app import backups
+        from ui.restore_dialog import RestoreDialog
+
+        dialog = RestoreDialog(backups.list_backups(self.ctx.paths), self.ctx.paths.db_file, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.chosen.connect(self._restore_backup)
+        self.restore_dialog = dialog
+        dialog.open()
+
+    def _in_background(self, fn, on_done, on_error) -> None:
+        """Run `fn()` on a thread of its own (file copies and checks take seconds for a big memory);
+        the outcome comes back here on the UI thread (the window polls for it)."""
         import concurrent.futures
 
-        from app import backups
-
-        self.statusBar().showMessage(f"Restoring {backup.name}…", 0)
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mnemo-restore")
-        future = pool.submit(backups.restore, self.ctx.paths, backup)
+        future = pool.submit(fn)
         pool.shutdown(wait=False)
         timer = QTimer(self)
         timer.setInterval(50)
@@ -432,22 +440,67 @@ class MainWindow(QMainWindow):
             timer.deleteLater()
             exc = future.exception()
             if exc is not None:
-                self.statusBar().showMessage("The backup could not be restored", 10000)
-                QMessageBox.critical(self, "Mnemo — restore", f"The backup could not be restored: {exc}")
+                on_error(exc)
             else:
-                self._restored(backup, future.result())
+                on_done(future.result())
 
         timer.timeout.connect(check)
         timer.start()
 
-    def _restored(self, backup: Path, aside: Path) -> None:
-        self.restored_from = backup
-        box = QMessageBox(QMessageBox.Icon.Information, "Mnemo — restore",
-                          "The backup was restored. Start Mnemo again to use it.", QMessageBox.StandardButton.Close,
-                          self)
-        box.setInformativeText(f"Restored: {backup}\nThe damaged file is kept as {aside}.")
-        box.finished.connect(lambda _r: self.close())
-        self.restored_box = box
+    def _restore_backup(self, backup: Path) -> None:
+        """Put `backup` back as the memory, then reopen the window on it.
+
+        First the file is checked while everything keeps running (a file that is not a sound Mnemo
+        memory is refused and nothing changes). Then the workers stop (closing every connection to
+        the current file), the copy is swapped in with the current file kept aside, and the window
+        closes with `reopen_notice` set: `ui.app.run_gui` opens a fresh window on the restored
+        memory (the models stay loaded)."""
+        from app import backups
+
+        self.restore_action.setEnabled(False)
+        self.statusBar().showMessage(f"Checking {backup.name}…", 0)
+
+        def refused(exc: BaseException) -> None:
+            self.restore_action.setEnabled(True)
+            self.statusBar().showMessage("The backup was not restored", 10000)
+            box = QMessageBox(QMessageBox.Icon.Warning, "Mnemo — restore", "This file cannot be restored.",
+                              QMessageBox.StandardButton.Close, self)
+            box.setInformativeText(f"{exc}\n\nYour memory was left as it was.")
+            box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            self.restore_refused_box = box
+            box.open()
+
+        def swap(_checked) -> None:
+            made = backups.made_at(backup)
+            self.statusBar().showMessage(f"Restoring the backup of {made}…", 0)
+            self.centralWidget().setEnabled(False)   # nothing to send to while the memory is swapped
+            self.menuBar().setEnabled(False)
+            self.backend.shutdown()                  # stops a reply and both workers: the file is free
+
+            def done(aside: Path) -> None:
+                self.restored_from = backup
+                self.reopen_notice = (QMessageBox.Icon.Information, f"The backup of {made} was restored.",
+                                      f"Restored: {backup}\nThe memory it replaced is kept as {aside}.")
+                self.close()
+
+            def failed(exc: BaseException) -> None:
+                log.error("restoring %s failed: %s", backup, exc)
+                self.reopen_notice = (QMessageBox.Icon.Warning, "The backup could not be restored.",
+                                      f"{exc}\n\nThe memory file was not replaced, or is kept beside it as "
+                                      f"{self.ctx.paths.db_file.name}.before-restore-….")
+                self.close()
+
+            self._in_background(lambda: backups.restore(self.ctx.paths, backup), done, failed)
+
+        self._in_background(lambda: backups.check(backup), swap, refused)
+
+    def show_notice(self, notice: tuple) -> None:
+        """A message carried over from the window this one replaced (after a restore); not modal."""
+        icon, text, info = notice
+        box = QMessageBox(icon, "Mnemo — restore", text, QMessageBox.StandardButton.Close, self)
+        box.setInformativeText(info)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.notice_box = box
         box.open()
 
     def _model_loading(self) -> None:

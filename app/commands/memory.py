@@ -109,7 +109,10 @@ def _restore(ctx, args) -> int:
                         "then pass --yes to confirm")
         if input("Close Mnemo first. Type 'restore' to put this backup back: ").strip() != "restore":
             return fail("not restored", 1)
-    aside = backups.restore(ctx.paths, src)
+    try:
+        aside = backups.restore(ctx.paths, src)
+    except backups.UnusableBackupError as exc:
+        return fail(f"not restored: {exc}; the memory was left as it was", 1)
     print(f"restored {src} as {ctx.paths.db_file}; the database it replaced is kept as {aside}")
     return 0
 

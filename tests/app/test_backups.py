@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -82,6 +83,74 @@ def test_restore_puts_the_backup_back_and_keeps_the_current_file_aside(tmp_path,
         r.close()
 
 
+def test_restore_refuses_a_file_that_is_not_a_sound_mnemo_memory_and_changes_nothing(tmp_path, embedder):
+    import apsw
+    import pytest
+
+    paths = Paths(tmp_path / "config", tmp_path / "data")
+    s = _open(paths.db_file, embedder)
+    s.add_page(s.create_conversation(), "My bike is red.", "Noted.")
+    good = backups.make_backup(s, paths)
+    s.close()
+    before = paths.db_file.read_bytes()
+    other = tmp_path / "other.db"                      # a SQLite database, but someone else's
+    c = apsw.Connection(str(other))
+    c.execute("CREATE TABLE notes(x)")
+    c.close()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database at all")
+    damaged = tmp_path / "damaged.sqlite3"             # a real backup with pages overwritten
+    raw = bytearray(good.read_bytes())
+    for i in range(4096, len(raw) - 4096, 3001):
+        raw[i] ^= 0x5A
+    damaged.write_bytes(bytes(raw))
+    for bad, why in ((other, "not a Mnemo memory database"), (text, "not a Mnemo memory database"),
+                     (damaged, "damaged")):
+        with pytest.raises(backups.UnusableBackupError, match=why):
+            backups.restore(paths, bad)
+        assert paths.db_file.read_bytes() == before
+        assert not [p for p in paths.data_dir.iterdir() if "before-restore" in p.name or "restoring" in p.name]
+    backups.check(good)                                # the real backup passes, and is not modified
+    assert sorted(p.name for p in good.parent.iterdir()) == [good.name]
+
+
+def test_restore_drops_this_processs_cached_vectors_of_the_replaced_file(tmp_path, embedder):
+    # The window restores in-process and reopens the same path; the page-vector cache is shared per
+    # path and syncs from the file's change log, which a different file can continue seamlessly.
+    paths = Paths(tmp_path / "config", tmp_path / "data")
+    s = _open(paths.db_file, embedder)
+    s.add_page(s.create_conversation(), "My bike is blue.", "Noted.")
+    assert len(s.retrieve("bike", record_visits=False).pages) == 1          # the cache holds it
+    s.close()
+    other = _open(tmp_path / "other" / "mnemo.sqlite3", embedder)          # another profile's memory
+    cid = other.create_conversation()
+    for text in ("I keep bees in the garden.", "My cat is called Tom.", "I drink green tea."):
+        other.add_page(cid, text, "Lovely.")
+    copy = other.backup(tmp_path / "other-copy.sqlite3")
+    other.close()
+    backups.restore(paths, copy)
+    r = _open(paths.db_file, embedder)
+    try:
+        hits = r.retrieve("My bike is blue.", record_visits=False).pages
+        got = sorted(h.page.user_text for h in hits)
+        assert got == ["I drink green tea.", "I keep bees in the garden.", "My cat is called Tom."]
+        # page 1 is now the bees page: a stale cached vector (the bike page's) would score ~1.0 here
+        cos = [float(re.search(r"cos (-?[\d.]+)", h.reason).group(1)) for h in hits]
+        assert max(cos) < 0.6, [(h.page.user_text, c) for h, c in zip(hits, cos)]
+    finally:
+        r.close()
+
+
+def test_a_backup_is_dated_by_its_name_which_survives_copying(tmp_path):
+    named = tmp_path / "mnemo-20260102-030405.sqlite3"
+    other = tmp_path / "my-copy.sqlite3"
+    for p in (named, other):
+        p.write_bytes(b"x")
+        os.utime(p, (0, time.mktime((2025, 5, 6, 7, 8, 0, 0, 0, -1))))
+    assert backups.made_at(named) == "2026-01-02 03:04"
+    assert backups.made_at(other) == "2025-05-06 07:08"
+
+
 def _mnemo(dirs, *args):
     env = dict(os.environ, MNEMO_DATA_DIR=str(dirs["data"]), MNEMO_CONFIG_DIR=str(dirs["config"]),
                QT_QPA_PLATFORM="offscreen")
@@ -104,6 +173,11 @@ def test_cli_backup_list_damage_and_restore(mnemo_dirs, embedder):
     assert broken.returncode == 1 and "mnemo memory restore" in broken.stderr
     refused = _mnemo(mnemo_dirs, "memory", "restore", listed[0]["path"])     # no --yes, no terminal
     assert refused.returncode != 0 and "--yes" in refused.stderr
+    junk = mnemo_dirs["data"] / "notes.txt"
+    junk.write_text("not a memory")
+    wrong = _mnemo(mnemo_dirs, "memory", "restore", str(junk), "--yes")
+    assert wrong.returncode == 1 and "not restored" in wrong.stderr and "not a Mnemo memory" in wrong.stderr
+    assert (mnemo_dirs["data"] / "mnemo.sqlite3").read_bytes() == b"\x00garbage" * 2000
     done = _mnemo(mnemo_dirs, "memory", "restore", listed[0]["path"], "--yes")
     assert done.returncode == 0 and "kept as" in done.stdout, done.stderr
     stats = json.loads(_mnemo(mnemo_dirs, "memory", "stats", "--json").stdout)

@@ -571,16 +571,101 @@ def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(mak
                     timeout=60_000)
     assert win.restore_button is not None and "Restore the backup of" in win.restore_button.text()
     win.restore_button.click()
-    qtbot.waitUntil(lambda: getattr(win, "restored_box", None) is not None and win.restored_box.isVisible(),
-                    timeout=10_000)
+    qtbot.waitUntil(lambda: win.reopen_notice is not None and not win.isVisible(), timeout=30_000)
+    icon, text, info = win.reopen_notice
+    assert text.startswith("The backup of") and text.endswith("was restored.") and "kept as" in info
     assert win.restored_from == saved
     assert paths.db_file.read_bytes() == saved.read_bytes()
     kept = [p for p in paths.data_dir.iterdir() if ".before-restore-" in p.name]
     assert [p.read_bytes() for p in kept] == [b"ruined" * 1000]
-    win.restored_box.done(0)
-    qtbot.waitUntil(lambda: not win.isVisible(), timeout=10_000)
     r = MemoryStore.open(paths.db_file, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
     try:
         assert [p.user_text for p in r.list_pages()] == ["I keep bees."]
     finally:
         r.close()
+
+
+def test_restore_from_the_menu_refuses_a_file_that_is_not_a_mnemo_memory(make_window, qtbot, mnemo_dirs, tmp_path):
+    win = make_window()
+    before = win.ctx.paths.db_file.read_bytes()
+    win.restore_action.trigger()
+    dialog = win.restore_dialog
+    qtbot.waitUntil(dialog.isVisible, timeout=5_000)
+    assert dialog.list.count() == 0 and dialog.empty_label.isVisible() and not dialog.restore_button.isEnabled()
+    junk = tmp_path / "notes.db"
+    junk.write_text("my shopping list")
+    dialog.add_file(junk)                              # what "Choose another file…" does with the pick
+    assert dialog.restore_button.isEnabled()
+    dialog.restore_button.click()
+    qtbot.waitUntil(lambda: getattr(win, "restore_refused_box", None) is not None
+                    and win.restore_refused_box.isVisible(), timeout=30_000)
+    assert "not a Mnemo memory" in win.restore_refused_box.informativeText()
+    assert "left as it was" in win.restore_refused_box.informativeText()
+    win.restore_refused_box.close()
+    assert win.backend.started and win.restore_action.isEnabled() and win.reopen_notice is None
+    assert win.ctx.paths.db_file.read_bytes() == before
+    assert not [p for p in win.ctx.paths.data_dir.iterdir() if "before-restore" in p.name]
+
+
+def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, mnemo_dirs, embedder, chat_model):
+    """The whole path a user takes, through `run_gui`'s event loop: Memory ▸ Restore from a backup…,
+    the newest backup, Restore; the window closes and a new one opens on the restored memory."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app import backups
+    from app.context import AppContext
+    from memory_core import MemoryStore
+    from ui.app import run_gui
+    from ui.main_window import MainWindow
+
+    paths = AppContext.create().paths
+    s = MemoryStore.open(paths.db_file, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
+    s.add_page(s.create_conversation("Bees"), "I keep bees.", "Lovely.")
+    saved = backups.make_backup(s, paths)
+    s.add_page(s.create_conversation("Tea"), "I drink green tea.", "Nice.")    # after the backup
+    s.close()
+    ctx = AppContext.create()
+    ctx._embedder, ctx._chat_model = embedder, chat_model
+    seen: dict = {"windows": [], "titles": [], "error": None}
+
+    def titles(win):
+        return [win.sidebar.list.item(i).text().split("\n")[0] for i in range(win.sidebar.list.count())]
+
+    def windows():
+        return [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
+
+    def step() -> None:
+        try:
+            shown = windows()
+            for w in shown:
+                if w not in seen["windows"]:
+                    seen["windows"].append(w)
+            if not shown or not shown[0].backend.store_ok:
+                return
+            win = shown[0]
+            if len(seen["windows"]) == 1 and getattr(win, "restore_dialog", None) is None:
+                win.restore_action.trigger()
+                assert win.restore_dialog.selected() == saved          # the newest backup, preselected
+                win.restore_dialog.restore_button.click()
+            elif len(seen["windows"]) == 2 and titles(win) and getattr(win, "notice_box", None):
+                seen["titles"] = titles(win)
+                seen["notice"] = win.notice_box.text()
+                win.close()
+        except Exception as exc:  # noqa: BLE001 - reported below; never leave the event loop running
+            seen["error"] = exc
+            for w in windows():
+                w.close()
+
+    timer = QTimer()
+    timer.timeout.connect(step)
+    timer.start(50)
+    QTimer.singleShot(180_000, lambda: [w.close() for w in windows()])      # a watchdog
+    try:
+        code = run_gui(ctx)
+    finally:
+        timer.stop()
+    assert seen["error"] is None, seen["error"]
+    assert code == 0 and len(seen["windows"]) == 2
+    assert seen["titles"] == ["Bees"] and seen["notice"].endswith("was restored.")
+    assert [p.name for p in paths.data_dir.iterdir() if ".before-restore-" in p.name]
