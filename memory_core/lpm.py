@@ -120,13 +120,9 @@ class LpmMixin:
             new_version = version + 1
             all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
             if duplicate:
-                new_conf = min(0.99, max(old_conf, confidence) + 0.1)
-                reason = f"confirmed by {_pages_label(page_ids)} (similarity {cos:.2f})"
-                self._x("UPDATE knowledge SET version = ?, confidence = ?, conversation_ids = ?, updated_at = ?, "
-                        "reason = ? WHERE id = ?", (new_version, new_conf, _j(all_cids), now, reason, kid))
-                self._derive("knowledge", kid, new_version, [*old_srcs, *page_ids])
-                self._emit("knowledge_confirmed", "knowledge", kid, f"knowledge {kid} confirmed (v{new_version})",
-                           {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)})
+                self._confirm("knowledge", kid, f"knowledge {kid}", new_version, max(old_conf, confidence), all_cids,
+                              f"confirmed by {_pages_label(page_ids)} (similarity {cos:.2f})", now,
+                              [*old_srcs, *page_ids], {"similarity": round(cos, 4)}, page_ids)
             else:
                 reason = f"updated from {_pages_label(page_ids)} (similarity {cos:.2f} to v{version})"
                 self._x("UPDATE knowledge SET text = ?, version = ?, confidence = ?, conversation_ids = ?, "
@@ -149,6 +145,16 @@ class LpmMixin:
         self._emit("knowledge_added", "knowledge", kid, f"{owner} knowledge {kid} added",
                    {"owner": owner, "pages": sorted(page_ids), "model": model})
         return True
+
+    def _confirm(self, kind: str, item_id: int, label: str, version: int, confidence: float, cids: list[int],
+                 reason: str, now: float, sources: list[int], data: dict, page_ids: list[int]) -> None:
+        """A duplicate of an active persona item (trait or knowledge) confirms it: a new version with the
+        same text, more confidence (+0.1, at most 0.99), the union of conversations and sources."""
+        self._x(f"UPDATE {kind} SET version = ?, confidence = ?, conversation_ids = ?, updated_at = ?, reason = ? "
+                "WHERE id = ?", (version, min(0.99, confidence + 0.1), _j(cids), now, reason, item_id))
+        self._derive(kind, item_id, version, sources)
+        self._emit(f"{kind}_confirmed", kind, item_id, f"{label} confirmed (v{version})",
+                   {"version": version, **data, "pages": sorted(page_ids)})
 
     # ------------------------------------------------------------------ traits
     def _upsert_trait(self, dimension: str, value: str, evidence: str, confidence: float, page_ids: list[int],
@@ -187,13 +193,8 @@ class LpmMixin:
             new_version = version + 1
             all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
             if duplicate:
-                new_conf = min(0.99, max(old_conf, confidence) + 0.1)
-                reason = f"confirmed by {_pages_label(page_ids)}"
-                self._x("UPDATE trait SET version = ?, confidence = ?, conversation_ids = ?, updated_at = ?, reason = ? "
-                        "WHERE id = ?", (new_version, new_conf, _j(all_cids), now, reason, tid))
-                self._derive("trait", tid, new_version, [*old_srcs, *page_ids])
-                self._emit("trait_confirmed", "trait", tid, f"trait {tid} ({tdim}) confirmed (v{new_version})",
-                           {"version": new_version, "pages": sorted(page_ids)})
+                self._confirm("trait", tid, f"trait {tid} ({tdim})", new_version, max(old_conf, confidence), all_cids,
+                              f"confirmed by {_pages_label(page_ids)}", now, [*old_srcs, *page_ids], {}, page_ids)
             else:
                 reason = f"updated from {_pages_label(page_ids)} (was v{version})"
                 self._x("UPDATE trait SET value = ?, evidence = ?, confidence = ?, version = ?, conversation_ids = ?, "

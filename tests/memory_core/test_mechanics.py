@@ -243,6 +243,25 @@ def test_duplicate_and_contradicting_facts_make_versions(open_store, clock):
     assert s.check_integrity() == []
 
 
+def test_a_repeated_trait_or_fact_is_confirmed_not_copied(open_store, clock):
+    s = open_store()
+    t1 = s.add_trait("hobby", "cycling")
+    k1 = s.add_knowledge("user", "The user has a dog named Rex")
+    clock.advance(5)
+    assert s.add_trait("hobby", "cycling") == t1
+    assert s.add_knowledge("user", "The user has a dog named Rex") == k1
+    for kind, item in (("trait", s.get_trait(t1)), ("knowledge", s.get_knowledge(k1))):
+        assert item.version == 2 and item.confidence == 0.99          # 0.9 as added, +0.1, at most 0.99
+        versions = s.item_versions(kind, item.id)
+        assert [v.version for v in versions] == [1, 2] and versions[0].archived_at is not None
+        assert versions[1].reason.startswith("confirmed by")
+        ev = s.events(kinds=[f"{kind}_confirmed"])
+        assert [(e.item_id, e.detail["version"]) for e in ev] == [(item.id, 2)]
+        assert ("similarity" in ev[0].detail) == (kind == "knowledge")
+    assert s.get_trait(t1).value == "cycling" and s.get_knowledge(k1).text == "The user has a dog named Rex"
+    assert s.check_integrity() == []
+
+
 def test_forget_removes_from_vector_and_keyword_search(open_store):
     s = open_store(stm_capacity=0, tau=2.0)
     cid = s.create_conversation()
