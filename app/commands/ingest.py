@@ -54,9 +54,15 @@ def run(args, ctx) -> int:
     try:
         report = write_all(store, parsed, path=str(args.file), progress=progress, conversations=convs)
     except Exception as exc:  # the failing conversation's transaction was rolled back
+        from app.importers.job import DISK_FULL
+        from memory_core import is_storage_full
+
         progress.close()
-        print(f"mnemo ingest: error while writing: {exc}. Conversations written before it are kept; "
-              f"re-run the command to finish.", file=sys.stderr)
+        if is_storage_full(exc):
+            print(f"mnemo ingest: error: {DISK_FULL}", file=sys.stderr)
+        else:
+            print(f"mnemo ingest: error while writing: {exc}. Conversations written before it are kept; "
+                  f"re-run the command to finish.", file=sys.stderr)
         return 1
     finally:
         store.close()

@@ -19,6 +19,10 @@ class ImportCancelled(Exception):
     """Raised inside the writer when the user cancels an import."""
 
 
+DISK_FULL = ("The disk is full, so the import stopped. The conversations written before are kept; "
+             "free some disk space and import the file again to finish.")
+
+
 @dataclass
 class ImportJob:
     path: Path
@@ -83,8 +87,7 @@ def run_import(ctx, job: ImportJob) -> ImportJob:
         from memory_core import is_storage_full
 
         if is_storage_full(exc):
-            job.error = ("The disk is full, so the import stopped. The conversations written before are kept; "
-                         "free some disk space and import the file again to finish.")
+            job.error = DISK_FULL
         else:
             job.error = f"{type(exc).__name__}: {exc}"
         job.phase = "failed"

@@ -124,6 +124,23 @@ def test_an_import_into_a_full_disk_stops_clearly_and_finishes_later(mnemo_dirs,
         s.close()
 
 
+def test_mnemo_ingest_on_a_full_disk_says_so_and_finishes_when_run_again(mnemo_dirs, embedder, full_disk, capsys):
+    from pathlib import Path
+
+    from app.cli import main
+
+    export = Path(__file__).parent / "fixtures" / "chatgpt_conversations.json"
+    assert main(["memory", "stats"]) == 0                      # the profile exists before the disk fills
+    capsys.readouterr()
+    full_disk.full = True
+    assert main(["ingest", str(export), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "mnemo ingest: error: The disk is full, so the import stopped" in err and "Traceback" not in err
+    full_disk.full = False
+    assert main(["ingest", str(export), "--no-progress"]) == 0
+    assert "imported" in capsys.readouterr().out
+
+
 def test_a_reply_saved_just_before_the_disk_fills_says_it_is_not_in_memory(agent, store, monkeypatch):
     import apsw
 
