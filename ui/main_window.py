@@ -229,6 +229,8 @@ class MainWindow(QMainWindow):
                                          checkable=True, menu=memory)
         self.pause_action.setEnabled(False)   # until the store says whether memory is paused
         memory.addSeparator()
+        self.export_action = self._action("&Export memory…", self.export_memory, menu=memory)
+        memory.addSeparator()
         self.backup_action = self._action("&Back up memory now", self.backup_now, menu=memory)
         self.restore_action = self._action("&Restore from a backup…", self.restore_from_backup, menu=memory)
 
@@ -1067,6 +1069,12 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Memory inspector", f"The memory inspector could not be opened:\n{exc}")
             return None
         return self.inspector
+
+    def export_memory(self) -> None:
+        """Memory ▸ Export memory…: the inspector's export (JSON or Markdown), with its progress line."""
+        panel = self.show_inspector()
+        if panel is not None:
+            panel.export_dialog()
 
     def show_trace(self, assistant_message_id: int) -> None:
         """What a reply recalled, and why: the inspector's trace view for that message."""

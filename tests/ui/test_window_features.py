@@ -552,6 +552,25 @@ def test_back_up_memory_now_from_the_menu(make_window, chat, qtbot, mnemo_dirs):
     assert win.backup_action.isEnabled()
 
 
+def test_export_memory_from_the_memory_menu(make_window, chat, qtbot, tmp_path, monkeypatch):
+    import json
+
+    from PySide6.QtWidgets import QFileDialog
+
+    win = make_window(max_tokens=4)
+    assert chat.send(win, "Remember that my bike is red.").result.status == "complete"
+    target = tmp_path / "memory.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a, **k: (str(target), "JSON, complete (*.json)")))
+    win.export_action.trigger()
+    panel = win.inspector
+    qtbot.waitUntil(target.exists, timeout=30_000)
+    qtbot.waitUntil(lambda: "Exported" in panel.status_label.text(), timeout=30_000)
+    pages = json.loads(target.read_text(encoding="utf-8"))["pages"]
+    assert [p["user_text"] for p in pages] == ["Remember that my bike is red."]
+    assert panel.isVisible()                           # the export's progress and outcome show there
+
+
 def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(make_window, qtbot, mnemo_dirs,
                                                                              embedder):
     from app import backups
