@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -10,6 +11,12 @@ import numpy as np
 
 from models.errors import ModelFileError
 from models.resolve import check_onnx, check_tokenizer_json, default_embedder_files
+
+# onnxruntime (1.2x on Linux and macOS) collects telemetry by default: it writes a device id and an
+# event queue (OS, CPU, memory, versions) under ~/.cache/Microsoft and uploads them to Microsoft.
+# Mnemo keeps everything on the machine, so it opts out; the variable must be set before onnxruntime
+# is imported (the decision is latched then). A user can still set ORT_DISABLE_TELEMETRY=0.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
 class OnnxEmbedder:

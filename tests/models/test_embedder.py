@@ -74,3 +74,20 @@ def test_not_onnx_names_file(tmp_path):
     with pytest.raises(ModelFileError, match="not an ONNX model") as info:
         OnnxEmbedder(bad, default_embedder_files().tokenizer)
     assert str(bad) in str(info.value)
+
+
+def test_embedding_leaves_no_telemetry_behind(tmp_path):
+    """onnxruntime collects telemetry unless told not to before it loads: a device id and an event
+    queue under ~/.cache/Microsoft, uploaded to Microsoft. Mnemo opts out; nothing may appear."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")}
+    env["HOME"] = str(tmp_path)
+    code = "from models.embedder import OnnxEmbedder; print(OnnxEmbedder().embed(['hello']).shape)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "(1, 384)" in out.stdout, out.stderr
+    assert [str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")] == []
