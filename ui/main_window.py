@@ -477,7 +477,12 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Restoring the backup of {made}…", 0)
             self.centralWidget().setEnabled(False)   # nothing to send to while the memory is swapped
             self.menuBar().setEnabled(False)
-            self.backend.shutdown()                  # stops a reply and both workers: the file is free
+
+            def stop_then_restore() -> Path:
+                # a reply and both workers stop (joining them can take a moment: not on the UI thread);
+                # then no connection holds the file
+                self.backend.shutdown()
+                return backups.restore(self.ctx.paths, backup)
 
             def done(aside: Path) -> None:
                 self.restored_from = backup
@@ -492,7 +497,7 @@ class MainWindow(QMainWindow):
                                       f"{self.ctx.paths.db_file.name}.before-restore-….")
                 self.close()
 
-            self._in_background(lambda: backups.restore(self.ctx.paths, backup), done, failed)
+            self._in_background(stop_then_restore, done, failed)
 
         self._in_background(lambda: backups.check(backup), swap, refused)
 

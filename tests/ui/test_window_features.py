@@ -626,6 +626,33 @@ def test_restore_from_the_menu_refuses_a_file_that_is_not_a_mnemo_memory(make_wi
     assert not [p for p in win.ctx.paths.data_dir.iterdir() if "before-restore" in p.name]
 
 
+def test_restoring_while_a_reply_streams_stops_it_and_keeps_both_in_the_file_set_aside(
+        make_window, chat, qtbot, mnemo_dirs, embedder):
+    from app import backups
+    from memory_core import MemoryStore
+
+    win = make_window(max_tokens=400)
+    saved = win.backend.db(lambda st: backups.make_backup(st, win.ctx.paths)).result(timeout=30)
+    chat.send(win, "Tell me a very long story about a lighthouse keeper named Ada.", wait=False)
+    qtbot.waitUntil(lambda: win.backend.turn is not None and win.backend.turn.first_token_at is not None,
+                    timeout=120_000)
+    qtbot.wait(1500)                                   # past the first once-a-second flush of the reply
+    win._restore_backup(saved)
+    qtbot.waitUntil(lambda: win.reopen_notice is not None and not win.isVisible(), timeout=60_000)
+    assert win.reopen_notice[1].endswith("was restored.")
+    aside = [p for p in win.ctx.paths.data_dir.iterdir() if p.name.startswith("mnemo.sqlite3.before-restore-")
+             and not p.name.endswith(("-wal", "-shm"))]
+    old = MemoryStore.open(aside[0], embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
+    try:
+        msgs = [m for c in old.list_conversations() for m in old.list_messages(c.id)]
+        texts = [m.content for m in msgs]
+    finally:
+        old.close()
+    assert "Tell me a very long story about a lighthouse keeper named Ada." in texts
+    replies = [m for m in msgs if m.role == "assistant"]
+    assert [m.status for m in replies] == ["stopped"] and replies[0].content.strip()   # the part streamed
+
+
 def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, mnemo_dirs, embedder, chat_model):
     """The whole path a user takes, through `run_gui`'s event loop: Memory ▸ Restore from a backup…,
     the newest backup, Restore; the window closes and a new one opens on the restored memory."""
