@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from app.prompting import ComposedPrompt, compose_prompt
-from memory_core import is_storage_full
+from memory_core import RetrievalBudget, is_storage_full
 from memory_core.text import valid_text
 from models.chat import CancelToken
 from models.errors import ModelError
@@ -134,6 +134,27 @@ class ChatAgent:
             user_id = self.store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id)
         return self._reply(old.conversation_id, user_id, new_text, on_token=on_token, cancel=cancel)
 
+    def warm(self, conversation_id: int | None, *, leaf_id: int | None = None,
+             cancel: CancelToken | None = None) -> int:
+        """Put the stable beginning of this conversation's next prompt (system prompt, persona, the
+        dialogue up to `leaf_id`, default its newest message) into the model's KV cache while the user
+        reads or types: the next reply then waits only for what was recalled and the new message, not
+        for the whole conversation (the first reply after opening a long chat took seconds). Backends
+        without a local cache (an HTTP server) have no `prefill`. Returns the tokens now cached."""
+        prefill = getattr(self.model, "prefill", None)
+        if prefill is None:
+            return 0
+        read, history = True, []
+        if conversation_id is not None:
+            read, _ = self._memory_mode(conversation_id)
+            history = self.store.list_messages(conversation_id, leaf_id=leaf_id)
+        persona = (self.store.retrieve("", None, RetrievalBudget(pages=0, knowledge=0), record_visits=False)
+                   if read else None)
+        prompt = compose_prompt("", retrieval=persona, history=history, count_tokens=self.model.count_tokens,
+                                budget_tokens=max(256, self.model.n_ctx - self.reply_reserve),
+                                recall_at_end=self._recall_at_end)
+        return prefill(prompt.messages[:-1], cancel=cancel)   # all but the (empty) new message
+
     # -- internals ----------------------------------------------------------------
     def _memory_mode(self, conversation_id: int) -> tuple[bool, bool]:
         """(read, write): incognito turns neither read nor write memory; paused ones only read."""
@@ -213,7 +234,8 @@ class ChatAgent:
         text = "".join(parts)
         st = self.model.last_stats
         stats = {
-            "prompt_tokens": exact, "completion_tokens": st.completion_tokens,
+            "prompt_tokens": exact, "cached_prompt_tokens": st.cached_prompt_tokens,
+            "completion_tokens": st.completion_tokens,
             "time_to_first_token_s": round(st.time_to_first_token_s, 4), "total_s": round(st.total_s, 4),
             "tokens_per_s": round(st.tokens_per_s, 2), "retrieve_ms": round(t_retrieve * 1000, 2),
             "compose_ms": round(t_compose * 1000, 2), "model": self.model.model_id,

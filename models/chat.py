@@ -16,6 +16,7 @@ class GenerationStats:
     """Figures about the last generation: what the status bar and benchmarks show."""
 
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0   # of prompt_tokens, how many llama.cpp's KV cache already held
     completion_tokens: int = 0
     time_to_first_token_s: float = 0.0
     total_s: float = 0.0

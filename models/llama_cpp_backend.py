@@ -4,6 +4,12 @@ llama.cpp is not thread-safe: one model must be driven by one thread at a time. 
 app's scheduler owns that thread; this class also guards calls with a lock so a
 misuse serialises instead of corrupting state. Cancellation only sets a flag that the
 streaming loop checks after every token, so it is safe from any thread.
+
+llama-cpp-python keeps the KV cache of the last prompt and reuses its longest common prefix
+with the next one. `prefill` puts a prompt's stable beginning (system prompt, persona,
+dialogue) into that cache ahead of time, in small chunks that stop when asked: the app calls
+it when a conversation is opened, so the first reply after a restart does not wait for the
+whole conversation to be processed (DESIGN.md, "activation memory").
 """
 from __future__ import annotations
 
@@ -52,6 +58,7 @@ class LlamaCppChatModel:
         # first token, uses every core.
         threads = config.n_threads or max(1, cores - 1)
         threads_batch = config.n_threads or cores
+        self._threads, self._threads_batch = threads, threads_batch
         try:
             self._llm = Llama(
                 model_path=str(self.model_path),
@@ -66,6 +73,7 @@ class LlamaCppChatModel:
             raise ModelFileError(self.model_path, f"llama.cpp failed to load this model: {exc}") from exc
         self.n_ctx = int(self._llm.n_ctx())
         self._formatter = self._make_formatter()
+        self._open_formatter = self._make_formatter(add_generation_prompt=False)
 
     # -- tokens -----------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
@@ -84,7 +92,7 @@ class LlamaCppChatModel:
                 pass
         return "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages) + "<|assistant|>\n"
 
-    def _make_formatter(self):
+    def _make_formatter(self, *, add_generation_prompt: bool = True):
         from llama_cpp import llama_chat_format
 
         template = self._llm.metadata.get("tokenizer.chat_template")
@@ -96,7 +104,50 @@ class LlamaCppChatModel:
             template=template,
             eos_token=model.token_get_text(eos) if eos != -1 else "",
             bos_token=model.token_get_text(bos) if bos != -1 else "",
+            add_generation_prompt=add_generation_prompt,
         )
+
+    def _prompt_tokens(self, messages: Sequence[Message], *, open_ended: bool = False) -> list[int]:
+        """The tokens llama-cpp-python's chat completion feeds the model for `messages` (the GGUF's
+        template; its output already holds the special tokens, so no BOS is added). `open_ended`:
+        without the assistant header at the end, i.e. the beginning of a longer prompt."""
+        formatter = self._open_formatter if open_ended else self._formatter
+        if formatter is None:
+            return []
+        try:
+            text = formatter(messages=[dict(m) for m in messages]).prompt
+        except Exception:  # noqa: BLE001 - a template that rejects these messages: nothing to match
+            return []
+        return self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=False, special=True)
+
+    def prefill(self, messages: Sequence[Message], *, cancel: CancelToken | None = None,
+                chunk_tokens: int = 64) -> int:
+        """Evaluate the beginning of a prompt that starts with `messages` into the KV cache, so the next
+        `stream` whose prompt starts the same way processes only the rest. What the cache already holds
+        of it is kept; the rest is evaluated `chunk_tokens` at a time, stopping between chunks when
+        `cancel` is set (a chat turn goes first; what was evaluated stays useful). Returns how many
+        tokens of that beginning the cache now holds. Never changes what a reply says: generation
+        matches its own prompt against the cache."""
+        cancel = cancel or CancelToken()
+        with self._lock:
+            tokens = self._prompt_tokens(messages, open_ended=True)
+            llm = self._llm
+            if not tokens or len(tokens) >= self.n_ctx:
+                return 0
+            done = llm.longest_token_prefix(llm._input_ids, tokens)
+            llm.n_tokens = min(llm.n_tokens, done)   # eval() drops the cache past n_tokens
+            if done >= len(tokens):
+                return done
+            # in the background: leave a core to the UI and memory work (a reply uses them all)
+            llm._ctx.set_n_threads(self._threads, self._threads)
+            try:
+                while done < len(tokens) and not cancel.cancelled:
+                    step = tokens[done:done + max(1, chunk_tokens)]
+                    llm.eval(step)
+                    done += len(step)
+            finally:
+                llm._ctx.set_n_threads(self._threads, self._threads_batch)
+            return done
 
     # -- generation -------------------------------------------------------------
     def cancel(self) -> None:
@@ -128,6 +179,9 @@ class LlamaCppChatModel:
             )
             if response_format is not None:
                 kwargs["response_format"] = response_format
+            prompt = self._prompt_tokens(messages)
+            stats.prompt_tokens = len(prompt)
+            stats.cached_prompt_tokens = self._llm.longest_token_prefix(self._llm._input_ids, prompt)
             try:
                 gen = self._llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than the context

@@ -160,6 +160,8 @@ class Backend(QObject):
         self.model_loading = False
         self.turn: Turn | None = None
         self._active = False
+        self._warm_cancel: CancelToken | None = None   # the prompt-cache warming in flight, if any
+        self.last_warm: Future | None = None           # its outcome: tokens cached (for tests, diagnostics)
         self._deliver.connect(self._on_deliver)
         self._turnDone.connect(self._on_turn_done)
 
@@ -188,6 +190,7 @@ class Backend(QObject):
         self._closed = True
         if self.turn is not None:
             self.turn.cancel.cancel()
+        self._stop_warming()
         if self.scheduler is not None:
             self.scheduler.stop(timeout=timeout)
         if self._db is not None:
@@ -325,10 +328,48 @@ class Backend(QObject):
             self.submit(drop)
         return self.load_model()
 
+    def warm(self, conversation_id: int | None, leaf_id: int | None = None) -> None:
+        """While the user reads or types, let the model process the conversation's prompt prefix
+        (`ChatAgent.warm`) on the LLM thread, after any chat task. A newer call or a chat turn stops
+        the one in flight within a chunk of tokens."""
+        if self.scheduler is None or self._closed:
+            return
+        self._stop_warming()
+        token = self._warm_cancel = CancelToken()
+        ctx = self.ctx
+
+        def task(store, model):
+            if token.cancelled or store is None:
+                return 0
+            from app.agent import ChatAgent
+
+            agent = ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve)
+            t0 = time.perf_counter()
+            n = agent.warm(conversation_id, leaf_id=leaf_id, cancel=token)
+            log.debug("warmed %s tokens of conversation %s in %.2f s%s", n, conversation_id,
+                      time.perf_counter() - t0, " (stopped)" if token.cancelled else "")
+            return n
+
+        from app.scheduler import PRIORITY_NORMAL
+
+        self.last_warm = self.scheduler.submit(task, priority=PRIORITY_NORMAL)
+        self.last_warm.add_done_callback(self._warm_done)
+
+    @staticmethod
+    def _warm_done(future: Future) -> None:
+        exc = future.exception()
+        if exc is not None:   # only an optimisation: the next reply processes its whole prompt
+            log.info("warming the prompt cache failed: %s", exc)
+
+    def _stop_warming(self) -> None:
+        if self._warm_cancel is not None:
+            self._warm_cancel.cancel()
+
     def start_turn(self, turn: Turn) -> Turn:
         """Run one chat turn (send / regenerate / edit-and-resend) on the LLM thread."""
         if self._active:
             raise RuntimeError("a reply is already being generated")
+        self._stop_warming()
         self.turn = turn
         self._active = True
         ctx = self.ctx

@@ -522,6 +522,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Model ready", 3000)
         if self._turn_widget is not None and self._turn_widget.pending:
             self._turn_widget.set_pending("Processing prompt…")
+        self._warm()
 
     def _model_failed(self, message: str) -> None:
         self.load_progress.hide()
@@ -614,6 +615,7 @@ class MainWindow(QMainWindow):
         self.sidebar.select(None)
         self._update_header()
         self.composer.focus()
+        self._warm()
 
     def open_conversation(self, cid: int | None, *, focus_message: int | None = None) -> None:
         if cid is None:
@@ -654,6 +656,7 @@ class MainWindow(QMainWindow):
             self.chat_view.set_busy(self.backend.busy)
             if focus_message is not None:
                 self.chat_view.reveal(focus_message)
+            self._warm()
 
         self.backend.db(load, shown, self._db_error)
 
@@ -922,7 +925,7 @@ class MainWindow(QMainWindow):
                 self.speed_label.setToolTip(
                     f"{result.stats.get('completion_tokens', 0)} tokens, first token after "
                     f"{result.stats.get('time_to_first_token_s', 0):.2f} s, prompt {result.stats.get('prompt_tokens', 0)} "
-                    "tokens")
+                    f"tokens ({result.stats.get('cached_prompt_tokens', 0)} of them already processed)")
         else:
             if widget is not None:
                 widget.set_final("failed", error=turn.error)
@@ -940,7 +943,17 @@ class MainWindow(QMainWindow):
             self._refresh_title(turn.conversation_id)
             if turn.kind in (REGENERATE, EDIT):
                 self.refresh_siblings()
+            if result is not None:
+                self._warm()   # the exchange just made joins the cached prefix while the user reads
         self.refresh_conversations()
+
+    def _warm(self) -> None:
+        """Let the model process the prompt prefix of the chat on screen (system prompt, persona,
+        dialogue) while the user reads or types, so the next reply starts sooner (`Backend.warm`)."""
+        if not self.backend.started or self.backend.busy or not self.backend.model_id:
+            return
+        ids = [w.message_id for w in self.chat_view.messages() if w.message_id is not None]
+        self.backend.warm(self.current_id, ids[-1] if ids else None)
 
     def _refresh_title(self, cid: int) -> None:
         def done(conv):

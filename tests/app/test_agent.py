@@ -233,3 +233,28 @@ def test_half_of_a_surrogate_pair_in_a_message_is_replaced_not_fatal(agent, stor
     assert result.status == "complete"
     assert store.list_messages(cid)[0].content == "pasted from a broken clipboard: \ufffd!"
     assert store.retrieve("clipboard \udfff").query == "clipboard \ufffd"
+
+
+def test_warming_a_conversation_lets_the_next_reply_skip_its_dialogue(agent, store, chat_model):
+    cid = store.create_conversation("garden")
+    for i in range(4):
+        store.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
+        store.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
+    store.add_trait("hobby", "gardening")                      # the persona is part of the stable prefix
+    chat_model._llm.reset()                                   # a fresh start: nothing cached
+    warmed = agent.warm(cid)
+    assert warmed > 200
+    result = agent.send(cid, "What keeps the soil moist?")
+    assert result.status == "complete"
+    assert result.stats["cached_prompt_tokens"] >= warmed - 2     # system, persona, dialogue: all reused
+    assert result.stats["prompt_tokens"] - result.stats["cached_prompt_tokens"] < 120
+    assert agent.warm(None) > 0                                # a new chat: system prompt and persona
+
+
+def test_warming_is_nothing_for_a_model_without_a_local_cache(store):
+    class Remote:                                             # e.g. the OpenAI-compatible HTTP backend
+        n_ctx = 4096
+
+    from app.agent import ChatAgent
+
+    assert ChatAgent(store, Remote()).warm(store.create_conversation()) == 0

@@ -5,7 +5,9 @@ queues a batch of memory jobs (add_page with a small short-term capacity, so pag
 embedded, paged to mid-term memory and segmented on the memory thread), sends a message
 and, until the reply is finished, measures the event loop with a QTimer probe firing every
 `--probe-ms`: a stall is how much later than due a probe tick arrives. Prints JSON with the
-max and p99 stall (target: at most 50 ms) for the whole turn and for the streaming part.
+max and p99 stall (target: at most 50 ms) for the whole turn and for the streaming part, and
+while the window prepares the prompt of a long chat it opened (the model processing it in the
+background while the user reads).
 """
 from __future__ import annotations
 
@@ -202,12 +204,35 @@ def main(argv: list[str] | None = None) -> int:
                                      for t, st in sorted(probe.ticks, key=lambda x: -x[1])[:5]],
         })
         probe.ticks.clear()
+    # Opening a long chat: the window lets the model process its prompt prefix in the background
+    # (Backend.warm) while the user reads; the event loop must stay as responsive as while streaming.
+    long_cid = seeder.create_conversation("Benchmark: a long chat")
+    for i in range(8):
+        seeder.add_message(long_cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
+        seeder.add_message(long_cid, "assistant", "Gardens adapt to drought with mulch, deep watering, native "
+                                                  "plants and shade. " * 6)
+    pump(lambda: win.backend.last_warm is None or win.backend.last_warm.done(), 120)   # the after-reply one
+    before = win.backend.last_warm
+    probe.start()
+    t_open = time.perf_counter()
+    win.open_conversation(long_cid)
+    # the chat on screen (its messages are built on the UI thread, once), then the model warming up
+    pump(lambda: len(win.chat_view.messages()) == 16 and win.backend.last_warm is not before, 60)
+    t_shown = time.perf_counter()
+    pump(lambda: win.backend.last_warm.done() and time.perf_counter() - t_shown > 0.5, 300)
+    t_warmed = time.perf_counter()
+    probe.stop()
+    warming = {"warm_tokens": win.backend.last_warm.result() if win.backend.last_warm.done() else None,
+               "seconds": round(t_warmed - t_shown, 2), **_summary(probe.stalls(t_shown + 0.05, t_warmed)),
+               "showing_the_chat": {"seconds": round(t_shown - t_open, 3),
+                                    **_summary(probe.stalls(t_open, t_shown + 0.05))}}
     seeder.close()
     win.close()
     app.processEvents()
 
-    worst_max = max(t["whole_turn"]["max_stall_ms"] for t in turns)
-    worst_p99 = max(t["whole_turn"]["p99_stall_ms"] for t in turns)
+    # the pass mark: streaming and warming (showing a chat's 16 messages is a one-off on a click, reported)
+    worst_max = max([t["whole_turn"]["max_stall_ms"] for t in turns] + [warming["max_stall_ms"]])
+    worst_p99 = max([t["whole_turn"]["p99_stall_ms"] for t in turns] + [warming["p99_stall_ms"]])
     report = {
         "benchmark": "ui_latency",
         "probe_interval_ms": args.probe_ms,
@@ -224,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         "ui_handlers": {k: {"calls": v[0], "max_ms": round(v[1] * 1000, 2), "total_ms": round(v[2] * 1000, 1)}
                         for k, v in sorted(handlers.items())},
         "turns": turns,
+        "opening_a_long_chat": warming,
     }
     print(json.dumps(report, indent=2))
     import shutil

@@ -715,3 +715,27 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
     assert code == 0 and len(seen["windows"]) == 2
     assert seen["titles"] == ["Bees"] and seen["notice"].endswith("was restored.")
     assert [p.name for p in paths.data_dir.iterdir() if ".before-restore-" in p.name]
+
+
+def test_opening_a_chat_prepares_its_prompt_so_the_reply_starts_sooner(make_window, chat, qtbot, mnemo_dirs,
+                                                                      embedder):
+    from memory_core import MemoryStore
+
+    s = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
+                         dim=embedder.dim)
+    cid = s.create_conversation("Drought")
+    for i in range(4):
+        s.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
+        s.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
+    s.close()
+    win = make_window(max_tokens=4)
+    win.open_conversation(cid)
+    qtbot.waitUntil(lambda: win.backend.last_warm is not None and win.backend.last_warm.done()
+                    and win.backend.last_warm.result() > 200, timeout=120_000)
+    warmed = win.backend.last_warm.result()
+    turn = chat.send(win, "What keeps the soil moist?")
+    assert turn.result.status == "complete"
+    assert turn.result.stats["cached_prompt_tokens"] >= warmed - 2
+    assert "already processed" in win.speed_label.toolTip()
+    qtbot.waitUntil(lambda: win.backend.last_warm.done(), timeout=120_000)   # after the reply: warmed again
+    assert win.backend.last_warm.result() > warmed
