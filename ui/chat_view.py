@@ -11,6 +11,8 @@ from PySide6.QtWidgets import (
 from ui import markdown, theme
 
 MAX_RENDERED = 60        # messages rendered at once; older ones behind "Show earlier messages"
+FIRST_RENDER = 6         # of those, built before the chat shows (the newest: what is on screen) ...
+RENDER_BATCH = 4         # ... the older ones follow, this many per turn of the event loop
 COLUMN_MAX_WIDTH = 860   # the chat column's width on a wide window
 USER_SHARE = 0.8         # a user bubble takes at most this share of the column
 
@@ -436,6 +438,10 @@ class ChatView(QStackedWidget):
         self._widgets: list[MessageWidget] = []
         self._pool: dict[str, list[MessageWidget]] = {"user": [], "assistant": []}
         self._hidden_messages: list = []
+        self._pending: list = []          # older messages of the shown branch still to be built
+        self._siblings: dict[int, list[int]] = {}
+        self._generation = 0              # bumped by clear(): stale batches stop
+        self._busy = False
         self._stick = True
         bar = self.scroll.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
@@ -449,6 +455,8 @@ class ChatView(QStackedWidget):
             w.deleteLater()
         self._widgets.clear()
         self._hidden_messages = []
+        self._pending = []
+        self._generation += 1
         self.earlier_button.hide()
         self.setCurrentWidget(self.empty)
 
@@ -461,13 +469,49 @@ class ChatView(QStackedWidget):
             messages = messages[-MAX_RENDERED:]
             self.earlier_button.setText(f"Show {len(self._hidden_messages)} earlier messages")
             self.earlier_button.show()
-        siblings = siblings or {}
-        for m in messages:
-            w = self._make(m.role, m.content, m.id, m.status, m.meta)
-            w.set_siblings(siblings.get(m.id, []))
-            self._append_widget(w)
+        self._siblings = siblings or {}
+        # Building a message widget costs a few ms (its text is laid out): 60 long messages froze the
+        # window for 160-300 ms when a chat opened. The newest ones are built now; the older ones
+        # are inserted above them a few per event-loop turn, the view staying at the bottom.
+        self._pending = list(messages[:-FIRST_RENDER])
+        for m in messages[-FIRST_RENDER:]:
+            self._append_widget(self._make_from(m))
         self._stick = True
         self.scroll_to_bottom()
+        if self._pending:
+            generation = self._generation
+            QTimer.singleShot(0, lambda: self._render_pending(generation))
+
+    def _make_from(self, m) -> MessageWidget:
+        w = self._make(m.role, m.content, m.id, m.status, m.meta)
+        w.set_siblings(self._siblings.get(m.id, []))
+        w.set_actions_enabled(not self._busy)
+        return w
+
+    def _render_pending(self, generation: int) -> None:
+        if generation != self._generation or not self._pending:
+            return
+        batch, self._pending = self._pending[-RENDER_BATCH:], self._pending[:-RENDER_BATCH]
+        self._insert_older(batch)
+        if self._pending:
+            QTimer.singleShot(0, lambda: self._render_pending(generation))
+
+    def _flush_pending(self) -> None:
+        """Build the older messages still waiting now (before showing earlier ones or revealing one)."""
+        pending, self._pending = self._pending, []
+        if pending:
+            self._insert_older(pending)
+
+    def _insert_older(self, messages: list) -> None:
+        """Insert `messages` (oldest first) above the shown ones; the view keeps its place."""
+        bar = self.scroll.verticalScrollBar()
+        from_bottom = bar.maximum() - bar.value()
+        new = [self._make_from(m) for m in messages]
+        for k, w in enumerate(new):
+            self._append_widget(w, index=1 + k)  # after the (hidden) button
+        self._widgets[:0] = new
+        if not self._stick:     # scrolled up: stay on the same message (at the bottom, _on_range follows)
+            QTimer.singleShot(0, lambda: bar.setValue(bar.maximum() - from_bottom))
 
     def _build(self, role, text="", mid=None, status="complete", meta=None) -> MessageWidget:
         w = MessageWidget(role, text, message_id=mid, status=status, meta=meta, parent=self.column)
@@ -532,20 +576,15 @@ class ChatView(QStackedWidget):
             w.holder.setParent(None)
             w.holder.deleteLater()
         del self._widgets[i:]
-        if not self._widgets and not self._hidden_messages:
+        if not self._widgets and not self._hidden_messages and not self._pending:
             self.setCurrentWidget(self.empty)
 
     def _show_earlier(self) -> None:
+        self._flush_pending()
         hidden, self._hidden_messages = self._hidden_messages, []
         self.earlier_button.hide()
-        bar = self.scroll.verticalScrollBar()
-        from_bottom = bar.maximum() - bar.value()
-        new = [self._make(m.role, m.content, m.id, m.status, m.meta) for m in hidden]
-        for k, w in enumerate(new):
-            self._append_widget(w, index=1 + k)  # after the (hidden) button
-        self._widgets[:0] = new
         self._stick = False
-        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum() - from_bottom))
+        self._insert_older(hidden)
 
     # -- queries ----------------------------------------------------------------------
     def messages(self) -> list[MessageWidget]:
@@ -569,6 +608,7 @@ class ChatView(QStackedWidget):
 
     # -- behaviour --------------------------------------------------------------------
     def set_busy(self, busy: bool) -> None:
+        self._busy = busy
         for w in self._widgets:
             w.set_actions_enabled(not busy)
 
@@ -595,6 +635,8 @@ class ChatView(QStackedWidget):
 
     def reveal(self, message_id: int) -> MessageWidget | None:
         """Scroll to a message (rendering older ones when needed) and highlight it."""
+        if self.find(message_id) is None and any(m.id == message_id for m in self._pending):
+            self._flush_pending()
         if self.find(message_id) is None and any(m.id == message_id for m in self._hidden_messages):
             self._show_earlier()
         w = self.find(message_id)

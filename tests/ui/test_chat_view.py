@@ -1,0 +1,84 @@
+"""The chat view on its own (real widgets, offscreen): opening a long conversation builds the newest
+messages at once and the older ones in small batches, without losing order, place or state."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from ui.chat_view import FIRST_RENDER, MAX_RENDERED, ChatView
+
+
+@dataclass
+class Msg:                      # the fields of memory_core.Message that the view reads
+    id: int
+    role: str
+    content: str
+    status: str = "complete"
+    meta: dict = field(default_factory=dict)
+
+
+def _chat(n: int, start: int = 0) -> list[Msg]:
+    return [Msg(i, "user" if i % 2 == 0 else "assistant",
+                f"Question {i} about drought?" if i % 2 == 0 else f"Answer {i}: mulch and shade. " * 8)
+            for i in range(start, start + n)]
+
+
+@pytest.fixture
+def view(qtbot):
+    v = ChatView()
+    qtbot.addWidget(v)
+    v.resize(800, 600)
+    v.show()
+    return v
+
+
+def _ids(view) -> list[int]:
+    return [w.message_id for w in view.messages()]
+
+
+def test_the_newest_messages_show_at_once_and_the_older_ones_follow_in_order(view, qtbot):
+    msgs = _chat(MAX_RENDERED + 10)
+    view.set_messages(msgs)
+    assert _ids(view) == [m.id for m in msgs[-FIRST_RENDER:]]          # what is on screen, built now
+    assert view.earlier_button.isVisible() and view.earlier_button.text() == "Show 10 earlier messages"
+    qtbot.waitUntil(lambda: len(view.messages()) == MAX_RENDERED, timeout=10_000)
+    assert _ids(view) == [m.id for m in msgs[-MAX_RENDERED:]]
+    bar = view.scroll.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum(), timeout=5_000)  # still at the newest message
+    view.earlier_button.click()
+    assert _ids(view) == [m.id for m in msgs]
+
+
+def test_revealing_or_showing_earlier_builds_what_is_still_waiting(view, qtbot):
+    msgs = _chat(MAX_RENDERED + 4)
+    view.set_messages(msgs)
+    old = msgs[MAX_RENDERED // 2 + 4]                                  # rendered later, not yet
+    assert view.find(old.id) is None
+    assert view.reveal(old.id) is not None and _ids(view) == [m.id for m in msgs[-MAX_RENDERED:]]
+    view.set_messages(msgs)
+    view.earlier_button.click()                                         # before the batches ran
+    assert _ids(view) == [m.id for m in msgs]
+
+
+def test_opening_another_chat_stops_the_batches_of_the_previous_one(view, qtbot):
+    view.set_messages(_chat(40))
+    short = _chat(3, start=100)
+    view.set_messages(short)
+    qtbot.wait(300)
+    assert _ids(view) == [100, 101, 102]
+    view.set_messages(_chat(40))
+    view.clear()                                                        # a new chat
+    qtbot.wait(300)
+    assert view.messages() == [] and view.is_empty
+
+
+def test_messages_built_later_follow_the_busy_state(view, qtbot):
+    msgs = _chat(30)
+    view.set_messages(msgs)
+    view.set_busy(True)                                                 # a reply started meanwhile
+    qtbot.waitUntil(lambda: len(view.messages()) == 30, timeout=10_000)
+    replies = [w for w in view.messages() if w.role == "assistant"]
+    assert all(not w.regenerate_button.isEnabled() for w in replies)
+    view.set_busy(False)
+    assert all(w.regenerate_button.isEnabled() for w in replies)
