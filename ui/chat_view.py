@@ -11,8 +11,9 @@ from PySide6.QtWidgets import (
 from ui import markdown, theme
 
 MAX_RENDERED = 60        # messages rendered at once; older ones behind "Show earlier messages"
-FIRST_RENDER = 6         # of those, built before the chat shows (the newest: what is on screen) ...
-RENDER_BATCH = 4         # ... the older ones follow, this many per turn of the event loop
+FIRST_RENDER = 4         # of those, built before the chat shows (the newest: what is on screen) ...
+RENDER_BATCH = 2         # ... the older ones follow, this many per turn of the event loop
+RENDER_PAUSE_MS = 1
 COLUMN_MAX_WIDTH = 860   # the chat column's width on a wide window
 USER_SHARE = 0.8         # a user bubble takes at most this share of the column
 
@@ -480,7 +481,7 @@ class ChatView(QStackedWidget):
         self.scroll_to_bottom()
         if self._pending:
             generation = self._generation
-            QTimer.singleShot(0, lambda: self._render_pending(generation))
+            QTimer.singleShot(RENDER_PAUSE_MS, lambda: self._render_pending(generation))
 
     def _make_from(self, m) -> MessageWidget:
         w = self._make(m.role, m.content, m.id, m.status, m.meta)
@@ -494,7 +495,8 @@ class ChatView(QStackedWidget):
         batch, self._pending = self._pending[-RENDER_BATCH:], self._pending[:-RENDER_BATCH]
         self._insert_older(batch)
         if self._pending:
-            QTimer.singleShot(0, lambda: self._render_pending(generation))
+            # not 0: zero-delay timers run back to back ahead of other due timers and paint
+            QTimer.singleShot(RENDER_PAUSE_MS, lambda: self._render_pending(generation))
 
     def _flush_pending(self) -> None:
         """Build the older messages still waiting now (before showing earlier ones or revealing one)."""
