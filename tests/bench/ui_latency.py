@@ -230,9 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     win.close()
     app.processEvents()
 
-    # the pass mark: streaming and warming (showing a chat's 16 messages is a one-off on a click, reported)
-    worst_max = max([t["whole_turn"]["max_stall_ms"] for t in turns] + [warming["max_stall_ms"]])
-    worst_p99 = max([t["whole_turn"]["p99_stall_ms"] for t in turns] + [warming["p99_stall_ms"]])
+    phases = [t["whole_turn"] for t in turns] + [warming, warming["showing_the_chat"]]
+    worst_max = max(p["max_stall_ms"] for p in phases)
+    worst_p99 = max(p["p99_stall_ms"] for p in phases)
     report = {
         "benchmark": "ui_latency",
         "probe_interval_ms": args.probe_ms,
