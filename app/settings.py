@@ -45,6 +45,8 @@ class EmbeddingSettings:
 class UISettings:
     enter_sends: bool = True
     theme: str = "system"  # "system", "light" or "dark"
+    # let the model process the open chat's prompt while the user reads or types (ChatAgent.warm)
+    prepare_replies: bool = True
 
 
 @dataclass

@@ -950,7 +950,8 @@ class MainWindow(QMainWindow):
     def _warm(self) -> None:
         """Let the model process the prompt prefix of the chat on screen (system prompt, persona,
         dialogue) while the user reads or types, so the next reply starts sooner (`Backend.warm`)."""
-        if not self.backend.started or self.backend.busy or not self.backend.model_id:
+        if (not self.backend.started or self.backend.busy or not self.backend.model_id
+                or not self.ctx.settings.ui.prepare_replies):
             return
         ids = [w.message_id for w in self.chat_view.messages() if w.message_id is not None]
         self.backend.warm(self.current_id, ids[-1] if ids else None)

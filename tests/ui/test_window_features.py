@@ -739,3 +739,24 @@ def test_opening_a_chat_prepares_its_prompt_so_the_reply_starts_sooner(make_wind
     assert "already processed" in win.speed_label.toolTip()
     qtbot.waitUntil(lambda: win.backend.last_warm.done(), timeout=120_000)   # after the reply: warmed again
     assert win.backend.last_warm.result() > warmed
+
+
+def test_preparing_replies_can_be_switched_off_in_settings(make_window, qtbot, mnemo_dirs):
+    from app.context import AppContext
+
+    ctx = AppContext.create()
+    ctx.settings.ui.prepare_replies = False
+    ctx.settings.chat.max_tokens = 4
+    win = make_window(ctx=ctx)
+    win.open_conversation(None)
+    qtbot.wait(300)
+    assert win.backend.last_warm is None                    # nothing was sent to the model
+    win.open_settings()
+    dlg = win.settings_dialog
+    assert not dlg.prepare_check.isChecked()
+    dlg.prepare_check.setChecked(True)
+    assert "ui" in dlg.apply() and ctx.settings.ui.prepare_replies
+    dlg.close()
+    win.new_chat()
+    qtbot.waitUntil(lambda: win.backend.last_warm is not None and win.backend.last_warm.done(), timeout=60_000)
+    assert win.backend.last_warm.result() > 0               # the system prompt at least
