@@ -135,7 +135,9 @@ class LlamaCppChatModel:
             if not tokens or len(tokens) >= self.n_ctx:
                 return 0
             done = llm.longest_token_prefix(llm._input_ids, tokens)
-            llm.n_tokens = min(llm.n_tokens, done)   # eval() drops the cache past n_tokens
+            if llm.n_tokens > done:
+                llm.n_tokens = done                   # eval() and generate() drop the cache past n_tokens
+                llm._requires_eval = True             # the last logits are not of token `done`
             if done >= len(tokens):
                 return done
             # in the background: leave a core to the UI and memory work (a reply uses them all)
