@@ -737,6 +737,10 @@ def test_opening_a_chat_prepares_its_prompt_so_the_reply_starts_sooner(make_wind
     assert turn.result.status == "complete"
     assert turn.result.stats["cached_prompt_tokens"] >= warmed - 2
     assert "already processed" in win.speed_label.toolTip()
+    win.show_trace(turn.result.assistant_message_id)           # the inspector's trace says it too
+    header = win.inspector.trace.header
+    qtbot.waitUntil(lambda: "already processed" in header.text(), timeout=30_000)
+    assert f"({turn.result.stats['cached_prompt_tokens']:,} already processed)" in header.text()
     qtbot.waitUntil(lambda: win.backend.last_warm.done(), timeout=120_000)   # after the reply: warmed again
     assert win.backend.last_warm.result() > warmed
 

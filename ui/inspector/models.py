@@ -1018,6 +1018,7 @@ class TraceData:
     items: list[dict] = field(default_factory=list)
     segments: list[dict] = field(default_factory=list)
     prompt_tokens: int | None = None
+    cached_prompt_tokens: int | None = None   # of those, already in the model's KV cache (warmed, reused)
     timings_ms: dict = field(default_factory=dict)
     included: dict = field(default_factory=dict)
     dropped: dict = field(default_factory=dict)

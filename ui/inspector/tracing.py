@@ -102,6 +102,7 @@ def trace_for_message(store, message_id: int) -> TraceData:
     data.included = included
     data.dropped = trace.get("dropped") or {}
     data.prompt_tokens = trace.get("prompt_tokens")
+    data.cached_prompt_tokens = ((msg.meta or {}).get("stats") or {}).get("cached_prompt_tokens")
     data.timings_ms = trace.get("timings_ms") or {}
     hits = list(trace.get("pages") or [])
     stm = list(trace.get("stm") or [])

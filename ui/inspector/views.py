@@ -1069,6 +1069,8 @@ class TraceView(QWidget):
         self.segs_label.setText(f"Segments searched ({len(data.segments)}), best match first")
         if reply:
             tok = f"; prompt {data.prompt_tokens:,} tokens" if data.prompt_tokens else ""
+            if tok and data.cached_prompt_tokens is not None:
+                tok += f" ({data.cached_prompt_tokens:,} already processed)"
             dropped = ", ".join(f"{v} {k}" for k, v in (data.dropped or {}).items() if v)
             head = (f"<b>Reply {data.message_id}</b> to “{fmt.esc(fmt.one_line(data.query, 140))}”{tok}; "
                     f"{len(data.in_prompt)} recalled page{'s' if len(data.in_prompt) != 1 else ''} in the prompt"
