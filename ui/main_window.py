@@ -546,6 +546,10 @@ class MainWindow(QMainWindow):
         return c.gguf_path or "the bundled SmolLM2-135M (GGUF)"
 
     def _set_jobs(self, n: int) -> None:
+        if n == 0 and getattr(self, "jobs_pending", 0):
+            # memory work just finished: one that used the model replaced its cache, one that changed
+            # the persona changed the prompt; either way, prepare the open chat again (cheap when not)
+            self._warm()
         self.jobs_pending = n
         if self._job_progress_shown and n:
             return      # a long job is still running: keep its progress in view

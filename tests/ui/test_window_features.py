@@ -764,3 +764,27 @@ def test_preparing_replies_can_be_switched_off_in_settings(make_window, qtbot, m
     win.new_chat()
     qtbot.waitUntil(lambda: win.backend.last_warm is not None and win.backend.last_warm.done(), timeout=60_000)
     assert win.backend.last_warm.result() > 0               # the system prompt at least
+
+
+def test_the_chat_is_prepared_again_after_memory_work_used_the_model(make_window, qtbot, mnemo_dirs, embedder,
+                                                                     chat_model):
+    from memory_core import MemoryStore
+
+    s = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
+                         dim=embedder.dim)
+    cid = s.create_conversation("Drought")
+    for i in range(3):
+        s.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
+        s.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
+    s.close()
+    win = make_window(max_tokens=4)
+    win.open_conversation(cid)
+    qtbot.waitUntil(lambda: win.backend.last_warm is not None and win.backend.last_warm.done()
+                    and win.backend.last_warm.result() > 100, timeout=120_000)
+    first = win.backend.last_warm
+    win.backend.submit(lambda store, model: model._llm.reset()).result(timeout=30)   # as a memory job would
+    win.backend.jobsChanged.emit(1)
+    win.backend.jobsChanged.emit(0)                       # the memory work is done
+    assert win.backend.last_warm is not first
+    qtbot.waitUntil(lambda: win.backend.last_warm.done(), timeout=120_000)
+    assert win.backend.last_warm.result() == first.result()
