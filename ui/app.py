@@ -63,7 +63,7 @@ def run_gui(ctx, *, self_test: bool = False, timings: bool = False, started: flo
 
     from ui.main_window import MainWindow
 
-    notice = None
+    notice, reopen_chat = None, None
     while True:
         window = MainWindow(ctx)
         if instance is not None:
@@ -77,10 +77,12 @@ def run_gui(ctx, *, self_test: bool = False, timings: bool = False, started: flo
             return _self_test(app, window, ctx, probe, timings)
         if notice is not None:
             window.show_notice(notice)
+        if reopen_chat is not None:
+            window.open_conversation(reopen_chat)   # a new chat instead if the restored memory lacks it
         code = app.exec()
         # A window that closed to reopen (a backup was restored): a fresh one on the swapped file,
         # in the same process, so the models stay loaded and this process keeps the instance lock.
-        notice = window.reopen_notice
+        notice, reopen_chat = window.reopen_notice, window.current_id
         window.deleteLater()
         if notice is None:
             return code

@@ -667,7 +667,9 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
 
     paths = AppContext.create().paths
     s = MemoryStore.open(paths.db_file, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
-    s.add_page(s.create_conversation("Bees"), "I keep bees.", "Lovely.")
+    bees = s.create_conversation("Bees")
+    s.add_message(bees, "user", "I keep bees.")
+    s.add_page(bees, "I keep bees.", "Lovely.")
     saved = backups.make_backup(s, paths)
     s.add_page(s.create_conversation("Tea"), "I drink green tea.", "Nice.")    # after the backup
     s.close()
@@ -690,13 +692,16 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
             if not shown or not shown[0].backend.store_ok:
                 return
             win = shown[0]
-            if len(seen["windows"]) == 1 and getattr(win, "restore_dialog", None) is None:
+            if len(seen["windows"]) == 1 and win.current_id is None:
+                win.open_conversation(bees)                               # the chat on screen
+            elif len(seen["windows"]) == 1 and getattr(win, "restore_dialog", None) is None:
                 win.restore_action.trigger()
                 assert win.restore_dialog.selected() == saved          # the newest backup, preselected
                 win.restore_dialog.restore_button.click()
             elif len(seen["windows"]) == 2 and titles(win) and getattr(win, "notice_box", None):
                 seen["titles"] = titles(win)
                 seen["notice"] = win.notice_box.text()
+                seen["chat"] = (win.current_id, win.current_title)
                 win.close()
         except Exception as exc:  # noqa: BLE001 - reported below; never leave the event loop running
             seen["error"] = exc
@@ -714,6 +719,7 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
     assert seen["error"] is None, seen["error"]
     assert code == 0 and len(seen["windows"]) == 2
     assert seen["titles"] == ["Bees"] and seen["notice"].endswith("was restored.")
+    assert seen["chat"] == (bees, "Bees")                                  # the same chat, reopened
     assert [p.name for p in paths.data_dir.iterdir() if ".before-restore-" in p.name]
 
 
