@@ -4,7 +4,7 @@
 
 When a conversation is opened (or the app starts, or a reply ends), the window lets the model
 process the prompt's stable beginning (system prompt, persona, dialogue) while the user reads or
-types (`ChatAgent.warm`, on one thread, in chunks a chat turn interrupts). This measures, on the
+types (`ChatAgent.warm`, on the LLM thread, in chunks a chat turn interrupts). This measures, on the
 bundled model through the real agent and store, the time to first token of one question asked in
 a chat of `--exchanges` long exchanges right after a fresh start (nothing cached: the KV cache is
 reset before each run), cold vs after warming. Runs alternate; prints JSON with the medians, the
