@@ -34,7 +34,8 @@ class RetrievalMixin:
         query = T.valid_text(query)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        q = self._embed([query])[0]
+        # the query vector serves pages and knowledge; persona traits alone need none (prompt warming)
+        q = self._embed([query])[0] if budget.pages > 0 or budget.knowledge > 0 else None
         t1 = time.perf_counter()
         timings["embed"] = (t1 - t0) * 1000
         out = Retrieval(query=query)

@@ -73,6 +73,7 @@ class LlamaCppChatModel:
         self.n_ctx = int(self._llm.n_ctx())
         self._formatter = self._make_formatter()
         self._open_formatter = self._make_formatter(add_generation_prompt=False)
+        self._last_prompt: tuple[Any, list[int]] = (None, [])   # see _prompt_tokens
 
     # -- tokens -----------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
@@ -80,7 +81,8 @@ class LlamaCppChatModel:
             return len(self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=False, special=True))
 
     def count_messages_tokens(self, messages: Sequence[Message]) -> int:
-        return self.count_tokens(self.render_prompt(messages))
+        tokens = self._prompt_tokens(messages)   # the same tokens `stream` then matches against the cache
+        return len(tokens) if tokens else self.count_tokens(self.render_prompt(messages))
 
     def render_prompt(self, messages: Sequence[Message]) -> str:
         """The prompt text the GGUF's own chat template makes of `messages` (for token counting)."""
@@ -113,11 +115,18 @@ class LlamaCppChatModel:
         formatter = self._open_formatter if open_ended else self._formatter
         if formatter is None:
             return []
-        try:
-            text = formatter(messages=[dict(m) for m in messages]).prompt
-        except Exception:  # noqa: BLE001 - a template that rejects these messages: nothing to match
-            return []
-        return self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=False, special=True)
+        # The agent counts a prompt's tokens, then streams it: the last result serves both.
+        key = (open_ended, tuple((m["role"], m["content"]) for m in messages))
+        with self._lock:
+            if self._last_prompt[0] == key:
+                return self._last_prompt[1]
+            try:
+                text = formatter(messages=[dict(m) for m in messages]).prompt
+            except Exception:  # noqa: BLE001 - a template that rejects these messages: nothing to match
+                return []
+            tokens = self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=False, special=True)
+            self._last_prompt = (key, tokens)
+            return tokens
 
     def prefill(self, messages: Sequence[Message], *, cancel: CancelToken | None = None,
                 chunk_tokens: int = 64) -> int:

@@ -82,7 +82,7 @@ def _list_backups(ctx, as_json: bool) -> int:
     from app import backups
 
     found = backups.list_backups(ctx.paths)
-    rows = [{"path": str(p), "bytes": p.stat().st_size, "made": _when(p.stat().st_mtime)} for p in found]
+    rows = [{"path": str(p), "bytes": p.stat().st_size, "made": backups.made_at(p)} for p in found]
     if as_json:
         print_json(rows)
     elif not rows:

@@ -723,21 +723,27 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
     assert [p.name for p in paths.data_dir.iterdir() if ".before-restore-" in p.name]
 
 
-def test_opening_a_chat_prepares_its_prompt_so_the_reply_starts_sooner(make_window, chat, qtbot, mnemo_dirs,
-                                                                      embedder):
+def _open_warmed_chat(make_window, qtbot, mnemo_dirs, embedder, *, exchanges: int, at_least: int):
+    """A window showing a chat of `exchanges` long exchanges, once the model has prepared its prompt."""
     from memory_core import MemoryStore
 
     s = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
                          dim=embedder.dim)
     cid = s.create_conversation("Drought")
-    for i in range(4):
+    for i in range(exchanges):
         s.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
         s.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
     s.close()
     win = make_window(max_tokens=4)
     win.open_conversation(cid)
     qtbot.waitUntil(lambda: win.backend.last_warm is not None and win.backend.last_warm.done()
-                    and win.backend.last_warm.result() > 200, timeout=120_000)
+                    and win.backend.last_warm.result() > at_least, timeout=120_000)
+    return win
+
+
+def test_opening_a_chat_prepares_its_prompt_so_the_reply_starts_sooner(make_window, chat, qtbot, mnemo_dirs,
+                                                                      embedder):
+    win = _open_warmed_chat(make_window, qtbot, mnemo_dirs, embedder, exchanges=4, at_least=200)
     warmed = win.backend.last_warm.result()
     turn = chat.send(win, "What keeps the soil moist?")
     assert turn.result.status == "complete"
@@ -774,19 +780,7 @@ def test_preparing_replies_can_be_switched_off_in_settings(make_window, qtbot, m
 
 def test_the_chat_is_prepared_again_after_memory_work_used_the_model(make_window, qtbot, mnemo_dirs, embedder,
                                                                      chat_model):
-    from memory_core import MemoryStore
-
-    s = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
-                         dim=embedder.dim)
-    cid = s.create_conversation("Drought")
-    for i in range(3):
-        s.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
-        s.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
-    s.close()
-    win = make_window(max_tokens=4)
-    win.open_conversation(cid)
-    qtbot.waitUntil(lambda: win.backend.last_warm is not None and win.backend.last_warm.done()
-                    and win.backend.last_warm.result() > 100, timeout=120_000)
+    win = _open_warmed_chat(make_window, qtbot, mnemo_dirs, embedder, exchanges=3, at_least=100)
     first = win.backend.last_warm
     win.backend.submit(lambda store, model: model._llm.reset()).result(timeout=30)   # as a memory job would
     win.backend.jobsChanged.emit(1)
