@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from app.prompting import ComposedPrompt, compose_prompt
+from app.repetition import RepetitionGuard
 from memory_core import RetrievalBudget, is_storage_full
 from memory_core.text import valid_text
 from models.chat import CancelToken
@@ -65,11 +66,12 @@ class TurnResult:
 
 class ChatAgent:
     def __init__(self, store, model, *, reply_reserve: int = 512, max_tokens: int | None = None,
-                 memory_enabled: Callable[[], bool] = lambda: True):
+                 memory_enabled: Callable[[], bool] = lambda: True, repetition_guard: bool = True):
         self.store = store
         self.model = model
         self.reply_reserve = reply_reserve
         self.max_tokens = max_tokens
+        self.repetition_guard = repetition_guard  # stop a reply that loops (app.repetition)
         self.memory_enabled = memory_enabled  # global pause switch (settings)
         self._recall_at_end = True   # recall as a system message before the question (see app.prompting)
 
@@ -177,7 +179,8 @@ class ChatAgent:
 
         def compose(budget_tokens: int = budget):
             return compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
-                                  budget_tokens=budget_tokens, recall_at_end=self._recall_at_end)
+                                  budget_tokens=budget_tokens, recall_at_end=self._recall_at_end,
+                                  min_page_score=self.store.params.recall_min_score)
 
         prompt = compose()
         try:
@@ -208,12 +211,18 @@ class ChatAgent:
         parts: list[str] = []
         status, error = STATUS_COMPLETE, None
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
+        guard = RepetitionGuard() if self.repetition_guard else None
         for attempt in (1, 2):
             try:
-                for chunk in self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel):
+                stream = self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
+                for chunk in stream:
                     parts.append(chunk)
                     if on_token is not None:
                         on_token(chunk)
+                    if guard is not None and guard.feed(chunk):
+                        stream.close()   # ends the generation; the reply keeps what came before the loop
+                        parts = [guard.kept()]
+                        break
                     if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
                         last_flush = self._flush_partial(assistant_id, parts)
                 if self.model.last_stats.stopped or cancel.cancelled:
@@ -239,6 +248,7 @@ class ChatAgent:
             "time_to_first_token_s": round(st.time_to_first_token_s, 4), "total_s": round(st.total_s, 4),
             "tokens_per_s": round(st.tokens_per_s, 2), "retrieve_ms": round(t_retrieve * 1000, 2),
             "compose_ms": round(t_compose * 1000, 2), "model": self.model.model_id,
+            "finish_reason": "repetition" if guard is not None and guard.looping else st.finish_reason,
         }
         meta = {"trace": trace, "stats": stats}
         if error:

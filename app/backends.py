@@ -35,6 +35,8 @@ def build_chat_model(settings: ChatModelSettings):
             n_gpu_layers=settings.n_gpu_layers,
             temperature=settings.temperature,
             top_p=settings.top_p,
+            min_p=settings.min_p,
+            repeat_penalty=settings.repeat_penalty,
             max_tokens=settings.max_tokens,
         )
     )

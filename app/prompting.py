@@ -80,13 +80,15 @@ def compose_prompt(
     template_overhead: int = 8,
     system_prompt: str | None = None,
     recall_at_end: bool = True,
+    min_page_score: float = 0.0,
 ) -> ComposedPrompt:
     """Build chat messages for `query` within `budget_tokens` (n_ctx minus the reply reserve).
 
     `history` is the conversation's current branch before `query`, as objects with
     `.role`, `.content`, `.id` (memory_core Messages). Priorities when space is short:
     the query (cut in the middle if it alone is too long), the system prompt, the last
-    exchange, persona traits, retrieved pages by score, knowledge, then older dialogue.
+    exchange, persona traits, retrieved pages by score, knowledge, then older dialogue. Pages scoring
+    under `min_page_score` are left out whatever the space (MemoryParams.recall_min_score).
     """
     system = system_prompt if system_prompt is not None else prompts.load("system")
     cost = lambda text: count_tokens(text) + template_overhead  # noqa: E731
@@ -114,7 +116,7 @@ def compose_prompt(
 
     history_ids = {m.id for m in turns}
     traits = list(retrieval.traits) if retrieval is not None else []
-    pages = list(retrieval.pages) if retrieval is not None else []
+    pages = [h for h in retrieval.pages if h.score >= min_page_score] if retrieval is not None else []
     knowledge = list(retrieval.knowledge) if retrieval is not None else []
     # pages already in the visible dialogue are not repeated
     pages = [h for h in pages if h.page.user_message_id not in history_ids and h.page.assistant_message_id not in history_ids]

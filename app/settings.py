@@ -29,8 +29,10 @@ class ChatModelSettings:
     n_ctx: int = 4096
     n_threads: int = 0  # 0: automatic (cores - 1 while generating, all cores for the prompt)
     n_gpu_layers: int = 0
-    temperature: float = 0.7
+    temperature: float = 0.5
     top_p: float = 0.95
+    min_p: float = 0.1           # llama.cpp: never draw a token under min_p x the likeliest one's probability
+    repeat_penalty: float = 1.1  # llama.cpp: > 1 discourages repeating the last 64 tokens
     max_tokens: int = 512
     reply_reserve: int = 512  # tokens kept free for the reply when composing a prompt
 

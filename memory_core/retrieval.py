@@ -261,11 +261,15 @@ class RetrievalMixin:
         more than a fifth of the pages, which add little to BM25 but make it score most of the table.
         """
         words: list[str] = []
-        for w in T.content_words(query):
+        content = T.content_words(query)
+        for w in content:
             if not T.has_cjk(w) and w not in words:
                 words.append(w)
         if not words:
-            return T.fts_or_query(query), 0.0     # only stop words: still try them
+            # CJK words: unicode61 keeps a run as one token, so the porter table may still hold it.
+            # Only stop words ("Hi!", "How are you?"): no keyword search. Its scores are relative to the
+            # best match, so a page holding "his" (porter: "hi") would get a full keyword score.
+            return (T.fts_or_query(query), 0.0) if content else (None, 0.0)
         tok = getattr(self, "_porter_tok", None)
         if tok is None:
             tok = self._porter_tok = self._conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])

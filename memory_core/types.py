@@ -61,6 +61,10 @@ class MemoryParams:
     neighbor_context: float = 0.1
     neighbor_max_gap_s: float = 6 * 3600.0
     archive_penalty: float = 0.85     # archive pages must beat hot ones by this factor ("when hot tiers miss")
+    # pages scoring under this are not put in a reply's prompt: small talk ("Hi!", "Thanks") recalls
+    # nothing instead of the least unrelated pages (LoCoMo dev: 0.1 % of the top-10 evidence pages
+    # score under 0.4; on-topic pages score 1+)
+    recall_min_score: float = 0.4
     rrf_k: float = 60.0               # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
     # jobs / housekeeping
     job_max_attempts: int = 3

@@ -14,6 +14,7 @@ whole conversation to be processed (DESIGN.md, "activation memory").
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -31,10 +32,12 @@ class LlamaCppConfig:
     n_ctx: int = 4096
     n_threads: int = 0  # 0: cores - 1 for generation, all cores for prompt processing
     n_gpu_layers: int = 0
-    temperature: float = 0.7
+    temperature: float = 0.5
     top_p: float = 0.95
+    min_p: float = 0.1           # tokens under min_p x the likeliest one's probability are never drawn
+    repeat_penalty: float = 1.1  # > 1 makes the last 64 tokens less likely again (1.0: off)
     max_tokens: int = 512
-    seed: int = -1
+    seed: int = -1               # < 0: a fresh random seed per load (llama-cpp-python's default is fixed)
 
 
 class LlamaCppChatModel:
@@ -65,7 +68,7 @@ class LlamaCppChatModel:
                 n_threads=threads,
                 n_threads_batch=threads_batch,
                 n_gpu_layers=config.n_gpu_layers,
-                seed=config.seed if config.seed >= 0 else 0xFFFFFFFF,
+                seed=config.seed if config.seed >= 0 else random.SystemRandom().randrange(2**31),
                 verbose=False,
             )
         except Exception as exc:  # llama-cpp-python raises ValueError/RuntimeError on bad files
@@ -158,6 +161,11 @@ class LlamaCppChatModel:
             return done
 
     # -- generation -------------------------------------------------------------
+    def set_seed(self, seed: int) -> None:
+        """Make the next replies reproducible (benchmarks, tests); each reply still draws the next seed."""
+        with self._lock:
+            self._llm.set_seed(seed)
+
     def cancel(self) -> None:
         token = self._cancel_current
         if token is not None:
@@ -183,10 +191,13 @@ class LlamaCppChatModel:
                 max_tokens=max_tokens or self.config.max_tokens,
                 temperature=self.config.temperature if temperature is None else temperature,
                 top_p=self.config.top_p,
+                min_p=self.config.min_p,
+                repeat_penalty=self.config.repeat_penalty,
                 stream=True,
             )
             if response_format is not None:
                 kwargs["response_format"] = response_format
+                kwargs["repeat_penalty"] = 1.0   # JSON repeats quotes and braces by nature
             prompt = self._prompt_tokens(messages)
             stats.prompt_tokens = len(prompt)
             stats.cached_prompt_tokens = self._llm.longest_token_prefix(self._llm._input_ids, prompt)

@@ -77,6 +77,13 @@ class MessageBody(QTextBrowser):
         event.ignore()
 
 
+# how a complete reply ended, when the reader should know (GenerationStats.finish_reason, ChatAgent)
+_ENDINGS = {
+    "repetition": "stopped: the model began repeating itself",
+    "length": "cut off at the reply length limit (Settings ▸ Model)",
+}
+
+
 def _rate(tokens_per_s: float) -> str:
     return f"{tokens_per_s:.1f}" if tokens_per_s < 10 else f"{tokens_per_s:.0f}"
 
@@ -329,6 +336,9 @@ class MessageWidget(QFrame):
                 bits.append(f"{_rate(stats['tokens_per_s'])} tok/s")
             if stats.get("time_to_first_token_s"):
                 bits.append(f"first token {stats['time_to_first_token_s']:.1f} s")
+            ending = _ENDINGS.get(stats.get("finish_reason", ""))
+            if ending and self.status == "complete":
+                bits.append(ending)
             self.stats_label.setText(" · ".join(bits))
             self.stats_label.setVisible(bool(bits) and not self._pending)
         live = self._pending or self.status == "streaming"

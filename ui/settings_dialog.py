@@ -139,6 +139,14 @@ class SettingsDialog(QDialog):
         g.addRow("Temperature", self.temp_spin)
         self.top_p_spin = _dspin(0.0, 1.0, s.chat.top_p, 0.01)
         g.addRow("Top-p", self.top_p_spin)
+        self.min_p_spin = _dspin(0.0, 1.0, s.chat.min_p, 0.01)
+        self.min_p_spin.setToolTip("Never pick a word less likely than this share of the likeliest one "
+                                   "(keeps small models from wandering off; local models only)")
+        g.addRow("Min-p", self.min_p_spin)
+        self.repeat_spin = _dspin(1.0, 2.0, s.chat.repeat_penalty, 0.01)
+        self.repeat_spin.setToolTip("Above 1, words of the last 64 tokens are less likely to come again "
+                                    "(local models only; 1 = off)")
+        g.addRow("Repeat penalty", self.repeat_spin)
         self.max_tokens_spin = _spin(1, 131_072, s.chat.max_tokens)
         g.addRow("Max reply tokens", self.max_tokens_spin)
         self.reserve_spin = _spin(16, 131_072, s.chat.reply_reserve)
@@ -303,6 +311,8 @@ class SettingsDialog(QDialog):
         c.n_gpu_layers = self.gpu_spin.value()
         c.temperature = round(self.temp_spin.value(), 4)
         c.top_p = round(self.top_p_spin.value(), 4)
+        c.min_p = round(self.min_p_spin.value(), 4)
+        c.repeat_penalty = round(self.repeat_spin.value(), 4)
         c.max_tokens = self.max_tokens_spin.value()
         c.reply_reserve = self.reserve_spin.value()
         s.embedding.onnx_path = self.onnx_edit.text().strip()

@@ -258,3 +258,32 @@ def test_warming_is_nothing_for_a_model_without_a_local_cache(store):
     from app.agent import ChatAgent
 
     assert ChatAgent(store, Remote()).warm(store.create_conversation()) == 0
+
+
+LOOPING = "Write a poem where every line is 'the sea is calm tonight'."
+
+
+def _most_repeated_line(text: str) -> int:
+    lines = [" ".join(x.lower().strip(" ,.").split()) for x in text.splitlines()]
+    return max((lines.count(x) for x in lines if len(x.split()) >= 3), default=0)
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_reply_that_loops_is_stopped_and_keeps_what_came_before_the_loop(store, chat_model, monkeypatch, guarded):
+    # The bundled model, greedy and without a repeat penalty, sings this stanza again and again to the token
+    # limit. (The default sampling makes loops rarer; the guard is for those that still happen.)
+    monkeypatch.setattr(chat_model.config, "temperature", 0.0)
+    monkeypatch.setattr(chat_model.config, "repeat_penalty", 1.0)
+    agent = ChatAgent(store, chat_model, reply_reserve=256, max_tokens=160, repetition_guard=guarded)
+    streamed = []
+    result = agent.send(agent.new_conversation(), LOOPING, on_token=streamed.append)
+    if not guarded:   # the same request without the guard: the loop runs on (the test can tell)
+        assert _most_repeated_line(result.text) >= 6 and result.stats["finish_reason"] == "length"
+        return
+    assert result.stats["finish_reason"] == "repetition"
+    assert result.stats["completion_tokens"] < 160
+    assert 1 <= _most_repeated_line(result.text) <= 2   # one stanza (its refrain line is in it twice)
+    assert "".join(streamed).startswith(result.text)     # what was shown, less the loop
+    stored = store.get_message(result.assistant_message_id)
+    assert stored.content == result.text and stored.status == "complete"
+    assert stored.meta["stats"]["finish_reason"] == "repetition"

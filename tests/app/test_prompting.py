@@ -81,6 +81,19 @@ def test_budget_drops_low_ranked_pages_first(chat_model):
     assert chat_model.count_messages_tokens(p.messages) <= 400 + 20
 
 
+def test_pages_under_the_score_floor_stay_out_of_the_prompt(chat_model):
+    # scores 0.5, 0.33, 0.25: a floor of 0.3 keeps two pages, however much room there is
+    p = compose_prompt("where did I go?", retrieval=_retrieval(n_pages=3), history=[],
+                       count_tokens=chat_model.count_tokens, budget_tokens=3000, min_page_score=0.3)
+    assert p.included["pages"] == [1, 2] and p.dropped["pages"] == 0
+    assert "city number 3" not in p.messages[-2]["content"]
+    weak = _retrieval(n_pages=3)
+    weak.knowledge, weak.traits = [], []
+    p = compose_prompt("thanks!", retrieval=weak, history=[], count_tokens=chat_model.count_tokens,
+                       budget_tokens=3000, min_page_score=1.5)
+    assert p.included["pages"] == [] and "<memory>" not in str(p.messages)   # nothing recalled: no memory block
+
+
 def test_huge_query_is_truncated_in_the_middle(chat_model):
     query = "START " + ("lorem ipsum " * 50_000) + " END"
     p = compose_prompt(query, count_tokens=chat_model.count_tokens, budget_tokens=1000)

@@ -46,6 +46,23 @@ def test_finds_relevant_pages_with_reasons(open_store, clock):
     assert {"embed", "dense", "keyword", "total"} <= set(r.timings_ms)
 
 
+def test_small_talk_recalls_nothing_strongly(open_store, clock):
+    # "Hi" is all stop words; porter stems "his" to "hi", so a keyword search would rank "His band…"
+    # as a perfect keyword match. Such a query is left to the embedding, and nothing clears the floor.
+    s = open_store(stm_capacity=2)
+    cid = s.create_conversation()
+    fill(s, cid, clock)
+    clock.advance(3600)
+    s.add_page(cid, "His band played all night.", "Sounds like fun.")
+    other = s.create_conversation()
+    for q in ("Hi!", "Thanks, that's helpful.", "How are you?"):
+        r = s.retrieve(q, other, RetrievalBudget(pages=5))
+        assert r.pages and all("keyword" not in h.reason for h in r.pages), q
+        assert max(h.score for h in r.pages) < s.params.recall_min_score, (q, [(h.score, h.reason) for h in r.pages])
+    r = s.retrieve("Who is getting married in Lisbon?", other, RetrievalBudget(pages=5))
+    assert r.pages[0].score >= s.params.recall_min_score and "keyword" in r.pages[0].reason
+
+
 def test_stm_budget_and_scope(open_store, clock):
     s = open_store(stm_capacity=3)
     cid = s.create_conversation()

@@ -305,3 +305,21 @@ def test_an_empty_reply_says_so(qtbot):
     full = MessageWidget("assistant", "Hello!", status="complete", message_id=5)
     qtbot.addWidget(full)
     assert full.error_label.isHidden()
+
+
+def test_a_reply_cut_short_says_why(qtbot):
+    from ui.chat_view import MessageWidget
+
+    stats = {"completion_tokens": 41, "tokens_per_s": 60.0, "time_to_first_token_s": 0.3}
+    looped = MessageWidget("assistant", "The sea is calm tonight.", status="streaming", message_id=6)
+    qtbot.addWidget(looped)
+    looped.set_final("complete", stats={**stats, "finish_reason": "repetition"})
+    assert looped.stats_label.text().endswith("stopped: the model began repeating itself")
+    long = MessageWidget("assistant", "Once upon a time", status="complete", message_id=7,
+                         meta={"stats": {**stats, "finish_reason": "length"}})   # as loaded from the database
+    qtbot.addWidget(long)
+    assert "cut off at the reply length limit" in long.stats_label.text()
+    done = MessageWidget("assistant", "Rome.", status="complete", message_id=8,
+                         meta={"stats": {**stats, "finish_reason": "stop"}})
+    qtbot.addWidget(done)
+    assert done.stats_label.text() == "41 tokens · 60 tok/s · first token 0.3 s"

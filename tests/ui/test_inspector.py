@@ -44,6 +44,23 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
     assert [e.id for e in shown] == [e.id for e in reversed(evs)][: len(shown)]   # newest first
 
 
+
+@pytest.mark.parametrize("width, columns", [(1000, 3), (420, 2)])
+def test_overview_cards_reflow_so_their_figures_are_not_cut_off(qtbot, store, filled, panel_factory, width, columns):
+    panel = panel_factory("overview")
+    panel.resize(width, 800)
+    panel.show()
+    qtbot.waitExposed(panel)
+    ov = panel.overview
+    qtbot.waitUntil(lambda: ov.columns == columns, timeout=3000)
+    for card in ov.cards.values():
+        assert card.value.width() >= card.value.sizeHint().width(), card.title.text()
+        assert card.title.width() >= card.title.minimumSizeHint().width(), card.title.text()
+    sub = ov.cards["store"].sub   # a long model id breaks into lines instead of widening the card
+    assert sub.width() >= sub.minimumSizeHint().width()
+    assert sub.text().replace("\u200b", "").startswith("embedding model ")
+
+
 def test_pages_table_equals_the_database_and_sorts_and_filters_in_sql(qtbot, store, filled, panel_factory):
     panel = panel_factory("pages")
     m = panel.pages.model

@@ -55,10 +55,7 @@ class InspectorPanel(QWidget):
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
-        top = QHBoxLayout()
-        title = QLabel("Memory")
-        title.setStyleSheet("font-size: 15px; font-weight: 600;")
-        top.addWidget(title)
+        top = QHBoxLayout()   # no title of its own: the dock's title bar says "Memory"
         self.status_label = QLabel("")
         self.status_label.setStyleSheet("color: #777;")
         top.addWidget(self.status_label, 1)

@@ -6,6 +6,7 @@ memory core's management API (edit_*, pin, forget, set_paused, wipe_memory).
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, QUrl, Signal
@@ -113,6 +114,7 @@ class _Card(QFrame):
         lay.setContentsMargins(10, 8, 10, 8)
         lay.setSpacing(2)
         self.title = QLabel(title)
+        self.title.setWordWrap(True)
         self.title.setStyleSheet("color: palette(placeholder-text); font-size: 11px; text-transform: uppercase;")
         self.value = QLabel("—")
         self.value.setStyleSheet("font-size: 22px; font-weight: 600;")
@@ -129,7 +131,8 @@ class _Card(QFrame):
 
     def set(self, value: str, sub: str = "", used: int | None = None, cap: int | None = None) -> None:
         self.value.setText(value)
-        self.sub.setText(sub)
+        # word wrap breaks only at spaces: let long identifiers (model ids, paths) break after - _ /
+        self.sub.setText(re.sub(r"([-_/])(?=\w)", "\\1\u200b", sub))
         if used is not None and cap:
             self.bar.setRange(0, int(cap))
             self.bar.setValue(min(int(used), int(cap)))
@@ -150,19 +153,37 @@ class OverviewView(QWidget):
                                   " font-weight: 600;")
         self.banner.hide()
         lay.addWidget(self.banner)
-        grid = QGridLayout()
-        grid.setSpacing(8)
+        self.grid = QGridLayout()
+        self.grid.setSpacing(8)
         self.cards = {k: _Card(t) for k, t in (
             ("stm", "Short-term memory (STM)"), ("mtm", "Mid-term memory (MTM)"), ("archive", "Archive"),
             ("lpm", "Long-term persona (LPM)"), ("store", "Storage"), ("jobs", "Background work"))}
-        for i, key in enumerate(("stm", "mtm", "archive", "lpm", "store", "jobs")):
-            grid.addWidget(self.cards[key], i // 3, i % 3)
-        lay.addLayout(grid)
+        self.columns = 0
+        self._reflow(3)
+        lay.addLayout(self.grid)
         lay.addWidget(_heading("Recent memory events — what changed, when, and why"))
         self.events = ListModel(event_columns())
         self.events_view = InspectorTable(self.events, multi=False, sortable=False)
         lay.addWidget(self.events_view, 1)
         self.events_view.doubleClicked.connect(self._open_event)
+
+    def _reflow(self, columns: int) -> None:
+        """Lay the cards out in `columns` columns: three in a wide panel, two in a docked one, so their
+        figures are never cut off."""
+        if columns == self.columns:
+            return
+        self.columns = columns
+        for card in self.cards.values():
+            self.grid.removeWidget(card)
+        for c in range(3):
+            self.grid.setColumnStretch(c, 1 if c < columns else 0)
+        for i, key in enumerate(("stm", "mtm", "archive", "lpm", "store", "jobs")):
+            self.grid.addWidget(self.cards[key], i // columns, i % columns)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        width = event.size().width()
+        self._reflow(3 if width >= 640 else 2)   # the panel's buttons keep it wider than ~400 px
+        super().resizeEvent(event)
 
     def apply(self, stats: dict, events: list, params) -> None:
         self.stats = stats

@@ -1,0 +1,150 @@
+"""Benchmark: is what the chat model says through the agent usable? Runaway, loops, language, recall.
+
+A tiny local model (the bundled SmolLM2-135M) sampled carelessly rambles: it can drift into
+another language after one unlucky token and repeat a line until `max_tokens`. This runs typical
+messages (small talk, statements, general questions and questions about things said before, whose
+answers are in memory) through the real `ChatAgent`, a few seeds each, and prints JSON:
+
+- `runaway_rate`: replies that ran to `max_tokens`;
+- `loop_rate`: replies in which a sentence or line occurs three times or more;
+- `stopped_repeating_rate`: replies the agent's repetition guard cut short;
+- `non_english_rate`: replies with almost no English function words (all messages are English);
+- `recall_hit_rate`: questions about earlier talk whose reply names the remembered detail;
+- medians of completion tokens and seconds per reply.
+
+    python -m tests.bench.reply_quality [--seeds 3] [--max-tokens 256] [--temperature T] [--top-p P]
+        [--min-p P] [--repeat-penalty R] [--model FILE.gguf]
+
+Sampling options default to the app's own defaults (`app.settings.ChatModelSettings`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+# (message, a word the reply should contain when it uses memory, or None)
+MESSAGES = [
+    ("Hi!", None),
+    ("Hi! My name is Dana, I keep bees on my roof in Lyon and my sister Ines is visiting next week.", None),
+    ("Thanks, that's helpful.", None),
+    ("How do I boil an egg?", None),
+    ("Give me three ideas for a rainy Sunday.", None),
+    ("What is the capital of Italy?", None),
+    ("I'm feeling a bit tired today.", None),
+    ("What does my sister do for a living?", "nurse"),
+    ("What was the name of my first dog?", "pepper"),
+    ("Which book did I say I was reading?", "rose"),
+    ("What did I cook on Friday?", "risotto"),
+    ("Where are we going on our trip in spring?", "kyoto"),
+]
+MEMORY = [
+    ("My sister works as a nurse in Leeds.", "That is demanding work."),
+    ("We are planning a trip to Kyoto and Osaka in spring.", "Cherry blossom season is beautiful."),
+    ("I'm reading 'The Name of the Rose'.", "A classic mystery in a monastery."),
+    ("On Friday I made a mushroom risotto.", "Sounds delicious."),
+    ("My first dog was a beagle called Pepper.", "Beagles are so friendly."),
+    ("I love jazz, especially Bill Evans.", "His trio recordings are wonderful."),
+]
+ENGLISH = set("the a an to you i is and of in it that your for my be are with can this do have on not what me so "
+              "as we was it's i'm you're there here how if but or at by from about some like just".split())
+_WORD = re.compile(r"[a-zA-Z\u00C0-\u024F']+")
+_UNIT = re.compile(r"[^.!?\n]+[.!?\n]?")
+
+
+def english_share(text: str) -> float:
+    words = [w.lower() for w in _WORD.findall(text)]
+    return sum(w in ENGLISH for w in words) / len(words) if words else 1.0
+
+
+def max_repeats(text: str) -> int:
+    """How often the most repeated sentence or line (of 3+ words) occurs."""
+    units = [" ".join(u.lower().split()) for u in _UNIT.findall(text)]
+    counts: dict[str, int] = {}
+    for u in units:
+        if len(u.split()) >= 3:
+            counts[u] = counts.get(u, 0) + 1
+    return max(counts.values(), default=0)
+
+
+def _median(xs):
+    return round(statistics.median(xs), 3) if xs else None
+
+
+def main(argv=None) -> dict:
+    from app.settings import ChatModelSettings
+
+    d = ChatModelSettings()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--temperature", type=float, default=d.temperature)
+    parser.add_argument("--top-p", type=float, default=d.top_p)
+    parser.add_argument("--min-p", type=float, default=d.min_p)
+    parser.add_argument("--repeat-penalty", type=float, default=d.repeat_penalty)
+    parser.add_argument("--no-guard", action="store_true", help="let loops run (the agent's repetition guard off)")
+    parser.add_argument("--model", default=None, help="a GGUF file (default: the bundled model)")
+    parser.add_argument("--show", action="store_true", help="print every reply")
+    args = parser.parse_args(argv)
+
+    from app.agent import ChatAgent
+    from memory_core import MemoryParams, MemoryStore
+    from models.embedder import OnnxEmbedder
+    from models.llama_cpp_backend import LlamaCppChatModel
+
+    emb = OnnxEmbedder()
+    model = LlamaCppChatModel(model_path=args.model, n_ctx=4096, max_tokens=args.max_tokens,
+                              temperature=args.temperature, top_p=args.top_p, min_p=args.min_p,
+                              repeat_penalty=args.repeat_penalty, seed=0)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
+                                 params=MemoryParams())
+        history = store.create_conversation("history")
+        store.add_pages(history, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 3600}
+                                  for i, (u, a) in enumerate(MEMORY)])
+        agent = ChatAgent(store, model, reply_reserve=512, max_tokens=args.max_tokens,
+                          repetition_guard=not args.no_guard)
+        for seed in range(args.seeds):
+            model.set_seed(1000 + seed)
+            for text, expect in MESSAGES:
+                cid = agent.new_conversation()   # each message alone, with memory but no dialogue
+                t0 = time.perf_counter()
+                result = agent.send(cid, text)
+                seconds = time.perf_counter() - t0
+                reply = result.text
+                rows.append({
+                    "message": text, "seed": seed, "reply": reply, "seconds": seconds,
+                    "tokens": result.stats["completion_tokens"],
+                    "runaway": result.stats.get("finish_reason") == "length",
+                    "guarded": result.stats.get("finish_reason") == "repetition",
+                    "loop": max_repeats(reply) >= 3,
+                    "non_english": english_share(reply) < 0.08 and len(reply.split()) >= 4,
+                    "recall_hit": None if expect is None else expect in reply.lower(),
+                })
+                if args.show:
+                    print(f"--- [{seed}] {text}\n{reply}\n", flush=True)
+        store.close()
+    model.close()
+    rate = lambda k: round(sum(bool(r[k]) for r in rows) / len(rows), 3)  # noqa: E731
+    recall = [r["recall_hit"] for r in rows if r["recall_hit"] is not None]
+    out = {
+        "benchmark": "reply_quality", "model": model.model_id, "replies": len(rows), "max_tokens": args.max_tokens,
+        "sampling": {"temperature": args.temperature, "top_p": args.top_p, "min_p": args.min_p,
+                     "repeat_penalty": args.repeat_penalty, "repetition_guard": not args.no_guard},
+        "runaway_rate": rate("runaway"), "loop_rate": rate("loop"), "stopped_repeating_rate": rate("guarded"),
+        "non_english_rate": rate("non_english"),
+        "recall_hit_rate": round(sum(recall) / len(recall), 3) if recall else None,
+        "completion_tokens_p50": _median([r["tokens"] for r in rows]),
+        "seconds_per_reply_p50": _median([r["seconds"] for r in rows]),
+    }
+    print(json.dumps(out, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    main()
