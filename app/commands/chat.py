@@ -48,6 +48,8 @@ def _stream_turn(agent, cid, text, *, quiet=False):
         sys.stdout.write("\n")
         if result.status == "stopped":
             print("[stopped]")
+        elif (result.stats or {}).get("finish_reason") == "repetition":
+            print("[stopped: the model began repeating itself; the saved reply ends before the loop]")
         elif result.error:
             print(f"[error: {result.error}]", file=sys.stderr)
     return result

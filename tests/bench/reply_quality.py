@@ -13,7 +13,7 @@ answers are in memory) through the real `ChatAgent`, a few seeds each, and print
 - medians of completion tokens and seconds per reply.
 
     python -m tests.bench.reply_quality [--seeds 3] [--max-tokens 256] [--temperature T] [--top-p P]
-        [--min-p P] [--repeat-penalty R] [--model FILE.gguf]
+        [--min-p P] [--repeat-penalty R] [--no-guard] [--recall-min-score S] [--model FILE.gguf] [--show]
 
 Sampling options default to the app's own defaults (`app.settings.ChatModelSettings`).
 """
@@ -87,6 +87,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--min-p", type=float, default=d.min_p)
     parser.add_argument("--repeat-penalty", type=float, default=d.repeat_penalty)
     parser.add_argument("--no-guard", action="store_true", help="let loops run (the agent's repetition guard off)")
+    parser.add_argument("--recall-min-score", type=float, default=None,
+                        help="pages under this score stay out of the prompt (default: MemoryParams')")
     parser.add_argument("--model", default=None, help="a GGUF file (default: the bundled model)")
     parser.add_argument("--show", action="store_true", help="print every reply")
     args = parser.parse_args(argv)
@@ -102,8 +104,11 @@ def main(argv=None) -> dict:
                               repeat_penalty=args.repeat_penalty, seed=0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        params = MemoryParams()
+        if args.recall_min_score is not None:
+            params.recall_min_score = args.recall_min_score
         store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
-                                 params=MemoryParams())
+                                 params=params)
         history = store.create_conversation("history")
         store.add_pages(history, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 3600}
                                   for i, (u, a) in enumerate(MEMORY)])
@@ -136,6 +141,7 @@ def main(argv=None) -> dict:
         "benchmark": "reply_quality", "model": model.model_id, "replies": len(rows), "max_tokens": args.max_tokens,
         "sampling": {"temperature": args.temperature, "top_p": args.top_p, "min_p": args.min_p,
                      "repeat_penalty": args.repeat_penalty, "repetition_guard": not args.no_guard},
+        "recall_min_score": params.recall_min_score,
         "runaway_rate": rate("runaway"), "loop_rate": rate("loop"), "stopped_repeating_rate": rate("guarded"),
         "non_english_rate": rate("non_english"),
         "recall_hit_rate": round(sum(recall) / len(recall), 3) if recall else None,
