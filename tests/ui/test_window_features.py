@@ -21,6 +21,8 @@ def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs
     qtbot.addWidget(dlg)
     dlg.enter_check.setChecked(False)
     dlg.temp_spin.setValue(0.35)
+    dlg.min_p_spin.setValue(0.2)
+    dlg.repeat_spin.setValue(1.0)
     dlg.max_tokens_spin.setValue(333)
     dlg.server_radio.setChecked(True)
     dlg.url_edit.setText("http://127.0.0.1:9999/v1")
@@ -36,6 +38,13 @@ def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs
     s = ctx.settings
     assert s.ui.enter_sends is False and s.ui.theme == "dark"
     assert s.chat.temperature == pytest.approx(0.35) and s.chat.max_tokens == 333
+    assert s.chat.min_p == pytest.approx(0.2) and s.chat.repeat_penalty == pytest.approx(1.0)
+    from app.backends import build_chat_model   # the llama backend gets them (loaded for real)
+    s.chat.backend = "llama"
+    model = build_chat_model(s.chat)
+    assert (model.config.min_p, model.config.repeat_penalty, model.config.temperature) == (0.2, 1.0, 0.35)
+    model.close()
+    s.chat.backend = "openai"
     assert s.chat.backend == "openai" and s.chat.server_url == "http://127.0.0.1:9999/v1"
     assert s.memory == {"stm_capacity": 7, "tau": 3.5}
     assert ctx.memory_params().stm_capacity == 7
@@ -46,7 +55,7 @@ def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs
     assert win2.palette().color(QPalette.ColorRole.Window).lightness() < 80  # dark theme
     dlg2 = SettingsDialog(ctx, win2)
     qtbot.addWidget(dlg2)
-    assert dlg2.temp_spin.value() == pytest.approx(0.35)
+    assert dlg2.temp_spin.value() == pytest.approx(0.35) and dlg2.min_p_spin.value() == pytest.approx(0.2)
     assert dlg2.param_edits["stm_capacity"].value() == 7
     assert dlg2.server_radio.isChecked() and not dlg2.gguf_edit.isEnabled()
 
@@ -60,7 +69,8 @@ def test_settings_dialog_has_every_required_field(make_window, qtbot, monkeypatc
     for name in ("stm_capacity", "mtm_capacity", "theta", "alpha", "beta", "gamma", "mu", "tau"):
         assert name in dlg.param_edits
     for w in (dlg.gguf_edit, dlg.url_edit, dlg.server_model_edit, dlg.key_edit, dlg.ctx_spin, dlg.threads_spin,
-              dlg.gpu_spin, dlg.temp_spin, dlg.top_p_spin, dlg.max_tokens_spin, dlg.onnx_edit, dlg.tokenizer_edit):
+              dlg.gpu_spin, dlg.temp_spin, dlg.top_p_spin, dlg.min_p_spin, dlg.repeat_spin, dlg.max_tokens_spin,
+              dlg.onnx_edit, dlg.tokenizer_edit):
         assert w is not None
     opened = []
     monkeypatch.setattr("ui.settings_dialog.QDesktopServices.openUrl", lambda url: opened.append(url) or True)
