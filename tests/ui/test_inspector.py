@@ -61,6 +61,23 @@ def test_overview_cards_reflow_so_their_figures_are_not_cut_off(qtbot, store, fi
     assert sub.text().replace("\u200b", "").startswith("embedding model ")
 
 
+
+def test_no_button_is_cut_off_in_a_docked_panel(qtbot, store, filled, panel_factory):
+    from PySide6.QtWidgets import QPushButton
+
+    panel = panel_factory("pages")
+    panel.setFixedSize(panel.minimumWidth(), 800)   # as narrow as the window may dock it
+    panel.show()
+    qtbot.waitExposed(panel)
+    cut = []
+    for tab in (panel.overview, panel.segments, panel.pages, panel.persona, panel.trace):
+        panel.tabs.setCurrentWidget(tab)
+        qtbot.wait(50)
+        cut += [(type(tab).__name__, b.text(), b.width(), b.sizeHint().width())
+                for b in panel.findChildren(QPushButton) if b.isVisible() and b.width() < b.sizeHint().width()]
+    assert not cut
+
+
 def test_pages_table_equals_the_database_and_sorts_and_filters_in_sql(qtbot, store, filled, panel_factory):
     panel = panel_factory("pages")
     m = panel.pages.model
