@@ -294,6 +294,15 @@ class ChatAgent:
     def _maybe_title(self, conversation_id: int, text: str) -> None:
         conv = self.store.get_conversation(conversation_id)
         if conv is not None and conv.title in ("", "New chat"):
-            title = " ".join(text.split())[:60] or "New chat"
-            self.store.rename_conversation(conversation_id, title)
+            self.store.rename_conversation(conversation_id, title_from(text))
+
+
+def title_from(text: str, limit: int = 60) -> str:
+    """A chat's title from its first message: the first `limit` characters, cut between words, with "…"
+    when something was cut."""
+    words = " ".join(text.split())
+    if len(words) <= limit:
+        return words or "New chat"
+    cut = words.rfind(" ", 0, limit)
+    return words[: cut if cut > limit // 2 else limit - 1].rstrip(" ,.;:-") + "…"
 

@@ -287,3 +287,14 @@ def test_a_reply_that_loops_is_stopped_and_keeps_what_came_before_the_loop(store
     stored = store.get_message(result.assistant_message_id)
     assert stored.content == result.text and stored.status == "complete"
     assert stored.meta["stats"]["finish_reason"] == "repetition"
+
+
+def test_a_chat_is_titled_by_its_first_message_cut_between_words():
+    from app.agent import title_from
+
+    assert title_from("  What does my\nsister do?  ") == "What does my sister do?"
+    long = "Hi! My name is Dana, I keep bees on my roof in Lyon and my sister Ines is visiting next week."
+    assert title_from(long) == "Hi! My name is Dana, I keep bees on my roof in Lyon and my…"
+    assert len(title_from(long)) <= 60
+    assert title_from("x" * 100) == "x" * 59 + "…"   # one long word: cut inside it
+    assert title_from("   ") == "New chat"
