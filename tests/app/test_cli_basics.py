@@ -58,6 +58,15 @@ def test_settings_round_trip(tmp_path):
     assert loaded == settings
 
 
+def test_the_settings_and_the_model_agree_on_the_sampling_defaults():
+    # both define them (models must not import app); the benchmark chose them once (README)
+    from app.settings import ChatModelSettings
+    from models.llama_cpp_backend import LlamaCppConfig
+
+    for name in ("temperature", "top_p", "min_p", "repeat_penalty", "max_tokens", "n_ctx"):
+        assert getattr(ChatModelSettings(), name) == getattr(LlamaCppConfig(), name), name
+
+
 def test_broken_settings_file_gives_defaults_keeps_the_file_and_says_so(mnemo_dirs):
     paths = Paths(mnemo_dirs["config"], mnemo_dirs["data"])
     paths.config_dir.mkdir(parents=True)

@@ -37,6 +37,14 @@ FILLER = [
 ]
 
 
+def _history(store, exchanges) -> int:
+    """An earlier conversation whose (user, assistant) `exchanges` are memory pages, an hour apart."""
+    cid = store.create_conversation("history")
+    store.add_pages(cid, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 3600}
+                          for i, (u, a) in enumerate(exchanges)])
+    return cid
+
+
 def _median(xs):
     return round(statistics.median(xs), 4) if xs else None
 
@@ -58,9 +66,7 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
                                  params=MemoryParams(stm_capacity=2))
-        history = store.create_conversation("history")
-        store.add_pages(history, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 3600}
-                                  for i, (u, a) in enumerate(FILLER * 4)])
+        _history(store, FILLER * 4)
         agent = ChatAgent(store, agent_model, reply_reserve=512, max_tokens=args.max_tokens)
         rows = []
         for i in range(args.turns):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -77,10 +76,6 @@ def max_repeats(text: str) -> int:
     return max(counts.values(), default=0)
 
 
-def _median(xs):
-    return round(statistics.median(xs), 3) if xs else None
-
-
 def main(argv=None) -> dict:
     from app.settings import ChatModelSettings
 
@@ -101,6 +96,7 @@ def main(argv=None) -> dict:
 
     from app.agent import ChatAgent
     from memory_core import MemoryParams, MemoryStore
+    from tests.bench.agent_overhead import _history, _median
     from models.embedder import OnnxEmbedder
     from models.llama_cpp_backend import LlamaCppChatModel
 
@@ -115,9 +111,7 @@ def main(argv=None) -> dict:
             params.recall_min_score = args.recall_min_score
         store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
                                  params=params)
-        history = store.create_conversation("history")
-        store.add_pages(history, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 3600}
-                                  for i, (u, a) in enumerate(MEMORY)])
+        _history(store, MEMORY)
         agent = ChatAgent(store, model, reply_reserve=512, max_tokens=args.max_tokens,
                           repetition_guard=not args.no_guard)
         for seed in range(args.seeds):

@@ -40,6 +40,17 @@ def _button(text: str, tip: str = "", slot=None) -> QPushButton:
     return b
 
 
+def _button_rows(layout: QVBoxLayout, *rows: tuple[QPushButton, ...]) -> None:
+    """Add each group of buttons as a row of its own, left-aligned: a docked panel is too narrow for
+    one row of them."""
+    for buttons in rows:
+        row = QHBoxLayout()
+        for b in buttons:
+            row.addWidget(b)
+        row.addStretch(1)
+        layout.addLayout(row)
+
+
 def _browser() -> QTextBrowser:
     b = QTextBrowser()
     b.setOpenLinks(False)
@@ -268,8 +279,7 @@ class PagesView(_PinAndForget, QWidget):
         detail = QWidget()
         dl = QVBoxLayout(detail)
         dl.setContentsMargins(0, 4, 0, 0)
-        # two rows, short labels (the tooltips say more): one row of seven buttons was cut off in the dock
-        nav, acts = QHBoxLayout(), QHBoxLayout()
+        # short labels (the tooltips say more), two rows: one row of seven buttons was cut off in the dock
         self.prev_btn = _button("◀ Previous", "The previous page of this dialogue chain", self.go_prev)
         self.next_btn = _button("Next ▶", "The next page of this dialogue chain", self.go_next)
         self.seg_btn = _button("Its segment", "Show this page's segment and its heat", self.go_segment)
@@ -277,14 +287,8 @@ class PagesView(_PinAndForget, QWidget):
         self.edit_btn = _button("Edit…", "Correct this page's text (re-embedded and re-indexed)", self.edit_current)
         self.pin_btn = _button("Pin", "Pinned pages keep their segment out of the archive", self.toggle_pin)
         self.forget_btn = _button("Forget…", "Forget the selected pages for good (Delete)", self.forget_selected)
-        for b in (self.prev_btn, self.next_btn, self.seg_btn, self.msg_btn):
-            nav.addWidget(b)
-        nav.addStretch(1)
-        for b in (self.edit_btn, self.pin_btn, self.forget_btn):
-            acts.addWidget(b)
-        acts.addStretch(1)
-        dl.addLayout(nav)
-        dl.addLayout(acts)
+        _button_rows(dl, (self.prev_btn, self.next_btn, self.seg_btn, self.msg_btn),
+                     (self.edit_btn, self.pin_btn, self.forget_btn))
         self.detail = _browser()
         self.detail.anchorClicked.connect(self._on_link)
         dl.addWidget(self.detail, 1)
@@ -521,17 +525,12 @@ class SegmentsView(_PinAndForget, QWidget):
         self.history_note.setWordWrap(True)
         self.history_note.setStyleSheet("color: #777; font-size: 11px;")
         rl.addWidget(self.history_note)
-        nav, acts = QHBoxLayout(), QHBoxLayout()   # two rows: this half of a docked panel is narrow
         self.pages_btn = _button("Its pages", "List this segment's pages", self.show_pages)
         self.restore_btn = _button("Restore", "Bring this archived segment back to mid-term memory", self.restore)
         self.pin_btn = _button("Pin", "Pinned segments are never archived", self.toggle_pin)
         self.forget_btn = _button("Forget…", "Forget the selected segments and their pages (Delete)",
                                   self.forget_selected)
-        for row, buttons in ((nav, (self.pages_btn, self.restore_btn)), (acts, (self.pin_btn, self.forget_btn))):
-            for b in buttons:
-                row.addWidget(b)
-            row.addStretch(1)
-            rl.addLayout(row)
+        _button_rows(rl, (self.pages_btn, self.restore_btn), (self.pin_btn, self.forget_btn))
         self.detail = _browser()
         self.detail.anchorClicked.connect(lambda u: self.panel.follow_link(u.toString()))
         rl.addWidget(self.detail, 2)
