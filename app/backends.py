@@ -22,6 +22,8 @@ def build_chat_model(settings: ChatModelSettings):
                 n_ctx=settings.n_ctx,
                 temperature=settings.temperature,
                 top_p=settings.top_p,
+                min_p=settings.min_p,
+                repeat_penalty=settings.repeat_penalty,
                 max_tokens=settings.max_tokens,
             )
         )

@@ -2,6 +2,12 @@
 
 Uses only the standard library (urllib) so the app has no HTTP dependency. Replies stream
 over server-sent events; `cancel` closes the connection, which stops the server too.
+
+Sampling: besides OpenAI's `temperature` and `top_p`, the request carries llama.cpp's `min_p`
+and `repeat_penalty` (llama-server, llama-cpp-python's server and LM Studio read them; Ollama
+and vLLM ignore what they do not know). A server that rejects unknown fields (OpenAI's own API
+answers HTTP 400 "Unrecognized request argument") is asked again without them, and this model
+object stops sending them.
 """
 from __future__ import annotations
 
@@ -24,9 +30,14 @@ class OpenAIConfig:
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0  # longest wait for the next streamed chunk
     n_ctx: int = 4096
-    temperature: float = 0.7
+    temperature: float = 0.5
     top_p: float = 0.95
+    min_p: float = 0.1           # llama.cpp's samplers; left out for servers that reject them
+    repeat_penalty: float = 1.1
     max_tokens: int = 512
+
+# the request fields that are not OpenAI's own (see the module docstring)
+LLAMA_SAMPLING_FIELDS = ("min_p", "repeat_penalty")
 
 
 class OpenAIChatModel:
@@ -39,6 +50,7 @@ class OpenAIChatModel:
         self.model_id = config.model or self.base_url
         self.n_ctx = config.n_ctx
         self.last_stats = GenerationStats()
+        self.send_llama_sampling = True  # False once the server rejected min_p / repeat_penalty
 
     # -- HTTP ---------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
@@ -107,12 +119,24 @@ class OpenAIChatModel:
             "top_p": self.config.top_p,
             "stream": True,
         }
+        if self.send_llama_sampling:
+            payload["min_p"] = self.config.min_p
+            # a JSON reply repeats braces and quotes by design (as in LlamaCppChatModel)
+            payload["repeat_penalty"] = 1.0 if response_format is not None else self.config.repeat_penalty
         if response_format is not None:
             payload["response_format"] = response_format
         stats = GenerationStats()
         self.last_stats = stats
         start = time.perf_counter()
-        resp = self._open("/chat/completions", payload, self.config.connect_timeout_s)
+        try:
+            resp = self._open("/chat/completions", payload, self.config.connect_timeout_s)
+        except ModelError as exc:
+            if not (self.send_llama_sampling and _rejects_llama_sampling(exc)):
+                raise
+            self.send_llama_sampling = False
+            for key in LLAMA_SAMPLING_FIELDS:
+                payload.pop(key, None)
+            resp = self._open("/chat/completions", payload, self.config.connect_timeout_s)
         try:
             if hasattr(resp, "fp") and getattr(resp.fp, "raw", None) is not None:
                 try:
@@ -189,3 +213,10 @@ class OpenAIChatModel:
 
     def close(self) -> None:
         pass
+
+
+def _rejects_llama_sampling(exc: ModelError) -> bool:
+    """An HTTP 400/422 whose message names one of llama.cpp's sampling fields: the server does not
+    know them (OpenAI: 'Unrecognized request argument supplied: min_p')."""
+    text = str(exc)
+    return any(f"HTTP {code}" in text for code in (400, 422)) and any(f in text for f in LLAMA_SAMPLING_FIELDS)

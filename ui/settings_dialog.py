@@ -141,11 +141,13 @@ class SettingsDialog(QDialog):
         g.addRow("Top-p", self.top_p_spin)
         self.min_p_spin = _dspin(0.0, 1.0, s.chat.min_p, 0.01)
         self.min_p_spin.setToolTip("Never pick a word less likely than this share of the likeliest one "
-                                   "(keeps small models from wandering off; local models only)")
+                                   "(keeps small models from wandering off; llama.cpp's sampler, "
+                                   "so servers not built on llama.cpp may ignore it)")
         g.addRow("Min-p", self.min_p_spin)
         self.repeat_spin = _dspin(1.0, 2.0, s.chat.repeat_penalty, 0.01)
         self.repeat_spin.setToolTip("Above 1, words of the last 64 tokens are less likely to come again "
-                                    "(local models only; 1 = off)")
+                                    "(1 = off; llama.cpp's sampler, so servers not built on llama.cpp "
+                                    "may ignore it)")
         g.addRow("Repeat penalty", self.repeat_spin)
         self.max_tokens_spin = _spin(1, 131_072, s.chat.max_tokens)
         g.addRow("Max reply tokens", self.max_tokens_spin)

@@ -59,12 +59,14 @@ def test_settings_round_trip(tmp_path):
 
 
 def test_the_settings_and_the_model_agree_on_the_sampling_defaults():
-    # both define them (models must not import app); the benchmark chose them once (README)
+    # each defines them (models must not import app); the benchmark chose them once (README)
     from app.settings import ChatModelSettings
     from models.llama_cpp_backend import LlamaCppConfig
+    from models.openai_http import OpenAIConfig
 
-    for name in ("temperature", "top_p", "min_p", "repeat_penalty", "max_tokens", "n_ctx"):
-        assert getattr(ChatModelSettings(), name) == getattr(LlamaCppConfig(), name), name
+    for config in (LlamaCppConfig(), OpenAIConfig()):
+        for name in ("temperature", "top_p", "min_p", "repeat_penalty", "max_tokens", "n_ctx"):
+            assert getattr(ChatModelSettings(), name) == getattr(config, name), (type(config).__name__, name)
 
 
 def test_broken_settings_file_gives_defaults_keeps_the_file_and_says_so(mnemo_dirs):
