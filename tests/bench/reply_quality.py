@@ -2,18 +2,21 @@
 
 A tiny local model (the bundled SmolLM2-135M) sampled carelessly rambles: it can drift into
 another language after one unlucky token and repeat a line until `max_tokens`. This runs typical
-messages (small talk, statements, general questions and questions about things said before, whose
-answers are in memory) through the real `ChatAgent`, a few seeds each, and prints JSON:
+messages (small talk, statements, general questions, and 16 questions about an earlier
+conversation of 16 exchanges, whose answers are in memory) through the real `ChatAgent`, a few
+seeds each, and prints JSON:
 
 - `runaway_rate`: replies that ran to `max_tokens`;
 - `loop_rate`: replies in which a sentence or line occurs three times or more;
 - `stopped_repeating_rate`: replies the agent's repetition guard cut short;
 - `non_english_rate`: replies with more French/Spanish/German/Italian function words than English ones;
-- `recall_hit_rate`: questions about earlier talk whose reply names the remembered detail;
+- `recall_hit_rate`: questions about earlier talk whose reply names the remembered detail, overall
+  and for the odd and even questions apart (`recall_hit_rate_halves`: tune a prompt on one half,
+  check it on the other); `recall_hits`: per question, over the seeds;
 - medians of completion tokens and seconds per reply.
 
-    python -m tests.bench.reply_quality [--seeds 3] [--max-tokens 256] [--temperature T] [--top-p P]
-        [--min-p P] [--repeat-penalty R] [--no-guard] [--recall-min-score S] [--model FILE.gguf] [--show]
+    python -m tests.bench.reply_quality [--seeds 3] [--first-seed 1000] [--max-tokens 256] [--temperature T] [--top-p P]
+        [--min-p P] [--repeat-penalty R] [--no-guard] [--recall-min-score S] [--model FILE.gguf] [--recall-only] [--show]
 
 Sampling options default to the app's own defaults (`app.settings.ChatModelSettings`).
 """
@@ -26,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-# (message, a word the reply should contain when it uses memory, or None)
-MESSAGES = [
+# (message, words of which the reply should contain one when it uses memory, or None)
+SMALL_TALK = [
     ("Hi!", None),
     ("Hi! My name is Dana, I keep bees on my roof in Lyon and my sister Ines is visiting next week.", None),
     ("Thanks, that's helpful.", None),
@@ -35,12 +38,8 @@ MESSAGES = [
     ("Give me three ideas for a rainy Sunday.", None),
     ("What is the capital of Italy?", None),
     ("I'm feeling a bit tired today.", None),
-    ("What does my sister do for a living?", "nurse"),
-    ("What was the name of my first dog?", "pepper"),
-    ("Which book did I say I was reading?", "rose"),
-    ("What did I cook on Friday?", "risotto"),
-    ("Where are we going on our trip in spring?", "kyoto"),
 ]
+# an earlier conversation (memory pages) and, in the same order, a question about each exchange
 MEMORY = [
     ("My sister works as a nurse in Leeds.", "That is demanding work."),
     ("We are planning a trip to Kyoto and Osaka in spring.", "Cherry blossom season is beautiful."),
@@ -48,7 +47,36 @@ MEMORY = [
     ("On Friday I made a mushroom risotto.", "Sounds delicious."),
     ("My first dog was a beagle called Pepper.", "Beagles are so friendly."),
     ("I love jazz, especially Bill Evans.", "His trio recordings are wonderful."),
+    ("My partner Sam is allergic to peanuts.", "Good to know, I will keep that in mind."),
+    ("I work as a structural engineer at a company that builds bridges.", "That sounds like fascinating work."),
+    ("My daughter Maya turns seven in March.", "Seven is a fun age!"),
+    ("I'm learning the cello; my teacher is called Mr Okafor.", "The cello has a beautiful voice."),
+    ("Our cat Biscuit likes to sleep in the laundry basket.", "Cats love warm laundry."),
+    ("I drink my coffee black, no sugar.", "A purist!"),
+    ("I ran the Berlin marathon last September.", "Congratulations, that is a big achievement."),
+    ("My favourite film is Spirited Away.", "A Miyazaki masterpiece."),
+    ("I'm saving up for a green electric bike.", "Electric bikes are great for commuting."),
+    ("My grandmother grew up in Porto.", "Porto is a lovely city."),
 ]
+RECALL = [
+    ("What does my sister do for a living?", ("nurse",)),
+    ("Where are we going on our trip in spring?", ("kyoto", "osaka")),
+    ("Which book did I say I was reading?", ("rose",)),
+    ("What did I cook on Friday?", ("risotto",)),
+    ("What was the name of my first dog?", ("pepper",)),
+    ("Which jazz musician do I like most?", ("evans",)),
+    ("What is Sam allergic to?", ("peanut",)),
+    ("What do I do for work?", ("engineer",)),
+    ("How old will Maya be in March?", ("seven", "7")),
+    ("Who teaches me the cello?", ("okafor",)),
+    ("Where does Biscuit like to sleep?", ("laundry", "basket")),
+    ("How do I take my coffee?", ("black",)),
+    ("Which marathon did I run?", ("berlin",)),
+    ("What is my favourite movie?", ("spirited",)),
+    ("What am I saving money for?", ("bike",)),
+    ("Where did my grandmother grow up?", ("porto",)),
+]
+MESSAGES = SMALL_TALK + RECALL
 ENGLISH = set("the a an to you i is and of in it that your for my be are with can this do have on not what me so "
               "as we was it's i'm you're there here how if but or at by from about some like just".split())
 # function words of the languages the bundled model drifts into (none of them English words)
@@ -82,6 +110,7 @@ def main(argv=None) -> dict:
     d = ChatModelSettings()
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=1000, help="seeds are FIRST, FIRST+1, …")
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--temperature", type=float, default=d.temperature)
     parser.add_argument("--top-p", type=float, default=d.top_p)
@@ -91,6 +120,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--recall-min-score", type=float, default=None,
                         help="pages under this score stay out of the prompt (default: MemoryParams')")
     parser.add_argument("--model", default=None, help="a GGUF file (default: the bundled model)")
+    parser.add_argument("--recall-only", action="store_true", help="only the questions about earlier talk")
     parser.add_argument("--show", action="store_true", help="print every reply")
     args = parser.parse_args(argv)
 
@@ -115,8 +145,8 @@ def main(argv=None) -> dict:
         agent = ChatAgent(store, model, reply_reserve=512, max_tokens=args.max_tokens,
                           repetition_guard=not args.no_guard)
         for seed in range(args.seeds):
-            model.set_seed(1000 + seed)
-            for text, expect in MESSAGES:
+            model.set_seed(args.first_seed + seed)
+            for text, expect in (RECALL if args.recall_only else MESSAGES):
                 cid = agent.new_conversation()   # each message alone, with memory but no dialogue
                 t0 = time.perf_counter()
                 result = agent.send(cid, text)
@@ -129,7 +159,7 @@ def main(argv=None) -> dict:
                     "guarded": result.stats.get("finish_reason") == "repetition",
                     "loop": max_repeats(reply) >= 3,
                     "non_english": not_english(reply),
-                    "recall_hit": None if expect is None else expect in reply.lower(),
+                    "recall_hit": None if expect is None else any(w in reply.lower() for w in expect),
                 })
                 if args.show:
                     print(f"--- [{seed}] {text}\n{reply}\n", flush=True)
@@ -137,6 +167,8 @@ def main(argv=None) -> dict:
     model.close()
     rate = lambda k: round(sum(bool(r[k]) for r in rows) / len(rows), 3)  # noqa: E731
     recall = [r["recall_hit"] for r in rows if r["recall_hit"] is not None]
+    hits = {q: sum(bool(r["recall_hit"]) for r in rows if r["message"] == q) for q, _ in RECALL}
+    halves = [[r["recall_hit"] for r in rows if r["message"] in [q for q, _ in RECALL[h::2]]] for h in (0, 1)]
     out = {
         "benchmark": "reply_quality", "model": model.model_id, "replies": len(rows), "max_tokens": args.max_tokens,
         "sampling": {"temperature": args.temperature, "top_p": args.top_p, "min_p": args.min_p,
@@ -145,6 +177,8 @@ def main(argv=None) -> dict:
         "runaway_rate": rate("runaway"), "loop_rate": rate("loop"), "stopped_repeating_rate": rate("guarded"),
         "non_english_rate": rate("non_english"),
         "recall_hit_rate": round(sum(recall) / len(recall), 3) if recall else None,
+        "recall_hit_rate_halves": [round(sum(h) / len(h), 3) if h else None for h in halves],
+        "recall_hits": hits,
         "completion_tokens_p50": _median([r["tokens"] for r in rows]),
         "seconds_per_reply_p50": _median([r["seconds"] for r in rows]),
     }
