@@ -28,6 +28,7 @@ from ui.chat_view import ChatView, MessageWidget  # noqa: E402
 from ui.composer import Composer  # noqa: E402
 from ui.conversation_list import ConversationList  # noqa: E402
 from ui.drafts import DraftKeeper  # noqa: E402
+from ui.elided_label import ElidedLabel  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ class MainWindow(QMainWindow):
         header.setObjectName("chatHeader")
         h = QHBoxLayout(header)
         h.setContentsMargins(14, 6, 8, 6)
-        self.title_label = QLabel("New chat", header)
+        self.title_label = ElidedLabel("New chat", header)
         self.title_label.setObjectName("chatTitle")
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         h.addWidget(self.title_label, 1)

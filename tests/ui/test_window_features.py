@@ -112,6 +112,24 @@ def test_sidebar_rename_search_and_delete(make_window, chat, qtbot, monkeypatch)
     assert win.current_id is None and win.chat_view.is_empty  # the open chat was deleted
 
 
+def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(make_window, qtbot):
+    win = make_window(start=False)
+    title = "Hi! My name is Dana, I keep bees on my roof in Lyon and my sister Ines is visiting next week"
+    win.current_title = title
+    win._update_header()
+    win.resize(900, 700)
+    qtbot.waitUntil(lambda: win.title_label.text() != title, timeout=5000)
+    shown = win.title_label.text()
+    assert shown.endswith("…") and title.startswith(shown[:-1])          # cut, not clipped mid-letter
+    assert win.title_label.fontMetrics().horizontalAdvance(shown) <= win.title_label.contentsRect().width()
+    assert win.title_label.toolTip() == title and win.title_label.accessibleName() == title
+    for button in (win.incognito_button, win.memory_button, win.settings_button):
+        assert button.isVisible() and button.width() >= button.sizeHint().width()
+    win.current_title = "Soup"
+    win._update_header()
+    assert win.title_label.text() == "Soup" and win.title_label.toolTip() == ""
+
+
 def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch):
     win = make_window(start=False)
     seen = []

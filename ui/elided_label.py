@@ -1,0 +1,50 @@
+"""`ElidedLabel`: a one-line label that ends with "…" when its text is wider than the label.
+
+A plain QLabel clips a long chat title mid-letter ("…I keep |") and asks its layout for the whole
+text's width. This one can shrink to a few characters, shows as much as fits, and carries the
+whole text in its tooltip and accessible name.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+
+class ElidedLabel(QLabel):
+    def __init__(self, text: str = "", parent: QWidget | None = None):
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
+        self._full = text
+        self.setAccessibleName(text)
+        self._elide()
+
+    def fullText(self) -> str:  # noqa: N802 (Qt naming, beside text())
+        return self._full
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        return QSize(self.fontMetrics().horizontalAdvance("…") * 4, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self._elide()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API): the first resize comes before it is visible
+        super().showEvent(event)
+        self._elide()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt API): a new font or style changes the widths
+        super().changeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        # not laid out yet (hidden, no width): the whole text, elided once it is shown
+        width = self.contentsRect().width() if self.isVisible() else 0
+        shown = (self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width)
+                 if width > 0 else self._full)
+        if shown != super().text():
+            super().setText(shown)
+        self.setToolTip(self._full if shown != self._full else "")
