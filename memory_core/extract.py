@@ -1,7 +1,13 @@
 """Persona / knowledge extraction for promotion: an LLM path (JSON schema, validated) and an LLM-free path.
 
 Both return the same `Extraction`. Anything that does not look like a clean, short statement is
-dropped: an error string or half-parsed output must never become a memory.
+dropped: an error string or half-parsed output must never become a memory. So is anything the
+excerpts do not state: a trait's value and a fact must be made, for at least half of their content
+words, of words the user said (the assistant, for what the assistant said it would do). A small
+model otherwise fills the persona with its own inventions: the bundled 135M model answered one
+excerpt with twelve copies of ("the_name_of_the_rose", "The name of the Rose") and another with
+dates as dimensions. When nothing of the model's answer survives, the LLM-free path is used instead
+(the bundled model mostly answers with empty lists, which would leave the persona empty).
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .text import content_words, sentences, truncate
+from .text import content_words, sentences, stem, truncate
 from .types import LLMDeferred
 
 log = logging.getLogger("memory_core")
@@ -135,7 +141,9 @@ def clean_item(text: Any, max_chars: int = MAX_ITEM_CHARS) -> str | None:
     """A stripped single-line statement, or None when it looks like junk."""
     if not isinstance(text, str):
         return None
-    t = " ".join(text.split()).strip(" \"'`")
+    t = " ".join(text.split()).strip(" `")
+    while len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":   # quotes around the whole item, not inside it
+        t = t[1:-1].strip(" `")
     if t.lower().rstrip(".") in _PLACEHOLDERS:
         return None
     if len(t) < 2 or len(t) > max_chars:
@@ -151,16 +159,40 @@ def clean_item(text: Any, max_chars: int = MAX_ITEM_CHARS) -> str | None:
 def _clean_dimension(d: Any) -> str | None:
     if not isinstance(d, str):
         return None
-    d = re.sub(r"[^\w]+", "_", d.strip().lower()).strip("_")
-    if not d or len(d) > 40 or d in _PLACEHOLDERS or d.isdigit():
+    d = _slug(d)
+    if not d or len(d) > 40 or d in _PLACEHOLDERS or not any(ch.isalpha() for ch in d):
         return None
     return d
 
 
-def validate_promotion(obj: Any, page_ids: list[int]) -> Extraction:
+def _slug(text: str) -> str:
+    return re.sub(r"[^\w]+", "_", text.strip().lower()).strip("_")
+
+
+_NOT_EVIDENCE = frozenset({"user", "assistant"})   # the third person the prompt asks for
+
+
+def said_words(texts: list[str]) -> set[str]:
+    """The stemmed content words of `texts`: what an extracted item may be made of."""
+    return {stem(w) for t in texts for w in content_words(t)}
+
+
+def is_stated(text: str, said: set[str]) -> bool:
+    """At least half of `text`'s content words (and one at least) occur in `said` ("owns" may paraphrase
+    "adopted"; a value with no word of the excerpts is the model's own)."""
+    words = {stem(w) for w in content_words(text)} - _NOT_EVIDENCE
+    if not words:
+        return False
+    found = sum(1 for w in words if w in said or
+                any(len(w) >= 4 and len(s) >= 4 and (s.startswith(w) or w.startswith(s)) for s in said))
+    return 2 * found >= len(words)
+
+
+def validate_promotion(obj: Any, page_ids: list[int], pages: list[PageText] | None = None) -> Extraction:
     """Validate LLM output against PROMOTE_SCHEMA (by hand: memory_core has no jsonschema dependency).
 
-    Raises ValueError when the shape is wrong; drops individual junk items silently.
+    Raises ValueError when the shape is wrong; drops individual junk items silently, repeats too, and,
+    given the `pages` the model read, what they do not state (`is_stated`).
     """
     if isinstance(obj, str):
         obj = json.loads(obj)
@@ -172,24 +204,34 @@ def validate_promotion(obj: Any, page_ids: list[int]) -> Extraction:
         if not isinstance(obj[key], list):
             raise ValueError(f"{key!r} must be a list")
     out = Extraction()
+    user_said = said_words([p.user_text for p in pages]) if pages is not None else None
+    assistant_said = said_words([p.assistant_text for p in pages]) if pages is not None else None
+    seen: set[tuple[str, str]] = set()
     for t in obj["traits"][:MAX_TRAITS_PER_PROMOTION]:
         if not isinstance(t, dict):
             raise ValueError("trait items must be objects")
         dim = _clean_dimension(t.get("dimension"))
         val = clean_item(t.get("value"), 200)
-        if not dim or not val:
+        if not dim or not val or dim == _slug(val) or (dim, val.lower()) in seen:
             continue
+        if user_said is not None and not is_stated(val, user_said):
+            continue
+        seen.add((dim, val.lower()))
         conf = t.get("confidence", 0.6)
         if not isinstance(conf, (int, float)) or isinstance(conf, bool) or not 0 <= conf <= 1:
             conf = 0.6
         ev = clean_item(t.get("evidence", ""), MAX_ITEM_CHARS) or ""
         out.traits.append(TraitItem(dim, val, ev, float(conf), list(page_ids)))
-    for owner, key, cap in (("user", "user_knowledge", MAX_USER_FACTS),
-                            ("assistant", "assistant_knowledge", MAX_ASSISTANT_FACTS)):
+    for owner, key, cap, said in (("user", "user_knowledge", MAX_USER_FACTS, user_said),
+                                  ("assistant", "assistant_knowledge", MAX_ASSISTANT_FACTS, assistant_said)):
         for f in obj[key][:cap]:
             txt = clean_item(f)
-            if txt and len(content_words(txt)) >= 2:
-                out.facts.append(FactItem(owner, txt, 0.7, list(page_ids)))
+            if not txt or len(content_words(txt)) < 2 or (owner, txt.lower()) in seen:
+                continue
+            if said is not None and not is_stated(txt, said):
+                continue
+            seen.add((owner, txt.lower()))
+            out.facts.append(FactItem(owner, txt, 0.7, list(page_ids)))
     return out
 
 
@@ -201,7 +243,9 @@ def llm_extract(llm, pages: list[PageText], model_id: str | None) -> Extraction:
         {"role": "user", "content": _format_pages(pages)},
     ]
     raw = llm(messages, PROMOTE_SCHEMA)
-    out = validate_promotion(raw, [p.id for p in pages])
+    out = validate_promotion(raw, [p.id for p in pages], pages)
+    if not out.traits and not out.facts:
+        raise ValueError("nothing in the model's answer is stated by the conversation")
     # attribute each item to the pages whose text shares the most words with it (provenance)
     for item in [*out.traits, *out.facts]:
         text = item.value if isinstance(item, TraitItem) else item.text
@@ -247,7 +291,8 @@ _TRAIT_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("goals", re.compile(r"\bI(?:'m| am)? (?:planning|hoping|trying|going) to " + _VAL, re.I)),
     ("goals", re.compile(r"\bmy goal is to " + _VAL, re.I)),
     ("hobbies", re.compile(r"\bmy (?:hobby|hobbies|favou?rite (?:hobby|pastime)) (?:is|are) " + _VAL, re.I)),
-    ("favorites", re.compile(r"\bmy favou?rite ([\w ]{2,20} (?:is|are) [^.,;!?\n]{2,40})", re.I)),
+    # two groups: the dimension names the thing ("favorite_film"), the value is what it is
+    ("favorite", re.compile(r"\bmy favou?rite ([\w ]{2,20}?) (?:is|are) ([^.,;!?\n]{2,40})", re.I)),
 ]
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IGNORECASE)
 _ASSISTANT_COMMIT = re.compile(r"\bI(?:'ll| will| can| shall| recommend| suggest| promise)\b")
@@ -269,9 +314,10 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
         for s in sentences(p.user_text):
             if s.rstrip().endswith("?"):
                 continue
-            for dim, pat in _TRAIT_PATTERNS:
+            for pattern_dim, pat in _TRAIT_PATTERNS:
                 for m in pat.finditer(s):
-                    val = _trim_value(m.group(1))
+                    dim = pattern_dim if m.lastindex == 1 else f"{pattern_dim}_{_slug(m.group(1))}"
+                    val = _trim_value(m.group(m.lastindex))
                     val = clean_item(val, 120)
                     if not val or len(content_words(val)) == 0:
                         continue

@@ -98,6 +98,10 @@ def test_llm_memory_jobs_run_on_llm_thread_when_idle(scheduler):
         done = [j for j in probe.list_jobs(status="done") if j.kind == "promote_segment"]
         assert done, "no promotion ran"
         assert probe.pending_jobs() == 0
+        # what the user said became persona or knowledge (the bundled model's own answer, empty lists or
+        # inventions, is not stated by the turns: the LLM-free path stands in for it)
+        items = [f"{t.dimension}: {t.value}" for t in probe.list_traits()] + [k.text for k in probe.list_knowledge()]
+        assert any("hik" in item.lower() for item in items), items
     finally:
         probe.close()
 
@@ -121,7 +125,8 @@ def test_a_chat_task_preempts_a_generating_memory_job_which_runs_again_later(sch
     try:
         job = next(j for j in probe.list_jobs() if j.kind == "promote_segment")
         assert job.status == "done" or (job.status == "pending" and job.attempts == 0)   # not counted as a failure
-        assert not [e for e in probe.events(limit=1000) if e.kind == "llm_fallback"]     # nothing half-stored
+        if job.status == "pending":   # a cut-short answer is not judged (a finished one may fall back)
+            assert not [e for e in probe.events(limit=1000) if e.kind == "llm_fallback"]  # nothing half-stored
     finally:
         probe.close()
     assert scheduler.wait_idle(timeout=300, include_llm_jobs=True)

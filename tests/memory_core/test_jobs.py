@@ -222,6 +222,43 @@ def test_junk_items_in_valid_llm_output_are_dropped(open_store):
     assert [k.text for k in s.list_knowledge()] == ["The user owns a beagle named Rex"]
 
 
+def test_items_the_conversation_does_not_state_are_dropped(open_store):
+    # the twelve copies and the date "dimensions" are what the bundled 135M model answered (2026-11-30)
+    llm = ScriptedLLM({
+        "traits": [{"dimension": "the_name_of_the_rose", "value": "The name of the Rose", "confidence": 0.9}] * 6
+        + [{"dimension": "2023-11-14", "value": "2023-11-15", "confidence": 0.5},
+           {"dimension": "pet", "value": "a beagle called Rex", "confidence": 0.8},
+           {"dimension": "pet", "value": "a beagle called Rex", "confidence": 0.8},
+           {"dimension": "occupation", "value": "astronaut", "confidence": 0.8},
+           {"dimension": "likes", "value": "Peaceful", "confidence": 0.8}],           # the assistant's word
+        "user_knowledge": ["The user is a famous astronaut", "The user walks Rex by the lake every morning",
+                           "The user walks Rex by the lake every morning"],
+        "assistant_knowledge": ["The assistant will book a flight to Mars", "The assistant found it lovely"],
+    })
+    s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
+    cid = s.create_conversation()
+    _hot_segment(s, cid)
+    s.run_pending()
+    assert [(t.dimension, t.value) for t in s.list_traits()] == [("pet", "a beagle called Rex")]
+    assert sorted(k.text for k in s.list_knowledge()) == ["The assistant found it lovely",
+                                                          "The user walks Rex by the lake every morning"]
+    assert not any(e.kind == "llm_fallback" for e in s.events(limit=100))
+
+
+def test_an_answer_with_nothing_stated_falls_back_to_what_the_user_said(open_store):
+    # the bundled model mostly answers with empty lists: the persona would never grow
+    llm = ScriptedLLM({"traits": [], "user_knowledge": [], "assistant_knowledge": []})
+    s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
+    cid = s.create_conversation()
+    _hot_segment(s, cid)
+    s.run_pending()
+    fallback = [e for e in s.events(limit=100) if e.kind == "llm_fallback"]
+    assert fallback and "nothing in the model's answer" in fallback[0].detail["reason"]
+    texts = [k.text for k in s.list_knowledge()]
+    assert 'The user said: "I adopted a beagle called Rex."' in texts      # quoted whole, closing quote kept
+    assert all(k.model == "extractive" for k in s.list_knowledge())
+
+
 def test_a_deferred_llm_step_leaves_the_job_pending_and_uncounted(open_store):
     from memory_core import LLMDeferred
 
@@ -261,3 +298,12 @@ def test_real_small_llm_promotion_never_stores_junk(open_store, chat_model):
     for t in s.list_traits():
         assert clean_item(t.value, 200) == t.value and t.dimension
     assert s.check_integrity() == []
+
+
+def test_the_llm_free_path_names_a_favourite_by_what_it_is():
+    from memory_core.extract import PageText, extractive_extract
+
+    out = extractive_extract([PageText(1, "My favourite film is Spirited Away. My favorite hike is the Eiger trail.",
+                                       "Both are classics.", 0.0)])
+    assert [(t.dimension, t.value) for t in out.traits] == [("favorite_film", "Spirited Away"),
+                                                             ("favorite_hike", "the Eiger trail")]
