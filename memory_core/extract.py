@@ -298,6 +298,18 @@ _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IG
 _ASSISTANT_COMMIT = re.compile(r"\bI(?:'ll| will| can| shall| recommend| suggest| promise)\b")
 
 
+# a value that starts with (or soon turns on) one of these points at something said elsewhere:
+# "I love it so much", "I love your turtles", "I love how uncomplicated it is"; or that has "it" soon after
+# ("I'm going to make it work", but "watching them play" and "stories that tackle…" are kept)
+_POINTING = frozenset("it that this these those them they their theirs your yours you his her him hers "
+                      "our ours us we me myself how what when where why who which so such".split())
+
+
+def _vague(value: str) -> bool:
+    words = [w.strip(".,!?'\"").lower() for w in value.split()[:3]]
+    return bool(words) and (words[0] in _POINTING or "it" in words[1:])
+
+
 def _trim_value(v: str) -> str:
     v = v.strip(" '\"")
     v = re.split(r"\b(?:and then|but|because|so that|which|when|if)\b", v)[0].strip()
@@ -319,7 +331,7 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
                     dim = pattern_dim if m.lastindex == 1 else f"{pattern_dim}_{_slug(m.group(1))}"
                     val = _trim_value(m.group(m.lastindex))
                     val = clean_item(val, 120)
-                    if not val or len(content_words(val)) == 0:
+                    if not val or len(content_words(val)) == 0 or _vague(val):
                         continue
                     key = (dim, val.lower())
                     if key in seen_traits:
