@@ -6,7 +6,7 @@ whole text in its tooltip and accessible name.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
@@ -38,7 +38,8 @@ class ElidedLabel(QLabel):
 
     def changeEvent(self, event) -> None:  # noqa: N802 (Qt API): a new font or style changes the widths
         super().changeEvent(event)
-        self._elide()
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._elide()
 
     def _elide(self) -> None:
         # not laid out yet (hidden, no width): the whole text, elided once it is shown
@@ -47,4 +48,6 @@ class ElidedLabel(QLabel):
                  if width > 0 else self._full)
         if shown != super().text():
             super().setText(shown)
-        self.setToolTip(self._full if shown != self._full else "")
+        tip = self._full if shown != self._full else ""
+        if tip != self.toolTip():
+            self.setToolTip(tip)
