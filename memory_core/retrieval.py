@@ -206,17 +206,17 @@ class RetrievalMixin:
         tg = time.perf_counter()
         timings["neighbours"] = (tg - tf) * 1000
         final: dict[int, float] = {}
-        via: dict[int, str] = {}
+        via: dict[int, int] = {}    # page -> the neighbour whose score it inherited
         for pid, s in score.items():
             best = s
             pr = prev_of.get(pid)
             if pr is not None and pr in score and p.neighbor_prev * score[pr] > best:
                 best = p.neighbor_prev * score[pr]
-                via[pid] = f"follows page {pr}"
+                via[pid] = pr
             nx = next_of.get(pid)
             if nx is not None and nx in score and p.neighbor_next * score[nx] > best:
                 best = p.neighbor_next * score[nx]
-                via[pid] = f"precedes page {nx}"
+                via[pid] = nx
             if p.neighbor_context > 0:
                 # dialogue context: a page whose neighbour is also on the topic sits in a passage about it
                 ctx = max((score[o] for o in (pr, nx) if o is not None and o in score), default=0.0)
@@ -243,10 +243,10 @@ class RetrievalMixin:
             if windows and any(a <= page.timestamp < b for a, b in windows):
                 parts.append("date named in the question")
             if pid in via:
-                parts.append(via[pid])
+                parts.append(f"{'follows' if via[pid] < pid else 'precedes'} page {via[pid]}")
             if page.tier == "archive":
                 parts.append("from the archive")
-            hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier))
+            hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid)))
             if page.segment_id is not None and page.segment_id not in visited:
                 visited.append(page.segment_id)
         timings["assemble"] = (time.perf_counter() - tg) * 1000

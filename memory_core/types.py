@@ -237,13 +237,16 @@ class PageHit:
     score: float
     reason: str
     tier: str
+    # the dialogue neighbour whose score this page inherited (it ranks as context of that page, not for
+    # its own words); None when it ranks on its own
+    inherited_from: int | None = None
 
     def to_trace(self) -> dict:
         p = self.page
         return {
             "page_id": p.id, "conversation_id": p.conversation_id, "tier": self.tier,
             "segment_id": p.segment_id, "timestamp": p.timestamp, "score": _clean_float(self.score),
-            "reason": self.reason, "meta": p.meta,
+            "reason": self.reason, "inherited_from": self.inherited_from, "meta": p.meta,
         }
 
 

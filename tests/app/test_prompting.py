@@ -117,3 +117,24 @@ def test_recall_first_for_templates_with_one_system_message(chat_model):
     assert [m["role"] for m in p.messages] == ["system", "user", "assistant", "user"]
     system = p.messages[0]["content"]
     assert system.index("occupation: nurse") < system.index("Biscuit") < system.index("city number 1")
+
+
+def test_a_page_ranked_for_its_neighbour_is_quoted_only_as_the_answer_to_its_question(chat_model):
+    def hit(pid, user, assistant, inherited_from=None):
+        page = Page(id=pid, conversation_id=1, user_text=user, assistant_text=assistant,
+                    timestamp=1_700_000_000 + pid * 60, tier="mtm")
+        return PageHit(page, 1.0 - pid / 100, "dense", "mtm", inherited_from=inherited_from)
+
+    hits = [
+        hit(10, "Guess which team I signed with this week!", "Which team did you sign with?"),
+        hit(11, "The Minnesota Wolves! Can't wait to play.", "Congrats!", inherited_from=10),   # the answer
+        hit(20, "My first dog was a beagle called Pepper.", "Beagles are so friendly."),
+        hit(21, "I love jazz, especially Bill Evans.", "His trio recordings are wonderful.", inherited_from=20),
+        hit(30, "Guess what I cooked.", "What was it?", inherited_from=31),    # asks; its answer was ranked
+        hit(31, "A mushroom risotto.", "Sounds delicious."),
+        hit(41, "Unrelated small talk.", "Indeed.", inherited_from=40),       # page 40 was not recalled
+    ]
+    p = compose_prompt("q", retrieval=Retrieval(query="q", pages=hits), history=(),
+                       count_tokens=chat_model.count_tokens, budget_tokens=1500)
+    assert p.included["pages"] == [10, 11, 20, 30, 31]
+    assert "Bill Evans" not in str(p.messages) and "Minnesota Wolves" in str(p.messages)

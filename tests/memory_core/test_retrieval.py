@@ -106,6 +106,8 @@ def test_date_in_question_and_dialogue_neighbours(open_store):
     got = [h.page.id for h in r.pages]
     assert q in got and ans in got
     assert any("follows page" in h.reason for h in r.pages if h.page.id == ans)
+    assert [h.inherited_from for h in r.pages if h.page.id == ans] == [q]
+    assert next(h for h in r.pages if h.page.id == q).inherited_from is None
 
 
 def test_knowledge_and_traits(open_store, clock):
