@@ -22,9 +22,6 @@ class ElidedLabel(QLabel):
         self.setAccessibleName(text)
         self._elide()
 
-    def fullText(self) -> str:  # noqa: N802 (Qt naming, beside text())
-        return self._full
-
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
         return QSize(self.fontMetrics().horizontalAdvance("…") * 4, super().minimumSizeHint().height())
 
