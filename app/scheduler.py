@@ -195,6 +195,7 @@ class Scheduler:
             return
         try:
             if self.llm_store.pending_jobs(kinds=LLM_JOB_KINDS):
+                self._name_model(self.llm_store)
                 self._job_cancel = CancelToken()
                 try:
                     self.llm_store.run_pending(max_jobs=1, allow_llm=True, kinds=LLM_JOB_KINDS)
@@ -204,6 +205,15 @@ class Scheduler:
         except Exception as exc:  # a broken job must not kill the thread
             self.last_error = str(exc)
             log.exception("memory job on the LLM thread failed")
+
+    def _name_model(self, store) -> None:
+        """Tell the store which model answers its LLM jobs: the persona records it as provenance, and a model
+        whose answers keep being rejected is skipped by its id (a newly chosen model is asked again)."""
+        try:
+            model = self._model()
+        except Exception:  # noqa: BLE001 - the job itself reports a model that cannot load
+            return
+        store.llm_model_id = getattr(model, "model_id", None)
 
     def _memory_loop(self) -> None:
         try:

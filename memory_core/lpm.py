@@ -17,6 +17,12 @@ def _pages_label(ids: list[int]) -> str:
     return f"page{'s' if len(ids) != 1 else ''} {head}{'…' if len(ids) > 5 else ''}"
 
 
+# A model whose persona answers were rejected this many promotions in a row (nothing it said was stated
+# by the conversation, or no valid JSON: the bundled 135M model, every time) is not asked again while the
+# store is open, for its model id: each try cost seconds of generation for nothing.
+LLM_REJECTIONS_BEFORE_SKIP = 3
+
+
 class LpmMixin:
     # ------------------------------------------------------------------ promotion job
     def _job_promote_segment(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
@@ -29,8 +35,13 @@ class LpmMixin:
             return nothing
         pages = [X.PageText(r[0], r[1], r[2], r[3]) for r in rows]
         conv_of = {r[0]: r[4] for r in rows}
-        llm = self.llm if allow_llm else None
-        ext = X.extract(pages, llm=llm, llm_model_id=self.llm_model_id)
+        model_id = self.llm_model_id
+        rejected = self._llm_rejections.get(model_id, 0)
+        llm = self.llm if allow_llm and rejected < LLM_REJECTIONS_BEFORE_SKIP else None
+        ext = X.extract(pages, llm=llm, llm_model_id=model_id)
+        if llm is not None:
+            rejected = rejected + 1 if ext.fallback_reason else 0
+            self._llm_rejections[model_id] = rejected
         texts = [f"{t.dimension}: {t.value}" for t in ext.traits] + [f.text for f in ext.facts]
         vecs = self._embed(texts) if texts else np.zeros((0, self.dim), np.float32)
         tvecs, fvecs = vecs[: len(ext.traits)], vecs[len(ext.traits):]
@@ -58,9 +69,12 @@ class LpmMixin:
                 self._x(f"UPDATE page SET analyzed = 1 WHERE id IN ({m2})", sorted(alive))
             self._x("UPDATE segment SET l_interaction = 0, promotions = promotions + 1 WHERE id = ?", (sid,))
             if ext.fallback_reason:
-                self._emit("llm_fallback", "segment", sid,
-                           f"LLM output for segment {sid} was rejected; used the extractive path",
-                           {"reason": ext.fallback_reason, "model": self.llm_model_id})
+                summary = f"LLM output for segment {sid} was rejected; used the extractive path"
+                if rejected == LLM_REJECTIONS_BEFORE_SKIP:
+                    summary += (f" (rejected {rejected} times in a row: the model is not asked again until the "
+                                "model changes or Mnemo restarts)")
+                self._emit("llm_fallback", "segment", sid, summary,
+                           {"reason": ext.fallback_reason, "model": model_id, "in_a_row": rejected})
             self._emit("promoted", "segment", sid,
                        f"segment {sid} promoted to long-term memory ({n_t} traits, {n_k} facts changed)",
                        {"traits": n_t, "knowledge": n_k, "pages": sorted(alive), "model": ext.model})

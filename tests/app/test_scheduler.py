@@ -102,6 +102,11 @@ def test_llm_memory_jobs_run_on_llm_thread_when_idle(scheduler):
         # inventions, is not stated by the turns: the LLM-free path stands in for it)
         items = [f"{t.dimension}: {t.value}" for t in probe.list_traits()] + [k.text for k in probe.list_knowledge()]
         assert any("hik" in item.lower() for item in items), items
+        # the store knows which model answered (provenance; rejections are counted per model)
+        assert scheduler.llm_store.llm_model_id == scheduler.model.model_id
+        for e in probe.events(limit=1000):
+            if e.kind == "llm_fallback":
+                assert e.detail["model"] == scheduler.model.model_id
     finally:
         probe.close()
 

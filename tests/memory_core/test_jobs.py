@@ -259,6 +259,29 @@ def test_an_answer_with_nothing_stated_falls_back_to_what_the_user_said(open_sto
     assert all(k.model == "extractive" for k in s.list_knowledge())
 
 
+def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_model_changes(open_store):
+    empty = {"traits": [], "user_knowledge": [], "assistant_knowledge": []}
+    llm = ScriptedLLM(*[empty] * 4)
+    s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
+    cid = s.create_conversation()
+
+    def promote_a_segment(k):
+        s.add_page(cid, f"I adopted a beagle, number {k}.", "Lovely!", embedding=basis(D, 2 * k))
+        s.add_page(cid, f"Beagle {k} and I walk by the lake.", "Nice.", embedding=mix(D, 2 * k, 2 * k + 1, 0.95))
+        s.run_pending()
+
+    for k in range(4):
+        promote_a_segment(k)
+    assert len(llm.calls) == 3                                   # the fourth promotion did not ask the model
+    assert len([e for e in s.events(limit=1000) if e.kind == "promoted"]) == 4
+    fallbacks = [e for e in s.events(limit=1000) if e.kind == "llm_fallback"]
+    assert sorted(e.detail["in_a_row"] for e in fallbacks) == [1, 2, 3]
+    assert any("not asked again" in e.summary for e in fallbacks)
+    s.llm_model_id = "a-bigger-llm"                              # the user chose another model: it is asked
+    promote_a_segment(4)
+    assert len(llm.calls) == 4
+
+
 def test_a_deferred_llm_step_leaves_the_job_pending_and_uncounted(open_store):
     from memory_core import LLMDeferred
 
