@@ -294,7 +294,30 @@ _TRAIT_PATTERNS: list[tuple[str, re.Pattern]] = [
     # two groups: the dimension names the thing ("favorite_film"), the value is what it is
     ("favorite", re.compile(r"\bmy favou?rite ([\w ]{2,20}?) (?:is|are) ([^.,;!?\n]{2,40})", re.I)),
 ]
-_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IGNORECASE)
+# a quoted sentence must be about the speaker: as subject or owner ("I adopted…", "my sister…"), or as
+# object of a sentence that names its own subject ("Dance gives me an escape"); one that opens by pointing
+# elsewhere ("It blew me away", "The pic takes me back", "Your support means a lot to me") says little
+_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my)\b", re.IGNORECASE)
+_ME = re.compile(r"\b(me|myself)\b", re.IGNORECASE)
+
+
+def _about_speaker(sentence: str) -> bool:
+    if _FIRST_PERSON.search(sentence):
+        return True
+    first = sentence.split(maxsplit=1)[0].strip(".,!?'\"").lower() if sentence.strip() else ""
+    return bool(_ME.search(sentence)) and first not in _POINTING and first not in ("the", "a", "an", "it's",
+                                                                                 "that's", "you'll", "you're")
+# …and not a reaction to the listener: what these open with is talk, not a fact about the speaker
+_REACTION = re.compile(
+    r"^(?:(?:oh|wow|yeah|yes|yep|haha|aww*|hey|ha|hmm|ok|okay|well|so|and|but)\b[\s,!.]*)*"
+    r"(?:I (?:see|bet|guess|agree|hear you|feel you|get it|understand|hope you|know what|know how you|"
+    r"know that feeling|wish you|think so|mean)\b|I(?:'m| am) (?:(?:so|really|super|very|just|totally) )*"
+    r"(?:glad|happy for|sure|proud of you|sorry|excited for|thrilled for|with you)\b|I can(?:'t|not) wait\b|"
+    r"I(?:'d| would) love to (?:see|hear)\b|here(?:'s| is| are| ya go| you go)\b|check (?:it|this|these) out\b|"
+    r"look at\b|thanks\b|thank you\b)",
+    re.IGNORECASE)
+# a side as the LoCoMo importer writes it ("Caroline: Hey Mel! …"): the label is not part of the sentence
+_SPEAKER_LABEL = re.compile(r"^[A-Z][\w'.-]{0,30}: ")
 _ASSISTANT_COMMIT = re.compile(r"\bI(?:'ll| will| can| shall| recommend| suggest| promise)\b")
 
 
@@ -338,14 +361,17 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
                         continue
                     seen_traits.add(key)
                     out.traits.append(TraitItem(dim, val, truncate(s, 200), 0.5, [p.id]))
+            s = _SPEAKER_LABEL.sub("", s)
             n_content = len(content_words(s))
-            if _FIRST_PERSON.search(s) and 3 <= n_content and 4 <= len(s.split()) <= 45:
+            if (_about_speaker(s) and not _REACTION.match(s) and 3 <= n_content
+                    and 4 <= len(s.split()) <= 45):
                 txt = clean_item(f'The user said: "{truncate(s, 240)}"')
                 if txt:
                     user_cands.append((n_content, FactItem("user", txt, 0.5, [p.id])))
         for s in sentences(p.assistant_text):
             if s.rstrip().endswith("?"):
                 continue
+            s = _SPEAKER_LABEL.sub("", s)
             if _ASSISTANT_COMMIT.search(s) and 4 <= len(s.split()) <= 40 and len(content_words(s)) >= 3:
                 txt = clean_item(f'The assistant said: "{truncate(s, 240)}"')
                 if txt:

@@ -1,8 +1,7 @@
 """Long-term persona memory: promotion of hot segments into traits and knowledge, versions, edits."""
 from __future__ import annotations
 
-import json
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -18,9 +17,13 @@ def _pages_label(ids: list[int]) -> str:
 
 
 # A model whose persona answers were rejected this many promotions in a row (nothing it said was stated
-# by the conversation, or no valid JSON: the bundled 135M model, every time) is not asked again while the
-# store is open, for its model id: each try cost seconds of generation for nothing.
+# by the conversation, or no valid JSON: the bundled 135M model, every time) is not asked again for its
+# model id until LLM_RETRY_AFTER_S have passed since its last rejection: each try cost seconds of
+# generation for nothing. The count lives in the store's meta table, so a restart does not pay the
+# three tries again; another model (another id) is asked at once.
 LLM_REJECTIONS_BEFORE_SKIP = 3
+LLM_RETRY_AFTER_S = 7 * 86400
+_REJECTIONS_KEY = "llm_rejections"
 
 
 class LpmMixin:
@@ -36,18 +39,19 @@ class LpmMixin:
         pages = [X.PageText(r[0], r[1], r[2], r[3]) for r in rows]
         conv_of = {r[0]: r[4] for r in rows}
         model_id = self.llm_model_id
-        rejected = self._llm_rejections.get(model_id, 0)
+        rejected = self._llm_rejections_in_a_row(model_id)
         llm = self.llm if allow_llm and rejected < LLM_REJECTIONS_BEFORE_SKIP else None
         ext = X.extract(pages, llm=llm, llm_model_id=model_id)
         if llm is not None:
             rejected = rejected + 1 if ext.fallback_reason else 0
-            self._llm_rejections[model_id] = rejected
         texts = [f"{t.dimension}: {t.value}" for t in ext.traits] + [f.text for f in ext.facts]
         vecs = self._embed(texts) if texts else np.zeros((0, self.dim), np.float32)
         tvecs, fvecs = vecs[: len(ext.traits)], vecs[len(ext.traits):]
         page_ids = [p.id for p in pages]
 
         def apply() -> None:
+            if llm is not None:
+                self._record_llm_rejections(model_id, rejected)
             if not self._x("SELECT 1 FROM segment WHERE id = ?", (sid,)).fetchone():
                 return
             marks = ",".join("?" * len(page_ids))
@@ -71,14 +75,40 @@ class LpmMixin:
             if ext.fallback_reason:
                 summary = f"LLM output for segment {sid} was rejected; used the extractive path"
                 if rejected == LLM_REJECTIONS_BEFORE_SKIP:
-                    summary += (f" (rejected {rejected} times in a row: the model is not asked again until the "
-                                "model changes or Mnemo restarts)")
+                    summary += (f" (rejected {rejected} times in a row: the model is not asked again for "
+                                f"{LLM_RETRY_AFTER_S // 86400} days, or until another model is chosen)")
                 self._emit("llm_fallback", "segment", sid, summary,
                            {"reason": ext.fallback_reason, "model": model_id, "in_a_row": rejected})
             self._emit("promoted", "segment", sid,
                        f"segment {sid} promoted to long-term memory ({n_t} traits, {n_k} facts changed)",
                        {"traits": n_t, "knowledge": n_k, "pages": sorted(alive), "model": ext.model})
         return apply
+
+    def _llm_rejections_in_a_row(self, model_id: str | None) -> int:
+        """How many promotions in a row rejected this model's answer; 0 once LLM_RETRY_AFTER_S have
+        passed since the last one (it is then asked once more; another rejection skips it again)."""
+        entry = self._llm_rejection_state().get(str(model_id))
+        if not isinstance(entry, dict):
+            return 0
+        try:
+            n, at = int(entry.get("in_a_row", 0)), float(entry.get("at", 0.0))
+        except (TypeError, ValueError):
+            return 0
+        if n >= LLM_REJECTIONS_BEFORE_SKIP and self.clock() - at >= LLM_RETRY_AFTER_S:
+            return LLM_REJECTIONS_BEFORE_SKIP - 1
+        return n
+
+    def _llm_rejection_state(self) -> dict:
+        state = _pj(self._get_meta(_REJECTIONS_KEY), {})
+        return state if isinstance(state, dict) else {}
+
+    def _record_llm_rejections(self, model_id: str | None, in_a_row: int) -> None:
+        state = self._llm_rejection_state()
+        if in_a_row:
+            state[str(model_id)] = {"in_a_row": in_a_row, "at": self.clock()}
+        else:
+            state.pop(str(model_id), None)
+        self._set_meta(_REJECTIONS_KEY, _j(state))
 
     # ------------------------------------------------------------------ knowledge
     def _archive_version(self, kind: str, iid: int, text: str, created_at: float, reason: str, detail: dict,

@@ -112,9 +112,6 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         self._listeners: list[Callable[[Event], None]] = []
         self._closed = False
         self._events_since_prune = 0
-        # promotions in a row whose LLM answer was rejected, per model id (lpm: after a few, that model
-        # is not asked again while this store is open)
-        self._llm_rejections: dict[str | None, int] = {}
         # progress of a long job (re-embedding): on_progress(what, done, total), called on the
         # thread that runs the job; the app forwards it to a progress display
         self.on_progress: Callable[[str, int, int], None] | None = None

@@ -259,15 +259,21 @@ def test_an_answer_with_nothing_stated_falls_back_to_what_the_user_said(open_sto
     assert all(k.model == "extractive" for k in s.list_knowledge())
 
 
-def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_model_changes(open_store):
+def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_model_changes(open_store, tmp_path,
+                                                                                          clock):
+    from memory_core.lpm import LLM_RETRY_AFTER_S
+
     empty = {"traits": [], "user_knowledge": [], "assistant_knowledge": []}
-    llm = ScriptedLLM(*[empty] * 4)
-    s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
+    useful = {"traits": [], "user_knowledge": ["The user adopted a beagle"], "assistant_knowledge": []}
+    llm = ScriptedLLM(*[empty] * 5, useful)
+    path = tmp_path / "memory.db"
+    s = open_store(path, llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
     cid = s.create_conversation()
 
     def promote_a_segment(k):
-        s.add_page(cid, f"I adopted a beagle, number {k}.", "Lovely!", embedding=basis(D, 2 * k))
-        s.add_page(cid, f"Beagle {k} and I walk by the lake.", "Nice.", embedding=mix(D, 2 * k, 2 * k + 1, 0.95))
+        s.add_page(cid, f"I adopted a beagle, number {k}.", "Lovely!", embedding=basis(D, (2 * k) % D))
+        s.add_page(cid, f"Beagle {k} and I walk by the lake.", "Nice.",
+                   embedding=mix(D, (2 * k) % D, (2 * k + 1) % D, 0.95))
         s.run_pending()
 
     for k in range(4):
@@ -277,9 +283,26 @@ def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_mode
     fallbacks = [e for e in s.events(limit=1000) if e.kind == "llm_fallback"]
     assert sorted(e.detail["in_a_row"] for e in fallbacks) == [1, 2, 3]
     assert any("not asked again" in e.summary for e in fallbacks)
-    s.llm_model_id = "a-bigger-llm"                              # the user chose another model: it is asked
+
+    s.close()                                                    # a restart does not pay the three tries again
+    s = open_store(path, llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
     promote_a_segment(4)
+    assert len(llm.calls) == 3
+    s.llm_model_id = "a-bigger-llm"                              # the user chose another model: it is asked
+    promote_a_segment(5)
     assert len(llm.calls) == 4
+
+    s.llm_model_id = "tiny-llm"                                  # a week later the first model gets one more try
+    clock.advance(LLM_RETRY_AFTER_S)
+    promote_a_segment(6)
+    assert len(llm.calls) == 5
+    promote_a_segment(7)                                         # rejected again: skipped for another week
+    assert len(llm.calls) == 5
+
+    s.llm_model_id = "a-bigger-llm"                              # an accepted answer clears that model's count
+    promote_a_segment(8)
+    assert "The user adopted a beagle" in [k.text for k in s.list_knowledge()]
+    assert "a-bigger-llm" not in s._llm_rejection_state()
 
 
 def test_a_deferred_llm_step_leaves_the_job_pending_and_uncounted(open_store):
@@ -340,3 +363,25 @@ def test_the_llm_free_path_skips_likes_and_goals_that_point_elsewhere():
     out = extractive_extract([PageText(1, said, "", 0.0)])
     assert [(t.dimension, t.value) for t in out.traits] == [("likes", "creating art"), ("likes", "watching them play"),
                                                              ("goals", "run a marathon")]
+
+
+def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_reactions():
+    from memory_core.extract import MAX_USER_FACTS, PageText, extractive_extract
+
+    # sentences as LoCoMo imports write them (speaker label first); the kept ones are about the speaker,
+    # the dropped ones react to the listener or point at something said elsewhere (2026-11-30 dev split)
+    kept = ["Last weekend I joined a mentorship program for LGBTQ youth.",
+            "Dance gives me an escape to be myself.",
+            "I'm proud of researching visa requirements for countries I want to visit."]
+    dropped = ["It was so interesting and blew me away!", "The pic takes me back to summer camp.",
+               "I bet you were thrilled when everything finally worked out.",
+               "I'm so glad you met people who share your interests.", "Here's a pic of my fam at the beach.",
+               "Yeah, I agree with everything you said there.", "Your support and encouragement mean a lot to me."]
+    assert len(kept) <= MAX_USER_FACTS
+    pages = [PageText(i, f"Caroline: {s}", "Melanie: I'll send you the photos tomorrow.", 0.0)
+             for i, s in enumerate(dropped + kept)]
+    out = extractive_extract(pages)
+    quoted = sorted(f.text for f in out.facts if f.owner == "user")
+    assert quoted == sorted(f'The user said: "{s}"' for s in kept)
+    assert [f.text for f in out.facts if f.owner == "assistant"][0] == \
+        'The assistant said: "I\'ll send you the photos tomorrow."'
