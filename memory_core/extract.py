@@ -272,7 +272,7 @@ def _best_sources(text: str, pages: list[PageText]) -> list[int]:
 
 # --- LLM-free path --------------------------------------------------------------------------------
 
-_VAL = r"([^.,;!?\n]{2,60})"
+_VAL = r"([^.,;!?\n]{2,100})"
 _TRAIT_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("name", re.compile(r"\b(?i:my name is) ([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)")),
     ("name", re.compile(r"\b(?i:call me|I'm called|I am called) ([A-Z][\w'-]+)")),
@@ -330,14 +330,37 @@ _POINTING = frozenset("it that this these those them they their theirs your your
 
 def _vague(value: str) -> bool:
     words = [w.strip(".,!?'\"").lower() for w in value.split()[:3]]
-    return bool(words) and (words[0] in _POINTING or "it" in words[1:])
+    return bool(words) and (words[0] in _POINTING or any(w in ("it", "that", "those") for w in words[1:]))
 
 
-def _trim_value(v: str) -> str:
+# a cut value does not end on a word that needs a next one ("…studying with my", "…involved by")
+_DANGLING = frozenset("a an the my your his her our their its to for with by of in on at from about and or "
+                      "but as into than".split())
+# "I love traveling too", "I like to just take a look": the filler around a like is not part of it
+_TRAILING_FILLER = re.compile(r"(?:\s+(?:too|as well|so much|very much|a lot)|\s*[-–—:]+)+$", re.IGNORECASE)
+
+
+def _trim_value(v: str, cut_mid_word: bool = False) -> str:
+    """The like/goal/… a pattern captured, up to its first clause break and at most 12 words.
+    `cut_mid_word`: the pattern's length limit cut the last word, which is dropped."""
+    if cut_mid_word:
+        v = v.rsplit(None, 1)[0] if " " in v.strip() else ""
     v = v.strip(" '\"")
-    v = re.split(r"\b(?:and then|but|because|so that|which|when|if)\b", v)[0].strip()
-    words = v.split()
-    return " ".join(words[:8])
+    v = re.split(r"\b(?:and then|but|because|so that|which|when|if)\b|\s?[-–—]\s", v)[0].strip()
+    v = re.sub(r"^to\s+", "", v)
+    words = _TRAILING_FILLER.sub("", v).split()[:12]
+    while words and words[-1].lower() in _DANGLING:
+        words.pop()
+    return " ".join(words)
+
+
+# "the things I love makes writing fun", "what I like is…": the like is what comes before, not after
+_RELATIVE_BEFORE = frozenset("things thing what that which stuff everything something anything one ones".split())
+
+
+def _in_relative_clause(sentence: str, start: int) -> bool:
+    before = sentence[:start].split()
+    return bool(before) and before[-1].strip(",").lower() in _RELATIVE_BEFORE
 
 
 def extractive_extract(pages: list[PageText]) -> Extraction:
@@ -351,8 +374,11 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
                 continue
             for pattern_dim, pat in _TRAIT_PATTERNS:
                 for m in pat.finditer(s):
+                    if _in_relative_clause(s, m.start()):
+                        continue
                     dim = pattern_dim if m.lastindex == 1 else f"{pattern_dim}_{_slug(m.group(1))}"
-                    val = _trim_value(m.group(m.lastindex))
+                    end = m.end(m.lastindex)
+                    val = _trim_value(m.group(m.lastindex), end < len(s) and s[end].isalnum())
                     val = clean_item(val, 120)
                     if not val or len(content_words(val)) == 0 or _vague(val):
                         continue
@@ -360,7 +386,7 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
                     if key in seen_traits:
                         continue
                     seen_traits.add(key)
-                    out.traits.append(TraitItem(dim, val, truncate(s, 200), 0.5, [p.id]))
+                    out.traits.append(TraitItem(dim, val, truncate(_SPEAKER_LABEL.sub("", s), 200), 0.5, [p.id]))
             s = _SPEAKER_LABEL.sub("", s)
             n_content = len(content_words(s))
             if (_about_speaker(s) and not _REACTION.match(s) and 3 <= n_content

@@ -385,3 +385,19 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
     assert quoted == sorted(f'The user said: "{s}"' for s in kept)
     assert [f.text for f in out.facts if f.owner == "assistant"][0] == \
         'The assistant said: "I\'ll send you the photos tomorrow."'
+
+
+def test_the_llm_free_path_keeps_a_like_or_goal_whole_and_without_filler():
+    from memory_core.extract import PageText, extractive_extract
+
+    said = ("Connecting with the things I love makes writing fun. I love traveling too. "
+            "I like to just take a look at the sunset- it reminds me to slow down. "
+            "I'm trying to find a way to juggle studying with my fantasy reading hobby and my job at the bakery. "
+            "I love escaping to that world. I'm hoping to get my head around the visa requirements for some "
+            "places I want to visit.")
+    out = extractive_extract([PageText(1, f"Tim: {said}", "", 0.0)])
+    assert [(t.dimension, t.value) for t in out.traits] == [
+        ("likes", "traveling"), ("likes", "just take a look at the sunset"),
+        ("goals", "find a way to juggle studying with my fantasy reading hobby"),
+        ("goals", "get my head around the visa requirements for some places I want")]
+    assert out.traits[0].evidence == "I love traveling too."
