@@ -3,9 +3,10 @@ memory parameters, interface, and the data folder. `apply()` writes into `ctx.se
 from __future__ import annotations
 
 import copy
+import threading
 from dataclasses import fields
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFormLayout,
@@ -70,6 +71,28 @@ def _hint(text: str, parent: QWidget) -> QLabel:
     return label
 
 
+class _ModelFinder(QObject):
+    """Runs `models.discover.find_models` on a thread of its own (it walks folders, which can be slow on
+    a network drive) and hands the list to the dialog on the UI thread."""
+
+    done = Signal(object)          # list[FoundModel], or the exception the search raised
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="mnemo-find-models", daemon=True).start()
+
+    def _run(self) -> None:
+        from models.discover import find_models
+
+        try:
+            result: object = find_models()
+        except Exception as exc:  # a folder we may not read, a strange file system: say so, offer Browse…
+            result = exc
+        try:
+            self.done.emit(result)
+        except RuntimeError:       # the dialog was closed (and this object deleted) before the search ended
+            pass
+
+
 class SettingsDialog(QDialog):
     def __init__(self, ctx, parent: QWidget | None = None):
         super().__init__(parent)
@@ -112,6 +135,15 @@ class SettingsDialog(QDialog):
         self.gguf_row = _file_row(src, self.gguf_edit, "Choose a GGUF model", "GGUF models (*.gguf);;All files (*)",
                                   "GGUF model file")
         form.addRow("Model file", self.gguf_row)
+        self.found_combo = QComboBox(src)
+        self.found_combo.setAccessibleName("Models found on this computer")
+        self.found_combo.addItem("Looking in LM Studio, Ollama, Hugging Face and other model folders…")
+        self.found_combo.setEnabled(False)
+        self.found_combo.activated.connect(self._found_chosen)
+        form.addRow("Found here", self.found_combo)
+        self._finder = _ModelFinder(self)
+        self._finder.done.connect(self._models_found)
+        self._finder.start()
         self.gpu_spin = _spin(-1, 999, s.chat.n_gpu_layers)
         self.gpu_spin.setToolTip("Layers offloaded to the GPU (0: CPU only, -1: all)")
         form.addRow("GPU layers", self.gpu_spin)
@@ -286,6 +318,30 @@ class SettingsDialog(QDialog):
         return page
 
     # -- behaviour --------------------------------------------------------------------
+    def _models_found(self, found) -> None:
+        combo = self.found_combo
+        combo.clear()
+        if isinstance(found, Exception) or not found:
+            why = f" ({found})" if isinstance(found, Exception) else ""
+            combo.addItem("None found in LM Studio, Ollama, Hugging Face, llama.cpp, GPT4All, Jan, ~/models or "
+                          f"~/Downloads{why}: use Browse…")
+            combo.setEnabled(False)
+            return
+        combo.addItem(f"{len(found)} GGUF chat model{'s' if len(found) != 1 else ''} found: choose one", None)
+        current = self.gguf_edit.text().strip()
+        for m in found:
+            combo.addItem(m.label(), m.path)
+            combo.setItemData(combo.count() - 1, m.path, Qt.ItemDataRole.ToolTipRole)
+            if current and current == m.path:
+                combo.setCurrentIndex(combo.count() - 1)
+        combo.setEnabled(True)
+
+    def _found_chosen(self, index: int) -> None:
+        path = self.found_combo.itemData(index)
+        if path:
+            self.gguf_edit.setText(path)
+            self.local_radio.setChecked(True)
+
     def _backend_changed(self, *_args) -> None:
         local = self.local_radio.isChecked()
         for w in (self.gguf_row, self.gpu_spin, self.threads_spin):

@@ -9,4 +9,5 @@ COMMAND_MODULES = [
     "app.commands.ingest",
     "app.commands.eval",
     "app.commands.bench",
+    "app.commands.models",
 ]

@@ -816,3 +816,51 @@ def test_the_chat_is_prepared_again_after_memory_work_used_the_model(make_window
     assert win.backend.last_warm is not first
     qtbot.waitUntil(lambda: win.backend.last_warm.done(), timeout=120_000)
     assert win.backend.last_warm.result() == first.result()
+
+
+def test_settings_offer_the_models_other_apps_keep_and_the_window_switches_to_one(make_window, qtbot, tmp_path,
+                                                                                  monkeypatch):
+    import os
+
+    from models.resolve import default_gguf_path
+    from ui.settings_dialog import SettingsDialog
+
+    home = tmp_path / "home"
+    found = home / ".lmstudio/models/me/Tiny-GGUF/Tiny-Chat-Q4_1.gguf"
+    found.parent.mkdir(parents=True)
+    os.symlink(default_gguf_path(), found)
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+
+    win = make_window(share_model=False)
+    dlg = SettingsDialog(win.ctx, win)
+    qtbot.addWidget(dlg)
+    dlg.server_radio.setChecked(True)
+    combo = dlg.found_combo
+    qtbot.waitUntil(lambda: combo.isEnabled(), timeout=10_000)        # searched on a thread of its own
+    assert [combo.itemText(i) for i in range(combo.count())][0] == "1 GGUF chat model found: choose one"
+    assert combo.itemText(1).startswith("Tiny-Chat-Q4_1 (LM Studio, ")
+    dlg.show()
+    dlg.tabs.setCurrentIndex(0)
+    dlg.grab().save(str(tmp_path / "settings-found.png"))
+    combo.setCurrentIndex(1)
+    combo.activated.emit(1)                                           # what a click on the item sends
+    assert dlg.gguf_edit.text() == str(found) and dlg.local_radio.isChecked()
+    assert "chat" in win.apply_settings(dlg)
+    assert win.ctx.settings.chat.gguf_path == str(found)
+    qtbot.waitUntil(lambda: win.backend.model_id == "Tiny-Chat-Q4_1.gguf", timeout=60_000)   # reloaded
+
+
+def test_settings_say_when_no_model_is_found(make_window, qtbot, tmp_path, monkeypatch):
+    from ui.settings_dialog import SettingsDialog
+
+    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
+    for var in ("HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    win = make_window(start=False)
+    dlg = SettingsDialog(win.ctx, win)
+    qtbot.addWidget(dlg)
+    qtbot.waitUntil(lambda: dlg.found_combo.itemText(0).startswith("None found"), timeout=10_000)
+    assert not dlg.found_combo.isEnabled() and "Browse" in dlg.found_combo.itemText(0)
+    assert dlg.apply() == set()

@@ -1,0 +1,60 @@
+"""`mnemo models`: the GGUF chat models other local-LLM apps keep on this computer; `--use N` chats with one."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from app.commands._common import fail, print_json
+
+
+def run(args, ctx) -> int:
+    from models.discover import find_models, format_size, model_folders
+    from models.errors import ModelFileError
+    from models.resolve import check_gguf
+
+    found = find_models()
+    current = ctx.settings.chat.gguf_path if ctx.settings.chat.backend == "llama" else None
+    if args.use:
+        choice = args.use
+        if choice.isdigit() and 1 <= int(choice) <= len(found):
+            path = found[int(choice) - 1].path
+        elif choice.isdigit():
+            return fail(f"there is no model {choice}: `mnemo models` lists {len(found)}")
+        else:
+            path = str(Path(choice).expanduser().absolute())
+        try:
+            check_gguf(path)
+        except ModelFileError as exc:
+            return fail(str(exc))
+        ctx.settings.chat.backend = "llama"
+        ctx.settings.chat.gguf_path = path
+        ctx.save()
+        print(f"Mnemo now chats with {path}")
+        print(f"(settings: {ctx.paths.settings_file}; the window picks it up at its next start, or in Settings)")
+        return 0
+    if args.json:
+        print_json([dict(asdict(m), in_use=bool(current) and Path(current) == Path(m.path)) for m in found])
+        return 0
+    if not found:
+        print("No GGUF chat models found. Searched:")
+        for source, folder in model_folders():
+            print(f"  {source}: {folder}")
+        print("  Ollama: ~/.ollama/models (or $OLLAMA_MODELS)")
+        print("Choose any GGUF file with `mnemo models --use PATH` or in Settings ▸ Model.")
+        return 0
+    width = max(len(m.name) for m in found)
+    for i, m in enumerate(found, 1):
+        mark = "*" if current and Path(current) == Path(m.path) else " "
+        ctx_txt = f"ctx {m.context_length:>7,}" if m.context_length else " " * 11
+        print(f"{mark}{i:3}  {m.name:<{width}}  {format_size(m.size_bytes):>9}  {ctx_txt}  {m.source}")
+        print(f"      {m.path}")
+    print("\n`mnemo models --use N` chats with model N (the bundled SmolLM2-135M is used while none is chosen).")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("models", help="list GGUF chat models other apps keep here (LM Studio, Ollama, Hugging "
+                                      "Face, llama.cpp, GPT4All, Jan, ~/models, ~/Downloads); --use N picks one")
+    p.add_argument("--use", metavar="N|PATH", help="chat with model N of the list, or with this GGUF file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
