@@ -307,6 +307,8 @@ def _about_speaker(sentence: str) -> bool:
     first = sentence.split(maxsplit=1)[0].strip(".,!?'\"").lower() if sentence.strip() else ""
     return bool(_ME.search(sentence)) and first not in _POINTING and first not in ("the", "a", "an", "it's",
                                                                                  "that's", "you'll", "you're")
+
+
 # …and not a reaction to the listener: what these open with is talk, not a fact about the speaker
 _REACTION = re.compile(
     r"^(?:(?:oh|wow|yeah|yes|yep|haha|aww*|hey|ha|hmm|ok|okay|well|so|and|but)\b[\s,!.]*)*"

@@ -85,8 +85,9 @@ class LpmMixin:
         return apply
 
     def _llm_rejections_in_a_row(self, model_id: str | None) -> int:
-        """How many promotions in a row rejected this model's answer; 0 once LLM_RETRY_AFTER_S have
-        passed since the last one (it is then asked once more; another rejection skips it again)."""
+        """How many promotions in a row rejected this model's answer. Once LLM_RETRY_AFTER_S have passed
+        since the last rejection, one short of the limit: the model is asked once more, and another
+        rejection skips it for another week."""
         entry = self._llm_rejection_state().get(str(model_id))
         if not isinstance(entry, dict):
             return 0

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 

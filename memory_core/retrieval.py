@@ -6,7 +6,6 @@ import logging
 import math
 import re
 import time
-from typing import Any
 
 import apsw
 import numpy as np

@@ -23,7 +23,7 @@ from . import text as T
 from .codec import to_json as _j, unit as _unit, vec_blob as _blob
 from .db import SCHEMA_VERSION, connect, is_storage_full, migrate
 from .types import (
-    ITEM_KINDS, CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge,
+    CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge,
     DamagedDatabaseError, LLMDeferred, MemoryParams, Message, Page, Segment, StoreClosedError, Trait, page_text,
 )
 from .vecindex import MatrixCache, shared_cache

@@ -132,9 +132,12 @@ def model_folders(home: Path | None = None, env: Mapping[str, str] | None = None
         ("LM Studio", home / ".cache" / "lm-studio" / "models"),
         ("Hugging Face", hf_hub),
         ("llama.cpp", llama_cache),
-        ("GPT4All", _under_home(platformdirs.user_data_dir("GPT4All", "nomic.ai"), home)),
+        # GPT4All keeps models in <data>/nomic.ai/GPT4All on all three systems (platformdirs drops the
+        # "author" part on Linux and macOS, so it is spelled out)
+        ("GPT4All", _under_home(platformdirs.user_data_dir(None, False), home) / "nomic.ai" / "GPT4All"),
         ("Jan", home / "jan" / "models"),
         ("Jan", _under_home(platformdirs.user_data_dir("Jan", False), home) / "data"),
+        ("Jan", _under_home(platformdirs.user_config_dir("Jan", False), home) / "data"),
         ("models folder", home / "models"),
         ("Downloads", home / "Downloads"),
     ]

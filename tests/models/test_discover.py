@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from models.discover import find_models, format_size, read_gguf_header
+from models.discover import find_models, format_size, model_folders, read_gguf_header
 from models.resolve import default_gguf_path
 
 
@@ -109,10 +109,13 @@ def test_folders_named_by_environment_variables_are_searched(tmp_path, home):
     m.write_text(json.dumps({"layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": "sha256:1"}]}))
     cache = tmp_path / "llama-cache"
     write_gguf(cache / "ggml-org_gemma-3-1b-it-GGUF_gemma-3-1b-it-Q4_K_M.gguf", {"general.architecture": "gemma3"})
+    gpt4all = dict((source, folder) for source, folder in model_folders(home, {}))["GPT4All"]
+    write_gguf(gpt4all / "Llama-3.2-1B-Instruct-Q4_0.gguf", {"general.architecture": "llama"})
     found = find_models(home, env={"OLLAMA_MODELS": str(elsewhere), "LLAMA_CACHE": str(cache)})
     names = {(m.source, m.name) for m in found}
     assert ("Ollama", "acme/tiny:q4") in names
     assert ("llama.cpp", "ggml-org_gemma-3-1b-it-GGUF_gemma-3-1b-it-Q4_K_M") in names
+    assert ("GPT4All", "Llama-3.2-1B-Instruct-Q4_0") in names
 
 
 def test_the_walk_is_bounded(home):
