@@ -8,7 +8,7 @@ from app.commands._common import fail, print_json
 
 
 def run(args, ctx) -> int:
-    from models.discover import find_models, format_size, model_folders
+    from models.discover import find_models, format_size, model_folders, ollama_folders
     from models.errors import ModelFileError
     from models.resolve import check_gguf
 
@@ -39,7 +39,8 @@ def run(args, ctx) -> int:
         print("No GGUF chat models found. Searched:")
         for source, folder in model_folders():
             print(f"  {source}: {folder}")
-        print("  Ollama: ~/.ollama/models (or $OLLAMA_MODELS)")
+        for folder in ollama_folders():
+            print(f"  Ollama: {folder}")
         print("Choose any GGUF file with `mnemo models --use PATH` or in Settings ▸ Model.")
         return 0
     width = max(len(m.name) for m in found)
@@ -48,7 +49,9 @@ def run(args, ctx) -> int:
         ctx_txt = f"ctx {m.context_length:>7,}" if m.context_length else " " * 11
         print(f"{mark}{i:3}  {m.name:<{width}}  {format_size(m.size_bytes):>9}  {ctx_txt}  {m.source}")
         print(f"      {m.path}")
-    print("\n`mnemo models --use N` chats with model N (the bundled SmolLM2-135M is used while none is chosen).")
+    now = current or ("the bundled SmolLM2-135M" if ctx.settings.chat.backend == "llama" else
+                      f"the server at {ctx.settings.chat.server_url}")
+    print(f"\nMnemo chats with {now}. `mnemo models --use N` chats with model N instead.")
     return 0
 
 
