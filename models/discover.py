@@ -138,7 +138,7 @@ def model_folders(home: Path | None = None, env: Mapping[str, str] | None = None
         ("Jan", home / "jan" / "models"),
         ("Jan", _under_home(platformdirs.user_data_dir("Jan", False), home) / "data"),
         ("Jan", _under_home(platformdirs.user_config_dir("Jan", False), home) / "data"),
-        ("models folder", home / "models"),
+        ("~/models", home / "models"),
         ("Downloads", home / "Downloads"),
     ]
     return folders

@@ -1,6 +1,8 @@
 """The chat view: one widget per message, Markdown bodies, message actions, and the empty state."""
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
@@ -401,7 +403,32 @@ class EmptyState(QWidget):
         keys.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addSpacing(14)
         lay.addWidget(keys)
+        # shown when the bundled 135M model answers but better ones sit in other apps' folders
+        self.models_hint = QLabel(self)
+        self.models_hint.setObjectName("emptyText")
+        self.models_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.models_hint.setWordWrap(True)
+        self.models_hint.setTextFormat(Qt.TextFormat.RichText)
+        self.models_hint.hide()
+        lay.addSpacing(18)
+        lay.addWidget(self.models_hint)
         lay.addStretch(3)
+
+    def show_models_hint(self, found: list) -> None:
+        """Say that chat models were found in other apps' folders (`models.discover.FoundModel`s) and link
+        to Settings, where they are listed; the link's target is "settings"."""
+        if not found:
+            self.models_hint.hide()
+            return
+        sources = ", ".join(dict.fromkeys(m.source for m in found))
+        n = len(found)
+        first = html.escape(found[0].name)
+        what = f"<b>{first}</b>" + (f" and {n - 1} other{'s' if n > 2 else ''}" if n > 1 else "")
+        self.models_hint.setText(
+            f"The bundled model is tiny. This computer also has {what} ({html.escape(sources)}): "
+            f'<a href="settings">choose one in Settings</a>.')
+        self.models_hint.setAccessibleName(f"{n} chat model{'s' if n != 1 else ''} found on this computer")
+        self.models_hint.show()
 
 
 class ChatView(QStackedWidget):

@@ -29,6 +29,7 @@ from ui.chat_view import ChatView, MessageWidget  # noqa: E402
 from ui.composer import Composer  # noqa: E402
 from ui.conversation_list import ConversationList  # noqa: E402
 from ui.drafts import DraftKeeper  # noqa: E402
+from ui.model_finder import ModelFinder  # noqa: E402
 from ui.elided_label import ElidedLabel  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -153,6 +154,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.chat_view.traceRequested.connect(self.show_trace)
         self.chat_view.branchRequested.connect(self.show_branch)
         self.chat_view.copied.connect(lambda _t: self.statusBar().showMessage("Copied to the clipboard", 2000))
+        self.chat_view.empty.models_hint.linkActivated.connect(lambda _link: self.open_settings())
         lay.addWidget(self.chat_view, 1)
 
         self.edit_banner = QWidget(pane)
@@ -305,8 +307,25 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         """Open the memory store and load the models on worker threads (returns at once)."""
         self.backend.start()
         QTimer.singleShot(300, self.chat_view.prepare)  # after the first paint
+        if self._uses_bundled_model():
+            self.model_finder = ModelFinder(self)
+            self.model_finder.done.connect(self._models_found)
+            self.model_finder.start()
         if self.ctx.settings_notes:
             QTimer.singleShot(0, self._show_settings_notes)
+
+    def _uses_bundled_model(self) -> bool:
+        chat = self.ctx.settings.chat
+        return chat.backend == "llama" and not chat.gguf_path.strip()
+
+    def _models_found(self, found) -> None:
+        """Models in other apps' folders while the bundled 135M one answers: say so on the empty chat."""
+        if isinstance(found, Exception) or not self._uses_bundled_model():
+            return
+        from models.resolve import default_gguf_path
+
+        bundled = default_gguf_path().resolve()
+        self.chat_view.empty.show_models_hint([m for m in found if Path(m.path).resolve() != bundled])
 
     def _show_settings_notes(self) -> None:
         """settings.json had something Mnemo could not use: say what, once, without blocking."""
@@ -844,6 +863,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                 self.set_theme(s.ui.theme, save=False)
         if "chat" in changed and self.backend.started:
             self.backend.reload_model()
+        if "chat" in changed and not self._uses_bundled_model():
+            self.chat_view.empty.show_models_hint([])
         notes = []
         if "embedding" in changed:
             notes.append("the embedding model")

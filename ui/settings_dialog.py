@@ -3,16 +3,17 @@ memory parameters, interface, and the data folder. `apply()` writes into `ctx.se
 from __future__ import annotations
 
 import copy
-import threading
 from dataclasses import fields
 
-from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFormLayout,
     QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QScrollArea, QSpinBox, QTabWidget,
     QVBoxLayout, QWidget,
 )
+
+from ui.model_finder import ModelFinder
 
 # The memory parameters shown first, with what they mean (DESIGN.md "Memory mechanics").
 MAIN_MEMORY_PARAMS = {
@@ -71,28 +72,6 @@ def _hint(text: str, parent: QWidget) -> QLabel:
     return label
 
 
-class _ModelFinder(QObject):
-    """Runs `models.discover.find_models` on a thread of its own (it walks folders, which can be slow on
-    a network drive) and hands the list to the dialog on the UI thread."""
-
-    done = Signal(object)          # list[FoundModel], or the exception the search raised
-
-    def start(self) -> None:
-        threading.Thread(target=self._run, name="mnemo-find-models", daemon=True).start()
-
-    def _run(self) -> None:
-        from models.discover import find_models
-
-        try:
-            result: object = find_models()
-        except Exception as exc:  # a folder we may not read, a strange file system: say so, offer Browse…
-            result = exc
-        try:
-            self.done.emit(result)
-        except RuntimeError:       # the dialog was closed (and this object deleted) before the search ended
-            pass
-
-
 class SettingsDialog(QDialog):
     def __init__(self, ctx, parent: QWidget | None = None):
         super().__init__(parent)
@@ -141,7 +120,7 @@ class SettingsDialog(QDialog):
         self.found_combo.setEnabled(False)
         self.found_combo.activated.connect(self._found_chosen)
         form.addRow("Found here", self.found_combo)
-        self._finder = _ModelFinder(self)
+        self._finder = ModelFinder(self)
         self._finder.done.connect(self._models_found)
         self._finder.start()
         self.gpu_spin = _spin(-1, 999, s.chat.n_gpu_layers)

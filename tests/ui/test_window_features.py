@@ -864,3 +864,52 @@ def test_settings_say_when_no_model_is_found(make_window, qtbot, tmp_path, monke
     qtbot.waitUntil(lambda: dlg.found_combo.itemText(0).startswith("None found"), timeout=10_000)
     assert not dlg.found_combo.isEnabled() and "Browse" in dlg.found_combo.itemText(0)
     assert dlg.apply() == set()
+
+
+def test_the_empty_chat_says_when_better_models_are_on_this_computer(make_window, qtbot, tmp_path, monkeypatch):
+    import os
+
+    from models.resolve import default_gguf_path
+    from tests.models.test_discover import write_gguf
+
+    home = tmp_path / "home"
+    write_gguf(home / "models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", {"general.architecture": "qwen2"}, pad=4096)
+    bundled_copy = home / ".lmstudio/models/x/SmolLM2-135M-Instruct-Q4_1.gguf"   # the bundled file itself
+    bundled_copy.parent.mkdir(parents=True)
+    os.symlink(default_gguf_path(), bundled_copy)
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+
+    win = make_window(share_model=False)
+    hint = win.chat_view.empty.models_hint
+    qtbot.waitUntil(hint.isVisible, timeout=10_000)
+    assert "<b>Qwen2.5-7B-Instruct-Q4_K_M</b> (~/models)" in hint.text()   # not the bundled file again
+    assert "SmolLM2" not in hint.text()
+    win.chat_view.empty.grab().save(str(tmp_path / "empty-hint.png"))
+    hint.linkActivated.emit("settings")                                         # a click on the link
+    dlg = win.settings_dialog
+    assert dlg.isVisible() and dlg.tabs.currentIndex() == 0
+    combo = dlg.found_combo
+    qtbot.waitUntil(lambda: combo.count() == 3, timeout=10_000)                # heading + the two files
+    combo.activated.emit(combo.findText("SmolLM2-135M-Instruct-Q4_1 (LM Studio", Qt.MatchFlag.MatchStartsWith))
+    assert "chat" in win.apply_settings(dlg)
+    assert not hint.isVisible()                          # a model of the user's choice: nothing to suggest
+    qtbot.waitUntil(lambda: win.backend.model_id == "SmolLM2-135M-Instruct-Q4_1.gguf", timeout=60_000)
+    dlg.reject()
+
+
+def test_no_hint_when_a_model_of_ones_own_is_chosen(make_window, qtbot, tmp_path, monkeypatch):
+    from tests.models.test_discover import write_gguf
+
+    home = tmp_path / "home"
+    write_gguf(home / "models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", {"general.architecture": "qwen2"})
+    monkeypatch.setenv("HOME", str(home))
+    from app.context import AppContext
+
+    ctx = AppContext.create()
+    ctx.settings.chat.backend = "openai"               # a server answers: nothing to suggest
+    win = make_window(ctx=ctx, start=False)
+    win.start_background_loading()
+    assert not hasattr(win, "model_finder")
+    assert not win.chat_view.empty.models_hint.isVisible()
