@@ -818,6 +818,14 @@ def test_the_chat_is_prepared_again_after_memory_work_used_the_model(make_window
     assert win.backend.last_warm.result() == first.result()
 
 
+def _home_for_model_search(monkeypatch, home) -> None:
+    """Other apps' model folders are looked for under `home` only (not under the real home or the
+    folders the environment names)."""
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+
+
 def test_settings_offer_the_models_other_apps_keep_and_the_window_switches_to_one(make_window, qtbot, tmp_path,
                                                                                   monkeypatch):
     import os
@@ -829,9 +837,7 @@ def test_settings_offer_the_models_other_apps_keep_and_the_window_switches_to_on
     found = home / ".lmstudio/models/me/Tiny-GGUF/Tiny-Chat-Q4_1.gguf"
     found.parent.mkdir(parents=True)
     os.symlink(default_gguf_path(), found)
-    monkeypatch.setenv("HOME", str(home))
-    for var in ("HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
-        monkeypatch.delenv(var, raising=False)
+    _home_for_model_search(monkeypatch, home)
 
     win = make_window(share_model=False)
     dlg = SettingsDialog(win.ctx, win)
@@ -855,9 +861,7 @@ def test_settings_offer_the_models_other_apps_keep_and_the_window_switches_to_on
 def test_settings_say_when_no_model_is_found(make_window, qtbot, tmp_path, monkeypatch):
     from ui.settings_dialog import SettingsDialog
 
-    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
-    for var in ("HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
-        monkeypatch.delenv(var, raising=False)
+    _home_for_model_search(monkeypatch, tmp_path / "empty-home")
     win = make_window(start=False)
     dlg = SettingsDialog(win.ctx, win)
     qtbot.addWidget(dlg)
@@ -877,9 +881,7 @@ def test_the_empty_chat_says_when_better_models_are_on_this_computer(make_window
     bundled_copy = home / ".lmstudio/models/x/SmolLM2-135M-Instruct-Q4_1.gguf"   # the bundled file itself
     bundled_copy.parent.mkdir(parents=True)
     os.symlink(default_gguf_path(), bundled_copy)
-    monkeypatch.setenv("HOME", str(home))
-    for var in ("HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS"):
-        monkeypatch.delenv(var, raising=False)
+    _home_for_model_search(monkeypatch, home)
 
     win = make_window(share_model=False)
     hint = win.chat_view.empty.models_hint
@@ -904,7 +906,7 @@ def test_no_hint_when_a_model_of_ones_own_is_chosen(make_window, qtbot, tmp_path
 
     home = tmp_path / "home"
     write_gguf(home / "models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", {"general.architecture": "qwen2"})
-    monkeypatch.setenv("HOME", str(home))
+    _home_for_model_search(monkeypatch, home)
     from app.context import AppContext
 
     ctx = AppContext.create()
