@@ -259,3 +259,46 @@ def _ollama_models(root: Path) -> Iterator[tuple[str, Path]]:
                 blob = root / "blobs" / digest
                 if digest and blob.is_file():
                     yield shown, blob
+
+
+# --- OpenAI-compatible servers running on this computer ---------------------------------------------
+
+# the ports local-LLM apps serve their OpenAI-compatible API on by default
+KNOWN_SERVERS: list[tuple[str, int]] = [("Ollama", 11434), ("LM Studio", 1234), ("llama-server", 8080),
+                                        ("vLLM", 8000), ("Jan", 1337), ("GPT4All", 4891)]
+
+
+@dataclass(frozen=True)
+class FoundServer:
+    url: str                     # the API's base URL, ".../v1"
+    app: str                     # which app serves on that port by default, or "configured"
+    models: tuple[str, ...]      # what its /models lists
+
+
+def find_servers(extra: list[tuple[str, str]] | None = None, *, host: str = "127.0.0.1",
+                 known: list[tuple[str, int]] | None = None, timeout_s: float = 0.5) -> list[FoundServer]:
+    """The OpenAI-compatible servers that answer on this computer's usual ports, and at `extra`
+    ((base URL, API key) pairs, e.g. the one in settings), with the models each lists. All are asked at
+    once, each for at most `timeout_s`; a port where nothing listens answers at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from models.errors import ModelError
+    from models.openai_http import OpenAIChatModel
+
+    candidates: dict[str, tuple[str, str]] = {}
+    for url, key in extra or []:
+        if url.strip():
+            candidates.setdefault(url.strip().rstrip("/"), ("configured", key))
+    for app, port in KNOWN_SERVERS if known is None else known:
+        candidates.setdefault(f"http://{host}:{port}/v1", (app, ""))
+
+    def ask(url: str) -> FoundServer | None:
+        app, key = candidates[url]
+        try:
+            names = OpenAIChatModel(base_url=url, api_key=key, connect_timeout_s=timeout_s).list_models()
+        except (ModelError, ValueError, OSError, AttributeError, TypeError):   # not an OpenAI-style answer
+            return None
+        return FoundServer(url, app, tuple(names))
+
+    with ThreadPoolExecutor(max_workers=len(candidates)) as pool:
+        return [s for s in pool.map(ask, list(candidates)) if s is not None]

@@ -1,7 +1,13 @@
 """Fixtures shared by every test: the real embedder, the real bundled GGUF, temp data dirs."""
 from __future__ import annotations
 
+import json
 import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -88,3 +94,46 @@ def full_disk():
     finally:
         switch.full = False
         vfs.unregister()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory):
+    """llama-cpp-python's OpenAI-compatible server on 127.0.0.1, serving the bundled GGUF as "smollm2";
+    started once per test run."""
+    from models.resolve import default_gguf_path
+
+    pytest.importorskip("llama_cpp.server", reason="needs llama-cpp-python[server]")
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    log = log_path.open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf_path()),
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {log_path.read_text(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{base}/models", timeout=1) as resp:
+                json.load(resp)
+            break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        raise RuntimeError("llama_cpp.server did not start within 60 s")
+    yield base
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()

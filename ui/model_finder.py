@@ -1,25 +1,35 @@
-"""`ModelFinder`: looks for the GGUF chat models other apps keep (`models.discover`) off the UI thread."""
+"""`ModelFinder`: looks for chat models on this computer (`models.discover`) off the UI thread."""
 from __future__ import annotations
 
 import threading
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
 
 
+def _find_model_files() -> Any:
+    from models.discover import find_models
+
+    return find_models()
+
+
 class ModelFinder(QObject):
-    """Runs `models.discover.find_models` on a thread of its own (it walks folders, which can be slow on a
-    network drive) and emits `done` on the UI thread with the list, or with the exception it raised."""
+    """Runs a search (by default `models.discover.find_models`, GGUF files in other apps' folders) on a
+    thread of its own — it walks folders or asks servers, which can take a moment — and emits `done`
+    on the UI thread with the result, or with the exception the search raised."""
 
     done = Signal(object)
+
+    def __init__(self, parent: QObject | None = None, search: Callable[[], Any] = _find_model_files):
+        super().__init__(parent)
+        self._search = search
 
     def start(self) -> None:
         threading.Thread(target=self._run, name="mnemo-find-models", daemon=True).start()
 
     def _run(self) -> None:
-        from models.discover import find_models
-
         try:
-            result: object = find_models()
+            result: object = self._search()
         except Exception as exc:  # a folder we may not read, a strange file system: the caller says so
             result = exc
         try:

@@ -15,6 +15,13 @@ from PySide6.QtWidgets import (
 
 from ui.model_finder import ModelFinder
 
+
+def _find_servers(configured: list[tuple[str, str]]):
+    from models.discover import find_servers
+
+    return find_servers(configured)
+
+
 # The memory parameters shown first, with what they mean (DESIGN.md "Memory mechanics").
 MAIN_MEMORY_PARAMS = {
     "stm_capacity": ("Short-term capacity", "Pages (exchanges) kept in short-term memory per conversation."),
@@ -114,21 +121,21 @@ class SettingsDialog(QDialog):
         self.gguf_row = _file_row(src, self.gguf_edit, "Choose a GGUF model", "GGUF models (*.gguf);;All files (*)",
                                   "GGUF model file")
         form.addRow("Model file", self.gguf_row)
-        self.found_combo = QComboBox(src)
-        self.found_combo.setAccessibleName("Models found on this computer")
-        self.found_combo.addItem("Looking in LM Studio, Ollama, Hugging Face and other model folders…")
-        self.found_combo.setEnabled(False)
-        self.found_combo.activated.connect(self._found_chosen)
-        form.addRow("Found here", self.found_combo)
-        self._finder = ModelFinder(self)
-        self._finder.done.connect(self._models_found)
-        self._finder.start()
+        self.found_combo, self._finder = self._search_row(
+            form, "Found on disk", "Models found on this computer",
+            "Looking in LM Studio, Ollama, Hugging Face and other model folders…",
+            ModelFinder(self), self._models_found, self._found_chosen)
         self.gpu_spin = _spin(-1, 999, s.chat.n_gpu_layers)
         self.gpu_spin.setToolTip("Layers offloaded to the GPU (0: CPU only, -1: all)")
         form.addRow("GPU layers", self.gpu_spin)
         self.threads_spin = _spin(0, 256, s.chat.n_threads, "All cores")
         form.addRow("Threads", self.threads_spin)
         form.addRow(self.server_radio)
+        configured = [(s.chat.server_url, s.chat.api_key)]
+        self.server_combo, self._server_finder = self._search_row(
+            form, "Running here", "Servers running on this computer",
+            "Looking for Ollama, LM Studio, llama-server, vLLM, Jan and GPT4All servers…",
+            ModelFinder(self, search=lambda: _find_servers(configured)), self._servers_found, self._server_chosen)
         self.url_edit = QLineEdit(s.chat.server_url, src)
         self.url_edit.setPlaceholderText("http://127.0.0.1:8080/v1")
         form.addRow("Server URL", self.url_edit)
@@ -297,13 +304,27 @@ class SettingsDialog(QDialog):
         return page
 
     # -- behaviour --------------------------------------------------------------------
+    def _search_row(self, form: QFormLayout, label: str, name: str, waiting: str, finder: ModelFinder,
+                    on_found, on_chosen) -> tuple[QComboBox, ModelFinder]:
+        """A row whose list a background search fills (disabled, saying what it looks for, until then)."""
+        combo = QComboBox(form.parentWidget())
+        combo.setAccessibleName(name)
+        combo.addItem(waiting)
+        combo.setEnabled(False)
+        combo.activated.connect(on_chosen)
+        form.addRow(label, combo)
+        finder.done.connect(on_found)
+        finder.start()
+        return combo, finder
+
     def _models_found(self, found) -> None:
         combo = self.found_combo
         combo.clear()
         if isinstance(found, Exception) or not found:
             why = f" ({found})" if isinstance(found, Exception) else ""
-            combo.addItem("None found in LM Studio, Ollama, Hugging Face, llama.cpp, GPT4All, Jan, ~/models or "
-                          f"~/Downloads{why}: use Browse…")
+            combo.addItem(f"None found in other apps' model folders{why}: use Browse…")
+            combo.setToolTip("Searched: LM Studio, Ollama, the Hugging Face and llama.cpp caches, GPT4All, Jan, "
+                             "~/models and ~/Downloads")
             combo.setEnabled(False)
             return
         combo.addItem(f"{len(found)} GGUF chat model{'s' if len(found) != 1 else ''} found: choose one", None)
@@ -314,6 +335,29 @@ class SettingsDialog(QDialog):
             if current and current == m.path:
                 combo.setCurrentIndex(combo.count() - 1)
         combo.setEnabled(True)
+
+    def _servers_found(self, found) -> None:
+        combo = self.server_combo
+        combo.clear()
+        if isinstance(found, Exception) or not found:
+            combo.addItem("None answering here: start one, or type its URL below")
+            combo.setToolTip("Asked: the URL below and the usual ports of Ollama (11434), LM Studio (1234), "
+                             "llama-server (8080), vLLM (8000), Jan (1337) and GPT4All (4891) on 127.0.0.1")
+            combo.setEnabled(False)
+            return
+        pairs = [(srv, name) for srv in found for name in (srv.models or ("",))]
+        combo.addItem(f"{len(pairs)} model{'s' if len(pairs) != 1 else ''} served here: choose one", None)
+        for srv, name in pairs:
+            where = srv.url if srv.app == "configured" else f"{srv.app}, {srv.url}"
+            combo.addItem(f"{name} ({where})" if name else where, (srv.url, name))
+        combo.setEnabled(True)
+
+    def _server_chosen(self, index: int) -> None:
+        choice = self.server_combo.itemData(index)
+        if choice:
+            self.url_edit.setText(choice[0])
+            self.server_model_edit.setText(choice[1])
+            self.server_radio.setChecked(True)
 
     def _found_chosen(self, index: int) -> None:
         path = self.found_combo.itemData(index)

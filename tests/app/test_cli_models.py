@@ -19,23 +19,27 @@ def mnemo(dirs, home, *args, check=True):
     return out
 
 
-def test_lists_the_models_found_and_chats_with_the_one_chosen(mnemo_dirs, tmp_path):
+def test_lists_the_models_found_and_chats_with_the_one_chosen(mnemo_dirs, tmp_path, server_url):
     home = tmp_path / "home"
+    mnemo_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (mnemo_dirs["config"] / "settings.json").write_text(json.dumps({"chat": {"server_url": server_url}}))
     empty = mnemo(mnemo_dirs, home, "models").stdout
     assert "No GGUF chat models found" in empty and "LM Studio" in empty
+    assert f"{server_url}: smollm2" in empty                 # the server in settings answers, and says what it serves
 
     model = home / ".lmstudio/models/me/Tiny-GGUF/Tiny-Chat-Q4_1.gguf"
     model.parent.mkdir(parents=True)
     os.symlink(default_gguf_path(), model)
     listed = json.loads(mnemo(mnemo_dirs, home, "models", "--json").stdout)
-    assert [(m["name"], m["source"], m["architecture"], m["in_use"]) for m in listed] == \
+    assert [(m["name"], m["source"], m["architecture"], m["in_use"]) for m in listed["files"]] == \
         [("Tiny-Chat-Q4_1", "LM Studio", "llama", False)]
+    assert {"url": server_url, "app": "configured", "models": ["smollm2"]} in listed["servers"]
     assert "Tiny-Chat-Q4_1" in mnemo(mnemo_dirs, home, "models").stdout
 
     assert "chats with" in mnemo(mnemo_dirs, home, "models", "--use", "1").stdout
     settings = json.loads((mnemo_dirs["config"] / "settings.json").read_text())
     assert settings["chat"]["backend"] == "llama" and settings["chat"]["gguf_path"] == str(model)
-    assert json.loads(mnemo(mnemo_dirs, home, "models", "--json").stdout)[0]["in_use"] is True
+    assert json.loads(mnemo(mnemo_dirs, home, "models", "--json").stdout)["files"][0]["in_use"] is True
     reply = json.loads(mnemo(mnemo_dirs, home, "ask", "Hi", "--json").stdout)
     assert reply["status"] == "complete"
 

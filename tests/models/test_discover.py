@@ -149,3 +149,45 @@ def test_a_model_found_in_ollamas_store_loads_and_answers(home):
         assert "".join(model.stream([{"role": "user", "content": "Hi"}], max_tokens=4))
     finally:
         model.close()
+
+
+def test_finds_the_openai_compatible_servers_running_here(server_url):
+    from urllib.parse import urlparse
+
+    from models.discover import find_servers
+
+    port = urlparse(server_url).port
+    found = find_servers(known=[("Ollama", port)])             # as if it served on Ollama's port
+    assert [(s.url, s.app, s.models) for s in found] == [(server_url, "Ollama", ("smollm2",))]
+    found = find_servers([(server_url + "/", "")], known=[])    # the URL in settings, trailing "/" or not
+    assert [(s.app, s.models) for s in found] == [("configured", ("smollm2",))]
+
+
+def test_ports_where_nothing_or_something_else_answers_are_left_out():
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from models.discover import find_servers
+    from tests.conftest import free_port
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            body = b"<html>a web app, not a model server</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    web = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        t0 = time.monotonic()
+        found = find_servers(known=[("LM Studio", web.server_address[1]), ("Jan", free_port())])
+        assert found == [] and time.monotonic() - t0 < 3
+    finally:
+        web.shutdown()

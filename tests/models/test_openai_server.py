@@ -3,12 +3,7 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
-import sys
 import threading
-import time
-import urllib.request
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -18,46 +13,7 @@ import pytest
 from models.chat import CancelToken
 from models.errors import ModelError
 from models.openai_http import OpenAIChatModel
-from models.resolve import default_gguf_path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server_url(tmp_path_factory):
-    pytest.importorskip("llama_cpp.server", reason="needs llama-cpp-python[server]")
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("server") / "server.log"
-    log = log_path.open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf_path()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {log_path.read_text(errors='replace')[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{base}/models", timeout=1) as resp:
-                json.load(resp)
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        raise RuntimeError("llama_cpp.server did not start within 60 s")
-    yield base
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+from tests.conftest import free_port as _free_port
 
 
 def test_streams_from_server(server_url):

@@ -915,3 +915,22 @@ def test_no_hint_when_a_model_of_ones_own_is_chosen(make_window, qtbot, tmp_path
     win.start_background_loading()
     assert not hasattr(win, "model_finder")
     assert not win.chat_view.empty.models_hint.isVisible()
+
+
+def test_settings_offer_the_servers_running_here_and_the_window_chats_through_one(make_window, qtbot, server_url):
+    from ui.settings_dialog import SettingsDialog
+
+    win = make_window(share_model=False)
+    win.ctx.settings.chat.server_url = server_url          # e.g. typed earlier; the usual ports are asked too
+    dlg = SettingsDialog(win.ctx, win)
+    qtbot.addWidget(dlg)
+    combo = dlg.server_combo
+    qtbot.waitUntil(combo.isEnabled, timeout=10_000)
+    items = [combo.itemText(i) for i in range(combo.count())]
+    assert f"smollm2 ({server_url})" in items
+    dlg.server_model_edit.setText("")
+    combo.activated.emit(items.index(f"smollm2 ({server_url})"))
+    assert dlg.server_radio.isChecked() and dlg.url_edit.text() == server_url
+    assert dlg.server_model_edit.text() == "smollm2"
+    assert "chat" in win.apply_settings(dlg)
+    qtbot.waitUntil(lambda: win.backend.model_id == "smollm2", timeout=30_000)   # now answered by the server
