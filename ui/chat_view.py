@@ -414,20 +414,29 @@ class EmptyState(QWidget):
         lay.addWidget(self.models_hint)
         lay.addStretch(3)
 
-    def show_models_hint(self, found: list) -> None:
-        """Say that chat models were found in other apps' folders (`models.discover.FoundModel`s) and link
-        to Settings, where they are listed; the link's target is "settings"."""
-        if not found:
+    def show_models_hint(self, found: list, servers: list = ()) -> None:
+        """Say that chat models were found in other apps' folders (`models.discover.FoundModel`s) or are
+        served here (`FoundServer`s), and link to Settings, where they are listed ("settings" link)."""
+        served = [(srv, name) for srv in servers for name in srv.models]
+        if not found and not served:
             self.models_hint.hide()
             return
-        sources = ", ".join(dict.fromkeys(m.source for m in found))
-        n = len(found)
-        first = html.escape(found[0].name)
-        what = f"<b>{first}</b>" + (f" and {n - 1} other{'s' if n > 2 else ''}" if n > 1 else "")
-        self.models_hint.setText(
-            f"The bundled model is tiny. This computer also has {what} ({html.escape(sources)}): "
-            f'<a href="settings">choose one in Settings</a>.')
-        self.models_hint.setAccessibleName(f"{n} chat model{'s' if n != 1 else ''} found on this computer")
+
+        def and_more(first: str, n_more: int) -> str:
+            more = f" and {n_more} other{'s' if n_more > 1 else ''}" if n_more else ""
+            return f"<b>{html.escape(first)}</b>{more}"
+
+        if found:
+            sources = ", ".join(dict.fromkeys(m.source for m in found))
+            what = f"This computer also has {and_more(found[0].name, len(found) - 1)} ({html.escape(sources)})"
+        if served:
+            srv, name = served[0]
+            who = html.escape(f"the server at {srv.url}" if srv.app == "configured" else srv.app)
+            serves = f"{who} serves {and_more(name, len(served) - 1)}"
+            what = f"{what}, and {serves}" if found else f"On this computer, {serves}"
+        self.models_hint.setText(f'The bundled model is tiny. {what}: <a href="settings">choose one in Settings</a>.')
+        count = len(found) + len(served)
+        self.models_hint.setAccessibleName(f"{count} other chat model{'s' if count != 1 else ''} available")
         self.models_hint.show()
 
 

@@ -34,6 +34,13 @@ from ui.elided_label import ElidedLabel  # noqa: E402
 
 log = logging.getLogger(__name__)
 
+
+def _find_models_and_servers(configured: list[tuple[str, str]]):
+    """(GGUF files in other apps' folders, OpenAI-compatible servers answering here); off the UI thread."""
+    from models.discover import find_models, find_servers
+
+    return find_models(), find_servers(configured)
+
 FLUSH_MS = 40  # streamed tokens are drawn in batches this often (30–50 ms keeps it smooth and cheap)
 LIST_LIMIT = 300
 # Memory events that mean long-term memory changed (mid-term paging, persona and knowledge).
@@ -308,7 +315,9 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.backend.start()
         QTimer.singleShot(300, self.chat_view.prepare)  # after the first paint
         if self._uses_bundled_model():
-            self.model_finder = ModelFinder(self)
+            chat = self.ctx.settings.chat
+            configured = [(chat.server_url, chat.api_key)]
+            self.model_finder = ModelFinder(self, search=lambda: _find_models_and_servers(configured))
             self.model_finder.done.connect(self._models_found)
             self.model_finder.start()
         if self.ctx.settings_notes:
@@ -318,14 +327,16 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         chat = self.ctx.settings.chat
         return chat.backend == "llama" and not chat.gguf_path.strip()
 
-    def _models_found(self, found) -> None:
-        """Models in other apps' folders while the bundled 135M one answers: say so on the empty chat."""
-        if isinstance(found, Exception) or not self._uses_bundled_model():
+    def _models_found(self, result) -> None:
+        """Models in other apps' folders or served here while the bundled 135M one answers: say so on the
+        empty chat."""
+        if isinstance(result, Exception) or not self._uses_bundled_model():
             return
         from models.resolve import default_gguf_path
 
+        files, servers = result
         bundled = default_gguf_path().resolve()
-        self.chat_view.empty.show_models_hint([m for m in found if Path(m.path).resolve() != bundled])
+        self.chat_view.empty.show_models_hint([m for m in files if Path(m.path).resolve() != bundled], servers)
 
     def _show_settings_notes(self) -> None:
         """settings.json had something Mnemo could not use: say what, once, without blocking."""

@@ -901,6 +901,18 @@ def test_the_empty_chat_says_when_better_models_are_on_this_computer(make_window
     dlg.reject()
 
 
+def test_the_empty_chat_names_a_server_running_here(make_window, qtbot, tmp_path, monkeypatch, server_url):
+    from app.context import AppContext
+
+    _home_for_model_search(monkeypatch, tmp_path / "empty-home")   # no files: only the server is found
+    ctx = AppContext.create()
+    ctx.settings.chat.server_url = server_url          # typed once, but the bundled model still answers
+    win = make_window(ctx=ctx)
+    hint = win.chat_view.empty.models_hint
+    qtbot.waitUntil(hint.isVisible, timeout=10_000)
+    assert f"On this computer, the server at {server_url} serves <b>smollm2</b>" in hint.text()
+
+
 def test_no_hint_when_a_model_of_ones_own_is_chosen(make_window, qtbot, tmp_path, monkeypatch):
     from tests.models.test_discover import write_gguf
 
