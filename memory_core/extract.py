@@ -374,6 +374,7 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
         for s in sentences(p.user_text):
             if s.rstrip().endswith("?"):
                 continue
+            s = _SPEAKER_LABEL.sub("", s)
             for pattern_dim, pat in _TRAIT_PATTERNS:
                 for m in pat.finditer(s):
                     if _in_relative_clause(s, m.start()):
@@ -388,8 +389,7 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
                     if key in seen_traits:
                         continue
                     seen_traits.add(key)
-                    out.traits.append(TraitItem(dim, val, truncate(_SPEAKER_LABEL.sub("", s), 200), 0.5, [p.id]))
-            s = _SPEAKER_LABEL.sub("", s)
+                    out.traits.append(TraitItem(dim, val, truncate(s, 200), 0.5, [p.id]))
             n_content = len(content_words(s))
             if (_about_speaker(s) and not _REACTION.match(s) and 3 <= n_content
                     and 4 <= len(s.split()) <= 45):

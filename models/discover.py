@@ -52,7 +52,9 @@ _NOT_CHAT_ARCHS = {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina
                    "modern-bert", "neo-bert", "xlm-roberta"}
 _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 _HEADER_BYTES = 256 * 1024
-_ARRAY_ITEM_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+# GGUF value types with a fixed size (8 is a string, 9 an array)
+_SCALARS = {t: struct.Struct(fmt) for t, fmt in {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
+                                                  7: "<?", 10: "<Q", 11: "<q", 12: "<d"}.items()}
 
 
 def read_gguf_header(path: str | Path) -> dict | None:
@@ -93,17 +95,16 @@ def _read_str(data: bytes, off: int) -> tuple[str, int]:
 
 def _read_value(data: bytes, off: int, vtype: int):
     """(value, next offset); arrays are skipped (value None)."""
-    scalar = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-    if vtype in scalar:
-        (v,) = struct.unpack_from(scalar[vtype], data, off)
-        return v, off + struct.calcsize(scalar[vtype])
+    if vtype in _SCALARS:
+        (v,) = _SCALARS[vtype].unpack_from(data, off)
+        return v, off + _SCALARS[vtype].size
     if vtype == 8:
         return _read_str(data, off)
     if vtype == 9:
         (itype, n) = struct.unpack_from("<IQ", data, off)
         off += 12
-        if itype in _ARRAY_ITEM_SIZES:
-            return None, off + n * _ARRAY_ITEM_SIZES[itype]
+        if itype in _SCALARS:
+            return None, off + n * _SCALARS[itype].size
         if itype == 8:
             for _ in range(n):
                 _, off = _read_str(data, off)
@@ -194,7 +195,7 @@ def find_models(home: Path | None = None, env: Mapping[str, str] | None = None, 
         ctx = meta.get(f"{arch}.context_length") if arch else None
         # the file's own name is what the user downloaded and recognises (general.name is often a
         # training-run label: "Smollm2 135M 8k Lc100K Mix1 Ep2"); Ollama's blobs have none, its tag is used
-        label = name or _SPLIT.sub("", path.name).removesuffix(".gguf").removesuffix(".GGUF")
+        label = name or re.sub(r"\.gguf$", "", _SPLIT.sub("", path.name), flags=re.IGNORECASE)
         found.append(FoundModel(str(path), str(label), source, size, arch, int(ctx) if ctx else None))
 
     for source, folder in model_folders(home, env):

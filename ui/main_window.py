@@ -18,6 +18,8 @@ from PySide6.QtWidgets import (
     QToolButton, QVBoxLayout, QWidget,
 )
 
+from models.discover import find_models, find_servers
+from models.resolve import default_gguf_path
 from ui.pyside_fix import ensure_refcount_fix
 
 ensure_refcount_fix()  # before any widget work: PySide6 6.12 + Python 3.11 would otherwise abort in minutes
@@ -35,11 +37,12 @@ from ui.elided_label import ElidedLabel  # noqa: E402
 log = logging.getLogger(__name__)
 
 
-def _find_models_and_servers(configured: list[tuple[str, str]]):
-    """(GGUF files in other apps' folders, OpenAI-compatible servers answering here); off the UI thread."""
-    from models.discover import find_models, find_servers
-
-    return find_models(), find_servers(configured)
+def _other_models(configured: list[tuple[str, str]]):
+    """(GGUF files in other apps' folders but the bundled one, OpenAI-compatible servers answering here):
+    what the empty chat suggests while the bundled model answers. Runs off the UI thread."""
+    bundled = default_gguf_path().resolve()
+    files = [m for m in find_models() if Path(m.path).resolve() != bundled]
+    return files, find_servers(configured)
 
 FLUSH_MS = 40  # streamed tokens are drawn in batches this often (30–50 ms keeps it smooth and cheap)
 LIST_LIMIT = 300
@@ -317,7 +320,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         if self._uses_bundled_model():
             chat = self.ctx.settings.chat
             configured = [(chat.server_url, chat.api_key)]
-            self.model_finder = ModelFinder(self, search=lambda: _find_models_and_servers(configured))
+            self.model_finder = ModelFinder(self, lambda: _other_models(configured))
             self.model_finder.done.connect(self._models_found)
             self.model_finder.start()
         if self.ctx.settings_notes:
@@ -332,11 +335,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         empty chat."""
         if isinstance(result, Exception) or not self._uses_bundled_model():
             return
-        from models.resolve import default_gguf_path
-
-        files, servers = result
-        bundled = default_gguf_path().resolve()
-        self.chat_view.empty.show_models_hint([m for m in files if Path(m.path).resolve() != bundled], servers)
+        self.chat_view.empty.show_models_hint(*result)
 
     def _show_settings_notes(self) -> None:
         """settings.json had something Mnemo could not use: say what, once, without blocking."""

@@ -7,20 +7,14 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Signal
 
 
-def _find_model_files() -> Any:
-    from models.discover import find_models
-
-    return find_models()
-
-
 class ModelFinder(QObject):
-    """Runs a search (by default `models.discover.find_models`, GGUF files in other apps' folders) on a
-    thread of its own — it walks folders or asks servers, which can take a moment — and emits `done`
-    on the UI thread with the result, or with the exception the search raised."""
+    """Runs a search (`models.discover.find_models`: GGUF files in other apps' folders; `find_servers`)
+    on a thread of its own — it walks folders or asks servers, which can take a moment — and emits
+    `done` on the UI thread with the result, or with the exception the search raised."""
 
     done = Signal(object)
 
-    def __init__(self, parent: QObject | None = None, search: Callable[[], Any] = _find_model_files):
+    def __init__(self, parent: QObject | None, search: Callable[[], Any]):
         super().__init__(parent)
         self._search = search
 

@@ -13,14 +13,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
+from models.discover import find_models, find_servers
 from ui.model_finder import ModelFinder
-
-
-def _find_servers(configured: list[tuple[str, str]]):
-    from models.discover import find_servers
-
-    return find_servers(configured)
-
 
 # The memory parameters shown first, with what they mean (DESIGN.md "Memory mechanics").
 MAIN_MEMORY_PARAMS = {
@@ -124,7 +118,7 @@ class SettingsDialog(QDialog):
         self.found_combo, self._finder = self._search_row(
             form, "Found on disk", "Models found on this computer",
             "Looking in LM Studio, Ollama, Hugging Face and other model folders…",
-            ModelFinder(self), self._models_found, self._found_chosen)
+            ModelFinder(self, find_models), self._models_found, self._found_chosen)
         self.gpu_spin = _spin(-1, 999, s.chat.n_gpu_layers)
         self.gpu_spin.setToolTip("Layers offloaded to the GPU (0: CPU only, -1: all)")
         form.addRow("GPU layers", self.gpu_spin)
@@ -135,7 +129,7 @@ class SettingsDialog(QDialog):
         self.server_combo, self._server_finder = self._search_row(
             form, "Running here", "Servers running on this computer",
             "Looking for Ollama, LM Studio, llama-server, vLLM, Jan and GPT4All servers…",
-            ModelFinder(self, search=lambda: _find_servers(configured)), self._servers_found, self._server_chosen)
+            ModelFinder(self, lambda: find_servers(configured)), self._servers_found, self._server_chosen)
         self.url_edit = QLineEdit(s.chat.server_url, src)
         self.url_edit.setPlaceholderText("http://127.0.0.1:8080/v1")
         form.addRow("Server URL", self.url_edit)
