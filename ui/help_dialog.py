@@ -14,7 +14,7 @@ SHORTCUTS = [
     ("Ctrl+E", "Edit and resend your last message"),
     ("Ctrl+Shift+I", "Incognito for this chat (nothing remembered)"),
     ("F2", "Rename the chat"),
-    ("Ctrl+I", "Import conversations (ChatGPT export, LoCoMo JSON, transcript)"),
+    ("Ctrl+I", "Import conversations (ChatGPT or Claude export, LoCoMo JSON, transcript)"),
     ("Delete", "Delete the selected chat (in the list)"),
     ("Ctrl+M", "Memory inspector"),
     ("Ctrl+,", "Settings"),

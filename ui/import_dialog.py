@@ -1,4 +1,4 @@
-"""Import past conversations (a ChatGPT export, LoCoMo JSON, a text transcript) from the app.
+"""Import past conversations (a ChatGPT or Claude export, LoCoMo JSON, a text transcript) from the app.
 
 The import runs on a worker thread with its own database connection (`app.importers.job`);
 this dialog polls its progress on a timer, so the window stays responsive and the chat can

@@ -1,4 +1,4 @@
-"""`mnemo ingest FILE`: import a ChatGPT export, LoCoMo JSON or a text/Markdown transcript.
+"""`mnemo ingest FILE`: import a ChatGPT or Claude export, LoCoMo JSON or a text/Markdown transcript.
 
 The file is read and validated completely before the store is opened: a fatal problem
 (truncated JSON, wrong schema, binary file, invalid UTF-8) prints one error and exits with
@@ -16,11 +16,11 @@ MAX_WARNINGS_SHOWN = 40
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "ingest", help="import conversations (ChatGPT conversations.json/.zip, LoCoMo JSON, text/Markdown transcripts)",
+        "ingest", help="import conversations (ChatGPT or Claude conversations.json/.zip, LoCoMo JSON, text/Markdown transcripts)",
         description="Import past conversations into memory through the LLM-free bulk path. "
                     "Resumable: re-running skips conversations already imported.")
-    p.add_argument("file", help="conversations.json (or the export .zip), a LoCoMo .json, or a .txt/.md transcript")
-    p.add_argument("--format", default="auto", choices=["auto", "chatgpt", "locomo", "text"],
+    p.add_argument("file", help="conversations.json (or the export .zip) of ChatGPT or Claude, a LoCoMo .json, or a .txt/.md transcript")
+    p.add_argument("--format", default="auto", choices=["auto", "chatgpt", "claude", "locomo", "text"],
                    help="input format (default: detect)")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="import at most N conversations")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")

@@ -1,4 +1,4 @@
-"""Importers: ChatGPT exports, LoCoMo JSON, plain-text/Markdown transcripts.
+"""Importers: ChatGPT and Claude exports, LoCoMo JSON, plain-text/Markdown transcripts.
 
 `load(path, fmt)` reads and validates a file without touching any store (every fatal
 problem raises `ImportFatalError` here, before anything is written); `write_all(store,
@@ -12,17 +12,18 @@ from pathlib import Path
 
 from app.importers.base import ImportFatalError, ImportIssue, ParsedConversation, ParseResult, Turn
 from app.importers.chatgpt import looks_like_chatgpt, parse_chatgpt
+from app.importers.claude import looks_like_claude, parse_claude
 from app.importers.locomo import looks_like_locomo, parse_locomo
 from app.importers.reading import decode_text, parse_json, read_bytes
 from app.importers.text import looks_like_transcript, parse_text
 from app.importers.writer import ImportReport, write_all, write_conversation
 
-FORMATS = ("auto", "chatgpt", "locomo", "text")
+FORMATS = ("auto", "chatgpt", "claude", "locomo", "text")
 _TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text", ".log"}
 
 __all__ = [
     "FORMATS", "ImportFatalError", "ImportIssue", "ImportReport", "ParseResult", "ParsedConversation", "Turn",
-    "load", "parse_chatgpt", "parse_locomo", "parse_text", "write_all", "write_conversation",
+    "load", "parse_chatgpt", "parse_claude", "parse_locomo", "parse_text", "write_all", "write_conversation",
 ]
 
 
@@ -53,6 +54,8 @@ def load(path: str | os.PathLike, fmt: str = "auto") -> ParseResult:
         obj = parse_json(text, name)
     if fmt == "chatgpt":
         return parse_chatgpt(obj, name)
+    if fmt == "claude":
+        return parse_claude(obj, name)
     return parse_locomo(obj, name)
 
 
@@ -71,11 +74,14 @@ def _detect(path: Path, text: str, name: str):
         raise
     if looks_like_chatgpt(obj) or (isinstance(obj, dict) and isinstance(obj.get("mapping"), dict)):
         return "chatgpt", obj
+    if looks_like_claude(obj):
+        return "claude", obj
     if looks_like_locomo(obj):
         return "locomo", obj
     if isinstance(obj, list) and not obj:
         raise ImportFatalError(f"{name}: an empty JSON list: nothing to import")
     raise ImportFatalError(
-        f"{name}: unrecognised JSON: neither a ChatGPT export (a list of conversations with a 'mapping' tree) "
-        f"nor LoCoMo data (samples with a 'conversation' object); use --format to force one"
+        f"{name}: unrecognised JSON: not a ChatGPT export (a list of conversations with a 'mapping' tree), "
+        f"a Claude export (conversations with 'chat_messages') or LoCoMo data (samples with a 'conversation' "
+        f"object); use --format to force one"
     )

@@ -8,7 +8,7 @@ so every format goes through the same, transactional, resumable write path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from memory_core.text import valid_text
 
@@ -74,3 +74,41 @@ class ParseResult:
     @property
     def skipped_records(self) -> int:
         return sum(1 for i in self.issues if i.skipped)
+
+
+def parse_each(records: list, name: str, fmt: str,
+               parse_one: Callable[[Any, int, str, list[ImportIssue]], ParsedConversation | None]) -> ParseResult:
+    """Parse every record of an export; a record `parse_one` rejects (None) is reported and skipped."""
+    result = ParseResult(format=fmt, conversations=[], records_seen=len(records))
+    for index, record in enumerate(records):
+        conv = parse_one(record, index, name, result.issues)
+        if conv is not None:
+            result.conversations.append(conv)
+    return result
+
+
+def conversation_header(record: Any, index: int, name: str, title_key: str,
+                        issues: list[ImportIssue]) -> tuple[str, str] | None:
+    """(title, position for messages) of an export's conversation record; None if it is not an object."""
+    where = f"{name}: conversation {index + 1}"
+    if not isinstance(record, dict):
+        issues.append(ImportIssue(where, f"not an object but a JSON {type(record).__name__}"))
+        return None
+    title = record.get(title_key)
+    title = title.strip() if isinstance(title, str) and title.strip() else "Untitled"
+    short = title if len(title) <= 60 else title[:57] + "..."
+    return title, f"{where} ({short!r})"
+
+
+def timed_turns(candidates: Iterable[Turn | None], start: float | None) -> list[Turn]:
+    """The turns in order (None left out); a turn without a time (NaN) takes the previous one's."""
+    turns: list[Turn] = []
+    last = start
+    for turn in candidates:
+        if turn is None:
+            continue
+        if turn.timestamp != turn.timestamp:
+            turn.timestamp = last if last is not None else 0.0
+        last = turn.timestamp
+        turns.append(turn)
+    return turns

@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from app.importers.base import ImportFatalError, ImportIssue, ParsedConversation, ParseResult, Turn
+from app.importers.base import (ImportFatalError, ImportIssue, ParsedConversation, ParseResult, Turn,
+                                conversation_header, parse_each, timed_turns)
 
 SOURCE = "chatgpt"
 _SKIP_ROLES = {"system", "tool"}
@@ -45,10 +46,6 @@ def _num(value: Any) -> float | None:
     return None
 
 
-def _short_title(title: str) -> str:
-    return title if len(title) <= 60 else title[:57] + "..."
-
-
 def parse_chatgpt(data: Any, name: str = "conversations.json") -> ParseResult:
     if isinstance(data, dict) and isinstance(data.get("mapping"), dict):
         data = [data]  # a single conversation object
@@ -60,22 +57,14 @@ def parse_chatgpt(data: Any, name: str = "conversations.json") -> ParseResult:
         raise ImportFatalError(
             f"{name}: not a ChatGPT export: no conversation has a 'mapping' message tree"
         )
-    result = ParseResult(format=SOURCE, conversations=[], records_seen=len(data))
-    for index, record in enumerate(data):
-        conv = _parse_conversation(record, index, name, result.issues)
-        if conv is not None:
-            result.conversations.append(conv)
-    return result
+    return parse_each(data, name, SOURCE, _parse_conversation)
 
 
 def _parse_conversation(record: Any, index: int, name: str, issues: list[ImportIssue]) -> ParsedConversation | None:
-    where = f"{name}: conversation {index + 1}"
-    if not isinstance(record, dict):
-        issues.append(ImportIssue(where, f"not an object but a JSON {type(record).__name__}"))
+    header = conversation_header(record, index, name, "title", issues)
+    if header is None:
         return None
-    title = record.get("title")
-    title = title.strip() if isinstance(title, str) and title.strip() else "Untitled"
-    where = f"{where} ({_short_title(title)!r})"
+    title, where = header
     mapping = record.get("mapping")
     if not isinstance(mapping, dict) or not mapping:
         issues.append(ImportIssue(where, "has no 'mapping' message tree"))
@@ -83,16 +72,8 @@ def _parse_conversation(record: Any, index: int, name: str, issues: list[ImportI
     created = _num(record.get("create_time"))
 
     branch = _current_branch(record, mapping, where, issues)
-    turns: list[Turn] = []
-    last_time = created
-    for node_id, node in branch:
-        turn = _node_turn(node_id, node, f"{where}, node {node_id}", issues)
-        if turn is None:
-            continue
-        if turn.timestamp != turn.timestamp:  # NaN: no create_time, inherit the previous one
-            turn.timestamp = last_time if last_time is not None else 0.0
-        last_time = turn.timestamp
-        turns.append(turn)
+    turns = timed_turns((_node_turn(node_id, node, f"{where}, node {node_id}", issues) for node_id, node in branch),
+                        created)
     if not turns:
         issues.append(ImportIssue(where, "no user or assistant messages on the current branch"))
         return None

@@ -19,7 +19,7 @@ _BINARY_BYTES = set(range(0, 9)) | {11} | set(range(14, 27)) | set(range(28, 32)
 
 
 def read_bytes(path: Path) -> tuple[bytes, str]:
-    """Return (bytes, display name). A ChatGPT export .zip gives its conversations.json."""
+    """Return (bytes, display name). A ChatGPT or Claude export .zip gives its conversations.json."""
     name = path.name
     try:
         size = path.stat().st_size
@@ -46,7 +46,7 @@ def _from_zip(data: bytes, name: str) -> tuple[bytes, str]:
             members = [m for m in zf.namelist() if m.rsplit("/", 1)[-1] == "conversations.json"]
             if not members:
                 raise ImportFatalError(
-                    f"{name}: a zip file without conversations.json (is it a ChatGPT data export?)"
+                    f"{name}: a zip file without conversations.json (is it a ChatGPT or Claude data export?)"
                 )
             member = min(members, key=len)
             return zf.read(member), f"{name}/{member}"

@@ -1,10 +1,11 @@
-"""Parsing and validation of the three import formats (no store involved)."""
+"""Parsing and validation of the import formats (no store involved)."""
 import json
 from pathlib import Path
 
 import pytest
 
-from app.importers import ImportFatalError, load, parse_chatgpt, parse_locomo, parse_text
+from app.importers import ImportFatalError, load, parse_chatgpt, parse_claude, parse_locomo, parse_text
+from app.importers.claude import parse_iso
 from app.importers.locomo import parse_locomo_datetime
 from app.importers.pages import MAX_SIDE_CHARS, cap_text, page_items, plan_pages
 
@@ -82,6 +83,86 @@ def test_chatgpt_wrong_schema_is_fatal():
         parse_chatgpt({"conversations": []})
     with pytest.raises(ImportFatalError, match="no conversation has a 'mapping'"):
         parse_chatgpt([{"title": "x"}, 3])
+
+
+# -- Claude ----------------------------------------------------------------------------
+def test_claude_export_keeps_the_latest_branch_with_its_text_and_attachments():
+    r = load(FIXTURES / "claude_conversations.json")
+    assert r.format == "claude" and r.records_seen == 5
+    garden, cover, odd = r.conversations
+    assert garden.external_id == "a3c1f0e2-5b1d-4c7e-9f10-garden000001" and garden.source == "claude"
+    assert garden.title == "Planning a vegetable garden"
+    assert garden.created_at == parse_iso("2024-04-02T08:15:30.512345Z") == 1712045730.512345
+    # the edited prompt (m3b) and the retried reply (m4c) are kept; m3a/m4a/m4b are older branches
+    assert [t.turn_id for t in garden.turns] == ["m1", "m2", "m3b", "m4c", "m5", "m6"]
+    assert [t.role for t in garden.turns] == ["user", "assistant"] * 3
+    assert garden.turns[1].timestamp == parse_iso("2024-04-02T08:15:40Z")
+    text = "\n".join(t.text for t in garden.turns)
+    assert "tomatoes" not in text.lower() and "A pH of 6.8 is fine." not in text
+    # thinking, tool calls and tool results are not conversation text
+    assert "North-facing" not in text and "web_search" not in text and "prefers pH" not in text
+    assert garden.turns[1].text.startswith("With three hours of sun")
+    # a pasted file keeps its text; an image is named
+    assert garden.turns[2].text == ("[attached: soil-test.txt]\npH 6.8, nitrogen low\n[attached: balcony.jpg]\n"
+                                    "Here is my soil test. Is it fine for spinach?")
+
+
+def test_claude_older_export_flat_text_list_order_and_missing_times():
+    cover = load(FIXTURES / "claude_conversations.json").conversations[1]
+    assert [t.turn_id for t in cover.turns] == ["c1", "c2", "c3", "c4"]
+    assert cover.turns[0].text == "Help me write a cover letter for a librarian job in Ghent."
+    # a message without created_at inherits the previous one
+    assert cover.turns[2].timestamp == cover.turns[1].timestamp == parse_iso("2023-11-20T17:40:12+00:00")
+
+
+def test_claude_malformed_records_are_skipped_with_positions():
+    r = load(FIXTURES / "claude_conversations.json")
+    messages = [str(i) for i in r.issues]
+    assert messages == [
+        "claude_conversations.json: conversation 3 ('Untitled'): is empty — skipped",
+        "claude_conversations.json: conversation 4: not an object but a JSON int — skipped",
+        "claude_conversations.json: conversation 5 ('Odd records'), message 1: is a JSON str, not an object — skipped",
+        "claude_conversations.json: conversation 5 ('Odd records'), message 2: has an unknown sender 'system' — skipped",
+    ]
+    odd = r.conversations[2]
+    assert [t.text for t in odd.turns] == ["Remind me: my passport expires in June 2026.",
+                                           "Noted: your passport expires in June 2026."]
+
+
+def test_claude_branch_edge_cases():
+    root = "00000000-0000-4000-8000-000000000000"
+
+    def msg(uid, parent, sender, text, t):
+        return {"uuid": uid, "parent_message_uuid": parent, "sender": sender, "text": text,
+                "created_at": f"2024-05-01T10:00:{t:02d}Z"}
+
+    # a lost parent: the branch is cut there, with a warning
+    conv = {"uuid": "x", "name": "n", "chat_messages": [msg("a", root, "human", "first", 1),
+                                                          msg("b", "gone", "assistant", "second", 2)]}
+    r = parse_claude([conv], "c.json")
+    assert [t.text for t in r.conversations[0].turns] == ["second"]
+    assert "message 2: its parent message is missing" in str(r.issues[0])
+    # a cycle is cut, not followed forever
+    conv["chat_messages"] = [msg("a", "b", "human", "one", 1), msg("b", "a", "assistant", "two", 2),
+                             msg("c", "b", "human", "three", 3)]
+    r = parse_claude(conv, "c.json")      # a single conversation object
+    assert [t.text for t in r.conversations[0].turns] == ["one", "two", "three"]
+    assert "cycle" in str(r.issues[0])
+    # the wrapped form {"conversations": [...]} and a missing uuid
+    del conv["uuid"]
+    r = parse_claude({"conversations": [conv]}, "c.json")
+    assert r.conversations[0].external_id.startswith("sha1:") and "has no uuid" in str(r.issues[-1])
+    assert parse_iso("2024-05-01T10:00:00") == parse_iso("2024-05-01T10:00:00Z")   # no zone: UTC
+    assert parse_iso("yesterday") is None and parse_iso(None) is None
+
+
+def test_claude_wrong_schema_is_fatal(tmp_path):
+    p = tmp_path / "data.json"
+    p.write_text(json.dumps([{"uuid": "u", "messages": []}]), encoding="utf-8")
+    with pytest.raises(ImportFatalError, match="not a Claude export: no conversation has a 'chat_messages'"):
+        load(p, "claude")
+    with pytest.raises(ImportFatalError, match="a Claude export"):
+        load(p)
 
 
 # -- LoCoMo ----------------------------------------------------------------------------
@@ -256,6 +337,13 @@ def test_utf8_bom_and_zip_export(tmp_path):
         zf.writestr("chat.html", "<html></html>")
     r = load(tmp_path / "export.zip")
     assert r.format == "chatgpt" and len(r.conversations) == 3
+    # Claude's export zip holds conversations.json beside users.json and projects.json
+    with zipfile.ZipFile(tmp_path / "claude.zip", "w") as zf:
+        zf.writestr("users.json", "[]")
+        zf.writestr("conversations.json", (FIXTURES / "claude_conversations.json").read_bytes())
+        zf.writestr("projects.json", "[]")
+    r = load(tmp_path / "claude.zip")
+    assert r.format == "claude" and len(r.conversations) == 3
 
 
 # -- pages -------------------------------------------------------------------------------

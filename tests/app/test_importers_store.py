@@ -69,6 +69,39 @@ def test_chatgpt_export_through_the_cli(mnemo_dirs, embedder, capsys):
         s.close()
 
 
+def test_claude_export_zip_through_the_cli(tmp_path, mnemo_dirs, embedder, capsys):
+    import zipfile
+
+    export = tmp_path / "data-2024-04-03-10-00-00.zip"
+    with zipfile.ZipFile(export, "w") as zf:
+        zf.writestr("users.json", "[]")
+        zf.writestr("conversations.json", (FIXTURES / "claude_conversations.json").read_bytes())
+    rc = main(["ingest", str(export), "--json", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    report = json.loads(out)
+    assert report["format"] == "claude"
+    assert report["imported"] == 3 and report["skipped_records"] == 4 and report["turns_written"] == 12
+    assert "conversation 3 ('Untitled'): is empty — skipped" in err
+    s = _open(mnemo_dirs, embedder)
+    try:
+        conv = s.find_conversation("claude", "a3c1f0e2-5b1d-4c7e-9f10-garden000001")
+        assert conv.title == "Planning a vegetable garden" and conv.source == "claude"
+        msgs = s.list_messages(conv.id)
+        assert [m.meta["turn_id"] for m in msgs] == ["m1", "m2", "m3b", "m4c", "m5", "m6"]
+        pages = s.list_pages(conversation_id=conv.id, order_by="timestamp", descending=False)
+        assert [p.meta["turn_ids"] for p in pages] == [["m1", "m2"], ["m3b", "m4c"], ["m5", "m6"]]
+        assert s.check_integrity() == []
+        hit = s.retrieve("What is my son called?", record_visits=False).pages
+        assert hit and "Leo" in hit[0].page.user_text
+    finally:
+        s.close()
+    # importing it again adds nothing
+    rc = main(["ingest", str(export), "--json", "--no-progress"])
+    report = json.loads(capsys.readouterr().out)
+    assert rc == 0 and report["already_imported"] == 3 and report["turns_written"] == 0
+
+
 def test_text_transcript_through_the_cli(mnemo_dirs, embedder, capsys):
     rc = main(["ingest", str(FIXTURES / "transcript.md"), "--no-progress"])
     out, err = capsys.readouterr()

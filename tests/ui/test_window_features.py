@@ -440,6 +440,25 @@ def test_import_conversations_from_the_app_with_progress_and_cancel(make_window,
     again.accept()
 
 
+def test_import_of_a_claude_export_zip_from_the_app(make_window, qtbot, tmp_path):
+    import zipfile
+    from pathlib import Path
+
+    export = tmp_path / "data-2024-04-03.zip"
+    with zipfile.ZipFile(export, "w") as zf:
+        zf.writestr("conversations.json",
+                    (Path(__file__).parents[1] / "app" / "fixtures" / "claude_conversations.json").read_bytes())
+    win = make_window(start=True)
+    dlg = win.import_file(str(export))
+    with qtbot.waitSignal(dlg.finished_import, timeout=60_000):
+        pass
+    assert dlg.job.phase == "done" and "3 conversation(s) imported" in dlg.status.text()
+    qtbot.waitUntil(lambda: win.sidebar.list.count() >= 3, timeout=10_000)
+    titles = [win.sidebar.list.item(i).text() for i in range(win.sidebar.list.count())]
+    assert "Planning a vegetable garden" in titles and "Cover letter" in titles
+    dlg.accept()
+
+
 def test_import_of_a_broken_file_says_why(make_window, qtbot, tmp_path):
     bad = tmp_path / "conversations.json"
     bad.write_text('[{"title": "x", "mapping": {', encoding="utf-8")
