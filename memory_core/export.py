@@ -44,7 +44,7 @@ class ExportResult:
 
 
 @contextlib.contextmanager
-def _atomic_file(path: Path) -> Iterator[Any]:
+def atomic_file(path: Path) -> Iterator[Any]:
     """Write to a temporary file beside `path`; on success it replaces `path`, on any failure
     (a full disk, a cancel) it is removed and `path` keeps what it had."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +113,7 @@ def export_json(store, path: str | Path, *, on_progress: Progress | None = None)
         if on_progress is not None and (done % 500 == 0 or done == total):
             on_progress(done, total)
 
-    with _atomic_file(path) as fh:
+    with atomic_file(path) as fh:
         header = {
             "format": FORMAT, "version": VERSION, "exported_at": _iso(store.clock()),
             "embedding_model": store.embed_model_id, "embedding_dim": store.dim,
@@ -157,7 +157,7 @@ def export_markdown(store, path: str | Path, *, on_progress: Progress | None = N
     limit = n_segs if max_segments is None else min(n_segs, max_segments)
     total = len(traits) + len(knowledge) + limit
     done = 0
-    with _atomic_file(path) as fh:
+    with atomic_file(path) as fh:
         w = fh.write
         w(f"# What the assistant remembers\n\nExported {_iso(store.clock())} · {store.count_pages():,} pages · "
           f"{n_segs:,} segments · {len(traits)} traits · {len(knowledge)} facts\n\n")

@@ -29,6 +29,7 @@ class ConversationList(QFrame):
     newRequested = Signal()
     renameRequested = Signal(int)
     deleteRequested = Signal(int)
+    exportRequested = Signal(int)
     searchChanged = Signal(str)
 
     def __init__(self, parent: QWidget | None = None):
@@ -210,5 +211,6 @@ class ConversationList(QFrame):
         cid = item.data(ID_ROLE)
         menu = QMenu(self)
         menu.addAction(theme.icon("edit"), "Rename…", lambda: self.renameRequested.emit(cid))
+        menu.addAction("Export…", lambda: self.exportRequested.emit(cid))
         menu.addAction(theme.icon("trash"), "Delete…", lambda: self.deleteRequested.emit(cid))
         menu.exec(self.list.viewport().mapToGlobal(pos))

@@ -14,6 +14,7 @@ SHORTCUTS = [
     ("Ctrl+E", "Edit and resend your last message"),
     ("Ctrl+Shift+I", "Incognito for this chat (nothing remembered)"),
     ("F2", "Rename the chat"),
+    ("Ctrl+Shift+E", "Export the chat as a Markdown transcript or JSON"),
     ("Ctrl+I", "Import conversations (ChatGPT or Claude export, LoCoMo JSON, transcript)"),
     ("Delete", "Delete the selected chat (in the list)"),
     ("Ctrl+M", "Memory inspector"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
@@ -120,6 +121,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.sidebar.newRequested.connect(self.new_chat)
         self.sidebar.renameRequested.connect(self.rename_conversation)
         self.sidebar.deleteRequested.connect(self.delete_conversation)
+        self.sidebar.exportRequested.connect(self.export_conversation)
         self.sidebar.searchChanged.connect(self.search)
 
         pane = QWidget(self.splitter)
@@ -229,6 +231,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                                              "Ctrl+Shift+I", icon="incognito", checkable=True, menu=chat)
         self.rename_action = self._action("Rena&me chat…", lambda: self.rename_conversation(self.current_id),
                                           "F2", icon="edit", menu=chat)
+        self.export_chat_action = self._action("E&xport chat…", lambda: self.export_conversation(self.current_id),
+                                               "Ctrl+Shift+E", menu=chat)
         self.delete_action = self._action("&Delete chat…", lambda: self.delete_conversation(self.current_id),
                                           None, icon="trash", menu=chat)
         chat.addSeparator()
@@ -597,6 +601,46 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             self.refresh_conversations()
 
         self.backend.db(lambda s: s.rename_conversation(cid, title), done, self._db_error)
+
+    def export_conversation(self, cid: int | None, path: str | None = None, fmt: str | None = None) -> None:
+        """Chat ▸ Export chat… and the sidebar's Export…: the branch on screen (another chat: its newest
+        branch) as a Markdown transcript that Mnemo imports again, or as JSON with every field. Written
+        on the database thread, atomically (app.chat_export)."""
+        if cid is None:
+            self.statusBar().showMessage("Open a chat to export it", 4000)
+            return
+        title = self.sidebar.title_of(cid) or self.current_title or "chat"
+        if path is None:
+            from PySide6.QtWidgets import QFileDialog
+
+            name = re.sub(r'[\\/:*?"<>|\s]+', " ", title).strip()[:80] or "chat"
+            path, chosen = QFileDialog.getSaveFileName(self, "Export chat", str(Path.home() / f"{name}.md"),
+                                                       "Markdown transcript (*.md);;JSON, every field (*.json)")
+            if not path:
+                return
+            fmt = "json" if chosen.startswith("JSON") else "markdown"
+            if not Path(path).suffix:
+                path += ".json" if fmt == "json" else ".md"
+        shown = [w.message_id for w in self.chat_view.messages() if w.message_id is not None]
+        leaf = shown[-1] if cid == self.current_id and shown else None
+
+        def work(store):
+            from app.chat_export import export_chat
+
+            return export_chat(store, cid, path, fmt=fmt, leaf_id=leaf)
+
+        def done(result):
+            self.statusBar().showMessage(f"Exported “{result.title}” ({result.messages} messages) to {result.path}",
+                                         8000)
+
+        def failed(exc):
+            from memory_core import is_storage_full
+
+            log.error("exporting chat %s failed: %s", cid, exc)
+            why = "the disk is full" if is_storage_full(exc) else str(exc)
+            self.statusBar().showMessage(f"The chat was not exported ({why}); nothing was written.", 10000)
+
+        self.backend.db(work, done, failed)
 
     def confirm(self, title: str, text: str) -> bool:
         answer = QMessageBox.question(self, title, text,

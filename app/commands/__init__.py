@@ -6,6 +6,7 @@ COMMAND_MODULES = [
     "app.commands.chat",
     "app.commands.search",
     "app.commands.memory",
+    "app.commands.chats",
     "app.commands.ingest",
     "app.commands.eval",
     "app.commands.bench",

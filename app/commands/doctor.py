@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import platform
-import sys
 import time
 from importlib import metadata
 from typing import Any

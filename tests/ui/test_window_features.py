@@ -459,6 +459,32 @@ def test_import_of_a_claude_export_zip_from_the_app(make_window, qtbot, tmp_path
     dlg.accept()
 
 
+def test_export_the_chat_on_screen_from_the_menu_and_the_sidebar(make_window, chat, qtbot, tmp_path, monkeypatch):
+    import json
+
+    from PySide6.QtWidgets import QFileDialog
+
+    win = make_window(max_tokens=8)
+    turn = chat.send(win, "My cat is called Miso.")
+    assert turn.result.status == "complete"
+    chat.wait_db(win)
+    answers = iter([(str(tmp_path / "miso"), "JSON, every field (*.json)"),
+                    (str(tmp_path / "miso.md"), "Markdown transcript (*.md)")])
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: next(answers)))
+    win.export_chat_action.trigger()                        # Chat ▸ Export chat…
+    qtbot.waitUntil(lambda: (tmp_path / "miso.json").exists(), timeout=30_000)   # the suffix of the chosen type
+    doc = json.loads((tmp_path / "miso.json").read_text(encoding="utf-8"))
+    assert [m["role"] for m in doc["messages"]] == ["user", "assistant"]
+    assert doc["messages"][0]["content"] == "My cat is called Miso."
+    assert doc["messages"][1]["content"] == win.chat_view.messages()[-1].text
+    qtbot.waitUntil(lambda: "Exported" in win.statusBar().currentMessage(), timeout=10_000)
+    win.sidebar.exportRequested.emit(win.current_id)        # the sidebar's Export…
+    qtbot.waitUntil(lambda: (tmp_path / "miso.md").exists(), timeout=30_000)
+    assert "**User:** My cat is called Miso." in (tmp_path / "miso.md").read_text(encoding="utf-8")
+    win.export_conversation(None)
+    assert "Open a chat" in win.statusBar().currentMessage()
+
+
 def test_import_of_a_broken_file_says_why(make_window, qtbot, tmp_path):
     bad = tmp_path / "conversations.json"
     bad.write_text('[{"title": "x", "mapping": {', encoding="utf-8")

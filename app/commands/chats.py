@@ -1,0 +1,71 @@
+"""`mnemo chats list|export`: the conversations in this memory, and one of them as a file.
+
+`export` writes the chat's newest branch as a Markdown transcript (which `mnemo ingest` reads
+back) or as JSON (every field); see app.chat_export.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import sys
+
+from app.commands._common import fail, print_json
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def _list(store, args) -> int:
+    convs = store.list_conversations(limit=args.limit)
+    rows = [{"id": c.id, "title": c.title, "created_at": c.created_at, "updated_at": c.updated_at,
+             "source": c.source, "messages": len(store.list_messages(c.id))} for c in convs]
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print("no chats yet")
+    for r in rows:
+        print(f"{r['id']:>6}  {_when(r['updated_at'])}  {r['messages']:>5} msgs  {r['title']}")
+    return 0
+
+
+def _export(store, args) -> int:
+    from app.chat_export import export_chat, format_for, render_chat
+
+    to_stdout = args.file in (None, "-")
+    try:
+        fmt = format_for(args.file or "-", args.format)
+        if to_stdout:
+            sys.stdout.write(render_chat(store, args.id, fmt)[2])
+            return 0
+        result = export_chat(store, args.id, args.file, fmt=fmt)
+    except ValueError as exc:
+        return fail(str(exc))
+    except LookupError:
+        return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
+    except OSError as exc:
+        return fail(f"could not write {args.file}: {exc.strerror or exc} (nothing was written)", 1)
+    print(f"exported “{result.title}”: {result.messages} messages to {result.path} ({result.bytes:,} bytes)")
+    return 0
+
+
+def run(args, ctx) -> int:
+    store = ctx.open_store()
+    try:
+        return _list(store, args) if args.action == "list" else _export(store, args)
+    finally:
+        store.close()
+
+
+def register(sub) -> None:
+    p = sub.add_parser("chats", help="list the chats, or export one as Markdown or JSON")
+    acts = p.add_subparsers(dest="action", required=True)
+    a = acts.add_parser("list", help="the chats, most recent first: id, last change, messages, title")
+    a.add_argument("--limit", type=int, default=100)
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=run)
+    a = acts.add_parser("export", help="write one chat (its newest branch) as Markdown or JSON")
+    a.add_argument("id", type=int, help="the chat's id (mnemo chats list)")
+    a.add_argument("file", nargs="?", help="the file to write (.md or .json); omitted or -: standard output")
+    a.add_argument("--format", choices=["markdown", "md", "json"], help="default: from the file name (Markdown)")
+    a.set_defaults(func=run)

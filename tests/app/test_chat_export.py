@@ -1,0 +1,123 @@
+"""Exporting one chat (app.chat_export, `mnemo chats`): the branch asked for, a Markdown transcript
+that the text importer reads back unchanged, JSON with every field, nothing half-written."""
+import json
+
+import pytest
+
+from app.chat_export import export_chat, format_for
+from app.cli import main
+from app.importers import load
+from app.importers.writer import write_conversation
+
+T0 = 1_712_045_731.0   # 2024-04-02T08:15:31Z
+
+
+def _chat(store):
+    """A chat whose second reply was regenerated: two branches, the newest one last."""
+    cid = store.create_conversation("Balcony garden: plans", created_at=T0)
+    u1 = store.add_message(cid, "user", "My balcony faces north. What can I grow?", created_at=T0)
+    a1 = store.add_message(cid, "assistant", "Leafy greens:\n\n- lettuce\n- spinach", parent_id=u1, created_at=T0 + 9)
+    u2 = store.add_message(cid, "user", "And herbs?", parent_id=a1, created_at=T0 + 60)
+    first = store.add_message(cid, "assistant", "Mint and parsley.", parent_id=u2, created_at=T0 + 70,
+                              meta={"model": "smollm2"})
+    store.add_message(cid, "assistant", "Parsley, mint and chives.", parent_id=u2, created_at=T0 + 80,
+                      status="stopped")
+    return cid, first
+
+
+def test_markdown_export_reimports_unchanged(store, embedder, tmp_path):
+    cid, _ = _chat(store)
+    out = export_chat(store, cid, tmp_path / "garden.md")
+    assert out.messages == 4 and out.title == "Balcony garden: plans" and out.bytes == out.path.stat().st_size
+    text = out.path.read_text(encoding="utf-8")
+    assert text.startswith("# Balcony garden: plans\n\n[2024-04-02T08:15:31Z] **User:** My balcony faces north.")
+    assert "**Assistant:** Parsley, mint and chives." in text and "Mint and parsley." not in text   # newest branch
+    parsed = load(out.path)
+    assert parsed.format == "text" and not parsed.issues
+    (conv,) = parsed.conversations
+    assert conv.title == "Balcony garden: plans"
+    assert [(t.role, t.text, t.timestamp) for t in conv.turns] == [
+        (m.role, m.content, m.created_at) for m in store.list_messages(cid)]
+    # into another memory and out again: the same file
+    from memory_core import MemoryStore
+
+    other = MemoryStore.open(tmp_path / "other.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
+                             dim=embedder.dim)
+    try:
+        write_conversation(other, conv)
+        (copy,) = other.list_conversations()
+        assert export_chat(other, copy.id, tmp_path / "again.md").path.read_text(encoding="utf-8") == text
+    finally:
+        other.close()
+
+
+def test_json_export_of_another_branch_keeps_every_field(store, tmp_path):
+    cid, first = _chat(store)
+    out = export_chat(store, cid, tmp_path / "garden.json", leaf_id=first)
+    doc = json.loads(out.path.read_text(encoding="utf-8"))
+    assert doc["format"] == "mnemo-chat-export" and doc["title"] == "Balcony garden: plans"
+    assert doc["created_at"] == "2024-04-02T08:15:31Z"
+    assert [m["content"] for m in doc["messages"]] == [
+        "My balcony faces north. What can I grow?", "Leafy greens:\n\n- lettuce\n- spinach", "And herbs?",
+        "Mint and parsley."]
+    assert doc["messages"][3]["meta"] == {"model": "smollm2"} and doc["messages"][3]["status"] == "complete"
+    assert doc["messages"][1]["parent_id"] == doc["messages"][0]["id"]
+    assert format_for("x.JSON") == "json" and format_for("x.txt") == "markdown" and format_for("x", "md") == "markdown"
+    with pytest.raises(ValueError, match="unknown export format"):
+        format_for("x.md", "pdf")
+    with pytest.raises(LookupError):
+        export_chat(store, 999, tmp_path / "none.md")
+
+
+def test_a_full_disk_leaves_the_old_file(store, tmp_path, monkeypatch):
+    cid, _ = _chat(store)
+    target = tmp_path / "garden.md"
+    target.write_text("an earlier export", encoding="utf-8")
+    import app.chat_export as ce
+
+    real = ce.atomic_file
+
+    class FullDisk:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, text):
+            self.fh.write(text[:10])
+            raise OSError(28, "No space left on device")
+
+    from contextlib import contextmanager
+
+    @contextmanager
+    def full(path):
+        with real(path) as fh:
+            yield FullDisk(fh)
+
+    monkeypatch.setattr(ce, "atomic_file", full)
+    with pytest.raises(OSError, match="No space"):
+        export_chat(store, cid, target)
+    assert target.read_text(encoding="utf-8") == "an earlier export"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".garden")] == []   # no partial file left
+
+
+def test_chats_command_lists_and_exports(mnemo_dirs, embedder, tmp_path, capsys):
+    from app.context import AppContext
+
+    store = AppContext.create().open_store()
+    try:
+        cid, _ = _chat(store)
+    finally:
+        store.close()
+    assert main(["chats", "list", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["id"] == cid and row["title"] == "Balcony garden: plans" and row["messages"] == 4
+    assert main(["chats", "list"]) == 0
+    assert "Balcony garden: plans" in capsys.readouterr().out
+    assert main(["chats", "export", str(cid), str(tmp_path / "g.json")]) == 0
+    assert "4 messages" in capsys.readouterr().out
+    assert len(json.loads((tmp_path / "g.json").read_text(encoding="utf-8"))["messages"]) == 4
+    assert main(["chats", "export", str(cid)]) == 0          # Markdown on standard output
+    assert capsys.readouterr().out.startswith("# Balcony garden: plans\n")
+    assert main(["chats", "export", str(cid), "-", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["title"] == "Balcony garden: plans"
+    assert main(["chats", "export", "999", str(tmp_path / "x.md")]) == 1
+    assert "no chat with id 999" in capsys.readouterr().err and not (tmp_path / "x.md").exists()
