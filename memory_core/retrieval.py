@@ -52,7 +52,8 @@ class RetrievalMixin:
             t2 = time.perf_counter()
             timings["stm"] = (t2 - t1) * 1000
             if budget.pages > 0:
-                out.pages, out.segments, visited = self._rank_pages(query, q, set(stm_ids), budget.pages, timings)
+                out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, set(stm_ids), budget.pages,
+                                                                                 timings)
             else:
                 visited = []
             t3 = time.perf_counter()
@@ -223,8 +224,29 @@ class RetrievalMixin:
             if info[pid][2] == "archive":
                 best *= p.archive_penalty
             final[pid] = best
-        chosen = sorted(final, key=lambda i: (-final[i], i))[:n]
-        pages = self._pages_by_ids(chosen)
+        # the best n pages, passing over earlier askings of this same question in Mnemo's own chats
+        # (T.repeats_question): the reply there is what the model answered then. In an imported
+        # dialogue (a conversation with a source) the reply is the record, e.g. the other person's answer.
+        ranked = sorted(final, key=lambda i: (-final[i], i))
+        chosen: list[int] = []
+        repeats: list[int] = []
+        pages: dict = {}
+        start = 0
+        while len(chosen) < n and start < len(ranked):
+            batch = ranked[start:start + n - len(chosen) + 4]
+            start += len(batch)
+            pages.update(self._pages_by_ids(batch))
+            asked = [pid for pid in batch if pid in pages and T.repeats_question(query, pages[pid].user_text)]
+            imported = {cid for (cid,) in self._x(
+                "SELECT id FROM conversation WHERE source IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
+                (json.dumps([pages[pid].conversation_id for pid in asked]),))} if asked else set()
+            for pid in batch:
+                if pid not in pages or len(chosen) >= n:
+                    continue
+                if pid in asked and pages[pid].conversation_id not in imported:
+                    repeats.append(pid)
+                else:
+                    chosen.append(pid)
         qwords = sorted({T.stem(w) for w in T.content_words(query) if not T.has_cjk(w)})
         qword_re = {w: re.compile(r"\b" + re.escape(w), re.IGNORECASE) for w in qwords}
         hits: list[PageHit] = []
@@ -248,10 +270,12 @@ class RetrievalMixin:
             hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid)))
             if page.segment_id is not None and page.segment_id not in visited:
                 visited.append(page.segment_id)
+        skipped = [PageHit(pages[pid], final[pid], "the same question, asked before: its reply is not evidence",
+                           pages[pid].tier) for pid in repeats]
         timings["assemble"] = (time.perf_counter() - tg) * 1000
         segs = [{"segment_id": sid, "score": round(seg_score[sid], 4), "reason": seg_reason[sid]}
                 for sid in seg_order]
-        return hits, segs, visited
+        return hits, segs, visited, skipped
 
     def _keyword_query(self, query: str) -> tuple[str | None, float]:
         """The FTS5 OR query for `query` and the summed BM25 IDF of its terms (as FTS5 computes them).

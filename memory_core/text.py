@@ -162,6 +162,17 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
+def repeats_question(query: str, earlier: str) -> bool:
+    """True when `earlier` (what the user said on a page) is a question asking what `query` asks: the
+    same content words (stemmed, Jaccard >= 0.8). That page is an earlier asking of the question, and its
+    reply is what the model answered then, right, wrong or "I don't know": not evidence. Recalled, it
+    ranked first for a re-asked question (992 of 999 LoCoMo questions) and the model repeated it."""
+    if "?" not in earlier and "\uff1f" not in earlier:
+        return False
+    a = {stem(w) for w in content_words(query)}
+    return bool(a) and jaccard(a, {stem(w) for w in content_words(earlier)}) >= 0.8
+
+
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_RE.split(text or "") if s and s.strip()]
 

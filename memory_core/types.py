@@ -281,6 +281,7 @@ class Retrieval:
     traits: list[TraitHit] = field(default_factory=list)
     timings_ms: dict = field(default_factory=dict)
     segments: list[dict] = field(default_factory=list)   # top segments considered: id, score, reason
+    skipped: list[PageHit] = field(default_factory=list)  # pages ranked among the best but left out, and why
 
     def to_trace(self) -> dict:
         """A JSON-serialisable record of what was recalled and why (stored with the reply)."""
@@ -291,6 +292,7 @@ class Retrieval:
             "knowledge": [h.to_trace() for h in self.knowledge],
             "traits": [h.to_trace() for h in self.traits],
             "segments": [dict(s) for s in self.segments],
+            "skipped": [h.to_trace() for h in self.skipped],
             "timings_ms": {k: _clean_float(v) for k, v in self.timings_ms.items()},
         }
 

@@ -27,6 +27,8 @@ def register(subparsers) -> None:
     lp.add_argument("--qa-modes", default="memory,no-memory,full-context",
                     help="QA prompts to run (default: memory,no-memory,full-context)")
     lp.add_argument("--qa-pages", type=int, default=10, help="retrieved pages offered to the model (default: 10)")
+    lp.add_argument("--asked-before", action="store_true",
+                    help="ask each question once before, in a chat of its own, with a non-answer reply; then measure")
     lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -86,7 +88,8 @@ def run_locomo(args, ctx) -> int:
     qa_model = ctx.chat_model() if args.qa else None
     needs_memory = "mnemo" in retrievers or (args.qa and "memory" in modes)
     runner = LocomoEval(ctx.embedder(), memory_params=ctx.memory_params() if needs_memory else None, retrievers=retrievers, ks=ks,
-                        qa_model=qa_model, qa_modes=modes, qa_pages=args.qa_pages, progress=not args.no_progress)
+                        qa_model=qa_model, qa_modes=modes, qa_pages=args.qa_pages, progress=not args.no_progress,
+                        asked_before=args.asked_before)
     report = runner.run(samples, limit=args.limit, data_path=args.data)
     if args.out:
         write_json(report, args.out)

@@ -34,6 +34,8 @@ def run(args, ctx) -> int:
                 if text:
                     short = " ".join(text.split())
                     print(f"          {who}: {short[:160]}{'…' if len(short) > 160 else ''}")
+        for h in retrieval.skipped:
+            print(f"  skipped page {h.page.id}: {h.reason}")
         timings = ", ".join(f"{k} {v:.1f} ms" for k, v in retrieval.timings_ms.items())
         print(f"({timings})")
         return 0

@@ -153,11 +153,14 @@ def _latency(ms: Sequence[float]) -> dict:
             "max_ms": round(s[-1], 2), "n": len(s)}
 
 
+ASKED_BEFORE_REPLY = "I'm not sure, I don't have that information."
+
+
 class LocomoEval:
     def __init__(self, embedder, *, memory_params=None, retrievers: Sequence[str] = RETRIEVERS,
                  ks: Sequence[int] = KS, qa_model=None, qa_modes: Sequence[str] = QA_MODES,
                  qa_pages: int = 10, store_factory: Callable[[Path], Any] | None = None,
-                 progress: bool = True, log: Callable[[str], None] | None = None):
+                 progress: bool = True, log: Callable[[str], None] | None = None, asked_before: bool = False):
         self.embedder = embedder
         self.memory_params = memory_params
         self.retrievers = [r for r in RETRIEVERS if r in retrievers]
@@ -168,6 +171,7 @@ class LocomoEval:
         self.store_factory = store_factory or self._open_store
         self.progress = progress
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        self.asked_before = asked_before
 
     # -- stores ------------------------------------------------------------------------------
     def _open_store(self, path: Path):
@@ -181,6 +185,12 @@ class LocomoEval:
 
         return store.retrieve(question, conversation_id=None, budget=RetrievalBudget(pages=pages),
                               record_visits=False)
+
+    def _ask_before(self, store, question: str) -> tuple[int, int]:
+        """--asked-before: the question was asked once already, in a chat of its own, and got a
+        non-answer (what a small model often says); (chat id, page id) of the page that left."""
+        cid = store.create_conversation("asked before")
+        return cid, store.add_page(cid, question, ASKED_BEFORE_REPLY)
 
     # -- run ------------------------------------------------------------------------------------
     def run(self, samples: Sequence[Sample], *, limit: int | None = None, data_path: str = "") -> dict:
@@ -238,6 +248,7 @@ class LocomoEval:
                 ranked: dict[str, list[list[str]]] = {}
                 dense_rank = bm25_rank = None
                 spent: dict[str, float] = {}
+                asked = self._ask_before(store, q.question) if self.asked_before and store is not None else None
                 for name in self.retrievers:
                     t0 = time.perf_counter()
                     if name == "mnemo":
@@ -274,6 +285,12 @@ class LocomoEval:
                     row["retrieved"][name] = got
                     row["recall"][name] = {
                         str(k): metrics.recall_acc(q.evidence, metrics.fill_turn_budget(units, k)) for k in self.ks}
+                if asked is not None:
+                    cid, pid = asked
+                    row["asked_before"] = {"page_id": pid, "recalled": any(t.startswith(f"page:{pid}:") for u in ranked.get("mnemo", [])
+                                                       for t in u)}
+                    store.forget("page", pid)
+                    store.delete_conversation(cid)
                 rows.append(row)
                 bar.update(1, note=f"{sample.sample_id} retrieval")
             if qa_answerer is not None:
@@ -339,6 +356,9 @@ class LocomoEval:
             "qa_model": getattr(self.qa_model, "model_id", None) if self.qa_model is not None else None,
             "qa_pages": self.qa_pages if self.qa_model is not None else None,
             "retrieval": retrieval,
+            "asked_before": ({"reply": ASKED_BEFORE_REPLY, "questions": len(rows),
+                              "recalled": sum(1 for r in rows if r.get("asked_before", {}).get("recalled"))}
+                             if self.asked_before else None),
             "qa": qa_summary,
             "timings": {"total_s": round(total_s, 2), "ingest_s": timings["ingest_s"],
                         "baseline_index_s": timings["baseline_index_s"], "retrieval": lat},
@@ -351,7 +371,9 @@ def _page_turns(page) -> list[str]:
     ids = meta.get("turn_ids")
     if isinstance(ids, list) and ids:
         return [str(i) for i in ids]
-    return [f"page:{page.id}"]  # a page without turn ids (not from the importer) still costs a turn
+    # a page without turn ids (not from the importer, e.g. a chat) costs its turns too: one per side
+    return [f"page:{page.id}:{side}" for side, text in (("user", page.user_text), ("assistant", page.assistant_text))
+            if text] or [f"page:{page.id}"]
 
 
 def score_answer(ans, q: Question) -> dict:
@@ -376,6 +398,10 @@ def format_tables(report: dict) -> str:
     ks = report["ks"]
     lines = [f"LoCoMo retrieval recall_acc (%) — {report['questions']} questions, samples "
              f"{', '.join(report['samples'])}; budget k = retrieved dialog turns"]
+    asked = report.get("asked_before")
+    if asked:
+        lines.append(f"each question asked once before in a chat of its own, answered \"{asked['reply']}\"; "
+                     f"that earlier asking recalled for {asked['recalled']} of {asked['questions']} questions")
     head = f"{'retriever':<12} {'cats':<5} " + " ".join(f"{'R@' + str(k):>6}" for k in ks)
     lines += [head, "-" * len(head)]
     for name, by_k in report["retrieval"].items():

@@ -60,6 +60,20 @@ def test_fact_from_early_turn_recalled_in_new_conversation(agent, store):
     assert "Lisbon" in result.prompt.messages[-2]["content"]   # recalled pages sit with the question
 
 
+def test_asking_again_in_a_new_chat_does_not_recall_the_first_answer(agent, store):
+    cid = agent.new_conversation()
+    agent.send(cid, "My sister Margot lives in Lisbon and teaches violin.")
+    first = agent.new_conversation()
+    agent.send(first, "Which city does my sister Margot live in?")
+    store.run_pending(allow_llm=False)
+    (asked,) = store.list_pages(conversation_id=first)
+    again = agent.send(agent.new_conversation(), "Which city does my sister Margot live in?")
+    assert asked.id not in [p["page_id"] for p in again.trace["pages"]]
+    assert [p["page_id"] for p in again.trace["skipped"]] == [asked.id]
+    assert f"(page {asked.id})" not in again.prompt.messages[-2]["content"]      # the earlier answer is not quoted
+    assert "Lisbon" in again.prompt.messages[-2]["content"]                     # the fact is
+
+
 def test_stop_keeps_partial_reply(agent, store):
     cid = agent.new_conversation()
     cancel = CancelToken()

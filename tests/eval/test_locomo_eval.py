@@ -126,6 +126,21 @@ def test_turn_budget_counts_page_turns_for_mnemo(toy_path, embedder):
     assert all(len(r["retrieved"]["mnemo"]) == 3 for r in report["per_question"])
 
 
+def test_asked_before_measures_recall_after_a_question_was_asked_once(toy_path, embedder, mnemo_dirs, capsys):
+    """--asked-before: each question is first asked in a chat of its own and gets a non-answer. That
+    earlier asking is never recalled in place of the evidence (it would rank first: it is the question),
+    and it is gone again before the next question."""
+    samples, _ = load_samples(toy_path)
+    plain = LocomoEval(embedder, retrievers=["mnemo"], ks=(2, 4), progress=False).run(samples)
+    asked = LocomoEval(embedder, retrievers=["mnemo"], ks=(2, 4), progress=False, asked_before=True).run(samples)
+    assert asked["asked_before"]["recalled"] == 0 and asked["asked_before"]["questions"] == 6
+    assert all(r["asked_before"]["recalled"] is False for r in asked["per_question"])
+    assert [r["recall"] for r in asked["per_question"]] == [r["recall"] for r in plain["per_question"]]
+    assert main(["eval", "locomo", "--data", str(toy_path), "--retriever", "mnemo", "--ks", "2",
+                 "--asked-before", "--no-progress"]) == 0
+    assert "that earlier asking recalled for 0 of 6 questions" in capsys.readouterr().out
+
+
 class StubModel:
     """Answers 'Biscuit' when the prompt mentions Biscuit, else the not-mentioned phrase."""
 

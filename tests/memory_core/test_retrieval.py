@@ -202,3 +202,30 @@ def test_neighbour_context_prefers_on_topic_passage(open_store):
             assert score[ctx] > score[lone]
             assert score[ctx] - score[lone] > base_gap
         s.close()
+
+
+def test_an_earlier_asking_of_the_same_question_is_not_recalled(open_store, clock):
+    """Asked again, a question used to recall its earlier asking first, with the model's answer then
+    ("I don't know", or a wrong guess) and the model repeated it. In Mnemo's own chats that page is
+    passed over (and listed as skipped); in an imported dialogue the reply is the record and stays."""
+    s = open_store(stm_capacity=1)
+    facts = s.create_conversation()
+    fill(s, facts, clock)
+    asked = s.create_conversation()
+    clock.advance(60)
+    earlier = s.add_page(asked, "What is my sister's name?", "I'm not sure, I don't have that information.")
+    other = s.create_conversation()
+    r = s.retrieve("what's the name of my sister?", other, RetrievalBudget(pages=3))
+    assert earlier not in [h.page.id for h in r.pages]
+    assert [h.page.id for h in r.skipped] == [earlier] and "asked before" in r.skipped[0].reason
+    assert "Laura" in r.pages[0].page.user_text
+    assert r.to_trace()["skipped"][0]["page_id"] == earlier
+    # another question about the same person is not the same question: that page may be recalled
+    r = s.retrieve("Is my sister's name hard to spell?", other, RetrievalBudget(pages=3))
+    assert not r.skipped and earlier in [h.page.id for h in r.pages]
+    # an imported dialogue: the answer there is what the other side said
+    imported = s.create_conversation("Ana & Ben", source="locomo", external_id="x")
+    clock.advance(60)
+    answer = s.add_page(imported, "Ana: What is your dog's name?", "Ben: His name is Pepper.")
+    r = s.retrieve("What is the name of Ben's dog?", other, RetrievalBudget(pages=3))
+    assert answer in [h.page.id for h in r.pages] and not r.skipped

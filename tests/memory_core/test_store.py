@@ -279,3 +279,14 @@ def test_a_damaged_file_raises_a_clear_error_and_is_left_as_it_was(open_store, t
         open_store(path)
     assert str(path) in str(err.value) and "left as it is" in str(err.value)
     assert path.read_bytes() == before
+
+
+def test_repeats_question_needs_a_question_with_the_same_content_words():
+    from memory_core.text import repeats_question
+
+    assert repeats_question("What is my sister's name?", "what's my sisters name??")
+    assert repeats_question("Where did I park the car", "Where did I park the car?")
+    assert not repeats_question("What is my sister's name?", "My sister's name is Ana.")      # a statement
+    assert not repeats_question("What is my brother's name?", "What is my sister's name?")
+    assert not repeats_question("What's my sister's name and where does she live?", "What is my sister's name?")
+    assert not repeats_question("?", "?")

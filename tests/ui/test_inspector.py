@@ -444,6 +444,29 @@ def test_trace_of_a_chat_reply_lists_the_pages_of_its_prompt(qtbot, store, fille
     assert tv.listed_page_ids("in_prompt") == [] and "assistant reply" in tv.header.text()
 
 
+def test_trace_shows_an_earlier_asking_of_the_question_as_left_out(qtbot, store, filled, panel_factory, chat_model):
+    from app.agent import ChatAgent
+
+    agent = ChatAgent(store, chat_model)
+    question = "What happened with my cat Luna at the vet?"
+    first = store.create_conversation("first")
+    agent.send(first, question)
+    store.run_pending(allow_llm=False)
+    (asked,) = store.list_pages(conversation_id=first)
+    result = agent.send(store.create_conversation("again"), question)
+    panel = panel_factory()
+    panel.show_trace_for_message(result.assistant_message_id)
+    settle(panel)
+    tv = panel.trace
+    assert asked.id not in tv.listed_page_ids("in_prompt")
+    (row,) = [r for r in tv.not_in_prompt.records() if r["page_id"] == asked.id]
+    assert row["left_out"] == "the same question, asked before: its reply is not evidence" and row["rank"] == 0
+    tv.query.setText(question)                  # the test-query box says the same
+    tv.run_btn.click()
+    settle(panel)
+    assert [r["left_out"] for r in tv.not_in_prompt.records() if r["page_id"] == asked.id] == [row["left_out"]]
+
+
 def test_test_query_box_recalls_like_the_store_without_visits(qtbot, store, filled, panel_factory):
     panel = panel_factory("trace")
     tv = panel.trace

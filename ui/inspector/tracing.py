@@ -50,6 +50,16 @@ def _row(hit: dict, rank: int, pages: dict) -> dict:
     return row
 
 
+def _skipped_rows(skipped: list[dict], pages: dict) -> list[dict]:
+    """Pages the ranking passed over (an earlier asking of the same question), unranked, with why."""
+    rows = []
+    for h in skipped:
+        row = _row(h, 0, pages)
+        row["left_out"] = row["reason"]
+        rows.append(row)
+    return rows
+
+
 def _items(trace: dict, included: dict | None) -> list[dict]:
     inc_t = set((included or {}).get("traits", []))
     inc_k = set((included or {}).get("knowledge", []))
@@ -107,7 +117,8 @@ def trace_for_message(store, message_id: int) -> TraceData:
     hits = list(trace.get("pages") or [])
     stm = list(trace.get("stm") or [])
     inc_pages = [int(p) for p in included.get("pages", [])]
-    pages = _pages(store, inc_pages + [h.get("page_id") for h in hits] + [h.get("page_id") for h in stm])
+    skipped = list(trace.get("skipped") or [])
+    pages = _pages(store, inc_pages + [h.get("page_id") for h in hits + stm + skipped])
     rank_of = {int(h["page_id"]): i + 1 for i, h in enumerate(hits)}
     hit_of = {int(h["page_id"]): h for h in hits}
     for pid in inc_pages:       # prompt order (chronological), as the model read them
@@ -128,6 +139,7 @@ def trace_for_message(store, message_id: int) -> TraceData:
         else:
             row["left_out"] = "not used"
         data.not_in_prompt.append(row)
+    data.not_in_prompt.extend(_skipped_rows(skipped, pages))
     inc_msgs = set(included.get("messages", []))
     for i, h in enumerate(stm):
         row = _row(h, i + 1, pages)
@@ -147,11 +159,12 @@ def trace_for_query(store, query: str, conversation_id: int | None = None,
                        record_visits=False)
     trace = r.to_trace()
     data = TraceData("query", query, conversation_id=conversation_id, timings_ms=trace.get("timings_ms") or {})
-    pages = {h.page.id: h.page for h in list(r.pages) + list(r.stm)}
+    pages = {h.page.id: h.page for h in list(r.pages) + list(r.stm) + list(r.skipped)}
     for i, h in enumerate(trace.get("pages") or []):
         row = _row(h, i + 1, pages)
         row["left_out"] = ""
         data.not_in_prompt.append(row)
+    data.not_in_prompt.extend(_skipped_rows(trace.get("skipped") or [], pages))
     for i, h in enumerate(trace.get("stm") or []):
         row = _row(h, i + 1, pages)
         row["left_out"] = ""
