@@ -162,12 +162,24 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
+_QUESTION_START = frozenset("what when where who whom whose which why how is are was were do does did can could "
+                            "will would should shall may have has whats wheres whos hows whens whys".split())
+
+
+def is_question(text: str) -> bool:
+    """A question mark, or (typed without one) a first word that opens a question: "whats my sisters name"."""
+    if "?" in text or "\uff1f" in text:
+        return True
+    first = words(text[:40])[:1]
+    return bool(first) and (first[0] in _QUESTION_START or first[0].split("'")[0] in _QUESTION_START)
+
+
 def repeats_question(query: str, earlier: str) -> bool:
     """True when `earlier` (what the user said on a page) is a question asking what `query` asks: the
     same content words (stemmed, Jaccard >= 0.8). That page is an earlier asking of the question, and its
     reply is what the model answered then, right, wrong or "I don't know": not evidence. Recalled, it
     ranked first for a re-asked question (992 of 999 LoCoMo questions) and the model repeated it."""
-    if "?" not in earlier and "\uff1f" not in earlier:
+    if not is_question(earlier):
         return False
     a = {stem(w) for w in content_words(query)}
     return bool(a) and jaccard(a, {stem(w) for w in content_words(earlier)}) >= 0.8

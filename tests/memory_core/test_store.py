@@ -290,3 +290,7 @@ def test_repeats_question_needs_a_question_with_the_same_content_words():
     assert not repeats_question("What is my brother's name?", "What is my sister's name?")
     assert not repeats_question("What's my sister's name and where does she live?", "What is my sister's name?")
     assert not repeats_question("?", "?")
+    # typed without a question mark
+    assert repeats_question("whats my sisters name", "whats my sisters name")
+    assert repeats_question("What is my sister's name?", "what is my sisters name")
+    assert not repeats_question("my sisters name", "my sisters name")                    # not a question
