@@ -16,6 +16,11 @@ def _pages_label(ids: list[int]) -> str:
     return f"page{'s' if len(ids) != 1 else ''} {head}{'…' if len(ids) > 5 else ''}"
 
 
+def _added_by(source: str) -> str:
+    """Why an item without source pages exists: the user added it, or an import brought what they wrote."""
+    return "added by the user" if source == "user" else f"added from {source}"
+
+
 # A model whose persona answers were rejected this many promotions in a row (nothing it said was stated
 # by the conversation, or no valid JSON: the bundled 135M model, every time) is not asked again for its
 # model id until LLM_RETRY_AFTER_S have passed since its last rejection: each try cost seconds of
@@ -179,7 +184,7 @@ class LpmMixin:
                 self._emit("knowledge_updated", "knowledge", kid, f"knowledge {kid} updated (v{new_version})",
                            {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)})
             return True
-        reason = f"extracted from {_pages_label(page_ids)}" if page_ids else "added by the user"
+        reason = f"extracted from {_pages_label(page_ids)}" if page_ids else _added_by(model)
         self._x("INSERT INTO knowledge(owner, text, confidence, status, version, created_at, updated_at, "
                 "conversation_ids, model, reason) VALUES (?,?,?, 'active', 1, ?,?,?,?,?)",
                 (owner, text, confidence, now, now, _j(cids), model, reason))
@@ -258,7 +263,7 @@ class LpmMixin:
                 return False
             self._x("UPDATE trait SET status = 'archived', updated_at = ? WHERE id = ?", (now, old[0]))
             self._emit("trait_archived", "trait", old[0], f"trait {old[0]} archived (persona full)")
-        reason = f"extracted from {_pages_label(page_ids)}" if page_ids else "added by the user"
+        reason = f"extracted from {_pages_label(page_ids)}" if page_ids else _added_by(model)
         self._x("INSERT INTO trait(dimension, value, evidence, confidence, status, version, created_at, updated_at, "
                 "conversation_ids, model, reason, embedding) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?)",
                 (dimension, value, evidence, confidence, now, now, _j(cids), model, reason, _blob(vec)))
@@ -268,30 +273,42 @@ class LpmMixin:
         return True
 
     # ------------------------------------------------------------------ user-authored items and edits
-    def add_knowledge(self, owner: str, text: str, *, pinned: bool = False) -> int:
-        """Add a fact written by the user (no source pages). A near-duplicate updates the existing item."""
+    def add_knowledge(self, owner: str, text: str, *, pinned: bool = False, source: str = "user",
+                      skip_existing: bool = False) -> int | None:
+        """Add a fact written by the user (no source pages). A near-duplicate updates the existing item.
+        `source` names where the user wrote it (an import); with `skip_existing`, a fact already held
+        word for word is left as it is (None): importing the same file again confirms nothing."""
         if owner not in ("user", "assistant"):
             raise ValueError("owner must be 'user' or 'assistant'")
         text = X.clean_item(text)
         if not text:
             raise ValueError("not a usable fact")
+        if skip_existing and any(normalize(k) == normalize(text) for (k,) in self._x(
+                "SELECT text FROM knowledge WHERE owner = ? AND status = 'active' AND text LIKE ?",
+                (owner, text)).fetchall()):
+            return None
         vec = self._embed([text])[0]
         with self.transaction():
-            self._upsert_knowledge(owner, text, 0.9, [], vec, set(), "user")
+            self._upsert_knowledge(owner, text, 0.9, [], vec, set(), source)
             kid = self._x("SELECT knowledge_id FROM knowledge_vec WHERE embedding MATCH ? AND k = 1",
                           (_blob(vec),)).fetchone()[0]
             if pinned:
                 self._x("UPDATE knowledge SET pinned = 1 WHERE id = ?", (kid,))
             return kid
 
-    def add_trait(self, dimension: str, value: str, *, pinned: bool = False) -> int:
+    def add_trait(self, dimension: str, value: str, *, pinned: bool = False, source: str = "user",
+                  skip_existing: bool = False) -> int | None:
+        """Add a trait written by the user; `source` and `skip_existing` as for `add_knowledge`."""
         dim = X._clean_dimension(dimension)
         val = X.clean_item(value, 200)
         if not dim or not val:
             raise ValueError("not a usable trait")
+        if skip_existing and self._x("SELECT 1 FROM trait WHERE dimension = ? AND value = ? AND status = 'active'",
+                                     (dim, val)).fetchone():
+            return None
         vec = self._embed([f"{dim}: {val}"])[0]
         with self.transaction():
-            self._upsert_trait(dim, val, "", 0.9, [], vec, set(), "user")
+            self._upsert_trait(dim, val, "", 0.9, [], vec, set(), source)
             tid = self._x("SELECT id FROM trait WHERE dimension = ? AND value = ? AND status = 'active' "
                           "ORDER BY updated_at DESC LIMIT 1", (dim, val)).fetchone()
             if tid is None:   # a pinned conflicting trait kept its value

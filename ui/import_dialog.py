@@ -100,7 +100,7 @@ class ImportDialog(QDialog):
             self.status.setText(
                 f"{r.count('imported')} conversation(s) imported, {r.count('resumed')} finished, "
                 f"{r.count('already imported')} already there: {r.turns_written:,} turns became "
-                f"{r.pages_written:,} memory pages in {r.seconds:.1f} s.")
+                f"{r.pages_written:,} memory pages in {r.seconds:.1f} s.{r.profile_note()}")
             if r.issues:
                 self.details.setPlainText("\n".join(str(i) for i in r.issues))
                 self.details.show()

@@ -76,6 +76,7 @@ def run(args, ctx) -> int:
             f"{report.count('resumed')} resumed, {report.count('already imported')} already imported; "
             f"{report.turns_written} turns → {report.pages_written} pages in {report.seconds:.1f} s; "
             f"{report.skipped_records} malformed record(s) skipped, {len(report.issues)} warning(s)."
+            f"{report.profile_note()}"
         )
     if not report.outcomes and report.skipped_records:
         return 1

@@ -70,6 +70,11 @@ class ParseResult:
     conversations: list[ParsedConversation]
     issues: list[ImportIssue] = field(default_factory=list)
     records_seen: int = 0  # conversations found in the file, including skipped ones
+    # what the user wrote about themselves in the exporting app (ChatGPT's custom instructions):
+    # "about me" texts become persona facts, "how to respond" texts "reply style" traits
+    about_user: list[str] = field(default_factory=list)
+    reply_style: list[str] = field(default_factory=list)
+    profile_source: str = ""
 
     @property
     def skipped_records(self) -> int:

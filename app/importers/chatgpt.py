@@ -57,7 +57,46 @@ def parse_chatgpt(data: Any, name: str = "conversations.json") -> ParseResult:
         raise ImportFatalError(
             f"{name}: not a ChatGPT export: no conversation has a 'mapping' message tree"
         )
-    return parse_each(data, name, SOURCE, _parse_conversation)
+    result = parse_each(data, name, SOURCE, _parse_conversation)
+    result.about_user, result.reply_style = custom_instructions(data)
+    result.profile_source = "ChatGPT custom instructions"
+    return result
+
+
+_ABOUT_PREFIX = "The user provided the following information about themselves:"
+_STYLE_PREFIX = "The user provided the additional info about how they would like you to respond:"
+
+
+def custom_instructions(data: list) -> tuple[list[str], list[str]]:
+    """What the user wrote in ChatGPT's custom instructions, as last used: (["about me"], ["how to
+    respond"]), each list empty or one text, from the newest conversation that ran with them (ChatGPT
+    keeps them, hidden, at the start of every such conversation: a `user_editable_context` message).
+    Older versions are left out: they are what the user has since changed."""
+    seen: dict[tuple[int, str], float] = {}
+    for record in data:
+        mapping = record.get("mapping") if isinstance(record, dict) else None
+        if not isinstance(mapping, dict):
+            continue
+        when = _num(record.get("create_time")) or 0.0
+        for node in mapping.values():
+            msg = node.get("message") if isinstance(node, dict) else None
+            content = msg.get("content") if isinstance(msg, dict) else None
+            if not isinstance(content, dict) or content.get("content_type") != "user_editable_context":
+                continue
+            meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+            given = meta.get("user_context_message_data") if isinstance(meta.get("user_context_message_data"), dict) else {}
+            for kind, key, field_, prefix in ((0, "about_user_message", "user_profile", _ABOUT_PREFIX),
+                                              (1, "about_model_message", "user_instructions", _STYLE_PREFIX)):
+                text = given.get(key)
+                if not (isinstance(text, str) and text.strip()):
+                    text = content.get(field_)
+                    text = text.strip() if isinstance(text, str) else ""
+                    text = text[len(prefix):] if text.startswith(prefix) else text
+                text = text.strip()
+                if text:
+                    seen[(kind, text)] = max(when, seen.get((kind, text), when))
+    newest = [max((k for k in seen if k[0] == kind), key=lambda k: (seen[k], k[1]), default=None) for kind in (0, 1)]
+    return [newest[0][1]] if newest[0] else [], [newest[1][1]] if newest[1] else []
 
 
 def _parse_conversation(record: Any, index: int, name: str, issues: list[ImportIssue]) -> ParsedConversation | None:

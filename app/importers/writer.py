@@ -40,6 +40,12 @@ class ImportReport:
     issues: list[ImportIssue] = field(default_factory=list)
     records_seen: int = 0
     seconds: float = 0.0
+    profile_added: int = 0   # persona facts and traits from what the user wrote about themselves
+    profile_source: str = ""
+
+    def profile_note(self) -> str:
+        """' 2 persona item(s) from ChatGPT custom instructions.' when there were any, else ''."""
+        return f" {self.profile_added} persona item(s) from {self.profile_source}." if self.profile_added else ""
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -67,6 +73,7 @@ class ImportReport:
             "turns_written": self.turns_written,
             "pages_written": self.pages_written,
             "skipped_records": self.skipped_records,
+            "persona_items_added": self.profile_added,
             "warnings": [str(i) for i in self.issues],
             "seconds": round(self.seconds, 3),
             "conversations": [o.__dict__ for o in self.outcomes],
@@ -155,5 +162,31 @@ def write_all(store, parsed: ParseResult, *, path: str = "", progress=None,
         outcome = write_conversation(store, conv, issues=report.issues,
                                      on_turns=(lambda n: progress.update(n)) if progress is not None else None)
         report.outcomes.append(outcome)
+    report.profile_added, report.profile_source = write_profile(store, parsed), parsed.profile_source
     report.seconds = time.monotonic() - start
     return report
+
+
+def write_profile(store, parsed: ParseResult) -> int:
+    """What the user wrote about themselves in the exporting app, into the persona: each sentence of an
+    "about me" text a fact about the user, each sentence of a "how to respond" text a "reply style"
+    trait (a changed text updates the earlier item, which keeps its history). What is held word for word
+    already is left alone, so importing the file again adds nothing. Returns how many items changed."""
+    from memory_core.text import sentences
+
+    added = 0
+    for text in parsed.about_user:
+        for sentence in sentences(text):
+            try:
+                added += store.add_knowledge("user", sentence, source=parsed.profile_source,
+                                             skip_existing=True) is not None
+            except ValueError:     # not a usable fact (a fragment, a placeholder)
+                continue
+    for text in parsed.reply_style:
+        for sentence in sentences(text):
+            try:
+                added += store.add_trait("reply style", sentence, source=parsed.profile_source,
+                                         skip_existing=True) is not None
+            except ValueError:
+                continue
+    return added

@@ -30,6 +30,32 @@ def test_chatgpt_export_keeps_current_branch_with_original_timestamps():
     assert lisbon.turns[1].meta["model"] == "gpt-4o"
 
 
+def test_chatgpt_custom_instructions_as_last_used():
+    """ChatGPT's custom instructions ride, hidden, in every conversation that used them: the newest
+    version is what the user says about themselves now."""
+    def conv(cid, when, about, style, *, metadata=True):
+        ctx = {"author": {"role": "user"}, "create_time": None,
+               "content": {"content_type": "user_editable_context",
+                           "user_profile": f"The user provided the following information about themselves: {about}",
+                           "user_instructions": "The user provided the additional info about how they would like "
+                                                f"you to respond: {style}"},
+               "metadata": {"is_visually_hidden_from_conversation": True}}
+        if metadata:
+            ctx["metadata"]["user_context_message_data"] = {"about_user_message": about, "about_model_message": style}
+        return {"id": cid, "title": cid, "create_time": when, "current_node": "u", "mapping": {
+            "c": {"message": ctx, "parent": None, "children": ["u"]},
+            "u": {"message": {"author": {"role": "user"}, "create_time": when, "content": {"parts": ["hi"]}},
+                  "parent": "c", "children": []}}}
+
+    r = parse_chatgpt([conv("new", 300, "I live in Lisbon now. I teach maths.", "Be brief.", metadata=False),
+                       conv("old", 100, "I live in Porto.", "Answer in French."),
+                       conv("mid", 200, "I live in Porto.", "Be brief.")])
+    assert r.about_user == ["I live in Lisbon now. I teach maths."] and r.reply_style == ["Be brief."]
+    assert r.profile_source == "ChatGPT custom instructions"
+    assert [t.text for c in r.conversations for t in c.turns] == ["hi", "hi", "hi"]    # never a message
+    assert parse_chatgpt([conv("x", 1, "", "")]).about_user == []
+
+
 def test_chatgpt_multimodal_thoughts_empty_and_missing_times():
     r = load(FIXTURES / "chatgpt_conversations.json")
     sourdough = r.conversations[1]

@@ -57,14 +57,28 @@ def test_chatgpt_export_through_the_cli(mnemo_dirs, embedder, capsys):
         assert hit and "Ana" in hit[0].page.user_text + hit[0].page.assistant_text
     finally:
         s.close()
+    # the custom instructions ("I live in Porto.", "Be brief.") became the persona, with their source
+    s = _open(mnemo_dirs, embedder)
+    try:
+        assert report["persona_items_added"] == 2
+        (fact,) = s.list_knowledge(owner="user")
+        assert fact.text == "I live in Porto." and fact.model == "ChatGPT custom instructions"
+        assert s.item_versions("knowledge", fact.id)[-1].reason == "added from ChatGPT custom instructions"
+        (style,) = s.list_traits()
+        assert (style.dimension, style.value) == ("reply_style", "Be brief.")
+        assert s.retrieve("Which city do I live in?", record_visits=False).knowledge[0].item.id == fact.id
+    finally:
+        s.close()
     # re-running imports nothing new
     rc = main(["ingest", str(FIXTURES / "chatgpt_conversations.json"), "--json", "--no-progress"])
     report = json.loads(capsys.readouterr().out)
     assert rc == 0 and report["already_imported"] == 3 and report["turns_written"] == 0
+    assert report["persona_items_added"] == 0
     s = _open(mnemo_dirs, embedder)
     try:
         assert s.stats()["conversations"] == 3 and s.stats()["messages"] == 13
         assert s.stats()["pages_total"] == 6
+        assert [k.version for k in s.list_knowledge(owner="user")] == [1]      # not confirmed again
     finally:
         s.close()
 
