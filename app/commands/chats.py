@@ -1,4 +1,5 @@
-"""`mnemo chats list|export`: the conversations in this memory, and one of them as a file.
+"""`mnemo chats list|export|rename|delete`: the conversations in this memory, one of them as a file,
+a new title, or gone (what memory learned from it stays, as in the app, until it is forgotten).
 
 `export` writes the chat's newest branch as a Markdown transcript (which `mnemo ingest` reads
 back) or as JSON (every field); see app.chat_export.
@@ -49,16 +50,44 @@ def _export(store, args) -> int:
     return 0
 
 
+def _rename(store, args) -> int:
+    title = " ".join(args.title.split())
+    if store.get_conversation(args.id) is None:
+        return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
+    if not title:
+        return fail("a title needs some text")
+    store.rename_conversation(args.id, title)
+    print(f"chat {args.id} is now “{title}”")
+    return 0
+
+
+def _delete(store, args) -> int:
+    conv = store.get_conversation(args.id)
+    if conv is None:
+        return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return fail(f"deleting “{conv.title}” removes its messages; pass --yes to confirm")
+        if input(f"Delete “{conv.title}” and its messages? Type 'delete': ").strip() != "delete":
+            return fail("not deleted", 1)
+    store.delete_conversation(args.id)
+    print(f"deleted “{conv.title}”; what memory learned from it stays (mnemo memory forget removes it)")
+    return 0
+
+
+ACTIONS = {"list": _list, "export": _export, "rename": _rename, "delete": _delete}
+
+
 def run(args, ctx) -> int:
     store = ctx.open_store()
     try:
-        return _list(store, args) if args.action == "list" else _export(store, args)
+        return ACTIONS[args.action](store, args)
     finally:
         store.close()
 
 
 def register(sub) -> None:
-    p = sub.add_parser("chats", help="list the chats, or export one as Markdown or JSON")
+    p = sub.add_parser("chats", help="list, export (Markdown or JSON), rename or delete chats")
     acts = p.add_subparsers(dest="action", required=True)
     a = acts.add_parser("list", help="the chats, most recent first: id, last change, messages, title")
     a.add_argument("--limit", type=int, default=100)
@@ -68,4 +97,12 @@ def register(sub) -> None:
     a.add_argument("id", type=int, help="the chat's id (mnemo chats list)")
     a.add_argument("file", nargs="?", help="the file to write (.md or .json); omitted or -: standard output")
     a.add_argument("--format", choices=["markdown", "md", "json"], help="default: from the file name (Markdown)")
+    a.set_defaults(func=run)
+    a = acts.add_parser("rename", help="give a chat a new title")
+    a.add_argument("id", type=int)
+    a.add_argument("title")
+    a.set_defaults(func=run)
+    a = acts.add_parser("delete", help="delete a chat and its messages (memory learned from it stays)")
+    a.add_argument("id", type=int)
+    a.add_argument("--yes", action="store_true", help="do not ask")
     a.set_defaults(func=run)

@@ -105,6 +105,7 @@ def test_chats_command_lists_and_exports(mnemo_dirs, embedder, tmp_path, capsys)
     store = AppContext.create().open_store()
     try:
         cid, _ = _chat(store)
+        store.add_page(cid, "My balcony faces north. What can I grow?", "Leafy greens.")
     finally:
         store.close()
     assert main(["chats", "list", "--json"]) == 0
@@ -121,3 +122,18 @@ def test_chats_command_lists_and_exports(mnemo_dirs, embedder, tmp_path, capsys)
     assert json.loads(capsys.readouterr().out)["title"] == "Balcony garden: plans"
     assert main(["chats", "export", "999", str(tmp_path / "x.md")]) == 1
     assert "no chat with id 999" in capsys.readouterr().err and not (tmp_path / "x.md").exists()
+    # rename and delete, as in the app: memory learned from a deleted chat stays
+    assert main(["chats", "rename", str(cid), "  Balcony   herbs "]) == 0
+    assert "now “Balcony herbs”" in capsys.readouterr().out
+    assert main(["chats", "rename", "999", "x"]) == 1 and main(["chats", "rename", str(cid), "  "]) == 2
+    capsys.readouterr()
+    assert main(["chats", "delete", str(cid)]) == 2                      # no terminal to ask: needs --yes
+    assert "pass --yes" in capsys.readouterr().err
+    assert main(["chats", "delete", str(cid), "--yes"]) == 0
+    assert "deleted “Balcony herbs”" in capsys.readouterr().out
+    assert main(["chats", "list", "--json"]) == 0 and json.loads(capsys.readouterr().out) == []
+    store = AppContext.create().open_store()
+    try:
+        assert store.count_pages() == 1 and store.get_conversation(cid) is None
+    finally:
+        store.close()
