@@ -287,8 +287,8 @@ class LocomoEval:
                         str(k): metrics.recall_acc(q.evidence, metrics.fill_turn_budget(units, k)) for k in self.ks}
                 if asked is not None:
                     cid, pid = asked
-                    row["asked_before"] = {"page_id": pid, "recalled": any(t.startswith(f"page:{pid}:") for u in ranked.get("mnemo", [])
-                                                       for t in u)}
+                    recalled = any(t.startswith(f"page:{pid}:") for u in ranked.get("mnemo", []) for t in u)
+                    row["asked_before"] = {"page_id": pid, "recalled": recalled}
                     store.forget("page", pid)
                     store.delete_conversation(cid)
                 rows.append(row)

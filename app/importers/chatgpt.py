@@ -84,7 +84,8 @@ def custom_instructions(data: list) -> tuple[list[str], list[str]]:
             if not isinstance(content, dict) or content.get("content_type") != "user_editable_context":
                 continue
             meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
-            given = meta.get("user_context_message_data") if isinstance(meta.get("user_context_message_data"), dict) else {}
+            given = meta.get("user_context_message_data")
+            given = given if isinstance(given, dict) else {}
             for kind, key, field_, prefix in ((0, "about_user_message", "user_profile", _ABOUT_PREFIX),
                                               (1, "about_model_message", "user_instructions", _STYLE_PREFIX)):
                 text = given.get(key)

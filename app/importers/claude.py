@@ -5,10 +5,12 @@ A message is `{uuid, sender: "human"|"assistant", text, content: [blocks], creat
 attachments, files, parent_message_uuid?}`. Its visible text is the `text` blocks of
 `content` (the older flat `text` field when there are none); thinking, tool calls and tool
 results are not conversation text and are dropped quietly; attachments and files become
-"[attached: name]" lines, followed by the file's text where the export holds it (pasted text). Newer exports link each message to its parent, and an edited
-prompt or a retried reply is a sibling branch: we keep the branch of the latest message, as
-the ChatGPT importer keeps the branch the user last saw. Exports without parent links are
-taken in list order. Empty conversations (Claude exports hold many) are skipped with a warning.
+"[attached: name]" lines, followed by the file's text where the export holds it (pasted text).
+
+Newer exports link each message to its parent, and an edited prompt or a retried reply is a
+sibling branch: we keep the branch of the latest message, as the ChatGPT importer keeps the
+branch the user last saw. Exports without parent links are taken in list order. Empty
+conversations (Claude exports hold many) are skipped with a warning.
 """
 from __future__ import annotations
 
