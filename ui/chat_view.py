@@ -262,8 +262,16 @@ class MessageWidget(QFrame):
             self.set_pending(None)
         self._render()
 
+    def _speaker(self) -> str | None:
+        """The speaker of an imported dialogue between two named people (LoCoMo), whose messages are
+        stored as "Name: text" (the name helps recall): shown as the author instead of You / Mnemo."""
+        name = self.meta.get("speaker")
+        return name if isinstance(name, str) and name and self._text.startswith(f"{name}: ") else None
+
     def _render(self) -> None:
-        shown, self._elided = markdown.elide(self._text)
+        speaker = self._speaker()
+        self.role_label.setText(speaker or ("You" if self.role == "user" else "Mnemo"))
+        shown, self._elided = markdown.elide(self._text[len(speaker) + 2:] if speaker else self._text)
         self.body.set_content(shown)
         self.body.setVisible(bool(shown) or not self._pending)
         if self._elided:

@@ -82,3 +82,21 @@ def test_messages_built_later_follow_the_busy_state(view, qtbot):
     assert all(not w.regenerate_button.isEnabled() for w in replies)
     view.set_busy(False)
     assert all(w.regenerate_button.isEnabled() for w in replies)
+
+
+def test_an_imported_dialogue_shows_its_speakers_names(view, qtbot):
+    """A LoCoMo dialogue is stored as "Name: text" (the name helps recall); the view shows the name as
+    the author and the text without it. A widget reused for an ordinary chat says You / Mnemo again."""
+    view.set_messages([Msg(1, "user", "Caroline: I went to a support group yesterday.", meta={"speaker": "Caroline"}),
+                       Msg(2, "assistant", "Melanie: That's great!", meta={"speaker": "Melanie"})])
+    qtbot.waitUntil(lambda: len(view.messages()) == 2)
+    first, second = view.messages()
+    assert first.role_label.text() == "Caroline" and second.role_label.text() == "Melanie"
+    assert first.body.toPlainText().strip() == "I went to a support group yesterday."
+    assert first.text == "Caroline: I went to a support group yesterday."     # copy and edit keep what is stored
+    view.set_messages([Msg(3, "user", "Melanie: not the speaker", meta={"speaker": "Caroline"}),
+                       Msg(4, "assistant", "Hello")])
+    qtbot.waitUntil(lambda: [w.message_id for w in view.messages()] == [3, 4])
+    first, second = view.messages()
+    assert first.role_label.text() == "You" and second.role_label.text() == "Mnemo"
+    assert first.body.toPlainText().strip() == "Melanie: not the speaker"
