@@ -283,9 +283,8 @@ class LpmMixin:
         text = X.clean_item(text)
         if not text:
             raise ValueError("not a usable fact")
-        if skip_existing and any(normalize(k) == normalize(text) for (k,) in self._x(
-                "SELECT text FROM knowledge WHERE owner = ? AND status = 'active' AND text LIKE ?",
-                (owner, text)).fetchall()):
+        if skip_existing and self._x("SELECT 1 FROM knowledge WHERE owner = ? AND status = 'active' AND "
+                                     "lower(text) = lower(?)", (owner, text)).fetchone():
             return None
         vec = self._embed([text])[0]
         with self.transaction():

@@ -72,7 +72,7 @@ def custom_instructions(data: list) -> tuple[list[str], list[str]]:
     respond"]), each list empty or one text, from the newest conversation that ran with them (ChatGPT
     keeps them, hidden, at the start of every such conversation: a `user_editable_context` message).
     Older versions are left out: they are what the user has since changed."""
-    seen: dict[tuple[int, str], float] = {}
+    newest: list[tuple[float, str] | None] = [None, None]     # ("about me", "how to respond"): (when, text)
     for record in data:
         mapping = record.get("mapping") if isinstance(record, dict) else None
         if not isinstance(mapping, dict):
@@ -94,10 +94,10 @@ def custom_instructions(data: list) -> tuple[list[str], list[str]]:
                     text = text.strip() if isinstance(text, str) else ""
                     text = text[len(prefix):] if text.startswith(prefix) else text
                 text = text.strip()
-                if text:
-                    seen[(kind, text)] = max(when, seen.get((kind, text), when))
-    newest = [max((k for k in seen if k[0] == kind), key=lambda k: (seen[k], k[1]), default=None) for kind in (0, 1)]
-    return [newest[0][1]] if newest[0] else [], [newest[1][1]] if newest[1] else []
+                if text and (newest[kind] is None or (when, text) > newest[kind]):
+                    newest[kind] = (when, text)
+    about, style = ([found[1]] if found else [] for found in newest)
+    return about, style
 
 
 def _parse_conversation(record: Any, index: int, name: str, issues: list[ImportIssue]) -> ParsedConversation | None:

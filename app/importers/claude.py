@@ -30,10 +30,17 @@ _QUIET_BLOCKS = {"thinking", "redacted_thinking", "tool_use", "tool_result", "se
 _ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 
 
+def _conversations(data: Any) -> Any:
+    """The list of conversations: the export's list, one conversation object, or {"conversations": [...]}."""
+    if isinstance(data, dict) and "chat_messages" in data:
+        return [data]
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        return data["conversations"]
+    return data
+
+
 def looks_like_claude(data: Any) -> bool:
-    items = data.get("conversations") if isinstance(data, dict) and "chat_messages" not in data else data
-    if isinstance(items, dict):
-        items = [items]
+    items = _conversations(data)
     return isinstance(items, list) and any(isinstance(c, dict) and "chat_messages" in c for c in items[:50])
 
 
@@ -54,10 +61,7 @@ def parse_iso(value: Any) -> float | None:
 
 
 def parse_claude(data: Any, name: str = "conversations.json") -> ParseResult:
-    if isinstance(data, dict) and "chat_messages" in data:
-        data = [data]   # a single conversation object
-    elif isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        data = data["conversations"]
+    data = _conversations(data)
     if not isinstance(data, list):
         raise ImportFatalError(
             f"{name}: not a Claude export: expected a JSON list of conversations, found a JSON {type(data).__name__}")

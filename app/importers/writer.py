@@ -174,19 +174,14 @@ def write_profile(store, parsed: ParseResult) -> int:
     already is left alone, so importing the file again adds nothing. Returns how many items changed."""
     from memory_core.text import sentences
 
+    src = parsed.profile_source
+    adders = ((parsed.about_user, lambda s: store.add_knowledge("user", s, source=src, skip_existing=True)),
+              (parsed.reply_style, lambda s: store.add_trait("reply style", s, source=src, skip_existing=True)))
     added = 0
-    for text in parsed.about_user:
-        for sentence in sentences(text):
+    for texts, add in adders:
+        for sentence in (s for text in texts for s in sentences(text)):
             try:
-                added += store.add_knowledge("user", sentence, source=parsed.profile_source,
-                                             skip_existing=True) is not None
+                added += add(sentence) is not None
             except ValueError:     # not a usable fact (a fragment, a placeholder)
-                continue
-    for text in parsed.reply_style:
-        for sentence in sentences(text):
-            try:
-                added += store.add_trait("reply style", sentence, source=parsed.profile_source,
-                                         skip_existing=True) is not None
-            except ValueError:
                 continue
     return added
