@@ -2,9 +2,9 @@
 
 Markdown is a transcript that Mnemo's own importer reads back: a `# Title` line, then one
 `[2024-04-02T08:15:31Z] **User:** …` / `**Assistant:** …` line per message, times in UTC, so a
-chat can be kept as a readable file, edited by hand and imported into another memory. (A line
-inside a message that itself starts with "User:" or "Assistant:" outside a code fence would
-start a new message on import.) JSON keeps every field: roles, times, the status of a stopped
+chat can be kept as a readable file, edited by hand and imported into another memory. The importer
+splits such a file only at lines of that timed, bold form, so a message that quotes a "User: …"
+line reads back whole. JSON keeps every field: roles, times, the status of a stopped
 or interrupted reply, and the message meta (the model that answered, import ids).
 
 Both are written through memory_core's atomic file: a full disk or a crash leaves any earlier

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import text as T
 from .db import is_storage_full
-from .codec import from_json as _pj, to_json as _j, vec_blob as _blob  # noqa: F401
+from .codec import from_json as _pj, vec_blob as _blob
 from .types import KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
 
 log = logging.getLogger("memory_core")

@@ -9,6 +9,10 @@ turns are timed one second apart from the file's modification time. `System:` me
 are skipped. A `# Title` line before the first speaker line names the conversation (else
 the file name). The whole file is one conversation, identified by a hash of its text, so
 re-importing an unchanged file is a no-op.
+
+When the file's first speaker line is timed and bold (`[2024-04-02T08:15:31Z] **User:** …`, what
+Mnemo's chat export writes), only lines of that form start a message: a line such as "User: …"
+quoted inside a message stays part of it, so an exported chat reads back exactly.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ _WHO = "|".join(_ROLES)
 _SPEAKER = re.compile(
     r"^\s*(?:>\s*)?(?:[-*+]\s+)?"
     r"(?:\[(?P<ts>[^\]]{6,40})\]\s*)?"
-    r"(?:\*\*|__)?\s*(?P<who>" + _WHO + r")\s*(?::\s*(?:\*\*|__)|(?:\*\*|__)\s*:|:)\s?(?P<rest>.*)$",
+    r"(?P<bold>\*\*|__)?\s*(?P<who>" + _WHO + r")\s*(?::\s*(?:\*\*|__)|(?:\*\*|__)\s*:|:)\s?(?P<rest>.*)$",
     re.IGNORECASE,
 )
 _HEADING_SPEAKER = re.compile(r"^\s*#{1,6}\s*(?P<who>" + _WHO + r")\s*:?\s*$", re.IGNORECASE)
@@ -45,8 +49,26 @@ def looks_like_transcript(text: str) -> bool:
     return any(_SPEAKER.match(line) or _HEADING_SPEAKER.match(line) for line in text.splitlines()[:2000])
 
 
+def _timed_bold(m: re.Match | None) -> bool:
+    return bool(m and m.group("ts") and m.group("bold"))
+
+
+def _speaker_lines_are_timed_bold(lines: list[str]) -> bool:
+    """Whether the first speaker line outside a code fence is `[time] **Who:**` (Mnemo's export)."""
+    in_fence = False
+    for line in lines:
+        if not in_fence:
+            m = _SPEAKER.match(line)
+            if m or _HEADING_SPEAKER.match(line):
+                return _timed_bold(m)
+        if line.strip().startswith("```"):
+            in_fence = not in_fence
+    return False
+
+
 def parse_text(text: str, name: str = "transcript.txt", *, base_time: float = 0.0, title: str | None = None) -> ParseResult:
     lines = text.splitlines()
+    strict = _speaker_lines_are_timed_bold(lines)
     issues: list[ImportIssue] = []
     messages: list[dict] = []  # {role, line, ts, lines}
     preamble = 0
@@ -58,6 +80,8 @@ def parse_text(text: str, name: str = "transcript.txt", *, base_time: float = 0.
         if not in_fence:
             m = _SPEAKER.match(line)
             h = None if m else _HEADING_SPEAKER.match(line)
+            if strict and not _timed_bold(m):
+                m = h = None
             if m or h:
                 who = (m or h).group("who").lower()
                 ts = None

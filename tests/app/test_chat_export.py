@@ -51,6 +51,18 @@ def test_markdown_export_reimports_unchanged(store, embedder, tmp_path):
         other.close()
 
 
+def test_a_message_quoting_speaker_lines_reads_back_whole(store, tmp_path):
+    """A pasted transcript inside a message ("User: …" lines) is text, not new messages."""
+    cid = store.create_conversation("Pasted dialogue", created_at=T0)
+    pasted = "Summarise this:\nUser: where is my passport?\n**Assistant:** In the drawer.\n> Human: thanks"
+    u = store.add_message(cid, "user", pasted, created_at=T0)
+    store.add_message(cid, "assistant", "Assistant: it is in the drawer.\nUser: asked where.", parent_id=u,
+                      created_at=T0 + 5)
+    out = export_chat(store, cid, tmp_path / "pasted.md")
+    (conv,) = load(out.path).conversations
+    assert [(t.role, t.text) for t in conv.turns] == [(m.role, m.content) for m in store.list_messages(cid)]
+
+
 def test_json_export_of_another_branch_keeps_every_field(store, tmp_path):
     cid, first = _chat(store)
     out = export_chat(store, cid, tmp_path / "garden.json", leaf_id=first)
