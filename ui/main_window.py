@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QToolButton, QVBoxLayout, QWidget,
 )
 
+from app.wording import count
 from models.discover import find_models, find_servers
 from models.resolve import default_gguf_path
 from ui.pyside_fix import ensure_refcount_fix
@@ -630,7 +631,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             return export_chat(store, cid, path, fmt=fmt, leaf_id=leaf)
 
         def done(result):
-            self.statusBar().showMessage(f"Exported “{result.title}” ({result.messages} messages) to {result.path}",
+            self.statusBar().showMessage(f"Exported “{result.title}” ({count(result.messages, 'message')}) to {result.path}",
                                          8000)
 
         def failed(exc):

@@ -10,6 +10,7 @@ import datetime as dt
 import sys
 
 from app.commands._common import fail, print_json
+from app.wording import count
 
 
 def _when(ts: float) -> str:
@@ -46,7 +47,7 @@ def _export(store, args) -> int:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
     except OSError as exc:
         return fail(f"could not write {args.file}: {exc.strerror or exc} (nothing was written)", 1)
-    print(f"exported “{result.title}”: {result.messages} messages to {result.path} ({result.bytes:,} bytes)")
+    print(f"exported “{result.title}”: {count(result.messages, 'message')} to {result.path} ({result.bytes:,} bytes)")
     return 0
 
 

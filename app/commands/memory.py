@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from app.commands._common import fail, print_json
+from app.wording import count
 
 KINDS = ("page", "segment", "trait", "knowledge")
 
@@ -73,8 +74,8 @@ def _export(store, args) -> int:
         return fail(f"could not write {args.file}: {exc.strerror or exc} (nothing was written)", 1)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    print(f"exported {result.pages:,} pages, {result.segments:,} segments, {result.traits} traits and "
-          f"{result.knowledge} facts to {result.path} ({result.bytes / 1e6:.1f} MB)")
+    print(f"exported {count(result.pages, 'page')}, {count(result.segments, 'segment')}, "
+          f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path} ({result.bytes / 1e6:.1f} MB)")
     return 0
 
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 
+from app.wording import count
 from ui.inspector import fmt
 
 RecordRole = Qt.ItemDataRole.UserRole + 1     # the record object of the row
@@ -935,7 +936,7 @@ def _event_why(e) -> str:
     elif e.kind == "segment_archived" and d.get("heat") is not None:
         bits.append(f"coldest segment, heat {d['heat']:.2f}")
     elif e.kind == "promoted":
-        bits.append(f"{d.get('traits', 0)} traits, {d.get('knowledge', 0)} facts; model {d.get('model', '?')}")
+        bits.append(f"{count(d.get('traits'), 'trait')}, {count(d.get('knowledge'), 'fact')}; model {d.get('model', '?')}")
     elif "similarity" in d:
         bits.append(f"similarity {d['similarity']:.2f}")
     elif d.get("pages"):

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.wording import count
 from ui.inspector import dialogs
 from ui.inspector.views import OverviewView, PagesView, PersonaView, SegmentsView, TraceView
 from ui.inspector.worker import StoreWorker
@@ -381,8 +382,8 @@ class InspectorPanel(QWidget):
 
         def done(result):
             self.export_btn.setEnabled(True)
-            self.status(f"Exported {result.pages:,} pages, {result.segments:,} segments, {result.traits} traits and "
-                        f"{result.knowledge} facts to {result.path}")
+            self.status(f"Exported {count(result.pages, 'page')}, {count(result.segments, 'segment')}, "
+                        f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path}")
             self.exported.emit(str(result.path))
 
         def failed(exc):

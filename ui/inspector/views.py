@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QProgressBar, QPushButton, QSplitter, QTabWidget, QTextBrowser, QTreeView, QVBoxLayout, QWidget,
 )
 
+from app.wording import count
 from ui.inspector import fmt
 from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_history, history_note
 from ui.inspector.delegates import BarDelegate
@@ -203,22 +204,22 @@ class OverviewView(QWidget):
         know = stats.get("knowledge", {})
         convs = stats.get("conversations", 0) or 0
         self.banner.setVisible(bool(stats.get("paused")))
-        self.cards["stm"].set(f"{pages.get('stm', 0):,} pages",
-                              f"recent dialogue of {convs:,} conversation{'s' if convs != 1 else ''}; "
+        self.cards["stm"].set(count(pages.get("stm"), "page"),
+                              f"recent dialogue of {count(convs, 'conversation')}; "
                               f"up to {params.stm_capacity} pages each, then the oldest moves to mid-term (FIFO)")
-        self.cards["mtm"].set(f"{segs.get('mtm', 0):,} segments",
-                              f"{pages.get('mtm', 0):,} pages; the coldest segment is archived above capacity",
+        self.cards["mtm"].set(count(segs.get("mtm"), "segment"),
+                              f"{count(pages.get('mtm'), 'page')}; the coldest segment is archived above capacity",
                               used=segs.get("mtm", 0), cap=params.mtm_capacity)
-        self.cards["archive"].set(f"{segs.get('archive', 0):,} segments",
-                                  f"{pages.get('archive', 0):,} pages; still searchable when hot tiers miss")
-        self.cards["lpm"].set(f"{stats.get('traits', 0):,} traits",
-                              f"{know.get('user', 0):,} facts about the user, {know.get('assistant', 0):,} about the "
+        self.cards["archive"].set(count(segs.get("archive"), "segment"),
+                                  f"{count(pages.get('archive'), 'page')}; still searchable when hot tiers miss")
+        self.cards["lpm"].set(count(stats.get("traits"), "trait"),
+                              f"{count(know.get('user'), 'fact')} about the user, {know.get('assistant', 0):,} about the "
                               f"assistant; hot segments (heat ≥ τ = {params.tau:g}) are promoted here",
                               used=stats.get("traits", 0), cap=getattr(params, "max_traits", None))
         self.cards["store"].set(fmt.size(stats.get("db_size_bytes")),
                                 f"embedding model {stats.get('embed_model_id') or '?'} ({stats.get('embed_dim')}-d); "
-                                f"schema v{stats.get('schema_version')}; {stats.get('pages_total', 0):,} pages, "
-                                f"{stats.get('messages', 0):,} messages")
+                                f"schema v{stats.get('schema_version')}; {count(stats.get('pages_total'), 'page')}, "
+                                f"{count(stats.get('messages'), 'message')}")
         pend = stats.get("pending_jobs", 0) or 0
         self.cards["jobs"].set("paused" if stats.get("paused") else (f"{pend:,} pending" if pend else "idle"),
                                "memory updates waiting to run" if pend else "all memory updates are done")
@@ -1098,7 +1099,7 @@ class TraceView(QWidget):
                     + (f"; left out for the budget: {dropped}" if dropped else ""))
         else:
             head = (f"<b>Test query</b> “{fmt.esc(fmt.one_line(data.query, 140))}”: "
-                    f"{len(data.not_in_prompt)} pages, {len(data.items)} persona items")
+                    f"{count(len(data.not_in_prompt), 'page')}, {count(len(data.items), 'persona item')}")
         total = (data.timings_ms or {}).get("total")
         if total:
             head += f"; retrieval {total:.0f} ms"
