@@ -263,3 +263,48 @@ def test_a_block_arriving_redraws_only_rows_shown_as_placeholders(qtbot, store, 
     settle(panel)
     assert changed == [(row + 1, row + 2)]
     assert pages.paint_info(row + 1, 0)[0] != "…"
+
+
+def test_the_window_grows_to_make_room_for_the_dock_as_far_as_the_screen_allows():
+    from PySide6.QtCore import QRect
+
+    from ui.inspector.panel import DOCK_WIDTH, room_for_dock
+
+    screen = QRect(0, 0, 1920, 1080)
+    # room on the screen: the chat keeps its width, the dock gets its own
+    assert room_for_dock(QRect(100, 50, 1100, 720), screen) == QRect(100, 50, 1100 + DOCK_WIDTH, 720)
+    # near the right edge: moved left to stay on screen
+    assert room_for_dock(QRect(1000, 50, 1100, 720), screen) == QRect(1920 - 1100 - DOCK_WIDTH, 50,
+                                                                      1100 + DOCK_WIDTH, 720)
+    # a small screen: as wide as the screen, never wider; never narrower than it was
+    assert room_for_dock(QRect(0, 0, 1100, 720), QRect(0, 0, 1440, 900)) == QRect(0, 0, 1440, 720)
+    assert room_for_dock(QRect(0, 0, 1600, 720), QRect(0, 0, 1440, 900)) == QRect(0, 0, 1600, 720)
+    # a second screen to the right of the first
+    assert room_for_dock(QRect(2000, 0, 1100, 720), QRect(1920, 0, 1920, 1080)).right() <= 1920 + 1920 - 1
+
+
+def test_a_narrow_history_chart_keeps_its_date_labels_apart(qtbot):
+    from PySide6.QtCharts import QDateTimeAxis
+
+    from ui.inspector.charts import HeatHistory, SegmentHistoryChart
+
+    view = SegmentHistoryChart()
+    qtbot.addWidget(view)
+    seg = type("Seg", (), {"id": 3, "heat": 2.0})()
+    params = MemoryParams()
+    view.set_history(seg, HeatHistory(points=[(1_700_000_000.0, 1.0), (1_700_090_000.0, 2.0)]), params)
+
+    def ticks() -> int:
+        (axis,) = [a for a in view.chart().axes(Qt.Orientation.Horizontal) if isinstance(a, QDateTimeAxis)]
+        return axis.tickCount()
+
+    view.resize(600, 260)
+    view.show()
+    qtbot.waitUntil(lambda: view.width() == 600)
+    assert ticks() == 5
+    view.resize(240, 260)
+    qtbot.waitUntil(lambda: view.width() == 240)
+    assert ticks() == 2
+    # a new history drawn into the narrow view is fitted too
+    view.set_history(seg, HeatHistory(points=[(1_700_000_000.0, 1.0), (1_700_000_600.0, 2.0)]), params)
+    assert ticks() == 2

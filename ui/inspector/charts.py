@@ -138,6 +138,31 @@ def heat_history(events: Sequence, segment, params, now: float | None = None, sa
 
 
 # ====================================================================== charts
+def fit_to_width(chart: QChart, width: int) -> None:
+    """Keep a chart readable in a narrow dock: a date axis gets one tick per ~110 px (its labels are
+    elided to "1…" when crowded), and below 420 px the legend's font shrinks so its labels still fit."""
+    for axis in chart.axes(Qt.Orientation.Horizontal):
+        if isinstance(axis, QDateTimeAxis):
+            axis.setTickCount(max(2, min(5, width // 110)))
+    legend = chart.legend()
+    f = QFont()
+    if width < 420:
+        f.setPointSizeF(max(6.5, f.pointSizeF() * 0.8))
+    legend.setFont(f)
+
+
+class _FittingChartView(QChartView):
+    """A chart view that refits its chart (`fit_to_width`) when resized or given a new chart."""
+
+    def setChart(self, chart: QChart) -> None:  # noqa: N802 - Qt's name
+        fit_to_width(chart, self.width())
+        super().setChart(chart)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        fit_to_width(self.chart(), event.size().width())
+        super().resizeEvent(event)
+
+
 def _chart(title: str) -> QChart:
     c = QChart()
     c.setTitle(title)
@@ -150,7 +175,7 @@ def _chart(title: str) -> QChart:
     return c
 
 
-class SegmentsHeatChart(QChartView):
+class SegmentsHeatChart(_FittingChartView):
     """Horizontal stacked bars of the hottest mid-term segments: α·N_visit + β·L_interaction + γ·recency,
     with τ as a vertical line. Clicking a bar emits `segment_clicked(id)`."""
 
@@ -217,7 +242,7 @@ class SegmentsHeatChart(QChartView):
         self.setChart(chart)
 
 
-class SegmentHistoryChart(QChartView):
+class SegmentHistoryChart(_FittingChartView):
     """One segment's heat over time (from the event log) with the τ line and event marks."""
 
     def __init__(self, parent=None):
@@ -285,7 +310,6 @@ class SegmentHistoryChart(QChartView):
         span = t1 - t0
         ax.setFormat("HH:mm:ss" if span < 3600 else ("MM-dd HH:mm" if span < 3 * 86400 else "yyyy-MM-dd"))
         ax.setRange(QDateTime.fromMSecsSinceEpoch(int(t0 * 1000)), QDateTime.fromMSecsSinceEpoch(int(t1 * 1000)))
-        ax.setTickCount(5)
         ay = QValueAxis()
         top = max([hval for _, hval in pts] + [params.tau] + ([history.now[1]] if history.now else [])) * 1.15
         ay.setRange(0, top)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QRect, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QApplication, QCheckBox, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QPushButton, QTabWidget, QVBoxLayout,
     QWidget,
@@ -441,6 +441,16 @@ class InspectorWindow(QMainWindow):
 
 
 DOCK_ATTR = "_mnemo_inspector_dock"
+DOCK_WIDTH = 560   # the inspector's tables and charts need about this much to show their columns and labels
+
+
+def room_for_dock(window: QRect, screen: QRect, want: int = DOCK_WIDTH) -> QRect:
+    """The window's geometry after making room for a `want`-wide dock: wider by up to `want`, as far as
+    the screen allows, and moved left when its right edge would leave the screen. The chat keeps its
+    width when there is room (a 1100-px window would otherwise leave the chat and the dock ~430 px each)."""
+    width = max(window.width(), min(screen.width(), window.width() + want))
+    x = min(window.x(), screen.x() + screen.width() - width)
+    return QRect(max(screen.x(), x), window.y(), width, window.height())
 
 
 def _connect_message_target(panel: InspectorPanel, main_window) -> None:
@@ -495,8 +505,13 @@ def attach(main_window) -> InspectorPanel:
         if isinstance(main_window, QObject):
             worker = panel.worker
             main_window.destroyed.connect(lambda *_: worker.stop(2.0))
+        screen = main_window.screen() if hasattr(main_window, "screen") else None
+        if screen is not None and not (main_window.isMaximized() or main_window.isFullScreen()):
+            geo = room_for_dock(main_window.geometry(), screen.availableGeometry())
+            if geo != main_window.geometry():
+                main_window.setGeometry(geo)
         try:
-            main_window.resizeDocks([dock], [max(520, main_window.width() // 2)], Qt.Orientation.Horizontal)
+            main_window.resizeDocks([dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
         except Exception:  # pragma: no cover - older Qt
             pass
     dock.show()
