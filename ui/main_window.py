@@ -631,8 +631,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             return export_chat(store, cid, path, fmt=fmt, leaf_id=leaf)
 
         def done(result):
-            self.statusBar().showMessage(f"Exported “{result.title}” ({count(result.messages, 'message')}) to {result.path}",
-                                         8000)
+            self.statusBar().showMessage(
+                f"Exported “{result.title}” ({count(result.messages, 'message')}) to {result.path}", 8000)
 
         def failed(exc):
             from memory_core import is_storage_full

@@ -47,7 +47,8 @@ def _export(store, args) -> int:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
     except OSError as exc:
         return fail(f"could not write {args.file}: {exc.strerror or exc} (nothing was written)", 1)
-    print(f"exported “{result.title}”: {count(result.messages, 'message')} to {result.path} ({result.bytes:,} bytes)")
+    print(f"exported “{result.title}”: {count(result.messages, 'message')} to {result.path} "
+          f"({result.bytes:,} bytes)")
     return 0
 
 

@@ -75,7 +75,8 @@ def _export(store, args) -> int:
     if sys.stderr.isatty():
         print(file=sys.stderr)
     print(f"exported {count(result.pages, 'page')}, {count(result.segments, 'segment')}, "
-          f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path} ({result.bytes / 1e6:.1f} MB)")
+          f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path} "
+          f"({result.bytes / 1e6:.1f} MB)")
     return 0
 
 

@@ -936,7 +936,8 @@ def _event_why(e) -> str:
     elif e.kind == "segment_archived" and d.get("heat") is not None:
         bits.append(f"coldest segment, heat {d['heat']:.2f}")
     elif e.kind == "promoted":
-        bits.append(f"{count(d.get('traits'), 'trait')}, {count(d.get('knowledge'), 'fact')}; model {d.get('model', '?')}")
+        bits.append(f"{count(d.get('traits'), 'trait')}, {count(d.get('knowledge'), 'fact')}; "
+                    f"model {d.get('model', '?')}")
     elif "similarity" in d:
         bits.append(f"similarity {d['similarity']:.2f}")
     elif d.get("pages"):
