@@ -21,6 +21,14 @@ def _added_by(source: str) -> str:
     return "added by the user" if source == "user" else f"added from {source}"
 
 
+def _new_version_from(verb: str, page_ids: list[int], source: str) -> str:
+    """Why an item has a new version: "confirmed by pages 3, 4", or "confirmed by the user" when the user
+    wrote it again (no pages), or "confirmed from ChatGPT custom instructions" for an import."""
+    if page_ids:
+        return f"{verb} {'by' if verb == 'confirmed' else 'from'} {_pages_label(page_ids)}"
+    return f"{verb} by the user" if source == "user" else f"{verb} from {source}"
+
+
 # A model whose persona answers were rejected this many promotions in a row (nothing it said was stated
 # by the conversation, or no valid JSON: the bundled 135M model, every time) is not asked again for its
 # model id until LLM_RETRY_AFTER_S have passed since its last rejection: each try cost seconds of
@@ -171,10 +179,10 @@ class LpmMixin:
             all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
             if duplicate:
                 self._confirm("knowledge", kid, f"knowledge {kid}", new_version, max(old_conf, confidence), all_cids,
-                              f"confirmed by {_pages_label(page_ids)} (similarity {cos:.2f})", now,
+                              f"{_new_version_from('confirmed', page_ids, model)} (similarity {cos:.2f})", now,
                               [*old_srcs, *page_ids], {"similarity": round(cos, 4)}, page_ids)
             else:
-                reason = f"updated from {_pages_label(page_ids)} (similarity {cos:.2f} to v{version})"
+                reason = f"{_new_version_from('updated', page_ids, model)} (similarity {cos:.2f} to v{version})"
                 self._x("UPDATE knowledge SET text = ?, version = ?, confidence = ?, conversation_ids = ?, "
                         "model = ?, updated_at = ?, reason = ? WHERE id = ?",
                         (text, new_version, confidence, _j(all_cids), model, now, reason, kid))
@@ -244,9 +252,9 @@ class LpmMixin:
             all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
             if duplicate:
                 self._confirm("trait", tid, f"trait {tid} ({tdim})", new_version, max(old_conf, confidence), all_cids,
-                              f"confirmed by {_pages_label(page_ids)}", now, [*old_srcs, *page_ids], {}, page_ids)
+                              _new_version_from("confirmed", page_ids, model), now, [*old_srcs, *page_ids], {}, page_ids)
             else:
-                reason = f"updated from {_pages_label(page_ids)} (was v{version})"
+                reason = f"{_new_version_from('updated', page_ids, model)} (was v{version})"
                 self._x("UPDATE trait SET value = ?, evidence = ?, confidence = ?, version = ?, conversation_ids = ?, "
                         "model = ?, updated_at = ?, reason = ?, embedding = ? WHERE id = ?",
                         (value, evidence, confidence, new_version, _j(all_cids), model, now, reason, _blob(vec), tid))

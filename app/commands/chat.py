@@ -12,7 +12,8 @@ from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
 
-HELP = "/new  new conversation   /memory  what is remembered   /stop or Ctrl+C  stop a reply   /quit"
+HELP = ("/new  new conversation   /memory  what is remembered   /remember TEXT  keep a fact about you   "
+        "/stop or Ctrl+C  stop a reply   /quit")
 
 
 def _agent(ctx, store):
@@ -100,6 +101,18 @@ def run_ask(args, ctx) -> int:
         store.close()
 
 
+def _remember(store, text: str) -> None:
+    from app.remember import remember_fact
+
+    if not text.strip():
+        print("usage: /remember TEXT  (e.g. /remember I am allergic to peanuts)")
+        return
+    try:
+        print(remember_fact(store, text).describe())
+    except ValueError as exc:
+        print(f"nothing remembered: {exc}")
+
+
 def run_chat(args, ctx) -> int:
     try:
         store = ctx.open_store()
@@ -126,6 +139,9 @@ def run_chat(args, ctx) -> int:
             if text == "/stop":
                 print("nothing is generating")
                 continue
+            if text == "/remember" or text.startswith("/remember "):
+                _remember(store, text[len("/remember"):])
+                continue
             if text == "/memory":
                 stats = store.stats()
                 for key, value in stats.items():
@@ -140,7 +156,7 @@ def run_chat(args, ctx) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("chat", help="chat in the terminal (streaming; /new /memory /stop /quit)")
+    p = sub.add_parser("chat", help="chat in the terminal (streaming; /new /memory /remember /stop /quit)")
     p.add_argument("--conversation", type=int, help="continue this conversation id")
     p.set_defaults(func=run_chat)
     p = sub.add_parser("ask", help="ask one question and print the reply")

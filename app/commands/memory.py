@@ -1,4 +1,5 @@
-"""`mnemo memory …`: list / show / forget / pin / wipe / pause / events / stats / export / backup / backups / restore."""
+"""`mnemo memory …`: list / show / add / forget / pin / wipe / pause / events / stats / export / backup / backups /
+restore."""
 from __future__ import annotations
 
 import dataclasses
@@ -55,6 +56,27 @@ def _print_record(data: dict, as_json: bool) -> None:
     else:
         for key, value in data.items():
             print(f"{key}: {value}")
+
+
+def _add(store, args) -> int:
+    """`mnemo memory add fact TEXT…` / `add trait DIMENSION VALUE…`: remember something directly."""
+    from app.remember import remember_fact, remember_trait
+
+    words = [w for w in args.words if w.strip()]
+    try:
+        if args.what == "fact":
+            done = remember_fact(store, " ".join(words), about=args.about, pin=args.pin)
+        else:
+            if len(words) < 2:
+                return fail("a trait needs a dimension and a value, e.g. `mnemo memory add trait likes jazz`")
+            done = remember_trait(store, words[0], " ".join(words[1:]), pin=args.pin)
+    except ValueError as exc:
+        return fail(f"nothing remembered: {exc}")
+    if args.json:
+        print_json(dataclasses.asdict(done))
+    else:
+        print(done.describe())
+    return 0
 
 
 def _export(store, args) -> int:
@@ -151,6 +173,8 @@ def run(args, ctx) -> int:
                 data["versions"] = [dataclasses.asdict(v) for v in store.item_versions(args.kind, args.id)]
             _print_record(data, args.json)
             return 0
+        if action == "add":
+            return _add(store, args)
         if action == "forget":
             store.forget(args.kind, args.ids)
             print(f"forgot {len(args.ids)} {args.kind}(s)")
@@ -213,6 +237,15 @@ def register(sub) -> None:
     a = acts.add_parser("show", help="one item in full, with its versions")
     a.add_argument("kind", choices=KINDS)
     a.add_argument("id", type=int)
+    a.add_argument("--json", action="store_true")
+    a = acts.add_parser("add", help="remember something directly: a fact about you (or the assistant), or a trait",
+                        description="Remember a fact (`add fact I am allergic to peanuts`) or a trait (`add trait "
+                                    "likes jazz`). A repeat confirms what is held; a close fact updates it and keeps "
+                                    "the old text as a version; a pinned item is not changed.")
+    a.add_argument("what", choices=("fact", "trait"))
+    a.add_argument("words", nargs="+", help="the fact; for a trait, its dimension then its value")
+    a.add_argument("--about", choices=("user", "assistant"), default="user", help="whom a fact is about")
+    a.add_argument("--pin", action="store_true", help="pin it: automatic updates never change it")
     a.add_argument("--json", action="store_true")
     a = acts.add_parser("forget", help="forget items (and what was derived only from them)")
     a.add_argument("kind", choices=KINDS)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -76,10 +77,36 @@ def test_pause_stops_memory_writes(filled):
 
 
 def test_chat_repl(filled):
-    out = mnemo(filled, "chat", input_text="Hello!\n/memory\n/new\n/quit\n")
+    out = mnemo(filled, "chat", input_text="Hello!\n/memory\n/remember I keep bees on my roof\n/remember\n/new\n/quit\n")
+    assert re.search(r"Remembered as fact \d+: I keep bees on my roof", out.stdout)
+    assert "usage: /remember TEXT" in out.stdout
     assert "mnemo> " in out.stdout
     assert "pages_total" in out.stdout
     assert "conversation" in out.stdout
+
+
+def test_memory_add_fact_and_trait(mnemo_dirs):
+    """`mnemo memory add`: kept at once, recalled for a question; repeats confirm; a pinned trait holds."""
+    out = mnemo(mnemo_dirs, "memory", "add", "fact", "I", "am", "allergic", "to", "peanuts.", "--pin").stdout
+    assert out.strip() == "Remembered as fact 1: I am allergic to peanuts."
+    again = json.loads(mnemo(mnemo_dirs, "memory", "add", "fact", "I am allergic to peanuts", "--json").stdout)
+    assert again == {"kind": "knowledge", "id": 1, "text": "I am allergic to peanuts.", "version": 2,
+                     "outcome": "confirmed", "before": None}
+    trace = json.loads(mnemo(mnemo_dirs, "search", "Can I eat satay with peanut sauce?", "--json").stdout)
+    assert [k["text"] for k in trace["knowledge"]] == ["I am allergic to peanuts."]
+    shown = json.loads(mnemo(mnemo_dirs, "memory", "show", "knowledge", "1", "--json").stdout)
+    assert shown["pinned"] and shown["versions"][-1]["reason"].startswith("confirmed by the user")
+    assert "Remembered as trait 1: occupation: nurse" in mnemo(
+        mnemo_dirs, "memory", "add", "trait", "occupation", "nurse", "--pin").stdout
+    kept = mnemo(mnemo_dirs, "memory", "add", "trait", "occupation", "teacher").stdout
+    assert kept.strip() == "Trait 1 is pinned and was not changed: occupation: nurse"
+    mnemo(mnemo_dirs, "memory", "add", "fact", "The assistant promised a bread recipe.", "--about", "assistant")
+    listed = mnemo(mnemo_dirs, "memory", "list", "knowledge").stdout
+    assert "(assistant) The assistant promised a bread recipe." in listed
+    bad = mnemo(mnemo_dirs, "memory", "add", "trait", "likes", check=False)
+    assert bad.returncode == 2 and "a trait needs a dimension and a value" in bad.stderr
+    empty = mnemo(mnemo_dirs, "memory", "add", "fact", " ", check=False)
+    assert empty.returncode == 2 and "nothing remembered" in empty.stderr
 
 
 def test_memory_export_json_and_markdown(filled, tmp_path):

@@ -504,3 +504,64 @@ def test_export_from_the_inspector(qtbot, store, filled, panel_factory, tmp_path
     panel.export_to(str(tmp_path / "a-file" / "x.md"))
     settle(panel)
     assert "Export failed" in panel.status_label.text() and panel.export_btn.isEnabled()
+
+
+def test_add_remembers_a_fact_and_a_trait_the_user_writes(qtbot, store, filled, panel_factory):
+    """Persona ▸ Add…: the fact is in memory at once, recalled for a question, and shown in the lists."""
+    panel = panel_factory("persona")
+    pv = panel.persona
+    assert pv.add_btn.isEnabled()
+    offered = []
+
+    def ask(dimensions):
+        offered.extend(dimensions)
+        return {"kind": "knowledge", "about": "user", "text": "I am allergic to peanuts.", "pin": True}
+
+    panel.ask_new_item = ask
+    pv.add_btn.click()
+    settle(panel)
+    (k,) = [k for k in store.list_knowledge(owner="user", limit=10_000) if k.text == "I am allergic to peanuts."]
+    assert k.pinned and k.model == "user"
+    assert k.id in _ids(pv.knowledge["user"].records())
+    assert panel.status_label.text() == f"Remembered as fact {k.id}: I am allergic to peanuts."
+    assert offered == pv.traits.dimensions()
+    hits = store.retrieve("Can I eat peanut butter?", record_visits=False).knowledge
+    assert k.id in [h.item.id for h in hits]
+    # saying it again confirms it; a trait goes under its dimension
+    pv.add_btn.click()
+    settle(panel)
+    assert store.get_knowledge(k.id).version == 2
+    assert panel.status_label.text().startswith(f"Already remembered as fact {k.id}")
+    panel.ask_new_item = lambda dims: {"kind": "trait", "dimension": "likes", "value": "bebop jazz", "pin": False}
+    pv.add_btn.click()
+    settle(panel)
+    (t,) = [t for t in store.list_traits(limit=10_000) if t.value == "bebop jazz"]
+    assert t.dimension == "likes" and t.id in [r.id for r in pv.traits.traits()]
+    # cancelled: nothing changes
+    before = store.count_knowledge() + store.count_traits()
+    panel.ask_new_item = lambda dims: None
+    pv.add_btn.click()
+    settle(panel)
+    assert store.count_knowledge() + store.count_traits() == before
+
+
+def test_new_item_dialog_asks_for_what_each_kind_needs(qtbot):
+    from ui.inspector.dialogs import NewPersonaItemDialog
+
+    dlg = NewPersonaItemDialog(["hobbies", "likes"])
+    qtbot.addWidget(dlg)
+    dlg.show()
+    assert not dlg.ok.isEnabled() and dlg.fact.isVisible() and not dlg.value.isVisible()
+    dlg.fact.setPlainText("  My sister lives in Leeds.  ")
+    assert dlg.ok.isEnabled()
+    assert dlg.item() == {"kind": "knowledge", "about": "user", "text": "My sister lives in Leeds.", "pin": False}
+    dlg.kind.setCurrentIndex(1)
+    assert dlg.item()["about"] == "assistant"
+    dlg.kind.setCurrentIndex(2)
+    assert dlg.value.isVisible() and not dlg.fact.isVisible() and not dlg.ok.isEnabled()
+    assert [dlg.dimension.itemText(i) for i in range(3)] == ["hobbies", "likes", "dislikes"]
+    dlg.dimension.setCurrentText("favourite_food")
+    dlg.value.setText("ramen")
+    dlg.pin.setChecked(True)
+    assert dlg.ok.isEnabled()
+    assert dlg.item() == {"kind": "trait", "dimension": "favourite_food", "value": "ramen", "pin": True}

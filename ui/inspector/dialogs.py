@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from PySide6.QtWidgets import (
-    QDialog, QDialogButtonBox, QLabel, QLineEdit, QMessageBox, QPlainTextEdit, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QMessageBox, QPlainTextEdit,
+    QVBoxLayout, QWidget,
 )
 
 WIPE_PHRASE = "forget everything"
@@ -89,4 +90,90 @@ def ask_edit(parent: QWidget | None, title: str, fields: list[tuple[str, str]], 
     dlg = EditTextDialog(title, fields, parent, note)
     if dlg.exec() == QDialog.DialogCode.Accepted:
         return dlg.values()
+    return None
+
+
+# dimensions offered for a new trait besides those the persona already has (any other can be typed)
+COMMON_DIMENSIONS = ("likes", "dislikes", "occupation", "hobbies", "goals", "values", "reply_style")
+NEW_ITEM_KINDS = (("A fact about me", "knowledge", "user"), ("A fact about the assistant", "knowledge", "assistant"),
+                  ("A trait of mine", "trait", "user"))
+
+
+class NewPersonaItemDialog(QDialog):
+    """Persona ▸ Add…: a fact about the user or the assistant, or a trait (dimension and value) to remember."""
+
+    def __init__(self, dimensions: list[str], parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Remember something")
+        lay = QVBoxLayout(self)
+        note = QLabel("Mnemo keeps it in the persona at once, with “added by the user” as its source. Saying "
+                      "again what it already holds confirms it; a close fact (a new city, a new job) updates the "
+                      "earlier one, whose text stays in the version history.")
+        note.setWordWrap(True)
+        note.setStyleSheet("color: palette(mid);")
+        lay.addWidget(note)
+        form = QFormLayout()
+        self.kind = QComboBox()
+        for label, _, _ in NEW_ITEM_KINDS:
+            self.kind.addItem(label)
+        form.addRow("What", self.kind)
+        self.fact = QPlainTextEdit()
+        self.fact.setPlaceholderText("I am allergic to peanuts.")
+        self.fact.setMinimumHeight(70)
+        form.addRow("Fact", self.fact)
+        self.dimension = QComboBox()
+        self.dimension.setEditable(True)
+        seen: list[str] = []
+        for d in [*dimensions, *COMMON_DIMENSIONS]:
+            if d and d not in seen:
+                seen.append(d)
+        self.dimension.addItems(seen)
+        form.addRow("Dimension", self.dimension)
+        self.value = QLineEdit()
+        self.value.setPlaceholderText("jazz")
+        form.addRow("Value", self.value)
+        lay.addLayout(form)
+        self.form = form
+        self.pin = QCheckBox("Pin it (automatic updates never change a pinned item)")
+        lay.addWidget(self.pin)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.ok.setText("Remember")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        lay.addWidget(self.buttons)
+        self.kind.currentIndexChanged.connect(self._update)
+        self.fact.textChanged.connect(self._update)
+        self.value.textChanged.connect(self._update)
+        self.dimension.currentTextChanged.connect(self._update)
+        self._update()
+        self.resize(480, 320)
+
+    def is_trait(self) -> bool:
+        return NEW_ITEM_KINDS[self.kind.currentIndex()][1] == "trait"
+
+    def _update(self) -> None:
+        trait = self.is_trait()
+        for widget, show in ((self.fact, not trait), (self.dimension, trait), (self.value, trait)):
+            widget.setVisible(show)
+            self.form.labelForField(widget).setVisible(show)
+        filled = (self.dimension.currentText().strip() and self.value.text().strip()) if trait \
+            else self.fact.toPlainText().strip()
+        self.ok.setEnabled(bool(filled))
+
+    def item(self) -> dict:
+        """{"kind": "knowledge", "about": owner, "text": …} or {"kind": "trait", "dimension": …, "value": …},
+        with "pin"."""
+        _, kind, owner = NEW_ITEM_KINDS[self.kind.currentIndex()]
+        if kind == "trait":
+            return {"kind": "trait", "dimension": self.dimension.currentText().strip(),
+                    "value": self.value.text().strip(), "pin": self.pin.isChecked()}
+        return {"kind": "knowledge", "about": owner, "text": self.fact.toPlainText().strip(),
+                "pin": self.pin.isChecked()}
+
+
+def ask_new_item(parent: QWidget | None, dimensions: list[str]) -> dict | None:
+    dlg = NewPersonaItemDialog(dimensions, parent)
+    if dlg.exec() == QDialog.DialogCode.Accepted:
+        return dlg.item()
     return None

@@ -119,16 +119,20 @@ class InspectorPanel(QWidget):
             on_error: Callable[[BaseException], None] | None = None) -> None:
         self.worker.submit(fn, done, on_error=on_error, label=label)
 
-    def act(self, fn: Callable[[Any], Any], message: str, after: Callable[[], None] | None = None) -> None:
-        """Change memory on the worker, then refresh every view (selection and scroll are kept)."""
-        def done(_):
-            self.status(message)
+    def act(self, fn: Callable[[Any], Any], message: str | Callable[[Any], str],
+            after: Callable[[], None] | None = None) -> None:
+        """Change memory on the worker, then refresh every view (selection and scroll are kept). `message`
+        is the status line, or a function that writes it from what `fn` returned."""
+        label = message if isinstance(message, str) else "changing memory"
+
+        def done(result):
+            self.status(message if isinstance(message, str) else message(result))
             if after is not None:
                 after()
             self.memory_changed.emit()
             self.refresh_all(force=True)
 
-        self.run(fn, done, label=message, on_error=lambda exc: self.status_error(f"{message.rstrip('.')} failed: {exc}"))
+        self.run(fn, done, label=label, on_error=lambda exc: self.status_error(f"{label.rstrip('.')} failed: {exc}"))
 
     def resolve_keys(self, model, rows: list[int], callback: Callable[[list], None]) -> None:
         """Ids of the given rows of a lazy model (fetching those whose block is not loaded)."""
@@ -194,6 +198,9 @@ class InspectorPanel(QWidget):
 
     def edit_texts(self, title: str, fields: list[tuple[str, str]], note: str = "") -> list[str] | None:
         return dialogs.ask_edit(self, title, fields, note)
+
+    def ask_new_item(self, dimensions: list[str]) -> dict | None:
+        return dialogs.ask_new_item(self, dimensions)
 
     def status(self, text: str, error: bool = False) -> None:
         self.status_label.setStyleSheet("color: #c62828;" if error else "color: #2e7d32;")

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QProgressBar, QPushButton, QSplitter, QTabWidget, QTextBrowser, QTreeView, QVBoxLayout, QWidget,
 )
 
+from app.remember import remember_fact, remember_trait
 from app.wording import count
 from ui.inspector import fmt
 from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_history, history_note
@@ -675,11 +676,13 @@ class PersonaView(QWidget):
         self.archived.toggled.connect(lambda _: self.refresh())
         bar.addWidget(self.archived)
         bar.addStretch(1)
+        self.add_btn = _button("Add…", "Tell Mnemo something to remember: a fact about you or the assistant, "
+                               "or a trait", self.add_item)
         self.edit_btn = _button("Edit…", "Correct the selected trait or fact (the old text is kept as a version)",
                                 self.edit_current)
         self.pin_btn = _button("Pin", "Pinned items are never changed by automatic updates", self.toggle_pin)
         self.forget_btn = _button("Forget…", "Forget the selected items for good (Delete)", self.forget_selected)
-        for b in (self.edit_btn, self.pin_btn, self.forget_btn):
+        for b in (self.add_btn, self.edit_btn, self.pin_btn, self.forget_btn):
             bar.addWidget(b)
         lay.addLayout(bar)
 
@@ -930,6 +933,20 @@ class PersonaView(QWidget):
                                          "The old text is kept in the version history.")
             if vals is not None:
                 self.panel.act(lambda s: s.edit_knowledge(r.id, vals[0]), f"Fact {r.id} edited.")
+
+    def add_item(self) -> None:
+        """Persona ▸ Add…: remember a fact or a trait the user writes (`app.remember`), on the worker."""
+
+        got = self.panel.ask_new_item(self.traits.dimensions())
+        if got is None:
+            return
+        if got["kind"] == "trait":
+            def fn(s):
+                return remember_trait(s, got["dimension"], got["value"], pin=got["pin"])
+        else:
+            def fn(s):
+                return remember_fact(s, got["text"], about=got["about"], pin=got["pin"])
+        self.panel.act(fn, lambda done: done.describe())
 
     def toggle_pin(self) -> None:
         if self.item is None:

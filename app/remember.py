@@ -1,0 +1,65 @@
+"""Telling Mnemo something to remember, directly: a fact about the user or the assistant, or a trait.
+
+The persona otherwise grows only from conversations (a segment is analysed when it gets hot), which
+can take many turns; a user who wants "I'm allergic to peanuts" kept should be able to say so once.
+The same path serves the inspector's **Add…**, `mnemo memory add` and `/remember` in `mnemo chat`.
+What the user writes goes through memory_core's usual rules: a fact that repeats one already held
+confirms it, one close to an earlier fact (a new city, a new job) updates it and keeps the old text
+as a version, and a pinned item is never changed. `Remembered.describe()` says which happened.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OWNERS = ("user", "assistant")
+
+
+@dataclass
+class Remembered:
+    kind: str                 # "knowledge" | "trait"
+    id: int
+    text: str                 # the item as it now reads ("dimension: value" for a trait)
+    version: int
+    outcome: str              # "added" | "confirmed" | "updated" | "kept" (pinned: not changed)
+    before: str | None = None  # the previous text, when an earlier item was updated
+
+    def describe(self) -> str:
+        what = f"{'fact' if self.kind == 'knowledge' else 'trait'} {self.id}"
+        if self.outcome == "added":
+            return f"Remembered as {what}: {self.text}"
+        if self.outcome == "confirmed":
+            return f"Already remembered as {what} (now v{self.version}): {self.text}"
+        if self.outcome == "updated":
+            return f"Updated {what} (v{self.version}): {self.text} — it was: {self.before}"
+        return f"{what.capitalize()} is pinned and was not changed: {self.text}"
+
+
+def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:
+    """What adding did, from the event the store logged for it (added, confirmed, updated, or the
+    update skipped because the item is pinned)."""
+    kinds = [f"{kind}_added", f"{kind}_confirmed", f"{kind}_updated", "update_skipped"]
+    events = store.events(since_id=since_event, limit=10, kinds=kinds, item_kind=kind, item_id=item_id)
+    versions = store.item_versions(kind, item_id)
+    cur = versions[-1]
+    text = f"{cur.detail.get('dimension')}: {cur.text}" if kind == "trait" else cur.text
+    what = events[-1].kind.removeprefix(f"{kind}_") if events else "confirmed"
+    if what == "update_skipped":
+        return Remembered(kind, item_id, text, cur.version, "kept")
+    before = versions[-2].text if what == "updated" and len(versions) > 1 else None
+    return Remembered(kind, item_id, text, cur.version, what, before)
+
+
+def remember_fact(store, text: str, *, about: str = "user", pin: bool = False) -> Remembered:
+    """Keep `text` as a fact about the user (or the assistant). Raises ValueError for an empty fact."""
+    if about not in OWNERS:
+        raise ValueError("a fact is about 'user' or 'assistant'")
+    since = store.latest_event_id()
+    kid = store.add_knowledge(about, text, pinned=pin)
+    return _outcome(store, "knowledge", kid, since)
+
+
+def remember_trait(store, dimension: str, value: str, *, pin: bool = False) -> Remembered:
+    """Keep a trait (`likes: jazz`, `occupation: nurse`). Raises ValueError when either part is empty."""
+    since = store.latest_event_id()
+    tid = store.add_trait(dimension, value, pinned=pin)
+    return _outcome(store, "trait", tid, since)
