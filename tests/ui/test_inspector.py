@@ -525,6 +525,8 @@ def test_add_remembers_a_fact_and_a_trait_the_user_writes(qtbot, store, filled, 
     assert k.id in _ids(pv.knowledge["user"].records())
     assert panel.status_label.text() == f"Remembered as fact {k.id}: I am allergic to peanuts."
     assert offered == pv.traits.dimensions()
+    assert pv.item is not None and pv.item[0] == "knowledge" and pv.item[1].id == k.id   # selected, details shown
+    assert "I am allergic to peanuts." in pv.detail.toPlainText() and "by the user" in pv.detail.toPlainText()
     hits = store.retrieve("Can I eat peanut butter?", record_visits=False).knowledge
     assert k.id in [h.item.id for h in hits]
     # saying it again confirms it; a trait goes under its dimension

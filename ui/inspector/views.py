@@ -670,21 +670,18 @@ class PersonaView(QWidget):
         self.item = None            # ("trait" | "knowledge", record)
         self.loaded = False
         self._order = {"user": ("updated_at", True), "assistant": ("updated_at", True)}
+        self._select_next: tuple[str, str, int] | None = None   # (kind, owner, id) to select after a reload
         lay = QVBoxLayout(self)
-        bar = QHBoxLayout()
         self.archived = QCheckBox("Show archived items")
         self.archived.toggled.connect(lambda _: self.refresh())
-        bar.addWidget(self.archived)
-        bar.addStretch(1)
+        lay.addWidget(self.archived)
         self.add_btn = _button("Add…", "Tell Mnemo something to remember: a fact about you or the assistant, "
                                "or a trait", self.add_item)
         self.edit_btn = _button("Edit…", "Correct the selected trait or fact (the old text is kept as a version)",
                                 self.edit_current)
         self.pin_btn = _button("Pin", "Pinned items are never changed by automatic updates", self.toggle_pin)
         self.forget_btn = _button("Forget…", "Forget the selected items for good (Delete)", self.forget_selected)
-        for b in (self.add_btn, self.edit_btn, self.pin_btn, self.forget_btn):
-            bar.addWidget(b)
-        lay.addLayout(bar)
+        _button_rows(lay, (self.add_btn, self.edit_btn, self.pin_btn, self.forget_btn))
 
         outer = QSplitter(Qt.Orientation.Vertical)
         top = QSplitter(Qt.Orientation.Horizontal)
@@ -803,7 +800,14 @@ class PersonaView(QWidget):
             if lab is not None:
                 base = lab.text().split(" — ")[0]
                 lab.setText(f"{base} — {len(rows)} fact{'s' if len(rows) != 1 else ''}")
-        if self.item is not None:
+        if self._select_next is not None:
+            kind, owner, iid = self._select_next
+            self._select_next = None
+            if kind == "trait":
+                self.tree.setCurrentIndex(self.traits.index_of_key(("trait", iid)))
+            else:
+                self.kviews[owner].select_key(iid)
+        elif self.item is not None:
             kind, rec = self.item
             self.load_item(kind, rec.id)
 
@@ -878,8 +882,8 @@ class PersonaView(QWidget):
         if not has:
             self.versions.set_rows([])
             self.detail.setHtml(f"<p style='color:#777'>{fmt.esc(note) or 'Select a trait or a fact.'}</p>"
-                                "<p style='color:#777'>Traits and facts are distilled from hot segments; each keeps "
-                                "the pages it came from and every earlier version.</p>")
+                                "<p style='color:#777'>Traits and facts are distilled from hot segments, or added "
+                                "with Add…; each keeps where it came from and every earlier version.</p>")
             return
         kind, r = item
         self.pin_btn.setText("Unpin" if r.pinned else "Pin")
@@ -946,7 +950,12 @@ class PersonaView(QWidget):
         else:
             def fn(s):
                 return remember_fact(s, got["text"], about=got["about"], pin=got["pin"])
-        self.panel.act(fn, lambda done: done.describe())
+        def said(done) -> str:
+            # the reload that follows selects the item, so its details and versions show
+            self._select_next = (done.kind, got.get("about", "user"), done.id)
+            return done.describe()
+
+        self.panel.act(fn, said)
 
     def toggle_pin(self) -> None:
         if self.item is None:
