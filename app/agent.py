@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from app.prompting import ComposedPrompt, compose_prompt
+from app.remember import remember_fact, remember_request
 from app.repetition import RepetitionGuard
 from memory_core import RetrievalBudget, is_storage_full
 from memory_core.text import valid_text
@@ -111,7 +112,7 @@ class ChatAgent:
             user_id = self.store.add_message(conversation_id, "user", text, parent_id=parent_id)
         with _disk_full_means(REPLY_NOT_STARTED):
             self._maybe_title(conversation_id, text)
-        return self._reply(conversation_id, user_id, text, on_token=on_token, cancel=cancel)
+        return self._reply(conversation_id, user_id, text, on_token=on_token, cancel=cancel, new_message=True)
 
     def regenerate(self, assistant_message_id: int, *, on_token: TokenCallback | None = None,
                    cancel: CancelToken | None = None) -> TurnResult:
@@ -134,7 +135,8 @@ class ChatAgent:
         new_text = valid_text(new_text)
         with _disk_full_means(MESSAGE_NOT_SAVED):
             user_id = self.store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id)
-        return self._reply(old.conversation_id, user_id, new_text, on_token=on_token, cancel=cancel)
+        return self._reply(old.conversation_id, user_id, new_text, on_token=on_token, cancel=cancel,
+                           new_message=True)
 
     def warm(self, conversation_id: int | None, *, leaf_id: int | None = None,
              cancel: CancelToken | None = None) -> int:
@@ -166,9 +168,28 @@ class ChatAgent:
         paused = (conv is not None and conv.memory_paused) or not self.memory_enabled() or self.store.is_paused()
         return True, not paused
 
-    def _reply(self, conversation_id: int, user_id: int, query: str, *, on_token, cancel) -> TurnResult:
+    def _remember_if_asked(self, text: str) -> dict | None:
+        """A message that opens with "Remember that …" keeps its fact in the persona at once (before
+        retrieval, so this very reply can see it), instead of waiting for its page to be promoted."""
+        fact = remember_request(text)
+        if fact is None:
+            return None
+        try:
+            done = remember_fact(self.store, fact)
+        except ValueError:
+            return None
+        except Exception as exc:
+            if not is_storage_full(exc):
+                raise
+            log.warning("a fact to remember could not be stored: %s", exc)
+            return None
+        return {"kind": done.kind, "id": done.id, "text": done.text, "outcome": done.outcome}
+
+    def _reply(self, conversation_id: int, user_id: int, query: str, *, on_token, cancel,
+               new_message: bool = False) -> TurnResult:
         cancel = cancel or CancelToken()
         read, write = self._memory_mode(conversation_id)
+        remembered = self._remember_if_asked(query) if write and new_message else None
         t0 = time.perf_counter()
         branch = self.store.list_messages_to(user_id)
         history = [m for m in branch if m.id != user_id]
@@ -250,6 +271,8 @@ class ChatAgent:
             "compose_ms": round(t_compose * 1000, 2), "model": self.model.model_id,
             "finish_reason": "repetition" if guard is not None and guard.looping else st.finish_reason,
         }
+        if remembered:
+            stats["remembered"] = remembered
         meta = {"trace": trace, "stats": stats}
         if error:
             meta["error"] = error

@@ -9,9 +9,42 @@ as a version, and a pinned item is never changed. `Remembered.describe()` says w
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 OWNERS = ("user", "assistant")
+
+# "Remember that I'm vegetarian.", "Please don't forget: my locker code is 4312", "Can you keep in mind that
+# I have two kids?" — a message that opens by asking to be remembered (a greeting or "please" first is fine)
+_REQUEST = re.compile(
+    r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
+    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:remember|don'?t\s+forget|do\s+not\s+forget|keep\s+in\s+mind|make\s+a\s+note)\b"
+    r"\s*(?:,|:|-|that\b|this\s*:)?\s*(?P<fact>.+)$",
+    re.IGNORECASE | re.DOTALL)
+# what follows "remember" that is not a fact: a question about the past ("remember when we…?"), a
+# reminder ("don't forget to call Sam": Mnemo does not schedule), or a pronoun alone ("remember me?")
+_NOT_A_FACT = re.compile(r"^(?:when|what|who|whom|where|why|how|if|whether|to|me|us|it|this|that|them|him|her)\b"
+                         r"(?!\s+(?:is|are|was|were|has|have|had)\b)", re.IGNORECASE)
+_POLITE_END = re.compile(r"[\s,]*(?:please|thanks|thank\s+you|for\s+me|ok|okay)?[\s,.!?]*$", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+MAX_FACT_CHARS = 300
+
+
+def remember_request(message: str) -> str | None:
+    """The fact a chat message asks Mnemo to remember ("Remember that I'm vegetarian." → "I'm
+    vegetarian"), or None when the message does not open with such a request. Only the first sentence is
+    taken: "Remember that I'm vegetarian. What should I cook?" keeps "I'm vegetarian" and the question
+    is answered as usual."""
+    m = _REQUEST.match(message or "")
+    if m is None:
+        return None
+    fact = _SENTENCE_END.split(m.group("fact").strip(), maxsplit=1)[0]
+    fact = fact.split("\n\n", 1)[0].strip()
+    fact = _POLITE_END.sub("", fact).strip(" \t\n\"'“”‘’")
+    if _NOT_A_FACT.match(fact) or len(fact.split()) < 2 or len(fact) > MAX_FACT_CHARS:
+        return None
+    return fact
 
 
 @dataclass

@@ -349,7 +349,14 @@ class MessageWidget(QFrame):
             ending = _ENDINGS.get(stats.get("finish_reason", ""))
             if ending and self.status == "complete":
                 bits.append(ending)
+            kept = stats.get("remembered")
+            if kept:
+                what = f"{'fact' if kept.get('kind') == 'knowledge' else 'trait'} {kept.get('id')}"
+                bits.insert(0, {"confirmed": f"already remembered ({what})", "updated": f"updated {what}",
+                                "kept": f"{what} is pinned, not changed"}.get(kept.get("outcome"),
+                                                                                f"remembered as {what}"))
             self.stats_label.setText(" · ".join(bits))
+            self.stats_label.setToolTip(f"Kept in memory: {kept.get('text')}" if kept else "")
             self.stats_label.setVisible(bool(bits) and not self._pending)
         live = self._pending or self.status == "streaming"
         for b in (self.copy_button, self.edit_button, self.regenerate_button, self.trace_button):

@@ -110,6 +110,35 @@ def test_regenerate_makes_sibling_and_edit_branches(agent, store):
     assert edited.user_message_id != first.user_message_id
 
 
+def test_a_message_asking_to_remember_keeps_its_fact_at_once(agent, store):
+    cid = agent.new_conversation()
+    result = agent.send(cid, "Remember that my locker code is 4312. Thanks!")
+    kept = result.stats["remembered"]
+    assert kept["outcome"] == "added" and kept["text"] == "my locker code is 4312"
+    (k,) = store.list_knowledge(owner="user")
+    assert (k.id, k.text, k.model) == (kept["id"], "my locker code is 4312", "user")
+    assert store.get_message(result.assistant_message_id).meta["stats"]["remembered"] == kept
+    # stored before retrieval: this very reply's prompt holds it, and so does a new chat's
+    assert k.id in result.trace["included"]["knowledge"]
+    other = agent.send(agent.new_conversation(), "What is my locker code?")
+    assert k.id in other.trace["included"]["knowledge"]
+    assert any("my locker code is 4312" in m["content"] for m in other.prompt.messages if m["role"] == "system")
+    # regenerating the reply does not store it again; saying it again confirms it
+    regen = agent.regenerate(result.assistant_message_id)
+    assert "remembered" not in regen.stats and store.get_knowledge(k.id).version == 1
+    again = agent.send(cid, "Please remember: my locker code is 4312")
+    assert again.stats["remembered"]["outcome"] == "confirmed" and store.get_knowledge(k.id).version == 2
+    # a paused or incognito chat keeps nothing; a question about memory is not a request
+    paused = agent.new_conversation()
+    store.set_conversation_flags(paused, memory_paused=True)
+    secret = agent.new_conversation()
+    store.set_conversation_flags(secret, incognito=True)
+    for c, text in ((paused, "Remember that I take the bus at 7."), (secret, "Remember that I take the bus at 7."),
+                    (cid, "Do you remember my locker code?")):
+        assert "remembered" not in agent.send(c, text).stats
+    assert store.count_knowledge() == 1
+
+
 def test_incognito_reads_and_writes_nothing(agent, store):
     cid = agent.new_conversation()
     agent.send(cid, "Remember that my locker code is 4312.")

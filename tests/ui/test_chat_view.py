@@ -100,3 +100,19 @@ def test_an_imported_dialogue_shows_its_speakers_names(view, qtbot):
     first, second = view.messages()
     assert first.role_label.text() == "You" and second.role_label.text() == "Mnemo"
     assert first.body.toPlainText().strip() == "Melanie: not the speaker"
+
+
+def test_a_reply_says_what_its_message_asked_to_remember(view, qtbot):
+    stats = {"completion_tokens": 12, "remembered": {"kind": "knowledge", "id": 7, "text": "I'm vegetarian",
+                                                     "outcome": "added"}}
+    view.set_messages([Msg(1, "user", "Remember that I'm vegetarian."), Msg(2, "assistant", "Noted!",
+                                                                          meta={"stats": stats})])
+    qtbot.waitUntil(lambda: len(view.messages()) == 2)
+    reply = view.messages()[1]
+    assert reply.stats_label.text() == "remembered as fact 7 · 12 tokens"
+    assert reply.stats_label.toolTip() == "Kept in memory: I'm vegetarian"
+    stats["remembered"] = {**stats["remembered"], "outcome": "confirmed"}
+    view.set_messages([Msg(3, "user", "Remember that I'm vegetarian."), Msg(4, "assistant", "Yes.",
+                                                                          meta={"stats": stats})])
+    qtbot.waitUntil(lambda: [w.message_id for w in view.messages()] == [3, 4])
+    assert view.messages()[1].stats_label.text().startswith("already remembered (fact 7)")
