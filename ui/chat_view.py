@@ -108,6 +108,7 @@ class MessageWidget(QFrame):
     regenerateRequested = Signal(int)
     editRequested = Signal(int, str)
     traceRequested = Signal(int)
+    rememberedRequested = Signal(str, int)   # show this persona item ("knowledge" | "trait", id)
     showAllRequested = Signal(str)
     copied = Signal(str)
     branchRequested = Signal(int)     # show the alternative message with this id (and its branch)
@@ -205,6 +206,8 @@ class MessageWidget(QFrame):
             actions.addWidget(self.trace_button)
             self.stats_label = QLabel("", self)
             self.stats_label.setObjectName("statusLabel")
+            self.stats_label.setTextFormat(Qt.TextFormat.RichText)
+            self.stats_label.linkActivated.connect(self._remembered_link)
             actions.addWidget(self.stats_label)
             actions.addStretch(1)
         lay.addLayout(actions)
@@ -349,12 +352,13 @@ class MessageWidget(QFrame):
             ending = _ENDINGS.get(stats.get("finish_reason", ""))
             if ending and self.status == "complete":
                 bits.append(ending)
+            bits = [html.escape(b) for b in bits]
             kept = stats.get("remembered")
             if kept:
                 what = f"{'fact' if kept.get('kind') == 'knowledge' else 'trait'} {kept.get('id')}"
-                bits.insert(0, {"confirmed": f"already remembered ({what})", "updated": f"updated {what}",
-                                "kept": f"{what} is pinned, not changed"}.get(kept.get("outcome"),
-                                                                                f"remembered as {what}"))
+                said = {"confirmed": f"already remembered ({what})", "updated": f"updated {what}",
+                        "kept": f"{what} is pinned, not changed"}.get(kept.get("outcome"), f"remembered as {what}")
+                bits.insert(0, f"<a href='remembered:{kept.get('kind')}:{kept.get('id')}'>{html.escape(said)}</a>")
             self.stats_label.setText(" · ".join(bits))
             self.stats_label.setToolTip(f"Kept in memory: {kept.get('text')}" if kept else "")
             self.stats_label.setVisible(bool(bits) and not self._pending)
@@ -376,6 +380,11 @@ class MessageWidget(QFrame):
     def _regenerate(self) -> None:
         if self.message_id is not None:
             self.regenerateRequested.emit(self.message_id)
+
+    def _remembered_link(self, href: str) -> None:
+        _, kind, item_id = href.split(":", 2)
+        if item_id.isdigit():
+            self.rememberedRequested.emit(kind, int(item_id))
 
     def _trace(self) -> None:
         if self.message_id is not None:
@@ -461,6 +470,7 @@ class ChatView(QStackedWidget):
     regenerateRequested = Signal(int)
     editRequested = Signal(int, str)
     traceRequested = Signal(int)
+    rememberedRequested = Signal(str, int)
     branchRequested = Signal(int)
     copied = Signal(str)
 
@@ -581,6 +591,7 @@ class ChatView(QStackedWidget):
         w.regenerateRequested.connect(self.regenerateRequested)
         w.editRequested.connect(self.editRequested)
         w.traceRequested.connect(self.traceRequested)
+        w.rememberedRequested.connect(self.rememberedRequested)
         w.branchRequested.connect(self.branchRequested)
         w.showAllRequested.connect(self.show_all)
         w.copied.connect(self.copied)

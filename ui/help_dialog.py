@@ -18,6 +18,7 @@ SHORTCUTS = [
     ("Ctrl+I", "Import conversations (ChatGPT or Claude export, LoCoMo JSON, transcript)"),
     ("Delete", "Delete the selected chat (in the list)"),
     ("Ctrl+M", "Memory inspector"),
+    ("Ctrl+Shift+R", "Remember something: a fact about you or the assistant, or a trait"),
     ("Ctrl+,", "Settings"),
     ("Ctrl+L", "Go to the message box"),
     ("F1", "This list"),

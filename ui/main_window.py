@@ -165,6 +165,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.chat_view.regenerateRequested.connect(self.regenerate)
         self.chat_view.editRequested.connect(self.begin_edit)
         self.chat_view.traceRequested.connect(self.show_trace)
+        self.chat_view.rememberedRequested.connect(self.show_persona_item)
         self.chat_view.branchRequested.connect(self.show_branch)
         self.chat_view.copied.connect(lambda _t: self.statusBar().showMessage("Copied to the clipboard", 2000))
         self.chat_view.empty.models_hint.linkActivated.connect(lambda _link: self.open_settings())
@@ -247,6 +248,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.pause_action = self._action("&Pause memory (remember nothing new)", self.set_memory_paused,
                                          checkable=True, menu=memory)
         self.pause_action.setEnabled(False)   # until the store says whether memory is paused
+        self.remember_action = self._action("&Remember something…", self.remember_something, "Ctrl+Shift+R",
+                                            menu=memory)
         memory.addSeparator()
         self.export_action = self._action("&Export memory…", self.export_memory, menu=memory)
         memory.addSeparator()
@@ -1026,6 +1029,19 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         panel = self.show_inspector()
         if panel is not None:
             panel.export_dialog()
+
+    def remember_something(self) -> None:
+        """Memory ▸ Remember something…: the inspector's Persona ▸ Add… (a fact or a trait, kept at once)."""
+        panel = self.show_inspector()
+        if panel is not None:
+            panel.show_tab("persona")
+            panel.persona.add_item()
+
+    def show_persona_item(self, kind: str, item_id: int) -> None:
+        """A reply's "remembered as fact N": that item in the inspector, with its versions."""
+        panel = self.show_inspector()
+        if panel is not None:
+            panel.show_persona_item(kind, item_id)
 
     def show_trace(self, assistant_message_id: int) -> None:
         """What a reply recalled, and why: the inspector's trace view for that message."""

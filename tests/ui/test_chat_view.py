@@ -109,10 +109,14 @@ def test_a_reply_says_what_its_message_asked_to_remember(view, qtbot):
                                                                           meta={"stats": stats})])
     qtbot.waitUntil(lambda: len(view.messages()) == 2)
     reply = view.messages()[1]
-    assert reply.stats_label.text() == "remembered as fact 7 · 12 tokens"
+    assert reply.stats_label.text() == "<a href='remembered:knowledge:7'>remembered as fact 7</a> · 12 tokens"
     assert reply.stats_label.toolTip() == "Kept in memory: I'm vegetarian"
+    shown = []
+    view.rememberedRequested.connect(lambda kind, iid: shown.append((kind, iid)))
+    reply.stats_label.linkActivated.emit("remembered:knowledge:7")     # a click on the link
+    assert shown == [("knowledge", 7)]
     stats["remembered"] = {**stats["remembered"], "outcome": "confirmed"}
     view.set_messages([Msg(3, "user", "Remember that I'm vegetarian."), Msg(4, "assistant", "Yes.",
                                                                           meta={"stats": stats})])
     qtbot.waitUntil(lambda: [w.message_id for w in view.messages()] == [3, 4])
-    assert view.messages()[1].stats_label.text().startswith("already remembered (fact 7)")
+    assert "already remembered (fact 7)</a>" in view.messages()[1].stats_label.text()

@@ -323,3 +323,30 @@ def test_a_reply_cut_short_says_why(qtbot):
                          meta={"stats": {**stats, "finish_reason": "stop"}})
     qtbot.addWidget(done)
     assert done.stats_label.text() == "41 tokens · 60 tok/s · first token 0.3 s"
+
+
+def test_asking_to_remember_keeps_the_fact_and_the_reply_links_to_it(make_window, chat, qtbot, monkeypatch):
+    """"Remember that …" keeps the fact at once; the reply's footer link shows it in the inspector;
+    Memory ▸ Remember something… opens Persona ▸ Add…."""
+    from ui.inspector.panel import InspectorPanel
+
+    win = make_window(max_tokens=8)
+    turn = chat.send(win, "Remember that I keep bees on my roof.")
+    kept = turn.result.stats["remembered"]
+    assert (kept["kind"], kept["outcome"], kept["text"]) == ("knowledge", "added", "I keep bees on my roof")
+    reply = _assistants(win)[-1]
+    assert f">remembered as fact {kept['id']}</a>" in reply.stats_label.text()
+    reply.stats_label.linkActivated.emit(f"remembered:knowledge:{kept['id']}")
+    panel = win.inspector
+    try:
+        qtbot.waitUntil(lambda: panel.persona.item is not None and panel.persona.item[1].id == kept["id"],
+                        timeout=20_000)
+        assert panel.tabs.currentWidget() is panel.persona
+        monkeypatch.setattr(InspectorPanel, "ask_new_item",
+                            lambda self, dims: {"kind": "trait", "dimension": "hobbies", "value": "beekeeping",
+                                                "pin": False})
+        win.remember_action.trigger()
+        qtbot.waitUntil(lambda: any(t.value == "beekeeping" for t in panel.persona.traits.traits()), timeout=20_000)
+        assert panel.status_label.text().startswith("Remembered as trait")
+    finally:
+        panel.shutdown()
