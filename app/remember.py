@@ -18,7 +18,7 @@ OWNERS = ("user", "assistant")
 # I have two kids?" — a message that opens by asking to be remembered (a greeting or "please" first is fine)
 _REQUEST = re.compile(
     r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
-    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
     r"(?:remember|don'?t\s+forget|do\s+not\s+forget|keep\s+in\s+mind|make\s+a\s+note)\b"
     r"\s*(?:,|:|-|that\b|this\s*:)?\s*(?P<fact>.+)$",
     re.IGNORECASE | re.DOTALL)
@@ -39,9 +39,10 @@ def remember_request(message: str) -> str | None:
     m = _REQUEST.match(message or "")
     if m is None:
         return None
-    fact = _SENTENCE_END.split(m.group("fact").strip(), maxsplit=1)[0]
-    fact = fact.split("\n\n", 1)[0].strip()
-    fact = _POLITE_END.sub("", fact).strip(" \t\n\"'“”‘’")
+    sentence = _SENTENCE_END.split(m.group("fact").strip(), maxsplit=1)[0].split("\n\n", 1)[0].strip()
+    if sentence.endswith("?") and not m.group("ask"):
+        return None      # "Remember that epic block in game 7?" recalls; "Can you remember that …?" asks
+    fact = _POLITE_END.sub("", sentence).strip(" \t\n\"'“”‘’")
     if _NOT_A_FACT.match(fact) or len(fact.split()) < 2 or len(fact) > MAX_FACT_CHARS:
         return None
     return fact

@@ -23,6 +23,7 @@ def test_a_request_to_remember_gives_its_fact(message, fact):
 
 @pytest.mark.parametrize("message", [
     "Remember when we went hiking?",          # a question about the past
+    "Remember that epic block in Game 7 of the '16 Finals? He chased him down.",
     "Remember me?",
     "Don't forget to buy milk",               # a reminder: Mnemo does not schedule
     "I remember my first dog.",               # not a request
