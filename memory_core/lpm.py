@@ -7,7 +7,7 @@ import numpy as np
 
 from . import extract as X
 from .codec import from_json as _pj, to_json as _j, vec_blob as _blob  # noqa: F401
-from .text import materially_different, normalize
+from .text import materially_different, normalize, same_attribute
 
 
 def _pages_label(ids: list[int]) -> str:
@@ -145,18 +145,19 @@ class LpmMixin:
         Returns True when something changed."""
         p = self.params
         now = self.clock()
-        best = None
+        near = []     # the nearest active facts of this owner, nearest first
         for kid, dist in self._x("SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8",
                                  (_blob(vec),)).fetchall():
             row = self._x("SELECT owner, status, pinned, text, version, confidence, conversation_ids, model, "
                           "updated_at, reason FROM knowledge WHERE id = ?", (kid,)).fetchone()
             if row and row[0] == owner and row[1] == "active":
-                best = (kid, 1.0 - float(dist), row)
-                break
+                near.append((kid, 1.0 - float(dist), row))
+        best = near[0] if near else None
         cids = sorted(c for c in conversation_ids if c is not None)
         # duplicate: near-identical and not materially different; update (a contradiction or a newer
-        # state of the same fact): similar enough. The extractive path quotes events, which it cannot
-        # tell from updates, so it only ever confirms duplicates.
+        # state of the same fact): similar enough, or the same attribute with a new value ("I live in
+        # Porto" → "I live in Lyon now", similarity 0.5). The extractive path quotes events, which it
+        # cannot tell from updates, so it only ever confirms duplicates.
         duplicate = update = False
         if best is not None:
             old_text = best[2][3]
@@ -164,6 +165,9 @@ class LpmMixin:
             differs = not same and materially_different(old_text, text)
             duplicate = same or (best[1] >= p.duplicate_threshold and not differs)
             update = not duplicate and model != "extractive" and best[1] >= p.update_threshold
+            if not duplicate and not update and model != "extractive":
+                best = next((c for c in near if same_attribute(c[2][3], text)), best)
+                update = same_attribute(best[2][3], text)
         if duplicate or update:
             kid, cos, row = best
             _, _, pinned, old_text, version, old_conf, old_cids, old_model, old_updated, old_reason = row

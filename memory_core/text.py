@@ -379,3 +379,31 @@ def materially_different(a: str, b: str) -> bool:
     ents_a = {m.lower() for m in _ENTITY_RE.findall(a)} - {"i", "user", "assistant"}
     ents_b = {m.lower() for m in _ENTITY_RE.findall(b)} - {"i", "user", "assistant"}
     return ents_a != ents_b
+
+
+# words after which a statement gives an attribute's value: "I live in | Porto", "my locker code is | 4312",
+# "I work as | a nurse", "our cat is called | Miso"
+_ATTRIBUTE_END = frozenset({"is", "are", "in", "as", "called", "named"})
+_WORD_RE = re.compile(r"[\w']+")
+
+
+def same_attribute(a: str, b: str) -> bool:
+    """True when two statements give different values to the same attribute: they open with the same
+    three or more words, ending at "is", "are", "in", "as", "called" or "named", and go on differently
+    ("I live in Porto." / "I live in Lyon now."). Embedding similarity rates such pairs 0.4–0.7, below
+    any threshold that would not also join unrelated facts."""
+    ra, rb = _WORD_RE.findall(a), _WORD_RE.findall(b)
+    wa, wb = [w.lower() for w in ra], [w.lower() for w in rb]
+    n = 0
+    while n < min(len(wa), len(wb)) and wa[n] == wb[n]:
+        n += 1
+    # the shared opening ends at the value's start: the last shared word that is an attribute end
+    while n > 0 and wa[n - 1] not in _ATTRIBUTE_END:
+        n -= 1
+    if n < 3 or n >= len(wa) or n >= len(wb) or wa[n:] == wb[n:]:
+        return False
+    if wa[n - 1] in ("is", "are") and n < 4:
+        # "my name is Ana" gives a value; "my sister is a nurse" / "… is in Leeds" describe: with a
+        # two-word subject, only a name or a number after "is" counts as the attribute's value
+        return all(r[n][:1].isupper() or r[n][:1].isdigit() for r in (ra, rb))
+    return True

@@ -243,6 +243,43 @@ def test_duplicate_and_contradicting_facts_make_versions(open_store, clock):
     assert s.check_integrity() == []
 
 
+def test_a_new_value_of_the_same_attribute_updates_the_fact(open_store, clock):
+    """Embeddings rate "I live in Porto." / "I live in Lyon now." 0.5 apart (below update_threshold); the
+    shared "I live in" says it is the same attribute with a new value. Facts that only look alike stay."""
+    s = open_store()
+    home = s.add_knowledge("user", "I live in Porto.")
+    code = s.add_knowledge("user", "My locker code is 4312")
+    allergy = s.add_knowledge("user", "I am allergic to peanuts")
+    sister = s.add_knowledge("user", "My sister is a nurse")
+    clock.advance(5)
+    assert s.add_knowledge("user", "I live in Lyon now.") == home
+    assert s.add_knowledge("user", "my locker code is 9876") == code
+    assert [v.text for v in s.item_versions("knowledge", home)] == ["I live in Porto.", "I live in Lyon now."]
+    assert s.item_versions("knowledge", home)[-1].reason.startswith("updated by the user")
+    assert s.get_knowledge(code).text == "my locker code is 9876"
+    # different facts that share an opening: both kept
+    for text in ("I am allergic to cats", "My sister is in Leeds", "My sister lives in Leeds"):
+        assert s.add_knowledge("user", text) not in (home, code, allergy, sister)
+    assert s.get_knowledge(allergy).text == "I am allergic to peanuts"
+    assert s.get_knowledge(sister).text == "My sister is a nurse"
+    # another owner's fact is never the one updated
+    assert s.add_knowledge("assistant", "I live in a server rack") != home
+    assert s.check_integrity() == []
+
+
+def test_same_attribute_reads_the_opening_of_two_statements():
+    from memory_core.text import same_attribute
+
+    assert same_attribute("I work as a nurse.", "I work as a teacher now.")
+    assert same_attribute("My name is Ana", "My name is Anna")
+    assert same_attribute("Our cat is called Miso", "Our cat is called Luna")
+    assert same_attribute("My favourite colour is blue", "My favourite colour is green")
+    assert not same_attribute("I live in Porto", "I live in Porto.")              # the same value
+    assert not same_attribute("I have a dog", "I have a cat")                     # "have": not an attribute
+    assert not same_attribute("My sister is a nurse", "My sister is in Leeds")    # descriptions, not values
+    assert not same_attribute("I live in Porto", "I live")
+
+
 def test_a_repeated_trait_or_fact_is_confirmed_not_copied(open_store, clock):
     s = open_store()
     t1 = s.add_trait("hobby", "cycling")
