@@ -53,6 +53,11 @@ def _stream_turn(agent, cid, text, *, quiet=False):
             print("[stopped: the model began repeating itself; the saved reply ends before the loop]")
         elif result.error:
             print(f"[error: {result.error}]", file=sys.stderr)
+        kept = (result.stats or {}).get("remembered")
+        if kept:
+            what = f"{'fact' if kept['kind'] == 'knowledge' else 'trait'} {kept['id']}"
+            print(f"[{'remembered as ' + what if kept['outcome'] == 'added' else what + ' ' + kept['outcome']}: "
+                  f"{kept['text']}]")
     return result
 
 

@@ -77,8 +77,10 @@ def test_pause_stops_memory_writes(filled):
 
 
 def test_chat_repl(filled):
-    out = mnemo(filled, "chat", input_text="Hello!\n/memory\n/remember I keep bees on my roof\n/remember\n/new\n/quit\n")
+    out = mnemo(filled, "chat", input_text="Hello!\n/memory\n/remember I keep bees on my roof\n/remember\n"
+                                           "Remember that my dentist is Dr Okafor.\n/new\n/quit\n")
     assert re.search(r"Remembered as fact \d+: I keep bees on my roof", out.stdout)
+    assert re.search(r"\[remembered as fact \d+: my dentist is Dr Okafor\]", out.stdout)
     assert "usage: /remember TEXT" in out.stdout
     assert "mnemo> " in out.stdout
     assert "pages_total" in out.stdout
