@@ -288,7 +288,11 @@ _TRAIT_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("languages", re.compile(r"\bI speak " + _VAL, re.I)),
     ("has", re.compile(r"\bI (?:have|own|got) (an? (?:dog|cat|pet|puppy|kitten|bird|horse|car|bike|son|daughter|"
                        r"husband|wife|partner|boyfriend|girlfriend|brother|sister|kid|child)[^.,;!?\n]{0,40})", re.I)),
-    ("goals", re.compile(r"\bI(?:'m| am)? (?:planning|hoping|trying|going) to " + _VAL, re.I)),
+    # "going to learn Spanish" is a plan; "going to a conference", "going to Lisbon" are trips ("to" + a
+    # determiner or a name), not goals
+    ("goals", re.compile(r"\bI(?:'m| am)? (?:planning|hoping|trying|going) to "
+                         r"(?!(?:a|an|the|my|our|his|her|their|this|that|these|those|some)\b)(?!(?-i:[A-Z]))" + _VAL,
+                         re.I)),
     ("goals", re.compile(r"\bmy goal is to " + _VAL, re.I)),
     ("hobbies", re.compile(r"\bmy (?:hobby|hobbies|favou?rite (?:hobby|pastime)) (?:is|are) " + _VAL, re.I)),
     # two groups: the dimension names the thing ("favorite_film"), the value is what it is

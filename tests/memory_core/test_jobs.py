@@ -359,7 +359,8 @@ def test_the_llm_free_path_skips_likes_and_goals_that_point_elsewhere():
     from memory_core.extract import PageText, extractive_extract
 
     said = ("I love it so much. I love your turtles. I love how uncomplicated it is. I'm going to make it work. "
-            "I love creating art. I love watching them play. I'm trying to run a marathon.")
+            "I love creating art. I love watching them play. I'm trying to run a marathon. "
+            "I'm going to a transgender conference this month. I'm going to Lisbon next week.")   # trips, not goals
     out = extractive_extract([PageText(1, said, "", 0.0)])
     assert [(t.dimension, t.value) for t in out.traits] == [("likes", "creating art"), ("likes", "watching them play"),
                                                              ("goals", "run a marathon")]
