@@ -497,14 +497,18 @@ class SegmentsView(_PinAndForget, QWidget):
         bar.addWidget(self.search, 2)
         bar.addWidget(self.tier)
         bar.addWidget(self.pinned)
-        bar.addStretch(1)
+        lay.addLayout(bar)
+        # the key and the count on a line of their own: beside the filters they squeezed the search box
+        # to a few letters in a docked panel
+        key = QHBoxLayout()
         legend = QLabel(f"<span style='color:#64b5f6'>■</span> cold  <span style='color:#ffb300'>■</span> warming  "
                         f"<span style='color:#e53935'>■</span> ≥ τ  <span style='color:#b71c1c'>|</span> τ = "
                         f"{self.params.tau:g}")
         legend.setToolTip("Heat bars: a segment is promoted into the persona when its heat reaches τ")
-        bar.addWidget(legend)
-        bar.addWidget(self.count)
-        lay.addLayout(bar)
+        key.addWidget(legend)
+        key.addStretch(1)
+        key.addWidget(self.count)
+        lay.addLayout(key)
 
         split = QSplitter(Qt.Orientation.Vertical)
         self.table = InspectorTable(self.model)
