@@ -2,7 +2,8 @@
 
 The persona otherwise grows only from conversations (a segment is analysed when it gets hot), which
 can take many turns; a user who wants "I'm allergic to peanuts" kept should be able to say so once.
-The same path serves the inspector's **Add…**, `mnemo memory add` and `/remember` in `mnemo chat`.
+The same path serves a chat message that opens "Remember that …" (`remember_request`, used by the
+agent), the inspector's **Add…**, `mnemo memory add` and `/remember` in `mnemo chat`.
 What the user writes goes through memory_core's usual rules: a fact that repeats one already held
 confirms it, one close to an earlier fact (a new city, a new job) updates it and keeps the old text
 as a version, and a pinned item is never changed. `Remembered.describe()` says which happened.

@@ -300,9 +300,9 @@ class LpmMixin:
             return None
         vec = self._embed([text])[0]
         with self.transaction():
+            mark = len(self._pending_events)
             self._upsert_knowledge(owner, text, 0.9, [], vec, set(), source)
-            kid = self._x("SELECT knowledge_id FROM knowledge_vec WHERE embedding MATCH ? AND k = 1",
-                          (_blob(vec),)).fetchone()[0]
+            kid = self._affected("knowledge", mark)
             if pinned:
                 self._x("UPDATE knowledge SET pinned = 1 WHERE id = ?", (kid,))
             return kid
@@ -319,15 +319,22 @@ class LpmMixin:
             return None
         vec = self._embed([f"{dim}: {val}"])[0]
         with self.transaction():
+            mark = len(self._pending_events)
             self._upsert_trait(dim, val, "", 0.9, [], vec, set(), source)
-            tid = self._x("SELECT id FROM trait WHERE dimension = ? AND value = ? AND status = 'active' "
-                          "ORDER BY updated_at DESC LIMIT 1", (dim, val)).fetchone()
-            if tid is None:   # a pinned conflicting trait kept its value
-                tid = self._x("SELECT id FROM trait WHERE dimension = ? AND status = 'active' ORDER BY updated_at DESC "
-                              "LIMIT 1", (dim,)).fetchone()
+            tid = self._affected("trait", mark)
+            if tid is None:   # the persona is full of pinned traits: nothing was added
+                raise ValueError("the persona is full and every trait in it is pinned")
             if pinned:
-                self._x("UPDATE trait SET pinned = 1 WHERE id = ?", (tid[0],))
-            return tid[0]
+                self._x("UPDATE trait SET pinned = 1 WHERE id = ?", (tid,))
+            return tid
+
+    def _affected(self, kind: str, mark: int) -> int | None:
+        """The item an upsert added, confirmed, updated or (pinned) left as it was: the last event it
+        logged for an item of `kind` after `mark` (the nearest vector is not always that item)."""
+        for e in reversed(self._pending_events[mark:]):
+            if e.item_kind == kind:
+                return e.item_id
+        return None
 
     def edit_knowledge(self, kid: int, text: str) -> None:
         """Correct a fact: the old text becomes an archived version; re-embeds and re-indexes."""
