@@ -69,6 +69,14 @@ class Remembered:
         return f"{what.capitalize()} is pinned and was not changed: {self.text}"
 
 
+def footnote(kept: dict) -> str:
+    """The few words under a reply whose message asked to remember something (the chat view's link,
+    `mnemo chat`): `kept` is the dict the agent stores in the reply's stats."""
+    what = f"{'fact' if kept.get('kind') == 'knowledge' else 'trait'} {kept.get('id')}"
+    return {"confirmed": f"already remembered ({what})", "updated": f"updated {what}",
+            "kept": f"{what} is pinned, not changed"}.get(kept.get("outcome"), f"remembered as {what}")
+
+
 def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:
     """What adding did, from the event the store logged for it (added, confirmed, updated, or the
     update skipped because the item is pinned)."""

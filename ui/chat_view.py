@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QSizePolicy, QStackedWidget, QTextBrowser, QToolButton, QVBoxLayout, QWidget,
 )
 
+from app.remember import footnote
 from ui import markdown, theme
 
 MAX_RENDERED = 60        # messages rendered at once; older ones behind "Show earlier messages"
@@ -355,10 +356,8 @@ class MessageWidget(QFrame):
             bits = [html.escape(b) for b in bits]
             kept = stats.get("remembered")
             if kept:
-                what = f"{'fact' if kept.get('kind') == 'knowledge' else 'trait'} {kept.get('id')}"
-                said = {"confirmed": f"already remembered ({what})", "updated": f"updated {what}",
-                        "kept": f"{what} is pinned, not changed"}.get(kept.get("outcome"), f"remembered as {what}")
-                bits.insert(0, f"<a href='remembered:{kept.get('kind')}:{kept.get('id')}'>{html.escape(said)}</a>")
+                bits.insert(0, f"<a href='remembered:{kept.get('kind')}:{kept.get('id')}'>"
+                               f"{html.escape(footnote(kept))}</a>")
             self.stats_label.setText(" · ".join(bits))
             self.stats_label.setToolTip(f"Kept in memory: {kept.get('text')}" if kept else "")
             self.stats_label.setVisible(bool(bits) and not self._pending)

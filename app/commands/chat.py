@@ -8,6 +8,7 @@ import threading
 from app.agent import ChatAgent, DiskFullError
 from app.commands._common import fail, print_json
 from app.importers.progress import ProgressBar
+from app.remember import footnote, remember_fact
 from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
@@ -55,9 +56,7 @@ def _stream_turn(agent, cid, text, *, quiet=False):
             print(f"[error: {result.error}]", file=sys.stderr)
         kept = (result.stats or {}).get("remembered")
         if kept:
-            what = f"{'fact' if kept['kind'] == 'knowledge' else 'trait'} {kept['id']}"
-            print(f"[{'remembered as ' + what if kept['outcome'] == 'added' else what + ' ' + kept['outcome']}: "
-                  f"{kept['text']}]")
+            print(f"[{footnote(kept)}: {kept['text']}]")
     return result
 
 
@@ -107,8 +106,6 @@ def run_ask(args, ctx) -> int:
 
 
 def _remember(store, text: str) -> None:
-    from app.remember import remember_fact
-
     if not text.strip():
         print("usage: /remember TEXT  (e.g. /remember I am allergic to peanuts)")
         return
