@@ -16,14 +16,9 @@ def _pages_label(ids: list[int]) -> str:
     return f"page{'s' if len(ids) != 1 else ''} {head}{'…' if len(ids) > 5 else ''}"
 
 
-def _added_by(source: str) -> str:
-    """Why an item without source pages exists: the user added it, or an import brought what they wrote."""
-    return "added by the user" if source == "user" else f"added from {source}"
-
-
-def _new_version_from(verb: str, page_ids: list[int], source: str) -> str:
-    """Why an item has a new version: "confirmed by pages 3, 4", or "confirmed by the user" when the user
-    wrote it again (no pages), or "confirmed from ChatGPT custom instructions" for an import."""
+def _origin(verb: str, page_ids: list[int], source: str) -> str:
+    """Why an item exists or has a new version: "extracted from pages 3, 4", "confirmed by pages 5", or,
+    without source pages, who wrote it: "added by the user", "updated from ChatGPT custom instructions"."""
     if page_ids:
         return f"{verb} {'by' if verb == 'confirmed' else 'from'} {_pages_label(page_ids)}"
     return f"{verb} by the user" if source == "user" else f"{verb} from {source}"
@@ -145,13 +140,14 @@ class LpmMixin:
         Returns True when something changed."""
         p = self.params
         now = self.clock()
-        near = []     # the nearest active facts of this owner, nearest first
-        for kid, dist in self._x("SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8",
-                                 (_blob(vec),)).fetchall():
-            row = self._x("SELECT owner, status, pinned, text, version, confidence, conversation_ids, model, "
-                          "updated_at, reason FROM knowledge WHERE id = ?", (kid,)).fetchone()
-            if row and row[0] == owner and row[1] == "active":
-                near.append((kid, 1.0 - float(dist), row))
+        knn = self._x("SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8",
+                      (_blob(vec),)).fetchall()
+        rows = {r[0]: r[1:] for r in self._x(
+            "SELECT id, owner, status, pinned, text, version, confidence, conversation_ids, model, updated_at, reason "
+            "FROM knowledge WHERE id IN (SELECT value FROM json_each(?))", (_j([k for k, _ in knn]),))}
+        # the nearest active facts of this owner, nearest first
+        near = [(kid, 1.0 - float(dist), rows[kid]) for kid, dist in knn
+                if kid in rows and rows[kid][0] == owner and rows[kid][1] == "active"]
         best = near[0] if near else None
         cids = sorted(c for c in conversation_ids if c is not None)
         # duplicate: near-identical and not materially different; update (a contradiction or a newer
@@ -166,8 +162,9 @@ class LpmMixin:
             duplicate = same or (best[1] >= p.duplicate_threshold and not differs)
             update = not duplicate and model != "extractive" and best[1] >= p.update_threshold
             if not duplicate and not update and model != "extractive":
-                best = next((c for c in near if same_attribute(c[2][3], text)), best)
-                update = same_attribute(best[2][3], text)
+                match = next((c for c in near if same_attribute(c[2][3], text)), None)
+                if match is not None:
+                    best, update = match, True
         if duplicate or update:
             kid, cos, row = best
             _, _, pinned, old_text, version, old_conf, old_cids, old_model, old_updated, old_reason = row
@@ -183,10 +180,10 @@ class LpmMixin:
             all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
             if duplicate:
                 self._confirm("knowledge", kid, f"knowledge {kid}", new_version, max(old_conf, confidence), all_cids,
-                              f"{_new_version_from('confirmed', page_ids, model)} (similarity {cos:.2f})", now,
+                              f"{_origin('confirmed', page_ids, model)} (similarity {cos:.2f})", now,
                               [*old_srcs, *page_ids], {"similarity": round(cos, 4)}, page_ids)
             else:
-                reason = f"{_new_version_from('updated', page_ids, model)} (similarity {cos:.2f} to v{version})"
+                reason = f"{_origin('updated', page_ids, model)} (similarity {cos:.2f} to v{version})"
                 self._x("UPDATE knowledge SET text = ?, version = ?, confidence = ?, conversation_ids = ?, "
                         "model = ?, updated_at = ?, reason = ? WHERE id = ?",
                         (text, new_version, confidence, _j(all_cids), model, now, reason, kid))
@@ -196,7 +193,7 @@ class LpmMixin:
                 self._emit("knowledge_updated", "knowledge", kid, f"knowledge {kid} updated (v{new_version})",
                            {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)})
             return True
-        reason = f"extracted from {_pages_label(page_ids)}" if page_ids else _added_by(model)
+        reason = _origin("extracted" if page_ids else "added", page_ids, model)
         self._x("INSERT INTO knowledge(owner, text, confidence, status, version, created_at, updated_at, "
                 "conversation_ids, model, reason) VALUES (?,?,?, 'active', 1, ?,?,?,?,?)",
                 (owner, text, confidence, now, now, _j(cids), model, reason))
@@ -256,9 +253,9 @@ class LpmMixin:
             all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
             if duplicate:
                 self._confirm("trait", tid, f"trait {tid} ({tdim})", new_version, max(old_conf, confidence), all_cids,
-                              _new_version_from("confirmed", page_ids, model), now, [*old_srcs, *page_ids], {}, page_ids)
+                              _origin("confirmed", page_ids, model), now, [*old_srcs, *page_ids], {}, page_ids)
             else:
-                reason = f"{_new_version_from('updated', page_ids, model)} (was v{version})"
+                reason = f"{_origin('updated', page_ids, model)} (was v{version})"
                 self._x("UPDATE trait SET value = ?, evidence = ?, confidence = ?, version = ?, conversation_ids = ?, "
                         "model = ?, updated_at = ?, reason = ?, embedding = ? WHERE id = ?",
                         (value, evidence, confidence, new_version, _j(all_cids), model, now, reason, _blob(vec), tid))
@@ -275,7 +272,7 @@ class LpmMixin:
                 return False
             self._x("UPDATE trait SET status = 'archived', updated_at = ? WHERE id = ?", (now, old[0]))
             self._emit("trait_archived", "trait", old[0], f"trait {old[0]} archived (persona full)")
-        reason = f"extracted from {_pages_label(page_ids)}" if page_ids else _added_by(model)
+        reason = _origin("extracted" if page_ids else "added", page_ids, model)
         self._x("INSERT INTO trait(dimension, value, evidence, confidence, status, version, created_at, updated_at, "
                 "conversation_ids, model, reason, embedding) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?)",
                 (dimension, value, evidence, confidence, now, now, _j(cids), model, reason, _blob(vec)))
