@@ -183,7 +183,7 @@ class ChatAgent:
                 raise
             log.warning("a fact to remember could not be stored: %s", exc)
             return None
-        return {"kind": done.kind, "id": done.id, "text": done.text, "outcome": done.outcome}
+        return {"kind": done.kind, "id": done.id, "text": done.text, "outcome": done.outcome, "version": done.version}
 
     def _reply(self, conversation_id: int, user_id: int, query: str, *, on_token, cancel,
                new_message: bool = False) -> TurnResult:

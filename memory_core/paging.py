@@ -8,7 +8,7 @@ import numpy as np
 
 from . import text as T
 from .codec import from_json as _pj, to_json as _j, unit as _unit, vec_blob as _blob  # noqa: F401
-from .types import ITEM_KINDS, page_text
+from .types import ITEM_KINDS, ConversationMemory, page_text
 
 
 class PagingMixin:
@@ -440,6 +440,61 @@ class PagingMixin:
                 self._emit("forgotten", kind, iid, f"{kind} {iid} forgotten by the user")
             return len(found)
 
+    def conversation_memory(self, cid: int) -> ConversationMemory:
+        """What memory holds from one conversation: its pages (every tier), how many are pinned, and
+        the persona items that would go with them (every source page among them). Read-only: what
+        `forget_conversation` would remove, for a confirmation that names it."""
+        with self._lock:
+            rows = self._x("SELECT id, pinned FROM page WHERE conversation_id = ? ORDER BY id", (cid,)).fetchall()
+            ids = [r[0] for r in rows]
+            return ConversationMemory(cid, ids, sum(1 for r in rows if r[1]),
+                                      self._derived_only_from(set(ids)), self._pending_pages_of(cid))
+
+    def forget_conversation(self, cid: int) -> ConversationMemory:
+        """Forget what memory learned from one conversation: every page of it in every tier (pinned
+        ones too: the user asked for this chat's memory to go), the persona items drawn only from
+        those pages, and its replies still waiting to become pages. Items other pages also support
+        stay, losing these sources (see `forget`). The conversation and its messages are not touched;
+        user-written facts have no source pages and stay. Returns what was removed."""
+        with self.transaction():
+            gone = self.conversation_memory(cid)
+            self._x("DELETE FROM job WHERE status = 'pending' AND kind = 'add_page' "
+                    "AND coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?",
+                    (cid,))
+            self._forget_pages(gone.page_ids)
+            for kind in ("trait", "knowledge"):   # items that stay no longer name it as a source
+                for iid, cids in self._x(f"SELECT id, conversation_ids FROM {kind} WHERE EXISTS "
+                                         "(SELECT 1 FROM json_each(conversation_ids) WHERE value = ?)",
+                                         (cid,)).fetchall():
+                    self._x(f"UPDATE {kind} SET conversation_ids = ? WHERE id = ?",
+                            (_j([c for c in _pj(cids, []) if c != cid]), iid))
+            if gone.page_ids or gone.pending_pages:
+                self._emit("forgotten", "conversation", cid,
+                           f"memory of conversation {cid} forgotten by the user: {len(gone.page_ids)} pages",
+                           {"pages": len(gone.page_ids), "pending": gone.pending_pages,
+                            "items": [f"{k} {i}" for k, i in gone.items]})
+            return gone
+
+    def _pending_pages_of(self, cid: int) -> int:
+        return self._x("SELECT count(*) FROM job WHERE status = 'pending' AND kind = 'add_page' AND "
+                       "coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?",
+                       (cid,)).fetchone()[0]
+
+    def _derived_only_from(self, gone: set[int]) -> list[tuple[str, int]]:
+        """The traits and knowledge items whose every source page is in `gone`."""
+        if not gone:
+            return []
+        ids = sorted(gone)
+        marks = ",".join("?" * len(ids))
+        out = []
+        for kind, iid in self._x(f"SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id IN ({marks}) "
+                                 "ORDER BY item_kind, item_id", ids).fetchall():
+            pages = {r[0] for r in self._x("SELECT page_id FROM derivation WHERE item_kind = ? AND item_id = ?",
+                                           (kind, iid)).fetchall()}
+            if pages <= gone:
+                out.append((kind, iid))
+        return out
+
     def _forget_pages(self, ids: Sequence[int]) -> None:
         ids = sorted(set(ids))
         if not ids:
@@ -490,7 +545,25 @@ class PagingMixin:
             if cur in dead:
                 self._revert_item(kind, iid)
 
-    def _revert_item(self, kind: str, iid: int) -> None:
+    def undo_version(self, kind: str, iid: int, version: int) -> bool:
+        """Make a trait's or fact's previous version current again, if `version` is still its current
+        one (nothing has confirmed or changed it since). Returns whether it was reverted; an item
+        without an earlier version is left as it is (forget it instead)."""
+        if kind not in ("trait", "knowledge"):
+            raise ValueError("kind must be 'trait' or 'knowledge'")
+        with self.transaction():
+            row = self._x(f"SELECT version FROM {kind} WHERE id = ?", (iid,)).fetchone()
+            earlier = self._x("SELECT 1 FROM item_version WHERE item_kind = ? AND item_id = ? AND version < ?",
+                              (kind, iid, version)).fetchone()
+            if row is None or row[0] != version or earlier is None:
+                return False
+            self._revert_item(kind, iid, reason="reverted by the user: the chat that changed it was forgotten")
+            self._emit("edited", kind, iid, f"{kind} {iid} reverted to its previous version by the user",
+                       {"from_version": version})
+            return True
+
+    def _revert_item(self, kind: str, iid: int, *,
+                     reason: str = "reverted: newer version's sources were forgotten") -> None:
         """Make the newest archived version current again (its source pages survive)."""
         row = self._x("SELECT version, text, detail FROM item_version WHERE item_kind = ? AND item_id = ? "
                       "ORDER BY version DESC LIMIT 1", (kind, iid)).fetchone()
@@ -504,8 +577,7 @@ class PagingMixin:
         now = self.clock()
         if kind == "knowledge":
             self._x("UPDATE knowledge SET text = ?, version = ?, confidence = ?, updated_at = ?, reason = ? "
-                    "WHERE id = ?", (text, version, float(detail.get("confidence", 0.5)), now,
-                                     "reverted: newer version's sources were forgotten", iid))
+                    "WHERE id = ?", (text, version, float(detail.get("confidence", 0.5)), now, reason, iid))
             self._x("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (iid,))
             self._x("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, _blob(vec)))
             self._fts_put("knowledge_fts", "knowledge_tri", iid, text)
@@ -513,7 +585,7 @@ class PagingMixin:
             self._x("UPDATE trait SET value = ?, version = ?, confidence = ?, evidence = ?, embedding = ?, "
                     "updated_at = ?, reason = ? WHERE id = ?",
                     (text, version, float(detail.get("confidence", 0.5)), detail.get("evidence", ""), _blob(vec), now,
-                     "reverted: newer version's sources were forgotten", iid))
+                     reason, iid))
         self._x("DELETE FROM item_version WHERE item_kind = ? AND item_id = ? AND version = ?", (kind, iid, version))
         self._x("DELETE FROM derivation WHERE item_kind = ? AND item_id = ? AND version > ?", (kind, iid, version))
 

@@ -573,6 +573,11 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         msg = self.get_message(mid)
         return [] if msg is None else self.list_messages(msg.conversation_id, leaf_id=mid)
 
+    def all_messages(self, cid: int) -> list[Message]:
+        """Every message of a conversation, every branch (regenerated replies, edits), oldest first."""
+        rows = self._rows(f"SELECT {MSG_COLS} FROM message WHERE conversation_id = ? ORDER BY id", (cid,))
+        return [self._msg(r) for r in rows]
+
     def list_messages_with_status(self, status: str, limit: int = 1000) -> list[Message]:
         """Messages in `status` (e.g. replies left 'streaming' by a crash), oldest first."""
         rows = self._rows(f"SELECT {MSG_COLS} FROM message WHERE status = ? ORDER BY id LIMIT ?", (status, limit))

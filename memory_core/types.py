@@ -96,6 +96,20 @@ class Conversation:
 
 
 @dataclass
+class ConversationMemory:
+    """What memory holds from one conversation (see `MemoryStore.conversation_memory`)."""
+    conversation_id: int
+    page_ids: list[int]                 # its pages, every tier
+    pinned_pages: int                   # how many of them are pinned
+    items: list[tuple[str, int]]        # ("trait" | "knowledge", id): drawn only from those pages
+    pending_pages: int = 0              # replies not yet written as pages (queued memory jobs)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.page_ids or self.pending_pages)
+
+
+@dataclass
 class Message:
     id: int
     conversation_id: int

@@ -29,6 +29,7 @@ class ConversationList(QFrame):
     newRequested = Signal()
     renameRequested = Signal(int)
     deleteRequested = Signal(int)
+    forgetRequested = Signal(int)     # forget what memory learned from the chat; the chat stays
     exportRequested = Signal(int)
     searchChanged = Signal(str)
 
@@ -212,5 +213,6 @@ class ConversationList(QFrame):
         menu = QMenu(self)
         menu.addAction(theme.icon("edit"), "Rename…", lambda: self.renameRequested.emit(cid))
         menu.addAction("Export…", lambda: self.exportRequested.emit(cid))
+        menu.addAction("Forget what Mnemo learned from it…", lambda: self.forgetRequested.emit(cid))
         menu.addAction(theme.icon("trash"), "Delete…", lambda: self.deleteRequested.emit(cid))
         menu.exec(self.list.viewport().mapToGlobal(pos))

@@ -15,10 +15,11 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox, QProgressBar, QPushButton, QSplitter,
-    QToolButton, QVBoxLayout, QWidget,
+    QCheckBox, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox, QProgressBar, QPushButton,
+    QSplitter, QToolButton, QVBoxLayout, QWidget,
 )
 
+from app.chat_memory import chat_memory, forget_chat_memory
 from app.wording import count
 from models.discover import find_models, find_servers
 from models.resolve import default_gguf_path
@@ -90,7 +91,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.editing_id: int | None = None
         self._turn_widget: MessageWidget | None = None
         self._turn_user_widget: MessageWidget | None = None
-        self._pending_delete: int | None = None
+        self._after_turn = None      # delete or forget a chat once its stopped reply is saved
         self._load_seq = 0
         self._model_dialog_shown = False
         self.last_tokens_per_s: float | None = None
@@ -122,6 +123,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.sidebar.newRequested.connect(self.new_chat)
         self.sidebar.renameRequested.connect(self.rename_conversation)
         self.sidebar.deleteRequested.connect(self.delete_conversation)
+        self.sidebar.forgetRequested.connect(self.forget_conversation_memory)
         self.sidebar.exportRequested.connect(self.export_conversation)
         self.sidebar.searchChanged.connect(self.search)
 
@@ -235,6 +237,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                                           "F2", icon="edit", menu=chat)
         self.export_chat_action = self._action("E&xport chat…", lambda: self.export_conversation(self.current_id),
                                                "Ctrl+Shift+E", menu=chat)
+        self.forget_chat_action = self._action("&Forget what Mnemo learned from this chat…",
+                                               lambda: self.forget_conversation_memory(self.current_id), menu=chat)
         self.delete_action = self._action("&Delete chat…", lambda: self.delete_conversation(self.current_id),
                                           None, icon="trash", menu=chat)
         chat.addSeparator()
@@ -652,28 +656,88 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                                       QMessageBox.StandardButton.Cancel)
         return answer == QMessageBox.StandardButton.Yes
 
+    def ask_delete(self, name: str, held) -> tuple[bool, bool]:
+        """Ask whether to delete chat `name`, offering to forget what memory learned from it (`held`,
+        an app.chat_memory.ChatMemory). Returns (delete, forget too). Tests replace this hook."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Delete chat", f"Delete “{name}” and its messages?",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        forget = None
+        if held is None or held.empty:
+            box.setInformativeText("Memory holds nothing from it.")
+        else:
+            forget = QCheckBox(f"Also forget what Mnemo learned from it: {held.describe()}", box)
+            forget.setAccessibleName("Also forget what Mnemo learned from this chat")
+            box.setCheckBox(forget)
+            box.setInformativeText("Unticked, what Mnemo learned from it stays in memory (the inspector "
+                                   "can forget it later, page by page).")
+        yes = box.exec() == QMessageBox.StandardButton.Yes
+        return yes, bool(yes and forget is not None and forget.isChecked())
+
     def delete_conversation(self, cid: int | None) -> None:
         if cid is None:
             return
         name = self.sidebar.title_of(cid) or self.current_title
-        if not self.confirm("Delete chat", f"Delete “{name}” and its messages?\n\nWhat Mnemo learned from it stays "
-                            "in memory; forget it in the memory inspector."):
+
+        def ask(held) -> None:
+            yes, forget = self.ask_delete(name, held)
+            if yes:
+                self._after_turn_in(cid, lambda: self._delete_now(cid, forget=forget))
+
+        self.backend.db(lambda s: chat_memory(s, cid), ask, self._db_error)
+
+    def forget_conversation_memory(self, cid: int | None) -> None:
+        """Forget what memory learned from a chat (app.chat_memory); the chat and its messages stay."""
+        if cid is None:
             return
+        name = self.sidebar.title_of(cid) or self.current_title
+
+        def ask(held) -> None:
+            if held.empty:
+                QMessageBox.information(self, "Forget what Mnemo learned",
+                                        f"Memory holds nothing from “{name}”.")
+                return
+            if self.confirm("Forget what Mnemo learned",
+                            f"Forget what Mnemo learned from “{name}”?\n\nThis forgets {held.describe()}, for "
+                            "good.\n\nThe chat and its messages stay; what you say in it from now on "
+                            "is remembered again, unless you make it incognito."):
+                self._after_turn_in(cid, lambda: self._forget_now(cid, name))
+
+        self.backend.db(lambda s: chat_memory(s, cid), ask, self._db_error)
+
+    def _after_turn_in(self, cid: int, action) -> None:
+        """Run `action` now, or, while a reply streams in chat `cid`, stop it and run `action` once the
+        stopped reply has been saved (so nothing is written to the chat or its memory after it)."""
         turn = self.backend.turn
         if turn is not None and not turn.done and turn.conversation_id == cid:
-            self._pending_delete = cid  # deleted when the stopped reply has been saved
+            self._after_turn = action
             self.backend.stop_turn()
             return
-        self._delete_now(cid)
+        action()
 
-    def _delete_now(self, cid: int) -> None:
-        def done(_):
+    def _forget_now(self, cid: int, name: str) -> None:
+        def done(gone):
+            self.refresh_conversations()
+            self.statusBar().showMessage(f"Forgot what Mnemo learned from “{name}”: {gone.describe()}", 8000)
+
+        self.backend.db(lambda s: forget_chat_memory(s, cid), done, self._db_error)
+
+    def _delete_now(self, cid: int, *, forget: bool = False) -> None:
+        def work(store):
+            with store.transaction():
+                gone = forget_chat_memory(store, cid) if forget else None
+                store.delete_conversation(cid)
+            return gone
+
+        def done(gone):
             if cid == self.current_id:
                 self.new_chat()
             self.refresh_conversations()
-            self.statusBar().showMessage("Chat deleted", 3000)
+            self.statusBar().showMessage("Chat deleted" if gone is None or gone.empty else
+                                         f"Chat deleted, and what Mnemo learned from it forgotten: {gone.describe()}",
+                                         8000)
 
-        self.backend.db(lambda s: s.delete_conversation(cid), done, self._db_error)
+        self.backend.db(work, done, self._db_error)
 
     def set_incognito(self, on: bool) -> None:
         if self.incognito_action.isChecked() != on:
@@ -869,9 +933,9 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             self.statusBar().showMessage(f"The reply failed: {turn.error}", 8000)
         self.chat_view.set_busy(False)
         QTimer.singleShot(100, self.chat_view.prepare)  # ready widgets for the next message
-        if self._pending_delete is not None:
-            cid, self._pending_delete = self._pending_delete, None
-            self._delete_now(cid)
+        if self._after_turn is not None:
+            action, self._after_turn = self._after_turn, None
+            action()
         elif turn.conversation_id == self.current_id and turn.conversation_id is not None:
             self._refresh_title(turn.conversation_id)
             if turn.kind in (REGENERATE, EDIT):

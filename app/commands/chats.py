@@ -1,5 +1,6 @@
-"""`mnemo chats list|export|rename|delete`: the conversations in this memory, one of them as a file,
-a new title, or gone (what memory learned from it stays, as in the app, until it is forgotten).
+"""`mnemo chats list|export|rename|delete|forget`: the conversations in this memory, one of them as a
+file, a new title, or gone; what memory learned from a chat stays, as in the app, unless `forget` (or
+`delete --forget`) removes it (app.chat_memory says what that takes).
 
 `export` writes the chat's newest branch as a Markdown transcript (which `mnemo ingest` reads
 back) or as JSON (every field); see app.chat_export.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 
+from app.chat_memory import chat_memory, forget_chat_memory
 from app.commands._common import fail, print_json
 from app.wording import count
 
@@ -63,21 +65,64 @@ def _rename(store, args) -> int:
     return 0
 
 
+def _refused(args, question: str, word: str, unasked: str, no: str) -> int | None:
+    """Ask at a terminal unless --yes: None to go on, else the exit code (after saying why)."""
+    if args.yes:
+        return None
+    if not sys.stdin.isatty():
+        return fail(f"{unasked}; pass --yes to confirm")
+    return None if input(f"{question} Type '{word}': ").strip() == word else fail(no, 1)
+
+
 def _delete(store, args) -> int:
     conv = store.get_conversation(args.id)
     if conv is None:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
-    if not args.yes:
-        if not sys.stdin.isatty():
-            return fail(f"deleting “{conv.title}” removes its messages; pass --yes to confirm")
-        if input(f"Delete “{conv.title}” and its messages? Type 'delete': ").strip() != "delete":
-            return fail("not deleted", 1)
-    store.delete_conversation(args.id)
-    print(f"deleted “{conv.title}”; what memory learned from it stays (mnemo memory forget removes it)")
+    also = ""
+    if args.forget:
+        held = chat_memory(store, args.id)
+        also = "" if held.empty else f", and forget what memory learned from it ({held.describe()})"
+    refused = _refused(args, f"Delete “{conv.title}” and its messages{also}?", "delete",
+                       f"deleting “{conv.title}” removes its messages{also}", "not deleted")
+    if refused is not None:
+        return refused
+    with store.transaction():
+        gone = forget_chat_memory(store, args.id) if args.forget else None
+        store.delete_conversation(args.id)
+    if gone is None:
+        print(f"deleted “{conv.title}”; what memory learned from it stays (forget it in the memory inspector, "
+              "or next time: mnemo chats delete ID --forget)")
+    else:
+        print(f"deleted “{conv.title}”" + ("" if gone.empty else f" and forgot {gone.describe()}"))
     return 0
 
 
-ACTIONS = {"list": _list, "export": _export, "rename": _rename, "delete": _delete}
+def _forget(store, args) -> int:
+    conv = store.get_conversation(args.id)
+    if conv is None:
+        return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
+    held = chat_memory(store, args.id)
+    if held.empty:
+        if args.json:
+            print_json(held.to_json())
+        else:
+            print(f"memory holds nothing from “{conv.title}”")
+        return 0
+    refused = _refused(args, f"Forget what memory learned from “{conv.title}”: {held.describe()}? The chat stays.",
+                       "forget", f"forgetting what memory learned from “{conv.title}” removes {held.describe()}",
+                       "nothing forgotten")
+    if refused is not None:
+        return refused
+    gone = forget_chat_memory(store, args.id)
+    if args.json:
+        print_json(gone.to_json())
+    else:
+        print(f"forgot what memory learned from “{conv.title}”: {gone.describe()}; the chat stays "
+              "(its new messages are remembered again unless it is incognito)")
+    return 0
+
+
+ACTIONS = {"list": _list, "export": _export, "rename": _rename, "delete": _delete, "forget": _forget}
 
 
 def run(args, ctx) -> int:
@@ -89,7 +134,8 @@ def run(args, ctx) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("chats", help="list, export (Markdown or JSON), rename or delete chats")
+    p = sub.add_parser("chats", help="list, export (Markdown or JSON), rename or delete chats, or forget what "
+                                     "memory learned from one")
     acts = p.add_subparsers(dest="action", required=True)
     a = acts.add_parser("list", help="the chats, most recent first: id, last change, messages, title")
     a.add_argument("--limit", type=int, default=100)
@@ -104,7 +150,14 @@ def register(sub) -> None:
     a.add_argument("id", type=int)
     a.add_argument("title")
     a.set_defaults(func=run)
-    a = acts.add_parser("delete", help="delete a chat and its messages (memory learned from it stays)")
+    a = acts.add_parser("delete", help="delete a chat and its messages (memory learned from it stays unless --forget)")
+    a.add_argument("id", type=int)
+    a.add_argument("--forget", action="store_true", help="also forget what memory learned from it (see forget)")
+    a.add_argument("--yes", action="store_true", help="do not ask")
+    a.set_defaults(func=run)
+    a = acts.add_parser("forget", help="forget what memory learned from a chat (its pages in every tier, persona "
+                                       "items drawn only from them, facts it asked to remember); the chat stays")
     a.add_argument("id", type=int)
     a.add_argument("--yes", action="store_true", help="do not ask")
+    a.add_argument("--json", action="store_true", help="what was forgotten, as JSON")
     a.set_defaults(func=run)

@@ -149,3 +149,43 @@ def test_chats_command_lists_and_exports(mnemo_dirs, embedder, tmp_path, capsys)
         assert store.count_pages() == 1 and store.get_conversation(cid) is None
     finally:
         store.close()
+
+
+def test_chats_forget_and_delete_forget_take_what_memory_learned(mnemo_dirs, embedder, capsys):
+    from app.context import AppContext
+
+    store = AppContext.create().open_store()
+    try:
+        cid, _ = _chat(store)
+        other = store.create_conversation("Elsewhere")
+        for text in ("My balcony faces north.", "I grow mint in a blue pot.", "The balcony railing is rusty."):
+            store.add_page(cid, text, "Noted.")
+        store.add_page(other, "I keep bees in the garden.", "Lovely.")
+        store.run_pending(allow_llm=False)
+        empty = store.create_conversation("Nothing here")
+    finally:
+        store.close()
+    assert main(["chats", "forget", str(cid)]) == 2                      # no terminal to ask: needs --yes
+    assert "removes 3 pages" in capsys.readouterr().err
+    assert main(["chats", "forget", str(cid), "--yes", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["pages"]) == 3 and out["conversation_id"] == cid
+    assert main(["chats", "forget", str(empty)]) == 0
+    assert "memory holds nothing from “Nothing here”" in capsys.readouterr().out
+    assert main(["chats", "forget", "999", "--yes"]) == 1
+    store = AppContext.create().open_store()
+    try:
+        assert store.count_pages(conversation_id=cid) == 0 and store.count_pages() == 1
+        assert len(store.all_messages(cid)) == 5                        # the chat stays, both branches
+        assert not any("balcony" in k.text.lower() for k in store.list_knowledge())
+    finally:
+        store.close()
+    capsys.readouterr()
+    assert main(["chats", "delete", str(other), "--forget", "--yes"]) == 0
+    assert "deleted “Elsewhere” and forgot 1 page" in capsys.readouterr().out
+    store = AppContext.create().open_store()
+    try:
+        assert store.count_pages() == 0 and store.get_conversation(other) is None
+        assert store.check_integrity() == []
+    finally:
+        store.close()

@@ -390,3 +390,66 @@ def test_wipe_leaves_no_memory_rows(open_store):
     # the store keeps working after a wipe
     p = s.add_page(cid, "fresh start", "yes")
     assert s.retrieve("fresh start", None).pages[0].page.id == p
+
+
+def test_forget_conversation_takes_its_pages_and_what_only_they_support(open_store):
+    s = open_store(stm_capacity=1, tau=2.0)
+    mine, other = s.create_conversation(), s.create_conversation()
+    secret = [s.add_page(mine, "My secret password hint is zebra-lighthouse.", "Understood."),
+              s.add_page(mine, "I work as a carpenter in Oslo.", "Woodwork is great."),
+              s.add_page(mine, "The zebra-lighthouse hint again, keep it safe.", "Kept.")]
+    kept = s.add_page(other, "I work as a carpenter in Oslo, building boats.", "Nice.")
+    s.add_page(other, "Anyway, what time is it in Tokyo?", "Evening.")   # moves `kept` on to mid-term memory
+    s.pin("page", secret[0])
+    s.run_pending(allow_llm=False)
+    s.enqueue("add_page", {"cid": mine, "user_text": "queued reply", "assistant_text": "x"}, key="page:999")
+    s.enqueue("add_page", {"cid": other, "user_text": "other queued", "assistant_text": "y"}, key="page:998")
+    # a persona item drawn from both chats stays; one drawn only from `mine` goes
+    only_mine = [(k, i) for k, i in s._x("SELECT DISTINCT item_kind, item_id FROM derivation").fetchall()
+                 if {p for (p,) in s._x("SELECT page_id FROM derivation WHERE item_kind = ? AND item_id = ?",
+                                        (k, i)).fetchall()} <= set(secret)]
+    shared = [(k, i) for k, i in s._x("SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id = ?",
+                                      (kept,)).fetchall()]
+    assert only_mine and shared, "the test needs an item drawn only from the forgotten chat, and one from both"
+
+    preview = s.conversation_memory(mine)
+    assert sorted(preview.page_ids) == sorted(secret) and preview.pinned_pages == 1
+    assert preview.pending_pages == 1 and sorted(preview.items) == sorted(only_mine)
+    assert s.get_page(secret[0]) is not None           # a preview changes nothing
+
+    gone = s.forget_conversation(mine)
+    assert sorted(gone.page_ids) == sorted(secret) and gone.pending_pages == 1
+    assert all(s.get_page(p) is None for p in secret)  # pinned too
+    assert s.get_page(kept) is not None and s.get_conversation(mine) is not None
+    assert s._rows("SELECT rowid FROM page_fts WHERE page_fts MATCH 'zebra'") == []
+    for kind, iid in only_mine:
+        assert (s.get_trait(iid) if kind == "trait" else s.get_knowledge(iid)) is None
+    for kind, iid in shared:
+        item = s.get_trait(iid) if kind == "trait" else s.get_knowledge(iid)
+        assert item is not None and mine not in item.conversation_ids
+        assert set(item.source_page_ids).isdisjoint(secret)
+    # its queued reply never becomes a page; the other chat's does
+    s.run_pending(allow_llm=False)
+    assert s.count_pages(conversation_id=mine) == 0 and s.count_pages(conversation_id=other) == 3
+    ev = s.events(kinds=["forgotten"])
+    assert [(e.item_kind, e.item_id, e.detail["pages"]) for e in ev if e.item_kind == "conversation"] == \
+        [("conversation", mine, 3)]
+    assert s.check_integrity() == []
+    # nothing left: forgetting again is a no-op without an event
+    assert s.forget_conversation(mine).empty
+    assert len([e for e in s.events(kinds=["forgotten"]) if e.item_kind == "conversation"]) == 1
+
+
+def test_undo_version_only_while_the_version_is_current(open_store):
+    s = open_store()
+    kid = s.add_knowledge("user", "I live in Porto.")
+    assert s.add_knowledge("user", "I live in Lyon now.") == kid
+    assert s.get_knowledge(kid).version == 2
+    assert not s.undo_version("knowledge", kid, 1)      # v1 is not current
+    assert s.undo_version("knowledge", kid, 2)
+    k = s.get_knowledge(kid)
+    assert (k.version, k.text) == (1, "I live in Porto.")
+    assert s.retrieve("Porto", None).knowledge[0].item.id == kid
+    assert not s.undo_version("knowledge", kid, 1)      # no earlier version to go back to
+    assert s.get_knowledge(kid).text == "I live in Porto."
+    assert s.check_integrity() == []

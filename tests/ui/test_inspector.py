@@ -545,6 +545,11 @@ def test_add_remembers_a_fact_and_a_trait_the_user_writes(qtbot, store, filled, 
     pv.add_btn.click()
     settle(panel)
     assert store.count_knowledge() + store.count_traits() == before
+    # a link to an item that was forgotten since (an old reply's "remembered as fact N") says so
+    store.forget("knowledge", k.id)
+    panel.show_persona_item("knowledge", k.id)
+    settle(panel)
+    assert pv.item is None and f"Fact {k.id} is no longer in memory" in pv.detail.toPlainText()
 
 
 def test_new_item_dialog_asks_for_what_each_kind_needs(qtbot):

@@ -102,11 +102,11 @@ def test_sidebar_rename_search_and_delete(make_window, chat, qtbot, monkeypatch)
     qtbot.waitUntil(lambda: len(win.sidebar.ids()) == 2, timeout=10_000)
     # Delete asks first; "Cancel" keeps it.
     asked = []
-    monkeypatch.setattr(win, "confirm", lambda title, text: asked.append(text) or False)
+    monkeypatch.setattr(win, "ask_delete", lambda name, held: asked.append(name) or (False, False))
     win.delete_conversation(a.conversation_id)
     chat.wait_db(win)
     assert len(win.sidebar.ids()) == 2 and asked
-    monkeypatch.setattr(win, "confirm", lambda title, text: True)
+    monkeypatch.setattr(win, "ask_delete", lambda name, held: (True, False))
     win.delete_conversation(b.conversation_id)
     qtbot.waitUntil(lambda: win.sidebar.ids() == [a.conversation_id], timeout=10_000)
     assert win.current_id is None and win.chat_view.is_empty  # the open chat was deleted
@@ -131,12 +131,83 @@ def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(ma
 
 
 def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch):
+    from app.chat_memory import ChatMemory
+    from memory_core import ConversationMemory
+
     win = make_window(start=False)
     seen = []
     monkeypatch.setattr(QMessageBox, "question",
                         staticmethod(lambda *a, **k: seen.append(a[1:3]) or QMessageBox.StandardButton.Cancel))
     assert win.confirm("Delete chat", "Delete it?") is False
     assert seen == [("Delete chat", "Delete it?")]
+    # the Delete dialog offers to forget what memory holds from the chat, unticked by default
+    boxes = []
+
+    def answer(box, button, tick):
+        boxes.append((box.text(), box.informativeText(), box.checkBox() and box.checkBox().text()))
+        if box.checkBox() is not None:
+            box.checkBox().setChecked(tick)
+        return button
+
+    held = ChatMemory(7, ConversationMemory(7, [1, 2, 3], 1, [("trait", 4)]))
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Yes, True))
+    assert win.ask_delete("Soup", held) == (True, True)
+    assert boxes[-1][0] == "Delete “Soup” and its messages?"
+    assert boxes[-1][2] == ("Also forget what Mnemo learned from it: 3 pages (1 pinned) and 1 persona item drawn "
+                            "only from them")
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Yes, False))
+    assert win.ask_delete("Soup", held) == (True, False)
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Cancel, True))
+    assert win.ask_delete("Soup", held) == (False, False)
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Yes, True))
+    assert win.ask_delete("Soup", ChatMemory(7, ConversationMemory(7, [], 0, []))) == (True, False)
+    assert boxes[-1][1] == "Memory holds nothing from it." and boxes[-1][2] is None
+
+
+def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_window, chat, qtbot, monkeypatch):
+    win = make_window(max_tokens=8)
+    a = chat.send(win, "Remember that my locker code is 4312.").result
+    assert a.stats["remembered"]["outcome"] == "added"
+    chat.send(win, "The hotel in Krakow was noisy last night.")
+    win.new_chat()
+    b = chat.send(win, "I keep bees on my roof in Lyon.").result
+    win.new_chat()
+    c = chat.send(win, "Recipe for lentil soup with cumin.").result
+    assert win.backend.scheduler.wait_idle(timeout=60)
+
+    def ask(fn):
+        return win.backend.db(fn).result(timeout=30)
+
+    assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 2
+    # from the chat list's menu: the question names what goes; "Cancel" keeps it
+    asked = []
+    monkeypatch.setattr(win, "confirm", lambda title, text: asked.append(text) or False)
+    win.sidebar.forgetRequested.emit(a.conversation_id)
+    chat.wait_db(win)
+    assert asked and "This forgets 2 pages" in asked[0] and "1 fact it asked to remember" in asked[0]
+    assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 2
+    monkeypatch.setattr(win, "confirm", lambda title, text: True)
+    win.sidebar.forgetRequested.emit(a.conversation_id)
+    qtbot.waitUntil(lambda: "Forgot what Mnemo learned" in win.statusBar().currentMessage(), timeout=30_000)
+    assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 0
+    assert ask(lambda s: s.get_knowledge(a.stats["remembered"]["id"])) is None
+    assert ask(lambda s: len(s.all_messages(a.conversation_id))) == 4       # the chat stays
+    assert a.conversation_id in win.sidebar.ids()
+    # nothing left: saying so instead of asking
+    told = []
+    monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *args: told.append(args[2])))
+    win.sidebar.forgetRequested.emit(a.conversation_id)
+    chat.wait_db(win)
+    assert told and "Memory holds nothing from" in told[0]
+    # Delete with "also forget" ticked (the chat on screen): chat and memory go; the others stay
+    monkeypatch.setattr(win, "ask_delete", lambda name, held: (True, True))
+    win.delete_action.trigger()
+    qtbot.waitUntil(lambda: c.conversation_id not in win.sidebar.ids(), timeout=30_000)
+    chat.wait_db(win)
+    assert "forgotten: 1 page" in win.statusBar().currentMessage()
+    assert ask(lambda s: s.count_pages()) == 1
+    assert ask(lambda s: s.list_pages()[0].conversation_id) == b.conversation_id
+    assert ask(lambda s: s.check_integrity()) == []
 
 
 def test_broken_model_file_shows_an_error_and_the_app_stays_usable(make_window, chat, qtbot, tmp_path):
@@ -991,3 +1062,22 @@ def test_settings_offer_the_servers_running_here_and_the_window_chats_through_on
     assert dlg.server_model_edit.text() == "smollm2"
     assert "chat" in win.apply_settings(dlg)
     qtbot.waitUntil(lambda: win.backend.model_id == "smollm2", timeout=30_000)   # now answered by the server
+
+
+def test_forgetting_a_chat_while_its_reply_streams_stops_it_first(make_window, chat, qtbot, monkeypatch):
+    win = make_window(max_tokens=8)
+    first = chat.send(win, "My bicycle is a green Dutch city bike.").result
+    win.ctx.settings.chat.max_tokens = 300
+    chat.send(win, "Tell me a long story about the sea.", wait=False)
+    turn = win.backend.turn
+    qtbot.waitUntil(lambda: turn.first_token_at is not None, timeout=120_000)
+    assert not turn.done
+    monkeypatch.setattr(win, "confirm", lambda title, text: True)
+    win.forget_conversation_memory(first.conversation_id)
+    qtbot.waitUntil(lambda: "Forgot what Mnemo learned" in win.statusBar().currentMessage(), timeout=120_000)
+    assert turn.done and turn.result.status == "stopped"          # stopped, then saved, then forgotten
+    assert win.backend.scheduler.wait_idle(timeout=60)
+    stored = win.backend.db(lambda s: (s.count_pages(conversation_id=first.conversation_id),
+                                       [j for j in s.list_jobs(status="pending") if j.kind == "add_page"],
+                                       [m.status for m in s.all_messages(first.conversation_id)])).result(timeout=30)
+    assert stored == (0, [], ["complete", "complete", "complete", "stopped"])

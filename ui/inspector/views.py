@@ -857,9 +857,10 @@ class PersonaView(QWidget):
 
         def done(result):
             rec, versions = result
-            if rec is None:
-                if self.item is not None and self.item[1].id == iid and self.item[0] == kind:
-                    self._show_item(None, note=f"This {kind} is no longer in memory.")
+            if rec is None:   # forgotten (a link in an old reply, or an item shown while it went)
+                if select or (self.item is not None and self.item[1].id == iid and self.item[0] == kind):
+                    what = "fact" if kind == "knowledge" else kind
+                    self._show_item(None, note=f"{what.capitalize()} {iid} is no longer in memory: it was forgotten.")
                 return
             self._show_item((kind, rec), versions)
             if select:
