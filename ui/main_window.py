@@ -656,23 +656,38 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                                       QMessageBox.StandardButton.Cancel)
         return answer == QMessageBox.StandardButton.Yes
 
+    def _question(self, title: str, text: str, detail: str, yes: str, tick: str | None = None) -> tuple[bool, bool]:
+        """A question whose yes-button names the act ("Delete", "Forget"), Cancel by default, with an
+        optional tick box. Returns (yes, ticked)."""
+        box = QMessageBox(QMessageBox.Icon.Question, title, text,
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+        box.button(QMessageBox.StandardButton.Yes).setText(yes)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setInformativeText(detail)
+        check = None
+        if tick:
+            check = QCheckBox(tick, box)
+            box.setCheckBox(check)
+        ok = box.exec() == QMessageBox.StandardButton.Yes
+        return ok, bool(ok and check is not None and check.isChecked())
+
     def ask_delete(self, name: str, held) -> tuple[bool, bool]:
         """Ask whether to delete chat `name`, offering to forget what memory learned from it (`held`,
         an app.chat_memory.ChatMemory). Returns (delete, forget too). Tests replace this hook."""
-        box = QMessageBox(QMessageBox.Icon.Question, "Delete chat", f"Delete “{name}” and its messages?",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        forget = None
         if held is None or held.empty:
-            box.setInformativeText("Memory holds nothing from it.")
-        else:
-            forget = QCheckBox(f"Also forget what Mnemo learned from it: {held.describe()}", box)
-            forget.setAccessibleName("Also forget what Mnemo learned from this chat")
-            box.setCheckBox(forget)
-            box.setInformativeText("Unticked, what Mnemo learned from it stays in memory (the inspector "
-                                   "can forget it later, page by page).")
-        yes = box.exec() == QMessageBox.StandardButton.Yes
-        return yes, bool(yes and forget is not None and forget.isChecked())
+            return self._question("Delete chat", f"Delete “{name}” and its messages?",
+                                  "Memory holds nothing from it.", "Delete")
+        return self._question("Delete chat", f"Delete “{name}” and its messages?",
+                              "Unticked, what Mnemo learned from it stays in memory (the inspector can forget it "
+                              "later, page by page).", "Delete",
+                              tick=f"Also forget what Mnemo learned from it: {held.describe()}")
+
+    def ask_forget(self, name: str, held) -> bool:
+        """Ask whether to forget what memory learned from chat `name` (`held` says what). Tests replace it."""
+        return self._question("Forget what Mnemo learned", f"Forget what Mnemo learned from “{name}”?",
+                              f"This forgets {held.describe()}, for good.\n\nThe chat and its messages stay; what "
+                              "you say in it from now on is remembered again, unless you make it incognito.",
+                              "Forget")[0]
 
     def delete_conversation(self, cid: int | None) -> None:
         if cid is None:
@@ -697,10 +712,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                 QMessageBox.information(self, "Forget what Mnemo learned",
                                         f"Memory holds nothing from “{name}”.")
                 return
-            if self.confirm("Forget what Mnemo learned",
-                            f"Forget what Mnemo learned from “{name}”?\n\nThis forgets {held.describe()}, for "
-                            "good.\n\nThe chat and its messages stay; what you say in it from now on "
-                            "is remembered again, unless you make it incognito."):
+            if self.ask_forget(name, held):
                 self._after_turn_in(cid, lambda: self._forget_now(cid, name))
 
         self.backend.db(lambda s: chat_memory(s, cid), ask, self._db_error)

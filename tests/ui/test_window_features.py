@@ -145,6 +145,8 @@ def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch)
 
     def answer(box, button, tick):
         boxes.append((box.text(), box.informativeText(), box.checkBox() and box.checkBox().text()))
+        assert box.button(QMessageBox.StandardButton.Yes).text() in ("Delete", "Forget")
+        assert box.defaultButton() is box.button(QMessageBox.StandardButton.Cancel)
         if box.checkBox() is not None:
             box.checkBox().setChecked(tick)
         return button
@@ -162,6 +164,11 @@ def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch)
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Yes, True))
     assert win.ask_delete("Soup", ChatMemory(7, ConversationMemory(7, [], 0, []))) == (True, False)
     assert boxes[-1][1] == "Memory holds nothing from it." and boxes[-1][2] is None
+    assert win.ask_forget("Soup", held) is True
+    assert boxes[-1][0] == "Forget what Mnemo learned from “Soup”?" and boxes[-1][2] is None
+    assert boxes[-1][1].startswith("This forgets 3 pages (1 pinned) and 1 persona item drawn only from them, for good.")
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Cancel, False))
+    assert win.ask_forget("Soup", held) is False
 
 
 def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_window, chat, qtbot, monkeypatch):
@@ -181,12 +188,12 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 2
     # from the chat list's menu: the question names what goes; "Cancel" keeps it
     asked = []
-    monkeypatch.setattr(win, "confirm", lambda title, text: asked.append(text) or False)
+    monkeypatch.setattr(win, "ask_forget", lambda name, held: asked.append(held.describe()) or False)
     win.sidebar.forgetRequested.emit(a.conversation_id)
     chat.wait_db(win)
-    assert asked and "This forgets 2 pages" in asked[0] and "1 fact it asked to remember" in asked[0]
+    assert asked == ["2 pages and 1 fact it asked to remember"]
     assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 2
-    monkeypatch.setattr(win, "confirm", lambda title, text: True)
+    monkeypatch.setattr(win, "ask_forget", lambda name, held: True)
     win.sidebar.forgetRequested.emit(a.conversation_id)
     qtbot.waitUntil(lambda: "Forgot what Mnemo learned" in win.statusBar().currentMessage(), timeout=30_000)
     assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 0
@@ -1072,7 +1079,7 @@ def test_forgetting_a_chat_while_its_reply_streams_stops_it_first(make_window, c
     turn = win.backend.turn
     qtbot.waitUntil(lambda: turn.first_token_at is not None, timeout=120_000)
     assert not turn.done
-    monkeypatch.setattr(win, "confirm", lambda title, text: True)
+    monkeypatch.setattr(win, "ask_forget", lambda name, held: True)
     win.forget_conversation_memory(first.conversation_id)
     qtbot.waitUntil(lambda: "Forgot what Mnemo learned" in win.statusBar().currentMessage(), timeout=120_000)
     assert turn.done and turn.result.status == "stopped"          # stopped, then saved, then forgotten
