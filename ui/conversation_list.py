@@ -30,6 +30,7 @@ class ConversationList(QFrame):
     renameRequested = Signal(int)
     deleteRequested = Signal(int)
     forgetRequested = Signal(int)     # forget what memory learned from the chat; the chat stays
+    memoryRequested = Signal(int)     # show what memory holds from the chat (the inspector's pages)
     exportRequested = Signal(int)
     searchChanged = Signal(str)
 
@@ -213,6 +214,10 @@ class ConversationList(QFrame):
         menu = QMenu(self)
         menu.addAction(theme.icon("edit"), "Rename…", lambda: self.renameRequested.emit(cid))
         menu.addAction("Export…", lambda: self.exportRequested.emit(cid))
+        menu.addSeparator()
+        menu.addAction(theme.icon("memory"), "Show what Mnemo remembers from it",
+                       lambda: self.memoryRequested.emit(cid))
         menu.addAction("Forget what Mnemo learned from it…", lambda: self.forgetRequested.emit(cid))
+        menu.addSeparator()
         menu.addAction(theme.icon("trash"), "Delete…", lambda: self.deleteRequested.emit(cid))
         menu.exec(self.list.viewport().mapToGlobal(pos))

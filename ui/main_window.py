@@ -124,6 +124,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.sidebar.renameRequested.connect(self.rename_conversation)
         self.sidebar.deleteRequested.connect(self.delete_conversation)
         self.sidebar.forgetRequested.connect(self.forget_conversation_memory)
+        self.sidebar.memoryRequested.connect(self.show_chat_memory)
         self.sidebar.exportRequested.connect(self.export_conversation)
         self.sidebar.searchChanged.connect(self.search)
 
@@ -237,6 +238,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                                           "F2", icon="edit", menu=chat)
         self.export_chat_action = self._action("E&xport chat…", lambda: self.export_conversation(self.current_id),
                                                "Ctrl+Shift+E", menu=chat)
+        self.chat_memory_action = self._action("Show what Mnemo &remembers from this chat",
+                                               lambda: self.show_chat_memory(self.current_id), menu=chat)
         self.forget_chat_action = self._action("&Forget what Mnemo learned from this chat…",
                                                lambda: self.forget_conversation_memory(self.current_id), menu=chat)
         self.delete_action = self._action("&Delete chat…", lambda: self.delete_conversation(self.current_id),
@@ -1112,6 +1115,14 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         if panel is not None:
             panel.show_tab("persona")
             panel.persona.add_item()
+
+    def show_chat_memory(self, cid: int | None) -> None:
+        """What memory holds from one chat: the inspector's pages, filtered to it."""
+        if cid is None:
+            return
+        panel = self.show_inspector()
+        if panel is not None:
+            panel.show_chat_pages(cid, self.sidebar.title_of(cid) or self.current_title or "")
 
     def show_persona_item(self, kind: str, item_id: int) -> None:
         """A reply's "remembered as fact N": that item in the inspector, with its versions."""

@@ -186,6 +186,19 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
         return win.backend.db(fn).result(timeout=30)
 
     assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 2
+    # "Show what Mnemo remembers from it": the inspector's pages of that chat only
+    win.sidebar.memoryRequested.emit(a.conversation_id)
+    panel = win.inspector
+    pages = panel.pages
+    qtbot.waitUntil(lambda: panel.tabs.currentWidget() is pages and pages.model.ready
+                    and pages.model.rowCount() == 2, timeout=30_000)
+    assert {pages.model.record(r).conversation_id for r in range(2)} == {a.conversation_id}
+    assert pages.chat_chip.isVisible() and pages.chat_chip.text().startswith("Chat: Remember that my locker")
+    pages.chat_chip.click()                                           # the chip clears the filter
+    qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 4, timeout=30_000)
+    assert not pages.chat_chip.isVisible()
+    win.sidebar.memoryRequested.emit(a.conversation_id)
+    qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 2, timeout=30_000)
     # from the chat list's menu: the question names what goes; "Cancel" keeps it
     asked = []
     monkeypatch.setattr(win, "ask_forget", lambda name, held: asked.append(held.describe()) or False)
@@ -200,6 +213,7 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     assert ask(lambda s: s.get_knowledge(a.stats["remembered"]["id"])) is None
     assert ask(lambda s: len(s.all_messages(a.conversation_id))) == 4       # the chat stays
     assert a.conversation_id in win.sidebar.ids()
+    qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 0, timeout=30_000)   # the inspector follows
     # nothing left: saying so instead of asking
     told = []
     monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *args: told.append(args[2])))

@@ -346,6 +346,11 @@ class InspectorPanel(QWidget):
         self.show_tab("pages")
         self.pages.set_segment_filter(int(segment_id))
 
+    def show_chat_pages(self, conversation_id: int, title: str = "") -> None:
+        """The Pages tab, filtered to what memory holds from one chat."""
+        self.show_tab("pages")
+        self.pages.set_chat_filter(int(conversation_id), title)
+
     def show_persona_item(self, kind: str, item_id: int) -> None:
         self.show_tab("persona")
         self.persona.load_item(kind, int(item_id), select=True)

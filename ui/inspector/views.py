@@ -264,10 +264,15 @@ class PagesView(_PinAndForget, QWidget):
         self.segment_chip.clicked.connect(lambda: self.set_segment_filter(None))
         self.segment_chip.hide()
         self.segment_filter: int | None = None
+        self.chat_chip = QPushButton()
+        self.chat_chip.setToolTip("Showing what memory holds from one chat; click to show all pages")
+        self.chat_chip.clicked.connect(lambda: self.set_chat_filter(None))
+        self.chat_chip.hide()
+        self.chat_filter: int | None = None
         self.count = QLabel("")
         for w in (self.search,):
             bar.addWidget(w, 2)
-        for w in (self.tier, self.pinned, self.segment_chip):
+        for w in (self.tier, self.pinned, self.segment_chip, self.chat_chip):
             bar.addWidget(w)
         bar.addStretch(1)
         bar.addWidget(self.count)
@@ -304,14 +309,33 @@ class PagesView(_PinAndForget, QWidget):
     # -------------------------------------------------------------- filters / loading
     def _apply_filters(self) -> None:
         self.model.set_filters(text=self.search.text().strip() or None, tier=self.tier.currentData(),
-                               pinned=True if self.pinned.isChecked() else None, segment_id=self.segment_filter)
+                               pinned=True if self.pinned.isChecked() else None, segment_id=self.segment_filter,
+                               conversation_id=self.chat_filter)
         self.table.scrollToTop()
+
+    def set_chat_filter(self, cid: int | None, title: str = "") -> None:
+        """Show only the pages of one chat (the chat list's "Show what Mnemo remembers from it"), in
+        every tier; the chip names the chat and clears the filter when clicked."""
+        self.chat_filter = cid
+        name = title if len(title) <= 28 else title[:27] + "…"
+        self.chat_chip.setText(f"Chat: {name or cid}  ✕" if cid is not None else "")
+        self.chat_chip.setToolTip(f"Showing what memory holds from “{title or cid}”; click to show all pages")
+        self.chat_chip.setVisible(cid is not None)
+        if cid is not None:
+            self.segment_filter = None
+            self.segment_chip.hide()
+            self.tier.blockSignals(True)
+            self.tier.setCurrentIndex(0)
+            self.tier.blockSignals(False)
+        self._apply_filters()
 
     def set_segment_filter(self, sid: int | None) -> None:
         self.segment_filter = sid
         self.segment_chip.setText(f"Segment {sid}  ✕" if sid is not None else "")
         self.segment_chip.setVisible(sid is not None)
         if sid is not None:
+            self.chat_filter = None
+            self.chat_chip.hide()
             self.search.blockSignals(True)
             self.search.clear()
             self.search.blockSignals(False)
