@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from app.prompting import ComposedPrompt, compose_prompt
+from app.prompting import ComposedPrompt, compose_prompt, prompt_echo_at
 from app.remember import remember_fact, remember_request
 from app.repetition import RepetitionGuard
 from memory_core import RetrievalBudget, is_storage_full
@@ -233,6 +233,7 @@ class ChatAgent:
         status, error = STATUS_COMPLETE, None
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
         guard = RepetitionGuard() if self.repetition_guard else None
+        echoed = False
         for attempt in (1, 2):
             try:
                 stream = self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
@@ -244,6 +245,13 @@ class ChatAgent:
                         stream.close()   # ends the generation; the reply keeps what came before the loop
                         parts = [guard.kept()]
                         break
+                    if ">" in chunk:   # a tag just ended: is the model writing the prompt's memory markup?
+                        text_so_far = "".join(parts)
+                        cut = prompt_echo_at(text_so_far)
+                        if cut is not None:
+                            stream.close()
+                            parts, echoed = [text_so_far[:cut].rstrip()], True
+                            break
                     if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
                         last_flush = self._flush_partial(assistant_id, parts)
                 if self.model.last_stats.stopped or cancel.cancelled:
@@ -269,7 +277,8 @@ class ChatAgent:
             "time_to_first_token_s": round(st.time_to_first_token_s, 4), "total_s": round(st.total_s, 4),
             "tokens_per_s": round(st.tokens_per_s, 2), "retrieve_ms": round(t_retrieve * 1000, 2),
             "compose_ms": round(t_compose * 1000, 2), "model": self.model.model_id,
-            "finish_reason": "repetition" if guard is not None and guard.looping else st.finish_reason,
+            "finish_reason": ("repetition" if guard is not None and guard.looping else
+                              "prompt_echo" if echoed else st.finish_reason),
         }
         if remembered:
             stats["remembered"] = remembered

@@ -25,6 +25,15 @@ from app import prompts
 
 CountFn = Callable[[str], int]
 QUERY_TRUNCATION_NOTE = "\n[… message truncated to fit the model's context …]\n"
+MEMORY_TAGS = ("<memory>", "</memory>")   # resources/prompts/memory_context.txt wraps recalled memory in them
+
+
+def prompt_echo_at(reply: str) -> int | None:
+    """Where a reply starts writing the prompt's own memory markup ("… was noisy.\n<memory>"), or None.
+    Small models sometimes go on from their answer into a made-up memory block; nothing after the
+    tag is an answer, so the agent ends the reply there."""
+    found = [i for i in (reply.find(tag) for tag in MEMORY_TAGS) if i >= 0]
+    return min(found) if found else None
 
 
 @dataclass

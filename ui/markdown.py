@@ -1,6 +1,8 @@
 """Markdown rendering for chat messages: QTextDocument's GitHub dialect, plus code-block styling."""
 from __future__ import annotations
 
+import re
+
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
 
 from ui import theme
@@ -18,8 +20,50 @@ def render(doc: QTextDocument, text: str, *, markdown: bool = True) -> None:
     if not markdown:
         doc.setPlainText(text)
         return
-    doc.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+    doc.setMarkdown(escape_html(text), QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
     style_code(doc)
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])(?![a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]*>)")   # not an autolink <https://…>
+
+
+def escape_html(text: str) -> str:
+    """Make HTML in a message show as text. Qt's Markdown reader takes `<div>` or `<memory>` as HTML
+    and drops it, and every word after an unknown tag with it ("use the <div> element" showed as
+    "use the "). A backslash before `<` is Markdown for a literal `<`; code blocks and code spans
+    keep theirs as written (a backslash there would show). Indented code blocks are not told
+    apart: chat models fence their code."""
+    out: list[str] = []
+    prose: list[str] = []      # lines outside fences, escaped together (a code span may cross lines)
+    fence = None
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if fence is None and not m:
+            prose.append(line)
+            continue
+        if prose:
+            out.append(_escape_outside_spans("\n".join(prose)))
+            prose = []
+        if fence is None:
+            fence = m.group(1)
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+            fence = None
+        out.append(line)
+    if prose:
+        out.append(_escape_outside_spans("\n".join(prose)))
+    return "\n".join(out)
+
+
+def _escape_outside_spans(text: str) -> str:
+    parts, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        parts.append(_TAG_START.sub(r"\\<", text[last:m.start()]))
+        parts.append(m.group(0))
+        last = m.end()
+    parts.append(_TAG_START.sub(r"\\<", text[last:]))
+    return "".join(parts)
 
 
 def _is_code_block(fmt: QTextBlockFormat) -> bool:

@@ -341,3 +341,35 @@ def test_a_chat_is_titled_by_its_first_message_cut_between_words():
     assert len(title_from(long)) <= 60
     assert title_from("x" * 100) == "x" * 59 + "…"   # one long word: cut inside it
     assert title_from("   ") == "New chat"
+
+
+def test_a_reply_that_goes_on_into_the_prompts_memory_markup_ends_before_it(store, chat_model):
+    """The bundled model sometimes follows its answer with "<memory>" and an invented memory block
+    (seen on the virtual screen). The stream is the real model's, with such an ending added to it,
+    the tag split over two chunks as a tokenizer may split it."""
+
+    class Echoing:
+        def __init__(self, model):
+            self._m = model
+
+        def __getattr__(self, name):
+            return getattr(self._m, name)
+
+        def stream(self, messages, **kw):
+            yield from self._m.stream(messages, **kw)
+            yield from ["\n<mem", "ory>\n", "- (page 3) The user said: I have a cat."]
+
+    agent = ChatAgent(store, Echoing(chat_model), reply_reserve=256, max_tokens=12)
+    streamed = []
+    result = agent.send(agent.new_conversation(), "The hotel in Krakow was noisy.", on_token=streamed.append)
+    assert result.status == "complete" and result.stats["finish_reason"] == "prompt_echo"
+    assert result.text and "<mem" not in result.text and "I have a cat" not in result.text
+    assert "".join(streamed).startswith(result.text)
+    stored = store.get_message(result.assistant_message_id)
+    assert stored.content == result.text
+    store.run_pending(allow_llm=False)
+    assert "<memory>" not in store.list_pages()[0].assistant_text     # nor does it reach memory
+
+    from app.prompting import prompt_echo_at
+
+    assert prompt_echo_at("Fine.\n</memory>") == 6 and prompt_echo_at("a <b> tag, memory and <mem") is None

@@ -120,3 +120,19 @@ def test_a_reply_says_what_its_message_asked_to_remember(view, qtbot):
                                                                           meta={"stats": stats})])
     qtbot.waitUntil(lambda: [w.message_id for w in view.messages()] == [3, 4])
     assert "already remembered (fact 7)</a>" in view.messages()[1].stats_label.text()
+
+
+@pytest.mark.parametrize("role", ["user", "assistant"])
+def test_html_in_a_message_shows_as_text_and_hides_nothing_after_it(view, qtbot, role):
+    """Qt's Markdown reader took `<div>` as HTML and dropped it and every word after it."""
+    text = ("Use the <div> element, not <span>, for blocks; a < b stays.\n\n"
+            "Inline `<b>` keeps its code, and so does a block:\n\n```html\n<p>hi</p>\n```\n\n"
+            "See <https://example.com> and the end.\n<memory>")
+    view.set_messages([Msg(1, role, text)])
+    qtbot.waitUntil(lambda: len(view.messages()) == 1)
+    shown = view.messages()[0].body.toPlainText()
+    for part in ("Use the <div> element, not <span>, for blocks; a < b stays.", "Inline <b> keeps its code",
+                 "<p>hi</p>", "https://example.com", "and the end.", "<memory>"):
+        assert part in shown
+    assert "\\" not in shown
+    assert view.messages()[0].text == text          # copy and edit keep what is stored

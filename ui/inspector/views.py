@@ -272,11 +272,16 @@ class PagesView(_PinAndForget, QWidget):
         self.count = QLabel("")
         for w in (self.search,):
             bar.addWidget(w, 2)
-        for w in (self.tier, self.pinned, self.segment_chip, self.chat_chip):
+        for w in (self.tier, self.pinned):
             bar.addWidget(w)
         bar.addStretch(1)
         bar.addWidget(self.count)
         lay.addLayout(bar)
+        chips = QHBoxLayout()   # a row of its own: in the dock the search box would shrink to "S…"
+        chips.addWidget(self.segment_chip)
+        chips.addWidget(self.chat_chip)
+        chips.addStretch(1)
+        lay.addLayout(chips)
 
         split = QSplitter(Qt.Orientation.Vertical)
         self.table = InspectorTable(self.model)
@@ -317,7 +322,7 @@ class PagesView(_PinAndForget, QWidget):
         """Show only the pages of one chat (the chat list's "Show what Mnemo remembers from it"), in
         every tier; the chip names the chat and clears the filter when clicked."""
         self.chat_filter = cid
-        name = title if len(title) <= 28 else title[:27] + "…"
+        name = title if len(title) <= 48 else title[:47] + "…"
         self.chat_chip.setText(f"Chat: {name or cid}  ✕" if cid is not None else "")
         self.chat_chip.setToolTip(f"Showing what memory holds from “{title or cid}”; click to show all pages")
         self.chat_chip.setVisible(cid is not None)
