@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from app.prompting import ComposedPrompt, compose_prompt, prompt_echo_at
+from app.prompting import ComposedPrompt, EchoCut, compose_prompt
 from app.remember import remember_fact, remember_request
 from app.repetition import RepetitionGuard
 from memory_core import RetrievalBudget, is_storage_full
@@ -233,27 +233,28 @@ class ChatAgent:
         status, error = STATUS_COMPLETE, None
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
         guard = RepetitionGuard() if self.repetition_guard else None
-        echoed = False
+        echo, echoed = EchoCut(), False
         for attempt in (1, 2):
             try:
                 stream = self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
                 for chunk in stream:
                     parts.append(chunk)
-                    if on_token is not None:
-                        on_token(chunk)
+                    shown = echo.feed(chunk)
+                    if on_token is not None and shown:
+                        on_token(shown)
+                    if echo.cut is not None:   # the model began writing the prompt's memory markup
+                        stream.close()
+                        parts, echoed = [echo.text[:echo.cut].rstrip()], True
+                        break
                     if guard is not None and guard.feed(chunk):
                         stream.close()   # ends the generation; the reply keeps what came before the loop
                         parts = [guard.kept()]
                         break
-                    if ">" in chunk:   # a tag just ended: is the model writing the prompt's memory markup?
-                        text_so_far = "".join(parts)
-                        cut = prompt_echo_at(text_so_far)
-                        if cut is not None:
-                            stream.close()
-                            parts, echoed = [text_so_far[:cut].rstrip()], True
-                            break
                     if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
                         last_flush = self._flush_partial(assistant_id, parts)
+                held = echo.rest()        # a held "<" that began no tag after all
+                if on_token is not None and held and not echoed:
+                    on_token(held)
                 if self.model.last_stats.stopped or cancel.cancelled:
                     status = STATUS_STOPPED
             except ModelError as exc:

@@ -28,12 +28,45 @@ QUERY_TRUNCATION_NOTE = "\n[… message truncated to fit the model's context …
 MEMORY_TAGS = ("<memory>", "</memory>")   # resources/prompts/memory_context.txt wraps recalled memory in them
 
 
-def prompt_echo_at(reply: str) -> int | None:
-    """Where a reply starts writing the prompt's own memory markup ("… was noisy.\n<memory>"), or None.
-    Small models sometimes go on from their answer into a made-up memory block; nothing after the
-    tag is an answer, so the agent ends the reply there."""
-    found = [i for i in (reply.find(tag) for tag in MEMORY_TAGS) if i >= 0]
+def prompt_echo_at(reply: str, start: int = 0) -> int | None:
+    """Where a reply starts writing the prompt's own memory markup ("… was noisy.\n<memory>"), or None
+    (searching from `start`). Small models sometimes go on from their answer into a made-up memory
+    block; nothing after the tag is an answer, so the agent ends the reply there."""
+    found = [i for i in (reply.find(tag, start) for tag in MEMORY_TAGS) if i >= 0]
     return min(found) if found else None
+
+
+class EchoCut:
+    """Passes a streaming reply on, holding back an ending that could be the start of a memory tag
+    ("<", "</mem"), so neither the window nor the terminal ever shows the markup; once the reply
+    reaches a whole tag, `cut` says where the reply ends."""
+
+    def __init__(self):
+        self.text = ""
+        self.shown = 0                 # how much of `text` has been passed on
+        self.cut: int | None = None
+
+    def feed(self, chunk: str) -> str:
+        """Add a chunk; return what can be shown now."""
+        start = max(0, len(self.text) - max(map(len, MEMORY_TAGS)))
+        self.text += chunk
+        self.cut = prompt_echo_at(self.text, start)
+        end = self.cut if self.cut is not None else len(self.text) - _partial_tag(self.text)
+        out, self.shown = self.text[self.shown:end], max(self.shown, end)
+        return out
+
+    def rest(self) -> str:
+        """At the end of the stream: what was held back (it was not a tag after all)."""
+        out, self.shown = self.text[self.shown:], len(self.text)
+        return out if self.cut is None else ""
+
+
+def _partial_tag(text: str) -> int:
+    """The length of the longest ending of `text` that begins a memory tag without completing it."""
+    for n in range(min(len(text), max(map(len, MEMORY_TAGS)) - 1), 0, -1):
+        if any(tag.startswith(text[-n:]) for tag in MEMORY_TAGS):
+            return n
+    return 0
 
 
 @dataclass

@@ -364,12 +364,17 @@ def test_a_reply_that_goes_on_into_the_prompts_memory_markup_ends_before_it(stor
     result = agent.send(agent.new_conversation(), "The hotel in Krakow was noisy.", on_token=streamed.append)
     assert result.status == "complete" and result.stats["finish_reason"] == "prompt_echo"
     assert result.text and "<mem" not in result.text and "I have a cat" not in result.text
-    assert "".join(streamed).startswith(result.text)
+    assert "".join(streamed).rstrip() == result.text and "<" not in "".join(streamed)   # never shown
     stored = store.get_message(result.assistant_message_id)
     assert stored.content == result.text
     store.run_pending(allow_llm=False)
     assert "<memory>" not in store.list_pages()[0].assistant_text     # nor does it reach memory
 
-    from app.prompting import prompt_echo_at
+    from app.prompting import EchoCut, prompt_echo_at
 
     assert prompt_echo_at("Fine.\n</memory>") == 6 and prompt_echo_at("a <b> tag, memory and <mem") is None
+    # a "<" that begins no tag is held only until it is clear, then shown
+    cut = EchoCut()
+    assert [cut.feed(c) for c in ("if a <", "= b", " use </", "me", "nu>", " ok <m")] == \
+        ["if a ", "<= b", " use ", "", "</menu>", " ok "]
+    assert cut.rest() == "<m" and cut.cut is None
