@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.remember import footnote
-from ui import markdown, theme
+from ui import markdown, plain, theme
 
 MAX_RENDERED = 60        # messages rendered at once; older ones behind "Show earlier messages"
 FIRST_RENDER = 4         # of those, built before the chat shows (the newest: what is on screen) ...
@@ -132,7 +132,7 @@ class MessageWidget(QFrame):
 
         head = QHBoxLayout()
         head.setSpacing(6)
-        self.role_label = QLabel("You" if role == "user" else "Mnemo", self)
+        self.role_label = plain.label(QLabel("You" if role == "user" else "Mnemo", self))
         self.role_label.setObjectName("roleLabel")
         head.addWidget(self.role_label)
         self.progress = QProgressBar(self)
@@ -142,7 +142,7 @@ class MessageWidget(QFrame):
         self.progress.setAccessibleName("Working")
         self.progress.hide()
         head.addWidget(self.progress)
-        self.status_label = QLabel("", self)
+        self.status_label = plain.label(QLabel("", self))
         self.status_label.setObjectName("statusLabel")
         self.status_label.hide()
         head.addWidget(self.status_label)
@@ -152,7 +152,7 @@ class MessageWidget(QFrame):
         self.body = MessageBody(self, shrink=(role == "user"))
         lay.addWidget(self.body)
 
-        self.error_label = QLabel("", self)
+        self.error_label = plain.label(QLabel("", self))
         self.error_label.setObjectName("errorLabel")
         self.error_label.setWordWrap(True)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -162,7 +162,7 @@ class MessageWidget(QFrame):
         self.elide_row = QWidget(self)
         er = QHBoxLayout(self.elide_row)
         er.setContentsMargins(0, 0, 0, 0)
-        self.elide_note = QLabel("", self.elide_row)
+        self.elide_note = plain.label(QLabel("", self.elide_row))
         self.elide_note.setObjectName("elideNote")
         er.addWidget(self.elide_note)
         self.show_all_button = QPushButton("Show all", self.elide_row)
@@ -359,7 +359,7 @@ class MessageWidget(QFrame):
                 bits.insert(0, f"<a href='remembered:{kept.get('kind')}:{kept.get('id')}'>"
                                f"{html.escape(footnote(kept))}</a>")
             self.stats_label.setText(" · ".join(bits))
-            self.stats_label.setToolTip(f"Kept in memory: {kept.get('text')}" if kept else "")
+            self.stats_label.setToolTip(plain.tip(f"Kept in memory: {kept.get('text')}") if kept else "")
             self.stats_label.setVisible(bool(bits) and not self._pending)
         live = self._pending or self.status == "streaming"
         for b in (self.copy_button, self.edit_button, self.regenerate_button, self.trace_button):

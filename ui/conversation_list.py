@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (
     QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMenu, QPushButton, QToolButton, QVBoxLayout, QWidget,
 )
 
-from ui import theme
+from ui import plain, theme
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 INCOGNITO_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -125,7 +125,7 @@ class ConversationList(QFrame):
                 if conv.incognito:
                     item.setIcon(theme.icon("incognito", muted, 14))
                     tip += "\nIncognito: not remembered"
-                item.setToolTip(tip)
+                item.setToolTip(plain.tip(tip))
                 self.list.addItem(item)
                 if conv.id == current_id:
                     self.list.setCurrentItem(item)

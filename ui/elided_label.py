@@ -9,11 +9,14 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
+from ui import plain
+
 
 class ElidedLabel(QLabel):
     def __init__(self, text: str = "", parent: QWidget | None = None):
         super().__init__(parent)
         self._full = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)   # a title like "Use the <div> element" is text
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setText(text)
 
@@ -45,6 +48,6 @@ class ElidedLabel(QLabel):
                  if width > 0 else self._full)
         if shown != super().text():
             super().setText(shown)
-        tip = self._full if shown != self._full else ""
+        tip = plain.tip(self._full) if shown != self._full else ""
         if tip != self.toolTip():
             self.setToolTip(tip)

@@ -27,7 +27,7 @@ from ui.pyside_fix import ensure_refcount_fix
 
 ensure_refcount_fix()  # before any widget work: PySide6 6.12 + Python 3.11 would otherwise abort in minutes
 
-from ui import theme  # noqa: E402
+from ui import plain, theme  # noqa: E402
 from ui.backup_restore import BackupRestoreMixin  # noqa: E402
 from ui.bridge import EDIT, REGENERATE, SEND, Backend, Turn  # noqa: E402
 from ui.chat_view import ChatView, MessageWidget  # noqa: E402
@@ -653,18 +653,12 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
 
         self.backend.db(work, done, failed)
 
-    def confirm(self, title: str, text: str) -> bool:
-        answer = QMessageBox.question(self, title, text,
-                                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-                                      QMessageBox.StandardButton.Cancel)
-        return answer == QMessageBox.StandardButton.Yes
-
     def _question(self, title: str, text: str, detail: str, yes: str, tick: str | None = None) -> tuple[bool, bool]:
         """A question whose yes-button names the act ("Delete", "Forget"), Cancel by default, with an
         optional tick box. Returns (yes, ticked)."""
         box = QMessageBox(QMessageBox.Icon.Question, title, text,
                           QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
-        box.button(QMessageBox.StandardButton.Yes).setText(yes)
+        plain.label(box).button(QMessageBox.StandardButton.Yes).setText(yes)   # chat names are text
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         box.setInformativeText(detail)
         check = None
@@ -673,6 +667,11 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             box.setCheckBox(check)
         ok = box.exec() == QMessageBox.StandardButton.Yes
         return ok, bool(ok and check is not None and check.isChecked())
+
+    def tell(self, title: str, text: str) -> None:
+        """A message to acknowledge, its text shown as written (it may quote a chat's name)."""
+        plain.label(QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Close,
+                                self)).exec()
 
     def ask_delete(self, name: str, held) -> tuple[bool, bool]:
         """Ask whether to delete chat `name`, offering to forget what memory learned from it (`held`,
@@ -712,8 +711,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
 
         def ask(held) -> None:
             if held.empty:
-                QMessageBox.information(self, "Forget what Mnemo learned",
-                                        f"Memory holds nothing from “{name}”.")
+                self.tell("Forget what Mnemo learned", f"Memory holds nothing from “{name}”.")
                 return
             if self.ask_forget(name, held):
                 self._after_turn_in(cid, lambda: self._forget_now(cid, name))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from ui import plain
 from ui.chat_view import FIRST_RENDER, MAX_RENDERED, ChatView
 
 
@@ -110,7 +111,7 @@ def test_a_reply_says_what_its_message_asked_to_remember(view, qtbot):
     qtbot.waitUntil(lambda: len(view.messages()) == 2)
     reply = view.messages()[1]
     assert reply.stats_label.text() == "<a href='remembered:knowledge:7'>remembered as fact 7</a> · 12 tokens"
-    assert reply.stats_label.toolTip() == "Kept in memory: I'm vegetarian"
+    assert reply.stats_label.toolTip() == plain.tip("Kept in memory: I'm vegetarian")
     shown = []
     view.rememberedRequested.connect(lambda kind, iid: shown.append((kind, iid)))
     reply.stats_label.linkActivated.emit("remembered:knowledge:7")     # a click on the link

@@ -113,6 +113,8 @@ def test_sidebar_rename_search_and_delete(make_window, chat, qtbot, monkeypatch)
 
 
 def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(make_window, qtbot):
+    from ui import plain
+
     win = make_window(start=False)
     title = "Hi! My name is Dana, I keep bees on my roof in Lyon and my sister Ines is visiting next week"
     win.current_title = title
@@ -122,7 +124,7 @@ def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(ma
     shown = win.title_label.text()
     assert shown.endswith("…") and title.startswith(shown[:-1])          # cut, not clipped mid-letter
     assert win.title_label.fontMetrics().horizontalAdvance(shown) <= win.title_label.contentsRect().width()
-    assert win.title_label.toolTip() == title and win.title_label.accessibleName() == title
+    assert win.title_label.toolTip() == plain.tip(title) and win.title_label.accessibleName() == title
     for button in (win.incognito_button, win.memory_button, win.settings_button):
         assert button.isVisible() and button.width() >= button.sizeHint().width()
     win.current_title = "Soup"
@@ -135,16 +137,12 @@ def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch)
     from memory_core import ConversationMemory
 
     win = make_window(start=False)
-    seen = []
-    monkeypatch.setattr(QMessageBox, "question",
-                        staticmethod(lambda *a, **k: seen.append(a[1:3]) or QMessageBox.StandardButton.Cancel))
-    assert win.confirm("Delete chat", "Delete it?") is False
-    assert seen == [("Delete chat", "Delete it?")]
     # the Delete dialog offers to forget what memory holds from the chat, unticked by default
     boxes = []
 
     def answer(box, button, tick):
         boxes.append((box.text(), box.informativeText(), box.checkBox() and box.checkBox().text()))
+        assert box.textFormat() == Qt.TextFormat.PlainText          # a chat named "<b>…" is text
         assert box.button(QMessageBox.StandardButton.Yes).text() in ("Delete", "Forget")
         assert box.defaultButton() is box.button(QMessageBox.StandardButton.Cancel)
         if box.checkBox() is not None:
@@ -216,7 +214,7 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 0, timeout=30_000)   # the inspector follows
     # nothing left: saying so instead of asking
     told = []
-    monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *args: told.append(args[2])))
+    monkeypatch.setattr(win, "tell", lambda title, text: told.append(text))
     win.sidebar.forgetRequested.emit(a.conversation_id)
     chat.wait_db(win)
     assert told and "Memory holds nothing from" in told[0]
@@ -1102,3 +1100,28 @@ def test_forgetting_a_chat_while_its_reply_streams_stops_it_first(make_window, c
                                        [j for j in s.list_jobs(status="pending") if j.kind == "add_page"],
                                        [m.status for m in s.all_messages(first.conversation_id)])).result(timeout=30)
     assert stored == (0, [], ["complete", "complete", "complete", "stopped"])
+
+
+def test_markup_in_titles_names_and_tips_shows_as_text(make_window, qtbot):
+    """Labels and tooltips guess rich text: a chat titled "Use the <div> element" lost its tag."""
+    from PySide6.QtGui import QTextDocument
+
+    from ui import plain
+
+    win = make_window(start=False)
+    title = "Use the <div> element & <b>not</b> <span> for blocks, says the style guide of our team"
+    win.current_title = title
+    win._update_header()
+    win.resize(700, 500)
+    qtbot.waitUntil(lambda: win.title_label.text() != title, timeout=5000)
+    assert win.title_label.textFormat() == Qt.TextFormat.PlainText
+    assert title.startswith(win.title_label.text()[:-1])
+    tip = QTextDocument()
+    tip.setHtml(win.title_label.toolTip())
+    assert tip.toPlainText() == title                                   # the whole title, tags and all
+    w = win.chat_view.add_message("assistant", "x")
+    w.set_final("failed", error="server error 502: <html><body>Bad gateway</body></html>")
+    assert w.error_label.textFormat() == Qt.TextFormat.PlainText and "<html>" in w.error_label.text()
+    doc = QTextDocument()
+    doc.setHtml(plain.tip("a <memory> tag\nand a second line"))
+    assert doc.toPlainText() == "a <memory> tag\nand a second line" and plain.tip("") == ""

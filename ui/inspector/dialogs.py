@@ -6,6 +6,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
+from ui import plain
+
 WIPE_PHRASE = "forget everything"
 
 
@@ -17,7 +19,7 @@ class TypedConfirmDialog(QDialog):
         self.setWindowTitle(title)
         self.phrase = phrase
         lay = QVBoxLayout(self)
-        msg = QLabel(text)
+        msg = plain.label(QLabel(text))
         msg.setWordWrap(True)
         lay.addWidget(msg)
         lay.addWidget(QLabel(f"Type <b>{phrase}</b> to confirm:"))
@@ -74,7 +76,7 @@ def ask_confirm(parent: QWidget | None, title: str, text: str, action: str = "Fo
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Warning)
     box.setWindowTitle(title)
-    box.setText(text)
+    plain.label(box).setText(text)
     ok = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
     box.addButton(QMessageBox.StandardButton.Cancel)
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)

@@ -24,6 +24,7 @@ from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex,
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from app.wording import count
+from ui import plain
 from ui.inspector import fmt
 
 RecordRole = Qt.ItemDataRole.UserRole + 1     # the record object of the row
@@ -134,7 +135,7 @@ class _ColumnsMixin:
             return "" if v is None else (v if isinstance(v, str) else str(v))
         if role == _TOOLTIP:
             if col.tip is not None:
-                return col.tip(rec)
+                return plain.tip(col.tip(rec))   # page texts and facts may hold "<tags>"
             return None
         if role == _FOREGROUND:
             if col.color is None:
@@ -869,8 +870,8 @@ class TraitTreeModel(QAbstractItemModel):
                     fmt.when(t.updated_at), "pinned" if t.pinned else ""][col]
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == 2:
-                return _elide_tip(t.evidence) or "no evidence recorded"
-            return _elide_tip(t.value) if col == 0 else None
+                return plain.tip(_elide_tip(t.evidence)) or "no evidence recorded"
+            return plain.tip(_elide_tip(t.value)) if col == 0 else None
         if role == Qt.ItemDataRole.ForegroundRole and t.status != "active":
             return QBrush(QColor("#9e9e9e"))
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (1, 3):

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.wording import count
+from ui import plain
 from ui.inspector import dialogs
 from ui.inspector.views import OverviewView, PagesView, PersonaView, SegmentsView, TraceView
 from ui.inspector.worker import StoreWorker
@@ -57,7 +58,7 @@ class InspectorPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         top = QHBoxLayout()   # no title of its own: the dock's title bar says "Memory"
-        self.status_label = QLabel("")
+        self.status_label = plain.label(QLabel(""))   # it quotes facts the user wrote
         self.status_label.setStyleSheet("color: #777;")
         top.addWidget(self.status_label, 1)
         self.pause_box = QCheckBox("Pause memory")
@@ -205,7 +206,7 @@ class InspectorPanel(QWidget):
     def status(self, text: str, error: bool = False) -> None:
         self.status_label.setStyleSheet("color: #c62828;" if error else "color: #2e7d32;")
         self.status_label.setText(text)
-        self.status_label.setToolTip(text)
+        self.status_label.setToolTip(plain.tip(text))
         self._status_until = time.monotonic() + (8 if error else 4)
 
     def status_error(self, text: str) -> None:
