@@ -137,3 +137,11 @@ def test_html_in_a_message_shows_as_text_and_hides_nothing_after_it(view, qtbot,
         assert part in shown
     assert "\\" not in shown
     assert view.messages()[0].text == text          # copy and edit keep what is stored
+
+
+def test_a_tooltip_shows_its_text_as_written():
+    from PySide6.QtGui import QTextDocument
+
+    doc = QTextDocument()
+    doc.setHtml(plain.tip("a <memory> tag & more\nand a second line"))
+    assert doc.toPlainText() == "a <memory> tag & more\nand a second line" and plain.tip("") == ""

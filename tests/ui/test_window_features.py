@@ -113,6 +113,8 @@ def test_sidebar_rename_search_and_delete(make_window, chat, qtbot, monkeypatch)
 
 
 def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(make_window, qtbot):
+    from PySide6.QtGui import QTextDocument
+
     from ui import plain
 
     win = make_window(start=False)
@@ -130,6 +132,17 @@ def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(ma
     win.current_title = "Soup"
     win._update_header()
     assert win.title_label.text() == "Soup" and win.title_label.toolTip() == ""
+    # markup is text: labels and tooltips guess rich text, and "Use the <div> element" lost its tag
+    win.current_title = title = "Use the <div> element & <b>not</b> <span> for blocks, says our team's style guide"
+    win._update_header()
+    qtbot.waitUntil(lambda: win.title_label.text() != title, timeout=5000)
+    assert win.title_label.textFormat() == Qt.TextFormat.PlainText and title.startswith(win.title_label.text()[:-1])
+    tip = QTextDocument()
+    tip.setHtml(win.title_label.toolTip())
+    assert tip.toPlainText() == title                                   # the whole title, tags and all
+    w = win.chat_view.add_message("assistant", "x")
+    w.set_final("failed", error="server error 502: <html><body>Bad gateway</body></html>")
+    assert w.error_label.textFormat() == Qt.TextFormat.PlainText and "<html>" in w.error_label.text()
 
 
 def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch):
@@ -1100,28 +1113,3 @@ def test_forgetting_a_chat_while_its_reply_streams_stops_it_first(make_window, c
                                        [j for j in s.list_jobs(status="pending") if j.kind == "add_page"],
                                        [m.status for m in s.all_messages(first.conversation_id)])).result(timeout=30)
     assert stored == (0, [], ["complete", "complete", "complete", "stopped"])
-
-
-def test_markup_in_titles_names_and_tips_shows_as_text(make_window, qtbot):
-    """Labels and tooltips guess rich text: a chat titled "Use the <div> element" lost its tag."""
-    from PySide6.QtGui import QTextDocument
-
-    from ui import plain
-
-    win = make_window(start=False)
-    title = "Use the <div> element & <b>not</b> <span> for blocks, says the style guide of our team"
-    win.current_title = title
-    win._update_header()
-    win.resize(700, 500)
-    qtbot.waitUntil(lambda: win.title_label.text() != title, timeout=5000)
-    assert win.title_label.textFormat() == Qt.TextFormat.PlainText
-    assert title.startswith(win.title_label.text()[:-1])
-    tip = QTextDocument()
-    tip.setHtml(win.title_label.toolTip())
-    assert tip.toPlainText() == title                                   # the whole title, tags and all
-    w = win.chat_view.add_message("assistant", "x")
-    w.set_final("failed", error="server error 502: <html><body>Bad gateway</body></html>")
-    assert w.error_label.textFormat() == Qt.TextFormat.PlainText and "<html>" in w.error_label.text()
-    doc = QTextDocument()
-    doc.setHtml(plain.tip("a <memory> tag\nand a second line"))
-    assert doc.toPlainText() == "a <memory> tag\nand a second line" and plain.tip("") == ""
