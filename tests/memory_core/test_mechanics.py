@@ -257,6 +257,8 @@ def test_a_new_value_of_the_same_attribute_updates_the_fact(open_store, clock):
     assert [v.text for v in s.item_versions("knowledge", home)] == ["I live in Porto.", "I live in Lyon now."]
     assert s.item_versions("knowledge", home)[-1].reason.startswith("updated by the user")
     assert s.get_knowledge(code).text == "my locker code is 9876"
+    assert s.add_knowledge("user", "I moved to Lisbon last spring") == home      # a move: the new home
+    assert s.get_knowledge(home).text == "I moved to Lisbon last spring"
     # different facts that share an opening: both kept
     for text in ("I am allergic to cats", "My sister is in Leeds", "My sister lives in Leeds"):
         assert s.add_knowledge("user", text) not in (home, code, allergy, sister)
@@ -278,6 +280,13 @@ def test_same_attribute_reads_the_opening_of_two_statements():
     assert not same_attribute("I have a dog", "I have a cat")                     # "have": not an attribute
     assert not same_attribute("My sister is a nurse", "My sister is in Leeds")    # descriptions, not values
     assert not same_attribute("I live in Porto", "I live")
+    # a move to a named place is where one lives now
+    for moved in ("I moved to Lyon", "We've just moved to Lyon.", "I'm now living in Lyon", "I relocated to Lyon",
+                  "I have recently moved to Lyon", "I am currently living in Lyon"):
+        assert same_attribute("I live in Porto.", moved), moved
+        assert same_attribute(moved, "I live in Porto.") and not same_attribute(moved, "I live in Lyon"), moved
+    assert not same_attribute("I live in Porto", "I moved to a bigger flat")   # no place named: not a new home
+    assert not same_attribute("I live in Porto", "My sister moved to Lyon")     # somebody else's move
 
 
 def test_a_repeated_trait_or_fact_is_confirmed_not_copied(open_store, clock):
