@@ -58,7 +58,10 @@ def test_overview_cards_reflow_so_their_figures_are_not_cut_off(qtbot, store, fi
         assert card.title.width() >= card.title.minimumSizeHint().width(), card.title.text()
     sub = ov.cards["store"].sub   # a long model id breaks into lines instead of widening the card
     assert sub.width() >= sub.minimumSizeHint().width()
-    assert sub.text().replace("\u200b", "").startswith("embedding model ")
+    assert sub.text().replace("\u200b", "").startswith("embedding model all-MiniLM-L6-v2, int8 (bundled) (384-d);")
+    from ui.inspector import fmt
+
+    assert fmt.embedder_name("bge-small-models-0123456789-384d") == "bge-small-models" and fmt.embedder_name(None) == "?"
 
 
 

