@@ -6,14 +6,15 @@ function (`EmbedFn`, `CompleteJsonFn`) and works without the latter.
 from .db import check_file, is_storage_full
 from .store import MemoryStore
 from .types import (
-    CompleteJsonFn, Conversation, ConversationMemory, DamagedDatabaseError, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job,
-    Knowledge, KnowledgeHit,
-    LLMDeferred, MemoryParams, Message, Page, PageHit, Retrieval, RetrievalBudget, Segment, StoreClosedError, Trait, TraitHit,
+    CompleteJsonFn, Conversation, ConversationMemory, DamagedDatabaseError, EmbedFn, EmbeddingMismatchError, Event,
+    ItemVersion, Job, Knowledge, KnowledgeHit, LLMDeferred, MemoryParams, Message, Page, PageHit, Retrieval,
+    RetrievalBudget, Segment, StoreClosedError, Trait, TraitHit,
 )
 
 __all__ = [
     "MemoryStore", "MemoryParams", "RetrievalBudget", "Retrieval", "PageHit", "KnowledgeHit", "TraitHit",
-    "Conversation", "ConversationMemory", "Message", "Page", "Segment", "Trait", "Knowledge", "Event", "Job", "ItemVersion",
+    "Conversation", "ConversationMemory", "Message", "Page", "Segment", "Trait", "Knowledge", "Event", "Job",
+    "ItemVersion",
     "EmbedFn", "CompleteJsonFn", "DamagedDatabaseError", "EmbeddingMismatchError", "StoreClosedError", "LLMDeferred",
     "is_storage_full", "check_file",
 ]

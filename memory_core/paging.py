@@ -10,6 +10,11 @@ from . import text as T
 from .codec import from_json as _pj, to_json as _j, unit as _unit, vec_blob as _blob  # noqa: F401
 from .types import ITEM_KINDS, ConversationMemory, page_text
 
+# a reply of conversation ? still waiting to become a page (agents queue {"cid": …}; imports and
+# older jobs {"conversation_id": …})
+_PENDING_PAGE_OF = ("status = 'pending' AND kind = 'add_page' AND "
+                    "coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?")
+
 
 class PagingMixin:
     # ------------------------------------------------------------------ index maintenance helpers
@@ -458,9 +463,7 @@ class PagingMixin:
         user-written facts have no source pages and stay. Returns what was removed."""
         with self.transaction():
             gone = self.conversation_memory(cid)
-            self._x("DELETE FROM job WHERE status = 'pending' AND kind = 'add_page' "
-                    "AND coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?",
-                    (cid,))
+            self._x("DELETE FROM job WHERE " + _PENDING_PAGE_OF, (cid,))
             self._forget_pages(gone.page_ids)
             for kind in ("trait", "knowledge"):   # items that stay no longer name it as a source
                 for iid, cids in self._x(f"SELECT id, conversation_ids FROM {kind} WHERE EXISTS "
@@ -476,9 +479,7 @@ class PagingMixin:
             return gone
 
     def _pending_pages_of(self, cid: int) -> int:
-        return self._x("SELECT count(*) FROM job WHERE status = 'pending' AND kind = 'add_page' AND "
-                       "coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?",
-                       (cid,)).fetchone()[0]
+        return self._x("SELECT count(*) FROM job WHERE " + _PENDING_PAGE_OF, (cid,)).fetchone()[0]
 
     def _derived_only_from(self, gone: set[int]) -> list[tuple[str, int]]:
         """The traits and knowledge items whose every source page is in `gone`."""

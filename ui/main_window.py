@@ -676,7 +676,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
     def ask_delete(self, name: str, held) -> tuple[bool, bool]:
         """Ask whether to delete chat `name`, offering to forget what memory learned from it (`held`,
         an app.chat_memory.ChatMemory). Returns (delete, forget too). Tests replace this hook."""
-        if held is None or held.empty:
+        if held.empty:
             return self._question("Delete chat", f"Delete “{name}” and its messages?",
                                   "Memory holds nothing from it.", "Delete")
         return self._question("Delete chat", f"Delete “{name}” and its messages?",
