@@ -91,7 +91,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.editing_id: int | None = None
         self._turn_widget: MessageWidget | None = None
         self._turn_user_widget: MessageWidget | None = None
-        self._after_turn = None      # delete or forget a chat once its stopped reply is saved
+        self._after_turn: list = []  # delete or forget a chat once its stopped reply is saved
         self._load_seq = 0
         self._model_dialog_shown = False
         self.last_tokens_per_s: float | None = None
@@ -723,7 +723,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         stopped reply has been saved (so nothing is written to the chat or its memory after it)."""
         turn = self.backend.turn
         if turn is not None and not turn.done and turn.conversation_id == cid:
-            self._after_turn = action
+            self._after_turn.append(action)
             self.backend.stop_turn()
             return
         action()
@@ -946,9 +946,10 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             self.statusBar().showMessage(f"The reply failed: {turn.error}", 8000)
         self.chat_view.set_busy(False)
         QTimer.singleShot(100, self.chat_view.prepare)  # ready widgets for the next message
-        if self._after_turn is not None:
-            action, self._after_turn = self._after_turn, None
-            action()
+        if self._after_turn:
+            actions, self._after_turn = self._after_turn, []
+            for action in actions:
+                action()
         elif turn.conversation_id == self.current_id and turn.conversation_id is not None:
             self._refresh_title(turn.conversation_id)
             if turn.kind in (REGENERATE, EDIT):
