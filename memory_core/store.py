@@ -655,10 +655,12 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                    "conversation": "p.conversation_id"}
 
     def _page_filters(self, tier, conversation_id, segment_id, text, pinned=None, user_message_id=None,
-                      assistant_message_id=None, after_id=None) -> tuple[str, list]:
+                      assistant_message_id=None, after_id=None, deleted_chats=False) -> tuple[str, list]:
         where, args = _equals([("p.user_message_id", user_message_id), ("p.assistant_message_id", assistant_message_id),
                                ("p.tier", tier), ("p.conversation_id", conversation_id), ("p.segment_id", segment_id),
                                ("p.pinned", None if pinned is None else int(pinned))])
+        if deleted_chats:   # a deleted chat's pages stay (memory is forgotten explicitly) and name no chat
+            where.append("p.conversation_id IS NULL")
         if after_id is not None:
             where.append("p.id > ?")
             args.append(after_id)
@@ -672,14 +674,15 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                    segment_id: int | None = None, text: str | None = None, pinned: bool | None = None,
                    user_message_id: int | None = None, assistant_message_id: int | None = None,
                    order_by: str = "timestamp", descending: bool = True, limit: int = 100,
-                   offset: int = 0, after_id: int | None = None) -> list[Page]:
+                   offset: int = 0, after_id: int | None = None, deleted_chats: bool = False) -> list[Page]:
         """Pages filtered, sorted and paged in SQL. `text` is a case-insensitive substring filter;
         `after_id` pages by key (ids above it; with order_by="id" ascending it walks the whole table
-        in batches at a constant cost per batch, as an export does)."""
+        in batches at a constant cost per batch, as an export does); `deleted_chats`: only pages whose
+        chat was deleted."""
         if order_by not in self._PAGE_ORDER:
             raise ValueError(f"order_by must be one of {sorted(self._PAGE_ORDER)}")
         where, args = self._page_filters(tier, conversation_id, segment_id, text, pinned, user_message_id,
-                                         assistant_message_id, after_id)
+                                         assistant_message_id, after_id, deleted_chats)
         d = "DESC" if descending else "ASC"
         order = f"ORDER BY {self._PAGE_ORDER[order_by]} {d}, p.id {d}"
         if offset < 1000:
@@ -696,9 +699,10 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
     def count_pages(self, *, tier: str | None = None, conversation_id: int | None = None,
                     segment_id: int | None = None, text: str | None = None, pinned: bool | None = None,
-                    user_message_id: int | None = None, assistant_message_id: int | None = None, **_: Any) -> int:
+                    user_message_id: int | None = None, assistant_message_id: int | None = None,
+                    deleted_chats: bool = False, **_: Any) -> int:
         where, args = self._page_filters(tier, conversation_id, segment_id, text, pinned, user_message_id,
-                                         assistant_message_id)
+                                         assistant_message_id, deleted_chats=deleted_chats)
         return self._scalar(f"SELECT count(*) FROM page p{where}", args)
 
     _SEG_ORDER = {"heat": "heat", "last_access": "s.last_access", "created_at": "s.created_at", "id": "s.id",

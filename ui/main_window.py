@@ -257,6 +257,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.pause_action.setEnabled(False)   # until the store says whether memory is paused
         self.remember_action = self._action("&Remember something…", self.remember_something, "Ctrl+Shift+R",
                                             menu=memory)
+        self.deleted_memory_action = self._action("Memory from &deleted chats", self.show_deleted_chats_memory,
+                                                  menu=memory)
         memory.addSeparator()
         self.export_action = self._action("&Export memory…", self.export_memory, menu=memory)
         memory.addSeparator()
@@ -1122,6 +1124,12 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         panel = self.show_inspector()
         if panel is not None:
             panel.show_chat_pages(cid, self.sidebar.title_of(cid) or self.current_title or "")
+
+    def show_deleted_chats_memory(self) -> None:
+        """The pages of chats deleted without forgetting what they taught (select them and Forget…)."""
+        panel = self.show_inspector()
+        if panel is not None:
+            panel.show_chat_pages(None, deleted=True)
 
     def show_persona_item(self, kind: str, item_id: int) -> None:
         """A reply's "remembered as fact N": that item in the inspector, with its versions."""

@@ -36,7 +36,7 @@ def _row(kind: str, item) -> str:
 def _list(store, args):
     if args.kind == "page":
         return store.list_pages(tier=args.tier, conversation_id=args.conversation, text=args.text,
-                                limit=args.limit, offset=args.offset)
+                                deleted_chats=args.deleted_chats, limit=args.limit, offset=args.offset)
     if args.kind == "segment":
         return store.list_segments(tier=args.tier, limit=args.limit, offset=args.offset)
     if args.kind == "trait":
@@ -230,6 +230,8 @@ def register(sub) -> None:
     a.add_argument("kind", choices=KINDS)
     a.add_argument("--tier", choices=("stm", "mtm", "archive"))
     a.add_argument("--conversation", type=int)
+    a.add_argument("--deleted-chats", action="store_true",
+                   help="only pages of chats deleted without forgetting them (forget them by id)")
     a.add_argument("--text", help="only items containing this text (pages)")
     a.add_argument("--limit", type=int, default=50)
     a.add_argument("--offset", type=int, default=0)

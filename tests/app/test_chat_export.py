@@ -181,6 +181,10 @@ def test_chats_forget_and_delete_forget_take_what_memory_learned(mnemo_dirs, emb
     finally:
         store.close()
     capsys.readouterr()
+    assert main(["chats", "delete", str(empty), "--yes"]) == 0            # nothing learned: nothing left over
+    capsys.readouterr()
+    assert main(["memory", "list", "page", "--deleted-chats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
     assert main(["chats", "delete", str(other), "--forget", "--yes"]) == 0
     assert "deleted “Elsewhere” and forgot 1 page" in capsys.readouterr().out
     store = AppContext.create().open_store()

@@ -444,6 +444,10 @@ def test_forget_conversation_takes_its_pages_and_what_only_they_support(open_sto
     assert [(e.item_kind, e.item_id, e.detail["pages"]) for e in ev if e.item_kind == "conversation"] == \
         [("conversation", mine, 3)]
     assert s.check_integrity() == []
+    # a deleted chat's pages stay, and can be found as such
+    s.delete_conversation(other)
+    assert s.count_pages(deleted_chats=True) == 3 and s.count_pages(deleted_chats=False) == 3
+    assert {p.conversation_id for p in s.list_pages(deleted_chats=True)} == {None}
     # nothing left: forgetting again is a no-op without an event
     assert s.forget_conversation(mine).empty
     assert len([e for e in s.events(kinds=["forgotten"]) if e.item_kind == "conversation"]) == 1

@@ -240,6 +240,14 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     assert ask(lambda s: s.count_pages()) == 1
     assert ask(lambda s: s.list_pages()[0].conversation_id) == b.conversation_id
     assert ask(lambda s: s.check_integrity()) == []
+    # deleted without forgetting: Memory ▸ Memory from deleted chats finds what it taught
+    monkeypatch.setattr(win, "ask_delete", lambda name, held: (True, False))
+    win.delete_conversation(b.conversation_id)
+    qtbot.waitUntil(lambda: b.conversation_id not in win.sidebar.ids(), timeout=30_000)
+    win.deleted_memory_action.trigger()
+    qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 1, timeout=30_000)
+    assert pages.model.record(0).conversation_id is None and "bees" in pages.model.record(0).user_text
+    assert pages.chat_chip.isVisible() and pages.chat_chip.text().startswith("From deleted chats")
 
 
 def test_broken_model_file_shows_an_error_and_the_app_stays_usable(make_window, chat, qtbot, tmp_path):

@@ -347,10 +347,11 @@ class InspectorPanel(QWidget):
         self.show_tab("pages")
         self.pages.set_segment_filter(int(segment_id))
 
-    def show_chat_pages(self, conversation_id: int, title: str = "") -> None:
-        """The Pages tab, filtered to what memory holds from one chat."""
+    def show_chat_pages(self, conversation_id: int | None, title: str = "", *, deleted: bool = False) -> None:
+        """The Pages tab, filtered to what memory holds from one chat (or, `deleted`, from chats that
+        were deleted without forgetting it)."""
         self.show_tab("pages")
-        self.pages.set_chat_filter(int(conversation_id), title)
+        self.pages.set_chat_filter(None if conversation_id is None else int(conversation_id), title, deleted=deleted)
 
     def show_persona_item(self, kind: str, item_id: int) -> None:
         self.show_tab("persona")

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from app.remember import remember_fact, remember_trait
 from app.wording import count
+from ui import plain
 from ui.inspector import fmt
 from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_history, history_note
 from ui.inspector.delegates import BarDelegate
@@ -270,6 +271,7 @@ class PagesView(_PinAndForget, QWidget):
         self.chat_chip.clicked.connect(lambda: self.set_chat_filter(None))
         self.chat_chip.hide()
         self.chat_filter: int | None = None
+        self.deleted_chats = False    # pages of chats deleted without forgetting what they taught
         self.count = QLabel("")
         for w in (self.search,):
             bar.addWidget(w, 2)
@@ -316,18 +318,23 @@ class PagesView(_PinAndForget, QWidget):
     def _apply_filters(self) -> None:
         self.model.set_filters(text=self.search.text().strip() or None, tier=self.tier.currentData(),
                                pinned=True if self.pinned.isChecked() else None, segment_id=self.segment_filter,
-                               conversation_id=self.chat_filter)
+                               conversation_id=self.chat_filter, deleted_chats=self.deleted_chats or None)
         self.table.scrollToTop()
 
-    def set_chat_filter(self, cid: int | None, title: str = "") -> None:
-        """Show only the pages of one chat (the chat list's "Show what Mnemo remembers from it"), in
-        every tier; the chip names the chat and clears the filter when clicked."""
-        self.chat_filter = cid
+    def set_chat_filter(self, cid: int | None, title: str = "", *, deleted: bool = False) -> None:
+        """Show only the pages of one chat (the chat list's "Show what Mnemo remembers from it"), or with
+        `deleted` those of chats deleted without forgetting them, in every tier; the chip says which
+        and clears the filter when clicked."""
+        self.chat_filter, self.deleted_chats = (None, True) if deleted else (cid, False)
         name = title if len(title) <= 48 else title[:47] + "…"
-        self.chat_chip.setText(f"Chat: {name or cid}  ✕" if cid is not None else "")
-        self.chat_chip.setToolTip(f"Showing what memory holds from “{title or cid}”; click to show all pages")
-        self.chat_chip.setVisible(cid is not None)
-        if cid is not None:
+        on = deleted or cid is not None
+        self.chat_chip.setText("From deleted chats  ✕" if deleted else f"Chat: {name or cid}  ✕" if on else "")
+        self.chat_chip.setToolTip(plain.tip("Showing the pages of chats that were deleted without forgetting what "
+                                            "they taught; click to show all pages" if deleted else
+                                            f"Showing what memory holds from “{title or cid}”; click to show all "
+                                            "pages"))
+        self.chat_chip.setVisible(on)
+        if on:
             self.segment_filter = None
             self.segment_chip.hide()
             self.tier.blockSignals(True)
@@ -340,7 +347,7 @@ class PagesView(_PinAndForget, QWidget):
         self.segment_chip.setText(f"Segment {sid}  ✕" if sid is not None else "")
         self.segment_chip.setVisible(sid is not None)
         if sid is not None:
-            self.chat_filter = None
+            self.chat_filter, self.deleted_chats = None, False
             self.chat_chip.hide()
             self.search.blockSignals(True)
             self.search.clear()
