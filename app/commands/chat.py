@@ -6,6 +6,7 @@ import sys
 import threading
 
 from app.agent import ChatAgent, DiskFullError
+from app.chat_memory import chat_memory, forget_chat_memory
 from app.commands._common import fail, print_json
 from app.importers.progress import ProgressBar
 from app.remember import footnote, remember_fact
@@ -14,7 +15,7 @@ from models.chat import CancelToken
 from models.errors import ModelError
 
 HELP = ("/new  new conversation   /memory  what is remembered   /remember TEXT  keep a fact about you   "
-        "/stop or Ctrl+C  stop a reply   /quit")
+        "/forget  forget what this chat taught   /stop or Ctrl+C  stop a reply   /quit")
 
 
 def _agent(ctx, store):
@@ -115,6 +116,19 @@ def _remember(store, text: str) -> None:
         print(f"nothing remembered: {exc}")
 
 
+def _forget(store, cid: int) -> None:
+    """/forget: what memory learned from this chat goes (asked first); the chat goes on."""
+    held = chat_memory(store, cid)
+    if held.empty:
+        print("memory holds nothing from this chat")
+        return
+    answer = input(f"Forget {held.describe()}? Type 'forget': ").strip()
+    if answer != "forget":
+        print("nothing forgotten")
+        return
+    print(f"forgot {forget_chat_memory(store, cid).describe()}; what you say from now on is remembered again")
+
+
 def run_chat(args, ctx) -> int:
     try:
         store = ctx.open_store()
@@ -141,6 +155,12 @@ def run_chat(args, ctx) -> int:
             if text == "/stop":
                 print("nothing is generating")
                 continue
+            if text == "/forget":
+                try:
+                    _forget(store, cid)
+                except EOFError:
+                    break
+                continue
             if text == "/remember" or text.startswith("/remember "):
                 _remember(store, text[len("/remember"):])
                 continue
@@ -158,7 +178,7 @@ def run_chat(args, ctx) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("chat", help="chat in the terminal (streaming; /new /memory /remember /stop /quit)")
+    p = sub.add_parser("chat", help="chat in the terminal (streaming; /new /memory /remember /forget /stop /quit)")
     p.add_argument("--conversation", type=int, help="continue this conversation id")
     p.set_defaults(func=run_chat)
     p = sub.add_parser("ask", help="ask one question and print the reply")

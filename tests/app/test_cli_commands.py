@@ -78,9 +78,17 @@ def test_pause_stops_memory_writes(filled):
 
 def test_chat_repl(filled):
     out = mnemo(filled, "chat", input_text="Hello!\n/memory\n/remember I keep bees on my roof\n/remember\n"
-                                           "Remember that my dentist is Dr Okafor.\n/new\n/quit\n")
+                                           "Remember that my dentist is Dr Okafor.\n/forget\nno\n/forget\nforget\n"
+                                           "/forget\n/new\n/quit\n")
     assert re.search(r"Remembered as fact \d+: I keep bees on my roof", out.stdout)
     assert re.search(r"\[remembered as fact \d+: my dentist is Dr Okafor\]", out.stdout)
+    # /forget asks, then takes the chat's two pages and the fact its message asked to remember
+    assert "Forget 2 pages and 1 fact it asked to remember? Type 'forget': nothing forgotten" in out.stdout
+    assert "forgot 2 pages and 1 fact it asked to remember; what you say from now on is remembered again" in out.stdout
+    assert "memory holds nothing from this chat" in out.stdout
+    facts = json.loads(mnemo(filled, "memory", "list", "knowledge", "--json").stdout)
+    assert "I keep bees on my roof" in [k["text"] for k in facts]                    # /remember is not this chat's
+    assert not any("Okafor" in k["text"] for k in facts)
     assert "usage: /remember TEXT" in out.stdout
     assert "mnemo> " in out.stdout
     assert "pages_total" in out.stdout
