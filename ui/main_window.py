@@ -238,15 +238,15 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                                           "F2", icon="edit", menu=chat)
         self.export_chat_action = self._action("E&xport chat…", lambda: self.export_conversation(self.current_id),
                                                "Ctrl+Shift+E", menu=chat)
-        self.chat_memory_action = self._action("Show what Mnemo &remembers from this chat",
+        self.chat_memory_action = self._action("Show &what Mnemo remembers from this chat",
                                                lambda: self.show_chat_memory(self.current_id), menu=chat)
         self.forget_chat_action = self._action("&Forget what Mnemo learned from this chat…",
                                                lambda: self.forget_conversation_memory(self.current_id), menu=chat)
         self.delete_action = self._action("&Delete chat…", lambda: self.delete_conversation(self.current_id),
                                           None, icon="trash", menu=chat)
         chat.addSeparator()
-        self.import_action = self._action("&Import conversations…", self.import_dialog, "Ctrl+I", menu=chat)
-        self.settings_action = self._action("Se&ttings…", self.open_settings, "Ctrl+,", icon="settings", menu=chat)
+        self.import_action = self._action("Im&port conversations…", self.import_dialog, "Ctrl+I", menu=chat)
+        self.settings_action = self._action("Settin&gs…", self.open_settings, "Ctrl+,", icon="settings", menu=chat)
         self.quit_action = self._action("&Quit", self.close, "Ctrl+Q", menu=chat)
 
         memory = mb.addMenu("&Memory")
@@ -263,7 +263,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.export_action = self._action("&Export memory…", self.export_memory, menu=memory)
         memory.addSeparator()
         self.backup_action = self._action("&Back up memory now", self.backup_now, menu=memory)
-        self.restore_action = self._action("&Restore from a backup…", self.restore_from_backup, menu=memory)
+        self.restore_action = self._action("Res&tore from a backup…", self.restore_from_backup, menu=memory)
 
         view = mb.addMenu("&View")
         themes = view.addMenu("&Theme")

@@ -1121,3 +1121,12 @@ def test_forgetting_a_chat_while_its_reply_streams_stops_it_first(make_window, c
                                        [j for j in s.list_jobs(status="pending") if j.kind == "add_page"],
                                        [m.status for m in s.all_messages(first.conversation_id)])).result(timeout=30)
     assert stored == (0, [], ["complete", "complete", "complete", "stopped"])
+
+
+def test_each_menu_gives_every_item_its_own_access_key(make_window):
+    """Alt+C then a letter picks one item: two items with the same letter need a second press."""
+    win = make_window(start=False)
+    for menu in (a.menu() for a in win.menuBar().actions() if a.menu() is not None):
+        keys = [a.text().split("&", 1)[1][0].lower() for a in menu.actions() if "&" in a.text()]
+        assert len(keys) == len(set(keys)), (menu.title(), sorted(keys))
+        assert keys, menu.title()
