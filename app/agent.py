@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from app.prompting import ComposedPrompt, EchoCut, compose_prompt
-from app.remember import remember_fact, remember_request
+from app.remember import forget_request, forget_statement, remember_fact, remember_request
 from app.repetition import RepetitionGuard
 from memory_core import RetrievalBudget, is_storage_full
 from memory_core.text import valid_text
@@ -88,7 +88,7 @@ class ChatAgent:
             user = self.store.get_message(msg.parent_id) if msg.parent_id else None
             self.store.update_message(msg.id, status=STATUS_INTERRUPTED)
             _, write = self._memory_mode(msg.conversation_id)
-            if write and user is not None and msg.content.strip():
+            if write and user is not None and msg.content.strip() and forget_request(user.content) is None:
                 self._enqueue_page(msg.conversation_id, user, msg.id, msg.content)
         return len(stuck)
 
@@ -185,11 +185,29 @@ class ChatAgent:
             return None
         return {"kind": done.kind, "id": done.id, "text": done.text, "outcome": done.outcome, "version": done.version}
 
+    def _forget_if_asked(self, text: str) -> dict | None:
+        """A message that opens with "Forget that …" forgets the facts and pages that say it, before
+        retrieval (so this reply cannot recall it). The caller then keeps no page of this exchange:
+        the request repeats what is to be forgotten."""
+        what = forget_request(text)
+        if what is None:
+            return None
+        try:
+            return forget_statement(self.store, what).to_stats()
+        except Exception as exc:
+            if not is_storage_full(exc):
+                raise
+            log.warning("a request to forget could not be carried out: %s", exc)
+            return None
+
     def _reply(self, conversation_id: int, user_id: int, query: str, *, on_token, cancel,
                new_message: bool = False) -> TurnResult:
         cancel = cancel or CancelToken()
         read, write = self._memory_mode(conversation_id)
         remembered = self._remember_if_asked(query) if write and new_message else None
+        forgot = self._forget_if_asked(query) if read and new_message and remembered is None else None
+        if forget_request(query) is not None:
+            write = False     # this exchange repeats what was to be forgotten (so does a regenerate of it)
         t0 = time.perf_counter()
         branch = self.store.list_messages_to(user_id)
         history = [m for m in branch if m.id != user_id]
@@ -283,6 +301,8 @@ class ChatAgent:
         }
         if remembered:
             stats["remembered"] = remembered
+        if forgot is not None:
+            stats["forgot"] = forgot
         meta = {"trace": trace, "stats": stats}
         if error:
             meta["error"] = error

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from app.wording import count
+
 OWNERS = ("user", "assistant")
 
 # "Remember that I'm vegetarian.", "Please don't forget: my locker code is 4312", "Can you keep in mind that
@@ -90,6 +92,75 @@ def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:
         return Remembered(kind, item_id, text, cur.version, "kept")
     before = versions[-2].text if what == "updated" and len(versions) > 1 else None
     return Remembered(kind, item_id, text, cur.version, what, before)
+
+
+# "Forget that my locker code is 4312", "Please forget what I said about my sister", "Can you stop
+# remembering that I smoke?" — a message that opens by asking for something to be forgotten
+_FORGET = re.compile(
+    r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
+    r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:forget|stop\s+remembering|don'?t\s+remember|do\s+not\s+remember)\b"
+    r"\s*(?:,|:|-|that\b|about\b|what\s+i\s+(?:said|told\s+you|wrote)\s+about\b)?\s*(?P<what>.+)$",
+    re.IGNORECASE | re.DOTALL)
+# what follows "forget" that names nothing to look for: "forget it", "forget about it", "forget
+# everything" (wiping memory is the inspector's, behind a typed confirmation), "forget to …", "forget me"
+_NOTHING_NAMED = re.compile(r"^(?:it|this|that|them|him|her|me|us|everything|all|anything|to|about\s+it|"
+                            r"what\s+i\s+(?:just\s+)?said)\b[\s.!?]*$|^to\b", re.IGNORECASE)
+
+
+def forget_request(message: str) -> str | None:
+    """What a chat message asks Mnemo to forget ("Forget that my locker code is 4312." → "my locker code
+    is 4312"), or None when it does not open with such a request (first sentence only, as for
+    `remember_request`). "I forgot my keys" or "Don't forget to…" are not requests."""
+    m = _FORGET.match(message or "")
+    if m is None:
+        return None
+    sentence = _SENTENCE_END.split(m.group("what").strip(), maxsplit=1)[0].split("\n\n", 1)[0].strip()
+    what = _POLITE_END.sub("", sentence).strip(" \t\n\"'“”‘’")
+    if _NOTHING_NAMED.match(what) or len(what.split()) < 2 or len(what) > MAX_FACT_CHARS:
+        return None
+    return what
+
+
+@dataclass
+class Forgot:
+    """What a request to forget took: facts (id, text) and the pages that said it."""
+    what: str
+    facts: list[tuple[int, str]]
+    pages: list[int]
+
+    def describe(self) -> str:
+        if not self.facts and not self.pages:
+            return f"Nothing in memory said “{self.what}”."
+        parts = [f"fact {i} ({text})" for i, text in self.facts]
+        if self.pages:
+            parts.append(f"{count(len(self.pages), 'page')} that said it")
+        return "Forgot " + (parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]) + "."
+
+    def to_stats(self) -> dict:
+        return {"what": self.what, "facts": [list(f) for f in self.facts], "pages": len(self.pages)}
+
+
+def forget_note(forgot: dict) -> str:
+    """The few words under a reply whose message asked to forget something (`forgot`: the dict the
+    agent stores in the reply's stats)."""
+    facts, pages = forgot.get("facts") or [], forgot.get("pages") or 0
+    if not facts and not pages:
+        return "nothing in memory said it"
+    bits = [count(len(facts), "fact")] if facts else []
+    if pages:
+        bits.append(count(pages, "page"))
+    return "forgot " + " and ".join(bits)
+
+
+def forget_statement(store, what: str) -> Forgot:
+    """Forget the user's facts that say `what` and the pages that hold every content word of it
+    (`MemoryStore.memory_saying`), in one transaction."""
+    with store.transaction():
+        facts, pages = store.memory_saying(what)
+        store.forget("knowledge", [k.id for k, _ in facts])
+        store.forget("page", pages)
+    return Forgot(what, [(k.id, k.text) for k, _ in facts], pages)
 
 
 def remember_fact(store, text: str, *, about: str = "user", pin: bool = False) -> Remembered:

@@ -13,7 +13,7 @@ import numpy as np
 from . import text as T
 from .db import is_storage_full
 from .codec import from_json as _pj, vec_blob as _blob
-from .types import KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
+from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
 
 log = logging.getLogger("memory_core")
 
@@ -327,6 +327,40 @@ class RetrievalMixin:
             for r in self._x(f"SELECT id, segment_id, tier, conversation_id, timestamp FROM page WHERE id IN ({marks})",
                              chunk).fetchall():
                 info[r[0]] = r
+
+    # ------------------------------------------------------------------ what a statement says
+    def memory_saying(self, statement: str, *, owner: str = "user", min_cos: float | None = None,
+                      page_limit: int = 200) -> tuple[list[tuple[Knowledge, float]], list[int]]:
+        """The facts and pages that say `statement` ("my locker code is 4312"), for a request to
+        forget it. Facts: active ones of `owner` whose embedding is at least `min_cos` alike
+        (default `update_threshold`, the bar for "the same fact, updated"), or whose words hold the
+        statement's or are held by them. Pages: those that contain every content word of it (two
+        at least: one word, "birthday", would take every page that mentions one). Read-only."""
+        statement = T.valid_text(statement).strip()
+        if not statement:
+            return [], []
+        bar = self.params.update_threshold if min_cos is None else min_cos
+        said = " ".join(T.words(statement))
+        q = self._embed([statement])[0]
+        facts = []
+        for kid, dist in self._x("SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8",
+                                 (_blob(q),)).fetchall():
+            item = self.get_knowledge(kid)
+            if item is None or item.owner != owner or item.status != "active":
+                continue
+            cos, text = 1.0 - float(dist), " ".join(T.words(item.text))
+            if cos >= bar or (said and (f" {said} " in f" {text} " or f" {text} " in f" {said} ")):
+                facts.append((item, cos))
+        pages: list[int] = []
+        content = list(dict.fromkeys(T.content_words(statement)))
+        if len(content) >= 2:
+            match = " AND ".join(f'"{w}"' for w in content)
+            try:
+                pages = [r[0] for r in self._x("SELECT rowid FROM page_fts WHERE page_fts MATCH ? LIMIT ?",
+                                               (match, page_limit)).fetchall()]
+            except apsw.SQLError:   # a word FTS5 cannot take as a term: no page is said to hold it
+                pages = []
+        return facts, sorted(pages)
 
     # ------------------------------------------------------------------ knowledge and traits
     def _rank_knowledge(self, query: str, q: np.ndarray, n: int) -> list[KnowledgeHit]:

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (
     QSizePolicy, QStackedWidget, QTextBrowser, QToolButton, QVBoxLayout, QWidget,
 )
 
-from app.remember import footnote
+from app.remember import footnote, forget_note
 from ui import markdown, plain, theme
 
 MAX_RENDERED = 60        # messages rendered at once; older ones behind "Show earlier messages"
@@ -354,12 +354,16 @@ class MessageWidget(QFrame):
             if ending and self.status == "complete":
                 bits.append(ending)
             bits = [html.escape(b) for b in bits]
-            kept = stats.get("remembered")
+            kept, forgot = stats.get("remembered"), stats.get("forgot")
+            if forgot:
+                bits.insert(0, html.escape(forget_note(forgot)))
             if kept:
                 bits.insert(0, f"<a href='remembered:{kept.get('kind')}:{kept.get('id')}'>"
                                f"{html.escape(footnote(kept))}</a>")
             self.stats_label.setText(" · ".join(bits))
-            self.stats_label.setToolTip(plain.tip(f"Kept in memory: {kept.get('text')}") if kept else "")
+            tip = (f"Kept in memory: {kept.get('text')}" if kept else
+                   f"Forgotten on request: “{forgot.get('what')}”" if forgot else "")
+            self.stats_label.setToolTip(plain.tip(tip))
             self.stats_label.setVisible(bool(bits) and not self._pending)
         live = self._pending or self.status == "streaming"
         for b in (self.copy_button, self.edit_button, self.regenerate_button, self.trace_button):

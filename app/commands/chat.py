@@ -9,7 +9,7 @@ from app.agent import ChatAgent, DiskFullError
 from app.chat_memory import chat_memory, forget_chat_memory
 from app.commands._common import fail, print_json
 from app.importers.progress import ProgressBar
-from app.remember import footnote, remember_fact
+from app.remember import footnote, forget_note, remember_fact
 from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
@@ -55,9 +55,11 @@ def _stream_turn(agent, cid, text, *, quiet=False):
             print("[stopped: the model began repeating itself; the saved reply ends before the loop]")
         elif result.error:
             print(f"[error: {result.error}]", file=sys.stderr)
-        kept = (result.stats or {}).get("remembered")
+        kept, forgot = (result.stats or {}).get("remembered"), (result.stats or {}).get("forgot")
         if kept:
             print(f"[{footnote(kept)}: {kept['text']}]")
+        if forgot:
+            print(f"[{forget_note(forgot)}: “{forgot['what']}”]")
     return result
 
 

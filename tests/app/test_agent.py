@@ -378,3 +378,37 @@ def test_a_reply_that_goes_on_into_the_prompts_memory_markup_ends_before_it(stor
     assert [cut.feed(c) for c in ("if a <", "= b", " use </", "me", "nu>", " ok <m")] == \
         ["if a ", "<= b", " use ", "", "</menu>", " ok "]
     assert cut.rest() == "<m" and cut.cut is None
+
+
+def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(agent, store):
+    """ "Forget that …" in a chat: the matching fact and the pages holding every content word of it go
+    before the reply is composed, and the request itself (which repeats it) is not kept as a page."""
+    cid = agent.new_conversation()
+    kept = agent.send(cid, "Remember that my locker code is 4312.").stats["remembered"]
+    agent.send(cid, "My sister Margot lives in Lisbon.")
+    agent.send(agent.new_conversation(), "The locker room at my gym smells of chlorine.")
+    store.run_pending(allow_llm=False)
+    pages_before = store.count_pages()
+    other = agent.new_conversation()
+    result = agent.send(other, "Please forget that my locker code is 4312.")
+    forgot = result.stats["forgot"]
+    assert forgot["what"] == "my locker code is 4312" and forgot["facts"] == [[kept["id"], "my locker code is 4312"]]
+    assert forgot["pages"] == 1                                   # the page that said it; not the gym's
+    assert store.get_knowledge(kept["id"]) is None
+    assert result.trace["included"]["knowledge"] == []            # this very reply cannot recall it
+    store.run_pending(allow_llm=False)
+    assert store.count_pages() == pages_before - 1                # the request is not kept as a page
+    assert not any("4312" in p.user_text + p.assistant_text for p in store.list_pages(limit=100))
+    assert any("chlorine" in p.user_text for p in store.list_pages(limit=100))
+    assert store.get_message(result.assistant_message_id).meta["stats"]["forgot"] == forgot
+    # regenerating it keeps no page either; nothing left to match says so
+    agent.regenerate(result.assistant_message_id)
+    again = agent.send(other, "Forget that my locker code is 4312")
+    assert again.stats["forgot"] == {"what": "my locker code is 4312", "facts": [], "pages": 0}
+    store.run_pending(allow_llm=False)
+    assert store.count_pages() == pages_before - 1
+    # in an incognito chat memory is not touched at all
+    secret = agent.new_conversation()
+    store.set_conversation_flags(secret, incognito=True)
+    assert "forgot" not in agent.send(secret, "Forget that my sister Margot lives in Lisbon.").stats
+    assert store.count_pages(text="Margot") == 1

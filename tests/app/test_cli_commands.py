@@ -93,6 +93,11 @@ def test_chat_repl(filled):
     assert "mnemo> " in out.stdout
     assert "pages_total" in out.stdout
     assert "conversation" in out.stdout
+    # "Forget that …" takes the fact /remember kept
+    out = mnemo(filled, "ask", "Forget that I keep bees on my roof.")
+    assert "[forgot 1 fact: “I keep bees on my roof”]" in out.stdout
+    facts = json.loads(mnemo(filled, "memory", "list", "knowledge", "--json").stdout)
+    assert not any("bees" in k["text"] for k in facts)
 
 
 def test_memory_add_fact_and_trait(mnemo_dirs):

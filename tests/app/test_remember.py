@@ -36,3 +36,28 @@ def test_a_request_to_remember_gives_its_fact(message, fact):
 ])
 def test_other_messages_are_not_requests(message):
     assert remember_request(message) is None
+
+
+@pytest.mark.parametrize("message, what", [
+    ("Forget that my locker code is 4312.", "my locker code is 4312"),
+    ("Please forget what I said about my sister.", "my sister"),
+    ("Can you stop remembering that I smoke?", "I smoke"),
+    ("Forget my locker code, thanks", "my locker code"),
+    ("Hey Mnemo, forget that I live in Porto. What is the weather?", "I live in Porto"),
+    ("Don't remember that I was in hospital", "I was in hospital"),
+])
+def test_a_request_to_forget_names_what(message, what):
+    from app.remember import forget_request
+
+    assert forget_request(message) == what
+
+
+@pytest.mark.parametrize("message", [
+    "Forget it.", "forget about it", "Forget everything!",   # nothing named (wiping is the inspector's)
+    "Don't forget to call Sam", "I forgot my keys", "forget me", "Forget what I just said",
+    "Remember that my locker code is 4312.",
+])
+def test_not_a_request_to_forget(message):
+    from app.remember import forget_request
+
+    assert forget_request(message) is None

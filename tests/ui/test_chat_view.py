@@ -121,6 +121,12 @@ def test_a_reply_says_what_its_message_asked_to_remember(view, qtbot):
                                                                           meta={"stats": stats})])
     qtbot.waitUntil(lambda: [w.message_id for w in view.messages()] == [3, 4])
     assert "already remembered (fact 7)</a>" in view.messages()[1].stats_label.text()
+    # a message that asked to forget: what went, in words (nothing to link to any more)
+    forgot = {"completion_tokens": 5, "forgot": {"what": "my <b>code</b>", "facts": [[7, "my code"]], "pages": 2}}
+    view.set_messages([Msg(5, "user", "Forget my <b>code</b>."), Msg(6, "assistant", "Done.", meta={"stats": forgot})])
+    qtbot.waitUntil(lambda: [w.message_id for w in view.messages()] == [5, 6])
+    assert view.messages()[1].stats_label.text() == "forgot 1 fact and 2 pages · 5 tokens"
+    assert view.messages()[1].stats_label.toolTip() == plain.tip("Forgotten on request: “my <b>code</b>”")
 
 
 @pytest.mark.parametrize("role", ["user", "assistant"])
