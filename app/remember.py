@@ -7,6 +7,10 @@ agent), the inspector's **Add…**, `mnemo memory add` and `/remember` in `mnemo
 What the user writes goes through memory_core's usual rules: a fact that repeats one already held
 confirms it, one close to an earlier fact (a new city, a new job) updates it and keeps the old text
 as a version, and a pinned item is never changed. `Remembered.describe()` says which happened.
+
+And the other way: a message that opens "Forget that …" (`forget_request`) forgets the user's facts
+that say it and the pages that hold it (`forget_statement`), so it can be undone in the words it was
+said in, without the inspector.
 """
 from __future__ import annotations
 
@@ -17,12 +21,13 @@ from app.wording import count
 
 OWNERS = ("user", "assistant")
 
+# how a request to remember or to forget may open: a greeting, "please", "can you"
+_OPENING = (r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
+            r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?")
 # "Remember that I'm vegetarian.", "Please don't forget: my locker code is 4312", "Can you keep in mind that
 # I have two kids?" — a message that opens by asking to be remembered (a greeting or "please" first is fine)
 _REQUEST = re.compile(
-    r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
-    r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
-    r"(?:remember|don'?t\s+forget|do\s+not\s+forget|keep\s+in\s+mind|make\s+a\s+note)\b"
+    _OPENING + r"(?:remember|don'?t\s+forget|do\s+not\s+forget|keep\s+in\s+mind|make\s+a\s+note)\b"
     r"\s*(?:,|:|-|that\b|this\s*:)?\s*(?P<fact>.+)$",
     re.IGNORECASE | re.DOTALL)
 # what follows "remember" that is not a fact: a question about the past ("remember when we…?"), a
@@ -34,6 +39,15 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 MAX_FACT_CHARS = 300
 
 
+def _first_sentence(text: str) -> str:
+    return _SENTENCE_END.split(text.strip(), maxsplit=1)[0].split("\n\n", 1)[0].strip()
+
+
+def _bare(sentence: str) -> str:
+    """Without a polite ending ("…, thanks!") or quotes around it."""
+    return _POLITE_END.sub("", sentence).strip(" \t\n\"'“”‘’")
+
+
 def remember_request(message: str) -> str | None:
     """The fact a chat message asks Mnemo to remember ("Remember that I'm vegetarian." → "I'm
     vegetarian"), or None when the message does not open with such a request. Only the first sentence is
@@ -42,10 +56,10 @@ def remember_request(message: str) -> str | None:
     m = _REQUEST.match(message or "")
     if m is None:
         return None
-    sentence = _SENTENCE_END.split(m.group("fact").strip(), maxsplit=1)[0].split("\n\n", 1)[0].strip()
+    sentence = _first_sentence(m.group("fact"))
     if sentence.endswith("?") and not m.group("ask"):
         return None      # "Remember that epic block in game 7?" recalls; "Can you remember that …?" asks
-    fact = _POLITE_END.sub("", sentence).strip(" \t\n\"'“”‘’")
+    fact = _bare(sentence)
     if _NOT_A_FACT.match(fact) or len(fact.split()) < 2 or len(fact) > MAX_FACT_CHARS:
         return None
     return fact
@@ -97,9 +111,7 @@ def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:
 # "Forget that my locker code is 4312", "Please forget what I said about my sister", "Can you stop
 # remembering that I smoke?" — a message that opens by asking for something to be forgotten
 _FORGET = re.compile(
-    r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
-    r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
-    r"(?:forget|stop\s+remembering|don'?t\s+remember|do\s+not\s+remember)\b"
+    _OPENING + r"(?:forget|stop\s+remembering|don'?t\s+remember|do\s+not\s+remember)\b"
     r"\s*(?:,|:|-|that\b|about\b|what\s+i\s+(?:said|told\s+you|wrote)\s+about\b)?\s*(?P<what>.+)$",
     re.IGNORECASE | re.DOTALL)
 # what follows "forget" that names nothing to look for: "forget it", "forget about it", "forget
@@ -115,8 +127,7 @@ def forget_request(message: str) -> str | None:
     m = _FORGET.match(message or "")
     if m is None:
         return None
-    sentence = _SENTENCE_END.split(m.group("what").strip(), maxsplit=1)[0].split("\n\n", 1)[0].strip()
-    what = _POLITE_END.sub("", sentence).strip(" \t\n\"'“”‘’")
+    what = _bare(_first_sentence(m.group("what")))
     if _NOTHING_NAMED.match(what) or len(what.split()) < 2 or len(what) > MAX_FACT_CHARS:
         return None
     return what
