@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from app.prompting import ComposedPrompt, EchoCut, compose_prompt
+from app.prompting import ComposedPrompt, MarkupFilter, compose_prompt
 from app.remember import forget_request, forget_statement, remember_fact, remember_request
 from app.repetition import RepetitionGuard
 from memory_core import RetrievalBudget, is_storage_full
@@ -251,28 +251,29 @@ class ChatAgent:
         status, error = STATUS_COMPLETE, None
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
         guard = RepetitionGuard() if self.repetition_guard else None
-        echo, echoed = EchoCut(), False
+        markup = MarkupFilter()
         for attempt in (1, 2):
             try:
                 stream = self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
                 for chunk in stream:
+                    chunk = markup.feed(chunk)      # the prompt's <memory> tags, written back, are dropped
+                    if not chunk:
+                        continue
                     parts.append(chunk)
-                    shown = echo.feed(chunk)
-                    if on_token is not None and shown:
-                        on_token(shown)
-                    if echo.cut is not None:   # the model began writing the prompt's memory markup
-                        stream.close()
-                        parts, echoed = [echo.text[:echo.cut].rstrip()], True
-                        break
+                    if on_token is not None:
+                        on_token(chunk)
                     if guard is not None and guard.feed(chunk):
                         stream.close()   # ends the generation; the reply keeps what came before the loop
                         parts = [guard.kept()]
                         break
                     if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
                         last_flush = self._flush_partial(assistant_id, parts)
-                held = echo.rest()        # a held "<" that began no tag after all
-                if on_token is not None and held and not echoed:
-                    on_token(held)
+                else:
+                    held = markup.rest()        # a held "<" that began no tag after all
+                    if held:
+                        parts.append(held)
+                        if on_token is not None:
+                            on_token(held)
                 if self.model.last_stats.stopped or cancel.cancelled:
                     status = STATUS_STOPPED
             except ModelError as exc:
@@ -296,13 +297,14 @@ class ChatAgent:
             "time_to_first_token_s": round(st.time_to_first_token_s, 4), "total_s": round(st.total_s, 4),
             "tokens_per_s": round(st.tokens_per_s, 2), "retrieve_ms": round(t_retrieve * 1000, 2),
             "compose_ms": round(t_compose * 1000, 2), "model": self.model.model_id,
-            "finish_reason": ("repetition" if guard is not None and guard.looping else
-                              "prompt_echo" if echoed else st.finish_reason),
+            "finish_reason": "repetition" if guard is not None and guard.looping else st.finish_reason,
         }
         if remembered:
             stats["remembered"] = remembered
         if forgot is not None:
             stats["forgot"] = forgot
+        if markup.removed:
+            stats["markup_removed"] = markup.removed
         meta = {"trace": trace, "stats": stats}
         if error:
             meta["error"] = error

@@ -343,10 +343,11 @@ def test_a_chat_is_titled_by_its_first_message_cut_between_words():
     assert title_from("   ") == "New chat"
 
 
-def test_a_reply_that_goes_on_into_the_prompts_memory_markup_ends_before_it(store, chat_model):
-    """The bundled model sometimes follows its answer with "<memory>" and an invented memory block
-    (seen on the virtual screen). The stream is the real model's, with such an ending added to it,
-    the tag split over two chunks as a tokenizer may split it."""
+def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, chat_model):
+    """The bundled model sometimes writes "<memory>" into a reply, as a header before its answer or
+    before invented page quotes. The stream is the real model's, with such an ending added to it, the
+    tag split over two chunks as a tokenizer may split it: the tag goes (never shown, not stored, not
+    remembered), the words around it stay."""
 
     class Echoing:
         def __init__(self, model):
@@ -357,27 +358,26 @@ def test_a_reply_that_goes_on_into_the_prompts_memory_markup_ends_before_it(stor
 
         def stream(self, messages, **kw):
             yield from self._m.stream(messages, **kw)
-            yield from ["\n<mem", "ory>\n", "- (page 3) The user said: I have a cat."]
+            yield from ["\nHere's the answer: <mem", "ory>", "\nMy grandmother grew up in Porto.</memory> a < b"]
 
     agent = ChatAgent(store, Echoing(chat_model), reply_reserve=256, max_tokens=12)
     streamed = []
-    result = agent.send(agent.new_conversation(), "The hotel in Krakow was noisy.", on_token=streamed.append)
-    assert result.status == "complete" and result.stats["finish_reason"] == "prompt_echo"
-    assert result.text and "<mem" not in result.text and "I have a cat" not in result.text
-    assert "".join(streamed).rstrip() == result.text and "<" not in "".join(streamed)   # never shown
-    stored = store.get_message(result.assistant_message_id)
-    assert stored.content == result.text
+    result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?", on_token=streamed.append)
+    assert result.status == "complete" and result.stats["markup_removed"] == 2
+    assert result.text.endswith("Here's the answer: \nMy grandmother grew up in Porto. a < b")
+    assert "".join(streamed) == result.text and "memory>" not in result.text
+    assert store.get_message(result.assistant_message_id).content == result.text
     store.run_pending(allow_llm=False)
     assert "<memory>" not in store.list_pages()[0].assistant_text     # nor does it reach memory
 
-    from app.prompting import EchoCut, prompt_echo_at
+    from app.prompting import MarkupFilter
 
-    assert prompt_echo_at("Fine.\n</memory>") == 6 and prompt_echo_at("a <b> tag, memory and <mem") is None
-    # a "<" that begins no tag is held only until it is clear, then shown
-    cut = EchoCut()
-    assert [cut.feed(c) for c in ("if a <", "= b", " use </", "me", "nu>", " ok <m")] == \
+    # a "<" that begins no tag is held only until it is clear, then shown; a tag is dropped
+    f = MarkupFilter()
+    assert [f.feed(c) for c in ("if a <", "= b", " use </", "me", "nu>", " ok <m")] == \
         ["if a ", "<= b", " use ", "", "</menu>", " ok "]
-    assert cut.rest() == "<m" and cut.cut is None
+    assert f.rest() == "<m" and f.removed == 0
+    assert f.feed("x</memory>y") == "xy" and f.removed == 1
 
 
 def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(agent, store):

@@ -10,6 +10,8 @@ seeds each, and prints JSON:
 - `loop_rate`: replies in which a sentence or line occurs three times or more;
 - `stopped_repeating_rate`: replies the agent's repetition guard cut short;
 - `non_english_rate`: replies with more French/Spanish/German/Italian function words than English ones;
+- `invented_turn_rate`: replies that write the dialogue on ("User: …", "(user) …" lines);
+  `markup_rate`: replies that wrote the prompt's <memory> tags (the agent drops the tags);
 - `recall_hit_rate`: questions about earlier talk whose reply names the remembered detail, overall
   and for the odd and even questions apart (`recall_hit_rate_halves`: tune a prompt on one half,
   check it on the other); `recall_hits`: per question, over the seeds;
@@ -94,6 +96,15 @@ def not_english(text: str) -> bool:
     return sum(w in OTHER for w in words) > sum(w in ENGLISH for w in words)
 
 
+_TURN = re.compile(r"^\s*(?:\(?(?:user|assistant)\)?:?|you:|mnemo:)\s", re.IGNORECASE | re.MULTILINE)
+
+
+def invents_turns(text: str) -> bool:
+    """The reply writes the dialogue on: a line that opens as a turn ("User: …", "(user) …",
+    "Assistant: …"), the way the prompt quotes recalled pages."""
+    return bool(_TURN.search(text))
+
+
 def max_repeats(text: str) -> int:
     """How often the most repeated sentence or line (of 3+ words) occurs."""
     units = [" ".join(u.lower().split()) for u in _UNIT.findall(text)]
@@ -159,6 +170,8 @@ def main(argv=None) -> dict:
                     "guarded": result.stats.get("finish_reason") == "repetition",
                     "loop": max_repeats(reply) >= 3,
                     "non_english": not_english(reply),
+                    "invented_turn": invents_turns(reply),
+                    "markup": bool(result.stats.get("markup_removed")),
                     "recall_hit": None if expect is None else any(w in reply.lower() for w in expect),
                 })
                 if args.show:
@@ -175,7 +188,8 @@ def main(argv=None) -> dict:
                      "repeat_penalty": args.repeat_penalty, "repetition_guard": not args.no_guard},
         "recall_min_score": params.recall_min_score,
         "runaway_rate": rate("runaway"), "loop_rate": rate("loop"), "stopped_repeating_rate": rate("guarded"),
-        "non_english_rate": rate("non_english"),
+        "non_english_rate": rate("non_english"), "invented_turn_rate": rate("invented_turn"),
+        "markup_rate": rate("markup"),
         "recall_hit_rate": round(sum(recall) / len(recall), 3) if recall else None,
         "recall_hit_rate_halves": [round(sum(h) / len(h), 3) if h else None for h in halves],
         "recall_hits": hits,
