@@ -384,7 +384,6 @@ def materially_different(a: str, b: str) -> bool:
 # words after which a statement gives an attribute's value: "I live in | Porto", "my locker code is | 4312",
 # "I work as | a nurse", "our cat is called | Miso"
 _ATTRIBUTE_END = frozenset({"is", "are", "in", "as", "called", "named"})
-_WORD_RE = re.compile(r"[\w']+")
 
 
 # "I moved to Lyon", "we've just relocated to Oslo", "I'm now living in Berlin": where one lives, said

@@ -270,7 +270,11 @@ def test_a_new_value_of_the_same_attribute_updates_the_fact(open_store, clock):
 
 
 def test_same_attribute_reads_the_opening_of_two_statements():
-    from memory_core.text import same_attribute
+    from memory_core.text import same_attribute, words
+
+    # its word pattern once replaced the module's own, and every keyword and search term took quotes
+    # and underscores with it ("'becoming", "nicole'")
+    assert words("'Becoming Nicole' by snake_case, I’m") == ["becoming", "nicole", "by", "snake", "case", "i'm"]
 
     assert same_attribute("I work as a nurse.", "I work as a teacher now.")
     assert same_attribute("My name is Ana", "My name is Anna")
