@@ -185,13 +185,10 @@ class ChatAgent:
             return None
         return {"kind": done.kind, "id": done.id, "text": done.text, "outcome": done.outcome, "version": done.version}
 
-    def _forget_if_asked(self, text: str) -> dict | None:
-        """A message that opens with "Forget that …" forgets the facts and pages that say it, before
-        retrieval (so this reply cannot recall it). The caller then keeps no page of this exchange:
-        the request repeats what is to be forgotten."""
-        what = forget_request(text)
-        if what is None:
-            return None
+    def _forget_asked(self, what: str) -> dict | None:
+        """A message that opened with "Forget that …" forgets the facts and pages that say `what`,
+        before retrieval (so this reply cannot recall it). The caller then keeps no page of this
+        exchange: the request repeats what is to be forgotten."""
         try:
             return forget_statement(self.store, what).to_stats()
         except Exception as exc:
@@ -205,8 +202,9 @@ class ChatAgent:
         cancel = cancel or CancelToken()
         read, write = self._memory_mode(conversation_id)
         remembered = self._remember_if_asked(query) if write and new_message else None
-        forgot = self._forget_if_asked(query) if read and new_message and remembered is None else None
-        if forget_request(query) is not None:
+        to_forget = forget_request(query)      # never also a request to remember (the two openings differ)
+        forgot = self._forget_asked(to_forget) if to_forget and read and new_message else None
+        if to_forget:
             write = False     # this exchange repeats what was to be forgotten (so does a regenerate of it)
         t0 = time.perf_counter()
         branch = self.store.list_messages_to(user_id)

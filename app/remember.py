@@ -21,15 +21,18 @@ from app.wording import count
 
 OWNERS = ("user", "assistant")
 
-# how a request to remember or to forget may open: a greeting, "please", "can you"
-_OPENING = (r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
-            r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?")
+def _request(verbs: str, joiners: str) -> re.Pattern:
+    """A message that opens by asking something of Mnemo: a greeting, "please" or "can you" may come
+    first (`ask`), then one of `verbs`, then one of `joiners` ("that", ":"), then what it asks about (`rest`)."""
+    return re.compile(r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
+                      r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+                      rf"(?:{verbs})\b\s*(?:{joiners})?\s*(?P<rest>.+)$", re.IGNORECASE | re.DOTALL)
+
+
 # "Remember that I'm vegetarian.", "Please don't forget: my locker code is 4312", "Can you keep in mind that
-# I have two kids?" — a message that opens by asking to be remembered (a greeting or "please" first is fine)
-_REQUEST = re.compile(
-    _OPENING + r"(?:remember|don'?t\s+forget|do\s+not\s+forget|keep\s+in\s+mind|make\s+a\s+note)\b"
-    r"\s*(?:,|:|-|that\b|this\s*:)?\s*(?P<fact>.+)$",
-    re.IGNORECASE | re.DOTALL)
+# I have two kids?" — a message that opens by asking to be remembered
+_REQUEST = _request(r"remember|don'?t\s+forget|do\s+not\s+forget|keep\s+in\s+mind|make\s+a\s+note",
+                    r",|:|-|that\b|this\s*:")
 # what follows "remember" that is not a fact: a question about the past ("remember when we…?"), a
 # reminder ("don't forget to call Sam": Mnemo does not schedule), or a pronoun alone ("remember me?")
 _NOT_A_FACT = re.compile(r"^(?:when|what|who|whom|where|why|how|if|whether|to|me|us|it|this|that|them|him|her)\b"
@@ -56,7 +59,7 @@ def remember_request(message: str) -> str | None:
     m = _REQUEST.match(message or "")
     if m is None:
         return None
-    sentence = _first_sentence(m.group("fact"))
+    sentence = _first_sentence(m.group("rest"))
     if sentence.endswith("?") and not m.group("ask"):
         return None      # "Remember that epic block in game 7?" recalls; "Can you remember that …?" asks
     fact = _bare(sentence)
@@ -110,10 +113,8 @@ def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:
 
 # "Forget that my locker code is 4312", "Please forget what I said about my sister", "Can you stop
 # remembering that I smoke?" — a message that opens by asking for something to be forgotten
-_FORGET = re.compile(
-    _OPENING + r"(?:forget|stop\s+remembering|don'?t\s+remember|do\s+not\s+remember)\b"
-    r"\s*(?:,|:|-|that\b|about\b|what\s+i\s+(?:said|told\s+you|wrote)\s+about\b)?\s*(?P<what>.+)$",
-    re.IGNORECASE | re.DOTALL)
+_FORGET = _request(r"forget|stop\s+remembering|don'?t\s+remember|do\s+not\s+remember",
+                   r",|:|-|that\b|about\b|what\s+i\s+(?:said|told\s+you|wrote)\s+about\b")
 # what follows "forget" that names nothing to look for: "forget it", "forget about it", "forget
 # everything" (wiping memory is the inspector's, behind a typed confirmation), "forget to …", "forget me"
 _NOTHING_NAMED = re.compile(r"^(?:it|this|that|them|him|her|me|us|everything|all|anything|to|about\s+it|"
@@ -127,7 +128,7 @@ def forget_request(message: str) -> str | None:
     m = _FORGET.match(message or "")
     if m is None:
         return None
-    what = _bare(_first_sentence(m.group("what")))
+    what = _bare(_first_sentence(m.group("rest")))
     if _NOTHING_NAMED.match(what) or len(what.split()) < 2 or len(what) > MAX_FACT_CHARS:
         return None
     return what
@@ -139,14 +140,6 @@ class Forgot:
     what: str
     facts: list[tuple[int, str]]
     pages: list[int]
-
-    def describe(self) -> str:
-        if not self.facts and not self.pages:
-            return f"Nothing in memory said “{self.what}”."
-        parts = [f"fact {i} ({text})" for i, text in self.facts]
-        if self.pages:
-            parts.append(f"{count(len(self.pages), 'page')} that said it")
-        return "Forgot " + (parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]) + "."
 
     def to_stats(self) -> dict:
         return {"what": self.what, "facts": [list(f) for f in self.facts], "pages": len(self.pages)}

@@ -483,17 +483,23 @@ class PagingMixin:
 
     def _derived_only_from(self, gone: set[int]) -> list[tuple[str, int]]:
         """The traits and knowledge items whose every source page is in `gone`."""
-        if not gone:
-            return []
-        ids = sorted(gone)
+        return [item for item, by_version in self._sources_touching(gone).items()
+                if set().union(*by_version.values()) <= gone]
+
+    def _sources_touching(self, pages: set[int]) -> dict[tuple[str, int], dict[int, set[int]]]:
+        """For every trait or knowledge item drawn from any of `pages`: its source pages by version
+        (all of them, not only those in `pages`), in one query."""
+        if not pages:
+            return {}
+        ids = sorted(pages)
         marks = ",".join("?" * len(ids))
-        out = []
-        for kind, iid in self._x(f"SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id IN ({marks}) "
-                                 "ORDER BY item_kind, item_id", ids).fetchall():
-            pages = {r[0] for r in self._x("SELECT page_id FROM derivation WHERE item_kind = ? AND item_id = ?",
-                                           (kind, iid)).fetchall()}
-            if pages <= gone:
-                out.append((kind, iid))
+        out: dict[tuple[str, int], dict[int, set[int]]] = {}
+        for kind, iid, version, page in self._x(
+                "SELECT d.item_kind, d.item_id, d.version, d.page_id FROM derivation d JOIN "
+                f"(SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id IN ({marks})) t "
+                "ON d.item_kind = t.item_kind AND d.item_id = t.item_id ORDER BY d.item_kind, d.item_id",
+                ids).fetchall():
+            out.setdefault((kind, iid), {}).setdefault(version, set()).add(page)
         return out
 
     def _forget_pages(self, ids: Sequence[int]) -> None:
@@ -525,13 +531,7 @@ class PagingMixin:
     def _forget_derived(self, gone: set[int]) -> None:
         ids = sorted(gone)
         marks = ",".join("?" * len(ids))
-        items = self._x(f"SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id IN ({marks})",
-                        ids).fetchall()
-        for kind, iid in items:
-            by_version: dict[int, set[int]] = {}
-            for v, pg in self._x("SELECT version, page_id FROM derivation WHERE item_kind = ? AND item_id = ?",
-                                 (kind, iid)).fetchall():
-                by_version.setdefault(v, set()).add(pg)
+        for (kind, iid), by_version in self._sources_touching(gone).items():
             all_pages = set().union(*by_version.values())
             if not (all_pages - gone):
                 self._delete_item(kind, iid)

@@ -16,7 +16,7 @@ class ElidedLabel(QLabel):
     def __init__(self, text: str = "", parent: QWidget | None = None):
         super().__init__(parent)
         self._full = ""
-        self.setTextFormat(Qt.TextFormat.PlainText)   # a title like "Use the <div> element" is text
+        plain.label(self)   # a title like "Use the <div> element" is text
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setText(text)
 

@@ -693,32 +693,31 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                               "you say in it from now on is remembered again, unless you make it incognito.",
                               "Forget")[0]
 
-    def delete_conversation(self, cid: int | None) -> None:
+    def _with_chat_memory(self, cid: int | None, then) -> None:
+        """`then(name, held)` on the UI thread, once the database thread has read what memory holds from
+        chat `cid` (app.chat_memory.chat_memory), for a question that names it."""
         if cid is None:
             return
         name = self.sidebar.title_of(cid) or self.current_title
+        self.backend.db(lambda s: chat_memory(s, cid), lambda held: then(name, held), self._db_error)
 
-        def ask(held) -> None:
+    def delete_conversation(self, cid: int | None) -> None:
+        def ask(name, held) -> None:
             yes, forget = self.ask_delete(name, held)
             if yes:
                 self._after_turn_in(cid, lambda: self._delete_now(cid, forget=forget))
 
-        self.backend.db(lambda s: chat_memory(s, cid), ask, self._db_error)
+        self._with_chat_memory(cid, ask)
 
     def forget_conversation_memory(self, cid: int | None) -> None:
         """Forget what memory learned from a chat (app.chat_memory); the chat and its messages stay."""
-        if cid is None:
-            return
-        name = self.sidebar.title_of(cid) or self.current_title
-
-        def ask(held) -> None:
+        def ask(name, held) -> None:
             if held.empty:
                 self.tell("Forget what Mnemo learned", f"Memory holds nothing from “{name}”.")
-                return
-            if self.ask_forget(name, held):
+            elif self.ask_forget(name, held):
                 self._after_turn_in(cid, lambda: self._forget_now(cid, name))
 
-        self.backend.db(lambda s: chat_memory(s, cid), ask, self._db_error)
+        self._with_chat_memory(cid, ask)
 
     def _after_turn_in(self, cid: int, action) -> None:
         """Run `action` now, or, while a reply streams in chat `cid`, stop it and run `action` once the

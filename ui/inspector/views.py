@@ -711,7 +711,7 @@ class PersonaView(QWidget):
         self.item = None            # ("trait" | "knowledge", record)
         self.loaded = False
         self._order = {"user": ("updated_at", True), "assistant": ("updated_at", True)}
-        self._select_next: tuple[str, str, int] | None = None   # (kind, owner, id) to select after a reload
+        self._select_next: tuple[str, int] | None = None   # (kind, id) to select after a reload
         lay = QVBoxLayout(self)
         self.archived = QCheckBox("Show archived items")
         self.archived.toggled.connect(lambda _: self.refresh())
@@ -842,12 +842,9 @@ class PersonaView(QWidget):
                 base = lab.text().split(" — ")[0]
                 lab.setText(f"{base} — {len(rows)} fact{'s' if len(rows) != 1 else ''}")
         if self._select_next is not None:
-            kind, owner, iid = self._select_next
+            kind, iid = self._select_next
             self._select_next = None
-            if kind == "trait":
-                self.tree.setCurrentIndex(self.traits.index_of_key(("trait", iid)))
-            else:
-                self.kviews[owner].select_key(iid)
+            self.select_item(kind, iid)
         elif self.item is not None:
             kind, rec = self.item
             self.load_item(kind, rec.id)
@@ -982,7 +979,6 @@ class PersonaView(QWidget):
 
     def add_item(self) -> None:
         """Persona ▸ Add…: remember a fact or a trait the user writes (`app.remember`), on the worker."""
-
         got = self.panel.ask_new_item(self.traits.dimensions())
         if got is None:
             return
@@ -992,9 +988,10 @@ class PersonaView(QWidget):
         else:
             def fn(s):
                 return remember_fact(s, got["text"], about=got["about"], pin=got["pin"])
+
         def said(done) -> str:
             # the reload that follows selects the item, so its details and versions show
-            self._select_next = (done.kind, got.get("about", "user"), done.id)
+            self._select_next = (done.kind, done.id)
             return done.describe()
 
         self.panel.act(fn, said)
