@@ -224,6 +224,10 @@ class RetrievalMixin:
             if info[pid][2] == "archive":
                 best *= p.archive_penalty
             final[pid] = best
+        # askings: a page of Mnemo's own chats that only asks a question holds the model's reply, not the user's word
+        askings = self._askings(final) if p.asked_weight != 1.0 and final else set()
+        for pid in askings:
+            final[pid] *= p.asked_weight
         # the best n pages, passing over earlier askings of this same question in Mnemo's own chats
         # (T.repeats_question): the reply there is what the model answered then. In an imported
         # dialogue (a conversation with a source) the reply is the record, e.g. the other person's answer.
@@ -267,6 +271,8 @@ class RetrievalMixin:
                 parts.append(f"{'follows' if via[pid] < pid else 'precedes'} page {via[pid]}")
             if page.tier == "archive":
                 parts.append("from the archive")
+            if pid in askings:
+                parts.append(f"a question asked in a chat (× {p.asked_weight:g})")
             hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid)))
             if page.segment_id is not None and page.segment_id not in visited:
                 visited.append(page.segment_id)
@@ -318,6 +324,15 @@ class RetrievalMixin:
                 idf += max(1e-6, math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5)))
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf
+
+    def _askings(self, ids) -> set[int]:
+        """Of these pages, those of Mnemo's own chats (not imported: there a question and its reply
+        are the record) whose user side only asks a short question (`T.only_asks`). A long message
+        is more than that, so its text is not read."""
+        rows = self._x("SELECT p.id, p.user_text FROM page p JOIN conversation c ON c.id = p.conversation_id "
+                       "WHERE c.source IS NULL AND length(p.user_text) <= 400 "
+                       "AND p.id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)).fetchall()
+        return {pid for pid, text in rows if T.only_asks(text)}
 
     def _page_info(self, ids, info: dict) -> None:
         ids = sorted(ids)

@@ -174,6 +174,19 @@ def is_question(text: str) -> bool:
     return bool(first) and (first[0] in _QUESTION_START or first[0].split("'")[0] in _QUESTION_START)
 
 
+def only_asks(text: str, max_words: int = 20) -> bool:
+    """True when `text` (what the user said on a page) is a short question and nothing more: at most
+    `max_words` words, and every sentence of three words or more a question ("Hi! What was the name
+    of my first dog?"). Such a page holds the user's question and the model's answer, not something
+    the user told: ranked as evidence for a later question on the topic, askings crowd out what was
+    said (see `MemoryParams.asked_weight`). A long question ("Should I take the job in Berlin, now
+    that Ana wants to stay in Lyon?") tells things too, and so does a statement beside a question."""
+    if len(words(text)) > max_words:
+        return False
+    said = [s for s in sentences(text) if len(words(s)) >= 3]
+    return bool(said) and all(is_question(s) for s in said)
+
+
 def repeats_question(query: str, earlier: str) -> bool:
     """True when `earlier` (what the user said on a page) is a question asking what `query` asks: the
     same content words (stemmed, Jaccard >= 0.8). That page is an earlier asking of the question, and its

@@ -61,6 +61,10 @@ class MemoryParams:
     neighbor_context: float = 0.1
     neighbor_max_gap_s: float = 6 * 3600.0
     archive_penalty: float = 0.85     # archive pages must beat hot ones by this factor ("when hot tiers miss")
+    # a page of Mnemo's own chats whose user side only asks a question (T.only_asks) holds a question
+    # and the model's reply, not something the user said: its score is multiplied by this, so earlier
+    # askings on a topic do not crowd out what the user told (imported dialogues are the record: exempt)
+    asked_weight: float = 0.5
     # pages scoring under this are not put in a reply's prompt: small talk ("Hi!", "Thanks") recalls
     # nothing instead of the least unrelated pages (LoCoMo dev: 0.1 % of the top-10 evidence pages
     # score under 0.4; on-topic pages score 1+)

@@ -27,8 +27,9 @@ def register(subparsers) -> None:
     lp.add_argument("--qa-modes", default="memory,no-memory,full-context",
                     help="QA prompts to run (default: memory,no-memory,full-context)")
     lp.add_argument("--qa-pages", type=int, default=10, help="retrieved pages offered to the model (default: 10)")
-    lp.add_argument("--asked-before", action="store_true",
-                    help="ask each question once before, in a chat of its own, with a non-answer reply; then measure")
+    lp.add_argument("--asked-before", nargs="?", const="same", choices=("same", "all"), default=None,
+                    help="ask each question once before, in a chat of its own, with a non-answer reply; then measure "
+                         "(all: every question of a sample asked before any is measured)")
     lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

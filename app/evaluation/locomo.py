@@ -160,7 +160,7 @@ class LocomoEval:
     def __init__(self, embedder, *, memory_params=None, retrievers: Sequence[str] = RETRIEVERS,
                  ks: Sequence[int] = KS, qa_model=None, qa_modes: Sequence[str] = QA_MODES,
                  qa_pages: int = 10, store_factory: Callable[[Path], Any] | None = None,
-                 progress: bool = True, log: Callable[[str], None] | None = None, asked_before: bool = False):
+                 progress: bool = True, log: Callable[[str], None] | None = None, asked_before: str | None = None):
         self.embedder = embedder
         self.memory_params = memory_params
         self.retrievers = [r for r in RETRIEVERS if r in retrievers]
@@ -171,7 +171,9 @@ class LocomoEval:
         self.store_factory = store_factory or self._open_store
         self.progress = progress
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
-        self.asked_before = asked_before
+        if asked_before not in (None, "same", "all"):
+            raise ValueError(f"asked_before must be 'same' or 'all', not {asked_before!r}")
+        self.asked_before = asked_before  # None, "same" (that question) or "all" (every question of a sample)
 
     # -- stores ------------------------------------------------------------------------------
     def _open_store(self, path: Path):
@@ -244,11 +246,15 @@ class LocomoEval:
             known = set(turn_ids)
             rows: list[dict] = []
             retrievals: list[Any] = []
+            # --asked-before all: every question of the sample was asked once already, each in a chat of its own
+            askings = ({self._ask_before(store, q.question)[1] for q in questions}
+                       if self.asked_before == "all" and store is not None else set())
             for qi, q in enumerate(questions):
                 ranked: dict[str, list[list[str]]] = {}
                 dense_rank = bm25_rank = None
                 spent: dict[str, float] = {}
-                asked = self._ask_before(store, q.question) if self.asked_before and store is not None else None
+                asked = (self._ask_before(store, q.question) if self.asked_before == "same" and store is not None
+                         else None)
                 for name in self.retrievers:
                     t0 = time.perf_counter()
                     if name == "mnemo":
@@ -291,6 +297,10 @@ class LocomoEval:
                     row["asked_before"] = {"page_id": pid, "recalled": recalled}
                     store.forget("page", pid)
                     store.delete_conversation(cid)
+                if askings:
+                    top = metrics.fill_turn_budget(ranked.get("mnemo", []), 10)
+                    row["asked_before"] = {"askings_in_top_10": len({t.split(":")[1] for t in top
+                                                                     if t.startswith("page:")} & {str(a) for a in askings})}
                 rows.append(row)
                 bar.update(1, note=f"{sample.sample_id} retrieval")
             if qa_answerer is not None:
@@ -356,8 +366,10 @@ class LocomoEval:
             "qa_model": getattr(self.qa_model, "model_id", None) if self.qa_model is not None else None,
             "qa_pages": self.qa_pages if self.qa_model is not None else None,
             "retrieval": retrieval,
-            "asked_before": ({"reply": ASKED_BEFORE_REPLY, "questions": len(rows),
-                              "recalled": sum(1 for r in rows if r.get("asked_before", {}).get("recalled"))}
+            "asked_before": ({"mode": self.asked_before, "reply": ASKED_BEFORE_REPLY, "questions": len(rows),
+                              "recalled": sum(1 for r in rows if r.get("asked_before", {}).get("recalled")),
+                              "askings_in_top_10": sum(r.get("asked_before", {}).get("askings_in_top_10", 0)
+                                                       for r in rows)}
                              if self.asked_before else None),
             "qa": qa_summary,
             "timings": {"total_s": round(total_s, 2), "ingest_s": timings["ingest_s"],
@@ -399,7 +411,10 @@ def format_tables(report: dict) -> str:
     lines = [f"LoCoMo retrieval recall_acc (%) — {report['questions']} questions, samples "
              f"{', '.join(report['samples'])}; budget k = retrieved dialog turns"]
     asked = report.get("asked_before")
-    if asked:
+    if asked and asked.get("mode") == "all":
+        lines.append(f"every question asked once before, each in a chat of its own, answered \"{asked['reply']}\"; "
+                     f"{asked['askings_in_top_10']} of those askings within the questions' 10-turn budgets")
+    elif asked:
         lines.append(f"each question asked once before in a chat of its own, answered \"{asked['reply']}\"; "
                      f"that earlier asking recalled for {asked['recalled']} of {asked['questions']} questions")
     head = f"{'retriever':<12} {'cats':<5} " + " ".join(f"{'R@' + str(k):>6}" for k in ks)

@@ -132,13 +132,31 @@ def test_asked_before_measures_recall_after_a_question_was_asked_once(toy_path, 
     and it is gone again before the next question."""
     samples, _ = load_samples(toy_path)
     plain = LocomoEval(embedder, retrievers=["mnemo"], ks=(2, 4), progress=False).run(samples)
-    asked = LocomoEval(embedder, retrievers=["mnemo"], ks=(2, 4), progress=False, asked_before=True).run(samples)
+    asked = LocomoEval(embedder, retrievers=["mnemo"], ks=(2, 4), progress=False, asked_before="same").run(samples)
     assert asked["asked_before"]["recalled"] == 0 and asked["asked_before"]["questions"] == 6
     assert all(r["asked_before"]["recalled"] is False for r in asked["per_question"])
     assert [r["recall"] for r in asked["per_question"]] == [r["recall"] for r in plain["per_question"]]
     assert main(["eval", "locomo", "--data", str(toy_path), "--retriever", "mnemo", "--ks", "2",
                  "--asked-before", "--no-progress"]) == 0
     assert "that earlier asking recalled for 0 of 6 questions" in capsys.readouterr().out
+
+
+def test_asked_before_all_asks_every_question_first(toy_path, embedder, mnemo_dirs, capsys):
+    """--asked-before all: every question of a sample is asked (and gets a non-answer) before any is
+    measured, so the other askings on the topic compete with the evidence; `asked_weight` keeps them
+    under what was said."""
+    from memory_core import MemoryParams
+
+    samples, _ = load_samples(toy_path)
+    runs = {w: LocomoEval(embedder, retrievers=["mnemo"], ks=(2, 10), progress=False, asked_before="all",
+                          memory_params=MemoryParams(asked_weight=w)).run(samples) for w in (1.0, 0.5)}
+    for report in runs.values():
+        assert report["asked_before"]["mode"] == "all" and report["asked_before"]["questions"] == 6
+        assert all("askings_in_top_10" in r["asked_before"] for r in report["per_question"])
+    assert runs[1.0]["asked_before"]["askings_in_top_10"] > runs[0.5]["asked_before"]["askings_in_top_10"]
+    assert main(["eval", "locomo", "--data", str(toy_path), "--retriever", "mnemo", "--ks", "2",
+                 "--asked-before", "all", "--no-progress"]) == 0
+    assert "every question asked once before, each in a chat of its own" in capsys.readouterr().out
 
 
 class StubModel:

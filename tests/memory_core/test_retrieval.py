@@ -221,7 +221,8 @@ def test_an_earlier_asking_of_the_same_question_is_not_recalled(open_store, cloc
     assert "Laura" in r.pages[0].page.user_text
     assert r.to_trace()["skipped"][0]["page_id"] == earlier
     # another question about the same person is not the same question: that page may be recalled
-    r = s.retrieve("Is my sister's name hard to spell?", other, RetrievalBudget(pages=3))
+    # (below what the user said: it only asks, see the next test)
+    r = s.retrieve("Is my sister's name hard to spell?", other, RetrievalBudget(pages=6))
     assert not r.skipped and earlier in [h.page.id for h in r.pages]
     # an imported dialogue: the answer there is what the other side said
     imported = s.create_conversation("Ana & Ben", source="locomo", external_id="x")
@@ -229,3 +230,44 @@ def test_an_earlier_asking_of_the_same_question_is_not_recalled(open_store, cloc
     answer = s.add_page(imported, "Ana: What is your dog's name?", "Ben: His name is Pepper.")
     r = s.retrieve("What is the name of Ben's dog?", other, RetrievalBudget(pages=3))
     assert answer in [h.page.id for h in r.pages] and not r.skipped
+
+
+ASKINGS = [("Where is my sister getting married?", "I'm not sure, I don't have that information."),
+           ("When is Laura's wedding?", "I don't know, you haven't told me."),
+           ("Who is my sister marrying?", "I'm sorry, I don't have that information.")]
+
+
+def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_store, clock, tmp_path):
+    """A page of Mnemo's own chats that only asks a short question holds the model's reply, not
+    something the user told. Several askings about the sister's wedding outranked the page where
+    the user said where it is; `asked_weight` scales them down, and the trace says why. A question
+    that tells something (a long one: "…now that my sister Laura is moving to Porto with…?") and
+    imported dialogues are exempt."""
+    ranks = {}
+    for weight in (1.0, 0.5):
+        s = open_store(tmp_path / f"weight-{weight}.db", stm_capacity=1, asked_weight=weight)
+        told = fill(s, s.create_conversation(), clock)[1]
+        asked = []
+        for q, a in ASKINGS:
+            clock.advance(60)
+            asked.append(s.add_page(s.create_conversation(), q, a))
+        r = s.retrieve("Where is my sister Laura's wedding going to be?", s.create_conversation(),
+                       RetrievalBudget(pages=4))
+        order = [h.page.id for h in r.pages]
+        ranks[weight] = order.index(told)
+        if weight == 0.5:
+            reasons = {h.page.id: h.reason for h in r.pages}
+            assert all("a question asked in a chat (× 0.5)" in reasons[a] for a in asked if a in reasons), reasons
+            assert "question asked" not in reasons[told]
+        s.close()
+    assert ranks[1.0] > 0 and ranks[0.5] == 0
+
+    s = open_store(stm_capacity=1)
+    telling = s.add_page(s.create_conversation(), "Should I visit her more often now that my sister Laura is moving to "
+                         "Porto with her husband and the kids in May?", "Yes.")
+    imported = s.create_conversation("Ana & Ben", source="locomo", external_id="x")
+    clock.advance(60)
+    record = s.add_page(imported, "Ana: Where is Laura moving to?", "Ben: To Porto, in May.")
+    r = s.retrieve("Where is Laura moving?", s.create_conversation(), RetrievalBudget(pages=3))
+    assert {telling, record} <= {h.page.id for h in r.pages}
+    assert not any("question asked" in h.reason for h in r.pages)

@@ -281,6 +281,19 @@ def test_a_damaged_file_raises_a_clear_error_and_is_left_as_it_was(open_store, t
     assert path.read_bytes() == before
 
 
+def test_only_asks_is_a_short_question_and_nothing_more():
+    from memory_core.text import only_asks
+
+    assert only_asks("What was the name of my first dog?")
+    assert only_asks("Hi! whats my sisters name")                       # a greeting beside it, no "?"
+    assert only_asks("Where did I park? Was it level 2?")
+    assert not only_asks("My sister's name is Ana.")
+    assert not only_asks("Ana's birthday is on May 3. What should I get her?")   # it tells something too
+    assert not only_asks("Should I take the job offer in Berlin at Siemens, given that my wife Ana would "
+                         "rather stay in Lyon near her parents?")          # long: it tells things
+    assert not only_asks("Hi!") and not only_asks("")
+
+
 def test_repeats_question_needs_a_question_with_the_same_content_words():
     from memory_core.text import repeats_question
 
