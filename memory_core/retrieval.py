@@ -224,10 +224,7 @@ class RetrievalMixin:
             if info[pid][2] == "archive":
                 best *= p.archive_penalty
             final[pid] = best
-        # askings: a page of Mnemo's own chats that only asks a question holds the model's reply, not the user's word
-        askings = self._askings(final) if p.asked_weight != 1.0 and final else set()
-        for pid in askings:
-            final[pid] *= p.asked_weight
+        askings = self._demote_askings(final, n) if p.asked_weight != 1.0 else set()
         # the best n pages, passing over earlier askings of this same question in Mnemo's own chats
         # (T.repeats_question): the reply there is what the model answered then. In an imported
         # dialogue (a conversation with a source) the reply is the record, e.g. the other person's answer.
@@ -324,6 +321,23 @@ class RetrievalMixin:
                 idf += max(1e-6, math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5)))
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf
+
+    def _demote_askings(self, final: dict[int, float], n: int) -> set[int]:
+        """Scale the askings among the best pages by `asked_weight`: a page of Mnemo's own chats that
+        only asks a short question holds the model's reply, not something the user said. Only pages
+        that could still be among the best n (with a margin) are read; a page a demotion lets rise into
+        them is read on the next pass. Returns the pages scaled."""
+        checked: set[int] = set()
+        scaled: set[int] = set()
+        while True:
+            top = sorted(final, key=lambda i: (-final[i], i))[: n + 10]
+            unread = [pid for pid in top if pid not in checked]
+            if not unread:
+                return scaled
+            checked.update(unread)
+            for pid in self._askings(unread):
+                final[pid] *= self.params.asked_weight
+                scaled.add(pid)
 
     def _askings(self, ids) -> set[int]:
         """Of these pages, those of Mnemo's own chats (not imported: there a question and its reply
