@@ -3,6 +3,7 @@ baselines) and, with --qa, answer quality of the configured chat model with memo
 memory and with the truncated full conversation. See docs/eval.md."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -76,9 +77,7 @@ def run_locomo(args, ctx) -> int:
         print("mnemo eval locomo: error: no samples to evaluate", file=sys.stderr)
         return 2
     if args.qa:
-        try:
-            import nltk  # noqa: F401  (Porter stemmer and BLEU; no data download needed)
-        except ImportError:
+        if importlib.util.find_spec("nltk") is None:  # Porter stemmer and BLEU; no data download needed
             print("mnemo eval locomo: error: --qa needs nltk (pip install 'mnemo[eval]')", file=sys.stderr)
             return 2
         # LoCoMo times are wall-clock times stored as UTC; the memory prompt formats dates in
