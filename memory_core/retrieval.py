@@ -224,7 +224,9 @@ class RetrievalMixin:
             if info[pid][2] == "archive":
                 best *= p.archive_penalty
             final[pid] = best
+        th = time.perf_counter()
         askings = self._demote_askings(final, n) if p.asked_weight != 1.0 else set()
+        timings["askings"] = (time.perf_counter() - th) * 1000
         # the best n pages, passing over earlier askings of this same question in Mnemo's own chats
         # (T.repeats_question): the reply there is what the model answered then. In an imported
         # dialogue (a conversation with a source) the reply is the record, e.g. the other person's answer.
