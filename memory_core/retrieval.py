@@ -225,7 +225,7 @@ class RetrievalMixin:
                 best *= p.archive_penalty
             final[pid] = best
         th = time.perf_counter()
-        askings = self._demote_askings(final, n) if p.asked_weight != 1.0 else set()
+        askings = self._demote_askings(query, final, n) if p.asked_weight != 1.0 else set()
         timings["askings"] = (time.perf_counter() - th) * 1000
         # the best n pages, passing over earlier askings of this same question in Mnemo's own chats
         # (T.repeats_question): the reply there is what the model answered then. In an imported
@@ -324,11 +324,12 @@ class RetrievalMixin:
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf
 
-    def _demote_askings(self, final: dict[int, float], n: int) -> set[int]:
+    def _demote_askings(self, query: str, final: dict[int, float], n: int) -> set[int]:
         """Scale the askings among the best pages by `asked_weight`: a page of Mnemo's own chats that
-        only asks a short question holds the model's reply, not something the user said. Only pages
-        that could still be among the best n (with a margin) are read; a page a demotion lets rise into
-        them is read on the next pass. Returns the pages scaled."""
+        only asks a short question holds the model's reply, not something the user said. An earlier
+        asking of `query` itself keeps its score: it is passed over and listed as skipped at its rank.
+        Only pages that could still be among the best n (with a margin) are read; a page a demotion
+        lets rise into them is read on the next pass. Returns the pages scaled."""
         checked: set[int] = set()
         scaled: set[int] = set()
         while True:
@@ -337,18 +338,18 @@ class RetrievalMixin:
             if not unread:
                 return scaled
             checked.update(unread)
-            for pid in self._askings(unread):
+            for pid in self._askings(unread, query):
                 final[pid] *= self.params.asked_weight
                 scaled.add(pid)
 
-    def _askings(self, ids) -> set[int]:
+    def _askings(self, ids, query: str) -> set[int]:
         """Of these pages, those of Mnemo's own chats (not imported: there a question and its reply
         are the record) whose user side only asks a short question (`T.only_asks`). A long message
         is more than that, so its text is not read."""
         rows = self._x("SELECT p.id, p.user_text FROM page p JOIN conversation c ON c.id = p.conversation_id "
                        "WHERE c.source IS NULL AND length(p.user_text) <= 400 "
                        "AND p.id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)).fetchall()
-        return {pid for pid, text in rows if T.only_asks(text)}
+        return {pid for pid, text in rows if T.only_asks(text) and not T.repeats_question(query, text)}
 
     def _page_info(self, ids, info: dict) -> None:
         ids = sorted(ids)
