@@ -344,10 +344,10 @@ class RetrievalMixin:
 
     def _askings(self, ids, query: str) -> set[int]:
         """Of these pages, those of Mnemo's own chats (not imported: there a question and its reply
-        are the record) whose user side only asks a short question (`T.only_asks`). A long message
-        is more than that, so its text is not read."""
+        are the record) whose user side only asks a short question (`T.only_asks`). A page the user
+        pinned keeps its score; a long message is more than a question, so its text is not read."""
         rows = self._x("SELECT p.id, p.user_text FROM page p JOIN conversation c ON c.id = p.conversation_id "
-                       "WHERE c.source IS NULL AND length(p.user_text) <= 400 "
+                       "WHERE c.source IS NULL AND p.pinned = 0 AND length(p.user_text) <= 400 "
                        "AND p.id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)).fetchall()
         return {pid for pid, text in rows if T.only_asks(text) and not T.repeats_question(query, text)}
 

@@ -261,6 +261,13 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
             assert "question asked" not in reasons[told]
         s.close()
     assert ranks[1.0] > 0 and ranks[0.5] == 0
+    # a page the user pinned keeps its score
+    s = open_store(tmp_path / "pinned.db", stm_capacity=1)
+    pinned = s.add_page(s.create_conversation(), "When is Laura's wedding?", "On 12 May, in Lisbon.")
+    s.pin("page", pinned)
+    r = s.retrieve("Is Laura's wedding in spring?", s.create_conversation(), RetrievalBudget(pages=2))
+    assert "question asked" not in next(h.reason for h in r.pages if h.page.id == pinned)
+    s.close()
 
     s = open_store(stm_capacity=1)
     telling = s.add_page(s.create_conversation(), "Should I visit her more often now that my sister Laura is moving to "
