@@ -19,6 +19,11 @@ seeds each, and prints JSON:
 
     python -m tests.bench.reply_quality [--seeds 3] [--first-seed 1000] [--max-tokens 256] [--temperature T] [--top-p P]
         [--min-p P] [--repeat-penalty R] [--no-guard] [--recall-min-score S] [--model FILE.gguf] [--recall-only] [--show]
+        [--asked-before] [--asked-weight W]
+
+`--asked-before` first asks 16 other questions on the same topics ("What breed was my first dog?"),
+each in a chat of its own, so their pages (the model's answers, right or wrong) compete with what was
+said; `--asked-weight` sets `MemoryParams.asked_weight` (1.0: those pages at full score).
 
 Sampling options default to the app's own defaults (`app.settings.ChatModelSettings`).
 """
@@ -79,6 +84,16 @@ RECALL = [
     ("Where did my grandmother grow up?", ("porto",)),
 ]
 MESSAGES = SMALL_TALK + RECALL
+# --asked-before: other questions on the same topics, asked first in chats of their own and answered by
+# the model (right, wrong or "I don't know"); none asks what a RECALL question asks (T.repeats_question)
+ASKED_BEFORE = [
+    "Is my sister's job stressful?", "When are we travelling to Japan?", "Who wrote the book I'm reading?",
+    "Did I enjoy my dinner on Friday?", "What breed was my first dog?", "What kind of music do I listen to?",
+    "Does Sam have any food allergies?", "Is my job interesting?", "When is Maya's birthday?",
+    "How long have I been playing the cello?", "What kind of pet is Biscuit?", "Do I put sugar in my coffee?",
+    "What was my marathon time?", "Who directed my favourite film?", "What colour bike do I want?",
+    "Where was my grandmother born?",
+]
 ENGLISH = set("the a an to you i is and of in it that your for my be are with can this do have on not what me so "
               "as we was it's i'm you're there here how if but or at by from about some like just".split())
 # function words of the languages the bundled model drifts into (none of them English words)
@@ -133,6 +148,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--model", default=None, help="a GGUF file (default: the bundled model)")
     parser.add_argument("--recall-only", action="store_true", help="only the questions about earlier talk")
     parser.add_argument("--show", action="store_true", help="print every reply")
+    parser.add_argument("--asked-before", action="store_true",
+                        help="first ask 16 other questions on the same topics, each in a chat of its own")
+    parser.add_argument("--asked-weight", type=float, default=None,
+                        help="MemoryParams.asked_weight (default: the app's; 1.0 = askings at full score)")
     args = parser.parse_args(argv)
 
     from app.agent import ChatAgent
@@ -150,11 +169,20 @@ def main(argv=None) -> dict:
         params = MemoryParams()
         if args.recall_min_score is not None:
             params.recall_min_score = args.recall_min_score
+        if args.asked_weight is not None:
+            params.asked_weight = args.asked_weight
         store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
                                  params=params)
         _history(store, MEMORY)
         agent = ChatAgent(store, model, reply_reserve=512, max_tokens=args.max_tokens,
                           repetition_guard=not args.no_guard)
+        if args.asked_before:
+            model.set_seed(args.first_seed - 1)
+            for text in ASKED_BEFORE:
+                reply = agent.send(agent.new_conversation(), text).text
+                if args.show:
+                    print(f"--- [asked before] {text}\n{reply}\n", flush=True)
+            store.run_pending(allow_llm=False)
         for seed in range(args.seeds):
             model.set_seed(args.first_seed + seed)
             for text, expect in (RECALL if args.recall_only else MESSAGES):
@@ -186,7 +214,8 @@ def main(argv=None) -> dict:
         "benchmark": "reply_quality", "model": model.model_id, "replies": len(rows), "max_tokens": args.max_tokens,
         "sampling": {"temperature": args.temperature, "top_p": args.top_p, "min_p": args.min_p,
                      "repeat_penalty": args.repeat_penalty, "repetition_guard": not args.no_guard},
-        "recall_min_score": params.recall_min_score,
+        "recall_min_score": params.recall_min_score, "asked_weight": params.asked_weight,
+        "asked_before": len(ASKED_BEFORE) if args.asked_before else 0,
         "runaway_rate": rate("runaway"), "loop_rate": rate("loop"), "stopped_repeating_rate": rate("guarded"),
         "non_english_rate": rate("non_english"), "invented_turn_rate": rate("invented_turn"),
         "markup_rate": rate("markup"),
