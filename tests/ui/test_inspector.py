@@ -464,6 +464,10 @@ def test_trace_shows_an_earlier_asking_of_the_question_as_left_out(qtbot, store,
     assert asked.id not in tv.listed_page_ids("in_prompt")
     (row,) = [r for r in tv.not_in_prompt.records() if r["page_id"] == asked.id]
     assert row["left_out"] == "the same question, asked before: its reply is not evidence" and row["rank"] == 0
+    # both tables of the retrieval draw score bars on one scale: the best score of either
+    col = tv.in_prompt.column_index("score")
+    best = max(r["score"] for m in (tv.in_prompt, tv.not_in_prompt) for r in m.records())
+    assert [v.itemDelegateForColumn(col).scale() for v in (tv.in_prompt_view, tv.not_in_prompt_view)] == [best, best]
     tv.query.setText(question)                  # the test-query box says the same
     tv.run_btn.click()
     settle(panel)

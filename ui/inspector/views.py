@@ -1057,9 +1057,12 @@ class TraceView(QWidget):
         self.in_prompt = ListModel(trace_page_columns(in_prompt=True), key=lambda r: r["page_id"])
         self.not_in_prompt = ListModel(trace_page_columns(in_prompt=False), key=lambda r: r["page_id"])
         self.stm = ListModel(trace_page_columns(in_prompt=False), key=lambda r: r["page_id"])
-        self.in_prompt_view, box1, self.in_prompt_label = self._table_box(self.in_prompt, "Pages in the prompt")
-        self.not_in_prompt_view, box2, self.not_in_prompt_label = self._table_box(self.not_in_prompt,
-                                                                                  "Recalled, not in the prompt")
+        # one retrieval's pages: both tables draw their score bars on the same scale (the best score)
+        recalled = (self.in_prompt, self.not_in_prompt)
+        self.in_prompt_view, box1, self.in_prompt_label = self._table_box(self.in_prompt, "Pages in the prompt",
+                                                                          recalled)
+        self.not_in_prompt_view, box2, self.not_in_prompt_label = self._table_box(
+            self.not_in_prompt, "Recalled, not in the prompt", recalled)
         self.stm_view, box3, self.stm_label = self._table_box(self.stm, "Short-term memory of the conversation")
         for b in (box1, box2, box3):
             pages.addWidget(b)
@@ -1081,7 +1084,10 @@ class TraceView(QWidget):
         lay.addWidget(split, 1)
         self.set_data(None)
 
-    def _table_box(self, model: ListModel, title: str):
+    def _table_box(self, model: ListModel, title: str, scale_models: tuple[ListModel, ...] = ()):
+        """A titled table; its score bars are scaled to the best score in `scale_models` (default:
+        its own rows), so tables of one retrieval compare: a weak page recalled but left out of
+        the prompt does not get a full bar because it is the best of its own table."""
         box = QWidget()
         bl = QVBoxLayout(box)
         bl.setContentsMargins(0, 0, 0, 0)
@@ -1089,9 +1095,9 @@ class TraceView(QWidget):
         bl.addWidget(lab)
         view = InspectorTable(model, multi=False, sortable=False)
         if "score" in [c.key for c in model.columns]:
-            view.setItemDelegateForColumn(model.column_index("score"),
-                                          BarDelegate(lambda m=model: max([r["score"] for r in m.records()] + [1e-6]),
-                                                      parent=view))
+            models = scale_models or (model,)
+            view.setItemDelegateForColumn(model.column_index("score"), BarDelegate(
+                lambda: max([r["score"] for m in models for r in m.records()] + [1e-6]), parent=view))
         view.current_key_changed.connect(lambda key, v=view: self._on_row(v))
         if "page_id" in [c.key for c in model.columns]:
             view.doubleClicked.connect(lambda idx, m=model: self.panel.show_page(m.record(idx.row())["page_id"]))
