@@ -579,3 +579,19 @@ def test_new_item_dialog_asks_for_what_each_kind_needs(qtbot):
     dlg.pin.setChecked(True)
     assert dlg.ok.isEnabled()
     assert dlg.item() == {"kind": "trait", "dimension": "favourite_food", "value": "ramen", "pin": True}
+
+
+def test_trace_items_show_score_and_prompt_use_without_scrolling(qtbot, store, panel_factory):
+    """In the docked inspector (about 520 px), the "Persona & knowledge" table showed only Kind and
+    Item: Score and "In prompt" sat after a 430-px Item column, off to the right."""
+    panel = panel_factory("trace")
+    panel.resize(520, 700)
+    tv = panel.trace
+    tv.tabs.setCurrentIndex(1)
+    tv.items.set_rows([{"kind": "user knowledge", "key": ("knowledge", 1), "text": "my sister Ana lives in Porto",
+                        "score": 0.69, "reason": "similar (cos 0.69)", "in_prompt": "yes"}])
+    settle(panel)
+    view = tv.items_view
+    for key in ("score", "in_prompt"):
+        col = tv.items.column_index(key)
+        assert view.columnViewportPosition(col) + view.columnWidth(col) <= view.viewport().width(), key

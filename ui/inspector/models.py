@@ -977,13 +977,16 @@ def trace_page_columns(*, in_prompt: bool) -> list[Column]:
 
 
 def trace_item_columns() -> list[Column]:
+    # score and "in prompt" before the item's text, as in the page tables: after a 430-px text column
+    # they sat outside the docked inspector's width and needed a horizontal scroll to be seen
     return [
         Column("kind", "Kind", lambda r: r["kind"], width=110),
-        Column("text", "Item", lambda r: fmt.one_line(r["text"], 200), width=430, tip=lambda r: _elide_tip(r["text"])),
-        Column("score", "Score", lambda r: f"{r['score']:.2f}", width=90, align=ALIGN_RIGHT, bar=lambda r: r["score"]),
-        Column("reason", "Why", lambda r: r["reason"], width=330, tip=lambda r: r["reason"]),
-        Column("in_prompt", "In prompt", lambda r: r["in_prompt"], width=80, align=ALIGN_CENTER,
+        Column("score", "Score", lambda r: f"{r['score']:.2f}", width=90, align=ALIGN_RIGHT, bar=lambda r: r["score"],
+               header_tip="a trait: its confidence; a fact: its cosine to the query"),
+        Column("in_prompt", "In prompt", lambda r: r["in_prompt"], width=72, align=ALIGN_CENTER,
                bold=lambda r: r["in_prompt"] == "yes"),
+        Column("text", "Item", lambda r: fmt.one_line(r["text"], 200), width=430, tip=lambda r: _elide_tip(r["text"])),
+        Column("reason", "Why", lambda r: r["reason"], width=330, tip=lambda r: r["reason"]),
     ]
 
 
