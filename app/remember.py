@@ -21,6 +21,7 @@ from app.wording import count
 
 OWNERS = ("user", "assistant")
 
+
 def _request(verbs: str, joiners: str) -> re.Pattern:
     """A message that opens by asking something of Mnemo: a greeting, "please" or "can you" may come
     first (`ask`), then one of `verbs`, then one of `joiners` ("that", ":"), then what it asks about (`rest`)."""

@@ -246,8 +246,9 @@ class LocomoEval:
             known = set(turn_ids)
             rows: list[dict] = []
             retrievals: list[Any] = []
-            # --asked-before all: every question of the sample was asked once already, each in a chat of its own
-            askings = ({self._ask_before(store, q.question)[1] for q in questions}
+            # --asked-before all: every question of the sample was asked once already, each in a chat of its
+            # own; their page ids as strings, as they appear in the ranked units ("page:ID:side")
+            askings = ({str(self._ask_before(store, q.question)[1]) for q in questions}
                        if self.asked_before == "all" and store is not None else set())
             for qi, q in enumerate(questions):
                 ranked: dict[str, list[list[str]]] = {}
@@ -300,7 +301,7 @@ class LocomoEval:
                 if askings:
                     top = metrics.fill_turn_budget(ranked.get("mnemo", []), 10)
                     row["asked_before"] = {"askings_in_top_10": len({t.split(":")[1] for t in top
-                                                                     if t.startswith("page:")} & {str(a) for a in askings})}
+                                                                     if t.startswith("page:")} & askings)}
                 rows.append(row)
                 bar.update(1, note=f"{sample.sample_id} retrieval")
             if qa_answerer is not None:
