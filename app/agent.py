@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from app.prompting import ComposedPrompt, MarkupFilter, compose_prompt
+from app.quoted_turns import QuotedTurnFilter, asks_for_dialogue
 from app.remember import forget_request, forget_statement, remember_fact, remember_request
 from app.repetition import RepetitionGuard
 from memory_core import RetrievalBudget, is_storage_full
@@ -250,16 +251,26 @@ class ChatAgent:
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
         guard = RepetitionGuard() if self.repetition_guard else None
         markup = MarkupFilter()
+        # the quoted pages' notation ("User: …", "[date] (page 6)") written back: app.quoted_turns
+        quoted = set(prompt.included.get("pages", []))
+        turns = QuotedTurnFilter(active=bool(quoted) and not asks_for_dialogue(query),
+                                 quoted=[(h.page.user_text, h.page.assistant_text)
+                                         for h in (retrieval.pages if retrieval is not None else []) if h.page.id in quoted])
         for attempt in (1, 2):
             try:
                 stream = self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
                 for chunk in stream:
-                    chunk = markup.feed(chunk)      # the prompt's <memory> tags, written back, are dropped
+                    chunk = turns.feed(markup.feed(chunk))  # the prompt's <memory> tags are dropped too
+                    if chunk:
+                        parts.append(chunk)
+                        if on_token is not None:
+                            on_token(chunk)
+                    if turns.ended:
+                        stream.close()   # the reply began writing a turn nobody said: it ends before it
+                        parts = ["".join(parts).rstrip()]
+                        break
                     if not chunk:
                         continue
-                    parts.append(chunk)
-                    if on_token is not None:
-                        on_token(chunk)
                     if guard is not None and guard.feed(chunk):
                         stream.close()   # ends the generation; the reply keeps what came before the loop
                         parts = [guard.kept()]
@@ -267,7 +278,7 @@ class ChatAgent:
                     if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
                         last_flush = self._flush_partial(assistant_id, parts)
                 else:
-                    held = markup.rest()        # a held "<" that began no tag after all
+                    held = turns.feed(markup.rest()) + turns.rest()   # held starts that were nothing after all
                     if held:
                         parts.append(held)
                         if on_token is not None:
@@ -295,7 +306,8 @@ class ChatAgent:
             "time_to_first_token_s": round(st.time_to_first_token_s, 4), "total_s": round(st.total_s, 4),
             "tokens_per_s": round(st.tokens_per_s, 2), "retrieve_ms": round(t_retrieve * 1000, 2),
             "compose_ms": round(t_compose * 1000, 2), "model": self.model.model_id,
-            "finish_reason": "repetition" if guard is not None and guard.looping else st.finish_reason,
+            "finish_reason": ("repetition" if guard is not None and guard.looping
+                              else "invented_turn" if turns.ended else st.finish_reason),
         }
         if remembered:
             stats["remembered"] = remembered
@@ -303,6 +315,8 @@ class ChatAgent:
             stats["forgot"] = forgot
         if markup.removed:
             stats["markup_removed"] = markup.removed
+        if turns.removed:
+            stats["quoting_removed"] = turns.removed
         meta = {"trace": trace, "stats": stats}
         if error:
             meta["error"] = error

@@ -380,6 +380,57 @@ def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, ch
     assert f.feed("x</memory>y") == "xy" and f.removed == 1
 
 
+class _WritesTheDialogueOn:
+    """The real model's stream, opened by a role label and followed by a turn nobody said, the label and
+    a page header split over chunks as a tokenizer may split them: what the bundled model does now and
+    then when pages are quoted to it (app.quoted_turns)."""
+
+    def __init__(self, model):
+        self._m = model
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+    def stream(self, messages, **kw):
+        yield from ["Us", "er: My grandmother grew up in Porto.\n[2023-11", "-15 08:49] (page 1)\n"]
+        yield from self._m.stream(messages, **kw)
+        yield from ["\nAssis", "tant: Porto is a lovely city.\nUser: Thanks!"]
+
+
+def test_a_reply_that_writes_the_quoted_dialogue_on_ends_before_the_turn_nobody_said(store, chat_model):
+    agent = ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12)
+    agent.send(agent.new_conversation(), "My grandmother grew up in Porto.")
+    store.run_pending(allow_llm=False)
+    agent = ChatAgent(store, _WritesTheDialogueOn(chat_model), reply_reserve=256, max_tokens=12)
+    streamed = []
+    result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?", on_token=streamed.append)
+    assert result.prompt.included["pages"]                  # a page was quoted: the filter is on
+    # the opening line recites the quoted page: shown as the page's words, attributed as it was said
+    assert result.text.startswith("You said: “My grandmother grew up in Porto.”\n")
+    assert "User:" not in result.text and "Assistant:" not in result.text and "(page 1)" not in result.text
+    assert result.status == "complete" and result.stats["finish_reason"] == "invented_turn"
+    assert result.stats["quoting_removed"] == 2            # the recitation and the header
+    assert "".join(streamed).rstrip() == result.text       # what was shown is what is kept
+    assert store.get_message(result.assistant_message_id).content == result.text
+    store.run_pending(allow_llm=False)
+    assert all("Assistant:" not in p.assistant_text for p in store.list_pages())   # nor does it reach memory
+
+
+@pytest.mark.parametrize("message", ["Where did my grandmother grow up?",                 # nothing quoted
+                                     "Write a dialogue about where my grandmother grew up."])  # labels asked for
+def test_labels_stay_where_no_page_was_quoted_or_a_dialogue_was_asked_for(store, chat_model, message):
+    if message.startswith("Write"):
+        ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
+            store.create_conversation(), "My grandmother grew up in Porto.")
+        store.run_pending(allow_llm=False)
+    agent = ChatAgent(store, _WritesTheDialogueOn(chat_model), reply_reserve=256, max_tokens=12)
+    result = agent.send(agent.new_conversation(), message)
+    assert bool(result.prompt.included["pages"]) is message.startswith("Write")
+    assert result.text.startswith("User: My grandmother grew up in Porto.\n[2023-11-15 08:49] (page 1)\n")
+    assert result.text.endswith("\nAssistant: Porto is a lovely city.\nUser: Thanks!")
+    assert result.stats["finish_reason"] != "invented_turn" and "quoting_removed" not in result.stats
+
+
 def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(agent, store):
     """ "Forget that …" in a chat: the matching fact and the pages holding every content word of it go
     before the reply is composed, and the request itself (which repeats it) is not kept as a page."""

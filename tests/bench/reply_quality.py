@@ -10,8 +10,11 @@ seeds each, and prints JSON:
 - `loop_rate`: replies in which a sentence or line occurs three times or more;
 - `stopped_repeating_rate`: replies the agent's repetition guard cut short;
 - `non_english_rate`: replies with more French/Spanish/German/Italian function words than English ones;
-- `invented_turn_rate`: replies that write the dialogue on ("User: …", "(user) …" lines);
+- `invented_turn_rate`: replies that write the dialogue on ("User: …", "(user) …" lines), as shown;
   `markup_rate`: replies that wrote the prompt's <memory> tags (the agent drops the tags);
+  `quoting_rate`: replies in which the model wrote the quoted pages' notation back (role labels, page
+  headers; `app.quoted_turns` takes them out), `turn_cut_rate`: those ended where they began a turn
+  nobody said;
 - `recall_hit_rate`: questions about earlier talk whose reply names the remembered detail, overall
   and for the odd and even questions apart (`recall_hit_rate_halves`: tune a prompt on one half,
   check it on the other); `recall_hits`: per question, over the seeds;
@@ -200,6 +203,8 @@ def main(argv=None) -> dict:
                     "non_english": not_english(reply),
                     "invented_turn": invents_turns(reply),
                     "markup": bool(result.stats.get("markup_removed")),
+                    "quoting": bool(result.stats.get("quoting_removed")) or result.stats.get("finish_reason") == "invented_turn",
+                    "turn_cut": result.stats.get("finish_reason") == "invented_turn",
                     "recall_hit": None if expect is None else any(w in reply.lower() for w in expect),
                 })
                 if args.show:
@@ -218,7 +223,7 @@ def main(argv=None) -> dict:
         "asked_before": len(ASKED_BEFORE) if args.asked_before else 0,
         "runaway_rate": rate("runaway"), "loop_rate": rate("loop"), "stopped_repeating_rate": rate("guarded"),
         "non_english_rate": rate("non_english"), "invented_turn_rate": rate("invented_turn"),
-        "markup_rate": rate("markup"),
+        "markup_rate": rate("markup"), "quoting_rate": rate("quoting"), "turn_cut_rate": rate("turn_cut"),
         "recall_hit_rate": round(sum(recall) / len(recall), 3) if recall else None,
         "recall_hit_rate_halves": [round(sum(h) / len(h), 3) if h else None for h in halves],
         "recall_hits": hits,

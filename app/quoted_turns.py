@@ -1,0 +1,207 @@
+"""Keep the prompt's quoting notation out of a streaming reply.
+
+Recalled pages are quoted to the model as "[2023-11-15 04:48] (page 6)" / "User: …" / "Assistant: …"
+under "Earlier conversations:" (app.prompting). The bundled 135M model copies that notation back: in
+`python -m tests.bench.reply_quality --recall-only --seeds 8 --first-seed 4000` 15 of 128 replies
+began "User: My first dog was a beagle called Pepper." or wrote the dialogue on ("Assistant: Beagles
+are so friendly." / "User: What is your job?"), and some quoted page headers. Every such reply was to
+a message for which pages had been quoted; none of the small talk did it.
+
+So, while pages are quoted, the reply is filtered line by line as it streams:
+
+- a line that opens with a role label and says what a quoted page says (it holds nearly all of a
+  page side's words, and most of its own words are the side's) is a recitation: it is shown as the page's own
+  words, attributed as the page attributes them: 'You said: “On Friday I made a mushroom risotto.”'
+  (or 'I replied: “…”'). The model sometimes answers "I can't remember" and then recites the page
+  that holds the answer; that recitation is worth keeping;
+- any other role label that opens the reply is dropped ("User: The 2018 Berlin marathon." → "The
+  2018 Berlin marathon."); the words after it are often the answer, so the line stays;
+- any other role label on a later line ends the reply: from there the model writes turns nobody
+  said. One exception: right after a line that ends with ":" ("Here's what you told me:") one
+  labelled line is the quote it announces, so it stays, without its label;
+- a line that is only a copied header ("[2023-11-15 04:48] (page 6)", "Earlier conversations:",
+  "Later conversations:", "Known facts:") is dropped.
+
+Only the start of a line is held back while it could still become a label or a header (a few
+characters; up to 40 for a line that opens with "[" or "("), and a labelled line until it ends (up
+to `HOLD_LABELLED` characters) so it can be compared with the pages. Lines inside a ``` code block
+pass. A message that asks for a dialogue or a script (`asks_for_dialogue`) gets no filter: there
+the labels are the content.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+LABELS = ("user:", "assistant:")
+HOLD_LABELLED = 240     # a labelled line longer than this is decided without the rest of it
+_LABEL = re.compile(r"(?:user|assistant)[ \t]*:[ \t]*", re.IGNORECASE)
+_HEADER_WORDS = ("earlier conversations:", "later conversations:", "previous conversations:",
+                 "recent conversations:", "known facts:")
+_DATE_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d)?)?\](?:[ \t]*\(page \d+\))?", re.IGNORECASE)
+_PAGE_HEADER = re.compile(r"\(page \d+\)", re.IGNORECASE)
+_HOLD_BRACKET = 40      # the longest start of a "[" or "(" line held back while it may be a header
+_DIALOGUE = re.compile(r"\b(?:dialog(?:ue)?s?|scripts?|screenplays?|transcripts?|role-?play|skits?)\b", re.IGNORECASE)
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+_SMALL = frozenset("a an the i you he she it we they me my your our to of in on at for and or but is "
+                   "was are were be been am do did so that this with as".split())
+RECITES_SIDE = 0.8      # a recitation holds this share of the page side's words (small words aside)
+RECITES_LINE = 0.6      # and this share of its own words are the side's
+
+
+def asks_for_dialogue(message: str) -> bool:
+    """The user asks for text in which role labels are the content ("Write a dialogue between …")."""
+    return bool(_DIALOGUE.search(message))
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _SMALL}
+
+
+def recited_side(line: str, quoted: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """The page side ("user" or "assistant", its text) that `line` recites, or None: the line holds
+    nearly all of the side's words (RECITES_SIDE) and most of its words are the side's (RECITES_LINE),
+    small words aside. "My first dog was a poodle called Rex" recites no "… a beagle called Pepper"."""
+    said = _words(line)
+    best, best_share = None, 0.0
+    for user_text, assistant_text in quoted:
+        for role, text in (("user", user_text), ("assistant", assistant_text)):
+            side = _words(text or "")
+            if not said or not side:
+                continue
+            common = len(said & side)
+            share = common / len(side)
+            if share >= RECITES_SIDE and common / len(said) >= RECITES_LINE and share > best_share:
+                best, best_share = (role, text.strip()), share
+    return best
+
+
+def _is_header(line: str) -> bool:
+    s = line.strip()
+    return bool(s) and (s.lower() in _HEADER_WORDS or bool(_DATE_HEADER.fullmatch(s))
+                        or bool(_PAGE_HEADER.fullmatch(s)))
+
+
+def _may_become_marker(start: str) -> bool:
+    """`start` (a line's beginning, without its leading blanks) could still grow into a label or header."""
+    low = start.lower()
+    if any(word.startswith(low.rstrip(" \t")) for word in LABELS) or \
+            any(word.startswith(low) for word in _HEADER_WORDS + ("```",)):
+        return True
+    if any(low.startswith(word) for word in _HEADER_WORDS):   # a header, unless more words follow
+        return len(low) <= max(map(len, _HEADER_WORDS)) + 2
+    return low.startswith(("[", "(")) and len(low) <= _HOLD_BRACKET
+
+
+class QuotedTurnFilter:
+    """Feed it the reply's chunks; it returns what can be shown now. `ended` turns true where the reply
+    starts writing a further turn: the caller stops the stream there (the words before it stay).
+    `quoted`: the (user side, assistant side) of each page quoted to the model."""
+
+    def __init__(self, active: bool = True, quoted: Sequence[tuple[str, str]] = ()):
+        self.active = active
+        self.quoted = list(quoted)
+        self.ended = False
+        self.labels_removed = 0
+        self.headers_removed = 0
+        self.recitations = 0
+        self._line = ""            # the held start of the current line
+        self._passing = False      # the current line is decided: the rest of it passes
+        self._dropping = False     # the rest of the current line goes (a recitation shown as the page's words)
+        self._in_code = False
+        self._said = False         # something other than blanks has been shown
+        self._shown: list[str] = []    # the current line as shown so far
+        self._last_line = ""       # the last non-blank line shown
+        self._quote_kept = False   # the one labelled line an introduction ending in ":" may announce
+
+    def feed(self, chunk: str) -> str:
+        if not self.active:
+            return chunk
+        out: list[str] = []
+        for ch in chunk:
+            if self.ended:
+                break
+            if self._passing:
+                out.append(self._note(ch))
+                self._passing = ch != "\n"
+                continue
+            if self._dropping:
+                if ch == "\n":
+                    self._dropping = False
+                    out.append(self._note(ch))
+                continue
+            self._line += ch
+            out.append(self._decide(at_end=ch == "\n"))
+        return "".join(out)
+
+    def rest(self) -> str:
+        """At the end of the stream: the held start of the last line, unless it was a marker."""
+        if not self.active or self.ended or not self._line:
+            return ""
+        return self._decide(at_end=True)
+
+    @property
+    def removed(self) -> int:
+        """Labels and headers taken out, recitations given their attribution."""
+        return self.labels_removed + self.headers_removed + self.recitations
+
+    def _decide(self, at_end: bool) -> str:
+        """Look at the held start of a line; return what to show of it (maybe nothing yet)."""
+        line = self._line
+        body = line.lstrip(" \t")
+        if self._in_code or body.startswith("```"):
+            if body.startswith("```"):
+                self._in_code = not self._in_code
+            elif not at_end and "```".startswith(body):
+                return ""               # it may close the block: wait
+            return self._show(line, at_end)
+        label = _LABEL.match(body)
+        if label:
+            if not at_end and len(body) < HOLD_LABELLED:
+                return ""               # the whole line, to compare it with the pages
+            return self._labelled(body[label.end():], at_end)
+        if at_end:
+            if _is_header(line):
+                self.headers_removed += 1
+                self._line = ""
+                return ""
+            return self._show(line, at_end)
+        if _may_become_marker(body):
+            return ""
+        return self._show(line, at_end)
+
+    def _labelled(self, text: str, at_end: bool) -> str:
+        """A line that opens with a role label, without the label (all of it, or its first
+        HOLD_LABELLED characters)."""
+        side = recited_side(text, self.quoted)
+        eol = "\n" if text.endswith("\n") else ""
+        if side is not None:
+            self.recitations += 1
+            self._line = ""
+            shown = self._show(f"{'You said' if side[0] == 'user' else 'I replied'}: “{side[1]}”{eol}", True)
+            self._dropping = not at_end     # the page's words replace the rest of the model's line
+            return shown
+        if self._said and (self._quote_kept or not self._last_line.endswith(":")):
+            self.ended = True           # the dialogue written on: nobody said what follows
+            self._line = ""
+            return ""
+        self._quote_kept = self._said
+        self.labels_removed += 1
+        return self._show(text, at_end)
+
+    def _show(self, text: str, at_end: bool) -> str:
+        self._line = ""
+        self._passing = not at_end
+        return "".join(self._note(ch) for ch in text)
+
+    def _note(self, ch: str) -> str:
+        """Track what is shown: whether anything was said, and the last line said."""
+        if ch == "\n":
+            text = "".join(self._shown).strip()
+            self._shown.clear()
+            if text:
+                self._last_line = text
+        else:
+            self._shown.append(ch)
+            self._said = self._said or not ch.isspace()
+        return ch
