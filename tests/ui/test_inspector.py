@@ -65,6 +65,19 @@ def test_overview_cards_reflow_so_their_figures_are_not_cut_off(qtbot, store, fi
 
 
 
+def test_the_events_say_what_happened_without_scrolling_in_a_docked_panel(qtbot, store, filled, panel_factory):
+    """Docked (about 520 px), the events table showed When, What and Item: its Summary ("page 2 entered
+    short-term memory") began at 410 px and was cut after a few words (seen on the virtual screen)."""
+    panel = panel_factory("overview")
+    panel.resize(520, 800)
+    panel.show()
+    qtbot.waitExposed(panel)
+    view = panel.overview.events_view
+    col = panel.overview.events.column_index("summary")
+    assert view.columnViewportPosition(col) + view.columnWidth(col) <= view.viewport().width()
+    assert view.columnWidth(col) >= 250
+
+
 def test_no_button_is_cut_off_in_a_docked_panel(qtbot, store, filled, panel_factory):
     from PySide6.QtWidgets import QPushButton
 
