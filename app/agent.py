@@ -299,6 +299,8 @@ class ChatAgent:
                 log.warning("generation failed: %s", exc)
             break
         text = "".join(parts)
+        if turns.removed:     # a recitation or a label line that closed the reply leaves its line break
+            text = text.rstrip()
         st = self.model.last_stats
         stats = {
             "prompt_tokens": exact, "cached_prompt_tokens": st.cached_prompt_tokens,

@@ -431,6 +431,26 @@ def test_labels_stay_where_no_page_was_quoted_or_a_dialogue_was_asked_for(store,
     assert result.stats["finish_reason"] != "invented_turn" and "quoting_removed" not in result.stats
 
 
+def test_a_reply_that_only_recites_a_page_keeps_no_trailing_line_break(store, chat_model):
+    class Recites:
+        def __init__(self, model):
+            self._m = model
+
+        def __getattr__(self, name):
+            return getattr(self._m, name)
+
+        def stream(self, messages, **kw):
+            yield from ["User: My grandmother grew up in Porto.", "\n"]
+
+    ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
+        store.create_conversation(), "My grandmother grew up in Porto.")
+    store.run_pending(allow_llm=False)
+    agent = ChatAgent(store, Recites(chat_model), reply_reserve=256, max_tokens=12)
+    result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?")
+    assert result.text == "You said: “My grandmother grew up in Porto.”"
+    assert result.stats["finish_reason"] != "invented_turn" and result.stats["quoting_removed"] == 1
+
+
 def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(agent, store):
     """ "Forget that …" in a chat: the matching fact and the pages holding every content word of it go
     before the reply is composed, and the request itself (which repeats it) is not kept as a page."""
