@@ -162,9 +162,10 @@ class _ColumnsMixin:
             if role == Qt.ItemDataRole.ToolTipRole:
                 tip = col.header_tip or col.title
                 return tip + ("" if col.sort else " (not sortable)")
-            if role == Qt.ItemDataRole.TextAlignmentRole:
-                # as the cells: a title centred over a 500-px column sat at the far edge of a docked panel
-                return col.align
+            if role == Qt.ItemDataRole.TextAlignmentRole and col.align == ALIGN_LEFT:
+                # as the cells: a title centred over a 500-px column sat at the far edge of a docked panel.
+                # Number columns keep centred titles: right-aligned, the sort arrow covered their last letter
+                return ALIGN_LEFT
         if orientation == Qt.Orientation.Vertical and role == Qt.ItemDataRole.DisplayRole and section >= 0:
             return str(section + 1)
         return None
