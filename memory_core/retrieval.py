@@ -225,7 +225,7 @@ class RetrievalMixin:
                 best *= p.archive_penalty
             final[pid] = best
         th = time.perf_counter()
-        askings = self._demote_askings(query, final, n) if p.asked_weight != 1.0 else set()
+        askings = self._demote_askings(query, final, n, kw_of) if p.asked_weight != 1.0 else set()
         timings["askings"] = (time.perf_counter() - th) * 1000
         # the best n pages, passing over earlier askings of this same question in Mnemo's own chats
         # (T.repeats_question): the reply there is what the model answered then. In an imported
@@ -324,10 +324,12 @@ class RetrievalMixin:
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf
 
-    def _demote_askings(self, query: str, final: dict[int, float], n: int) -> set[int]:
+    def _demote_askings(self, query: str, final: dict[int, float], n: int, kw_of: dict[int, float]) -> set[int]:
         """Scale the askings among the best pages by `asked_weight`: a page of Mnemo's own chats that
-        only asks a short question holds the model's reply, not something the user said. An earlier
-        asking of `query` itself keeps its score: it is passed over and listed as skipped at its rank.
+        only asks a short question holds the model's reply, not something the user said. Its keyword
+        match goes first: a question on the topic holds the new question's words because it asks the
+        same thing, which says nothing of an answer. An earlier asking of `query` itself keeps its
+        score: it is passed over and listed as skipped at its rank.
         Only pages that could still be among the best n (with a margin) are read; a page a demotion
         lets rise into them is read on the next pass. Returns the pages scaled."""
         checked: set[int] = set()
@@ -339,7 +341,8 @@ class RetrievalMixin:
                 return scaled
             checked.update(unread)
             for pid in self._askings(unread, query):
-                final[pid] *= self.params.asked_weight
+                echo = self.params.w_keyword * kw_of.get(pid, 0.0)
+                final[pid] = max(0.0, final[pid] - echo) * self.params.asked_weight
                 scaled.add(pid)
 
     def _askings(self, ids, query: str) -> set[int]:

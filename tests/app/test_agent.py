@@ -343,24 +343,34 @@ def test_a_chat_is_titled_by_its_first_message_cut_between_words():
     assert title_from("   ") == "New chat"
 
 
+class _Framed:
+    """The real chat model, its reply stream framed by fixed chunks (`before`, `after`) as a model may
+    write them, or made of them alone (`alone`): the agent's handling of what a model writes is under
+    test, and the bundled model writes such things only now and then."""
+
+    def __init__(self, model, *, before=(), after=(), alone: bool = False):
+        self._m = model
+        self._before, self._after, self._alone = list(before), list(after), alone
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+    def stream(self, messages, **kw):
+        yield from self._before
+        if not self._alone:
+            yield from self._m.stream(messages, **kw)
+        yield from self._after
+
+
 def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, chat_model):
     """The bundled model sometimes writes "<memory>" into a reply, as a header before its answer or
     before invented page quotes. The stream is the real model's, with such an ending added to it, the
     tag split over two chunks as a tokenizer may split it: the tag goes (never shown, not stored, not
     remembered), the words around it stay."""
 
-    class Echoing:
-        def __init__(self, model):
-            self._m = model
-
-        def __getattr__(self, name):
-            return getattr(self._m, name)
-
-        def stream(self, messages, **kw):
-            yield from self._m.stream(messages, **kw)
-            yield from ["\nHere's the answer: <mem", "ory>", "\nMy grandmother grew up in Porto.</memory> a < b"]
-
-    agent = ChatAgent(store, Echoing(chat_model), reply_reserve=256, max_tokens=12)
+    echoing = _Framed(chat_model, after=["\nHere's the answer: <mem", "ory>",
+                                         "\nMy grandmother grew up in Porto.</memory> a < b"])
+    agent = ChatAgent(store, echoing, reply_reserve=256, max_tokens=12)
     streamed = []
     result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?", on_token=streamed.append)
     assert result.status == "complete" and result.stats["markup_removed"] == 2
@@ -380,28 +390,19 @@ def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, ch
     assert f.feed("x</memory>y") == "xy" and f.removed == 1
 
 
-class _WritesTheDialogueOn:
+def _writes_the_dialogue_on(model):
     """The real model's stream, opened by a role label and followed by a turn nobody said, the label and
     a page header split over chunks as a tokenizer may split them: what the bundled model does now and
     then when pages are quoted to it (app.quoted_turns)."""
-
-    def __init__(self, model):
-        self._m = model
-
-    def __getattr__(self, name):
-        return getattr(self._m, name)
-
-    def stream(self, messages, **kw):
-        yield from ["Us", "er: My grandmother grew up in Porto.\n[2023-11", "-15 08:49] (page 1)\n"]
-        yield from self._m.stream(messages, **kw)
-        yield from ["\nAssis", "tant: Porto is a lovely city.\nUser: Thanks!"]
+    return _Framed(model, before=["Us", "er: My grandmother grew up in Porto.\n[2023-11", "-15 08:49] (page 1)\n"],
+                   after=["\nAssis", "tant: Porto is a lovely city.\nUser: Thanks!"])
 
 
 def test_a_reply_that_writes_the_quoted_dialogue_on_ends_before_the_turn_nobody_said(store, chat_model):
     agent = ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12)
     agent.send(agent.new_conversation(), "My grandmother grew up in Porto.")
     store.run_pending(allow_llm=False)
-    agent = ChatAgent(store, _WritesTheDialogueOn(chat_model), reply_reserve=256, max_tokens=12)
+    agent = ChatAgent(store, _writes_the_dialogue_on(chat_model), reply_reserve=256, max_tokens=12)
     streamed = []
     result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?", on_token=streamed.append)
     assert result.prompt.included["pages"]                  # a page was quoted: the filter is on
@@ -423,7 +424,7 @@ def test_labels_stay_where_no_page_was_quoted_or_a_dialogue_was_asked_for(store,
         ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
             store.create_conversation(), "My grandmother grew up in Porto.")
         store.run_pending(allow_llm=False)
-    agent = ChatAgent(store, _WritesTheDialogueOn(chat_model), reply_reserve=256, max_tokens=12)
+    agent = ChatAgent(store, _writes_the_dialogue_on(chat_model), reply_reserve=256, max_tokens=12)
     result = agent.send(agent.new_conversation(), message)
     assert bool(result.prompt.included["pages"]) is message.startswith("Write")
     assert result.text.startswith("User: My grandmother grew up in Porto.\n[2023-11-15 08:49] (page 1)\n")
@@ -432,20 +433,11 @@ def test_labels_stay_where_no_page_was_quoted_or_a_dialogue_was_asked_for(store,
 
 
 def test_a_reply_that_only_recites_a_page_keeps_no_trailing_line_break(store, chat_model):
-    class Recites:
-        def __init__(self, model):
-            self._m = model
-
-        def __getattr__(self, name):
-            return getattr(self._m, name)
-
-        def stream(self, messages, **kw):
-            yield from ["User: My grandmother grew up in Porto.", "\n"]
-
     ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
         store.create_conversation(), "My grandmother grew up in Porto.")
     store.run_pending(allow_llm=False)
-    agent = ChatAgent(store, Recites(chat_model), reply_reserve=256, max_tokens=12)
+    agent = ChatAgent(store, _Framed(chat_model, before=["User: My grandmother grew up in Porto.", "\n"], alone=True),
+                      reply_reserve=256, max_tokens=12)
     result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?")
     assert result.text == "You said: “My grandmother grew up in Porto.”"
     assert result.stats["finish_reason"] != "invented_turn" and result.stats["quoting_removed"] == 1

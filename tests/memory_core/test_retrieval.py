@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from memory_core import RetrievalBudget
+from memory_core import MemoryParams, RetrievalBudget
 
 from .conftest import T0
 
@@ -222,7 +222,7 @@ def test_an_earlier_asking_of_the_same_question_is_not_recalled(open_store, cloc
     assert r.to_trace()["skipped"][0]["page_id"] == earlier
     # another question about the same person is not the same question: that page may be recalled
     # (below what the user said: it only asks, see the next test)
-    r = s.retrieve("Is my sister's name hard to spell?", other, RetrievalBudget(pages=6))
+    r = s.retrieve("Is my sister's name hard to spell?", other, RetrievalBudget(pages=12))
     assert not r.skipped and earlier in [h.page.id for h in r.pages]
     # an imported dialogue: the answer there is what the other side said
     imported = s.create_conversation("Ana & Ben", source="locomo", external_id="x")
@@ -243,7 +243,7 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
     the user said where it is; `asked_weight` scales them down, and the trace says why. A question
     that tells something (a long one: "…now that my sister Laura is moving to Porto with…?") and
     imported dialogues are exempt."""
-    ranks = {}
+    ranks, scores, matched = {}, {}, set()
     for weight in (1.0, 0.5):
         s = open_store(tmp_path / f"weight-{weight}.db", stm_capacity=1, asked_weight=weight)
         told = fill(s, s.create_conversation(), clock)[1]
@@ -255,12 +255,20 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
                        RetrievalBudget(pages=4))
         order = [h.page.id for h in r.pages]
         ranks[weight] = order.index(told)
+        scores[weight] = {h.page.id: h.score for h in r.pages + r.skipped}
+        matched |= {h.page.id for h in r.pages if h.page.id in asked and "keyword match" in h.reason}
         if weight == 0.5:
             reasons = {h.page.id: h.reason for h in r.pages}
             assert all("a question asked in a chat (× 0.5)" in reasons[a] for a in asked if a in reasons), reasons
             assert "question asked" not in reasons[told]
         s.close()
     assert ranks[1.0] > 0 and ranks[0.5] == 0
+    # an asking's keyword match is the new question's words echoed: it goes before the scaling
+    w_kw = MemoryParams().w_keyword
+    both = [a for a in matched if a in scores[0.5]]
+    assert both, (matched, scores)
+    for a in both:
+        assert 0.5 * (scores[1.0][a] - w_kw) - 1e-6 <= scores[0.5][a] < 0.5 * scores[1.0][a] - 0.01, a
     # a page the user pinned keeps its score
     s = open_store(tmp_path / "pinned.db", stm_capacity=1)
     pinned = s.add_page(s.create_conversation(), "When is Laura's wedding?", "On 12 May, in Lisbon.")
