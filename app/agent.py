@@ -253,7 +253,7 @@ class ChatAgent:
         markup = MarkupFilter()
         # the quoted pages' notation ("User: …", "[date] (page 6)") written back: app.quoted_turns
         quoted = set(prompt.included.get("pages", []))
-        turns = QuotedTurnFilter(active=bool(quoted) and not asks_for_dialogue(query),
+        turns = QuotedTurnFilter(active=bool(quoted or prompt.included.get("knowledge")) and not asks_for_dialogue(query),
                                  quoted=[(h.page.user_text, h.page.assistant_text)
                                          for h in (retrieval.pages if retrieval is not None else []) if h.page.id in quoted])
         for attempt in (1, 2):

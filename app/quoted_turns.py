@@ -1,13 +1,13 @@
 """Keep the prompt's quoting notation out of a streaming reply.
 
 Recalled pages are quoted to the model as "[2023-11-15 04:48] (page 6)" / "User: …" / "Assistant: …"
-under "Earlier conversations:" (app.prompting). The bundled 135M model copies that notation back: in
+under "Earlier conversations:", known facts as "- (user) …" under "Known facts:" (app.prompting). The bundled 135M model copies that notation back: in
 `python -m tests.bench.reply_quality --recall-only --seeds 8 --first-seed 4000` 15 of 128 replies
 began "User: My first dog was a beagle called Pepper." or wrote the dialogue on ("Assistant: Beagles
 are so friendly." / "User: What is your job?"), and some quoted page headers. Every such reply was to
 a message for which pages had been quoted; none of the small talk did it.
 
-So, while pages are quoted, the reply is filtered line by line as it streams:
+So, while pages or facts are quoted, the reply is filtered line by line as it streams:
 
 - a line that opens with a role label and says what a quoted page says (it holds nearly all of a
   page side's words, and most of its own words are the side's) is a recitation: it is shown as the page's own
@@ -35,7 +35,8 @@ from typing import Sequence
 
 LABELS = ("user:", "assistant:")
 HOLD_LABELLED = 240     # a labelled line longer than this is decided without the rest of it
-_LABEL = re.compile(r"(?:user|assistant)[ \t]*:[ \t]*", re.IGNORECASE)
+# "User: …" as pages are quoted, "(user) …" as known facts are ("- (user) The user's sister is a nurse")
+_LABEL = re.compile(r"(?:(?:user|assistant)[ \t]*:|\((?:user|assistant)\))[ \t]*", re.IGNORECASE)
 _HEADER_WORDS = ("earlier conversations:", "later conversations:", "previous conversations:",
                  "recent conversations:", "known facts:")
 _DATE_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d)?)?\](?:[ \t]*\(page \d+\))?", re.IGNORECASE)

@@ -432,6 +432,16 @@ def test_labels_stay_where_no_page_was_quoted_or_a_dialogue_was_asked_for(store,
     assert result.stats["finish_reason"] != "invented_turn" and "quoting_removed" not in result.stats
 
 
+def test_a_reply_that_copies_the_notation_of_quoted_facts_is_filtered_too(store, chat_model):
+    """Known facts are quoted as "- (user) …"; the bundled model writes "(user) …" back as well."""
+    store.add_knowledge("user", "My locker code is 4312")
+    agent = ChatAgent(store, _Framed(chat_model, before=["(us", "er) My locker code is 4312.\n(assistant) Anything else?"],
+                                     alone=True), reply_reserve=256, max_tokens=12)
+    result = agent.send(agent.new_conversation(), "What is my locker code?")
+    assert result.prompt.included["knowledge"] and not result.prompt.included["pages"]
+    assert result.text == "My locker code is 4312." and result.stats["finish_reason"] == "invented_turn"
+
+
 def test_a_reply_that_only_recites_a_page_keeps_no_trailing_line_break(store, chat_model):
     ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
         store.create_conversation(), "My grandmother grew up in Porto.")

@@ -27,6 +27,8 @@ CASES = [
     ("User: My first dog was a beagle called Pepper.\nAssistant: Beagles are so friendly.",
      "My first dog was a beagle called Pepper.\n", True),
     ("Assistant: Porto.", "Porto.", False),
+    ("(user) Leeds, as a nurse.\n(assistant) Demanding work.", "Leeds, as a nurse.\n", True),   # as facts are quoted
+    ("(laughs) A user manual.", "(laughs) A user manual.", False),
     ("  user :   Kyoto and Osaka.", "Kyoto and Osaka.", False),
     # after content, a label ends the reply: nobody said what follows
     ("Sister: She works as a nurse in Leeds.\nUser: What is your job?\nAssistant: I'm a nurse.",
@@ -71,6 +73,7 @@ RECITALS = [
     ("User: I'm making a mushroom risotto.\nAssistant: Sounds delicious.", "I'm making a mushroom risotto.\n"
      "I replied: “Sounds delicious.”", False),
     ("Maybe.\nUser: My first dog was a poodle called Rex.", "Maybe.\n", True),
+    ("(user) My first dog was a beagle called Pepper.", "You said: “My first dog was a beagle called Pepper.”", False),
 ]
 
 
