@@ -1,7 +1,8 @@
 """Keep the prompt's quoting notation out of a streaming reply.
 
 Recalled pages are quoted to the model as "[2023-11-15 04:48] (page 6)" / "User: …" / "Assistant: …"
-under "Earlier conversations:", known facts as "- (user) …" under "Known facts:" (app.prompting). The bundled 135M model copies that notation back: in
+under "Earlier conversations:", known facts as "- (user) …" under "Known facts:" (app.prompting).
+The bundled 135M model copies that notation back: in
 `python -m tests.bench.reply_quality --recall-only --seeds 8 --first-seed 4000` 15 of 128 replies
 began "User: My first dog was a beagle called Pepper." or wrote the dialogue on ("Assistant: Beagles
 are so friendly." / "User: What is your job?"), and some quoted page headers. Every such reply was to
@@ -10,10 +11,10 @@ a message for which pages had been quoted; none of the small talk did it.
 So, while pages or facts are quoted, the reply is filtered line by line as it streams:
 
 - a line that opens with a role label and says what a quoted page says (it holds nearly all of a
-  page side's words, and most of its own words are the side's) is a recitation: it is shown as the page's own
-  words, attributed as the page attributes them: 'You said: “On Friday I made a mushroom risotto.”'
-  (or 'I replied: “…”'). The model sometimes answers "I can't remember" and then recites the page
-  that holds the answer; that recitation is worth keeping;
+  page side's words, and most of its own words are the side's) is a recitation: it is shown as the
+  page's own words, attributed as the page attributes them: 'You said: “On Friday I made a mushroom
+  risotto.”' (or 'I replied: “…”'). The model sometimes answers "I can't remember" and then recites
+  the page that holds the answer; that recitation is worth keeping;
 - any other role label that opens the reply is dropped ("User: The 2018 Berlin marathon." → "The
   2018 Berlin marathon."); the words after it are often the answer, so the line stays;
 - any other role label on a later line ends the reply: from there the model writes turns nobody

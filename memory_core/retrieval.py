@@ -271,7 +271,7 @@ class RetrievalMixin:
             if page.tier == "archive":
                 parts.append("from the archive")
             if pid in askings:
-                parts.append(f"a question asked in a chat (× {p.asked_weight:g})")
+                parts.append(f"a question asked in a chat (its keyword match not counted, × {p.asked_weight:g})")
             hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid)))
             if page.segment_id is not None and page.segment_id not in visited:
                 visited.append(page.segment_id)
