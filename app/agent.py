@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from app.prompting import ComposedPrompt, MarkupFilter, compose_prompt
-from app.quoted_turns import QuotedTurnFilter, asks_for_dialogue
+from app.quoted_turns import QuotedPage, QuotedTurnFilter, asks_for_dialogue
 from app.remember import forget_request, forget_statement, remember_fact, remember_request
 from app.repetition import RepetitionGuard
 from memory_core import RetrievalBudget, is_storage_full
@@ -252,10 +252,8 @@ class ChatAgent:
         guard = RepetitionGuard() if self.repetition_guard else None
         markup = MarkupFilter()
         # the quoted pages' notation ("User: …", "[date] (page 6)") written back: app.quoted_turns
-        quoted = set(prompt.included.get("pages", []))
-        turns = QuotedTurnFilter(active=bool(quoted or prompt.included.get("knowledge")) and not asks_for_dialogue(query),
-                                 quoted=[(h.page.user_text, h.page.assistant_text)
-                                         for h in (retrieval.pages if retrieval is not None else []) if h.page.id in quoted])
+        turns = QuotedTurnFilter(active=bool(prompt.included.get("pages") or prompt.included.get("knowledge"))
+                                 and not asks_for_dialogue(query), quoted=self._quoted_pages(prompt, retrieval))
         for attempt in (1, 2):
             try:
                 stream = self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
@@ -341,6 +339,20 @@ class ChatAgent:
                 log.warning("the reply was saved but its memory update could not be queued: %s", exc)
                 error = MEMORY_NOT_QUEUED
         return TurnResult(conversation_id, user_id, assistant_id, text, status, prompt, trace, error, stats)
+
+    def _quoted_pages(self, prompt: ComposedPrompt, retrieval) -> list[QuotedPage]:
+        """The pages the prompt quotes, with their conversations' sources (who said what: a recited
+        ChatGPT answer is ChatGPT's, not Mnemo's)."""
+        ids = set(prompt.included.get("pages", []))
+        hits = [h for h in (retrieval.pages if retrieval is not None else []) if h.page.id in ids]
+        sources: dict[int, str | None] = {}
+        for h in hits:
+            cid = h.page.conversation_id
+            if cid is not None and cid not in sources:
+                conv = self.store.get_conversation(cid)
+                sources[cid] = conv.source if conv is not None else None
+        return [QuotedPage(h.page.user_text or "", h.page.assistant_text or "", sources.get(h.page.conversation_id))
+                for h in hits]
 
     def _flush_partial(self, assistant_id: int, parts: list[str]) -> float:
         """Save the reply so far (a crash loses at most PARTIAL_FLUSH_S of it). On a full disk the

@@ -12,9 +12,10 @@ So, while pages or facts are quoted, the reply is filtered line by line as it st
 
 - a line that opens with a role label and says what a quoted page says (it holds nearly all of a
   page side's words, and most of its own words are the side's) is a recitation: it is shown as the
-  page's own words, attributed as the page attributes them: 'You said: “On Friday I made a mushroom
-  risotto.”' (or 'I replied: “…”'). The model sometimes answers "I can't remember" and then recites
-  the page that holds the answer; that recitation is worth keeping;
+  page's own words, with who said them: 'You said: “On Friday I made a mushroom risotto.”', 'I
+  replied: “…”' ("ChatGPT replied", "Claude replied" for an imported chat; "In an imported
+  conversation" for a transcript between other people). The model sometimes answers "I can't
+  remember" and then recites the page that holds the answer; that recitation is worth keeping;
 - any other role label that opens the reply is dropped ("User: The 2018 Berlin marathon." → "The
   2018 Berlin marathon."); the words after it are often the answer, so the line stays;
 - any other role label on a later line ends the reply: from there the model writes turns nobody
@@ -32,6 +33,7 @@ the labels are the content.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 LABELS = ("user:", "assistant:")
@@ -60,21 +62,41 @@ def _words(text: str) -> set[str]:
     return {w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _SMALL}
 
 
-def recited_side(line: str, quoted: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
-    """The page side ("user" or "assistant", its text) that `line` recites, or None: the line holds
-    nearly all of the side's words (RECITES_SIDE) and most of its words are the side's (RECITES_LINE),
-    small words aside. "My first dog was a poodle called Rex" recites no "… a beagle called Pepper"."""
+# who said each side of a quoted page, by the source of its conversation (None: Mnemo's own chats)
+_SAID_BY = {None: ("You said", "I replied"), "chatgpt": ("You said", "ChatGPT replied"),
+            "claude": ("You said", "Claude replied")}
+_SAID_IN_IMPORT = ("In an imported conversation", "In an imported conversation")   # a transcript, LoCoMo
+
+
+@dataclass(frozen=True)
+class QuotedPage:
+    """A page quoted to the model: its two sides, and the source of its conversation (None: a chat in
+    Mnemo; "chatgpt", "claude", "locomo", "text": imported), which says who said them."""
+    user_text: str
+    assistant_text: str
+    source: str | None = None
+
+    def said(self, role: str) -> str:
+        user, assistant = _SAID_BY.get(self.source, _SAID_IN_IMPORT)
+        return user if role == "user" else assistant
+
+
+def recited_side(line: str, quoted: Sequence[QuotedPage]) -> tuple[str, str] | None:
+    """Who said the page side that `line` recites ("You said", "ChatGPT replied", …) and its text, or
+    None: the line holds nearly all of the side's words (RECITES_SIDE) and most of its words are the
+    side's (RECITES_LINE), small words aside. "My first dog was a poodle called Rex" recites no
+    "… a beagle called Pepper"."""
     said = _words(line)
     best, best_share = None, 0.0
-    for user_text, assistant_text in quoted:
-        for role, text in (("user", user_text), ("assistant", assistant_text)):
+    for page in quoted:
+        for role, text in (("user", page.user_text), ("assistant", page.assistant_text)):
             side = _words(text or "")
             if not said or not side:
                 continue
             common = len(said & side)
             share = common / len(side)
             if share >= RECITES_SIDE and common / len(said) >= RECITES_LINE and share > best_share:
-                best, best_share = (role, text.strip()), share
+                best, best_share = (page.said(role), text.strip()), share
     return best
 
 
@@ -98,9 +120,9 @@ def _may_become_marker(start: str) -> bool:
 class QuotedTurnFilter:
     """Feed it the reply's chunks; it returns what can be shown now. `ended` turns true where the reply
     starts writing a further turn: the caller stops the stream there (the words before it stay).
-    `quoted`: the (user side, assistant side) of each page quoted to the model."""
+    `quoted`: the pages quoted to the model."""
 
-    def __init__(self, active: bool = True, quoted: Sequence[tuple[str, str]] = ()):
+    def __init__(self, active: bool = True, quoted: Sequence[QuotedPage] = ()):
         self.active = active
         self.quoted = list(quoted)
         self.ended = False
@@ -180,7 +202,7 @@ class QuotedTurnFilter:
         if side is not None:
             self.recitations += 1
             self._line = ""
-            shown = self._show(f"{'You said' if side[0] == 'user' else 'I replied'}: “{side[1]}”{eol}", True)
+            shown = self._show(f"{side[0]}: “{side[1]}”{eol}", True)
             self._dropping = not at_end     # the page's words replace the rest of the model's line
             return shown
         if self._said and (self._quote_kept or not self._last_line.endswith(":")):

@@ -442,6 +442,16 @@ def test_a_reply_that_copies_the_notation_of_quoted_facts_is_filtered_too(store,
     assert result.text == "My locker code is 4312." and result.stats["finish_reason"] == "invented_turn"
 
 
+def test_a_recited_answer_of_an_imported_chatgpt_chat_is_chatgpts(store, chat_model):
+    cid = store.create_conversation("Lenses", source="chatgpt", external_id="c1")
+    store.add_page(cid, "Which lens should I buy for street photography?", "A 35 mm prime lens suits street photography best.")
+    agent = ChatAgent(store, _Framed(chat_model, before=["Assistant: A 35 mm prime lens suits street photography best."],
+                                     alone=True), reply_reserve=256, max_tokens=12)
+    result = agent.send(agent.new_conversation(), "Which lens did I decide on for street photography?")
+    assert result.prompt.included["pages"]
+    assert result.text == "ChatGPT replied: “A 35 mm prime lens suits street photography best.”"
+
+
 def test_a_reply_that_only_recites_a_page_keeps_no_trailing_line_break(store, chat_model):
     ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
         store.create_conversation(), "My grandmother grew up in Porto.")

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.quoted_turns import HOLD_LABELLED, QuotedTurnFilter, asks_for_dialogue, recited_side
+from app.quoted_turns import HOLD_LABELLED, QuotedPage, QuotedTurnFilter, asks_for_dialogue, recited_side
 
-PAGES = [("On Friday I made a mushroom risotto.", "Sounds delicious."),
-         ("My first dog was a beagle called Pepper.", "Beagles are so friendly.")]
+PAGES = [QuotedPage("On Friday I made a mushroom risotto.", "Sounds delicious."),
+         QuotedPage("My first dog was a beagle called Pepper.", "Beagles are so friendly.")]
 
 
 def run(text: str, size: int, active: bool = True, quoted=()) -> tuple[str, QuotedTurnFilter]:
@@ -85,6 +85,14 @@ def test_a_recited_page_is_shown_as_its_own_words_and_attributed_as_it_was_said(
     assert f.ended is ended
 
 
+@pytest.mark.parametrize("source,said", [(None, "I replied"), ("chatgpt", "ChatGPT replied"),
+                                         ("claude", "Claude replied"), ("locomo", "In an imported conversation")])
+def test_a_recitation_says_who_said_it_by_where_the_page_came_from(source, said):
+    page = QuotedPage("Which lens should I buy?", "A 35 mm prime suits street photography best.", source)
+    out, _ = run("Assistant: A 35 mm prime suits street photography best!", 3, quoted=[page])
+    assert out == f"{said}: “A 35 mm prime suits street photography best.”"
+
+
 def test_a_long_labelled_line_is_decided_on_its_start_and_not_held_to_its_end():
     long = "User: " + "Once upon a time there was a long story. " * 20
     f = QuotedTurnFilter(quoted=PAGES)
@@ -97,7 +105,7 @@ def test_a_long_labelled_line_is_decided_on_its_start_and_not_held_to_its_end():
 
 
 def test_a_recitation_is_matched_on_words_both_ways():
-    assert recited_side("On Friday I made a mushroom risotto", PAGES) == ("user", "On Friday I made a mushroom risotto.")
+    assert recited_side("On Friday I made a mushroom risotto", PAGES) == ("You said", "On Friday I made a mushroom risotto.")
     assert recited_side("risotto", PAGES) is None                    # holds too little of the side
     assert recited_side("On Friday I made a mushroom risotto with my aunt Clara in her old kitchen in Porto",
                         PAGES) is None                              # says too much besides
