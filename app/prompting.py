@@ -26,6 +26,10 @@ from app import prompts
 CountFn = Callable[[str], int]
 QUERY_TRUNCATION_NOTE = "\n[… message truncated to fit the model's context …]\n"
 MEMORY_TAGS = ("<memory>", "</memory>")   # resources/prompts/memory_context.txt wraps recalled memory in them
+# how recalled memory is laid out for the model (app.quoted_turns keeps this notation out of replies)
+ROLE_LABELS = ("User:", "Assistant:")        # the two sides of a quoted page
+FACTS_HEADING = "Known facts:"               # its lines: "- (user) …", "- (assistant) …"
+PAGES_HEADING = "Earlier conversations:"     # each page: "[2023-11-15 04:48] (page 6)", then its sides
 
 
 class MarkupFilter:
@@ -84,9 +88,9 @@ def _page_block(hit) -> str:
     page = hit.page
     lines = [f"[{format_date(page.timestamp)}] (page {page.id})"]
     if page.user_text:
-        lines.append(f"User: {page.user_text.strip()}")
+        lines.append(f"{ROLE_LABELS[0]} {page.user_text.strip()}")
     if page.assistant_text:
-        lines.append(f"Assistant: {page.assistant_text.strip()}")
+        lines.append(f"{ROLE_LABELS[1]} {page.assistant_text.strip()}")
     return "\n".join(lines)
 
 
@@ -218,9 +222,9 @@ def compose_prompt(
         system_text += "\n\n" + prompts.load("memory_context").format(sections=persona)
     recalled = []        # recalled for this message: placed with it, after the cached dialogue
     if chosen_knowledge:
-        recalled.append("Known facts:\n" + "\n".join(f"- ({h.item.owner}) {h.item.text}" for h in chosen_knowledge))
+        recalled.append(FACTS_HEADING + "\n" + "\n".join(f"- ({h.item.owner}) {h.item.text}" for h in chosen_knowledge))
     if chosen_pages:
-        recalled.append("Earlier conversations:\n" + "\n\n".join(_page_block(h) for h in chosen_pages))
+        recalled.append(PAGES_HEADING + "\n" + "\n\n".join(_page_block(h) for h in chosen_pages))
     recall_text = prompts.load("memory_context").format(sections="\n\n".join(recalled)) if recalled else ""
     if recall_text and not recall_at_end:   # for chat templates that allow one system message only
         system_text += "\n\n" + recall_text

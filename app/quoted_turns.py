@@ -36,30 +36,27 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-LABELS = ("user:", "assistant:")
+from app.prompting import FACTS_HEADING, PAGES_HEADING, ROLE_LABELS
+from memory_core.text import content_words
+
+LABELS = tuple(label.lower() for label in ROLE_LABELS)
 HOLD_LABELLED = 240     # a labelled line longer than this is decided without the rest of it
 # "User: …" as pages are quoted, "(user) …" as known facts are ("- (user) The user's sister is a nurse")
 _LABEL = re.compile(r"(?:(?:user|assistant)[ \t]*:|\((?:user|assistant)\))[ \t]*", re.IGNORECASE)
-_HEADER_WORDS = ("earlier conversations:", "later conversations:", "previous conversations:",
-                 "recent conversations:", "known facts:")
+# the prompt's headings, and the model's variations on the first ("Later conversations:")
+_HEADER_WORDS = (PAGES_HEADING.lower(), "later conversations:", "previous conversations:",
+                 "recent conversations:", FACTS_HEADING.lower())
 _DATE_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d)?)?\](?:[ \t]*\(page \d+\))?", re.IGNORECASE)
 _PAGE_HEADER = re.compile(r"\(page \d+\)", re.IGNORECASE)
 _HOLD_BRACKET = 40      # the longest start of a "[" or "(" line held back while it may be a header
 _DIALOGUE = re.compile(r"\b(?:dialog(?:ue)?s?|scripts?|screenplays?|transcripts?|role-?play|skits?)\b", re.IGNORECASE)
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
-_SMALL = frozenset("a an the i you he she it we they me my your our to of in on at for and or but is "
-                   "was are were be been am do did so that this with as".split())
-RECITES_SIDE = 0.8      # a recitation holds this share of the page side's words (small words aside)
+RECITES_SIDE = 0.8      # a recitation holds this share of the page side's words (stop words aside)
 RECITES_LINE = 0.6      # and this share of its own words are the side's
 
 
 def asks_for_dialogue(message: str) -> bool:
     """The user asks for text in which role labels are the content ("Write a dialogue between …")."""
     return bool(_DIALOGUE.search(message))
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _SMALL}
 
 
 # who said each side of a quoted page, by the source of its conversation (None: Mnemo's own chats)
@@ -84,13 +81,13 @@ class QuotedPage:
 def recited_side(line: str, quoted: Sequence[QuotedPage]) -> tuple[str, str] | None:
     """Who said the page side that `line` recites ("You said", "ChatGPT replied", …) and its text, or
     None: the line holds nearly all of the side's words (RECITES_SIDE) and most of its words are the
-    side's (RECITES_LINE), small words aside. "My first dog was a poodle called Rex" recites no
+    side's (RECITES_LINE), counting content words (memory_core.text). "My first dog was a poodle called Rex" recites no
     "… a beagle called Pepper"."""
-    said = _words(line)
+    said = set(content_words(line))
     best, best_share = None, 0.0
     for page in quoted:
         for role, text in (("user", page.user_text), ("assistant", page.assistant_text)):
-            side = _words(text or "")
+            side = set(content_words(text or ""))
             if not said or not side:
                 continue
             common = len(said & side)
@@ -132,6 +129,7 @@ class QuotedTurnFilter:
         self._line = ""            # the held start of the current line
         self._passing = False      # the current line is decided: the rest of it passes
         self._dropping = False     # the rest of the current line goes (a recitation shown as the page's words)
+        self._held_label = False   # the held line opens with a role label
         self._in_code = False
         self._said = False         # something other than blanks has been shown
         self._shown: list[str] = []    # the current line as shown so far
@@ -142,19 +140,24 @@ class QuotedTurnFilter:
         if not self.active:
             return chunk
         out: list[str] = []
-        for ch in chunk:
-            if self.ended:
-                break
-            if self._passing:
-                out.append(self._note(ch))
-                self._passing = ch != "\n"
+        i = 0
+        while i < len(chunk) and not self.ended:
+            if self._passing or self._dropping:     # the rest of a decided line, up to its end, at once
+                j = chunk.find("\n", i)
+                end = len(chunk) if j < 0 else j + 1
+                if self._passing:
+                    out.append(self._note(chunk[i:end]))
+                elif j >= 0:
+                    out.append(self._note("\n"))
+                if j >= 0:
+                    self._passing = self._dropping = False
+                i = end
                 continue
-            if self._dropping:
-                if ch == "\n":
-                    self._dropping = False
-                    out.append(self._note(ch))
-                continue
+            ch = chunk[i]
+            i += 1
             self._line += ch
+            if self._held_label and ch != "\n" and len(self._line) < HOLD_LABELLED:
+                continue                            # a labelled line: decided at its end
             out.append(self._decide(at_end=ch == "\n"))
         return "".join(out)
 
@@ -182,7 +185,9 @@ class QuotedTurnFilter:
         label = _LABEL.match(body)
         if label:
             if not at_end and len(body) < HOLD_LABELLED:
+                self._held_label = True
                 return ""               # the whole line, to compare it with the pages
+            self._held_label = False
             return self._labelled(body[label.end():], at_end)
         if at_end:
             if _is_header(line):
@@ -216,16 +221,17 @@ class QuotedTurnFilter:
     def _show(self, text: str, at_end: bool) -> str:
         self._line = ""
         self._passing = not at_end
-        return "".join(self._note(ch) for ch in text)
+        return self._note(text)
 
-    def _note(self, ch: str) -> str:
+    def _note(self, text: str) -> str:
         """Track what is shown: whether anything was said, and the last line said."""
-        if ch == "\n":
-            text = "".join(self._shown).strip()
+        self._said = self._said or bool(text.strip())
+        *ended, rest = text.split("\n")
+        for piece in ended:
+            line = ("".join(self._shown) + piece).strip()
             self._shown.clear()
-            if text:
-                self._last_line = text
-        else:
-            self._shown.append(ch)
-            self._said = self._said or not ch.isspace()
-        return ch
+            if line:
+                self._last_line = line
+        if rest:
+            self._shown.append(rest)
+        return text

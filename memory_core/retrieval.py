@@ -6,6 +6,7 @@ import logging
 import math
 import re
 import time
+from typing import Callable
 
 import apsw
 import numpy as np
@@ -205,10 +206,12 @@ class RetrievalMixin:
                         score[pid] = base(pid)
         tg = time.perf_counter()
         timings["neighbours"] = (tg - tf) * 1000
-        final: dict[int, float] = {}
         via: dict[int, int] = {}    # page -> the neighbour whose score it inherited
-        for pid, s in score.items():
-            best = s
+
+        def finalize(pid: int, own: float) -> float:
+            """A page's score from its own base score `own` and its dialogue neighbours'."""
+            best = own
+            via.pop(pid, None)
             pr = prev_of.get(pid)
             if pr is not None and pr in score and p.neighbor_prev * score[pr] > best:
                 best = p.neighbor_prev * score[pr]
@@ -223,9 +226,13 @@ class RetrievalMixin:
                 best += p.neighbor_context * max(0.0, ctx)
             if info[pid][2] == "archive":
                 best *= p.archive_penalty
-            final[pid] = best
+            return best
+
+        final = {pid: finalize(pid, s) for pid, s in score.items()}
         th = time.perf_counter()
-        askings = self._demote_askings(query, final, n, kw_of) if p.asked_weight != 1.0 else set()
+        # an asking's own score without its keyword match: see _demote_askings
+        unechoed = lambda pid: finalize(pid, score[pid] - p.w_keyword * kw_of.get(pid, 0.0))  # noqa: E731
+        askings = self._demote_askings(query, final, n, unechoed) if p.asked_weight != 1.0 else set()
         timings["askings"] = (time.perf_counter() - th) * 1000
         # the best n pages, passing over earlier askings of this same question in Mnemo's own chats
         # (T.repeats_question): the reply there is what the model answered then. In an imported
@@ -324,11 +331,13 @@ class RetrievalMixin:
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf
 
-    def _demote_askings(self, query: str, final: dict[int, float], n: int, kw_of: dict[int, float]) -> set[int]:
+    def _demote_askings(self, query: str, final: dict[int, float], n: int,
+                        unechoed: Callable[[int], float]) -> set[int]:
         """Scale the askings among the best pages by `asked_weight`: a page of Mnemo's own chats that
         only asks a short question holds the model's reply, not something the user said. Its keyword
-        match goes first: a question on the topic holds the new question's words because it asks the
-        same thing, which says nothing of an answer. An earlier asking of `query` itself keeps its
+        match goes first (`unechoed`: its score ranked without it): a question on the topic holds the
+        new question's words because it asks the same thing, which says nothing of an answer. An
+        earlier asking of `query` itself keeps its
         score: it is passed over and listed as skipped at its rank.
         Only pages that could still be among the best n (with a margin) are read; a page a demotion
         lets rise into them is read on the next pass. Returns the pages scaled."""
@@ -341,8 +350,7 @@ class RetrievalMixin:
                 return scaled
             checked.update(unread)
             for pid in self._askings(unread, query):
-                echo = self.params.w_keyword * kw_of.get(pid, 0.0)
-                final[pid] = max(0.0, final[pid] - echo) * self.params.asked_weight
+                final[pid] = max(0.0, unechoed(pid)) * self.params.asked_weight
                 scaled.add(pid)
 
     def _askings(self, ids, query: str) -> set[int]:
