@@ -55,6 +55,9 @@ class LlamaCppChatModel:
 
         from llama_cpp import Llama
 
+        from models import llama_runtime
+
+        llama_runtime.apply()      # off llama.cpp's AMX path where it crashes (see the module)
         cores = os.cpu_count() or 2
         # Generation leaves one core free so the UI thread and memory work are not starved (on 2 cores,
         # 2 generating threads made the UI stall >120 ms); prompt processing, the long wait before the

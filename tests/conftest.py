@@ -113,7 +113,7 @@ def server_url(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("server") / "server.log"
     log = log_path.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf_path()),
+        [sys.executable, "-m", "models.llama_server", "--model", str(default_gguf_path()),
          "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
         stdout=log, stderr=subprocess.STDOUT,
     )

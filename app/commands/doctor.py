@@ -31,6 +31,7 @@ def collect(ctx, *, run_models: bool = True) -> dict[str, Any]:
         "sqlite-vec": _sqlite_vec_version(apsw, sqlite_vec),
         "onnxruntime": _version("onnxruntime"),
         "llama-cpp-python": _version("llama-cpp-python"),
+        "llama.cpp extra buffers": _llama_extra_buffers(),
         "PySide6": _version("PySide6-Essentials"),
         "config dir": str(ctx.paths.config_dir),
         "data dir": str(ctx.paths.data_dir),
@@ -64,6 +65,15 @@ def collect(ctx, *, run_models: bool = True) -> dict[str, Any]:
     except Exception as exc:
         report["chat model error"] = str(exc)
     return report
+
+
+def _llama_extra_buffers() -> str:
+    try:
+        from models import llama_runtime
+
+        return llama_runtime.describe()
+    except Exception as exc:  # noqa: BLE001 - llama-cpp-python missing or broken: doctor still reports
+        return f"unknown ({exc})"
 
 
 def _sqlite_vec_version(apsw, sqlite_vec) -> str:
