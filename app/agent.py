@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from app.prompting import ComposedPrompt, MarkupFilter, compose_prompt
+from app.prompting import ComposedPrompt, MarkupFilter, QuoteFloor, compose_prompt
 from app.quoted_turns import QuotedPage, QuotedTurnFilter, asks_for_dialogue
 from app.remember import forget_request, forget_statement, remember_fact, remember_request
 from app.repetition import RepetitionGuard
@@ -218,7 +218,7 @@ class ChatAgent:
         def compose(budget_tokens: int = budget):
             return compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
                                   budget_tokens=budget_tokens, recall_at_end=self._recall_at_end,
-                                  min_page_score=self.store.params.recall_min_score)
+                                  floor=QuoteFloor.from_params(self.store.params))
 
         prompt = compose()
         try:

@@ -117,6 +117,42 @@ def _asks(page) -> bool:
     return last.endswith("?")
 
 
+@dataclass(frozen=True)
+class QuoteFloor:
+    """Which recalled pages are worth quoting at all, whatever the room (MemoryParams.recall_*).
+
+    The ranking's score adds a cosine and a keyword match; its floor (`min_score`) was set on LoCoMo,
+    where the speakers' names in every message lift every cosine. In a person's own chats the page
+    that answers a reworded question often shares no word with it and scores its cosine alone
+    ("What is the name of my dog?" / "I adopted a beagle called Pepper": 0.47 in a small memory,
+    0.33 with a wordy reply), under the floor; while a page with one rare shared word cleared it
+    ("What game do I play at night?" / "…learning to play the violin", cos 0.07). So a page is
+    quoted when its meaning stands out (cosine ≥ `min_similarity` and ≥ `min_standout` above the
+    other pages' mean), or when it clears `min_score` and is at least `keyword_min_similarity` close.
+    A page ranked for its dialogue neighbour (it has no match of its own) needs `min_score` only.
+    Measured in docs/eval.md ("Which pages are quoted").
+    """
+    min_score: float = float("-inf")
+    keyword_min_similarity: float | None = None
+    min_similarity: float | None = None
+    min_standout: float | None = None
+
+    @classmethod
+    def from_params(cls, params) -> "QuoteFloor":
+        return cls(params.recall_min_score, params.recall_keyword_min_similarity, params.recall_min_similarity,
+                   params.recall_min_standout)
+
+    def admits(self, hit) -> bool:
+        sim = getattr(hit, "similarity", None)
+        if sim is None or getattr(hit, "inherited_from", None) is not None:
+            return hit.score >= self.min_score
+        if (self.min_similarity is not None and self.min_standout is not None and hit.standout is not None
+                and sim >= self.min_similarity and hit.standout >= self.min_standout):
+            return True
+        return hit.score >= self.min_score and (self.keyword_min_similarity is None
+                                                or sim >= self.keyword_min_similarity)
+
+
 def quotable_pages(hits: list) -> list:
     """The recalled pages worth quoting to the model.
 
@@ -147,15 +183,15 @@ def compose_prompt(
     template_overhead: int = 8,
     system_prompt: str | None = None,
     recall_at_end: bool = True,
-    min_page_score: float = 0.0,
+    floor: QuoteFloor | None = None,
 ) -> ComposedPrompt:
     """Build chat messages for `query` within `budget_tokens` (n_ctx minus the reply reserve).
 
     `history` is the conversation's current branch before `query`, as objects with
     `.role`, `.content`, `.id` (memory_core Messages). Priorities when space is short:
     the query (cut in the middle if it alone is too long), the system prompt, the last
-    exchange, persona traits, retrieved pages by score, knowledge, then older dialogue. Pages scoring
-    under `min_page_score` are left out whatever the space (MemoryParams.recall_min_score).
+    exchange, persona traits, retrieved pages by score, knowledge, then older dialogue. Pages the
+    `floor` does not admit are left out whatever the space (QuoteFloor; None: every page).
     """
     system = system_prompt if system_prompt is not None else prompts.load("system")
     cost = lambda text: count_tokens(text) + template_overhead  # noqa: E731
@@ -183,7 +219,8 @@ def compose_prompt(
 
     history_ids = {m.id for m in turns}
     traits = list(retrieval.traits) if retrieval is not None else []
-    pages = [h for h in retrieval.pages if h.score >= min_page_score] if retrieval is not None else []
+    floor = floor or QuoteFloor()
+    pages = [h for h in retrieval.pages if floor.admits(h)] if retrieval is not None else []
     knowledge = list(retrieval.knowledge) if retrieval is not None else []
     # pages already in the visible dialogue are not repeated
     pages = [h for h in pages if h.page.user_message_id not in history_ids and h.page.assistant_message_id not in history_ids]

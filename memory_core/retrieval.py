@@ -97,6 +97,7 @@ class RetrievalMixin:
         # 1. direct dense KNN over every page (in-memory matrix), so segmentation never hides a page
         d_ids, d_scores = self._page_cache.search(q, max(p.dense_candidates, 4 * n), exclude)
         cos_of = {int(i): float(s) for i, s in zip(d_ids, d_scores)}
+        mean_cos, n_pages = self._page_cache.mean_score(q)
         tc = time.perf_counter()
         timings["dense"] = (tc - tb) * 1000
 
@@ -279,7 +280,11 @@ class RetrievalMixin:
                 parts.append("from the archive")
             if pid in askings:
                 parts.append(f"a question asked in a chat (its keyword match not counted, × {p.asked_weight:g})")
-            hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid)))
+            cos = cos_of.get(pid, 0.0)
+            # the mean cosine of the other pages: this page's own cosine taken out of the memory's mean
+            others = (mean_cos * n_pages - cos) / (n_pages - 1) if n_pages > 1 else 0.0
+            hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid),
+                                similarity=cos, standout=cos - others))
             if page.segment_id is not None and page.segment_id not in visited:
                 visited.append(page.segment_id)
         skipped = [PageHit(pages[pid], final[pid], "the same question, asked before: its reply is not evidence",

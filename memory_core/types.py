@@ -69,6 +69,15 @@ class MemoryParams:
     # nothing instead of the least unrelated pages (LoCoMo dev: 0.1 % of the top-10 evidence pages
     # score under 0.4; on-topic pages score 1+)
     recall_min_score: float = 0.4
+    # ...but in a small memory one shared word is worth a lot to BM25 ("What game do I play at night?"
+    # matched "I've been learning to play the violin" at cos 0.07): a page over that floor must also be
+    # this close in meaning (its own cosine; a page ranked for its dialogue neighbour is exempt)
+    recall_keyword_min_similarity: float = 0.2
+    # and a page that shares no word with the message is quoted when its meaning alone matches: cosine
+    # at least recall_min_similarity and that much above the mean of the memory's other pages
+    # ("What is the name of my dog?" -> "I adopted a beagle called Pepper": cos 0.47, others 0.07)
+    recall_min_similarity: float = 0.3
+    recall_min_standout: float = 0.2
     rrf_k: float = 60.0               # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
     # jobs / housekeeping
     job_max_attempts: int = 3
@@ -244,7 +253,9 @@ class Job:
     error: str | None = None
 
 
-def _clean_float(x: float) -> float:
+def _clean_float(x: float | None) -> float | None:
+    if x is None:
+        return None
     x = float(x)
     return round(x, 6) if math.isfinite(x) else 0.0
 
@@ -258,6 +269,11 @@ class PageHit:
     # the dialogue neighbour whose score this page inherited (it ranks as context of that page, not for
     # its own words); None when it ranks on its own
     inherited_from: int | None = None
+    # the page's own cosine to the query, and how far that lies above the mean cosine of the memory's
+    # other pages (what any page scores against this query): a page that stands out is on the topic
+    # even when it shares no word with the query (app.prompting.QuoteFloor)
+    similarity: float | None = None
+    standout: float | None = None
 
     def to_trace(self) -> dict:
         p = self.page
@@ -265,6 +281,7 @@ class PageHit:
             "page_id": p.id, "conversation_id": p.conversation_id, "tier": self.tier,
             "segment_id": p.segment_id, "timestamp": p.timestamp, "score": _clean_float(self.score),
             "reason": self.reason, "inherited_from": self.inherited_from, "meta": p.meta,
+            "similarity": _clean_float(self.similarity), "standout": _clean_float(self.standout),
         }
 
 

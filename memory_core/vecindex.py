@@ -64,6 +64,7 @@ class MatrixCache:
         self.basis: np.ndarray | None = None      # (dim, r) principal directions, or None
         self.mean: np.ndarray | None = None
         self.coarse = np.zeros((0, 0), dtype=np.float32)   # rows projected on the basis
+        self.total = np.zeros(dim, dtype=np.float64)        # sum of the rows in use (see mean_score)
 
     # --- sync -----------------------------------------------------------------------------------
     def sync(self, conn: apsw.Connection) -> None:
@@ -128,6 +129,7 @@ class MatrixCache:
         self.row_of = {i: r for r, i in enumerate(ids)}
         self.free = []
         self.n = n
+        self.total = self.matrix[:n].sum(axis=0, dtype=np.float64)
         self.seq = hi
         self.basis = self.mean = None
         self.coarse = np.zeros((0, 0), dtype=np.float32)
@@ -151,7 +153,9 @@ class MatrixCache:
 
     def _put(self, item_id: int, vec: np.ndarray) -> None:
         r = self.row_of.get(item_id)
-        if r is None:
+        if r is not None:
+            self.total -= self.matrix[r]
+        else:
             if self.free:
                 r = self.free.pop()
             else:
@@ -171,6 +175,7 @@ class MatrixCache:
             self.row_of[item_id] = r
             self.ids[r] = item_id
         self.matrix[r] = vec
+        self.total += self.matrix[r]
         if self.basis is not None:
             self.coarse[r] = (vec - self.mean) @ self.basis
 
@@ -179,6 +184,7 @@ class MatrixCache:
         if r is None:
             return
         self.ids[r] = -1
+        self.total -= self.matrix[r]
         self.matrix[r] = 0.0
         if self.basis is not None:
             self.coarse[r] = 0.0
@@ -233,6 +239,15 @@ class MatrixCache:
         top = np.argpartition(-exact, kk - 1)[:kk] if kk < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-exact[top], kind="stable")]
         return ids[rows[top]].copy(), exact[top].astype(np.float32)
+
+    def mean_score(self, q: np.ndarray) -> tuple[float, int]:
+        """(mean cosine of `q` to every row, number of rows): one dot product with the rows' running
+        sum, so recall can tell a page that stands out from the memory's usual likeness to the query."""
+        with self.lock:
+            count = len(self.row_of)
+            if count == 0:
+                return 0.0, 0
+            return float(self.total @ q.astype(np.float64)) / count, count
 
     def scores_for(self, q: np.ndarray, item_ids) -> dict[int, float]:
         with self.lock:

@@ -203,10 +203,11 @@ class LocomoEval:
         qa_answerer = None
         if self.qa_model is not None:
             from app.evaluation.qa import QAAnswerer
+            from app.prompting import QuoteFloor
             from memory_core import MemoryParams
 
             qa_answerer = QAAnswerer(self.qa_model, memory_pages=self.qa_pages,
-                                     min_page_score=(self.memory_params or MemoryParams()).recall_min_score)
+                                     floor=QuoteFloor.from_params(self.memory_params or MemoryParams()))
         need_store = "mnemo" in self.retrievers or (qa_answerer is not None and "memory" in self.qa_modes)
         total_q = sum(len(v) for v in chosen.values())
         steps = total_q * (1 + (len(self.qa_modes) if qa_answerer is not None else 0))

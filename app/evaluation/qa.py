@@ -55,12 +55,12 @@ class Answer:
 
 class QAAnswerer:
     def __init__(self, model, *, n_ctx: int | None = None, max_answer_tokens: int = 32, memory_pages: int = 10,
-                 min_page_score: float = 0.0):
+                 floor=None):
         self.model = model
         self.n_ctx = int(n_ctx or getattr(model, "n_ctx", 4096))
         self.max_answer_tokens = max_answer_tokens
         self.memory_pages = memory_pages
-        self.min_page_score = min_page_score   # as the chat agent: MemoryParams.recall_min_score
+        self.floor = floor   # as the chat agent: app.prompting.QuoteFloor.from_params(MemoryParams); None: every page
         self.budget = self.n_ctx - max_answer_tokens - 16
         self._full_cache: dict[str, str] = {}
 
@@ -81,7 +81,7 @@ class QAAnswerer:
         retrieval = _top_pages(retrieval, self.memory_pages)
         composed = compose_prompt(QUESTION.format(q=question), retrieval=retrieval, history=(),
                                   count_tokens=self.model.count_tokens, budget_tokens=self.budget,
-                                  system_prompt=system, min_page_score=self.min_page_score)
+                                  system_prompt=system, floor=self.floor)
         return composed.messages, {"pages": composed.included.get("pages", []),
                                    "dropped_pages": composed.dropped.get("pages", 0)}
 

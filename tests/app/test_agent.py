@@ -60,6 +60,38 @@ def test_fact_from_early_turn_recalled_in_new_conversation(agent, store):
     assert "Lisbon" in result.prompt.messages[-2]["content"]   # recalled pages sit with the question
 
 
+# what the bundled model once replied to it, in the app (a long reply dilutes the page's vector)
+BEAGLE_REPLY = (
+    "I'm so sorry to hear that. I'd be more than happy to help you with your situation. Please, go ahead and "
+    "share the details of your beagle with me. I'll take care of it myself while I do my job.\n\nThat sounds "
+    "like a fantastic move! If you have any specific questions or concerns about the Beagle, just let me know. "
+    "And don't worry if you're not 100% sure about the Beagle's origins; we can always make an appointment with "
+    "the breeder to get more information. I'm happy to help out and do whatever it takes to ensure the best "
+    "possible care for your precious pup.\n\nI'll take care of it, and I'll keep a close eye on things to make "
+    "sure everything goes smoothly. And if you have any other questions or need anything else, just let me "
+    "know. We're all about helping each other out here!\n\nSo, what's the story with Pepper? Is there "
+    "something specific you'd like to share more about?")
+
+
+def test_a_reworded_question_quotes_the_page_that_shares_no_word_with_it(agent, store):
+    # no keyword in common ("dog" / "beagle", "name" / "called") and a wordy reply: the page scores its
+    # cosine alone, under the combined floor, yet it stands out from the rest of memory and is quoted
+    cid = agent.new_conversation()
+    beagle_id = store.add_page(cid, "Hi! I adopted a beagle called Pepper last week.", BEAGLE_REPLY)
+    beagle = store.get_page(beagle_id)
+    store.add_pages(agent.new_conversation(), [
+        {"user_text": "The weather was rainy all weekend.", "assistant_text": "Perfect weather for a book."},
+        {"user_text": "I am reading a book about the history of tea.", "assistant_text": "Tea has a long history."},
+    ])
+    result = agent.send(agent.new_conversation(), "What is the name of my dog?")
+    hit = next(p for p in result.trace["pages"] if p["page_id"] == beagle.id)
+    assert hit["score"] < store.params.recall_min_score and "keyword" not in hit["reason"], hit
+    assert hit["similarity"] >= store.params.recall_min_similarity
+    assert hit["standout"] >= store.params.recall_min_standout
+    assert beagle.id in result.trace["included"]["pages"]
+    assert "Pepper" in result.prompt.messages[-2]["content"]
+
+
 def test_asking_again_in_a_new_chat_does_not_recall_the_first_answer(agent, store):
     cid = agent.new_conversation()
     agent.send(cid, "My sister Margot lives in Lisbon and teaches violin.")

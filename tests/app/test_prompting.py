@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from app.prompting import compose_prompt
+from app.prompting import QuoteFloor, compose_prompt
 from memory_core.types import Knowledge, KnowledgeHit, Page, PageHit, Retrieval, Trait, TraitHit
 
 
@@ -84,13 +84,13 @@ def test_budget_drops_low_ranked_pages_first(chat_model):
 def test_pages_under_the_score_floor_stay_out_of_the_prompt(chat_model):
     # scores 0.5, 0.33, 0.25: a floor of 0.3 keeps two pages, however much room there is
     p = compose_prompt("where did I go?", retrieval=_retrieval(n_pages=3), history=[],
-                       count_tokens=chat_model.count_tokens, budget_tokens=3000, min_page_score=0.3)
+                       count_tokens=chat_model.count_tokens, budget_tokens=3000, floor=QuoteFloor(0.3))
     assert p.included["pages"] == [1, 2] and p.dropped["pages"] == 0
     assert "city number 3" not in p.messages[-2]["content"]
     weak = _retrieval(n_pages=3)
     weak.knowledge, weak.traits = [], []
     p = compose_prompt("thanks!", retrieval=weak, history=[], count_tokens=chat_model.count_tokens,
-                       budget_tokens=3000, min_page_score=1.5)
+                       budget_tokens=3000, floor=QuoteFloor(1.5))
     assert p.included["pages"] == [] and "<memory>" not in str(p.messages)   # nothing recalled: no memory block
 
 
@@ -138,3 +138,30 @@ def test_a_page_ranked_for_its_neighbour_is_quoted_only_as_the_answer_to_its_que
                        count_tokens=chat_model.count_tokens, budget_tokens=1500)
     assert p.included["pages"] == [10, 11, 20, 30, 31]
     assert "Bill Evans" not in str(p.messages) and "Minnesota Wolves" in str(p.messages)
+
+
+def _hit(score, similarity, standout, inherited_from=None):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(score=score, similarity=similarity, standout=standout, inherited_from=inherited_from)
+
+
+def test_quote_floor_admits_a_page_that_stands_out_without_a_keyword():
+    floor = QuoteFloor(min_score=0.4, keyword_min_similarity=0.2, min_similarity=0.3, min_standout=0.2)
+    assert floor.admits(_hit(0.33, 0.33, 0.25))          # under the score floor, but its meaning stands out
+    assert not floor.admits(_hit(0.33, 0.33, 0.15))      # as close as the rest of memory: not on the topic
+    assert not floor.admits(_hit(0.28, 0.28, 0.25))      # standing out from a memory that is far from everything
+    assert floor.admits(_hit(0.9, 0.45, 0.1))            # over the floor by its words and close enough
+    assert not floor.admits(_hit(0.9, 0.07, 0.0))        # one shared word and nothing of the meaning
+    assert floor.admits(_hit(0.5, 0.0, -0.1, inherited_from=7))     # a neighbour's context: the score floor only
+    assert not floor.admits(_hit(0.3, 0.9, 0.9, inherited_from=7))
+    assert floor.admits(_hit(0.5, None, None)) and not floor.admits(_hit(0.3, None, None))   # hits without cosines
+    assert QuoteFloor().admits(_hit(-1.0, -1.0, -1.0))   # no floor: every page
+
+
+def test_quote_floor_from_the_memory_params():
+    from memory_core import MemoryParams
+
+    p = MemoryParams(recall_min_score=0.5, recall_keyword_min_similarity=0.1, recall_min_similarity=0.35,
+                     recall_min_standout=0.22)
+    assert QuoteFloor.from_params(p) == QuoteFloor(0.5, 0.1, 0.35, 0.22)

@@ -21,7 +21,8 @@ seeds each, and prints JSON:
 - medians of completion tokens and seconds per reply.
 
     python -m tests.bench.reply_quality [--seeds 3] [--first-seed 1000] [--max-tokens 256] [--temperature T] [--top-p P]
-        [--min-p P] [--repeat-penalty R] [--no-guard] [--recall-min-score S] [--model FILE.gguf] [--recall-only] [--show]
+        [--min-p P] [--repeat-penalty R] [--no-guard] [--recall-min-score S] [--recall-min-similarity S]
+        [--recall-keyword-min-similarity S] [--model FILE.gguf] [--recall-only] [--show]
         [--asked-before] [--asked-weight W]
 
 `--asked-before` first asks 16 other questions on the same topics ("What breed was my first dog?"),
@@ -148,6 +149,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--no-guard", action="store_true", help="let loops run (the agent's repetition guard off)")
     parser.add_argument("--recall-min-score", type=float, default=None,
                         help="pages under this score stay out of the prompt (default: MemoryParams')")
+    parser.add_argument("--recall-min-similarity", type=float, default=None,
+                        help="MemoryParams.recall_min_similarity (a large value: no page quoted for its meaning alone)")
+    parser.add_argument("--recall-keyword-min-similarity", type=float, default=None,
+                        help="MemoryParams.recall_keyword_min_similarity (-1: any page over the score floor)")
     parser.add_argument("--model", default=None, help="a GGUF file (default: the bundled model)")
     parser.add_argument("--recall-only", action="store_true", help="only the questions about earlier talk")
     parser.add_argument("--show", action="store_true", help="print every reply")
@@ -172,6 +177,10 @@ def main(argv=None) -> dict:
         params = MemoryParams()
         if args.recall_min_score is not None:
             params.recall_min_score = args.recall_min_score
+        if args.recall_min_similarity is not None:
+            params.recall_min_similarity = args.recall_min_similarity
+        if args.recall_keyword_min_similarity is not None:
+            params.recall_keyword_min_similarity = args.recall_keyword_min_similarity
         if args.asked_weight is not None:
             params.asked_weight = args.asked_weight
         store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
@@ -219,7 +228,8 @@ def main(argv=None) -> dict:
         "benchmark": "reply_quality", "model": model.model_id, "replies": len(rows), "max_tokens": args.max_tokens,
         "sampling": {"temperature": args.temperature, "top_p": args.top_p, "min_p": args.min_p,
                      "repeat_penalty": args.repeat_penalty, "repetition_guard": not args.no_guard},
-        "recall_min_score": params.recall_min_score, "asked_weight": params.asked_weight,
+        "recall_min_score": params.recall_min_score, "recall_min_similarity": params.recall_min_similarity,
+        "recall_keyword_min_similarity": params.recall_keyword_min_similarity, "asked_weight": params.asked_weight,
         "asked_before": len(ASKED_BEFORE) if args.asked_before else 0,
         "runaway_rate": rate("runaway"), "loop_rate": rate("loop"), "stopped_repeating_rate": rate("guarded"),
         "non_english_rate": rate("non_english"), "invented_turn_rate": rate("invented_turn"),

@@ -38,6 +38,15 @@ def test_finds_relevant_pages_with_reasons(open_store, clock):
         r = s.retrieve(q, other, RetrievalBudget(pages=3))
         assert r.pages[0].page.id == expect, (q, [h.page.user_text for h in r.pages])
         assert r.pages[0].reason and r.pages[0].score > 0
+    # each hit says its own cosine and how far that stands above the other pages' mean cosine
+    r = s.retrieve("What is the name of my dog?", other, RetrievalBudget(pages=len(CHAT)))
+    top, rest = r.pages[0], [h for h in r.pages[1:] if h.inherited_from is None]
+    assert top.similarity > 0.3 and top.standout > 0.2
+    assert all(h.similarity < top.similarity and h.standout < top.standout for h in rest)
+    vectors = {h.page.id: s._page_cache.vector(h.page.id) for h in r.pages}
+    others = [float(vectors[h.page.id] @ s._embed([r.query])[0]) for h in r.pages if h.page.id != top.page.id]
+    if len(vectors) == len(CHAT):   # every page ranked: the mean of the others is known here
+        assert abs(top.standout - (top.similarity - sum(others) / len(others))) < 1e-4
     # a rare exact word is found by the keyword side
     r = s.retrieve("Clint Yeastwood", other, RetrievalBudget(pages=3))
     assert r.pages[0].page.id == ids[4] and "keyword match" in r.pages[0].reason

@@ -39,3 +39,23 @@ def test_prefiltered_search_matches_exact_top_results(monkeypatch):
         assert np.all(np.diff(scores) <= 1e-6)
         assert np.allclose(scores, x[ids - 1] @ q, atol=1e-5)     # rescored exactly
     assert np.mean(recalls) >= 0.97
+
+
+def test_mean_score_follows_puts_updates_and_removals():
+    dim = 16
+    x = _embedding_like(50, dim, seed=3)
+    cache = vecindex.MatrixCache("page", dim)
+    assert cache.mean_score(x[0]) == (0.0, 0)
+    for i, v in enumerate(x):
+        cache._put(i + 1, v)
+    cache._put(3, x[40])            # an update replaces the old vector in the sum
+    cache._remove(10)
+    cache._put(60, x[10])           # reuses the freed row
+    live = {i + 1: x[i] for i in range(50)}
+    live[3] = x[40]
+    del live[10]
+    live[60] = x[10]
+    q = x[7]
+    mean, count = cache.mean_score(q)
+    assert count == len(live) == 50
+    assert abs(mean - float(np.mean([v @ q for v in live.values()]))) < 1e-5
