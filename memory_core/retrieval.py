@@ -281,10 +281,12 @@ class RetrievalMixin:
             if pid in askings:
                 parts.append(f"a question asked in a chat (its keyword match not counted, × {p.asked_weight:g})")
             cos = cos_of.get(pid, 0.0)
-            # the mean cosine of the other pages: this page's own cosine taken out of the memory's mean
+            # the mean cosine of the other pages: this page's own cosine taken out of the memory's mean.
+            # An earlier asking gets none: it is like the question because it asks the same thing, which
+            # says nothing of the answer (it is quoted only on its demoted score)
             others = (mean_cos * n_pages - cos) / (n_pages - 1) if n_pages > 1 else 0.0
             hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid),
-                                similarity=cos, standout=cos - others))
+                                similarity=cos, standout=None if pid in askings else cos - others))
             if page.segment_id is not None and page.segment_id not in visited:
                 visited.append(page.segment_id)
         skipped = [PageHit(pages[pid], final[pid], "the same question, asked before: its reply is not evidence",

@@ -271,7 +271,7 @@ class PageHit:
     inherited_from: int | None = None
     # the page's own cosine to the query, and how far that lies above the mean cosine of the memory's
     # other pages (what any page scores against this query): a page that stands out is on the topic
-    # even when it shares no word with the query (app.prompting.QuoteFloor)
+    # even when it shares no word with the query (app.prompting.QuoteFloor); None for an earlier asking
     similarity: float | None = None
     standout: float | None = None
 

@@ -270,6 +270,9 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
             reasons = {h.page.id: h.reason for h in r.pages}
             assert all("a question asked in a chat (its keyword match not counted, × 0.5)" in reasons[a] for a in asked if a in reasons), reasons
             assert "question asked" not in reasons[told]
+            # an asking is like the question because it asks the same: no standout to be quoted by
+            standout = {h.page.id: h.standout for h in r.pages}
+            assert all(standout[a] is None for a in asked if a in standout) and standout[told] is not None
         s.close()
     assert ranks[1.0] > 0 and ranks[0.5] == 0
     # an asking's keyword match is the new question's words echoed: it goes before the scaling
