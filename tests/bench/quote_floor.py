@@ -184,6 +184,15 @@ HELD_OUT_SMALL_TALK = [
 ]
 
 
+def write_chats(store, items) -> None:
+    """The statements of `items` as pages of chats of 4 exchanges each, a day apart."""
+    for c in range(0, len(items), 4):
+        cid = store.create_conversation(f"chat {c // 4 + 1}")
+        store.add_pages(cid, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + c * 86400 + i * 60}
+                              for i, (u, a, _) in enumerate(items[c:c + 4])])
+    store.run_pending(allow_llm=False)
+
+
 def measure(store, floor, items, small_talk) -> dict:
     from app.prompting import quotable_pages
 
@@ -229,12 +238,7 @@ def main(argv=None) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id,
                                      dim=emb.dim, params=params)
-            for c in range(0, len(items), 4):
-                cid = store.create_conversation(f"chat {c // 4 + 1}")
-                store.add_pages(cid, [{"user_text": u, "assistant_text": a,
-                                       "timestamp": 1_700_000_000 + c * 86400 + i * 60}
-                                      for i, (u, a, _) in enumerate(items[c:c + 4])])
-            store.run_pending(allow_llm=False)
+            write_chats(store, items)
             report[name] = {floor: measure(store, f, items, small_talk) for floor, f in floors.items()}
             store.close()
     print(json.dumps(report, indent=2))

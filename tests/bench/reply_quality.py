@@ -23,7 +23,11 @@ seeds each, and prints JSON:
     python -m tests.bench.reply_quality [--seeds 3] [--first-seed 1000] [--max-tokens 256] [--temperature T] [--top-p P]
         [--min-p P] [--repeat-penalty R] [--no-guard] [--recall-min-score S] [--recall-min-similarity S]
         [--recall-keyword-min-similarity S] [--model FILE.gguf] [--recall-only] [--show]
-        [--asked-before] [--asked-weight W]
+        [--asked-before] [--asked-weight W] [--reworded]
+
+`--reworded` puts tests.bench.quote_floor's 48 statements in memory (12 chats) and asks its 48 questions
+instead, each in other words than the statement ("What is the name of my dog?" / "I adopted a beagle
+called Pepper"): whether the model names the detail once the right page may be quoted.
 
 `--asked-before` first asks 16 other questions on the same topics ("What breed was my first dog?"),
 each in a chat of its own, so their pages (the model's answers, right or wrong) compete with what was
@@ -88,6 +92,19 @@ RECALL = [
     ("Where did my grandmother grow up?", ("porto",)),
 ]
 MESSAGES = SMALL_TALK + RECALL
+# --reworded: the memory and questions of tests.bench.quote_floor (TUNE + HELD_OUT: 48 statements told in
+# 12 chats, each asked for in other words, mostly without a word in common); what a reply must say, as a
+# regular expression (case-insensitive), in the same order
+REWORDED_EXPECT = [
+    r"pepper", r"lisbon", r"shellfish|shrimp", r"pharmacist", r"reykjavik|iceland", r"\b(four|4)\b", r"violin",
+    r"civic|honda", r"jog|\brun", r"solitude|hundred years", r"cilantro|coriander", r"software|engineer",
+    r"nebraska|farm", r"fifth|\b5(th)?\b", r"vegetarian", r"knee", r"portuguese|japanese", r"triathlon",
+    r"thinkpad", r"hate|turbulence", r"glasgow", r"house|deposit", r"milk|sugar", r"vacuum",
+    r"marine|biology", r"thursday", r"grandm", r"liverpool", r"lactose", r"bakery", r"chess", r"wrist",
+    r"licen[cs]e", r"paramedic", r"rabbit", r"curie", r"\b(mum|mom|mother)\b", r"krakow|chicago", r"sleep",
+    r"ghibli", r"swim", r"\bquit|no longer|stopped", r"\bmay\b", r"shelter", r"tiramisu", r"google",
+    r"height", r"fish",
+]
 # --asked-before: other questions on the same topics, asked first in chats of their own and answered by
 # the model (right, wrong or "I don't know"); none asks what a RECALL question asks (T.repeats_question)
 ASKED_BEFORE = [
@@ -124,6 +141,13 @@ def invents_turns(text: str) -> bool:
     return bool(_TURN.search(text))
 
 
+def _names(reply: str, expect) -> bool:
+    """The reply names the remembered detail: one of the words of a tuple, or a match of a pattern."""
+    if isinstance(expect, tuple):
+        return any(w in reply.lower() for w in expect)
+    return bool(expect.search(reply))
+
+
 def max_repeats(text: str) -> int:
     """How often the most repeated sentence or line (of 3+ words) occurs."""
     units = [" ".join(u.lower().split()) for u in _UNIT.findall(text)]
@@ -156,6 +180,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--model", default=None, help="a GGUF file (default: the bundled model)")
     parser.add_argument("--recall-only", action="store_true", help="only the questions about earlier talk")
     parser.add_argument("--show", action="store_true", help="print every reply")
+    parser.add_argument("--reworded", action="store_true",
+                        help="memory and questions of tests.bench.quote_floor (48 questions in other words)")
     parser.add_argument("--asked-before", action="store_true",
                         help="first ask 16 other questions on the same topics, each in a chat of its own")
     parser.add_argument("--asked-weight", type=float, default=None,
@@ -185,7 +211,14 @@ def main(argv=None) -> dict:
             params.asked_weight = args.asked_weight
         store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
                                  params=params)
-        _history(store, MEMORY)
+        if args.reworded:
+            from tests.bench.quote_floor import HELD_OUT, TUNE, write_chats
+
+            write_chats(store, TUNE + HELD_OUT)
+            asked = [(q, re.compile(e, re.IGNORECASE)) for (_, _, q), e in zip(TUNE + HELD_OUT, REWORDED_EXPECT)]
+        else:
+            _history(store, MEMORY)
+            asked = RECALL
         agent = ChatAgent(store, model, reply_reserve=512, max_tokens=args.max_tokens,
                           repetition_guard=not args.no_guard)
         if args.asked_before:
@@ -197,7 +230,7 @@ def main(argv=None) -> dict:
             store.run_pending(allow_llm=False)
         for seed in range(args.seeds):
             model.set_seed(args.first_seed + seed)
-            for text, expect in (RECALL if args.recall_only else MESSAGES):
+            for text, expect in (asked if args.recall_only else SMALL_TALK + asked):
                 cid = agent.new_conversation()   # each message alone, with memory but no dialogue
                 t0 = time.perf_counter()
                 result = agent.send(cid, text)
@@ -214,7 +247,7 @@ def main(argv=None) -> dict:
                     "markup": bool(result.stats.get("markup_removed")),
                     "quoting": bool(result.stats.get("quoting_removed")) or result.stats.get("finish_reason") == "invented_turn",
                     "turn_cut": result.stats.get("finish_reason") == "invented_turn",
-                    "recall_hit": None if expect is None else any(w in reply.lower() for w in expect),
+                    "recall_hit": None if expect is None else _names(reply, expect),
                 })
                 if args.show:
                     print(f"--- [{seed}] {text}\n{reply}\n", flush=True)
@@ -222,8 +255,8 @@ def main(argv=None) -> dict:
     model.close()
     rate = lambda k: round(sum(bool(r[k]) for r in rows) / len(rows), 3)  # noqa: E731
     recall = [r["recall_hit"] for r in rows if r["recall_hit"] is not None]
-    hits = {q: sum(bool(r["recall_hit"]) for r in rows if r["message"] == q) for q, _ in RECALL}
-    halves = [[r["recall_hit"] for r in rows if r["message"] in [q for q, _ in RECALL[h::2]]] for h in (0, 1)]
+    hits = {q: sum(bool(r["recall_hit"]) for r in rows if r["message"] == q) for q, _ in asked}
+    halves = [[r["recall_hit"] for r in rows if r["message"] in [q for q, _ in asked[h::2]]] for h in (0, 1)]
     out = {
         "benchmark": "reply_quality", "model": model.model_id, "replies": len(rows), "max_tokens": args.max_tokens,
         "sampling": {"temperature": args.temperature, "top_p": args.top_p, "min_p": args.min_p,
