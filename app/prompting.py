@@ -128,7 +128,8 @@ class QuoteFloor:
     0.33 with a wordy reply), under the floor; while a page with one rare shared word cleared it
     ("What game do I play at night?" / "…learning to play the violin", cos 0.07). So a page is
     quoted when its meaning stands out (cosine ≥ `min_similarity` and ≥ `min_standout` above the
-    other pages' mean), or when it clears `min_score` and is at least `keyword_min_similarity` close.
+    usual cosine of the memory's other pages, `PageHit.standout`), or when it clears `min_score` and is
+    at least `keyword_min_similarity` close.
     A page ranked for its dialogue neighbour (it has no match of its own) needs `min_score` only.
     Measured in docs/eval.md ("Which pages are quoted").
     """

@@ -19,6 +19,20 @@ from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget,
 log = logging.getLogger("memory_core")
 
 
+# What an unrelated page's cosine to a query usually is with the bundled all-MiniLM-L6-v2 (0.02-0.12
+# over the pages of tests/bench/quote_floor.py): counted as this many pages beside the memory's own, so a
+# memory of a few pages, one of them an earlier asking of the same question, still has a sensible usual
+UNRELATED_COSINE = 0.1
+UNRELATED_PRIOR_PAGES = 5
+
+
+def typical_cosine(others: np.ndarray) -> float:
+    """The usual cosine of a query to the memory's other pages: their median, with
+    UNRELATED_PRIOR_PAGES pages at UNRELATED_COSINE beside them. A median, because the pages on the
+    query's topic (earlier askings of it above all) must not raise what "usual" means."""
+    return float(np.median(np.concatenate([others, np.full(UNRELATED_PRIOR_PAGES, UNRELATED_COSINE)])))
+
+
 class RetrievalMixin:
     def retrieve(self, query: str, conversation_id: int | None = None, budget: RetrievalBudget | None = None, *,
                  record_visits: bool = True) -> Retrieval:
@@ -97,7 +111,9 @@ class RetrievalMixin:
         # 1. direct dense KNN over every page (in-memory matrix), so segmentation never hides a page
         d_ids, d_scores = self._page_cache.search(q, max(p.dense_candidates, 4 * n), exclude)
         cos_of = {int(i): float(s) for i, s in zip(d_ids, d_scores)}
-        mean_cos, n_pages = self._page_cache.mean_score(q)
+        sample_ids, sample_cos = self._page_cache.sample_scores(q)
+        sampled = set(sample_ids.tolist())
+        usual = typical_cosine(sample_cos)      # a page that is not in the sample leaves it unchanged
         tc = time.perf_counter()
         timings["dense"] = (tc - tb) * 1000
 
@@ -266,7 +282,12 @@ class RetrievalMixin:
             page = pages.get(pid)
             if page is None:
                 continue
-            parts = [f"cos {cos_of.get(pid, 0.0):.2f}"]
+            cos = cos_of.get(pid, 0.0)
+            # An earlier asking gets no standout: it is like the question because it asks the same
+            # thing, which says nothing of the answer (it is quoted only on its demoted score)
+            standout = None if pid in askings else cos - (
+                typical_cosine(sample_cos[sample_ids != pid]) if pid in sampled else usual)
+            parts = [f"cos {cos:.2f}" + (f" ({standout:+.2f} over the usual)" if standout is not None else "")]
             if pid in kw_of:
                 matched = [w for w in qwords if qword_re[w].search(page.text)][:4]
                 parts.append("keyword match " + ", ".join(f"'{m}'" for m in matched) if matched else "keyword match")
@@ -280,13 +301,8 @@ class RetrievalMixin:
                 parts.append("from the archive")
             if pid in askings:
                 parts.append(f"a question asked in a chat (its keyword match not counted, × {p.asked_weight:g})")
-            cos = cos_of.get(pid, 0.0)
-            # the mean cosine of the other pages: this page's own cosine taken out of the memory's mean.
-            # An earlier asking gets none: it is like the question because it asks the same thing, which
-            # says nothing of the answer (it is quoted only on its demoted score)
-            others = (mean_cos * n_pages - cos) / (n_pages - 1) if n_pages > 1 else 0.0
             hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid),
-                                similarity=cos, standout=None if pid in askings else cos - others))
+                                similarity=cos, standout=standout))
             if page.segment_id is not None and page.segment_id not in visited:
                 visited.append(page.segment_id)
         skipped = [PageHit(pages[pid], final[pid], "the same question, asked before: its reply is not evidence",

@@ -74,10 +74,11 @@ class MemoryParams:
     # this close in meaning (its own cosine; a page ranked for its dialogue neighbour is exempt)
     recall_keyword_min_similarity: float = 0.2
     # and a page that shares no word with the message is quoted when its meaning alone matches: cosine
-    # at least recall_min_similarity and that much above the mean of the memory's other pages
-    # ("What is the name of my dog?" -> "I adopted a beagle called Pepper": cos 0.47, others 0.07)
+    # at least recall_min_similarity and recall_min_standout above the usual cosine of the memory's other
+    # pages (retrieval.typical_cosine; "What is the name of my dog?" -> "I adopted a beagle called
+    # Pepper": cos 0.47, the usual 0.07)
     recall_min_similarity: float = 0.3
-    recall_min_standout: float = 0.2
+    recall_min_standout: float = 0.22
     rrf_k: float = 60.0               # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
     # jobs / housekeeping
     job_max_attempts: int = 3
@@ -269,8 +270,8 @@ class PageHit:
     # the dialogue neighbour whose score this page inherited (it ranks as context of that page, not for
     # its own words); None when it ranks on its own
     inherited_from: int | None = None
-    # the page's own cosine to the query, and how far that lies above the mean cosine of the memory's
-    # other pages (what any page scores against this query): a page that stands out is on the topic
+    # the page's own cosine to the query, and how far that lies above the usual cosine of the memory's
+    # other pages (retrieval.typical_cosine: what any page scores against it): a page that stands out is on the topic
     # even when it shares no word with the query (app.prompting.QuoteFloor); None for an earlier asking
     similarity: float | None = None
     standout: float | None = None

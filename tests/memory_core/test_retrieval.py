@@ -4,7 +4,10 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import numpy as np
+
 from memory_core import MemoryParams, RetrievalBudget
+from memory_core.retrieval import UNRELATED_COSINE, UNRELATED_PRIOR_PAGES
 
 from .conftest import T0
 
@@ -43,10 +46,12 @@ def test_finds_relevant_pages_with_reasons(open_store, clock):
     top, rest = r.pages[0], [h for h in r.pages[1:] if h.inherited_from is None]
     assert top.similarity > 0.3 and top.standout > 0.2
     assert all(h.similarity < top.similarity and h.standout < top.standout for h in rest)
-    vectors = {h.page.id: s._page_cache.vector(h.page.id) for h in r.pages}
-    others = [float(vectors[h.page.id] @ s._embed([r.query])[0]) for h in r.pages if h.page.id != top.page.id]
-    if len(vectors) == len(CHAT):   # every page ranked: the mean of the others is known here
-        assert abs(top.standout - (top.similarity - sum(others) / len(others))) < 1e-4
+    # the usual cosine: the median of the other pages' cosines beside a prior of unrelated pages
+    q = s._embed([r.query])[0]
+    others = [float(s._page_cache.vector(pid) @ q) for pid in s._page_cache.row_of if pid != top.page.id]
+    usual = float(np.median(others + [UNRELATED_COSINE] * UNRELATED_PRIOR_PAGES))
+    assert abs(top.standout - (top.similarity - usual)) < 1e-4
+    assert f"cos {top.similarity:.2f} ({top.standout:+.2f} over the usual)" in top.reason
     # a rare exact word is found by the keyword side
     r = s.retrieve("Clint Yeastwood", other, RetrievalBudget(pages=3))
     assert r.pages[0].page.id == ids[4] and "keyword match" in r.pages[0].reason

@@ -41,21 +41,20 @@ def test_prefiltered_search_matches_exact_top_results(monkeypatch):
     assert np.mean(recalls) >= 0.97
 
 
-def test_mean_score_follows_puts_updates_and_removals():
+def test_sample_scores_reads_live_rows_or_an_even_sample():
     dim = 16
     x = _embedding_like(50, dim, seed=3)
     cache = vecindex.MatrixCache("page", dim)
-    assert cache.mean_score(x[0]) == (0.0, 0)
+    ids, cos = cache.sample_scores(x[0])
+    assert len(ids) == 0 and len(cos) == 0
     for i, v in enumerate(x):
         cache._put(i + 1, v)
-    cache._put(3, x[40])            # an update replaces the old vector in the sum
     cache._remove(10)
-    cache._put(60, x[10])           # reuses the freed row
-    live = {i + 1: x[i] for i in range(50)}
-    live[3] = x[40]
-    del live[10]
-    live[60] = x[10]
+    cache._put(3, x[40])            # an update: the new vector is scored
     q = x[7]
-    mean, count = cache.mean_score(q)
-    assert count == len(live) == 50
-    assert abs(mean - float(np.mean([v @ q for v in live.values()]))) < 1e-5
+    ids, cos = cache.sample_scores(q)
+    assert sorted(ids.tolist()) == [i for i in range(1, 51) if i != 10]
+    expect = {i: float((x[40] if i == 3 else x[i - 1]) @ q) for i in ids.tolist()}
+    assert all(abs(c - expect[i]) < 1e-5 for i, c in zip(ids.tolist(), cos.tolist()))
+    ids, cos = cache.sample_scores(q, limit=7)       # a large memory: rows spread over the matrix
+    assert len(ids) == 7 and 10 not in ids.tolist() and ids[0] == 1 and ids[-1] == 50
