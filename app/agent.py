@@ -214,11 +214,11 @@ class ChatAgent:
         t_retrieve = time.perf_counter() - t0
 
         budget = max(256, self.model.n_ctx - self.reply_reserve)
+        floor = QuoteFloor.from_params(self.store.params)
 
         def compose(budget_tokens: int = budget):
             return compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
-                                  budget_tokens=budget_tokens, recall_at_end=self._recall_at_end,
-                                  floor=QuoteFloor.from_params(self.store.params))
+                                  budget_tokens=budget_tokens, recall_at_end=self._recall_at_end, floor=floor)
 
         prompt = compose()
         try:
@@ -241,6 +241,7 @@ class ChatAgent:
         trace = retrieval.to_trace() if retrieval is not None else {"query": query, "memory": "off"}
         trace["included"] = prompt.included
         trace["dropped"] = prompt.dropped
+        trace["quote_floor"] = floor.to_dict()      # the rule applied then (the inspector says why a page is out)
         trace["prompt_tokens"] = exact
         trace["query_truncated"] = prompt.query_truncated
         with _disk_full_means(REPLY_NOT_STARTED):

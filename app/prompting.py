@@ -18,7 +18,7 @@ Nothing time-of-now is put in the stable part. Memory is quoted as data inside <
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
 from app import prompts
@@ -138,10 +138,32 @@ class QuoteFloor:
     min_similarity: float | None = None
     min_standout: float | None = None
 
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "QuoteFloor":
+        return cls(**{k: d[k] for k in ("min_score", "keyword_min_similarity", "min_similarity", "min_standout")
+                      if k in d})
+
     @classmethod
     def from_params(cls, params) -> "QuoteFloor":
         return cls(params.recall_min_score, params.recall_keyword_min_similarity, params.recall_min_similarity,
                    params.recall_min_standout)
+
+    def refusal(self, hit) -> str | None:
+        """Why `hit` is not quoted, in words for the trace; None when it is admitted."""
+        if self.admits(hit):
+            return None
+        sim = getattr(hit, "similarity", None)
+        if sim is None or getattr(hit, "inherited_from", None) is not None:
+            return f"scored {hit.score:.2f}, under the quoting floor of {self.min_score:g}"
+        if hit.score >= self.min_score:
+            return (f"matched words, but its meaning is too far from the message "
+                    f"(cos {sim:.2f} < {self.keyword_min_similarity:g})")
+        return (f"scored {hit.score:.2f}, under the quoting floor of {self.min_score:g}, and its meaning does not "
+                f"stand out (cos {sim:.2f}" + (f", {hit.standout:+.2f} over the usual)" if hit.standout is not None
+                                               else ")"))
 
     def admits(self, hit) -> bool:
         sim = getattr(hit, "similarity", None)

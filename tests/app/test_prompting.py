@@ -1,6 +1,7 @@
 """Prompt composition: order, budget, truncation, memory quoted as data (real model tokenizer)."""
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -165,3 +166,19 @@ def test_quote_floor_from_the_memory_params():
     p = MemoryParams(recall_min_score=0.5, recall_keyword_min_similarity=0.1, recall_min_similarity=0.35,
                      recall_min_standout=0.22)
     assert QuoteFloor.from_params(p) == QuoteFloor(0.5, 0.1, 0.35, 0.22)
+
+
+def test_quote_floor_says_why_a_page_is_left_out():
+    floor = QuoteFloor(min_score=0.4, keyword_min_similarity=0.2, min_similarity=0.3, min_standout=0.2)
+    assert floor.refusal(_hit(0.33, 0.33, 0.25)) is None
+    assert floor.refusal(_hit(0.9, 0.07, 0.0)) == ("matched words, but its meaning is too far from the message "
+                                                    "(cos 0.07 < 0.2)")
+    assert floor.refusal(_hit(0.33, 0.33, 0.15)) == ("scored 0.33, under the quoting floor of 0.4, and its meaning "
+                                                      "does not stand out (cos 0.33, +0.15 over the usual)")
+    assert floor.refusal(_hit(0.3, 0.9, 0.9, inherited_from=7)) == "scored 0.30, under the quoting floor of 0.4"
+
+
+def test_quote_floor_round_trips_through_a_trace():
+    floor = QuoteFloor(0.4, 0.2, 0.3, 0.22)
+    assert QuoteFloor.from_dict(json.loads(json.dumps(floor.to_dict()))) == floor
+    assert QuoteFloor.from_dict({"min_score": 0.5}) == QuoteFloor(min_score=0.5)

@@ -500,6 +500,31 @@ def test_trace_shows_an_earlier_asking_of_the_question_as_left_out(qtbot, store,
     assert [r["left_out"] for r in tv.not_in_prompt.records() if r["page_id"] == asked.id] == [row["left_out"]]
 
 
+def test_trace_says_why_a_recalled_page_was_not_quoted(qtbot, store, filled, panel_factory, chat_model):
+    from app.agent import ChatAgent
+    from app.prompting import QuoteFloor
+
+    store.params.recall_min_score = 2.0          # a high floor: most recalled pages stay out of the prompt
+    result = ChatAgent(store, chat_model).send(store.create_conversation("q"), "What happened with my cat Luna at the vet?")
+    panel = panel_factory()
+    panel.show_trace_for_message(result.assistant_message_id)
+    settle(panel)
+    rows = panel.trace.not_in_prompt.records()
+    hits = {p["page_id"]: p for p in result.trace["pages"]}
+    floor = QuoteFloor.from_params(store.params)
+    refused = [r for r in rows if r["page_id"] in hits and not floor.admits(_ns(hits[r["page_id"]]))]
+    assert refused, [(r["page_id"], r["left_out"], hits.get(r["page_id"])) for r in rows]
+    assert all(r["left_out"] == floor.refusal(_ns(hits[r["page_id"]])) for r in refused), [(r["left_out"], floor.refusal(_ns(hits[r["page_id"]]))) for r in refused]
+    assert all("under the quoting floor" in r["left_out"] or "too far" in r["left_out"] for r in refused), refused
+    assert not any(r["left_out"] == "not used" for r in refused)
+
+
+def _ns(hit: dict):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**hit)
+
+
 def test_test_query_box_recalls_like_the_store_without_visits(qtbot, store, filled, panel_factory):
     panel = panel_factory("trace")
     tv = panel.trace

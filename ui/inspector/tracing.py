@@ -5,11 +5,16 @@ memory core's API (get_message, get_page, get_segment, retrieve) and never touch
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+from app.prompting import QuoteFloor
 from memory_core import RetrievalBudget
 
 from ui.inspector.models import TraceData, finite
+
+# a stored trace's page hit as QuoteFloor reads it (traces written before similarities were kept lack them)
+_HIT_DEFAULTS = {"score": 0.0, "similarity": None, "standout": None, "inherited_from": None}
 
 
 def _page_text(page) -> str:
@@ -125,6 +130,9 @@ def trace_for_message(store, message_id: int) -> TraceData:
         hit = hit_of.get(pid) or {"page_id": pid, "score": 0.0, "reason": "(not in the ranked list)"}
         data.in_prompt.append(_row(hit, rank_of.get(pid, 0), pages))
     inc_set = set(inc_pages)
+    # the rule the reply was composed under; a trace from before it was stored: the current settings
+    floor = (QuoteFloor.from_dict(trace["quote_floor"]) if isinstance(trace.get("quote_floor"), dict)
+             else QuoteFloor.from_params(store.params))
     for h in hits:
         pid = int(h["page_id"])
         if pid in inc_set:
@@ -134,6 +142,11 @@ def trace_for_message(store, message_id: int) -> TraceData:
         if page is not None and page.conversation_id == msg.conversation_id and page.assistant_message_id \
                 and page.assistant_message_id < msg.id:
             row["left_out"] = "already in the dialogue shown to the model"
+        elif (refused := floor.refusal(SimpleNamespace(**{**_HIT_DEFAULTS, **h}))) is not None:
+            row["left_out"] = refused
+        elif h.get("inherited_from") is not None:
+            row["left_out"] = ("ranked for the page next to it in its conversation; quoted with it only as a "
+                               "question and its answer")
         elif (data.dropped or {}).get("pages"):
             row["left_out"] = "did not fit the prompt's token budget"
         else:
