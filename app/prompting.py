@@ -159,8 +159,8 @@ class QuoteFloor:
         if sim is None or getattr(hit, "inherited_from", None) is not None:
             return f"scored {hit.score:.2f}, under the quoting floor of {self.min_score:g}"
         if hit.score >= self.min_score:
-            return (f"matched words, but its meaning is too far from the message "
-                    f"(cos {sim:.2f} < {self.keyword_min_similarity:g})")
+            return (f"scored {hit.score:.2f}, over the quoting floor of {self.min_score:g} (words, date or segment), "
+                    f"but its meaning is too far from the message (cos {sim:.2f} < {self.keyword_min_similarity:g})")
         return (f"scored {hit.score:.2f}, under the quoting floor of {self.min_score:g}, and its meaning does not "
                 f"stand out (cos {sim:.2f}" + (f", {hit.standout:+.2f} over the usual)" if hit.standout is not None
                                                else ")"))

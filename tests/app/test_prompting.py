@@ -171,8 +171,8 @@ def test_quote_floor_from_the_memory_params():
 def test_quote_floor_says_why_a_page_is_left_out():
     floor = QuoteFloor(min_score=0.4, keyword_min_similarity=0.2, min_similarity=0.3, min_standout=0.2)
     assert floor.refusal(_hit(0.33, 0.33, 0.25)) is None
-    assert floor.refusal(_hit(0.9, 0.07, 0.0)) == ("matched words, but its meaning is too far from the message "
-                                                    "(cos 0.07 < 0.2)")
+    assert floor.refusal(_hit(0.9, 0.07, 0.0)) == ("scored 0.90, over the quoting floor of 0.4 (words, date or segment), "
+                                                    "but its meaning is too far from the message (cos 0.07 < 0.2)")
     assert floor.refusal(_hit(0.33, 0.33, 0.15)) == ("scored 0.33, under the quoting floor of 0.4, and its meaning "
                                                       "does not stand out (cos 0.33, +0.15 over the usual)")
     assert floor.refusal(_hit(0.3, 0.9, 0.9, inherited_from=7)) == "scored 0.30, under the quoting floor of 0.4"

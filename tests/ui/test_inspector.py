@@ -515,7 +515,8 @@ def test_trace_says_why_a_recalled_page_was_not_quoted(qtbot, store, filled, pan
     refused = [r for r in rows if r["page_id"] in hits and not floor.admits(_ns(hits[r["page_id"]]))]
     assert refused, [(r["page_id"], r["left_out"], hits.get(r["page_id"])) for r in rows]
     assert all(r["left_out"] == floor.refusal(_ns(hits[r["page_id"]])) for r in refused), [(r["left_out"], floor.refusal(_ns(hits[r["page_id"]]))) for r in refused]
-    assert all("under the quoting floor" in r["left_out"] or "too far" in r["left_out"] for r in refused), refused
+    assert all("under the quoting floor" in r["left_out"] or "too far from the message" in r["left_out"]
+               for r in refused), refused
     assert not any(r["left_out"] == "not used" for r in refused)
 
 
