@@ -271,8 +271,9 @@ class PageHit:
     # its own words); None when it ranks on its own
     inherited_from: int | None = None
     # the page's own cosine to the query, and how far that lies above the usual cosine of the memory's
-    # other pages (retrieval.typical_cosine: what any page scores against it): a page that stands out is on the topic
-    # even when it shares no word with the query (app.prompting.QuoteFloor); None for an earlier asking
+    # other pages (retrieval.typical_cosine: what any page scores against it): a page that stands out is
+    # on the topic even when it shares no word with the query (app.prompting.QuoteFloor); no standout
+    # for an earlier asking
     similarity: float | None = None
     standout: float | None = None
 
