@@ -18,7 +18,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from app.prompting import QuoteFloor
 
 NOT_MENTIONED = "Not mentioned in the conversation"
 
@@ -55,7 +58,7 @@ class Answer:
 
 class QAAnswerer:
     def __init__(self, model, *, n_ctx: int | None = None, max_answer_tokens: int = 32, memory_pages: int = 10,
-                 floor=None):
+                 floor: QuoteFloor | None = None):
         self.model = model
         self.n_ctx = int(n_ctx or getattr(model, "n_ctx", 4096))
         self.max_answer_tokens = max_answer_tokens

@@ -91,7 +91,6 @@ RECALL = [
     ("What am I saving money for?", ("bike",)),
     ("Where did my grandmother grow up?", ("porto",)),
 ]
-MESSAGES = SMALL_TALK + RECALL
 # --reworded: the memory and questions of tests.bench.quote_floor (TUNE + HELD_OUT: 48 statements told in
 # 12 chats, each asked for in other words, mostly without a word in common); what a reply must say, as a
 # regular expression (case-insensitive), in the same order
