@@ -18,7 +18,7 @@ Nothing time-of-now is put in the stable part. Memory is quoted as data inside <
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Callable, Sequence
 
 from app import prompts
@@ -143,37 +143,33 @@ class QuoteFloor:
 
     @classmethod
     def from_dict(cls, d: dict) -> "QuoteFloor":
-        return cls(**{k: d[k] for k in ("min_score", "keyword_min_similarity", "min_similarity", "min_standout")
-                      if k in d})
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
     @classmethod
     def from_params(cls, params) -> "QuoteFloor":
         return cls(params.recall_min_score, params.recall_keyword_min_similarity, params.recall_min_similarity,
                    params.recall_min_standout)
 
+    def admits(self, hit) -> bool:
+        return self.refusal(hit) is None
+
     def refusal(self, hit) -> str | None:
         """Why `hit` is not quoted, in words for the trace; None when it is admitted."""
-        if self.admits(hit):
-            return None
-        sim = getattr(hit, "similarity", None)
-        if sim is None or getattr(hit, "inherited_from", None) is not None:
+        sim, standout = hit.similarity, hit.standout
+        if sim is None or hit.inherited_from is not None:
+            if hit.score >= self.min_score:
+                return None
             return f"scored {hit.score:.2f}, under the quoting floor of {self.min_score:g}"
+        if (self.min_similarity is not None and self.min_standout is not None and standout is not None
+                and sim >= self.min_similarity and standout >= self.min_standout):
+            return None
         if hit.score >= self.min_score:
+            if self.keyword_min_similarity is None or sim >= self.keyword_min_similarity:
+                return None
             return (f"scored {hit.score:.2f}, over the quoting floor of {self.min_score:g} (words, date or segment), "
                     f"but its meaning is too far from the message (cos {sim:.2f} < {self.keyword_min_similarity:g})")
         return (f"scored {hit.score:.2f}, under the quoting floor of {self.min_score:g}, and its meaning does not "
-                f"stand out (cos {sim:.2f}" + (f", {hit.standout:+.2f} over the usual)" if hit.standout is not None
-                                               else ")"))
-
-    def admits(self, hit) -> bool:
-        sim = getattr(hit, "similarity", None)
-        if sim is None or getattr(hit, "inherited_from", None) is not None:
-            return hit.score >= self.min_score
-        if (self.min_similarity is not None and self.min_standout is not None and hit.standout is not None
-                and sim >= self.min_similarity and hit.standout >= self.min_standout):
-            return True
-        return hit.score >= self.min_score and (self.keyword_min_similarity is None
-                                                or sim >= self.keyword_min_similarity)
+                f"stand out (cos {sim:.2f}" + (f", {standout:+.2f} over the usual)" if standout is not None else ")"))
 
 
 def quotable_pages(hits: list) -> list:
