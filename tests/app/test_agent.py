@@ -423,11 +423,13 @@ def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, ch
 
 
 def _writes_the_dialogue_on(model):
-    """The real model's stream, opened by a role label and followed by a turn nobody said, the label and
-    a page header split over chunks as a tokenizer may split them: what the bundled model does now and
-    then when pages are quoted to it (app.quoted_turns)."""
-    return _Framed(model, before=["Us", "er: My grandmother grew up in Porto.\n[2023-11", "-15 08:49] (page 1)\n"],
-                   after=["\nAssis", "tant: Porto is a lovely city.\nUser: Thanks!"])
+    """A reply opened by a role label and followed by a turn nobody said, the label and a page header split
+    over chunks as a tokenizer may split them: what the bundled model does now and then when pages are
+    quoted to it (app.quoted_turns). The middle is fixed too: the real model's own 12 tokens, drawn with
+    the next seed of the session, sometimes held a header of their own and changed what was counted."""
+    return _Framed(model, before=["Us", "er: My grandmother grew up in Porto.\n[2023-11", "-15 08:49] (page 1)\n",
+                                  "She grew up by the river."],
+                   after=["\nAssis", "tant: Porto is a lovely city.\nUser: Thanks!"], alone=True)
 
 
 def test_a_reply_that_writes_the_quoted_dialogue_on_ends_before_the_turn_nobody_said(store, chat_model):
