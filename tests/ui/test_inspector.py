@@ -518,6 +518,15 @@ def test_trace_says_why_a_recalled_page_was_not_quoted(qtbot, store, filled, pan
     assert all("under the quoting floor" in r["left_out"] or "too far from the message" in r["left_out"]
                for r in refused), refused
     assert not any(r["left_out"] == "not used" for r in refused)
+    # the reason is on screen in a docked-width panel, without scrolling sideways
+    panel.resize(520, 720)
+    panel.show()
+    settle(panel)
+    view = panel.trace.not_in_prompt_view
+    col = panel.trace.not_in_prompt.column_index("left_out")
+    assert not view.isColumnHidden(col)
+    assert view.columnViewportPosition(col) + 120 <= view.viewport().width(), (
+        view.columnViewportPosition(col), view.viewport().width())
 
 
 def _ns(hit: dict):

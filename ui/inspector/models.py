@@ -976,7 +976,9 @@ def trace_page_columns(*, in_prompt: bool) -> list[Column]:
                width=64, align=ALIGN_RIGHT),
     ]
     if not in_prompt:
-        cols.insert(4, Column("left_out", "Not in the prompt because", lambda r: r.get("left_out", ""), width=200,
+        # before the 500-px reason: after it, the docked inspector (~520 px) showed the column only
+        # after a horizontal scroll, and it is what this table is for
+        cols.insert(3, Column("left_out", "Not in the prompt because", lambda r: r.get("left_out", ""), width=260,
                               tip=lambda r: r.get("left_out", "")))
     return cols
 
