@@ -218,7 +218,8 @@ class ChatAgent:
 
         def compose(budget_tokens: int = budget):
             return compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
-                                  budget_tokens=budget_tokens, recall_at_end=self._recall_at_end, floor=floor)
+                                  budget_tokens=budget_tokens, recall_at_end=self._recall_at_end, floor=floor,
+                                  requote_after=self.store.params.recall_own_after)
 
         prompt = compose()
         try:

@@ -39,6 +39,7 @@ def build_chat_model(settings: ChatModelSettings):
             top_p=settings.top_p,
             min_p=settings.min_p,
             repeat_penalty=settings.repeat_penalty,
+            self_repeat_penalty=settings.self_repeat_penalty,
             max_tokens=settings.max_tokens,
         )
     )

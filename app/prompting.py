@@ -203,6 +203,7 @@ def compose_prompt(
     system_prompt: str | None = None,
     recall_at_end: bool = True,
     floor: QuoteFloor | None = None,
+    requote_after: int = 2,
 ) -> ComposedPrompt:
     """Build chat messages for `query` within `budget_tokens` (n_ctx minus the reply reserve).
 
@@ -210,7 +211,10 @@ def compose_prompt(
     `.role`, `.content`, `.id` (memory_core Messages). Priorities when space is short:
     the query (cut in the middle if it alone is too long), the system prompt, the last
     exchange, persona traits, retrieved pages by score, knowledge, then older dialogue. Pages the
-    `floor` does not admit are left out whatever the space (QuoteFloor; None: every page).
+    `floor` does not admit are left out whatever the space (QuoteFloor; None: every page). A page of
+    the dialogue's last `requote_after` exchanges is not quoted again (it is right above the message);
+    an older one is, beside the message, where a small model still sees it
+    (`MemoryParams.recall_own_after`).
     """
     system = system_prompt if system_prompt is not None else prompts.load("system")
     cost = lambda text: count_tokens(text) + template_overhead  # noqa: E731
@@ -236,13 +240,13 @@ def compose_prompt(
             remaining -= c
     older = turns[:-2]
 
-    history_ids = {m.id for m in turns}
+    recent_ids = {m.id for m in turns[-2 * requote_after:]} if requote_after > 0 else set()
     traits = list(retrieval.traits) if retrieval is not None else []
     floor = floor or QuoteFloor()
     pages = [h for h in retrieval.pages if floor.admits(h)] if retrieval is not None else []
     knowledge = list(retrieval.knowledge) if retrieval is not None else []
-    # pages already in the visible dialogue are not repeated
-    pages = [h for h in pages if h.page.user_message_id not in history_ids and h.page.assistant_message_id not in history_ids]
+    # the last exchanges are right above the message: their pages are not quoted again
+    pages = [h for h in pages if h.page.user_message_id not in recent_ids and h.page.assistant_message_id not in recent_ids]
     pages = quotable_pages(pages)
 
     if traits or pages or knowledge:  # the <memory> wrappers (persona; recalled) and headings cost tokens too

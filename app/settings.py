@@ -33,6 +33,7 @@ class ChatModelSettings:
     top_p: float = 0.95
     min_p: float = 0.1           # llama.cpp: never draw a token under min_p x the likeliest one's probability
     repeat_penalty: float = 1.1  # llama.cpp: > 1 discourages repeating the last 64 tokens
+    self_repeat_penalty: float = 0.8  # a GGUF run here: > 0 keeps a reply from reciting earlier replies
     max_tokens: int = 512
     reply_reserve: int = 512  # tokens kept free for the reply when composing a prompt
 

@@ -40,7 +40,8 @@ class RetrievalMixin:
 
         - stm: the conversation's short-term pages, oldest first (all, or the newest `budget.stm`);
         - pages: the best other pages (MTM and archive, any conversation, including other
-          conversations' STM), best first, each with a score and the reason it was chosen;
+          conversations' STM and this one's older than its last `params.recall_own_after`
+          exchanges), best first, each with a score and the reason it was chosen;
         - knowledge: the best user/assistant facts; traits: the active persona, in a stable order.
         Segments that supplied a page get a visit (N_visit + 1) in one short write.
         """
@@ -67,7 +68,9 @@ class RetrievalMixin:
             t2 = time.perf_counter()
             timings["stm"] = (t2 - t1) * 1000
             if budget.pages > 0:
-                out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, set(stm_ids), budget.pages,
+                # the newest exchanges are the dialogue above the message; older ones are memory
+                recent = set(stm_ids[-self.params.recall_own_after:]) if self.params.recall_own_after > 0 else set()
+                out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, recent, budget.pages,
                                                                                  timings)
             else:
                 visited = []

@@ -79,6 +79,11 @@ class MemoryParams:
     # Pepper": cos 0.47, the usual 0.07)
     recall_min_similarity: float = 0.3
     recall_min_standout: float = 0.22
+    # the conversation's own pages are recalled like any other page, except those of its last
+    # `recall_own_after` exchanges: they are the dialogue right above the new message. A fact said
+    # many messages back is then quoted again beside the question (the bundled 135M model lost the
+    # name of a dog said eight exchanges earlier: tests.bench.long_chat)
+    recall_own_after: int = 2
     rrf_k: float = 60.0               # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
     # jobs / housekeeping
     job_max_attempts: int = 3

@@ -36,6 +36,9 @@ class LlamaCppConfig:
     top_p: float = 0.95
     min_p: float = 0.1           # tokens under min_p x the likeliest one's probability are never drawn
     repeat_penalty: float = 1.1  # > 1 makes the last 64 tokens less likely again (1.0: off)
+    # a reply continuing word for word what an earlier reply said loses this many logits, growing
+    # with the length of the copy (models.self_repeat; 0: off)
+    self_repeat_penalty: float = 0.8
     max_tokens: int = 512
     seed: int = -1               # < 0: a fresh random seed per load (llama-cpp-python's default is fixed)
 
@@ -50,6 +53,7 @@ class LlamaCppChatModel:
         self.model_path = check_gguf(path)
         self.model_id = self.model_path.name
         self.last_stats = GenerationStats()
+        self.last_self_repeat = None   # the SelfRepeatPenalty of the last reply (None: none applied)
         self._lock = threading.RLock()
         self._cancel_current: CancelToken | None = None
 
@@ -201,6 +205,12 @@ class LlamaCppChatModel:
             if response_format is not None:
                 kwargs["response_format"] = response_format
                 kwargs["repeat_penalty"] = 1.0   # JSON repeats quotes and braces by nature
+            else:
+                self_repeat = self._self_repeat_penalty(messages)
+                if self_repeat is not None:
+                    from llama_cpp import LogitsProcessorList
+
+                    kwargs["logits_processor"] = LogitsProcessorList([self_repeat])
             prompt = self._prompt_tokens(messages)
             stats.prompt_tokens = len(prompt)
             stats.cached_prompt_tokens = self._llm.longest_token_prefix(self._llm._input_ids, prompt)
@@ -232,6 +242,19 @@ class LlamaCppChatModel:
                 if stats.stopped:
                     stats.finish_reason = "stopped"
                 self._cancel_current = None
+
+    def _self_repeat_penalty(self, messages: Sequence[Message]):
+        """The processor that keeps this reply from reciting the earlier replies in `messages`."""
+        if self.config.self_repeat_penalty <= 0:
+            return None
+        earlier = [self._llm.tokenize(m["content"].encode("utf-8", "replace"), add_bos=False, special=False)
+                   for m in messages if m.get("role") == "assistant" and m.get("content")]
+        if not earlier:
+            return None
+        from models.self_repeat import SelfRepeatPenalty
+
+        self.last_self_repeat = SelfRepeatPenalty(earlier, multiplier=self.config.self_repeat_penalty)
+        return self.last_self_repeat
 
     def complete_json(
         self,

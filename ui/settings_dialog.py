@@ -161,6 +161,11 @@ class SettingsDialog(QDialog):
                                     "(1 = off; llama.cpp's sampler, so servers not built on llama.cpp "
                                     "may ignore it)")
         g.addRow("Repeat penalty", self.repeat_spin)
+        self.self_repeat_spin = _dspin(0.0, 5.0, s.chat.self_repeat_penalty, 0.1)
+        self.self_repeat_spin.setToolTip("Keeps a reply from copying the model's earlier replies in the chat word "
+                                         "for word: the longer the copy, the less likely its next word (0 = off; "
+                                         "a GGUF run here only)")
+        g.addRow("Self-repeat penalty", self.self_repeat_spin)
         self.max_tokens_spin = _spin(1, 131_072, s.chat.max_tokens)
         g.addRow("Max reply tokens", self.max_tokens_spin)
         self.reserve_spin = _spin(16, 131_072, s.chat.reply_reserve)
@@ -388,6 +393,7 @@ class SettingsDialog(QDialog):
         c.top_p = round(self.top_p_spin.value(), 4)
         c.min_p = round(self.min_p_spin.value(), 4)
         c.repeat_penalty = round(self.repeat_spin.value(), 4)
+        c.self_repeat_penalty = round(self.self_repeat_spin.value(), 4)
         c.max_tokens = self.max_tokens_spin.value()
         c.reply_reserve = self.reserve_spin.value()
         s.embedding.onnx_path = self.onnx_edit.text().strip()

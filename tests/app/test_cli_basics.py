@@ -120,3 +120,12 @@ def test_bad_model_path_in_settings_gives_clear_error(mnemo_dirs):
     assert out.returncode == 1
     report = json.loads(out.stdout)
     assert "nowhere.gguf" in report["chat model error"]
+
+
+def test_mnemo_bench_knows_every_benchmark_in_tests_bench():
+    from pathlib import Path
+
+    from app.commands.bench import BENCHMARKS
+
+    here = Path(__file__).resolve().parents[1] / "bench"
+    assert sorted(BENCHMARKS) == sorted(p.stem for p in here.glob("*.py") if p.stem != "__init__")

@@ -111,6 +111,20 @@ def test_pages_already_in_dialogue_not_repeated(chat_model):
     assert 1 not in p.included["pages"]
 
 
+def test_a_page_of_an_older_exchange_of_the_dialogue_is_quoted_again_beside_the_message(chat_model):
+    # page 1 is the chat's first exchange; three more follow it: it is far above the new message
+    history = [Msg(101, "user", "I visited city number 1"), Msg(201, "assistant", "Nice!")]
+    for i in range(3):
+        history += [Msg(300 + i, "user", f"small talk {i}"), Msg(400 + i, "assistant", "ok")]
+    compose = lambda **kw: compose_prompt("q", retrieval=_retrieval(), history=history,  # noqa: E731
+                                          count_tokens=chat_model.count_tokens, budget_tokens=1500, **kw)
+    p = compose(requote_after=2)
+    assert 1 in p.included["pages"] and "city number 1" in p.messages[-2]["content"]
+    assert p.messages[1]["content"] == "I visited city number 1"          # and still in the dialogue
+    assert 1 not in compose(requote_after=4).included["pages"]           # within the last four exchanges
+    assert 1 in compose(requote_after=0).included["pages"]
+
+
 def test_recall_first_for_templates_with_one_system_message(chat_model):
     history = [Msg(1, "user", "hello"), Msg(2, "assistant", "hi there")]
     p = compose_prompt("where did I go?", retrieval=_retrieval(), history=history,

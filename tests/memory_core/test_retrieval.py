@@ -9,8 +9,6 @@ import numpy as np
 from memory_core import MemoryParams, RetrievalBudget
 from memory_core.retrieval import UNRELATED_COSINE, UNRELATED_PRIOR_PAGES
 
-from .conftest import T0
-
 CHAT = [
     ("I adopted a golden retriever puppy named Biscuit.", "Congratulations! Golden retrievers are sweet."),
     ("My sister Laura is getting married in Lisbon next spring.", "How exciting, Lisbon is beautiful."),
@@ -83,7 +81,12 @@ def test_stm_budget_and_scope(open_store, clock):
     ids = fill(s, cid, clock)
     r = s.retrieve("garden vegetables", cid, RetrievalBudget(pages=5, stm=2))
     assert [h.page.id for h in r.stm] == ids[-2:]
-    assert not {h.page.id for h in r.pages} & set(ids[-3:])
+    # the conversation's last two exchanges (recall_own_after) are the dialogue above the message; its
+    # older pages, STM or not, are recalled like any other ("garden vegetables": page 6 is the third newest)
+    ranked = {h.page.id for h in r.pages}
+    assert not ranked & set(ids[-2:]) and ids[-3] in ranked
+    s.params.recall_own_after = 3
+    assert not {h.page.id for h in s.retrieve("garden vegetables", cid, RetrievalBudget(pages=5)).pages} & set(ids[-3:])
     # without a conversation, STM pages of every conversation are searchable memory
     r = s.retrieve("shellfish allergy", None)
     assert r.stm == [] and r.pages[0].page.id == ids[7]
@@ -205,9 +208,9 @@ def test_neighbour_context_prefers_on_topic_passage(open_store):
         return lone, ctx
 
     for value in (0.0, 0.1):
-        s = open_store(stm_capacity=0, neighbor_context=value)
-        lone, ctx = build(s) if value == 0.0 else (lone0, ctx0)
-        lone0, ctx0 = lone, ctx
+        s = open_store(stm_capacity=0, neighbor_context=value)   # the same file both times
+        if value == 0.0:
+            lone, ctx = build(s)
         r = s.retrieve("How many beehives do I keep in the garden?", None, RetrievalBudget(pages=6))
         score = {h.page.id: h.score for h in r.pages}
         if value == 0.0:

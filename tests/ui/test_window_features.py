@@ -23,6 +23,7 @@ def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs
     dlg.temp_spin.setValue(0.35)
     dlg.min_p_spin.setValue(0.2)
     dlg.repeat_spin.setValue(1.0)
+    dlg.self_repeat_spin.setValue(1.5)
     dlg.max_tokens_spin.setValue(333)
     dlg.server_radio.setChecked(True)
     dlg.url_edit.setText("http://127.0.0.1:9999/v1")
@@ -43,6 +44,7 @@ def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs
     s.chat.backend = "llama"
     model = build_chat_model(s.chat)
     assert (model.config.min_p, model.config.repeat_penalty, model.config.temperature) == (0.2, 1.0, 0.35)
+    assert s.chat.self_repeat_penalty == pytest.approx(1.5) and model.config.self_repeat_penalty == pytest.approx(1.5)
     model.close()
     s.chat.backend = "openai"
     assert s.chat.backend == "openai" and s.chat.server_url == "http://127.0.0.1:9999/v1"
@@ -69,7 +71,8 @@ def test_settings_dialog_has_every_required_field(make_window, qtbot, monkeypatc
     for name in ("stm_capacity", "mtm_capacity", "theta", "alpha", "beta", "gamma", "mu", "tau"):
         assert name in dlg.param_edits
     for w in (dlg.gguf_edit, dlg.url_edit, dlg.server_model_edit, dlg.key_edit, dlg.ctx_spin, dlg.threads_spin,
-              dlg.gpu_spin, dlg.temp_spin, dlg.top_p_spin, dlg.min_p_spin, dlg.repeat_spin, dlg.max_tokens_spin,
+              dlg.gpu_spin, dlg.temp_spin, dlg.top_p_spin, dlg.min_p_spin, dlg.repeat_spin, dlg.self_repeat_spin,
+              dlg.max_tokens_spin,
               dlg.onnx_edit, dlg.tokenizer_edit):
         assert w is not None
     opened = []

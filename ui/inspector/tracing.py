@@ -139,11 +139,12 @@ def trace_for_message(store, message_id: int) -> TraceData:
             continue
         row = _row(h, rank_of[pid], pages)
         page = pages.get(pid)
-        if page is not None and page.conversation_id == msg.conversation_id and page.assistant_message_id \
+        # the floor first: an older page of this chat may be quoted again (MemoryParams.recall_own_after)
+        if (refused := floor.refusal(SimpleNamespace(**{**_HIT_DEFAULTS, **h}))) is not None:
+            row["left_out"] = refused
+        elif page is not None and page.conversation_id == msg.conversation_id and page.assistant_message_id \
                 and page.assistant_message_id < msg.id:
             row["left_out"] = "already in the dialogue shown to the model"
-        elif (refused := floor.refusal(SimpleNamespace(**{**_HIT_DEFAULTS, **h}))) is not None:
-            row["left_out"] = refused
         elif h.get("inherited_from") is not None:
             row["left_out"] = ("ranked for the page next to it in its conversation; quoted with it only as a "
                                "question and its answer")
