@@ -71,7 +71,7 @@ class RetrievalMixin:
                 # the newest exchanges are the dialogue above the message; older ones are memory
                 recent = set(stm_ids[-self.params.recall_own_after:]) if self.params.recall_own_after > 0 else set()
                 out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, recent, budget.pages,
-                                                                                 timings)
+                                                                                 timings, conversation_id)
             else:
                 visited = []
             t3 = time.perf_counter()
@@ -103,7 +103,8 @@ class RetrievalMixin:
                 self._page_cache.sync(self._conn)
 
     # ------------------------------------------------------------------ pages
-    def _rank_pages(self, query: str, q: np.ndarray, exclude: set[int], n: int, timings: dict):
+    def _rank_pages(self, query: str, q: np.ndarray, exclude: set[int], n: int, timings: dict,
+                    conversation_id: int | None = None):
         p = self.params
         ta = time.perf_counter()
         if not self.in_transaction:
@@ -302,6 +303,8 @@ class RetrievalMixin:
                 parts.append(f"{'follows' if via[pid] < pid else 'precedes'} page {via[pid]}")
             if page.tier == "archive":
                 parts.append("from the archive")
+            if conversation_id is not None and page.conversation_id == conversation_id:
+                parts.append("said earlier in this conversation")
             if pid in askings:
                 parts.append(f"a question asked in a chat (its keyword match not counted, × {p.asked_weight:g})")
             hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid),

@@ -202,15 +202,16 @@ class LlamaCppChatModel:
                 repeat_penalty=self.config.repeat_penalty,
                 stream=True,
             )
+            self.last_self_repeat = None
             if response_format is not None:
                 kwargs["response_format"] = response_format
                 kwargs["repeat_penalty"] = 1.0   # JSON repeats quotes and braces by nature
             else:
-                self_repeat = self._self_repeat_penalty(messages)
-                if self_repeat is not None:
+                self.last_self_repeat = self._self_repeat_penalty(messages)
+                if self.last_self_repeat is not None:
                     from llama_cpp import LogitsProcessorList
 
-                    kwargs["logits_processor"] = LogitsProcessorList([self_repeat])
+                    kwargs["logits_processor"] = LogitsProcessorList([self.last_self_repeat])
             prompt = self._prompt_tokens(messages)
             stats.prompt_tokens = len(prompt)
             stats.cached_prompt_tokens = self._llm.longest_token_prefix(self._llm._input_ids, prompt)
@@ -253,8 +254,7 @@ class LlamaCppChatModel:
             return None
         from models.self_repeat import SelfRepeatPenalty
 
-        self.last_self_repeat = SelfRepeatPenalty(earlier, multiplier=self.config.self_repeat_penalty)
-        return self.last_self_repeat
+        return SelfRepeatPenalty(earlier, multiplier=self.config.self_repeat_penalty)
 
     def complete_json(
         self,

@@ -85,11 +85,13 @@ def test_stm_budget_and_scope(open_store, clock):
     # older pages, STM or not, are recalled like any other ("garden vegetables": page 6 is the third newest)
     ranked = {h.page.id for h in r.pages}
     assert not ranked & set(ids[-2:]) and ids[-3] in ranked
+    assert r.pages and all("said earlier in this conversation" in h.reason for h in r.pages)   # one chat only
     s.params.recall_own_after = 3
     assert not {h.page.id for h in s.retrieve("garden vegetables", cid, RetrievalBudget(pages=5)).pages} & set(ids[-3:])
     # without a conversation, STM pages of every conversation are searchable memory
     r = s.retrieve("shellfish allergy", None)
     assert r.stm == [] and r.pages[0].page.id == ids[7]
+    assert not any("this conversation" in h.reason for h in r.pages)
 
 
 def test_cjk_pages_found_by_trigram(open_store, clock):

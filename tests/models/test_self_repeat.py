@@ -84,3 +84,5 @@ def test_the_bundled_model_asked_to_repeat_itself_no_longer_recites(chat_model):
     assert _longest_shared_run(plain, earlier) >= 15, plain               # greedy: a recital
     assert _longest_shared_run(penalised, earlier) < 10, penalised         # the same prompt, pushed off it
     assert chat_model.last_self_repeat.penalised > 0
+    list(chat_model.stream(msgs[:1], max_tokens=4))          # no earlier reply: no penalty, none reported
+    assert chat_model.last_self_repeat is None
