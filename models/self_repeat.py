@@ -12,6 +12,9 @@ This applies DRY's rule to the earlier replies alone: once the reply's last `all
 match a stretch of an earlier reply, the token that would continue that stretch loses
 `multiplier * base ** (match - allowed)` logits, the longest match counting. Quoting the user
 ("your beagle Pepper") costs nothing; a sentence of its own copied again costs more with every token.
+`allowed` is 5, not DRY's 2: with 3 or 4 free tokens the model, asked "And what did he count?" about
+its own answer ("The old lighthouse keeper counted seventeen gulls…"), turned away from it to describe
+the keeper's beard; with 5 it answers, and long copies still end (tests.bench.long_chat, docs/benchmarks.md).
 Plain numpy on token ids, run as a llama-cpp-python logits processor: tens of microseconds a token.
 """
 from __future__ import annotations
@@ -29,7 +32,7 @@ class SelfRepeatPenalty:
     """
 
     def __init__(self, earlier: Sequence[Sequence[int]], *, multiplier: float = 0.8, base: float = 1.75,
-                 allowed: int = 3, max_exponent: int = 16):
+                 allowed: int = 5, max_exponent: int = 16):
         ids: list[int] = []
         for reply in earlier:
             ids.extend(int(t) for t in reply)
