@@ -55,10 +55,10 @@ class SelfRepeatPenalty:
         """The reply's next token: extend (or end) every running match."""
         if not len(self._ids):
             return
-        prev = np.empty_like(self._match)
+        prev = np.empty_like(self._match)      # the match that ended one position before
         prev[0] = 0
         prev[1:] = self._match[:-1]
-        self._match = np.where(self._ids == token, prev + 1, 0).astype(np.int32)
+        self._match = np.where(self._ids == token, prev + 1, 0)   # int32 stays int32: no copy per token
 
     def penalties(self) -> dict[int, float]:
         """Logits to subtract now, by token id (the longest match decides a token's penalty)."""

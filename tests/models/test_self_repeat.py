@@ -67,39 +67,36 @@ def _longest_shared_run(a: str, b: str) -> int:
     return best
 
 
-def test_the_bundled_model_asked_to_repeat_itself_no_longer_recites(chat_model):
-    earlier = ("The old lighthouse keeper counted seventeen gulls, three fishing boats and one red kite over "
-               "the harbour every morning before breakfast.")
+LIGHTHOUSE = ("The old lighthouse keeper counted seventeen gulls, three fishing boats and one red kite over "
+              "the harbour every morning before breakfast.")
+
+
+def _greedy_reply(chat_model, question: str, penalty: float) -> str:
+    """The bundled model's greedy reply to `question`, after it answered LIGHTHOUSE to the first one."""
     msgs = [{"role": "user", "content": "Describe the lighthouse keeper's morning."},
-            {"role": "assistant", "content": earlier},
-            {"role": "user", "content": "Please repeat your last answer, word for word."}]
+            {"role": "assistant", "content": LIGHTHOUSE},
+            {"role": "user", "content": question}]
     saved = chat_model.config.self_repeat_penalty
     try:
-        chat_model.config.self_repeat_penalty = 0.0
-        plain = "".join(chat_model.stream(msgs, temperature=0.0, max_tokens=60))
-        chat_model.config.self_repeat_penalty = 0.8
-        penalised = "".join(chat_model.stream(msgs, temperature=0.0, max_tokens=60))
+        chat_model.config.self_repeat_penalty = penalty
+        return "".join(chat_model.stream(msgs, temperature=0.0, max_tokens=60))
     finally:
         chat_model.config.self_repeat_penalty = saved
-    assert _longest_shared_run(plain, earlier) >= 15, plain               # greedy: a recital
-    assert _longest_shared_run(penalised, earlier) < _longest_shared_run(plain, earlier) - 5, penalised
+
+
+def test_the_bundled_model_asked_to_repeat_itself_no_longer_recites(chat_model):
+    ask = "Please repeat your last answer, word for word."
+    plain = _greedy_reply(chat_model, ask, 0.0)
+    penalised = _greedy_reply(chat_model, ask, 0.8)
+    assert _longest_shared_run(plain, LIGHTHOUSE) >= 15, plain               # greedy: a recital
+    assert _longest_shared_run(penalised, LIGHTHOUSE) < _longest_shared_run(plain, LIGHTHOUSE) - 5, penalised
     assert chat_model.last_self_repeat.penalised > 0
-    list(chat_model.stream(msgs[:1], max_tokens=4))          # no earlier reply: no penalty, none reported
+    list(chat_model.stream([{"role": "user", "content": "Hi"}], max_tokens=4))   # no earlier reply: none
     assert chat_model.last_self_repeat is None
 
 
 def test_the_bundled_model_still_restates_a_fact_of_its_own_reply(chat_model):
     # a short restatement is free (up to `allowed` tokens, then gently penalised): with 3 or 4 free
     # tokens the model, asked this, described the keeper's beard instead
-    earlier = ("The old lighthouse keeper counted seventeen gulls, three fishing boats and one red kite over "
-               "the harbour every morning before breakfast.")
-    msgs = [{"role": "user", "content": "Describe the lighthouse keeper's morning."},
-            {"role": "assistant", "content": earlier},
-            {"role": "user", "content": "And what did he count?"}]
-    saved = chat_model.config.self_repeat_penalty
-    try:
-        chat_model.config.self_repeat_penalty = 0.8
-        reply = "".join(chat_model.stream(msgs, temperature=0.0, max_tokens=60))
-    finally:
-        chat_model.config.self_repeat_penalty = saved
+    reply = _greedy_reply(chat_model, "And what did he count?", 0.8)
     assert "seventeen gulls" in reply, reply
