@@ -170,8 +170,9 @@ class ChatAgent:
         return True, not paused
 
     def _remember_if_asked(self, text: str) -> dict | None:
-        """A message that opens with "Remember that …" keeps its fact in the persona at once (before
-        retrieval, so this very reply can see it), instead of waiting for its page to be promoted."""
+        """A message that asks to be remembered ("Remember that …", "…, so remember that.") keeps its
+        fact in the persona at once (before retrieval, so this very reply can see it), instead of
+        waiting for its page to be promoted."""
         fact = remember_request(text)
         if fact is None:
             return None

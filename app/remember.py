@@ -2,8 +2,8 @@
 
 The persona otherwise grows only from conversations (a segment is analysed when it gets hot), which
 can take many turns; a user who wants "I'm allergic to peanuts" kept should be able to say so once.
-The same path serves a chat message that opens "Remember that …" (`remember_request`, used by the
-agent), the inspector's **Add…**, `mnemo memory add` and `/remember` in `mnemo chat`.
+The same path serves a chat message that asks ("Remember that …", "…, so please remember that.":
+`remember_request`, used by the agent), the inspector's **Add…**, `mnemo memory add` and `/remember` in `mnemo chat`.
 What the user writes goes through memory_core's usual rules: a fact that repeats one already held
 confirms it, one close to an earlier fact (a new city, a new job) updates it and keeps the old text
 as a version, and a pinned item is never changed. `Remembered.describe()` says which happened.
@@ -52,12 +52,47 @@ def _bare(sentence: str) -> str:
     return _POLITE_END.sub("", sentence).strip(" \t\n\"'“”‘’")
 
 
-def remember_request(message: str) -> str | None:
-    """The fact a chat message asks Mnemo to remember ("Remember that I'm vegetarian." → "I'm
-    vegetarian"), or None when the message does not open with such a request. Only the first sentence is
-    taken: "Remember that I'm vegetarian. What should I cook?" keeps "I'm vegetarian" and the question
-    is answered as usual."""
-    m = _REQUEST.match(message or "")
+# "I'm allergic to peanuts, so please remember that.", "My locker code is 4312. Don't forget it!",
+# "I have two kids - keep that in mind" — the request comes last and points back at what was said
+# before it. It must follow a clause boundary (punctuation, or "so"/"and"), so "I want you to remember
+# that" asks nothing; "Remember that?" alone asks whether Mnemo recalls, "Can you remember that?" asks it to.
+_TRAILING = re.compile(
+    r"^(?P<fact>.*?\S)\s*(?:[.!;:,(\u2013\u2014-]+\s*(?:(?:so|and)\s+)?|\s+(?:so|and)\s+)"
+    r"(?:(?:hey|ok|okay)\s+mnemo\s*,?\s*)?(?:please\s*,?\s*)?"
+    r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:(?:remember|don'?t\s+forget|do\s+not\s+forget)\s+(?:it|that|this)"
+    r"|(?:keep|bear)\s+(?:it|that|this)\s+in\s+mind"
+    r"|(?:make\s+a\s+note|take\s+note)\s+of\s+(?:it|that|this)"
+    r"|(?:note|write|jot)\s+(?:it|that|this)\s+down)\b"
+    r"(?:\s*,?\s*(?:please|thanks|thank\s+you|for\s+me|for\s+later|ok|okay|mnemo))*"
+    r"(?P<end>[\s.!?)]*)$", re.IGNORECASE | re.DOTALL)
+
+# words that lead into a fact without being part of it: "By the way, my son is called Leo"
+_LEAD_IN = re.compile(r"^(?:(?:by\s+the\s+way|btw|fyi|just\s+so\s+you\s+know|oh|also|and|so|anyway|ok|okay|well)"
+                      r"\b\s*[,:]?\s*)+", re.IGNORECASE)
+
+
+def _trailing_request(message: str) -> str | None:
+    """The fact before a request that ends the message ("I'm vegetarian, so remember that." → "I'm
+    vegetarian"): everything said before it, as long as that is one fact's length and not a question,
+    less a short opening sentence ("Thanks!", "Hi Mnemo.")."""
+    m = _TRAILING.match(message or "")
+    if m is None or ("?" in m.group("end") and not m.group("ask")):
+        return None
+    sentences = _SENTENCE_END.split(m.group("fact").strip())
+    while len(sentences) > 1 and len(sentences[0].split()) < 3:   # "Thanks! My son is called Leo, …"
+        sentences.pop(0)
+    fact = _bare(_LEAD_IN.sub("", " ".join(sentences)))
+    if not fact or fact.endswith("?") or _NOT_A_FACT.match(fact) or _REQUEST.match(fact):
+        return None
+    if len(fact.split()) < 2 or len(fact) > MAX_FACT_CHARS:
+        return None
+    return fact
+
+
+def _opening_request(text: str) -> str | None:
+    """The first sentence after a request that opens `text` ("Remember that I'm vegetarian. …")."""
+    m = _REQUEST.match(text)
     if m is None:
         return None
     sentence = _first_sentence(m.group("rest"))
@@ -67,6 +102,26 @@ def remember_request(message: str) -> str | None:
     if _NOT_A_FACT.match(fact) or len(fact.split()) < 2 or len(fact) > MAX_FACT_CHARS:
         return None
     return fact
+
+
+def remember_request(message: str) -> str | None:
+    """The fact a chat message asks Mnemo to remember ("Remember that I'm vegetarian." → "I'm
+    vegetarian"), or None when the message asks no such thing. The request may open the message
+    (its first sentence is kept: "Remember that I'm vegetarian. What should I cook?" keeps "I'm
+    vegetarian" and the question is answered as usual), open its last sentence ("What should I cook?
+    Remember that I'm vegetarian."), or end it pointing back ("I'm vegetarian, so please remember
+    that."). Only a short message is read beyond its opening: a long paste that happens to end in
+    "Remember that …" is not a request to Mnemo."""
+    message = (message or "").strip()
+    fact = _opening_request(message)
+    if fact is not None or len(message) > 2 * MAX_FACT_CHARS:
+        return fact
+    sentences = _SENTENCE_END.split(message)
+    if len(sentences) > 1:
+        fact = _opening_request(sentences[-1])
+        if fact is not None:
+            return fact
+    return _trailing_request(message)
 
 
 @dataclass

@@ -171,6 +171,15 @@ def test_a_message_asking_to_remember_keeps_its_fact_at_once(agent, store):
     assert store.count_knowledge() == 1
 
 
+def test_a_request_at_the_end_of_a_message_keeps_what_came_before(agent, store):
+    cid = agent.new_conversation()
+    result = agent.send(cid, "I am allergic to peanuts, so please remember that.")
+    kept = result.stats["remembered"]
+    assert (kept["outcome"], kept["text"]) == ("added", "I am allergic to peanuts")
+    assert kept["id"] in result.trace["included"]["knowledge"]
+    assert [k.text for k in store.list_knowledge(owner="user")] == ["I am allergic to peanuts"]
+
+
 def test_incognito_reads_and_writes_nothing(agent, store):
     cid = agent.new_conversation()
     agent.send(cid, "Remember that my locker code is 4312.")

@@ -16,6 +16,20 @@ from app.remember import remember_request
     ("Remember it is my turn to cook on Fridays", "it is my turn to cook on Fridays"),
     # only the first sentence: the question after it is answered as usual
     ("Remember that I'm vegetarian. What should I cook tonight?", "I'm vegetarian"),
+    # the request opens the last sentence
+    ("What should I cook tonight? Remember that I'm vegetarian.", "I'm vegetarian"),
+    # the request ends the message and points back at what came before it
+    ("I am allergic to peanuts, so please remember that.", "I am allergic to peanuts"),
+    ("My locker code is 4312. Don't forget it!", "My locker code is 4312"),
+    ("I have two kids - keep that in mind", "I have two kids"),
+    ("I'm vegetarian so remember that", "I'm vegetarian"),
+    ("We went to Rome in 2019. Can you remember that?", "We went to Rome in 2019"),
+    ("My wifi password is hunter2 (remember that)", "My wifi password is hunter2"),
+    ("I am vegan.  Please note that down, thanks!", "I am vegan"),
+    ("My sister Ana lives in Lisbon. She works as a nurse. Remember that.",
+     "My sister Ana lives in Lisbon. She works as a nurse"),
+    ("Thanks! By the way, my son is called Leo, remember that.", "my son is called Leo"),
+    ("Also: I hate cilantro - keep that in mind please", "I hate cilantro"),
 ])
 def test_a_request_to_remember_gives_its_fact(message, fact):
     assert remember_request(message) == fact
@@ -33,6 +47,15 @@ def test_a_request_to_remember_gives_its_fact(message, fact):
     "Remember that",
     "Remember that " + "very " * 80 + "long",   # too long to be one fact
     "",
+    "I want you to remember that",            # no clause ends before the request
+    "We went to Rome in 2019. Remember that?",   # asks whether Mnemo recalls it
+    "Do you remember that?",
+    "What is my dog called? Remember that.",  # a question is not a fact
+    "Great. Remember that.",                  # nothing said before it
+    "Keep that in mind",
+    "I know you remember that, right?",
+    "I remember that.",
+    "word " * 150 + ". Remember that I like tea.",   # a long paste ending in a request is not one
 ])
 def test_other_messages_are_not_requests(message):
     assert remember_request(message) is None
