@@ -75,7 +75,25 @@ def test_the_events_say_what_happened_without_scrolling_in_a_docked_panel(qtbot,
     view = panel.overview.events_view
     col = panel.overview.events.column_index("summary")
     assert view.columnViewportPosition(col) + view.columnWidth(col) <= view.viewport().width()
-    assert view.columnWidth(col) >= 250
+    assert view.columnWidth(col) >= view.fontMetrics().horizontalAdvance("page 2 entered short-term memory")
+    # and its kind ("What", e.g. "knowledge confirmed"), after a compact time, was cut to "page adde…"
+    what = panel.overview.events.column_index("kind")
+    assert view.columnViewportPosition(what) + view.columnWidth(what) <= view.viewport().width()
+    kinds = [e.kind.replace("_", " ") for e in panel.overview.events.records()] + ["knowledge confirmed"]
+    longest = max(kinds, key=view.fontMetrics().horizontalAdvance)
+    assert view.fontMetrics().horizontalAdvance(longest) < view.columnWidth(what)
+
+
+def test_a_compact_time_for_narrow_columns():
+    import datetime as dt
+
+    from ui.inspector import fmt
+
+    now = dt.datetime(2026, 12, 1, 9, 30).timestamp()
+    assert fmt.when_short(dt.datetime(2026, 12, 1, 5, 14, 29).timestamp(), now) == "05:14:29"
+    assert fmt.when_short(dt.datetime(2026, 11, 29, 5, 14, 29).timestamp(), now) == "Nov 29 05:14"
+    assert fmt.when_short(dt.datetime(2025, 11, 29, 5, 14).timestamp(), now) == "2025-11-29"
+    assert fmt.when_short(None, now) == "—"
 
 
 def test_column_titles_align_as_their_cells(qtbot, store, panel_factory):

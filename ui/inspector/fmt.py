@@ -19,6 +19,21 @@ def when(ts: float | None, *, seconds: bool = False) -> str:
     return d.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
+def when_short(ts: float | None, now: float | None = None) -> str:
+    """A compact time for a narrow column: "05:14:29" today, "Nov 29 05:14" this year, "2025-11-29"
+    before (the full time is in the tooltip)."""
+    if not ts:
+        return "—"
+    try:
+        d = dt.datetime.fromtimestamp(float(ts))
+    except (OverflowError, OSError, ValueError):
+        return "—"
+    today = dt.datetime.fromtimestamp(now if now is not None else time.time())
+    if d.date() == today.date():
+        return d.strftime("%H:%M:%S")
+    return d.strftime("%b %d %H:%M" if d.year == today.year else "%Y-%m-%d")
+
+
 def ago(ts: float | None, now: float | None = None) -> str:
     """'3 min ago', '2 days ago' (for last access / events)."""
     if not ts:

@@ -952,10 +952,12 @@ def _event_why(e) -> str:
 
 def event_columns() -> list[Column]:
     return [
-        # the summary says what happened in words: it comes second, so a docked panel (~520 px) shows it
-        Column("at", "When", lambda e: fmt.when(e.at, seconds=True), width=140, tip=lambda e: fmt.ago(e.at)),
-        Column("summary", "Summary", lambda e: e.summary, width=320, tip=lambda e: e.summary),
-        Column("kind", "What", lambda e: e.kind.replace("_", " "), width=150, color=lambda e: EVENT_COLORS.get(e.kind)),
+        # the summary says what happened in words: it comes second, and with a compact time, so a docked
+        # panel (~520 px) shows When, Summary and What
+        Column("at", "When", lambda e: fmt.when_short(e.at), width=92,
+               tip=lambda e: f"{fmt.when(e.at, seconds=True)} ({fmt.ago(e.at)})"),
+        Column("summary", "Summary", lambda e: e.summary, width=232, tip=lambda e: e.summary),
+        Column("kind", "What", lambda e: e.kind.replace("_", " "), width=140, color=lambda e: EVENT_COLORS.get(e.kind)),
         Column("item", "Item", lambda e: f"{e.item_kind} {e.item_id}" if e.item_kind else "—", width=120),
         Column("why", "Details", _event_why, width=260, tip=_event_why),
     ]
