@@ -257,6 +257,22 @@ def test_persona_shows_traits_by_dimension_and_knowledge(qtbot, store, filled, p
         assert panel.current_tab() == "pages" and panel.pages.page.id == t.source_page_ids[0]
 
 
+def test_persona_headings_are_whole_in_a_docked_panel(qtbot, store, filled, panel_factory):
+    """Docked (about 520 px), the heading over the user's facts read "What the assistant knows about the
+    u" and its count was never seen (seen on the virtual screen)."""
+    panel = panel_factory("persona")
+    panel.resize(520, 760)
+    qtbot.waitExposed(panel)
+    settle(panel)
+    pv = panel.persona
+    labels = [pv.traits_label] + [pv.kviews[o].parentWidget().property("title_label") for o in ("user", "assistant")]
+    n_user = len(store.list_knowledge(owner="user", limit=10_000))
+    assert labels[1].text() == f"Facts about the user — {n_user} fact{'s' if n_user != 1 else ''}"
+    for lab in labels:
+        one_line = lab.fontMetrics().horizontalAdvance(lab.text()) <= lab.contentsRect().width()
+        assert lab.isVisible() and (one_line or (lab.wordWrap() and lab.height() >= lab.heightForWidth(lab.width())))
+
+
 # ---------------------------------------------------------------------- controls act on the store
 def test_edit_page_reindexes_and_the_view_refreshes(qtbot, store, filled, panel_factory):
     panel = panel_factory("pages")

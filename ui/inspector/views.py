@@ -729,7 +729,9 @@ class PersonaView(QWidget):
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
-        self.traits_label = _heading("Profile traits, by dimension")
+        # headings wrap: a docked panel gives each half ~250 px, which cut "…knows about the u"
+        self.traits_label = _heading("Traits, by dimension")
+        self.traits_label.setWordWrap(True)
         ll.addWidget(self.traits_label)
         self.traits = TraitTreeModel()
         self.tree = QTreeView()
@@ -749,12 +751,12 @@ class PersonaView(QWidget):
         right = QSplitter(Qt.Orientation.Vertical)
         self.knowledge: dict[str, ListModel] = {}
         self.kviews: dict[str, InspectorTable] = {}
-        for owner, title in (("user", "What the assistant knows about the user"),
-                             ("assistant", "What the assistant knows about itself")):
+        for owner, title in (("user", "Facts about the user"), ("assistant", "Facts about the assistant")):
             box = QWidget()
             bl = QVBoxLayout(box)
             bl.setContentsMargins(0, 0, 0, 0)
             lab = _heading(title)
+            lab.setWordWrap(True)
             bl.addWidget(lab)
             m = ListModel(knowledge_columns())
             v = InspectorTable(m)
@@ -833,7 +835,7 @@ class PersonaView(QWidget):
             if idx.isValid():
                 sm.setCurrentIndex(idx, sm.SelectionFlag.NoUpdate)
         n_dims = len(self.traits.dimensions())
-        self.traits_label.setText(f"Profile traits, by dimension — {len(traits)} trait{'s' if len(traits) != 1 else ''}"
+        self.traits_label.setText(f"Traits, by dimension — {len(traits)} trait{'s' if len(traits) != 1 else ''}"
                                   f" in {n_dims} dimension{'s' if n_dims != 1 else ''}")
         for owner, rows in know.items():
             self.knowledge[owner].set_rows(rows)
