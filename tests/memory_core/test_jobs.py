@@ -377,7 +377,9 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
     dropped = ["It was so interesting and blew me away!", "The pic takes me back to summer camp.",
                "I bet you were thrilled when everything finally worked out.",
                "I'm so glad you met people who share your interests.", "Here's a pic of my fam at the beach.",
-               "Yeah, I agree with everything you said there.", "Your support and encouragement mean a lot to me."]
+               "Yeah, I agree with everything you said there.", "Your support and encouragement mean a lot to me.",
+               "I hope your injury heals soon, it must be hard.", "I'm keen to try your recipe for the stew.",
+               "Knowing you've got my back really helps keep me going."]
     assert len(kept) <= MAX_USER_FACTS
     pages = [PageText(i, f"Caroline: {s}", "Melanie: I'll send you the photos tomorrow.", 0.0)
              for i, s in enumerate(dropped + kept)]
