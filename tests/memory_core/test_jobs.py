@@ -372,6 +372,8 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
     # sentences as LoCoMo imports write them (speaker label first); the kept ones are about the speaker,
     # the dropped ones react to the listener or point at something said elsewhere (2026-11-30 dev split)
     kept = ["Last weekend I joined a mentorship program for LGBTQ youth.",
+            "It's my birthday on Friday and I'm throwing a garden party.",
+            "It's important to me to put my words into action.",
             "Dance gives me an escape to be myself.",
             "I'm proud of researching visa requirements for countries I want to visit."]
     dropped = ["It was so interesting and blew me away!", "The pic takes me back to summer camp.",
@@ -379,7 +381,9 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
                "I'm so glad you met people who share your interests.", "Here's a pic of my fam at the beach.",
                "Yeah, I agree with everything you said there.", "Your support and encouragement mean a lot to me.",
                "I hope your injury heals soon, it must be hard.", "I'm keen to try your recipe for the stew.",
-               "Knowing you've got my back really helps keep me going."]
+               "Knowing you've got my back really helps keep me going.",
+               "It's tough, but I'm sure it'll be worth it in the end.", "I find it fulfilling and meaningful.",
+               "They boosted me through tough times and helped me grow."]
     assert len(kept) <= MAX_USER_FACTS
     pages = [PageText(i, f"Caroline: {s}", "Melanie: I'll send you the photos tomorrow.", 0.0)
              for i, s in enumerate(dropped + kept)]
