@@ -50,10 +50,11 @@ class RetrievalMixin:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         # the query vector serves pages and knowledge; persona traits alone need none (prompt warming)
-        q = self._embed([query])[0] if budget.pages > 0 or budget.knowledge > 0 else None
+        common: list[str] = []
+        q = self._query_vector(query, timings, common) if budget.pages > 0 or budget.knowledge > 0 else None
         t1 = time.perf_counter()
         timings["embed"] = (t1 - t0) * 1000
-        out = Retrieval(query=query)
+        out = Retrieval(query=query, common_words=common)
         with self._lock:
             self._check()
             # --- STM of this conversation
@@ -359,6 +360,47 @@ class RetrievalMixin:
                 idf += max(1e-6, math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5)))
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf
+
+    def _common_words(self, query: str) -> list[str]:
+        """The query's content words that are in at least `params.common_word_df` of the pages (a memory
+        of 20 pages or more): in the query vector they match every page alike, and the one speaker a
+        question names pulls it toward the pages where the other speaker says that name."""
+        p = self.params
+        if p.common_word_mix <= 0 or p.common_word_df <= 0:
+            return []
+        if not self.in_transaction:
+            self._page_cache.sync(self._conn)      # the page count now, not at the last query
+        n = len(self._page_cache) or self._x("SELECT count(*) FROM page").fetchone()[0]
+        if n < 20:
+            return []
+        tok = getattr(self, "_porter_tok", None)
+        if tok is None:
+            tok = self._porter_tok = self._conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+        common = []
+        for w in dict.fromkeys(T.content_words(query)):
+            stems = [t[2] for t in tok(w.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)]
+            dfs = [(self._x("SELECT doc FROM page_fts_vocab WHERE term = ?", (st,)).fetchone() or (0,))[0]
+                   for st in stems]
+            if dfs and min(dfs) >= p.common_word_df * n:
+                common.append(w)
+        return common
+
+    def _query_vector(self, query: str, timings: dict[str, float], common: list[str]) -> np.ndarray:
+        """The query's embedding; mixed with the embedding of the query without its common words
+        (`_common_words`, appended to `common`) when it has any, both embedded in one batch."""
+        t0 = time.perf_counter()
+        with self._lock:
+            self._check()
+            common.extend(self._common_words(query))
+        timings["common_words"] = (time.perf_counter() - t0) * 1000
+        stripped = T.without_words(query, common) if common else ""
+        if not stripped.strip():
+            return self._embed([query])[0]
+        q, q2 = (np.asarray(v, dtype=np.float32) for v in self._embed([query, stripped]))
+        mix = self.params.common_word_mix
+        v = (1.0 - mix) * q + mix * q2
+        norm = float(np.linalg.norm(v))
+        return v / norm if norm > 0 else q
 
     def _demote_askings(self, query: str, final: dict[int, float], n: int,
                         unechoed: Callable[[int], float]) -> set[int]:

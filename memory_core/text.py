@@ -110,6 +110,15 @@ def _cjk_grams(tok: str) -> list[str]:
     return [g for g in grams if g.strip()]
 
 
+def without_words(text: str, drop: list[str]) -> str:
+    """`text` without the words of `drop` (as `content_words` gives them: lower case, no "'s"), in
+    any case and with their possessive ("Melanie's" goes with "melanie")."""
+    if not drop:
+        return text
+    pattern = r"(?<![\w'])(?:" + "|".join(re.escape(w) for w in drop) + r")(?:['\u2019]s)?(?![\w'])"
+    return re.sub(r"\s{2,}", " ", re.sub(pattern, "", text, flags=re.IGNORECASE)).strip()
+
+
 def content_words(text: str) -> list[str]:
     """Words that carry topic: no stop words, no pure numbers of one digit, no 1-2 letter latin tokens."""
     out = []

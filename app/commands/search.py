@@ -36,6 +36,8 @@ def run(args, ctx) -> int:
                     print(f"          {who}: {short[:160]}{'…' if len(short) > 160 else ''}")
         for h in retrieval.skipped:
             print(f"  skipped page {h.page.id}: {h.reason}")
+        if retrieval.common_words:
+            print(f"(on most pages, so half left out of the query's meaning: {', '.join(retrieval.common_words)})")
         timings = ", ".join(f"{k} {v:.1f} ms" for k, v in retrieval.timings_ms.items())
         print(f"({timings})")
         return 0

@@ -154,3 +154,23 @@ def test_ask_after_an_embedding_model_change_re_embeds_with_a_progress_bar(mnemo
     assert "re-embedding memory |" in out.stderr and "300/300 pages" in out.stderr
     stats = mnemo(mnemo_dirs, "memory", "stats", "--json")
     assert json.loads(stats.stdout)["embed_model_id"] == embedder.model_id
+
+
+def test_search_says_which_words_are_on_most_pages(mnemo_dirs, tmp_path):
+    """An imported dialogue between two named people has both names on every page; `mnemo search` says
+    the name a query asks about was weighed half in its meaning (MemoryParams.common_word_mix)."""
+    said = ["I baked a lemon tart for the fair.", "My brother moved to Oslo.", "We adopted a grey cat.",
+            "I run five kilometres before work.", "The roof leaked in the storm.", "I read a novel about a lighthouse."]
+    turns = []
+    for i in range(24):
+        turns += [{"speaker": "Ana", "dia_id": f"D1:{2 * i + 1}", "text": said[i % 6]},
+                  {"speaker": "Ben", "dia_id": f"D1:{2 * i + 2}", "text": f"Nice, tell me more ({i})."}]
+    sample = {"sample_id": "t-1", "qa": [], "conversation": {
+        "speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns}}
+    path = tmp_path / "dialogue.json"
+    path.write_text(json.dumps([sample]))
+    mnemo(mnemo_dirs, "ingest", str(path), "--no-progress")
+    out = mnemo(mnemo_dirs, "search", "What did Ana bake?").stdout
+    assert "(on most pages, so half left out of the query's meaning: ana)" in out
+    assert json.loads(mnemo(mnemo_dirs, "search", "What did Ana bake?", "--json").stdout)["common_words"] == ["ana"]
+    assert json.loads(mnemo(mnemo_dirs, "search", "Where did her brother move?", "--json").stdout)["common_words"] == []

@@ -308,3 +308,50 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
     r = s.retrieve("Where is Laura moving?", s.create_conversation(), RetrievalBudget(pages=3))
     assert {telling, record} <= {h.page.id for h in r.pages}
     assert not any("question asked" in h.reason for h in r.pages)
+
+
+DIALOGUE = [  # an imported dialogue between two named people: both names are on every page
+    ("Ana: I baked a lemon tart for the school fair.", "Ben: Ana, that sounds delicious!"),
+    ("Ana: My brother moved to Oslo for a job at the harbour.", "Ben: Oslo is lovely in summer."),
+    ("Ana: We adopted a grey cat called Smoke.", "Ben: Cats are great company, Ana."),
+    ("Ana: I've started running before work, five kilometres.", "Ben: Impressive, keep it up!"),
+    ("Ana: The roof leaked again during the storm.", "Ben: Oh no, hope it's fixed soon."),
+    ("Ana: I finished reading a novel about lighthouse keepers.", "Ben: I love stories by the sea."),
+]
+
+
+def test_words_on_most_pages_weigh_half_in_the_query_vector(open_store, clock):
+    """Both speakers' names are on every page of an imported dialogue: in the query vector the name a
+    question asks about matches every page alike. The vector is the mean of the question's and the
+    question's without such words; the retrieval says which words they were."""
+    s = open_store()
+    cid = s.create_conversation("imported")
+    s.add_pages(cid, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 60}
+                      for i, (u, a) in enumerate(DIALOGUE * 4)])   # 24 pages, "ana" and "ben" on each
+    q = "What did Ana bake for the school fair?"
+    r = s.retrieve(q, None, RetrievalBudget(pages=3), record_visits=False)
+    assert r.common_words == ["ana"] and json.loads(json.dumps(r.to_trace()))["common_words"] == ["ana"]
+    plain, stripped = s._embed([q, "What did bake for the school fair?"])
+    expect = np.asarray(plain) + np.asarray(stripped)
+    expect /= np.linalg.norm(expect)
+    top = r.pages[0]
+    assert "lemon tart" in top.page.user_text
+    assert abs(top.similarity - float(s._page_cache.vector(top.page.id) @ expect)) < 1e-4
+    assert abs(top.similarity - float(s._page_cache.vector(top.page.id) @ np.asarray(plain))) > 1e-3
+    # a word on fewer pages, or no such word, leaves the vector as it was
+    r = s.retrieve("Where did her brother move for work?", None, RetrievalBudget(pages=3), record_visits=False)
+    assert r.common_words == []
+    top = r.pages[0]
+    q_plain = np.asarray(s._embed(["Where did her brother move for work?"])[0])
+    assert abs(top.similarity - float(s._page_cache.vector(top.page.id) @ q_plain)) < 1e-4
+
+
+def test_a_small_memory_or_a_mix_of_0_has_no_common_words(open_store, clock):
+    s = open_store()
+    cid = s.create_conversation("imported")
+    s.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE * 3])   # 18 pages: too few
+    assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == []
+    s.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE])
+    assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == ["ana"]
+    s.params.common_word_mix = 0.0
+    assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == []

@@ -690,3 +690,15 @@ def test_trace_items_show_score_and_prompt_use_without_scrolling(qtbot, store, p
     for key in ("score", "in_prompt"):
         col = tv.items.column_index(key)
         assert view.columnViewportPosition(col) + view.columnWidth(col) <= view.viewport().width(), key
+
+
+def test_trace_header_names_the_words_weighed_half(qtbot, store, panel_factory):
+    """A query word on most pages (an imported dialogue's speaker names) counts half in the query's
+    vector (MemoryParams.common_word_mix); the trace says which."""
+    from ui.inspector.models import TraceData
+
+    panel = panel_factory("trace")
+    panel.trace.set_data(TraceData("query", "What did Ana bake?", common_words=["ana"]))
+    assert "On most pages, so half left out of the query's meaning: ana" in panel.trace.header.text()
+    panel.trace.set_data(TraceData("query", "What did Ana bake?"))
+    assert "On most pages" not in panel.trace.header.text()

@@ -119,6 +119,7 @@ def trace_for_message(store, message_id: int) -> TraceData:
     data.prompt_tokens = trace.get("prompt_tokens")
     data.cached_prompt_tokens = ((msg.meta or {}).get("stats") or {}).get("cached_prompt_tokens")
     data.timings_ms = trace.get("timings_ms") or {}
+    data.common_words = list(trace.get("common_words") or [])
     hits = list(trace.get("pages") or [])
     stm = list(trace.get("stm") or [])
     inc_pages = [int(p) for p in included.get("pages", [])]
@@ -172,7 +173,8 @@ def trace_for_query(store, query: str, conversation_id: int | None = None,
     r = store.retrieve(query, conversation_id=conversation_id, budget=budget or RetrievalBudget(),
                        record_visits=False)
     trace = r.to_trace()
-    data = TraceData("query", query, conversation_id=conversation_id, timings_ms=trace.get("timings_ms") or {})
+    data = TraceData("query", query, conversation_id=conversation_id, timings_ms=trace.get("timings_ms") or {},
+                     common_words=list(trace.get("common_words") or []))
     pages = {h.page.id: h.page for h in list(r.pages) + list(r.stm) + list(r.skipped)}
     for i, h in enumerate(trace.get("pages") or []):
         row = _row(h, i + 1, pages)

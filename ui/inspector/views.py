@@ -1176,6 +1176,9 @@ class TraceView(QWidget):
         total = (data.timings_ms or {}).get("total")
         if total:
             head += f"; retrieval {total:.0f} ms"
+        if data.common_words:
+            head += (f"<br>On most pages, so half left out of the query's meaning: "
+                     f"{fmt.esc(', '.join(data.common_words))}")
         if data.note:
             head += f"<br><span style='color:#c62828'>{fmt.esc(data.note)}</span>"
         self.header.setText(head)
