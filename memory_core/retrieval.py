@@ -394,7 +394,8 @@ class RetrievalMixin:
             common.extend(self._common_words(query))
         timings["common_words"] = (time.perf_counter() - t0) * 1000
         stripped = T.without_words(query, common) if common else ""
-        if not stripped.strip():
+        if not T.content_words(stripped):    # "Tell me about Melanie": the common word is all it asks about
+            common.clear()
             return self._embed([query])[0]
         q, q2 = (np.asarray(v, dtype=np.float32) for v in self._embed([query, stripped]))
         mix = self.params.common_word_mix

@@ -338,6 +338,8 @@ def test_words_on_most_pages_weigh_half_in_the_query_vector(open_store, clock):
     assert "lemon tart" in top.page.user_text
     assert abs(top.similarity - float(s._page_cache.vector(top.page.id) @ expect)) < 1e-4
     assert abs(top.similarity - float(s._page_cache.vector(top.page.id) @ np.asarray(plain))) > 1e-3
+    # a query about nothing else keeps it whole
+    assert s.retrieve("Tell me about Ana", None, RetrievalBudget(pages=3), record_visits=False).common_words == []
     # a word on fewer pages, or no such word, leaves the vector as it was
     r = s.retrieve("Where did her brother move for work?", None, RetrievalBudget(pages=3), record_visits=False)
     assert r.common_words == []
