@@ -53,7 +53,7 @@ class RetrievalMixin:
         common: list[str] = []
         q = self._query_vector(query, timings, common) if budget.pages > 0 or budget.knowledge > 0 else None
         t1 = time.perf_counter()
-        timings["embed"] = (t1 - t0) * 1000
+        timings["embed"] = (t1 - t0) * 1000 - timings.get("common_words", 0.0)
         out = Retrieval(query=query, common_words=common)
         with self._lock:
             self._check()
@@ -335,18 +335,14 @@ class RetrievalMixin:
             # Only stop words ("Hi!", "How are you?"): no keyword search. Its scores are relative to the
             # best match, so a page holding "his" (porter: "hi") would get a full keyword score.
             return (T.fts_or_query(query), 0.0) if content else (None, 0.0)
-        tok = getattr(self, "_porter_tok", None)
-        if tok is None:
-            tok = self._porter_tok = self._conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
         n = len(self._page_cache) or self._x("SELECT count(*) FROM page").fetchone()[0]
         df_of: dict[str, int] = {}
         terms: list[tuple[str, list[str]]] = []
         for w in words[:24]:
-            stems = [t[2] for t in tok(w.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)]
+            stems = self._stems(w)
             for st in stems:
                 if st not in df_of:
-                    row = self._x("SELECT doc FROM page_fts_vocab WHERE term = ?", (st,)).fetchone()
-                    df_of[st] = row[0] if row else 0
+                    df_of[st] = self._page_doc_count(st)
             if stems and max(df_of[st] for st in stems) > 0:
                 terms.append((w, stems))
         if not terms:
@@ -373,17 +369,24 @@ class RetrievalMixin:
         n = len(self._page_cache) or self._x("SELECT count(*) FROM page").fetchone()[0]
         if n < 20:
             return []
-        tok = getattr(self, "_porter_tok", None)
-        if tok is None:
-            tok = self._porter_tok = self._conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
         common = []
         for w in dict.fromkeys(T.content_words(query)):
-            stems = [t[2] for t in tok(w.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)]
-            dfs = [(self._x("SELECT doc FROM page_fts_vocab WHERE term = ?", (st,)).fetchone() or (0,))[0]
-                   for st in stems]
+            dfs = [self._page_doc_count(st) for st in self._stems(w)]
             if dfs and min(dfs) >= p.common_word_df * n:
                 common.append(w)
         return common
+
+    def _stems(self, word: str) -> list[str]:
+        """`word` as the keyword index's porter tokenizer writes it (its terms)."""
+        tok = getattr(self, "_porter_tok", None)
+        if tok is None:
+            tok = self._porter_tok = self._conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+        return [t[2] for t in tok(word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)]
+
+    def _page_doc_count(self, term: str) -> int:
+        """How many pages hold `term` (the keyword index's own count)."""
+        row = self._x("SELECT doc FROM page_fts_vocab WHERE term = ?", (term,)).fetchone()
+        return row[0] if row else 0
 
     def _query_vector(self, query: str, timings: dict[str, float], common: list[str]) -> np.ndarray:
         """The query's embedding; mixed with the embedding of the query without its common words
