@@ -584,6 +584,11 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
 
         self.backend.db(lambda store: store.message_siblings(cid), shown, self._db_error)
 
+    def latest_reply_id(self) -> int | None:
+        """The newest saved reply of the chat on screen (the inspector's trace opens on it)."""
+        last = self.chat_view.last("assistant")
+        return last.message_id if last is not None else None
+
     def show_message(self, conversation_id: int, message_id: int) -> None:
         """Open a conversation at one message (the memory inspector's "go to message")."""
         self.open_conversation(conversation_id, focus_message=message_id)

@@ -1133,3 +1133,20 @@ def test_each_menu_gives_every_item_its_own_access_key(make_window):
         keys = [a.text().split("&", 1)[1][0].lower() for a in menu.actions() if "&" in a.text()]
         assert len(keys) == len(set(keys)), (menu.title(), sorted(keys))
         assert keys, menu.title()
+
+
+def test_the_trace_tab_opens_on_the_newest_reply(make_window, chat, qtbot):
+    """The trace tab, opened with no reply selected, showed empty tables and "Select an assistant message…";
+    it now shows what the newest reply on screen recalled (seen on the virtual screen)."""
+    win = make_window(max_tokens=8)
+    chat.send(win, "My cat is called Miso.")
+    second = chat.send(win, "What is my cat called?").result
+    assert win.latest_reply_id() == second.assistant_message_id
+    panel = win.show_inspector()
+    assert panel.wait_idle()
+    panel.show_tab("trace")
+    qtbot.waitUntil(lambda: panel.trace.data is not None and panel.trace.data.message_id == second.assistant_message_id,
+                    timeout=30_000)
+    assert f"Reply {second.assistant_message_id}" in panel.trace.header.text()
+    win.new_chat()
+    assert win.latest_reply_id() is None

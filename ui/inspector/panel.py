@@ -52,6 +52,9 @@ class InspectorPanel(QWidget):
         self._status_until = 0.0
         self._shut = False
         self.paused = False
+        # () -> the id of the newest reply in the chat on screen, or None (set by `attach`): the trace tab,
+        # opened with nothing selected, shows what that reply recalled instead of an empty table
+        self.latest_reply: Callable[[], int | None] | None = None
         self.setObjectName("MemoryInspector")
         self.setMinimumWidth(420)
 
@@ -226,6 +229,10 @@ class InspectorPanel(QWidget):
             return
         if hasattr(view, "ensure_loaded"):
             view.ensure_loaded()
+        if name == "trace" and view.data is None and self.latest_reply is not None:
+            mid = self.latest_reply()      # opened empty: what the newest reply on screen recalled
+            if mid is not None:
+                view.show_message(int(mid))
         if name in self._dirty:
             self._dirty.discard(name)
             if hasattr(view, "refresh"):
@@ -514,6 +521,8 @@ def attach(main_window) -> InspectorPanel:
                 except (RuntimeError, TypeError) as exc:  # pragma: no cover - defensive
                     log.warning("could not connect to memory events: %s", exc)
         _connect_message_target(panel, main_window)
+        if callable(getattr(main_window, "latest_reply_id", None)):
+            panel.latest_reply = main_window.latest_reply_id
         if callable(getattr(main_window, "show_memory_paused", None)):
             panel.paused_changed.connect(main_window.show_memory_paused)
         if isinstance(main_window, QObject):
