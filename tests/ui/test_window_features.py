@@ -1139,7 +1139,7 @@ def test_the_trace_tab_opens_on_the_newest_reply(make_window, chat, qtbot):
     """The trace tab, opened with no reply selected, showed empty tables and "Select an assistant message…";
     it now shows what the newest reply on screen recalled (seen on the virtual screen)."""
     win = make_window(max_tokens=8)
-    chat.send(win, "My cat is called Miso.")
+    first = chat.send(win, "My cat is called Miso.").result
     second = chat.send(win, "What is my cat called?").result
     assert win.latest_reply_id() == second.assistant_message_id
     panel = win.show_inspector()
@@ -1148,5 +1148,11 @@ def test_the_trace_tab_opens_on_the_newest_reply(make_window, chat, qtbot):
     qtbot.waitUntil(lambda: panel.trace.data is not None and panel.trace.data.message_id == second.assistant_message_id,
                     timeout=30_000)
     assert f"Reply {second.assistant_message_id}" in panel.trace.header.text()
+    # an older reply's icon, with the tab empty: that reply, not the newest
+    panel.trace.set_data(None)
+    panel.show_tab("overview")
+    panel.show_trace_for_message(first.assistant_message_id)
+    assert panel.wait_idle()
+    assert panel.trace.data.message_id == first.assistant_message_id
     win.new_chat()
     assert win.latest_reply_id() is None

@@ -229,7 +229,7 @@ class InspectorPanel(QWidget):
             return
         if hasattr(view, "ensure_loaded"):
             view.ensure_loaded()
-        if name == "trace" and view.data is None and self.latest_reply is not None:
+        if name == "trace" and view.data is None and view.loading is None and self.latest_reply is not None:
             mid = self.latest_reply()      # opened empty: what the newest reply on screen recalled
             if mid is not None:
                 view.show_message(int(mid))
@@ -372,8 +372,8 @@ class InspectorPanel(QWidget):
 
     def show_trace_for_message(self, message_id: int) -> None:
         """Show what was recalled for an assistant reply (called when the chat selects a message)."""
+        self.trace.show_message(int(message_id))     # first: the tab then does not open on the newest reply
         self.show_tab("trace")
-        self.trace.show_message(int(message_id))
 
     # ------------------------------------------------------------------ global controls
     def _on_pause_toggled(self, paused: bool) -> None:

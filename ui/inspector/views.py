@@ -1032,6 +1032,7 @@ class TraceView(QWidget):
         super().__init__()
         self.panel = panel
         self.data: TraceData | None = None
+        self.loading: int | None = None     # the message whose trace is being read
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Test a query:"))
@@ -1111,6 +1112,7 @@ class TraceView(QWidget):
         from ui.inspector.tracing import trace_for_message
 
         self.header.setText(f"Loading the trace of message {message_id}…")
+        self.loading = message_id
         self.panel.run(lambda s: trace_for_message(s, message_id), self.set_data, label="trace")
 
     def run_query(self) -> None:
@@ -1135,6 +1137,7 @@ class TraceView(QWidget):
 
     def set_data(self, data: TraceData | None) -> None:
         self.data = data
+        self.loading = None
         if data is None:
             for m in (self.in_prompt, self.not_in_prompt, self.stm, self.items, self.segs):
                 m.set_rows([])
