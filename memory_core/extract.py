@@ -345,6 +345,17 @@ def _points_elsewhere(sentence: str) -> bool:
     return any(x in _SOON_POINTING for x in w[1:4])
 
 
+# an interjection or a greeting that opens a sentence is talk, not part of the fact: "Yeah, …",
+# "Hey Maria, …", "Hi Nate! …" (20 of 634 quoted facts on the dev split)
+_OPENER = re.compile(r"^(?:(?:hey|hi|hello|yo|oh|wow|yeah|yes|yep|well|haha|aww+|ok|okay)\b(?:\s+[A-Z][a-z]+)?"
+                     r"(?:\s*[,!.:]+|\s+[\u2013\u2014-])\s*)+", re.IGNORECASE)
+
+
+def _without_opener(sentence: str) -> str:
+    rest = _OPENER.sub("", sentence, count=1)
+    return rest[:1].upper() + rest[1:] if rest and rest != sentence else sentence
+
+
 # a side as the LoCoMo importer writes it ("Caroline: Hey Mel! …"): the label is not part of the sentence
 _SPEAKER_LABEL = re.compile(r"^[A-Z][\w'.-]{0,30}: ")
 _ASSISTANT_COMMIT = re.compile(r"\bI(?:'ll| will| can| shall| recommend| suggest| promise)\b")
@@ -417,8 +428,11 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
                         continue
                     seen_traits.add(key)
                     out.traits.append(TraitItem(dim, val, truncate(s, 200), 0.5, [p.id]))
+            if _REACTION.match(s):
+                continue
+            s = _without_opener(s)
             n_content = len(content_words(s))
-            if (_about_speaker(s) and not _REACTION.match(s) and not _ADDRESSES_LISTENER.search(s)
+            if (_about_speaker(s) and not _ADDRESSES_LISTENER.search(s)
                     and not _points_elsewhere(s) and 3 <= n_content and 4 <= len(s.split()) <= 45):
                 txt = clean_item(f'The user said: "{truncate(s, 240)}"')
                 if txt:

@@ -392,6 +392,14 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
     assert quoted == sorted(f'The user said: "{s}"' for s in kept)
     assert [f.text for f in out.facts if f.owner == "assistant"][0] == \
         'The assistant said: "I\'ll send you the photos tomorrow."'
+    # a greeting or an interjection that opens the sentence is not quoted with it
+    greeted = extractive_extract([PageText(1, "Tim: Hey Nate, my favorite dessert is a raspberry tart. Yeah, I'm "
+                                              "hiking with some buddies this weekend. Well-rounded training keeps "
+                                              "me motivated for my marathon.", "", 0.0)])
+    assert sorted(f.text for f in greeted.facts) == [
+        'The user said: "I\'m hiking with some buddies this weekend."',
+        'The user said: "My favorite dessert is a raspberry tart."',
+        'The user said: "Well-rounded training keeps me motivated for my marathon."']
 
 
 def test_the_llm_free_path_keeps_a_like_or_goal_whole_and_without_filler():
