@@ -9,12 +9,19 @@ import time
 TIER_NAMES = {"stm": "short-term", "mtm": "mid-term", "archive": "archive"}
 
 
-def when(ts: float | None, *, seconds: bool = False) -> str:
+def _local(ts: float | None) -> dt.datetime | None:
+    """`ts` as local time; None when missing or out of range."""
     if not ts:
-        return "—"
+        return None
     try:
-        d = dt.datetime.fromtimestamp(float(ts))
+        return dt.datetime.fromtimestamp(float(ts))
     except (OverflowError, OSError, ValueError):
+        return None
+
+
+def when(ts: float | None, *, seconds: bool = False) -> str:
+    d = _local(ts)
+    if d is None:
         return "—"
     return d.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
@@ -22,11 +29,8 @@ def when(ts: float | None, *, seconds: bool = False) -> str:
 def when_short(ts: float | None, now: float | None = None) -> str:
     """A compact time for a narrow column: "05:14:29" today, "Nov 29 05:14" this year, "2025-11-29"
     before (the full time is in the tooltip)."""
-    if not ts:
-        return "—"
-    try:
-        d = dt.datetime.fromtimestamp(float(ts))
-    except (OverflowError, OSError, ValueError):
+    d = _local(ts)
+    if d is None:
         return "—"
     today = dt.datetime.fromtimestamp(now if now is not None else time.time())
     if d.date() == today.date():
