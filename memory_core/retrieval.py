@@ -51,7 +51,9 @@ class RetrievalMixin:
         t0 = time.perf_counter()
         # the query vector serves pages and knowledge; persona traits alone need none (prompt warming)
         common: list[str] = []
-        q = self._query_vector(query, timings, common) if budget.pages > 0 or budget.knowledge > 0 else None
+        doc_counts: dict[str, int] = {}   # pages per keyword-index term, looked up once per query
+        q = (self._query_vector(query, timings, common, doc_counts)
+             if budget.pages > 0 or budget.knowledge > 0 else None)
         t1 = time.perf_counter()
         timings["embed"] = (t1 - t0) * 1000 - timings.get("common_words", 0.0)
         out = Retrieval(query=query, common_words=common)
@@ -72,7 +74,7 @@ class RetrievalMixin:
                 # the newest exchanges are the dialogue above the message; older ones are memory
                 recent = set(stm_ids[-self.params.recall_own_after:]) if self.params.recall_own_after > 0 else set()
                 out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, recent, budget.pages,
-                                                                                 timings, conversation_id)
+                                                                                 timings, conversation_id, doc_counts)
             else:
                 visited = []
             t3 = time.perf_counter()
@@ -105,7 +107,7 @@ class RetrievalMixin:
 
     # ------------------------------------------------------------------ pages
     def _rank_pages(self, query: str, q: np.ndarray, exclude: set[int], n: int, timings: dict,
-                    conversation_id: int | None = None):
+                    conversation_id: int | None = None, doc_counts: dict[str, int] | None = None):
         p = self.params
         ta = time.perf_counter()
         if not self.in_transaction:
@@ -147,7 +149,7 @@ class RetrievalMixin:
         #    BM25 is scaled by the summed IDF of the query's terms (the score of a page that holds each
         #    term once), so a page matching only a common word stays low, whatever the best page scored.
         kw_of: dict[int, float] = {}
-        fq, scale = self._keyword_query(query)
+        fq, scale = self._keyword_query(query, doc_counts)
         if fq:
             rows = self._x("SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
                            (fq, p.keyword_candidates)).fetchall()
@@ -319,7 +321,7 @@ class RetrievalMixin:
                 for sid in seg_order]
         return hits, segs, visited, skipped
 
-    def _keyword_query(self, query: str) -> tuple[str | None, float]:
+    def _keyword_query(self, query: str, doc_counts: dict[str, int] | None = None) -> tuple[str | None, float]:
         """The FTS5 OR query for `query` and the summed BM25 IDF of its terms (as FTS5 computes them).
 
         Terms no page contains are left out; in a large store (> 5,000 pages) so are terms found in
@@ -336,13 +338,12 @@ class RetrievalMixin:
             # best match, so a page holding "his" (porter: "hi") would get a full keyword score.
             return (T.fts_or_query(query), 0.0) if content else (None, 0.0)
         n = len(self._page_cache) or self._x("SELECT count(*) FROM page").fetchone()[0]
-        df_of: dict[str, int] = {}
+        df_of = doc_counts if doc_counts is not None else {}
         terms: list[tuple[str, list[str]]] = []
         for w in words[:24]:
             stems = self._stems(w)
             for st in stems:
-                if st not in df_of:
-                    df_of[st] = self._page_doc_count(st)
+                self._page_doc_count(st, df_of)
             if stems and max(df_of[st] for st in stems) > 0:
                 terms.append((w, stems))
         if not terms:
@@ -357,7 +358,7 @@ class RetrievalMixin:
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf
 
-    def _common_words(self, query: str) -> list[str]:
+    def _common_words(self, query: str, doc_counts: dict[str, int]) -> list[str]:
         """The query's content words that are in at least `params.common_word_df` of the pages (a memory
         of 20 pages or more): in the query vector they match every page alike, and the one speaker a
         question names pulls it toward the pages where the other speaker says that name."""
@@ -371,7 +372,7 @@ class RetrievalMixin:
             return []
         common = []
         for w in dict.fromkeys(T.content_words(query)):
-            dfs = [self._page_doc_count(st) for st in self._stems(w)]
+            dfs = [self._page_doc_count(st, doc_counts) for st in self._stems(w)]
             if dfs and min(dfs) >= p.common_word_df * n:
                 common.append(w)
         return common
@@ -383,18 +384,21 @@ class RetrievalMixin:
             tok = self._porter_tok = self._conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
         return [t[2] for t in tok(word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)]
 
-    def _page_doc_count(self, term: str) -> int:
-        """How many pages hold `term` (the keyword index's own count)."""
-        row = self._x("SELECT doc FROM page_fts_vocab WHERE term = ?", (term,)).fetchone()
-        return row[0] if row else 0
+    def _page_doc_count(self, term: str, memo: dict[str, int]) -> int:
+        """How many pages hold `term` (the keyword index's own count), kept in `memo` for the query."""
+        if term not in memo:
+            row = self._x("SELECT doc FROM page_fts_vocab WHERE term = ?", (term,)).fetchone()
+            memo[term] = row[0] if row else 0
+        return memo[term]
 
-    def _query_vector(self, query: str, timings: dict[str, float], common: list[str]) -> np.ndarray:
+    def _query_vector(self, query: str, timings: dict[str, float], common: list[str],
+                      doc_counts: dict[str, int]) -> np.ndarray:
         """The query's embedding; mixed with the embedding of the query without its common words
         (`_common_words`, appended to `common`) when it has any, both embedded in one batch."""
         t0 = time.perf_counter()
         with self._lock:
             self._check()
-            common.extend(self._common_words(query))
+            common.extend(self._common_words(query, doc_counts))
         timings["common_words"] = (time.perf_counter() - t0) * 1000
         stripped = T.without_words(query, common) if common else ""
         if not T.content_words(stripped):    # "Tell me about Melanie": the common word is all it asks about
