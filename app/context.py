@@ -66,6 +66,7 @@ class AppContext:
             dim=emb.dim,
             params=self.memory_params(),
             llm=llm,
+            embed_tokens=emb.embed_with_tokens,
         )
         if self.settings.memory_paused:      # an old settings file: the pause switch moves to the store
             store.set_paused(True)

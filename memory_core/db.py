@@ -304,8 +304,14 @@ def _m3(conn: apsw.Connection, dim: int) -> None:
     """)
 
 
+def _m4(conn: apsw.Connection, dim: int) -> None:
+    """Each page's content-token vectors (int8 rows, memory_core.token_match) for word-by-word
+    matching. Derived data: filled as pages are embedded, or by the "index_tokens" job."""
+    conn.execute("CREATE TABLE IF NOT EXISTS page_tok(page_id INTEGER PRIMARY KEY, vecs BLOB NOT NULL)")
+
+
 # Each migration takes (conn, dim); index i moves user_version from i to i + 1.
-MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3]
+MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

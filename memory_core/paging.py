@@ -18,13 +18,24 @@ _PENDING_PAGE_OF = ("status = 'pending' AND kind = 'add_page' AND "
 
 class PagingMixin:
     # ------------------------------------------------------------------ index maintenance helpers
-    def _vec_put_page(self, pid: int, vec: np.ndarray) -> None:
+    def _vec_put_page(self, pid: int, vec: np.ndarray, body: str) -> None:
+        """The page's vector, and its token vectors when `body` (the text `vec` embeds) was embedded
+        with a token embedder just before (the store's memo); else its old token row goes and the
+        "index_tokens" job makes a new one."""
         self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))
         self._x("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (pid, _blob(vec)))
         self._x("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (pid,))
+        with self._lock:
+            blob = self._token_memo.get(body if body.strip() else " ")
+        if blob is not None:
+            self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs) VALUES (?, ?)", (pid, blob))
+        else:
+            self._x("DELETE FROM page_tok WHERE page_id = ?", (pid,))
+            self._queue_token_index()
 
     def _vec_del_page(self, pid: int) -> None:
         self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))
+        self._x("DELETE FROM page_tok WHERE page_id = ?", (pid,))
         self._x("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'del')", (pid,))
 
     def _fts_put(self, table: str, tri: str, rowid: int, body: str) -> None:
@@ -160,7 +171,7 @@ class PagingMixin:
                 (cid, user_text or "", assistant_text or "", ts, _j(kws), user_message_id, assistant_message_id,
                  _j(meta or {}), now, key))
         pid = self._conn.last_insert_rowid()
-        self._vec_put_page(pid, vec)
+        self._vec_put_page(pid, vec, body)
         self._fts_put("page_fts", "page_tri", pid, body)
         self._emit("page_added", "page", pid, f"page {pid} entered short-term memory",
                    {"conversation_id": cid})
@@ -392,7 +403,7 @@ class PagingMixin:
         with self.transaction():
             kws = T.keywords(body, self.params.page_keywords)
             self._x("UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?", (u, a, _j(kws), pid))
-            self._vec_put_page(pid, vec)
+            self._vec_put_page(pid, vec, body)
             self._fts_put("page_fts", "page_tri", pid, body)
             if page.segment_id is not None:
                 self._rebuild_segment(page.segment_id)
@@ -607,7 +618,7 @@ class PagingMixin:
                 "DELETE FROM knowledge", "DELETE FROM knowledge_vec",
                 "UPDATE page SET prev_page_id = NULL WHERE prev_page_id IS NOT NULL",
                 "DELETE FROM page", "DELETE FROM chain", "DELETE FROM segment",
-                "DELETE FROM page_vec", "DELETE FROM segment_vec",
+                "DELETE FROM page_vec", "DELETE FROM segment_vec", "DELETE FROM page_tok",
                 "INSERT INTO page_fts(page_fts) VALUES ('delete-all')",
                 "INSERT INTO page_tri(page_tri) VALUES ('delete-all')",
                 "INSERT INTO knowledge_fts(knowledge_fts) VALUES ('delete-all')",

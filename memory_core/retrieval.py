@@ -6,15 +6,16 @@ import logging
 import math
 import re
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import apsw
 import numpy as np
 
 from . import text as T
+from . import token_match
 from .db import is_storage_full
 from .codec import from_json as _pj, vec_blob as _blob
-from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
+from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit, page_text
 
 log = logging.getLogger("memory_core")
 
@@ -74,7 +75,8 @@ class RetrievalMixin:
                 # the newest exchanges are the dialogue above the message; older ones are memory
                 recent = set(stm_ids[-self.params.recall_own_after:]) if self.params.recall_own_after > 0 else set()
                 out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, recent, budget.pages,
-                                                                                 timings, conversation_id, doc_counts)
+                                                                                 timings, conversation_id, doc_counts,
+                                                                                 common)
             else:
                 visited = []
             t3 = time.perf_counter()
@@ -107,7 +109,8 @@ class RetrievalMixin:
 
     # ------------------------------------------------------------------ pages
     def _rank_pages(self, query: str, q: np.ndarray, exclude: set[int], n: int, timings: dict,
-                    conversation_id: int | None = None, doc_counts: dict[str, int] | None = None):
+                    conversation_id: int | None = None, doc_counts: dict[str, int] | None = None,
+                    common: Sequence[str] = ()):
         p = self.params
         ta = time.perf_counter()
         if not self.in_transaction:
@@ -182,9 +185,15 @@ class RetrievalMixin:
         self._page_info(pool, info)
         windows = T.date_windows(query, self.clock())
 
+        # word by word: each content word of the query against the page's words (token_match)
+        tq = time.perf_counter()
+        q_tokens = self._query_tokens(query, common) if p.w_tokens > 0 else None
+        tok_of = self._token_scores(q_tokens, pool) if q_tokens is not None else {}
+        timings["tokens"] = (time.perf_counter() - tq) * 1000
+
         def base(pid: int) -> float:
             _, sid, tier, _, ts = info[pid]
-            s = p.w_dense * cos_of.get(pid, 0.0) + p.w_keyword * kw_of.get(pid, 0.0)
+            s = p.w_dense * cos_of.get(pid, 0.0) + p.w_keyword * kw_of.get(pid, 0.0) + p.w_tokens * tok_of.get(pid, 0.0)
             if sid in seg_score:
                 s += p.w_segment * seg_score[sid]
             if windows and any(a <= ts < b for a, b in windows):
@@ -225,6 +234,8 @@ class RetrievalMixin:
                     next_of[pid], prev_of[nx] = nx, pid
             if new_ids:
                 cos_of.update(self._page_cache.scores_for(q, [i for i in new_ids if i not in cos_of]))
+                if tok_of:
+                    tok_of.update(self._token_scores(q_tokens, new_ids))
                 for pid in new_ids:
                     if pid in info:
                         score[pid] = base(pid)
@@ -255,7 +266,8 @@ class RetrievalMixin:
         final = {pid: finalize(pid, s) for pid, s in score.items()}
         th = time.perf_counter()
         # an asking's own score without its keyword match: see _demote_askings
-        unechoed = lambda pid: finalize(pid, score[pid] - p.w_keyword * kw_of.get(pid, 0.0))  # noqa: E731
+        unechoed = lambda pid: finalize(pid, score[pid] - p.w_keyword * kw_of.get(pid, 0.0)  # noqa: E731
+                                        - p.w_tokens * tok_of.get(pid, 0.0))
         askings = self._demote_askings(query, final, n, unechoed) if p.asked_weight != 1.0 else set()
         timings["askings"] = (time.perf_counter() - th) * 1000
         # the best n pages, passing over earlier askings of this same question in Mnemo's own chats
@@ -298,6 +310,8 @@ class RetrievalMixin:
             if pid in kw_of:
                 matched = [w for w in qwords if qword_re[w].search(page.text)][:4]
                 parts.append("keyword match " + ", ".join(f"'{m}'" for m in matched) if matched else "keyword match")
+            if pid in tok_of:
+                parts.append(f"word by word {tok_of[pid]:.2f}")
             if page.segment_id in seg_score:
                 parts.append(seg_reason[page.segment_id])
             if windows and any(a <= page.timestamp < b for a, b in windows):
@@ -320,6 +334,44 @@ class RetrievalMixin:
         segs = [{"segment_id": sid, "score": round(seg_score[sid], 4), "reason": seg_reason[sid]}
                 for sid in seg_order]
         return hits, segs, visited, skipped
+
+    # share of a query's candidate pages that may lack token vectors (computed on the spot); above
+    # it the word-by-word match waits for the "index_tokens" job, so no page is ranked on it alone
+    TOKEN_MISSING_MAX = 0.1
+
+    def _query_tokens(self, query: str, common: Sequence[str]) -> np.ndarray | None:
+        """The query's content-token rows, from the pass that embedded it (None without a token
+        embedder, or for a query without content words). Its common words are left out: they are on
+        most pages (`_common_words`)."""
+        with self._lock:
+            got = self._token_vectors.get(query if query.strip() else " ")
+        if got is None:
+            return None
+        return token_match.query_matrix(got[0], got[1], drop=common)
+
+    def _token_scores(self, q_tokens: np.ndarray, ids) -> dict[int, float]:
+        """token_match.maxsim of the query for these pages, from `page_tok`. Pages without a row
+        (indexing still running) are embedded now when they are few; when they are many, none is
+        scored (every page is ranked without the match alike)."""
+        ids = sorted(ids)
+        if not ids:
+            return {}
+        rows: dict[int, bytes] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows.update(self._x(f"SELECT page_id, vecs FROM page_tok WHERE page_id IN ({marks})", chunk).fetchall())
+        missing = [i for i in ids if i not in rows]
+        if missing:
+            if self._embed_tokens_fn is None or len(missing) > self.TOKEN_MISSING_MAX * len(ids):
+                return {}
+            texts = self._x("SELECT id, user_text, assistant_text FROM page WHERE id IN (SELECT value FROM json_each(?))",
+                            (json.dumps(missing),)).fetchall()
+            _, per_text = self._embed_tokens_fn([page_text(u, a) or " " for _, u, a in texts])
+            rows.update({pid: token_match.pack(tv, toks) for (pid, _, _), (tv, toks) in zip(texts, per_text)})
+        known = [i for i in ids if i in rows]
+        sims = token_match.maxsim(q_tokens, [token_match.unpack(rows[i], self.dim) for i in known])
+        return {pid: float(v) for pid, v in zip(known, sims)}
 
     def _keyword_query(self, query: str, doc_counts: dict[str, int] | None = None) -> tuple[str | None, float]:
         """The FTS5 OR query for `query` and the summed BM25 IDF of its terms (as FTS5 computes them).

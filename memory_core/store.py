@@ -24,8 +24,10 @@ from .codec import to_json as _j, unit as _unit, vec_blob as _blob
 from .db import SCHEMA_VERSION, connect, is_storage_full, migrate
 from .types import (
     CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge,
-    DamagedDatabaseError, LLMDeferred, MemoryParams, Message, Page, Segment, StoreClosedError, Trait, page_text,
+    DamagedDatabaseError, LLMDeferred, MemoryParams, Message, Page, Segment, StoreClosedError, TokenEmbedFn, Trait,
+    page_text,
 )
+from . import token_match
 from .vecindex import MatrixCache, shared_cache
 
 log = logging.getLogger("memory_core")
@@ -96,10 +98,14 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
     # ------------------------------------------------------------------ open / close / transactions
     def __init__(self, conn: apsw.Connection, path: str, embed: EmbedFn, *, embed_model_id: str, dim: int,
                  params: MemoryParams, llm: CompleteJsonFn | None, llm_model_id: str | None,
-                 clock: Callable[[], float]):
+                 clock: Callable[[], float], embed_tokens: TokenEmbedFn | None = None):
         self._conn = conn
         self.path = path
         self._embed_fn = embed
+        self._embed_tokens_fn = embed_tokens
+        # text -> its packed content-token vectors, from the last texts embedded (token_match.pack):
+        # a page embedded before its write transaction finds them there when it is stored
+        self._token_memo: dict[str, bytes] = {}
         self.embed_model_id = embed_model_id
         self.dim = dim
         self.params = params
@@ -110,6 +116,8 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         self._depth = 0
         self._pending_events: list[Event] = []
         self._listeners: list[Callable[[Event], None]] = []
+        # the last few texts embedded, with their raw token vectors (a query's, for token_match)
+        self._token_vectors: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._closed = False
         self._events_since_prune = 0
         # progress of a long job (re-embedding): on_progress(what, done, total), called on the
@@ -121,8 +129,13 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
     @classmethod
     def open(cls, path: str | Path, embed: EmbedFn, *, embed_model_id: str, dim: int,
              params: MemoryParams | None = None, llm: CompleteJsonFn | None = None,
-             llm_model_id: str | None = None, clock: Callable[[], float] = time.time) -> "MemoryStore":
+             llm_model_id: str | None = None, clock: Callable[[], float] = time.time,
+             embed_tokens: TokenEmbedFn | None = None) -> "MemoryStore":
         """Open (creating or migrating) the memory database at `path`.
+
+        `embed_tokens`, when given, is the same embedder returning token vectors too: the store then
+        embeds with it, keeps each page's content-token vectors (`page_tok`) and matches queries word
+        by word (`params.w_tokens`); pages stored without them are indexed by an "index_tokens" job.
 
         Raises EmbeddingMismatchError when the file was built with another embedding dimension.
         A different model id of the same dimension is accepted: the store records it and queues a
@@ -158,7 +171,7 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             conn.close()
             raise
         store = cls(conn, path, embed, embed_model_id=embed_model_id, dim=dim, params=params or MemoryParams(),
-                    llm=llm, llm_model_id=llm_model_id, clock=clock)
+                    llm=llm, llm_model_id=llm_model_id, clock=clock, embed_tokens=embed_tokens)
         with store.transaction():
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             if "embed_dim" not in meta:
@@ -169,10 +182,13 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                 store._set_meta("embed_model_id", embed_model_id)
                 store._set_meta("embed_model_previous", meta.get("embed_model_id") or "")
                 store.enqueue("reembed", {"model_id": embed_model_id}, key=f"reembed:{embed_model_id}")
+                # another model's token vectors cannot be matched with this one's query words
+                store._x("DELETE FROM page_tok")
                 store._emit("embed_model_changed", None, None,
                             f"embedding model changed to {embed_model_id}; re-embedding queued",
                             {"previous": meta.get("embed_model_id"), "model_id": embed_model_id})
             store._set_meta("schema_version", str(SCHEMA_VERSION))
+            store._queue_token_index()
         return store
 
     def close(self) -> None:
@@ -307,11 +323,28 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                                           detail))
         del cur
 
+    TOKEN_MEMO_SIZE = 2048     # texts whose token vectors are kept until their page is written
+
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = [t if t.strip() else " " for t in texts]
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        arr = np.asarray(self._embed_fn(list(texts)), dtype=np.float32)
+        if self._embed_tokens_fn is not None:
+            arr, per_text = self._embed_tokens_fn(list(texts))
+            if len(per_text) != len(texts):
+                raise ValueError(f"token embedding function returned {len(per_text)} texts, expected {len(texts)}")
+            with self._lock:
+                for t, (tv, toks) in zip(texts, per_text):
+                    self._token_memo.pop(t, None)
+                    self._token_memo[t] = token_match.pack(tv, toks)
+                    self._token_vectors[t] = (tv, toks)
+                while len(self._token_memo) > self.TOKEN_MEMO_SIZE:
+                    self._token_memo.pop(next(iter(self._token_memo)))
+                while len(self._token_vectors) > 8:
+                    self._token_vectors.pop(next(iter(self._token_vectors)))
+        else:
+            arr = self._embed_fn(list(texts))
+        arr = np.asarray(arr, dtype=np.float32)
         if arr.ndim != 2 or arr.shape != (len(texts), self.dim):
             raise ValueError(f"embedding function returned shape {arr.shape}, expected ({len(texts)}, {self.dim})")
         if not np.all(np.isfinite(arr)):
@@ -966,17 +999,56 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             except Exception:  # a progress display must never break the job
                 log.exception("progress callback failed")
 
+    TOKEN_INDEX_BATCH = 256    # pages per "index_tokens" job; the next job takes the rest
+
+    def _queue_token_index(self) -> None:
+        """Queue an "index_tokens" job when some page has no token vectors yet (a memory from before
+        them, pages stored without a token embedder, a changed embedding model). Inside a transaction."""
+        if self._embed_tokens_fn is None or self.params.w_tokens <= 0:
+            return
+        if (self._x("SELECT 1 FROM page WHERE id NOT IN (SELECT page_id FROM page_tok) LIMIT 1").fetchone()
+                and not self._x("SELECT 1 FROM job WHERE kind = 'index_tokens' AND status = 'pending'").fetchone()):
+            self.enqueue("index_tokens", {})
+
+    def _job_index_tokens(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
+        """Token vectors for up to TOKEN_INDEX_BATCH pages that have none, oldest first; queues the
+        next batch itself (each commits alone, so a crash loses at most one batch of work)."""
+        if self._embed_tokens_fn is None:
+            return None
+        missing = self._scalar("SELECT count(*) FROM page WHERE id NOT IN (SELECT page_id FROM page_tok)")
+        total = self._scalar("SELECT count(*) FROM page")
+        rows = self._rows("SELECT id, user_text, assistant_text FROM page WHERE id NOT IN "
+                          "(SELECT page_id FROM page_tok) ORDER BY id LIMIT ?", (self.TOKEN_INDEX_BATCH,))
+        if not rows:
+            return None
+        self._report_progress("indexing words", total - missing, total)
+        bodies = [page_text(u, a) for _, u, a in rows]
+        _, per_text = self._embed_tokens_fn(bodies)
+        blobs = [token_match.pack(tv, toks) for tv, toks in per_text]
+
+        def apply() -> None:
+            for (pid, u, a), blob in zip(rows, blobs):
+                row = self._x("SELECT user_text, assistant_text FROM page WHERE id = ?", (pid,)).fetchone()
+                if row and page_text(row[0], row[1]) == page_text(u, a):   # not edited meanwhile
+                    self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs) VALUES (?, ?)", (pid, blob))
+            self._report_progress("indexing words", total - missing + len(rows), total)
+            if len(rows) < missing:
+                self.enqueue("index_tokens", {})
+        return apply
+
     def _job_reembed(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         """Re-embed pages, segments, knowledge and traits with the current model (batched)."""
         batch = 256
         page_vecs: dict[int, np.ndarray] = {}
+        bodies: dict[int, str] = {}
         rows = self._rows("SELECT id, user_text, assistant_text FROM page ORDER BY id")
         self._report_progress("re-embedding memory", 0, len(rows))
         for start in range(0, len(rows), batch):
             chunk = rows[start:start + batch]
             vecs = self._embed([page_text(u, a) for _, u, a in chunk])
-            for (pid, _, _), v in zip(chunk, vecs):
+            for (pid, u, a), v in zip(chunk, vecs):
                 page_vecs[pid] = v
+                bodies[pid] = page_text(u, a)
             self._report_progress("re-embedding memory", start + len(chunk), len(rows))
         kn = self._rows("SELECT id, text FROM knowledge")
         kvecs = self._embed([t for _, t in kn]) if kn else np.zeros((0, self.dim), np.float32)
@@ -986,7 +1058,7 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         def apply() -> None:
             for pid, v in page_vecs.items():
                 if self._x("SELECT 1 FROM page WHERE id = ?", (pid,)).fetchone():
-                    self._vec_put_page(pid, v)
+                    self._vec_put_page(pid, v, bodies[pid])
             for (sid, tier) in self._x("SELECT id, tier FROM segment").fetchall():
                 acc = np.zeros(self.dim, np.float32)
                 for (pid,) in self._x("SELECT id FROM page WHERE segment_id = ?", (sid,)).fetchall():

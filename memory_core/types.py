@@ -9,6 +9,9 @@ import numpy as np
 
 # (n texts) -> (n, dim) float32 array with unit-norm rows.
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
+# (n texts) -> (the same (n, dim) array, and per text its token vectors (m, dim) with the m token
+# strings, from the same encoder pass): lets retrieval match a query word by word (token_match)
+TokenEmbedFn = Callable[[Sequence[str]], "tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]"]
 # (chat messages, JSON schema) -> parsed JSON (dict/list); may raise on any failure.
 CompleteJsonFn = Callable[[list[dict[str, str]], dict], Any]
 
@@ -62,6 +65,10 @@ class MemoryParams:
     common_word_mix: float = 0.5
     w_keyword: float = 0.8
     w_segment: float = 0.1
+    # word-by-word match (token_match.maxsim: each query word's best cosine among the page's words,
+    # averaged), added w_tokens x to the score of every candidate page; needs a TokenEmbedFn. LoCoMo
+    # dev R@5/10/25/50 68.1/78.7/87.7/91.8 -> see docs/eval.md, eleventh round
+    w_tokens: float = 1.0
     date_boost: float = 0.5           # pages inside a date the query names ("on 13 May 2023", "in June 2023")
     neighbor_prev: float = 0.8
     neighbor_next: float = 0.5

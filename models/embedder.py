@@ -104,7 +104,29 @@ class OnnxEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]:
+        """The sentence vectors of `embed` and, from the same encoder pass, each text's token vectors.
+
+        Returns (vectors, per_text) where per_text[i] is (an (m, dim) float32 array of unit rows,
+        the m token strings), [CLS] and [SEP] left out. memory_core matches a question's words
+        against a page's words with them (late interaction), at no extra encoder cost at ingest."""
+        if isinstance(texts, str):
+            raise TypeError("embed_with_tokens() takes a sequence of strings")
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32), []
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        pooled = np.empty((len(texts), self.dim), dtype=np.float32)
+        per_text: list[tuple[np.ndarray, list[str]]] = [(np.zeros((0, self.dim), np.float32), [])] * len(texts)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            vecs, toks = self._embed_batch([texts[i] for i in idx], with_tokens=True)
+            for row, i in enumerate(idx):
+                pooled[i] = vecs[row]
+                per_text[i] = toks[row]
+        return pooled, per_text
+
+    def _embed_batch(self, texts: list[str], with_tokens: bool = False):
         with self._tok_lock:
             encodings = self._tokenizer.encode_batch(texts)
         width = max(1, max(len(e.ids) for e in encodings))
@@ -121,4 +143,13 @@ class OnnxEmbedder:
         m = mask[:, :, None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        vecs = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        if not with_tokens:
+            return vecs
+        per_text = []
+        for row, enc in enumerate(encodings):
+            keep = [i for i, t in enumerate(enc.tokens) if (enc.special_tokens_mask[i] == 0)]
+            tv = hidden[row, keep].astype(np.float32)
+            tv /= np.clip(np.linalg.norm(tv, axis=1, keepdims=True), 1e-12, None)
+            per_text.append((tv, [enc.tokens[i] for i in keep]))
+        return vecs, per_text

@@ -180,7 +180,9 @@ class LocomoEval:
         from memory_core import MemoryParams, MemoryStore
 
         return MemoryStore.open(path, self.embedder.embed, embed_model_id=self.embedder.model_id,
-                                dim=self.embedder.dim, params=self.memory_params or MemoryParams())
+                                dim=self.embedder.dim, params=self.memory_params or MemoryParams(),
+                                # an embedder without token vectors ranks without the word-by-word match
+                                embed_tokens=getattr(self.embedder, "embed_with_tokens", None))
 
     def _retrieve(self, store, question: str, pages: int):
         from memory_core import RetrievalBudget

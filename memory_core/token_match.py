@@ -1,0 +1,87 @@
+"""Word-by-word matching of a query against pages (late interaction, ColBERT's MaxSim).
+
+A page is embedded as one pooled vector, which blurs a passing mention ("Took a short trip last week
+to Rome") into the rest of what was said. The embedder's own token vectors keep it: each content word
+of the query takes its best cosine among the page's content words, and the page's token score is the
+mean over the query's words. The token vectors come from the same encoder pass that makes the pooled
+vector (`TokenEmbedFn`), so ingest costs no extra model time; they are stored as int8 rows (about
+24 content tokens, 9 KB, per LoCoMo page). LoCoMo dev, docs/eval.md (eleventh round).
+
+Plain functions and small blobs: no state here, the store keeps the rows in `page_tok`.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import text as T
+
+# WordPiece markers of a word's continuation ("##ing") and the specials an encoder adds
+_CONT = "##"
+
+
+def content_positions(tokens: Sequence[str], drop: Iterable[str] = ()) -> list[int]:
+    """Indices of the tokens that carry topic: the pieces of words that are not stop words, not one
+    or two latin letters and not in `drop` (lower-case words: the query's common words); punctuation
+    goes. A continuation piece ("##ing") goes with the word it continues. CJK characters are kept."""
+    dropped = {w.lower() for w in drop}
+    keep: list[int] = []
+    for i, tok in enumerate(tokens):
+        if tok.startswith(_CONT):
+            if keep and keep[-1] == i - 1:
+                keep.append(i)
+            continue
+        if T.has_cjk(tok):
+            keep.append(i)
+            continue
+        if not any(c.isalnum() for c in tok):
+            continue
+        if tok in T.STOPWORDS or (len(tok) < 3 and not tok.isdigit()) or tok in dropped:
+            continue
+        keep.append(i)
+    return keep
+
+
+def pack(vectors: np.ndarray, tokens: Sequence[str]) -> bytes:
+    """A page's content-token vectors as int8 rows (row-major); each row scaled by its own largest
+    value, which `unpack` divides out again by renormalising."""
+    keep = content_positions(tokens)
+    if not keep:
+        return b""
+    v = np.asarray(vectors, dtype=np.float32)[keep]
+    scale = np.abs(v).max(axis=1, keepdims=True)
+    q = np.round(v / np.clip(scale, 1e-12, None) * 127.0)
+    return q.astype(np.int8).tobytes()
+
+
+def unpack(blob: bytes, dim: int) -> np.ndarray:
+    """The (m, dim) float32 unit rows of a `pack` blob (m = 0 for a page without content words)."""
+    if not blob:
+        return np.zeros((0, dim), dtype=np.float32)
+    v = np.frombuffer(blob, dtype=np.int8).astype(np.float32).reshape(-1, dim)
+    return v / np.clip(np.linalg.norm(v, axis=1, keepdims=True), 1e-12, None)
+
+
+def query_matrix(vectors: np.ndarray, tokens: Sequence[str], drop: Iterable[str] = ()) -> np.ndarray | None:
+    """The query's content-token rows (None when it has no content word: "Hi!", "How are you?")."""
+    keep = content_positions(tokens, drop)
+    if not keep:
+        return None
+    return np.asarray(vectors, dtype=np.float32)[keep]
+
+
+def maxsim(query: np.ndarray, pages: Sequence[np.ndarray]) -> np.ndarray:
+    """For each page: the mean over the query's rows of their best cosine among the page's rows
+    (0 for a page without rows). One matrix product over all pages' rows."""
+    out = np.zeros(len(pages), dtype=np.float32)
+    sizes = [len(p) for p in pages]
+    if not pages or sum(sizes) == 0:
+        return out
+    sims = query @ np.concatenate([p for p in pages if len(p)], axis=0).T     # (q, total rows)
+    start = 0
+    for i, n in enumerate(sizes):
+        if n:
+            out[i] = float(sims[:, start:start + n].max(axis=1).mean())
+            start += n
+    return out
