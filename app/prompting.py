@@ -156,19 +156,21 @@ class QuoteFloor:
     def refusal(self, hit) -> str | None:
         """Why `hit` is not quoted, in words for the trace; None when it is admitted."""
         sim, standout = hit.similarity, hit.standout
+        # the floor reads the score without the word-by-word match (PageHit.match_score)
+        score = hit.score if hit.match_score is None else hit.match_score
         if sim is None or hit.inherited_from is not None:
-            if hit.score >= self.min_score:
+            if score >= self.min_score:
                 return None
-            return f"scored {hit.score:.2f}, under the quoting floor of {self.min_score:g}"
+            return f"scored {score:.2f}, under the quoting floor of {self.min_score:g}"
         if (self.min_similarity is not None and self.min_standout is not None and standout is not None
                 and sim >= self.min_similarity and standout >= self.min_standout):
             return None
-        if hit.score >= self.min_score:
+        if score >= self.min_score:
             if self.keyword_min_similarity is None or sim >= self.keyword_min_similarity:
                 return None
-            return (f"scored {hit.score:.2f}, over the quoting floor of {self.min_score:g} (words, date or segment), "
+            return (f"scored {score:.2f}, over the quoting floor of {self.min_score:g} (words, date or segment), "
                     f"but its meaning is too far from the message (cos {sim:.2f} < {self.keyword_min_similarity:g})")
-        return (f"scored {hit.score:.2f}, under the quoting floor of {self.min_score:g}, and its meaning does not "
+        return (f"scored {score:.2f}, under the quoting floor of {self.min_score:g}, and its meaning does not "
                 f"stand out (cos {sim:.2f}" + (f", {standout:+.2f} over the usual)" if standout is not None else ")"))
 
 

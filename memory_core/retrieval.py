@@ -193,7 +193,8 @@ class RetrievalMixin:
 
         def base(pid: int) -> float:
             _, sid, tier, _, ts = info[pid]
-            s = p.w_dense * cos_of.get(pid, 0.0) + p.w_keyword * kw_of.get(pid, 0.0) + p.w_tokens * tok_of.get(pid, 0.0)
+            s = (p.w_dense * cos_of.get(pid, 0.0) + p.w_keyword * kw_of.get(pid, 0.0)
+                 + p.w_tokens * tok_of.get(pid, 0.0))
             if sid in seg_score:
                 s += p.w_segment * seg_score[sid]
             if windows and any(a <= ts < b for a, b in windows):
@@ -243,18 +244,22 @@ class RetrievalMixin:
         timings["neighbours"] = (tg - tf) * 1000
         via: dict[int, int] = {}    # page -> the neighbour whose score it inherited
 
-        def finalize(pid: int, own: float) -> float:
-            """A page's score from its own base score `own` and its dialogue neighbours'."""
+        def finalize(pid: int, own: float, score: dict[int, float] = score, track: bool = True) -> float:
+            """A page's score from its own base score `own` and its dialogue neighbours' (`score`);
+            `track` records in `via` which neighbour it inherited from."""
             best = own
-            via.pop(pid, None)
+            if track:
+                via.pop(pid, None)
             pr = prev_of.get(pid)
             if pr is not None and pr in score and p.neighbor_prev * score[pr] > best:
                 best = p.neighbor_prev * score[pr]
-                via[pid] = pr
+                if track:
+                    via[pid] = pr
             nx = next_of.get(pid)
             if nx is not None and nx in score and p.neighbor_next * score[nx] > best:
                 best = p.neighbor_next * score[nx]
-                via[pid] = nx
+                if track:
+                    via[pid] = nx
             if p.neighbor_context > 0:
                 # dialogue context: a page whose neighbour is also on the topic sits in a passage about it
                 ctx = max((score[o] for o in (pr, nx) if o is not None and o in score), default=0.0)
@@ -293,6 +298,9 @@ class RetrievalMixin:
                     repeats.append(pid)
                 else:
                     chosen.append(pid)
+        # the same scores without the word-by-word match: what the quoting floor was measured on
+        # (every page matches a query's words somewhat, so the match says how alike, not whether)
+        wordless = {pid: s - p.w_tokens * tok_of.get(pid, 0.0) for pid, s in score.items()} if tok_of else score
         qwords = sorted({T.stem(w) for w in T.content_words(query) if not T.has_cjk(w)})
         qword_re = {w: re.compile(r"\b" + re.escape(w), re.IGNORECASE) for w in qwords}
         hits: list[PageHit] = []
@@ -324,8 +332,9 @@ class RetrievalMixin:
                 parts.append("said earlier in this conversation")
             if pid in askings:
                 parts.append(f"a question asked in a chat (its keyword match not counted, × {p.asked_weight:g})")
+            match = final[pid] if pid in askings or not tok_of else finalize(pid, wordless[pid], wordless, False)
             hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid),
-                                similarity=cos, standout=standout))
+                                similarity=cos, standout=standout, match_score=match))
             if page.segment_id is not None and page.segment_id not in visited:
                 visited.append(page.segment_id)
         skipped = [PageHit(pages[pid], final[pid], "the same question, asked before: its reply is not evidence",
@@ -365,12 +374,12 @@ class RetrievalMixin:
         if missing:
             if self._embed_tokens_fn is None or len(missing) > self.TOKEN_MISSING_MAX * len(ids):
                 return {}
-            texts = self._x("SELECT id, user_text, assistant_text FROM page WHERE id IN (SELECT value FROM json_each(?))",
-                            (json.dumps(missing),)).fetchall()
+            texts = self._x("SELECT id, user_text, assistant_text FROM page "
+                            "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(missing),)).fetchall()
             _, per_text = self._embed_tokens_fn([page_text(u, a) or " " for _, u, a in texts])
             rows.update({pid: token_match.pack(tv, toks) for (pid, _, _), (tv, toks) in zip(texts, per_text)})
         known = [i for i in ids if i in rows]
-        sims = token_match.maxsim(q_tokens, [token_match.unpack(rows[i], self.dim) for i in known])
+        sims = token_match.maxsim_packed(q_tokens, [rows[i] for i in known], self.dim)
         return {pid: float(v) for pid, v in zip(known, sims)}
 
     def _keyword_query(self, query: str, doc_counts: dict[str, int] | None = None) -> tuple[str | None, float]:

@@ -295,6 +295,9 @@ class PageHit:
     # for an earlier asking
     similarity: float | None = None
     standout: float | None = None
+    # the score without the word-by-word match (token_match): every page matches a query's words
+    # somewhat, so the quoting floor (QuoteFloor.min_score) reads this; None: the same as `score`
+    match_score: float | None = None
 
     def to_trace(self) -> dict:
         p = self.page
@@ -303,6 +306,7 @@ class PageHit:
             "segment_id": p.segment_id, "timestamp": p.timestamp, "score": _clean_float(self.score),
             "reason": self.reason, "inherited_from": self.inherited_from, "meta": p.meta,
             "similarity": _clean_float(self.similarity), "standout": _clean_float(self.standout),
+            "match_score": _clean_float(self.match_score),
         }
 
 

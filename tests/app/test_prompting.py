@@ -155,10 +155,11 @@ def test_a_page_ranked_for_its_neighbour_is_quoted_only_as_the_answer_to_its_que
     assert "Bill Evans" not in str(p.messages) and "Minnesota Wolves" in str(p.messages)
 
 
-def _hit(score, similarity, standout, inherited_from=None):
+def _hit(score, similarity, standout, inherited_from=None, match_score=None):
     from types import SimpleNamespace
 
-    return SimpleNamespace(score=score, similarity=similarity, standout=standout, inherited_from=inherited_from)
+    return SimpleNamespace(score=score, similarity=similarity, standout=standout, inherited_from=inherited_from,
+                           match_score=match_score)
 
 
 def test_quote_floor_admits_a_page_that_stands_out_without_a_keyword():
@@ -190,6 +191,18 @@ def test_quote_floor_says_why_a_page_is_left_out():
     assert floor.refusal(_hit(0.33, 0.33, 0.15)) == ("scored 0.33, under the quoting floor of 0.4, and its meaning "
                                                       "does not stand out (cos 0.33, +0.15 over the usual)")
     assert floor.refusal(_hit(0.3, 0.9, 0.9, inherited_from=7)) == "scored 0.30, under the quoting floor of 0.4"
+
+
+def test_quote_floor_reads_the_score_without_the_word_by_word_match():
+    """Every page matches a query's words somewhat (token_match adds ~0.3 to unrelated pages), so the
+    floor reads PageHit.match_score, the score it was measured on, when the ranking has one."""
+    floor = QuoteFloor(min_score=0.4, keyword_min_similarity=0.2, min_similarity=0.3, min_standout=0.2)
+    assert not floor.admits(_hit(0.75, 0.25, 0.05, match_score=0.3))
+    assert floor.refusal(_hit(0.75, 0.25, 0.05, match_score=0.3)) == (
+        "scored 0.30, under the quoting floor of 0.4, and its meaning does not stand out "
+        "(cos 0.25, +0.05 over the usual)")
+    assert floor.admits(_hit(0.75, 0.25, 0.05, match_score=0.45))
+    assert not floor.admits(_hit(0.9, 0.0, None, inherited_from=3, match_score=0.35))
 
 
 def test_quote_floor_round_trips_through_a_trace():

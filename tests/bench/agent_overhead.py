@@ -65,7 +65,7 @@ def main(argv=None) -> dict:
     raw_model = LlamaCppChatModel(n_ctx=4096, max_tokens=args.max_tokens, temperature=0.0, seed=1)
     with tempfile.TemporaryDirectory() as tmp:
         store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
-                                 params=MemoryParams(stm_capacity=2))
+                                 params=MemoryParams(stm_capacity=2), embed_tokens=emb.embed_with_tokens)
         _history(store, FILLER * 4)
         agent = ChatAgent(store, agent_model, reply_reserve=512, max_tokens=args.max_tokens)
         rows = []

@@ -32,7 +32,8 @@ def main(argv=None) -> dict:
     parsed = load(args.data)
     parse_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
-        store = MemoryStore.open(Path(tmp) / "ingest.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim)
+        store = MemoryStore.open(Path(tmp) / "ingest.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
+                                 embed_tokens=emb.embed_with_tokens)
         report = write_all(store, parsed, path=args.data)
         store.close()
     out = {

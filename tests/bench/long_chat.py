@@ -112,7 +112,7 @@ def main(argv=None) -> dict:
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory() as tmp:     # a fresh memory per seed: the chat is the user's first
             store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id,
-                                     dim=emb.dim, params=params)
+                                     dim=emb.dim, params=params, embed_tokens=emb.embed_with_tokens)
             agent = ChatAgent(store, model, reply_reserve=d.reply_reserve, max_tokens=max_tokens,
                               repetition_guard=not args.no_guard)
             model.set_seed(args.first_seed + seed)

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as tmp:
         for layout, at_end in (("recall_after_dialogue", True), ("recall_before_dialogue", False)):
             store = MemoryStore.open(os.path.join(tmp, f"{layout}.db"), emb.embed, embed_model_id=emb.model_id,
-                                     dim=emb.dim, params=MemoryParams())
+                                     dim=emb.dim, params=MemoryParams(), embed_tokens=emb.embed_with_tokens)
             other = store.create_conversation("trips")
             store.add_pages(other, [{"user_text": f"I went to {c} in {m} and loved the food there.",
                                      "assistant_text": f"{c} sounds wonderful!"} for c, m in CITIES * 5])

@@ -237,7 +237,7 @@ def main(argv=None) -> dict:
     for name, items, small_talk in (("tune", TUNE, TUNE_SMALL_TALK), ("held_out", HELD_OUT, HELD_OUT_SMALL_TALK)):
         with tempfile.TemporaryDirectory() as tmp:
             store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id,
-                                     dim=emb.dim, params=params)
+                                     dim=emb.dim, params=params, embed_tokens=emb.embed_with_tokens)
             write_chats(store, items)
             report[name] = {floor: measure(store, f, items, small_talk) for floor, f in floors.items()}
             store.close()

@@ -209,7 +209,7 @@ def main(argv=None) -> dict:
         if args.asked_weight is not None:
             params.asked_weight = args.asked_weight
         store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
-                                 params=params)
+                                 params=params, embed_tokens=emb.embed_with_tokens)
         if args.reworded:
             from tests.bench.quote_floor import HELD_OUT, TUNE, write_chats
 

@@ -1,7 +1,7 @@
 """Retrieval / add-page benchmark of memory_core: `python -m tests.bench.retrieval [--sizes 1000,10000,100000]`.
 
 Fills one store incrementally to each size (the first 1,000 pages embedded for real, later pages
-carry clustered random unit vectors, as the issue allows), then measures:
+carry clustered random unit vectors and random int8 token rows, as the issue allows), then measures:
 - retrieve() latency p50/p95 at each size, including the real embedding of the query;
 - the median time of add_page() without an LLM, both including the real page embedding and with a
   precomputed embedding (the store's own cost: STM insert, FIFO move, segmenting, eviction).
@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> dict:
     emb = OnnxEmbedder()
     tmp = tempfile.TemporaryDirectory(prefix="mnemo-bench-")
     db = Path(args.db) if args.db else Path(tmp.name) / "bench.db"
-    store = MemoryStore.open(db, emb.embed, embed_model_id=emb.model_id, dim=emb.dim, params=MemoryParams())
+    store = MemoryStore.open(db, emb.embed, embed_model_id=emb.model_id, dim=emb.dim, params=MemoryParams(),
+                             embed_tokens=emb.embed_with_tokens)
     rng = random.Random(7)
     nrng = np.random.default_rng(7)
     centers = nrng.standard_normal((3000, emb.dim)).astype(np.float32)
@@ -115,9 +116,17 @@ def main(argv: list[str] | None = None) -> dict:
             store.add_pages(conv, items)
             n += batch
         fill_s = time.perf_counter() - t_fill
+        # pages with random vectors get random token rows too (the word-by-word match reads a row per
+        # candidate page, so its cost is measured at every size): 24 content tokens, a LoCoMo page's mean
+        with store.transaction():
+            for (pid,) in store._rows("SELECT id FROM page WHERE id NOT IN (SELECT page_id FROM page_tok)"):
+                store._x("INSERT INTO page_tok(page_id, vecs) VALUES (?, ?)",
+                         (pid, nrng.integers(-127, 128, size=(24, emb.dim), dtype=np.int8).tobytes()))
+            store._x("DELETE FROM job WHERE kind = 'index_tokens'")
         # first retrieve after a (re)open loads the in-memory matrix from SQLite
         store.close()
-        store = MemoryStore.open(db, emb.embed, embed_model_id=emb.model_id, dim=emb.dim, params=MemoryParams())
+        store = MemoryStore.open(db, emb.embed, embed_model_id=emb.model_id, dim=emb.dim, params=MemoryParams(),
+                                 embed_tokens=emb.embed_with_tokens)
         t0 = time.perf_counter()
         store.retrieve("warm up the cache", None, record_visits=False)
         cold_ms = (time.perf_counter() - t0) * 1000

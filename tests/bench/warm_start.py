@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> dict:
     runs: dict[str, list[dict]] = {"cold": [], "warmed": []}
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as tmp:
         store = MemoryStore.open(os.path.join(tmp, "m.db"), emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
-                                 params=MemoryParams())
+                                 params=MemoryParams(), embed_tokens=emb.embed_with_tokens)
         cid = _chat(store, args.exchanges)
         leaf = store.list_messages(cid)[-1].id
         agent = ChatAgent(store, model, max_tokens=8)

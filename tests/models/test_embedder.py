@@ -91,3 +91,23 @@ def test_embedding_leaves_no_telemetry_behind(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "(1, 384)" in out.stdout, out.stderr
     assert [str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")] == []
+
+
+def test_token_vectors_come_from_the_same_pass(embedder):
+    texts = ["I took a short trip to Rome last week.", "hi", "word " * 400, ""]
+    vecs, per_text = embedder.embed_with_tokens(texts)
+    np.testing.assert_allclose(vecs, embedder.embed(texts), atol=1e-5)
+    assert len(per_text) == 4
+    rome, hi, long, empty = per_text
+    assert rome[1][:4] == ["i", "took", "a", "short"] and "rome" in rome[1]
+    assert "[CLS]" not in rome[1] and "[SEP]" not in rome[1]
+    assert rome[0].shape == (len(rome[1]), 384) and rome[0].dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(rome[0], axis=1), 1.0, atol=1e-5)
+    assert hi[1] == ["hi"]
+    assert len(long[1]) == embedder.max_length - 2          # truncated like the sentence vector
+    assert empty[0].shape == (0, 384) and empty[1] == []
+    # the pooled vector is the mean of the token states (with the specials): the tokens are the
+    # states the page vector is made of, not another model's
+    assert float(vecs[0] @ (rome[0].mean(axis=0) / np.linalg.norm(rome[0].mean(axis=0)))) > 0.9
+    with pytest.raises(TypeError):
+        embedder.embed_with_tokens("one string")

@@ -14,7 +14,7 @@ from memory_core import RetrievalBudget
 from ui.inspector.models import TraceData, finite
 
 # a stored trace's page hit as QuoteFloor reads it (traces written before similarities were kept lack them)
-_HIT_DEFAULTS = {"score": 0.0, "similarity": None, "standout": None, "inherited_from": None}
+_HIT_DEFAULTS = {"score": 0.0, "similarity": None, "standout": None, "inherited_from": None, "match_score": None}
 
 
 def _page_text(page) -> str:

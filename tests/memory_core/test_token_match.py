@@ -1,0 +1,197 @@
+"""Word-by-word matching (memory_core.token_match, page_tok): the functions by hand, then the store with
+the real embedder's token vectors: rows kept through add/edit/forget/wipe, the score it adds, the
+background indexing of older memories, and a changed embedding model."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_core import MemoryParams, MemoryStore, RetrievalBudget
+from memory_core import token_match as TM
+from memory_core.types import page_text
+
+
+def test_content_positions_keep_words_that_carry_topic():
+    toks = ["melanie", "'", "s", "pot", "##tery", "class", ",", "and", "the", "kids", "loved", "it", "!",
+            "a", "2023", "东", "京"]
+    kept = [toks[i] for i in TM.content_positions(toks)]
+    assert kept == ["melanie", "pot", "##tery", "class", "kids", "loved", "2023", "东", "京"]
+    assert [toks[i] for i in TM.content_positions(toks, drop=["Melanie"])][:2] == ["pot", "##tery"]
+    # a continuation piece of a dropped word goes with it
+    assert TM.content_positions(["the", "##re", "rome"]) == [2]
+
+
+def test_pack_keeps_the_cosines_and_unpack_renormalises():
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=(6, 384)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    toks = ["rome", "the", "trip", "week", "!", "short"]
+    blob = TM.pack(v, toks)
+    assert len(blob) == 4 * 384                      # "the" and "!" are not kept; one byte a value
+    back = TM.unpack(blob, 384)
+    np.testing.assert_allclose(np.linalg.norm(back, axis=1), 1.0, atol=1e-5)
+    cos = np.sum(back * v[[0, 2, 3, 5]], axis=1)
+    assert cos.min() > 0.999
+    assert TM.pack(v[:2], ["the", "!"]) == b"" and TM.unpack(b"", 384).shape == (0, 384)
+
+
+def test_maxsim_by_hand():
+    q = np.array([[1, 0, 0], [0, 1, 0]], dtype=np.float32)
+    page_a = np.array([[1, 0, 0], [0.6, 0.8, 0]], dtype=np.float32)     # best: 1.0 and 0.8
+    page_b = np.array([[0, 0, 1]], dtype=np.float32)                     # best: 0 and 0
+    empty = np.zeros((0, 3), dtype=np.float32)
+    np.testing.assert_allclose(TM.maxsim(q, [page_a, empty, page_b]), [0.9, 0.0, 0.0], atol=1e-6)
+    assert TM.maxsim(q, []).shape == (0,)
+    # packed: the same figures through int8 rows (exact here: every value is a multiple of a row's max / 127)
+    blobs = [TM.pack(page_a, ["rome", "trip"]), b"", TM.pack(page_b, ["city"])]
+    np.testing.assert_allclose(TM.maxsim_packed(q, blobs, 3), [0.9, 0.0, 0.0], atol=1e-2)
+    rng = np.random.default_rng(3)
+    pages = [rng.normal(size=(n, 16)).astype(np.float32) for n in (3, 0, 5, 1)]
+    pages = [p / np.linalg.norm(p, axis=1, keepdims=True) if len(p) else p for p in pages]
+    qq = rng.normal(size=(4, 16)).astype(np.float32)
+    packed = [TM.pack(p, ["word"] * len(p)) for p in pages]
+    np.testing.assert_allclose(TM.maxsim_packed(qq, packed, 16),
+                               TM.maxsim(qq, [TM.unpack(b, 16) for b in packed]), atol=1e-5)
+    assert TM.maxsim_packed(qq, [], 16).shape == (0,) and TM.maxsim_packed(qq, [b""], 16).tolist() == [0.0]
+    assert TM.query_matrix(q, ["how", "are"]) is None
+
+
+@pytest.fixture
+def open_tok(tmp_path, embedder, clock):
+    """A store on tmp_path/'memory.db' with the real embedder's token vectors (closed at teardown)."""
+    opened: list[MemoryStore] = []
+
+    def _open(path=None, *, tokens=True, model_id=None, **params) -> MemoryStore:
+        s = MemoryStore.open(path or tmp_path / "memory.db", embedder.embed,
+                             embed_model_id=model_id or embedder.model_id, dim=embedder.dim, params=MemoryParams(**params), clock=clock,
+                             embed_tokens=embedder.embed_with_tokens if tokens else None)
+        opened.append(s)
+        return s
+
+    yield _open
+    for s in opened:
+        s.close()
+
+
+def _rows(store) -> dict[int, bytes]:
+    return dict(store._rows("SELECT page_id, vecs FROM page_tok"))
+
+
+def test_token_rows_follow_pages_through_add_edit_forget_and_wipe(open_tok, embedder):
+    s = open_tok()
+    cid = s.create_conversation()
+    a = s.add_page(cid, "I took a short trip to Rome last week.", "Rome is lovely in spring!")
+    b = s.add_page(cid, "Oh, is it?", "Yes, it is. Me too!")
+    s.add_pages(cid, [{"user_text": f"Imported message {i} about gardening", "assistant_text": "Nice."}
+                      for i in range(3)])
+    rows = _rows(s)
+    assert set(rows) == {p.id for p in s.list_pages()} and s.pending_jobs(kinds=["index_tokens"]) == 0
+    vecs, per_text = embedder.embed_with_tokens([page_text("I took a short trip to Rome last week.",
+                                                           "Rome is lovely in spring!")])
+    assert rows[a] == TM.pack(*per_text[0])          # the vectors of the pass that embedded the page
+    assert rows[b] == b""                            # "Oh, is it? Yes, it is. Me too!": no content word
+    s.edit_page(a, user_text="I took a long trip to Lisbon last month.")
+    edited = TM.unpack(_rows(s)[a], embedder.dim)
+    _, per_new = embedder.embed_with_tokens([page_text("I took a long trip to Lisbon last month.",
+                                                       "Rome is lovely in spring!")])
+    assert edited.shape[0] == len(TM.content_positions(per_new[0][1]))
+    s.forget("page", a)
+    assert a not in _rows(s)
+    s.wipe_memory()
+    assert _rows(s) == {}
+
+
+def test_retrieval_adds_the_word_by_word_score(open_tok, embedder, tmp_path):
+    s = open_tok()
+    cid = s.create_conversation()
+    user, reply = "Last week I took a short trip to Rome to clear my mind.", "Sounds like a great break!"
+    s.add_page(cid, user, reply)
+    s.close()
+    query = "Which cities have I visited?"
+    scores, hits = {}, {}
+    for w in (0.0, 1.0):
+        st = open_tok(w_tokens=w)
+        hit, = st.retrieve(query, budget=RetrievalBudget(pages=5), record_visits=False).pages
+        scores[w], hits[w] = hit.score, hit
+        assert ("word by word" in hit.reason) == (w > 0)
+    # the quoting floor reads the score without the match (app.prompting.QuoteFloor)
+    assert hits[1.0].match_score == pytest.approx(scores[0.0], abs=1e-6)
+    assert hits[0.0].match_score == pytest.approx(scores[0.0], abs=1e-6)
+    (qv, qt), (pv, pt) = embedder.embed_with_tokens([query, page_text(user, reply)])[1]
+    expected = TM.maxsim(TM.query_matrix(qv, qt), [TM.unpack(TM.pack(pv, pt), embedder.dim)])[0]
+    assert 0.3 < expected < 1.0
+    assert scores[1.0] - scores[0.0] == pytest.approx(expected, abs=1e-4)
+    # without a token embedder the store ranks as before, whatever w_tokens says
+    plain = open_tok(tokens=False)
+    hit, = plain.retrieve(query, budget=RetrievalBudget(pages=5), record_visits=False).pages
+    assert hit.score == pytest.approx(scores[0.0], abs=1e-6) and "word by word" not in hit.reason
+
+
+def test_an_older_memory_is_indexed_in_the_background_with_progress(open_tok):
+    old = open_tok(tokens=False)
+    cid = old.create_conversation()
+    for i in range(7):
+        old.add_page(cid, f"Message {i}: I planted {i} tomato seedlings in the garden.", "Lovely!")
+    assert _rows(old) == {}
+    old.close()
+    s = open_tok(tokens=True)
+    assert s.pending_jobs(kinds=["index_tokens"]) == 1
+    seen = []
+    s.on_progress = lambda what, done, total: seen.append((what, done, total))
+    s.TOKEN_INDEX_BATCH = 3                     # three jobs, each queueing the next
+    assert s.run_pending() == 3
+    assert len(_rows(s)) == 7 and s.pending_jobs() == 0
+    assert seen[0] == ("indexing words", 0, 7) and seen[-1] == ("indexing words", 7, 7)
+    s.close()
+    assert open_tok(tokens=True).pending_jobs() == 0      # nothing left to index: nothing queued
+
+
+def test_pages_without_rows_are_scored_on_the_spot_when_few(open_tok):
+    s = open_tok()
+    cid = s.create_conversation()
+    for i in range(30):
+        s.add_page(cid, f"Note {i}: the tomato seedlings need water every {i} days.", "Got it.")
+    ids = [p.id for p in s.list_pages()]
+    s._x("DELETE FROM page_tok WHERE page_id = ?", (ids[0],))       # one page of 30 not indexed yet
+    hits = s.retrieve("How often do the tomato seedlings need water?", budget=RetrievalBudget(pages=30),
+                      record_visits=False).pages
+    assert all("word by word" in h.reason for h in hits)
+    with s.transaction():
+        s._x("DELETE FROM page_tok WHERE page_id IN (SELECT value FROM json_each(?))", (str(ids[:15]),))
+    hits = s.retrieve("How often do the tomato seedlings need water?", budget=RetrievalBudget(pages=30),
+                      record_visits=False).pages
+    assert hits and not any("word by word" in h.reason for h in hits)     # half missing: nobody scored
+
+
+def test_a_changed_embedding_model_drops_the_token_rows(open_tok):
+    s = open_tok()
+    cid = s.create_conversation()
+    s.add_page(cid, "My sister lives in Porto.", "Nice city!")
+    assert len(_rows(s)) == 1
+    s.close()
+    s = open_tok(model_id="another-model-384d")
+    assert _rows(s) == {}
+    assert s.pending_jobs(kinds=["reembed"]) == 1 and s.pending_jobs(kinds=["index_tokens"]) == 1
+    s.run_pending()
+    assert len(_rows(s)) == 1
+
+
+def test_migration_adds_the_token_table(tmp_path, embedder, clock):
+    from memory_core import db as D
+    conn = D.connect(tmp_path / "v3.db")
+    for i in range(3):
+        conn.execute("BEGIN")
+        D.MIGRATIONS[i](conn, embedder.dim)
+        conn.execute(f"PRAGMA user_version={i + 1}")
+        conn.execute("COMMIT")
+    assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'page_tok'").fetchone()
+    conn.close()
+    s = MemoryStore.open(tmp_path / "v3.db", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim,
+                         clock=clock, embed_tokens=embedder.embed_with_tokens)
+    try:
+        assert s._scalar("PRAGMA user_version") == D.SCHEMA_VERSION == 4
+        cid = s.create_conversation()
+        s.add_page(cid, "works after migration", "yes")
+        assert s._scalar("SELECT count(*) FROM page_tok") == 1
+    finally:
+        s.close()
