@@ -59,14 +59,16 @@ class AppContext:
 
         emb = self.embedder()
         self.paths.data_dir.mkdir(parents=True, exist_ok=True)
+        params = self.memory_params()
         store = MemoryStore.open(
             self.paths.db_file,
             emb.embed,
             embed_model_id=emb.model_id,
             dim=emb.dim,
-            params=self.memory_params(),
+            params=params,
             llm=llm,
-            embed_tokens=emb.embed_with_tokens,
+            # the word-by-word match needs each page's token vectors; w_tokens 0 keeps none (a smaller file)
+            embed_tokens=emb.embed_with_tokens if params.w_tokens > 0 else None,
         )
         if self.settings.memory_paused:      # an old settings file: the pause switch moves to the store
             store.set_paused(True)

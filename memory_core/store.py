@@ -429,6 +429,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             return {
                 "pages": {"stm": tiers.get("stm", 0), "mtm": tiers.get("mtm", 0), "archive": tiers.get("archive", 0)},
                 "pages_total": sum(tiers.values()),
+                # pages whose words are indexed for the word-by-word match (token_match), and their bytes
+                "pages_word_indexed": self._scalar("SELECT count(*) FROM page_tok"),
+                "word_index_bytes": self._scalar("SELECT coalesce(sum(length(vecs)), 0) FROM page_tok"),
                 "segments": {"mtm": segs.get("mtm", 0), "archive": segs.get("archive", 0)},
                 "traits": self._scalar("SELECT count(*) FROM trait WHERE status='active'"),
                 "knowledge": {"user": know.get("user", 0), "assistant": know.get("assistant", 0)},

@@ -456,12 +456,14 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.jobs_label.setToolTip("")
 
     def _job_progress(self, what: str, done: int, total: int) -> None:
-        """A long memory job (re-embedding after a model change) says how far it is."""
+        """A long memory job (re-embedding after a model change, indexing words) says how far it is."""
         self._job_progress_shown = done < total
         if done < total:
             pct = 100 * done // max(1, total)
             self.jobs_label.setText(f"{what[:1].upper()}{what[1:]}: {done:,}/{total:,} pages ({pct}%)")
-            self.jobs_label.setToolTip("Recall uses the new embedding model fully once this finishes.")
+            self.jobs_label.setToolTip("Recall matches your words one by one in every page once this finishes."
+                                       if what == "indexing words" else
+                                       "Recall uses the new embedding model fully once this finishes.")
         else:
             self.jobs_label.setText(f"{what[:1].upper()}{what[1:]}: saving…")
 

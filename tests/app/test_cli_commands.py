@@ -156,6 +156,27 @@ def test_ask_after_an_embedding_model_change_re_embeds_with_a_progress_bar(mnemo
     assert json.loads(stats.stdout)["embed_model_id"] == embedder.model_id
 
 
+def test_an_older_memory_gets_its_words_indexed_with_a_progress_bar(mnemo_dirs, embedder):
+    """A memory stored without token vectors (before the word-by-word match) is indexed by the background
+    job at the next command; `mnemo search` then shows the match in each page's reason."""
+    from memory_core import MemoryStore
+
+    mnemo_dirs["data"].mkdir(parents=True, exist_ok=True)
+    mnemo_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (mnemo_dirs["config"] / "settings.json").write_text(json.dumps({"chat": {"max_tokens": 4}}))
+    old = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
+                           dim=embedder.dim)
+    old.add_pages(old.create_conversation(), [{"user_text": f"note {i}: the basil needs sun", "assistant_text": "ok"}
+                                              for i in range(300)])
+    old.close()
+    before = json.loads(mnemo(mnemo_dirs, "search", "Does the basil need sun?", "--json").stdout)
+    assert before["pages"] and not any("word by word" in p["reason"] for p in before["pages"])
+    out = mnemo(mnemo_dirs, "ask", "Hello")
+    assert "indexing words |" in out.stderr and "300/300 pages" in out.stderr
+    after = json.loads(mnemo(mnemo_dirs, "search", "Does the basil need sun?", "--json").stdout)
+    assert after["pages"] and all("word by word" in p["reason"] for p in after["pages"])
+
+
 def test_search_says_which_words_are_on_most_pages(mnemo_dirs, tmp_path):
     """An imported dialogue between two named people has both names on every page; `mnemo search` says
     the name a query asks about was weighed half in its meaning (MemoryParams.common_word_mix)."""

@@ -222,7 +222,9 @@ class OverviewView(QWidget):
                                 f"embedding model {fmt.embedder_name(stats.get('embed_model_id'))} "
                                 f"({stats.get('embed_dim')}-d); "
                                 f"schema v{stats.get('schema_version')}; {count(stats.get('pages_total'), 'page')}, "
-                                f"{count(stats.get('messages'), 'message')}")
+                                f"{count(stats.get('messages'), 'message')}; words of "
+                                f"{stats.get('pages_word_indexed', 0):,} pages indexed "
+                                f"({fmt.size(stats.get('word_index_bytes', 0))})")
         pend = stats.get("pending_jobs", 0) or 0
         self.cards["jobs"].set("paused" if stats.get("paused") else (f"{pend:,} pending" if pend else "idle"),
                                "memory updates waiting to run" if pend else "all memory updates are done")
