@@ -31,7 +31,7 @@ class PagingMixin:
             self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs) VALUES (?, ?)", (pid, blob))
         else:
             self._x("DELETE FROM page_tok WHERE page_id = ?", (pid,))
-            self._queue_token_index()
+            self._queue_token_index(missing=True)
 
     def _vec_del_page(self, pid: int) -> None:
         self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))

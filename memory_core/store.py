@@ -1004,13 +1004,17 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
     TOKEN_INDEX_BATCH = 256    # pages per "index_tokens" job; the next job takes the rest
 
-    def _queue_token_index(self) -> None:
+    def _queue_token_index(self, missing: bool | None = None) -> None:
         """Queue an "index_tokens" job when some page has no token vectors yet (a memory from before
-        them, pages stored without a token embedder, a changed embedding model). Inside a transaction."""
+        them, pages stored without a token embedder, a changed embedding model); `missing` True when
+        the caller knows (no scan of the pages then). Inside a transaction."""
         if self._embed_tokens_fn is None or self.params.w_tokens <= 0:
             return
-        if (self._x("SELECT 1 FROM page WHERE id NOT IN (SELECT page_id FROM page_tok) LIMIT 1").fetchone()
-                and not self._x("SELECT 1 FROM job WHERE kind = 'index_tokens' AND status = 'pending'").fetchone()):
+        if self._x("SELECT 1 FROM job WHERE status = 'pending' AND kind = 'index_tokens' LIMIT 1").fetchone():
+            return
+        if missing is None:
+            missing = self._x("SELECT 1 FROM page WHERE id NOT IN (SELECT page_id FROM page_tok) LIMIT 1").fetchone()
+        if missing:
             self.enqueue("index_tokens", {})
 
     def _job_index_tokens(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
