@@ -42,6 +42,11 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
     shown = ov.events.records()
     assert len(shown) == min(300, len(evs))
     assert [e.id for e in shown] == [e.id for e in reversed(evs)][: len(shown)]   # newest first
+    from ui.inspector import fmt
+
+    assert st["pages_word_indexed"] == st["pages_total"] > 0     # the app stores token vectors as it adds pages
+    words = f"words of {st['pages_word_indexed']:,} pages indexed ({fmt.size(st['word_index_bytes'])})"
+    assert ov.cards["store"].sub.text().replace("\u200b", "").endswith(words)
 
 
 
