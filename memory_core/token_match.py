@@ -57,9 +57,9 @@ def pack(vectors: np.ndarray, tokens: Sequence[str]) -> bytes:
 
 def unpack(blob: bytes, dim: int) -> np.ndarray:
     """The (m, dim) float32 unit rows of a `pack` blob (m = 0 for a page without content words)."""
-    if not blob:
+    if len(blob) < dim:
         return np.zeros((0, dim), dtype=np.float32)
-    v = np.frombuffer(blob, dtype=np.int8).astype(np.float32).reshape(-1, dim)
+    v = np.frombuffer(blob[: len(blob) // dim * dim], dtype=np.int8).astype(np.float32).reshape(-1, dim)
     return v / np.clip(np.linalg.norm(v, axis=1, keepdims=True), 1e-12, None)
 
 
@@ -78,7 +78,9 @@ def maxsim_packed(query: np.ndarray, blobs: Sequence[bytes], dim: int) -> np.nda
     sizes = np.array([len(b) // dim for b in blobs], dtype=np.int64)
     if not len(blobs) or sizes.sum() == 0:
         return out
-    rows = np.frombuffer(b"".join(blobs), dtype=np.int8).astype(np.float32).reshape(-1, dim)
+    # whole rows only: a damaged blob (cut short) loses its partial row instead of failing the query
+    whole = b"".join(b if len(b) % dim == 0 else b[: len(b) // dim * dim] for b in blobs)
+    rows = np.frombuffer(whole, dtype=np.int8).astype(np.float32).reshape(-1, dim)
     rows /= np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
     sims = query @ rows.T                                            # (q, total rows)
     has = sizes > 0

@@ -53,6 +53,10 @@ def test_maxsim_by_hand():
     np.testing.assert_allclose(TM.maxsim_packed(qq, packed, 16),
                                TM.maxsim(qq, [TM.unpack(b, 16) for b in packed]), atol=1e-5)
     assert TM.maxsim_packed(qq, [], 16).shape == (0,) and TM.maxsim_packed(qq, [b""], 16).tolist() == [0.0]
+    # a damaged row cut short keeps its whole rows and does not fail the query
+    cut = [packed[0][:-5], packed[2]]
+    np.testing.assert_allclose(TM.maxsim_packed(qq, cut, 16),
+                               TM.maxsim(qq, [TM.unpack(packed[0][:32], 16), TM.unpack(packed[2], 16)]), atol=1e-5)
     assert TM.query_matrix(q, ["how", "are"]) is None
 
 
