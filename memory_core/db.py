@@ -305,7 +305,7 @@ def _m3(conn: apsw.Connection, dim: int) -> None:
 
 
 def _m4(conn: apsw.Connection, dim: int) -> None:
-    """Each page's content-token vectors (int8 rows, memory_core.token_match) for word-by-word
+    """Each page's content-token vectors (4-bit rows, memory_core.token_match) for word-by-word
     matching. Derived data: filled as pages are embedded, or by the "index_tokens" job."""
     conn.execute("CREATE TABLE IF NOT EXISTS page_tok(page_id INTEGER PRIMARY KEY, vecs BLOB NOT NULL)")
 

@@ -1,7 +1,7 @@
 """Retrieval / add-page benchmark of memory_core: `python -m tests.bench.retrieval [--sizes 1000,10000,100000]`.
 
 Fills one store incrementally to each size (the first 1,000 pages embedded for real, later pages
-carry clustered random unit vectors and random int8 token rows, as the issue allows), then measures:
+carry clustered random unit vectors and random 4-bit token rows, as the issue allows), then measures:
 - retrieve() latency p50/p95 at each size, including the real embedding of the query;
 - the median time of add_page() without an LLM, both including the real page embedding and with a
   precomputed embedding (the store's own cost: STM insert, FIFO move, segmenting, eviction).
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_core import MemoryParams, MemoryStore, RetrievalBudget
+from memory_core import MemoryParams, MemoryStore, RetrievalBudget, token_match
 
 TOPICS = [
     "hiking mountains trail boots summit", "cooking pasta sauce garlic tomato", "guitar chords practice band song",
@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> dict:
         with store.transaction():
             for (pid,) in store._rows("SELECT id FROM page WHERE id NOT IN (SELECT page_id FROM page_tok)"):
                 store._x("INSERT INTO page_tok(page_id, vecs) VALUES (?, ?)",
-                         (pid, nrng.integers(-127, 128, size=(24, emb.dim), dtype=np.int8).tobytes()))
+                         (pid, nrng.integers(17, 256, size=24 * token_match.row_bytes(emb.dim),
+                                             dtype=np.uint8).tobytes()))
             store._x("DELETE FROM job WHERE kind = 'index_tokens'")
         # first retrieve after a (re)open loads the in-memory matrix from SQLite
         store.close()

@@ -27,11 +27,17 @@ def test_pack_keeps_the_cosines_and_unpack_renormalises():
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     toks = ["rome", "the", "trip", "week", "!", "short"]
     blob = TM.pack(v, toks)
-    assert len(blob) == 4 * 384                      # "the" and "!" are not kept; one byte a value
+    assert len(blob) == 4 * 192                      # "the" and "!" are not kept; two values a byte
     back = TM.unpack(blob, 384)
     np.testing.assert_allclose(np.linalg.norm(back, axis=1), 1.0, atol=1e-5)
     cos = np.sum(back * v[[0, 2, 3, 5]], axis=1)
-    assert cos.min() > 0.999
+    assert cos.min() > 0.97                          # 4 bits a value (MiniLM's token rows: 0.98-0.99)
+    # the largest value of each row comes back exactly, its sign too
+    big = np.argmax(np.abs(v[[0, 2, 3, 5]]), axis=1)
+    assert np.array_equal(np.sign(back[range(4), big]), np.sign(v[[0, 2, 3, 5]][range(4), big]))
+    # an odd dimension pads its last byte
+    odd = TM.pack(v[:1, :5] / np.linalg.norm(v[:1, :5]), ["rome"])
+    assert len(odd) == 3 and TM.unpack(odd, 5).shape == (1, 5)
     assert TM.pack(v[:2], ["the", "!"]) == b"" and TM.unpack(b"", 384).shape == (0, 384)
 
 
@@ -42,9 +48,9 @@ def test_maxsim_by_hand():
     empty = np.zeros((0, 3), dtype=np.float32)
     np.testing.assert_allclose(TM.maxsim(q, [page_a, empty, page_b]), [0.9, 0.0, 0.0], atol=1e-6)
     assert TM.maxsim(q, []).shape == (0,)
-    # packed: the same figures through int8 rows (exact here: every value is a multiple of a row's max / 127)
+    # packed: the same figures through 4-bit rows (within their rounding: 0.6 / 0.8 is stored as 5 / 7)
     blobs = [TM.pack(page_a, ["rome", "trip"]), b"", TM.pack(page_b, ["city"])]
-    np.testing.assert_allclose(TM.maxsim_packed(q, blobs, 3), [0.9, 0.0, 0.0], atol=1e-2)
+    np.testing.assert_allclose(TM.maxsim_packed(q, blobs, 3), [0.9, 0.0, 0.0], atol=2e-2)
     rng = np.random.default_rng(3)
     pages = [rng.normal(size=(n, 16)).astype(np.float32) for n in (3, 0, 5, 1)]
     pages = [p / np.linalg.norm(p, axis=1, keepdims=True) if len(p) else p for p in pages]
@@ -54,9 +60,9 @@ def test_maxsim_by_hand():
                                TM.maxsim(qq, [TM.unpack(b, 16) for b in packed]), atol=1e-5)
     assert TM.maxsim_packed(qq, [], 16).shape == (0,) and TM.maxsim_packed(qq, [b""], 16).tolist() == [0.0]
     # a damaged row cut short keeps its whole rows and does not fail the query
-    cut = [packed[0][:-5], packed[2]]
+    cut = [packed[0][:-3], packed[2]]
     np.testing.assert_allclose(TM.maxsim_packed(qq, cut, 16),
-                               TM.maxsim(qq, [TM.unpack(packed[0][:32], 16), TM.unpack(packed[2], 16)]), atol=1e-5)
+                               TM.maxsim(qq, [TM.unpack(packed[0][:16], 16), TM.unpack(packed[2], 16)]), atol=1e-5)
     assert TM.query_matrix(q, ["how", "are"]) is None
 
 
