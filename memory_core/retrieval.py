@@ -6,7 +6,7 @@ import logging
 import math
 import re
 import time
-from typing import Callable, Sequence
+from typing import Callable
 
 import apsw
 import numpy as np
@@ -53,8 +53,8 @@ class RetrievalMixin:
         # the query vector serves pages and knowledge; persona traits alone need none (prompt warming)
         common: list[str] = []
         doc_counts: dict[str, int] = {}   # pages per keyword-index term, looked up once per query
-        q = (self._query_vector(query, timings, common, doc_counts)
-             if budget.pages > 0 or budget.knowledge > 0 else None)
+        q, q_tokens = (self._query_vector(query, timings, common, doc_counts)
+                       if budget.pages > 0 or budget.knowledge > 0 else (None, None))
         t1 = time.perf_counter()
         timings["embed"] = (t1 - t0) * 1000 - timings.get("common_words", 0.0)
         out = Retrieval(query=query, common_words=common)
@@ -76,7 +76,7 @@ class RetrievalMixin:
                 recent = set(stm_ids[-self.params.recall_own_after:]) if self.params.recall_own_after > 0 else set()
                 out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, recent, budget.pages,
                                                                                  timings, conversation_id, doc_counts,
-                                                                                 common)
+                                                                                 q_tokens)
             else:
                 visited = []
             t3 = time.perf_counter()
@@ -110,7 +110,7 @@ class RetrievalMixin:
     # ------------------------------------------------------------------ pages
     def _rank_pages(self, query: str, q: np.ndarray, exclude: set[int], n: int, timings: dict,
                     conversation_id: int | None = None, doc_counts: dict[str, int] | None = None,
-                    common: Sequence[str] = ()):
+                    q_tokens: np.ndarray | None = None):
         p = self.params
         ta = time.perf_counter()
         if not self.in_transaction:
@@ -187,8 +187,7 @@ class RetrievalMixin:
 
         # word by word: each content word of the query against the page's words (token_match)
         tq = time.perf_counter()
-        q_tokens = self._query_tokens(query, common) if p.w_tokens > 0 else None
-        tok_of = self._token_scores(q_tokens, pool) if q_tokens is not None else {}
+        tok_of = self._token_scores(q_tokens, pool) if q_tokens is not None and p.w_tokens > 0 else {}
         timings["tokens"] = (time.perf_counter() - tq) * 1000
 
         def base(pid: int) -> float:
@@ -348,16 +347,6 @@ class RetrievalMixin:
     # it the word-by-word match waits for the "index_tokens" job, so no page is ranked on it alone
     TOKEN_MISSING_MAX = 0.1
 
-    def _query_tokens(self, query: str, common: Sequence[str]) -> np.ndarray | None:
-        """The query's content-token rows, from the pass that embedded it (None without a token
-        embedder, or for a query without content words). Its common words are left out: they are on
-        most pages (`_common_words`)."""
-        with self._lock:
-            got = self._token_vectors.get(query if query.strip() else " ")
-        if got is None:
-            return None
-        return token_match.query_matrix(got[0], got[1], drop=common)
-
     def _token_scores(self, q_tokens: np.ndarray, ids) -> dict[int, float]:
         """token_match.maxsim of the query for these pages, from `page_tok`. Pages without a row
         (indexing still running) are embedded now when they are few; when they are many, none is
@@ -453,9 +442,11 @@ class RetrievalMixin:
         return memo[term]
 
     def _query_vector(self, query: str, timings: dict[str, float], common: list[str],
-                      doc_counts: dict[str, int]) -> np.ndarray:
+                      doc_counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray | None]:
         """The query's embedding; mixed with the embedding of the query without its common words
-        (`_common_words`, appended to `common`) when it has any, both embedded in one batch."""
+        (`_common_words`, appended to `common`) when it has any, both embedded in one batch. Also the
+        query's content-token rows from the same pass, its common words left out (token_match; None
+        without a token embedder or for a query without content words)."""
         t0 = time.perf_counter()
         with self._lock:
             self._check()
@@ -464,12 +455,16 @@ class RetrievalMixin:
         stripped = T.without_words(query, common) if common else ""
         if not T.content_words(stripped):    # "Tell me about Melanie": the common word is all it asks about
             common.clear()
-            return self._embed([query])[0]
-        q, q2 = (np.asarray(v, dtype=np.float32) for v in self._embed([query, stripped]))
-        mix = self.params.common_word_mix
-        v = (1.0 - mix) * q + mix * q2
+            vecs, per_text = self._embed_with_tokens([query])
+        else:
+            vecs, per_text = self._embed_with_tokens([query, stripped])
+        tokens = token_match.query_matrix(*per_text[0], drop=common) if per_text is not None else None
+        q = vecs[0]
+        if len(vecs) == 1:
+            return q, tokens
+        v = (1.0 - self.params.common_word_mix) * q + self.params.common_word_mix * vecs[1]
         norm = float(np.linalg.norm(v))
-        return v / norm if norm > 0 else q
+        return (v / norm if norm > 0 else q), tokens
 
     def _demote_askings(self, query: str, final: dict[int, float], n: int,
                         unechoed: Callable[[int], float]) -> set[int]:

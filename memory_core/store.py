@@ -116,8 +116,6 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         self._depth = 0
         self._pending_events: list[Event] = []
         self._listeners: list[Callable[[Event], None]] = []
-        # the last few texts embedded, with their raw token vectors (a query's, for token_match)
-        self._token_vectors: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._closed = False
         self._events_since_prune = 0
         # progress of a long job (re-embedding): on_progress(what, done, total), called on the
@@ -326,22 +324,32 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
     TOKEN_MEMO_SIZE = 2048     # texts whose token vectors are kept until their page is written
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of `texts`. With a token embedder, each text's packed content-token vectors are
+        kept too (`_token_memo`): a page is embedded before its write transaction, and `_vec_put_page`
+        finds them there."""
         texts = [t if t.strip() else " " for t in texts]
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        if self._embed_tokens_fn is not None:
-            arr, per_text = self._embed_tokens_fn(list(texts))
-            if len(per_text) != len(texts):
-                raise ValueError(f"token embedding function returned {len(per_text)} texts, expected {len(texts)}")
+        vecs, per_text = self._embed_with_tokens(texts)
+        if per_text is not None:
             with self._lock:
                 for t, (tv, toks) in zip(texts, per_text):
                     self._token_memo.pop(t, None)
                     self._token_memo[t] = token_match.pack(tv, toks)
-                    self._token_vectors[t] = (tv, toks)
                 while len(self._token_memo) > self.TOKEN_MEMO_SIZE:
                     self._token_memo.pop(next(iter(self._token_memo)))
-                while len(self._token_vectors) > 8:
-                    self._token_vectors.pop(next(iter(self._token_vectors)))
+        return vecs
+
+    def _embed_with_tokens(self, texts: Sequence[str]
+                           ) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]] | None]:
+        """Unit vectors of `texts` and, with a token embedder, each text's token vectors and token
+        strings from the same pass (None without one)."""
+        texts = [t if t.strip() else " " for t in texts]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), None
+        per_text = None
+        if self._embed_tokens_fn is not None:
+            arr, per_text = self._embed_tokens_fn(list(texts))
+            if len(per_text) != len(texts):
+                raise ValueError(f"token embedding function returned {len(per_text)} texts, expected {len(texts)}")
         else:
             arr = self._embed_fn(list(texts))
         arr = np.asarray(arr, dtype=np.float32)
@@ -350,7 +358,7 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         if not np.all(np.isfinite(arr)):
             raise ValueError("embedding function returned non-finite values")
         norms = np.linalg.norm(arr, axis=1, keepdims=True)
-        return (arr / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return (arr / np.clip(norms, 1e-12, None)).astype(np.float32), per_text
 
     def _check_vec(self, vec: Any) -> np.ndarray:
         v = np.asarray(vec, dtype=np.float32).reshape(-1)
