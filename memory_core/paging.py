@@ -90,7 +90,7 @@ class PagingMixin:
             if self._memory_off(cid):
                 return 0
         vec = self._check_vec(embedding) if embedding is not None else \
-            self._embed([page_text(user_text, assistant_text)])[0]
+            self._embed([page_text(user_text, assistant_text)], tokens=True)[0]
         with self.transaction():
             return self._add_page_txn(cid, user_text, assistant_text, vec, timestamp=timestamp,
                                       user_message_id=user_message_id, assistant_message_id=assistant_message_id,
@@ -104,7 +104,8 @@ class PagingMixin:
         reply wait (or time out) behind the import."""
         todo = [it for it in items if it.get("embedding") is None]
         if todo:
-            vecs = self._embed([page_text(it.get("user_text", ""), it.get("assistant_text", "")) for it in todo])
+            vecs = self._embed([page_text(it.get("user_text", ""), it.get("assistant_text", "")) for it in todo],
+                               tokens=True)
             for it, v in zip(todo, vecs):
                 it["embedding"] = v
 
@@ -131,7 +132,7 @@ class PagingMixin:
             todo = [i for i, it in enumerate(chunk) if it.get("embedding") is None]
             vecs: list[np.ndarray | None] = [None] * len(chunk)
             if todo:
-                emb = self._embed([texts[i] for i in todo])
+                emb = self._embed([texts[i] for i in todo], tokens=True)
                 for i, v in zip(todo, emb):
                     vecs[i] = v
             for i, it in enumerate(chunk):
@@ -399,7 +400,7 @@ class PagingMixin:
         body = page_text(u, a)
         if not body.strip():
             raise ValueError("a page needs some text")
-        vec = self._embed([body])[0]
+        vec = self._embed([body], tokens=True)[0]
         with self.transaction():
             kws = T.keywords(body, self.params.page_keywords)
             self._x("UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?", (u, a, _j(kws), pid))

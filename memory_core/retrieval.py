@@ -15,7 +15,7 @@ from . import text as T
 from . import token_match
 from .db import is_storage_full
 from .codec import from_json as _pj, vec_blob as _blob
-from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit, page_text
+from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
 
 log = logging.getLogger("memory_core")
 
@@ -365,8 +365,7 @@ class RetrievalMixin:
                 return {}
             texts = self._x("SELECT id, user_text, assistant_text FROM page "
                             "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(missing),)).fetchall()
-            _, per_text = self._embed_tokens_fn([page_text(u, a) or " " for _, u, a in texts])
-            rows.update({pid: token_match.pack(tv, toks) for (pid, _, _), (tv, toks) in zip(texts, per_text)})
+            rows.update(zip([pid for pid, _, _ in texts], self._page_token_blobs(texts)))
         known = [i for i in ids if i in rows]
         sims = token_match.maxsim_packed(q_tokens, [rows[i] for i in known], self.dim)
         return {pid: float(v) for pid, v in zip(known, sims)}

@@ -323,12 +323,12 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
     TOKEN_MEMO_SIZE = 2048     # texts whose token vectors are kept until their page is written
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors of `texts`. With a token embedder, each text's packed content-token vectors are
-        kept too (`_token_memo`): a page is embedded before its write transaction, and `_vec_put_page`
-        finds them there."""
+    def _embed(self, texts: Sequence[str], *, tokens: bool = False) -> np.ndarray:
+        """Unit vectors of `texts`. For page bodies (`tokens`) with a token embedder, each text's packed
+        content-token vectors are kept too (`_token_memo`): a page is embedded before its write
+        transaction, and `_vec_put_page` finds them there. Facts, traits and queries need none."""
         texts = [t if t.strip() else " " for t in texts]
-        vecs, per_text = self._embed_with_tokens(texts)
+        vecs, per_text = self._embed_with_tokens(texts, tokens=tokens)
         if per_text is not None:
             with self._lock:
                 for t, (tv, toks) in zip(texts, per_text):
@@ -338,15 +338,15 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                     self._token_memo.pop(next(iter(self._token_memo)))
         return vecs
 
-    def _embed_with_tokens(self, texts: Sequence[str]
+    def _embed_with_tokens(self, texts: Sequence[str], *, tokens: bool = True
                            ) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]] | None]:
-        """Unit vectors of `texts` and, with a token embedder, each text's token vectors and token
-        strings from the same pass (None without one)."""
+        """Unit vectors of `texts` and, with a token embedder (and `tokens`), each text's token vectors
+        and token strings from the same pass (None without)."""
         texts = [t if t.strip() else " " for t in texts]
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), None
         per_text = None
-        if self._embed_tokens_fn is not None:
+        if tokens and self._embed_tokens_fn is not None:
             arr, per_text = self._embed_tokens_fn(list(texts))
             if len(per_text) != len(texts):
                 raise ValueError(f"token embedding function returned {len(per_text)} texts, expected {len(texts)}")
@@ -990,7 +990,8 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         user_text = kw.pop("user_text", "")
         assistant_text = kw.pop("assistant_text", "")
         emb = kw.pop("embedding", None)
-        vec = self._check_vec(emb) if emb is not None else self._embed([page_text(user_text, assistant_text)])[0]
+        vec = (self._check_vec(emb) if emb is not None
+               else self._embed([page_text(user_text, assistant_text)], tokens=True)[0])
         if kw.get("assistant_message_id") is None:
             kw.setdefault("dedupe_key", f"job:{jid}")
         allowed = {"timestamp", "user_message_id", "assistant_message_id", "meta", "dedupe_key"}
@@ -1025,6 +1026,11 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         if missing:
             self.enqueue("index_tokens", {})
 
+    def _page_token_blobs(self, rows: Sequence[tuple[int, str, str]]) -> list[bytes]:
+        """Packed content-token vectors of pages given as (id, user_text, assistant_text), one encoder pass."""
+        _, per_text = self._embed_with_tokens([page_text(u, a) for _, u, a in rows])
+        return [token_match.pack(tv, toks) for tv, toks in per_text or []]
+
     def _job_index_tokens(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         """Token vectors for up to TOKEN_INDEX_BATCH pages that have none, oldest first; queues the
         next batch itself (each commits alone, so a crash loses at most one batch of work)."""
@@ -1037,9 +1043,7 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         if not rows:
             return None
         self._report_progress("indexing words", total - missing, total)
-        bodies = [page_text(u, a) for _, u, a in rows]
-        _, per_text = self._embed_tokens_fn(bodies)
-        blobs = [token_match.pack(tv, toks) for tv, toks in per_text]
+        blobs = self._page_token_blobs(rows)
 
         def apply() -> None:
             for (pid, u, a), blob in zip(rows, blobs):
@@ -1060,6 +1064,8 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         self._report_progress("re-embedding memory", 0, len(rows))
         for start in range(0, len(rows), batch):
             chunk = rows[start:start + batch]
+            # page vectors only: the token rows of a changed model are rebuilt by "index_tokens", batch by
+            # batch, instead of held here for every page until this job's one apply
             vecs = self._embed([page_text(u, a) for _, u, a in chunk])
             for (pid, u, a), v in zip(chunk, vecs):
                 page_vecs[pid] = v
