@@ -96,32 +96,28 @@ def query_matrix(vectors: np.ndarray, tokens: Sequence[str], drop: Iterable[str]
 def maxsim_packed(query: np.ndarray, blobs: Sequence[bytes], dim: int) -> np.ndarray:
     """`maxsim` over `pack` blobs, unpacked in one piece (a query's candidate pool is a few hundred
     pages: one conversion, one product and one segmented max instead of a few hundred small ones)."""
-    out = np.zeros(len(blobs), dtype=np.float32)
     rb = row_bytes(dim)
-    sizes = np.array([len(b) // rb for b in blobs], dtype=np.int64)
-    if not len(blobs) or sizes.sum() == 0:
-        return out
     # whole rows only: a damaged blob (cut short) loses its partial row instead of failing the query
     rows = _rows(b"".join(b if len(b) % rb == 0 else b[: len(b) // rb * rb] for b in blobs), dim)
     rows /= np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
-    sims = query @ rows.T                                            # (q, total rows)
-    has = sizes > 0
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[has]
-    out[has] = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
-    return out
+    return _segment_maxsim(query, rows, np.array([len(b) // rb for b in blobs], dtype=np.int64))
 
 
 def maxsim(query: np.ndarray, pages: Sequence[np.ndarray]) -> np.ndarray:
     """For each page: the mean over the query's rows of their best cosine among the page's rows
     (0 for a page without rows). One matrix product over all pages' rows."""
-    out = np.zeros(len(pages), dtype=np.float32)
-    sizes = [len(p) for p in pages]
-    if not pages or sum(sizes) == 0:
+    sizes = np.array([len(p) for p in pages], dtype=np.int64)
+    rows = np.concatenate([p for p in pages if len(p)], axis=0) if sizes.sum() else None
+    return _segment_maxsim(query, rows, sizes)
+
+
+def _segment_maxsim(query: np.ndarray, rows: np.ndarray | None, sizes: np.ndarray) -> np.ndarray:
+    """maxsim of pages whose rows lie one after another in `rows`, `sizes[i]` rows for page i."""
+    out = np.zeros(len(sizes), dtype=np.float32)
+    if rows is None or not len(sizes) or sizes.sum() == 0:
         return out
-    sims = query @ np.concatenate([p for p in pages if len(p)], axis=0).T     # (q, total rows)
-    start = 0
-    for i, n in enumerate(sizes):
-        if n:
-            out[i] = float(sims[:, start:start + n].max(axis=1).mean())
-            start += n
+    sims = query @ rows.T                                            # (q, total rows)
+    has = sizes > 0
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[has]
+    out[has] = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
     return out

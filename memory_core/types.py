@@ -67,7 +67,7 @@ class MemoryParams:
     w_segment: float = 0.1
     # word-by-word match (token_match.maxsim: each query word's best cosine among the page's words,
     # averaged), added w_tokens x to the score of every candidate page; needs a TokenEmbedFn. LoCoMo
-    # dev R@5/10/25/50 68.1/78.7/87.7/91.8 -> 70.6/80.3/88.0/92.5 (docs/eval.md, eleventh round)
+    # dev R@5/10/25/50 68.1/78.7/87.7/91.8 -> 70.7/80.3/87.9/92.4 (docs/eval.md, eleventh round)
     w_tokens: float = 1.0
     date_boost: float = 0.5           # pages inside a date the query names ("on 13 May 2023", "in June 2023")
     neighbor_prev: float = 0.8

@@ -87,19 +87,7 @@ class OnnxEmbedder:
         """Embed `texts`; returns an array of shape (len(texts), dim), rows of unit norm."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of strings; use embed_one() for one")
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), 0), dtype=np.float32)
-        parts: list[np.ndarray] = []
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            parts.append(self._embed_batch([texts[i] for i in idx]))
-        stacked = np.concatenate(parts, axis=0)
-        out = np.empty_like(stacked)
-        out[np.array(order)] = stacked
-        return out
+        return self._embed_sorted(list(texts), with_tokens=False)[0]
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
@@ -112,19 +100,28 @@ class OnnxEmbedder:
         against a page's words with them (late interaction), at no extra encoder cost at ingest."""
         if isinstance(texts, str):
             raise TypeError("embed_with_tokens() takes a sequence of strings")
-        texts = list(texts)
+        return self._embed_sorted(list(texts), with_tokens=True)
+
+    def _embed_sorted(self, texts: list[str], *, with_tokens: bool):
+        """Batches of texts of similar length (little padding), results in the order given:
+        (vectors, per-text token vectors, or [] without `with_tokens`)."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32), []
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        pooled = np.empty((len(texts), self.dim), dtype=np.float32)
-        per_text: list[tuple[np.ndarray, list[str]]] = [(np.zeros((0, self.dim), np.float32), [])] * len(texts)
+        parts: list[np.ndarray] = []
+        per_text: list = [None] * len(texts) if with_tokens else []
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
-            vecs, toks = self._embed_batch([texts[i] for i in idx], with_tokens=True)
-            for row, i in enumerate(idx):
-                pooled[i] = vecs[row]
-                per_text[i] = toks[row]
-        return pooled, per_text
+            got = self._embed_batch([texts[i] for i in idx], with_tokens=with_tokens)
+            if with_tokens:
+                got, toks = got
+                for i, t in zip(idx, toks):
+                    per_text[i] = t
+            parts.append(got)
+        stacked = np.concatenate(parts, axis=0)
+        out = np.empty_like(stacked)
+        out[np.array(order)] = stacked
+        return out, per_text
 
     def _embed_batch(self, texts: list[str], with_tokens: bool = False):
         with self._tok_lock:
