@@ -8,7 +8,7 @@ import numpy as np
 
 from . import text as T
 from .codec import from_json as _pj, to_json as _j, unit as _unit, vec_blob as _blob  # noqa: F401
-from .types import ITEM_KINDS, ConversationMemory, page_text
+from .types import ITEM_KINDS, ConversationMemory, context_side, page_text
 
 # a reply of conversation ? still waiting to become a page (agents queue {"cid": …}; imports and
 # older jobs {"conversation_id": …})
@@ -25,13 +25,85 @@ class PagingMixin:
         self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))
         self._x("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (pid, _blob(vec)))
         self._x("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (pid,))
-        with self._lock:
-            blob = self._token_memo.get(body if body.strip() else " ")
+        blob = self._memo_tokens(body, vec)
         if blob is not None:
             self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs) VALUES (?, ?)", (pid, blob))
         else:
             self._x("DELETE FROM page_tok WHERE page_id = ?", (pid,))
             self._queue_token_index(missing=True)
+
+    # ------------------------------------------------------------------ what a page is read after
+    def _context_before(self, cid: int | None, before_id: int | None = None, ts: float | None = None) -> str:
+        """What a page of conversation `cid` is read after when it is embedded (`context_side` of the
+        page before it: before page `before_id`, or the conversation's newest page), when that page was
+        said within `neighbor_max_gap_s` of `ts` (a new session starts afresh). "" without a token
+        embedder: a plain embedding function reads no context."""
+        if cid is None or self._embed_tokens_fn is None:
+            return ""
+        row = self._x("SELECT user_text, assistant_text, timestamp FROM page WHERE conversation_id = ? AND id < ? "
+                      "ORDER BY id DESC LIMIT 1", (cid, before_id if before_id is not None else 1 << 62)).fetchone()
+        if row is None or (ts is not None and abs(float(ts) - float(row[2])) > self.params.neighbor_max_gap_s):
+            return ""
+        return context_side(row[0], row[1])
+
+    def _contexts_of_pages(self, ids: Sequence[int]) -> list[str]:
+        """`_context_before` of stored pages, in the order given."""
+        where = {r[0]: (r[1], r[2]) for r in self._x(
+            "SELECT id, conversation_id, timestamp FROM page WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),)).fetchall()}
+        return [self._context_before(where[i][0], i, where[i][1]) if i in where else "" for i in ids]
+
+    def _item_contexts(self, cid: int | None, items: Sequence[dict]) -> list[str]:
+        """`_context_before` of `add_pages` items about to be written in this order: each is read after the
+        item before it, the first after the conversation's newest page (`cid`, when known)."""
+        now = self.clock()
+        out: list[str] = []
+        prev: dict | None = None
+        for it in items:
+            u, a = it.get("user_text", ""), it.get("assistant_text", "")
+            ts = it.get("timestamp")
+            ts = now if ts is None else float(ts)
+            if prev is None:
+                out.append(self._context_before(cid, None, ts) if cid is not None else "")
+            else:
+                pts = prev.get("timestamp")
+                pts = now if pts is None else float(pts)
+                near = abs(ts - pts) <= self.params.neighbor_max_gap_s and self._embed_tokens_fn is not None
+                out.append(context_side(prev.get("user_text", ""), prev.get("assistant_text", "")) if near else "")
+            if page_text(u, a).strip():
+                prev = it
+        return out
+
+    def _recontext(self, ids: Sequence[int]) -> None:
+        """Embed these pages again after the page before them changed or went (edited, forgotten): their
+        vectors and words were read after it. Their segments follow. Inside the caller's transaction."""
+        ids = sorted(set(ids))
+        if not ids or self._embed_tokens_fn is None:
+            return
+        rows = self._x("SELECT id, user_text, assistant_text, segment_id FROM page WHERE id IN "
+                       "(SELECT value FROM json_each(?)) ORDER BY id", (json.dumps(ids),)).fetchall()
+        bodies = [page_text(u, a) for _, u, a, _ in rows]
+        vecs = self._embed(bodies, tokens=True, contexts=self._contexts_of_pages([r[0] for r in rows]))
+        for (pid, _, _, _), vec, body in zip(rows, vecs, bodies):
+            self._vec_put_page(pid, vec, body)
+        for sid in sorted({r[3] for r in rows if r[3] is not None}):
+            self._rebuild_segment(sid)
+
+    def _pages_after(self, ids: Sequence[int]) -> list[int]:
+        """The page right after each of these in its conversation (those not among them)."""
+        gone = set(ids)
+        out = []
+        for (nxt,) in self._x(
+                "SELECT (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id AND q.id > p.id "
+                "ORDER BY q.id LIMIT 1) FROM page p WHERE p.id IN (SELECT value FROM json_each(?)) "
+                "AND p.conversation_id IS NOT NULL", (json.dumps(sorted(gone)),)).fetchall():
+            while nxt is not None and nxt in gone:
+                row = self._x("SELECT (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id "
+                              "AND q.id > p.id ORDER BY q.id LIMIT 1) FROM page p WHERE p.id = ?", (nxt,)).fetchone()
+                nxt = row[0] if row else None
+            if nxt is not None:
+                out.append(nxt)
+        return sorted(set(out))
 
     def _vec_del_page(self, pid: int) -> None:
         self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))
@@ -89,25 +161,37 @@ class PagingMixin:
         with self._lock:
             if self._memory_off(cid):
                 return 0
-        vec = self._check_vec(embedding) if embedding is not None else \
-            self._embed([page_text(user_text, assistant_text)], tokens=True)[0]
+        if embedding is not None:
+            vec = self._check_vec(embedding)
+        else:
+            with self._lock:
+                ctx = self._context_before(cid, None, self.clock() if timestamp is None else timestamp)
+            vec = self._embed([page_text(user_text, assistant_text)], tokens=True, contexts=[ctx])[0]
         with self.transaction():
             return self._add_page_txn(cid, user_text, assistant_text, vec, timestamp=timestamp,
                                       user_message_id=user_message_id, assistant_message_id=assistant_message_id,
                                       meta=meta, dedupe_key=dedupe_key)
 
-    def embed_pages(self, items: Sequence[dict]) -> None:
+    def embed_pages(self, items: Sequence[dict], *, conversation_id: int | None = None,
+                    before: dict | None = None) -> None:
         """Fill in the "embedding" of `add_pages` items that have none, with the store's embedder.
 
         An importer calls this *before* opening its write transaction: embedding is the slow
         part of an import, and holding the database's write lock through it would make a chat
-        reply wait (or time out) behind the import."""
-        todo = [it for it in items if it.get("embedding") is None]
+        reply wait (or time out) behind the import. The items are the pages of one conversation in
+        order (each is read after the one before it: `_item_contexts`); the first is read after
+        `before` (the item before them, when they are one chunk of many) or else after the newest
+        page of `conversation_id`."""
+        with self._lock:
+            contexts = self._item_contexts(None if before is not None else conversation_id,
+                                           ([before] if before is not None else []) + list(items))
+        contexts = contexts[1:] if before is not None else contexts
+        todo = [i for i, it in enumerate(items) if it.get("embedding") is None]
         if todo:
-            vecs = self._embed([page_text(it.get("user_text", ""), it.get("assistant_text", "")) for it in todo],
-                               tokens=True)
-            for it, v in zip(todo, vecs):
-                it["embedding"] = v
+            vecs = self._embed([page_text(items[i].get("user_text", ""), items[i].get("assistant_text", ""))
+                                for i in todo], tokens=True, contexts=[contexts[i] for i in todo])
+            for i, v in zip(todo, vecs):
+                items[i]["embedding"] = v
 
     def add_pages(self, cid: int | None, items: Sequence[dict]) -> list[int]:
         """Bulk import: batched embedding, one transaction per batch, the same mechanics as add_page.
@@ -132,7 +216,9 @@ class PagingMixin:
             todo = [i for i, it in enumerate(chunk) if it.get("embedding") is None]
             vecs: list[np.ndarray | None] = [None] * len(chunk)
             if todo:
-                emb = self._embed([texts[i] for i in todo], tokens=True)
+                with self._lock:
+                    contexts = self._item_contexts(cid, chunk)
+                emb = self._embed([texts[i] for i in todo], tokens=True, contexts=[contexts[i] for i in todo])
                 for i, v in zip(todo, emb):
                     vecs[i] = v
             for i, it in enumerate(chunk):
@@ -400,7 +486,9 @@ class PagingMixin:
         body = page_text(u, a)
         if not body.strip():
             raise ValueError("a page needs some text")
-        vec = self._embed([body], tokens=True)[0]
+        with self._lock:
+            ctx = self._context_before(page.conversation_id, pid, page.timestamp)
+        vec = self._embed([body], tokens=True, contexts=[ctx])[0]
         with self.transaction():
             kws = T.keywords(body, self.params.page_keywords)
             self._x("UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?", (u, a, _j(kws), pid))
@@ -410,6 +498,7 @@ class PagingMixin:
                 self._rebuild_segment(page.segment_id)
             if page.chain_id is not None:
                 self._refresh_chain(page.chain_id)
+            self._recontext(self._pages_after([pid]))     # the next page was read after the old words
             self._emit("edited", "page", pid, f"page {pid} edited by the user")
 
     def pin(self, kind: str, item_id: int, pinned: bool = True) -> None:
@@ -523,6 +612,7 @@ class PagingMixin:
         marks = ",".join("?" * len(ids))
         info = self._x(f"SELECT id, prev_page_id, segment_id, chain_id FROM page WHERE id IN ({marks})", ids).fetchall()
         prev_of = {r[0]: r[1] for r in info}
+        after = self._pages_after(ids)    # read after a forgotten page: embedded again below
         # relink chains across the forgotten pages
         for (child, prev) in self._x(f"SELECT id, prev_page_id FROM page WHERE prev_page_id IN ({marks})",
                                      ids).fetchall():
@@ -539,6 +629,7 @@ class PagingMixin:
             self._rebuild_segment(sid)
         for chain_id in sorted({r[3] for r in info if r[3] is not None}):
             self._refresh_chain(chain_id)
+        self._recontext(after)
 
     def _forget_derived(self, gone: set[int]) -> None:
         ids = sorted(gone)

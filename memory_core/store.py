@@ -25,7 +25,7 @@ from .db import SCHEMA_VERSION, connect, is_storage_full, migrate
 from .types import (
     CompleteJsonFn, Conversation, EmbedFn, EmbeddingMismatchError, Event, ItemVersion, Job, Knowledge,
     DamagedDatabaseError, LLMDeferred, MemoryParams, Message, Page, Segment, StoreClosedError, TokenEmbedFn, Trait,
-    page_text,
+    PAGE_CONTEXT, page_text,
 )
 from . import token_match
 from .vecindex import MatrixCache, shared_cache
@@ -103,9 +103,10 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         self.path = path
         self._embed_fn = embed
         self._embed_tokens_fn = embed_tokens
-        # text -> its packed content-token vectors, from the last texts embedded (token_match.pack):
-        # a page embedded before its write transaction finds them there when it is stored
-        self._token_memo: dict[str, bytes] = {}
+        # text -> (its vector, its packed content-token vectors) of the last texts embedded (token_match.pack):
+        # a page embedded before its write transaction finds them there when it is stored. A few per text:
+        # the same words read after different contexts ("Thanks!") have different vectors and rows
+        self._token_memo: dict[str, list[tuple[np.ndarray, bytes]]] = {}
         self.embed_model_id = embed_model_id
         self.dim = dim
         self.params = params
@@ -185,6 +186,12 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                 store._emit("embed_model_changed", None, None,
                             f"embedding model changed to {embed_model_id}; re-embedding queued",
                             {"previous": meta.get("embed_model_id"), "model_id": embed_model_id})
+            if embed_tokens is not None and meta.get("page_context") != PAGE_CONTEXT:
+                # pages embedded before they were read in context (an older memory): embedded again, words too
+                store._set_meta("page_context", PAGE_CONTEXT)
+                if store._x("SELECT 1 FROM page LIMIT 1").fetchone() and "embed_dim" in meta:
+                    store.enqueue("reembed", {"model_id": embed_model_id}, key=f"reembed:{PAGE_CONTEXT}")
+                    store._x("DELETE FROM page_tok")
             store._set_meta("schema_version", str(SCHEMA_VERSION))
             store._queue_token_index()
         return store
@@ -323,31 +330,48 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
     TOKEN_MEMO_SIZE = 2048     # texts whose token vectors are kept until their page is written
 
-    def _embed(self, texts: Sequence[str], *, tokens: bool = False) -> np.ndarray:
-        """Unit vectors of `texts`. For page bodies (`tokens`) with a token embedder, each text's packed
+    def _embed(self, texts: Sequence[str], *, tokens: bool = False,
+               contexts: Sequence[str] | None = None) -> np.ndarray:
+        """Unit vectors of `texts`, each read after `contexts[i]` (see TokenEmbedFn; needs a token
+        embedder, else ignored). For page bodies (`tokens`) with a token embedder, each text's packed
         content-token vectors are kept too (`_token_memo`): a page is embedded before its write
         transaction, and `_vec_put_page` finds them there. Facts, traits and queries need none."""
         texts = [t if t.strip() else " " for t in texts]
-        vecs, per_text = self._embed_with_tokens(texts, tokens=tokens)
-        if per_text is not None:
+        vecs, per_text = self._embed_with_tokens(texts, tokens=tokens or bool(contexts and any(contexts)),
+                                                 contexts=contexts)
+        if per_text is not None and tokens:
             with self._lock:
-                for t, (tv, toks) in zip(texts, per_text):
-                    self._token_memo.pop(t, None)
-                    self._token_memo[t] = token_match.pack(tv, toks)
+                for t, v, (tv, toks) in zip(texts, vecs, per_text):
+                    kept = [(w, b) for w, b in self._token_memo.pop(t, []) if float(w @ v) < self.TOKEN_MEMO_SAME]
+                    self._token_memo[t] = kept[-3:] + [(v, token_match.pack(tv, toks))]
                 while len(self._token_memo) > self.TOKEN_MEMO_SIZE:
                     self._token_memo.pop(next(iter(self._token_memo)))
         return vecs
 
-    def _embed_with_tokens(self, texts: Sequence[str], *, tokens: bool = True
+    # a memo entry belongs to a vector this close to its own (the same text, read after the same context)
+    TOKEN_MEMO_SAME = 0.9999
+
+    def _memo_tokens(self, body: str, vec: np.ndarray) -> bytes | None:
+        """The packed token rows `_embed` kept for `body` embedded as `vec`, if any."""
+        with self._lock:
+            entries = self._token_memo.get(body if body.strip() else " ", [])
+        v = np.asarray(vec, dtype=np.float32)
+        return next((b for w, b in reversed(entries) if float(w @ v) >= self.TOKEN_MEMO_SAME), None)
+
+    def _embed_with_tokens(self, texts: Sequence[str], *, tokens: bool = True,
+                           contexts: Sequence[str] | None = None
                            ) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]] | None]:
         """Unit vectors of `texts` and, with a token embedder (and `tokens`), each text's token vectors
-        and token strings from the same pass (None without)."""
+        and token strings from the same pass (None without). `contexts`: see TokenEmbedFn."""
         texts = [t if t.strip() else " " for t in texts]
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), None
         per_text = None
         if tokens and self._embed_tokens_fn is not None:
-            arr, per_text = self._embed_tokens_fn(list(texts))
+            if contexts is not None and any(contexts):
+                arr, per_text = self._embed_tokens_fn(list(texts), list(contexts))
+            else:
+                arr, per_text = self._embed_tokens_fn(list(texts))
             if len(per_text) != len(texts):
                 raise ValueError(f"token embedding function returned {len(per_text)} texts, expected {len(texts)}")
         else:
@@ -990,8 +1014,13 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         user_text = kw.pop("user_text", "")
         assistant_text = kw.pop("assistant_text", "")
         emb = kw.pop("embedding", None)
-        vec = (self._check_vec(emb) if emb is not None
-               else self._embed([page_text(user_text, assistant_text)], tokens=True)[0])
+        if emb is not None:
+            vec = self._check_vec(emb)
+        else:
+            ts = kw.get("timestamp")
+            with self._lock:
+                ctx = self._context_before(cid, None, self.clock() if ts is None else ts)
+            vec = self._embed([page_text(user_text, assistant_text)], tokens=True, contexts=[ctx])[0]
         if kw.get("assistant_message_id") is None:
             kw.setdefault("dedupe_key", f"job:{jid}")
         allowed = {"timestamp", "user_message_id", "assistant_message_id", "meta", "dedupe_key"}
@@ -1028,7 +1057,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
     def _page_token_blobs(self, rows: Sequence[tuple[int, str, str]]) -> list[bytes]:
         """Packed content-token vectors of pages given as (id, user_text, assistant_text), one encoder pass."""
-        _, per_text = self._embed_with_tokens([page_text(u, a) for _, u, a in rows])
+        with self._lock:
+            contexts = self._contexts_of_pages([r[0] for r in rows])
+        _, per_text = self._embed_with_tokens([page_text(u, a) for _, u, a in rows], contexts=contexts)
         return [token_match.pack(tv, toks) for tv, toks in per_text or []]
 
     def _job_index_tokens(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
@@ -1066,7 +1097,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             chunk = rows[start:start + batch]
             # page vectors only: the token rows of a changed model are rebuilt by "index_tokens", batch by
             # batch, instead of held here for every page until this job's one apply
-            vecs = self._embed([page_text(u, a) for _, u, a in chunk])
+            with self._lock:
+                contexts = self._contexts_of_pages([pid for pid, _, _ in chunk])
+            vecs = self._embed([page_text(u, a) for _, u, a in chunk], contexts=contexts)
             for (pid, u, a), v in zip(chunk, vecs):
                 page_vecs[pid] = v
                 bodies[pid] = page_text(u, a)

@@ -9,9 +9,11 @@ import numpy as np
 
 # (n texts) -> (n, dim) float32 array with unit-norm rows.
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
-# (n texts) -> (the same (n, dim) array, and per text its token vectors (m, dim) with the m token
-# strings, from the same encoder pass): lets retrieval match a query word by word (token_match)
-TokenEmbedFn = Callable[[Sequence[str]], "tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]"]
+# (n texts[, n contexts]) -> (the same (n, dim) array, and per text its token vectors (m, dim) with the m
+# token strings, from the same encoder pass): lets retrieval match a query word by word (token_match).
+# contexts[i] ("" for none) is read just before texts[i] and left out of both results (late chunking:
+# a page's words are read after the end of the page before it, see `context_side`).
+TokenEmbedFn = Callable[..., "tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]"]
 # (chat messages, JSON schema) -> parsed JSON (dict/list); may raise on any failure.
 CompleteJsonFn = Callable[[list[dict[str, str]], dict], Any]
 
@@ -176,6 +178,18 @@ class Page:
     @property
     def text(self) -> str:
         return page_text(self.user_text, self.assistant_text)
+
+
+# How pages are read in context (`context_side`); a memory that records another (or none: pages embedded
+# before this) is embedded again in the background when opened with a token embedder
+PAGE_CONTEXT = "last-side-1"
+
+
+def context_side(user_text: str, assistant_text: str) -> str:
+    """What the page after this one is read after when it is embedded: this page's last side (its reply,
+    or its message when it has none). "I've had them for 3 years now" means more after "Look how cute
+    my turtles are!" (late chunking; LoCoMo dev, docs/eval.md twelfth round)."""
+    return (assistant_text or "").strip() or (user_text or "").strip()
 
 
 def page_text(user_text: str, assistant_text: str) -> str:

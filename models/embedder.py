@@ -92,27 +92,39 @@ class OnnxEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
-    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]:
+    def embed_with_tokens(self, texts: Sequence[str], contexts: Sequence[str] | None = None
+                          ) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]:
         """The sentence vectors of `embed` and, from the same encoder pass, each text's token vectors.
 
         Returns (vectors, per_text) where per_text[i] is (an (m, dim) float32 array of unit rows,
         the m token strings), [CLS] and [SEP] left out. memory_core matches a question's words
-        against a page's words with them (late interaction), at no extra encoder cost at ingest."""
+        against a page's words with them (late interaction), at no extra encoder cost at ingest.
+
+        `contexts[i]` (optional, "" for none) is read by the encoder just before `texts[i]` and left
+        out of both results ("late chunking", Günther et al. 2024): the text's tokens see what was
+        said before it ("I've had them for 3 years" after "Look at my turtles!"), while its vector
+        still describes the text alone. Its end is kept when the two do not fit `max_length`;
+        the text itself is never cut for it. With no context the result is exactly `embed`'s."""
         if isinstance(texts, str):
             raise TypeError("embed_with_tokens() takes a sequence of strings")
-        return self._embed_sorted(list(texts), with_tokens=True)
+        if contexts is not None and (isinstance(contexts, str) or len(contexts) != len(texts)):
+            raise TypeError("contexts must be a sequence of strings, one per text")
+        return self._embed_sorted(list(texts), with_tokens=True,
+                                  contexts=list(contexts) if contexts is not None else None)
 
-    def _embed_sorted(self, texts: list[str], *, with_tokens: bool):
+    def _embed_sorted(self, texts: list[str], *, with_tokens: bool, contexts: list[str] | None = None):
         """Batches of texts of similar length (little padding), results in the order given:
         (vectors, per-text token vectors, or [] without `with_tokens`)."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32), []
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        ctx = contexts or [""] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]) + len(ctx[i]))
         parts: list[np.ndarray] = []
         per_text: list = [None] * len(texts) if with_tokens else []
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
-            got = self._embed_batch([texts[i] for i in idx], with_tokens=with_tokens)
+            got = self._embed_batch([texts[i] for i in idx], with_tokens=with_tokens,
+                                    contexts=[ctx[i] for i in idx] if contexts else None)
             if with_tokens:
                 got, toks = got
                 for i, t in zip(idx, toks):
@@ -123,30 +135,43 @@ class OnnxEmbedder:
         out[np.array(order)] = stacked
         return out, per_text
 
-    def _embed_batch(self, texts: list[str], with_tokens: bool = False):
+    def _embed_batch(self, texts: list[str], with_tokens: bool = False, contexts: list[str] | None = None):
         with self._tok_lock:
             encodings = self._tokenizer.encode_batch(texts)
-        width = max(1, max(len(e.ids) for e in encodings))
+            ctx_ids = ([self._tokenizer.encode(c, add_special_tokens=False).ids if c else [] for c in contexts]
+                       if contexts else [[] for _ in texts])
+        # each sequence: the text's leading specials ([CLS]), the context's end, the rest of the text
+        seqs: list[tuple[list[int], int, int]] = []      # (ids, where the context starts, its length)
+        for enc, cids in zip(encodings, ctx_ids):
+            lead = 0
+            while lead < len(enc.ids) and enc.special_tokens_mask[lead]:
+                lead += 1
+            room = max(0, self.max_length - len(enc.ids))
+            cids = cids[len(cids) - room:] if room else []
+            seqs.append((enc.ids[:lead] + cids + enc.ids[lead:], lead, len(cids)))
+        width = max(1, max(len(ids) for ids, _, _ in seqs))
         ids = np.zeros((len(texts), width), dtype=np.int64)
         mask = np.zeros((len(texts), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n] = enc.ids
-            mask[row, :n] = 1
+        for row, (seq, _, _) in enumerate(seqs):
+            ids[row, :len(seq)] = seq
+            mask[row, :len(seq)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
         hidden = self._session.run(None, feeds)[0]  # (batch, seq, dim)
-        m = mask[:, :, None].astype(np.float32)
+        pool = mask.astype(np.float32)
+        for row, (_, at, n) in enumerate(seqs):
+            pool[row, at:at + n] = 0.0          # the context is read, not described
+        m = pool[:, :, None]
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         vecs = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         if not with_tokens:
             return vecs
         per_text = []
-        for row, enc in enumerate(encodings):
-            keep = [i for i, t in enumerate(enc.tokens) if (enc.special_tokens_mask[i] == 0)]
-            tv = hidden[row, keep].astype(np.float32)
+        for row, (enc, (_, at, n)) in enumerate(zip(encodings, seqs)):
+            keep = [i for i in range(len(enc.ids)) if enc.special_tokens_mask[i] == 0]
+            tv = hidden[row, [i + n if i >= at else i for i in keep]].astype(np.float32)
             tv /= np.clip(np.linalg.norm(tv, axis=1, keepdims=True), 1e-12, None)
             per_text.append((tv, [enc.tokens[i] for i in keep]))
         return vecs, per_text

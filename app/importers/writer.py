@@ -119,7 +119,8 @@ def write_conversation(store, conv: ParsedConversation, *, issues: list[ImportIs
     draft, _ = page_items(turns, [0] * len(turns), plans, source=conv.source, limit=max_side_chars)
     for start in range(0, len(draft), PAGE_CHUNK):   # in chunks, so the progress bar moves
         chunk = draft[start:start + PAGE_CHUNK]
-        store.embed_pages(chunk)
+        store.embed_pages(chunk, conversation_id=existing.id if existing is not None else None,
+                          before=draft[start - 1] if start else None)
         if on_turns:
             on_turns(sum(len(it["meta"]["turn_ids"]) for it in chunk))
     written_turns = sum(len(it["meta"]["turn_ids"]) for it in draft)

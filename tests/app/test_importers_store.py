@@ -314,3 +314,48 @@ def test_json_escapes_of_half_surrogate_pairs_are_imported_not_fatal(store, tmp_
     assert report.pages_written == 1
     (page,) = _all_pages(store)
     assert page.user_text == "Ann: half a pair \ufffd here" and page.assistant_text == "Bob: a whole pair \U0001F600"
+
+
+def test_an_import_reads_each_page_after_the_one_before_across_chunks_and_resumes(tmp_path, embedder, monkeypatch):
+    """Late chunking through the importer: a page of a later embedding chunk, and the first page of a
+    resumed import, are read after the page before them, as if the conversation had been added in one go."""
+    import numpy as np
+
+    from app.importers import writer
+    from app.importers.base import ParsedConversation, Turn
+    from memory_core import MemoryStore
+    from memory_core.types import context_side
+
+    said = ["Look how cute my two turtles are!", "Aww! How long have you had them?",
+            "I've had them for 3 years now.", "They must bring you joy.",
+            "They do. I walk them on Sundays.", "Ha, that's sweet!"]
+    turns = [Turn("user" if i % 2 == 0 else "assistant", t, 1_700_000_000.0 + 10 * i, f"D1:{i + 1}", 1)
+             for i, t in enumerate(said)]
+
+    def conv(n):
+        return ParsedConversation("text", "turtles", "Turtles", 1_700_000_000.0, turns[:n])
+
+    def open_(name):
+        return MemoryStore.open(tmp_path / name, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim,
+                                embed_tokens=embedder.embed_with_tokens)
+
+    def vectors(store):
+        return [store._page_vec(p.id) for p in sorted(store.list_pages(), key=lambda p: p.id)]
+
+    whole = open_("whole.db")
+    writer.write_conversation(whole, conv(6))
+    monkeypatch.setattr(writer, "PAGE_CHUNK", 1)            # one page per embedding chunk
+    chunked = open_("chunked.db")
+    writer.write_conversation(chunked, conv(6))
+    resumed = open_("resumed.db")
+    writer.write_conversation(resumed, conv(2))
+    assert writer.write_conversation(resumed, conv(6)).status == "resumed"
+    expected = embedder.embed_with_tokens([f"{said[2]}\n{said[3]}"], [context_side(said[0], said[1])])[0][0]
+    for store in (whole, chunked, resumed):
+        got = vectors(store)
+        assert len(got) == 3
+        np.testing.assert_allclose(got[1], expected, atol=1e-5)
+        for mine, theirs in zip(vectors(whole), got):
+            np.testing.assert_allclose(theirs, mine, atol=1e-5)
+    for store in (whole, chunked, resumed):
+        store.close()

@@ -151,9 +151,11 @@ def test_an_older_memory_is_indexed_in_the_background_with_progress(open_tok):
     seen = []
     s.on_progress = lambda what, done, total: seen.append((what, done, total))
     s.TOKEN_INDEX_BATCH = 3                     # three jobs, each queueing the next
-    assert s.run_pending() == 3
+    assert s.pending_jobs(kinds=["reembed"]) == 1   # read in context: see test_an_older_memory_is_read_in_context
+    assert s.run_pending() == 4
     assert len(_rows(s)) == 7 and s.pending_jobs() == 0
-    assert seen[0] == ("indexing words", 0, 7) and seen[-1] == ("indexing words", 7, 7)
+    words = [x for x in seen if x[0] == "indexing words"]
+    assert words[0] == ("indexing words", 0, 7) and words[-1] == ("indexing words", 7, 7)
     s.close()
     assert open_tok(tokens=True).pending_jobs() == 0      # nothing left to index: nothing queued
 
@@ -207,3 +209,115 @@ def test_migration_adds_the_token_table(tmp_path, embedder, clock):
         assert s._scalar("SELECT count(*) FROM page_tok") == 1
     finally:
         s.close()
+
+
+# ---------------------------------------------------------------- what a page is read after (late chunking)
+TURTLES = [("Look how cute my two turtles are!", "Aww, adorable! How long have you had them?"),
+           ("I've had them for 3 years now.", "They must bring you a lot of joy."),
+           ("They do. I walk them every Sunday.", "Ha, that's sweet!")]
+
+
+def _read_after(embedder, user, reply, context):
+    """The vector and packed rows of a page read after `context`, straight from the embedder."""
+    vecs, per_text = embedder.embed_with_tokens([page_text(user, reply)], [context])
+    return vecs[0], TM.pack(*per_text[0])
+
+
+def test_a_page_is_read_after_the_last_side_of_the_page_before_it(open_tok, embedder, clock):
+    s = open_tok()
+    cid = s.create_conversation()
+    a = s.add_page(cid, *TURTLES[0])
+    b = s.add_page(cid, *TURTLES[1])
+    vec_b, rows_b = _read_after(embedder, *TURTLES[1], TURTLES[0][1])
+    np.testing.assert_allclose(s._page_vec(b), vec_b, atol=1e-6)
+    assert _rows(s)[b] == rows_b
+    np.testing.assert_allclose(s._page_vec(a), embedder.embed([page_text(*TURTLES[0])])[0], atol=1e-6)
+    # another conversation, or the same one a day later, starts afresh
+    other = s.add_page(s.create_conversation(), *TURTLES[2])
+    clock.advance(86400)
+    later = s.add_page(cid, *TURTLES[2])
+    plain = embedder.embed([page_text(*TURTLES[2])])[0]
+    np.testing.assert_allclose(s._page_vec(other), plain, atol=1e-6)
+    np.testing.assert_allclose(s._page_vec(later), plain, atol=1e-6)
+    # a page with no reply gives its message as the next page's context
+    c2 = s.create_conversation()
+    s.add_page(c2, "Look how cute my two turtles are!", "")
+    d = s.add_page(c2, *TURTLES[1])
+    np.testing.assert_allclose(s._page_vec(d), _read_after(embedder, *TURTLES[1], TURTLES[0][0])[0], atol=1e-6)
+
+
+def test_every_way_in_reads_the_same_context(open_tok, embedder, tmp_path):
+    """add_page one by one, add_pages in one call, embed_pages in chunks (the importer) and the add_page job
+    give each page the same vector and rows."""
+    items = [{"user_text": u, "assistant_text": a} for u, a in TURTLES]
+    one = open_tok(tmp_path / "one.db")
+    cid = one.create_conversation()
+    by_one = [one.add_page(cid, it["user_text"], it["assistant_text"]) for it in items]
+    bulk = open_tok(tmp_path / "bulk.db")
+    by_bulk = bulk.add_pages(bulk.create_conversation(), [dict(it) for it in items])
+    chunked = open_tok(tmp_path / "chunked.db")
+    pre = [dict(it) for it in items]
+    chunked.embed_pages(pre[:2])
+    chunked.embed_pages(pre[2:], before=pre[1])         # a later chunk: read after the chunk before
+    by_chunk = chunked.add_pages(chunked.create_conversation(), pre)
+    jobs = open_tok(tmp_path / "jobs.db")
+    jcid = jobs.create_conversation()
+    for it in items:
+        jobs.enqueue("add_page", {"cid": jcid, **it})
+    jobs.run_pending()
+    by_job = [p.id for p in sorted(jobs.list_pages(), key=lambda p: p.id)]
+    for store, ids in ((bulk, by_bulk), (chunked, by_chunk), (jobs, by_job)):
+        for mine, theirs in zip(by_one, ids):
+            np.testing.assert_allclose(store._page_vec(theirs), one._page_vec(mine), atol=1e-5)
+            assert _rows(store)[theirs] == _rows(one)[mine]
+
+
+def test_editing_or_forgetting_a_page_reads_the_next_one_again(open_tok, embedder):
+    s = open_tok()
+    cid = s.create_conversation()
+    a, b, c = (s.add_page(cid, u, r) for u, r in TURTLES)
+    s.edit_page(a, assistant_text="Aww! How old are they?")
+    vec_b, rows_b = _read_after(embedder, *TURTLES[1], "Aww! How old are they?")
+    np.testing.assert_allclose(s._page_vec(b), vec_b, atol=1e-6)
+    assert _rows(s)[b] == rows_b
+    s.forget("page", b)                     # c was read after b's words: now after a's
+    vec_c, rows_c = _read_after(embedder, *TURTLES[2], "Aww! How old are they?")
+    np.testing.assert_allclose(s._page_vec(c), vec_c, atol=1e-6)
+    assert _rows(s)[c] == rows_c
+    s.forget("page", a)                     # nothing before c any more
+    np.testing.assert_allclose(s._page_vec(c), embedder.embed([page_text(*TURTLES[2])])[0], atol=1e-6)
+
+
+def test_indexing_words_later_reads_the_same_context(open_tok, embedder):
+    s = open_tok()
+    cid = s.create_conversation()
+    ids = [s.add_page(cid, u, r) for u, r in TURTLES]
+    before = _rows(s)
+    with s.transaction():
+        s._x("DELETE FROM page_tok")
+    s._queue_token_index(missing=True)
+    s.run_pending()
+    assert _rows(s) == before and set(before) == set(ids)
+
+
+def test_an_older_memory_is_read_in_context_again_in_the_background(open_tok, embedder, tmp_path):
+    """Pages embedded before pages were read after their neighbour (or without a token embedder) are
+    embedded again, once, when the memory is opened with one."""
+    path = tmp_path / "old.db"
+    old = open_tok(path, tokens=False)
+    cid = old.create_conversation()
+    ids = [old.add_page(cid, u, r) for u, r in TURTLES]
+    plain = old._page_vec(ids[1])
+    old.close()
+    s = open_tok(path)
+    assert s.pending_jobs(kinds=["reembed"]) == 1
+    s.run_pending()
+    np.testing.assert_allclose(s._page_vec(ids[1]), _read_after(embedder, *TURTLES[1], TURTLES[0][1])[0], atol=1e-6)
+    assert float(s._page_vec(ids[1]) @ plain) < 0.99
+    assert _rows(s)[ids[1]] == _read_after(embedder, *TURTLES[1], TURTLES[0][1])[1]
+    s.close()
+    again = open_tok(path)
+    assert again.pending_jobs(kinds=["reembed"]) == 0            # once
+    fresh = open_tok(tmp_path / "fresh.db")
+    fresh.add_page(fresh.create_conversation(), *TURTLES[0])
+    assert fresh.pending_jobs(kinds=["reembed"]) == 0

@@ -111,3 +111,25 @@ def test_token_vectors_come_from_the_same_pass(embedder):
     assert float(vecs[0] @ (rome[0].mean(axis=0) / np.linalg.norm(rome[0].mean(axis=0)))) > 0.9
     with pytest.raises(TypeError):
         embedder.embed_with_tokens("one string")
+
+
+def test_a_context_is_read_before_the_text_and_left_out_of_both_results(embedder):
+    """Late chunking: the text's tokens see the context; neither its vector nor its rows hold it."""
+    texts = ["Nate: I've had them for 3 years now and they bring me tons of joy!", "hi"]
+    plain, plain_tok = embedder.embed_with_tokens(texts)
+    none, none_tok = embedder.embed_with_tokens(texts, ["", ""])
+    np.testing.assert_array_equal(none, plain)                      # no context: exactly `embed`
+    np.testing.assert_array_equal(none_tok[0][0], plain_tok[0][0])
+    read, read_tok = embedder.embed_with_tokens(texts, ["Nate: Look how cute my two turtles are!", ""])
+    assert read_tok[0][1] == plain_tok[0][1]                        # the text's own tokens, no "turtles"
+    assert float(read[0] @ plain[0]) < 0.95                         # read in context: another vector
+    np.testing.assert_allclose(read[1], plain[1], atol=1e-6)        # a neighbour in the batch: unchanged
+    turtles = embedder.embed(["turtles"])[0]
+    assert float(read[0] @ turtles) > float(plain[0] @ turtles) + 0.05
+    # a context too long for max_length loses its beginning, never the text
+    long_ctx, long_tok = embedder.embed_with_tokens([texts[0]], ["blah " * 1000])
+    assert long_tok[0][1] == plain_tok[0][1]
+    with pytest.raises(TypeError):
+        embedder.embed_with_tokens(texts, ["only one"])
+    with pytest.raises(TypeError):
+        embedder.embed_with_tokens(texts, "one string")

@@ -88,7 +88,7 @@ def test_the_bundled_model_asked_to_repeat_itself_no_longer_recites(chat_model):
     ask = "Please repeat your last answer, word for word."
     plain = _greedy_reply(chat_model, ask, 0.0)
     penalised = _greedy_reply(chat_model, ask, 0.8)
-    assert _longest_shared_run(plain, LIGHTHOUSE) >= 15, plain               # greedy: a recital
+    assert _longest_shared_run(plain, LIGHTHOUSE) >= 12, plain               # greedy: a recital (of 20 words)
     assert _longest_shared_run(penalised, LIGHTHOUSE) < _longest_shared_run(plain, LIGHTHOUSE) - 5, penalised
     assert chat_model.last_self_repeat.penalised > 0
     list(chat_model.stream([{"role": "user", "content": "Hi"}], max_tokens=4))   # no earlier reply: none
