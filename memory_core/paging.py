@@ -40,8 +40,9 @@ class PagingMixin:
         embedder: a plain embedding function reads no context."""
         if cid is None or self._embed_tokens_fn is None:
             return ""
-        row = self._x("SELECT user_text, assistant_text, timestamp FROM page WHERE conversation_id = ? AND id < ? "
-                      "ORDER BY id DESC LIMIT 1", (cid, before_id if before_id is not None else 1 << 62)).fetchone()
+        newest = "SELECT user_text, assistant_text, timestamp FROM page WHERE conversation_id = ?"
+        row = (self._x(newest + " ORDER BY id DESC LIMIT 1", (cid,)) if before_id is None else
+               self._x(newest + " AND id < ? ORDER BY id DESC LIMIT 1", (cid, before_id))).fetchone()
         if row is None or (ts is not None and abs(float(ts) - float(row[2])) > self.params.neighbor_max_gap_s):
             return ""
         return context_side(row[0], row[1])
@@ -90,20 +91,11 @@ class PagingMixin:
             self._rebuild_segment(sid)
 
     def _pages_after(self, ids: Sequence[int]) -> list[int]:
-        """The page right after each of these in its conversation (those not among them)."""
-        gone = set(ids)
-        out = []
-        for (nxt,) in self._x(
-                "SELECT (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id AND q.id > p.id "
-                "ORDER BY q.id LIMIT 1) FROM page p WHERE p.id IN (SELECT value FROM json_each(?)) "
-                "AND p.conversation_id IS NOT NULL", (json.dumps(sorted(gone)),)).fetchall():
-            while nxt is not None and nxt in gone:
-                row = self._x("SELECT (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id "
-                              "AND q.id > p.id ORDER BY q.id LIMIT 1) FROM page p WHERE p.id = ?", (nxt,)).fetchone()
-                nxt = row[0] if row else None
-            if nxt is not None:
-                out.append(nxt)
-        return sorted(set(out))
+        """The page right after each of these in its conversation, passing over those among them."""
+        rows = self._x("SELECT DISTINCT (SELECT min(q.id) FROM page q WHERE q.conversation_id = p.conversation_id "
+                       "AND q.id > p.id AND q.id NOT IN (SELECT value FROM json_each(?1))) FROM page p "
+                       "WHERE p.id IN (SELECT value FROM json_each(?1))", (json.dumps(sorted(set(ids))),)).fetchall()
+        return sorted(r[0] for r in rows if r[0] is not None)
 
     def _vec_del_page(self, pid: int) -> None:
         self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))

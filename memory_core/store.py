@@ -189,7 +189,8 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             if embed_tokens is not None and meta.get("page_context") != PAGE_CONTEXT:
                 # pages embedded before they were read in context (an older memory): embedded again, words too
                 store._set_meta("page_context", PAGE_CONTEXT)
-                if store._x("SELECT 1 FROM page LIMIT 1").fetchone() and "embed_dim" in meta:
+                if (store._x("SELECT 1 FROM page LIMIT 1").fetchone() and "embed_dim" in meta
+                        and not store.pending_jobs(kinds=["reembed"])):     # a changed model's re-embedding does it
                     store.enqueue("reembed", {"model_id": embed_model_id}, key=f"reembed:{PAGE_CONTEXT}")
                     store._x("DELETE FROM page_tok")
             store._set_meta("schema_version", str(SCHEMA_VERSION))
