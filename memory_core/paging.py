@@ -33,19 +33,25 @@ class PagingMixin:
             self._queue_token_index(missing=True)
 
     # ------------------------------------------------------------------ what a page is read after
-    def _context_before(self, cid: int | None, before_id: int | None = None, ts: float | None = None) -> str:
-        """What a page of conversation `cid` is read after when it is embedded (`context_side` of the
-        page before it: before page `before_id`, or the conversation's newest page), when that page was
-        said within `neighbor_max_gap_s` of `ts` (a new session starts afresh). "" without a token
-        embedder: a plain embedding function reads no context."""
+    def _read_after(self, prev: tuple[str, str, float] | None, ts: float) -> str:
+        """The context a page said at `ts` is read after, given the page before it in its conversation
+        (user text, assistant text, timestamp): its `context_side` when said within `neighbor_max_gap_s`
+        (a new session starts afresh). "" without a token embedder: a plain embedding function reads none."""
+        if prev is None or self._embed_tokens_fn is None:
+            return ""
+        if abs(float(ts) - float(prev[2])) > self.params.neighbor_max_gap_s:
+            return ""
+        return context_side(prev[0], prev[1])
+
+    def _context_before(self, cid: int | None, before_id: int | None, ts: float) -> str:
+        """`_read_after` for a page of conversation `cid`: the page before page `before_id`, or the
+        conversation's newest page (a page about to be added)."""
         if cid is None or self._embed_tokens_fn is None:
             return ""
         newest = "SELECT user_text, assistant_text, timestamp FROM page WHERE conversation_id = ?"
         row = (self._x(newest + " ORDER BY id DESC LIMIT 1", (cid,)) if before_id is None else
                self._x(newest + " AND id < ? ORDER BY id DESC LIMIT 1", (cid, before_id))).fetchone()
-        if row is None or (ts is not None and abs(float(ts) - float(row[2])) > self.params.neighbor_max_gap_s):
-            return ""
-        return context_side(row[0], row[1])
+        return self._read_after(row, ts)
 
     def _contexts_of_pages(self, ids: Sequence[int]) -> list[str]:
         """`_context_before` of stored pages, in the order given."""
@@ -54,24 +60,24 @@ class PagingMixin:
             (json.dumps(list(ids)),)).fetchall()}
         return [self._context_before(where[i][0], i, where[i][1]) if i in where else "" for i in ids]
 
-    def _item_contexts(self, cid: int | None, items: Sequence[dict]) -> list[str]:
-        """`_context_before` of `add_pages` items about to be written in this order: each is read after the
-        item before it, the first after the conversation's newest page (`cid`, when known)."""
+    def _item_contexts(self, cid: int | None, items: Sequence[dict], before: dict | None = None) -> list[str]:
+        """`_read_after` of `add_pages` items about to be written in this order: each is read after the
+        item before it, the first after `before` (the item before them) or else after the newest page
+        of conversation `cid`."""
         now = self.clock()
+
+        def at(it: dict) -> float:
+            return now if it.get("timestamp") is None else float(it["timestamp"])
+
         out: list[str] = []
-        prev: dict | None = None
+        prev = before
         for it in items:
-            u, a = it.get("user_text", ""), it.get("assistant_text", "")
-            ts = it.get("timestamp")
-            ts = now if ts is None else float(ts)
             if prev is None:
-                out.append(self._context_before(cid, None, ts) if cid is not None else "")
+                out.append(self._context_before(cid, None, at(it)))
             else:
-                pts = prev.get("timestamp")
-                pts = now if pts is None else float(pts)
-                near = abs(ts - pts) <= self.params.neighbor_max_gap_s and self._embed_tokens_fn is not None
-                out.append(context_side(prev.get("user_text", ""), prev.get("assistant_text", "")) if near else "")
-            if page_text(u, a).strip():
+                out.append(self._read_after((prev.get("user_text", ""), prev.get("assistant_text", ""), at(prev)),
+                                            at(it)))
+            if page_text(it.get("user_text", ""), it.get("assistant_text", "")).strip():
                 prev = it
         return out
 
@@ -175,9 +181,7 @@ class PagingMixin:
         `before` (the item before them, when they are one chunk of many) or else after the newest
         page of `conversation_id`."""
         with self._lock:
-            contexts = self._item_contexts(None if before is not None else conversation_id,
-                                           ([before] if before is not None else []) + list(items))
-        contexts = contexts[1:] if before is not None else contexts
+            contexts = self._item_contexts(conversation_id, items, before)
         todo = [i for i, it in enumerate(items) if it.get("embedding") is None]
         if todo:
             vecs = self._embed([page_text(items[i].get("user_text", ""), items[i].get("assistant_text", ""))
@@ -604,7 +608,7 @@ class PagingMixin:
         marks = ",".join("?" * len(ids))
         info = self._x(f"SELECT id, prev_page_id, segment_id, chain_id FROM page WHERE id IN ({marks})", ids).fetchall()
         prev_of = {r[0]: r[1] for r in info}
-        after = self._pages_after(ids)    # read after a forgotten page: embedded again below
+        after = self._pages_after(ids) if self._embed_tokens_fn is not None else []   # read after a forgotten page
         # relink chains across the forgotten pages
         for (child, prev) in self._x(f"SELECT id, prev_page_id FROM page WHERE prev_page_id IN ({marks})",
                                      ids).fetchall():

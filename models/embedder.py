@@ -139,8 +139,9 @@ class OnnxEmbedder:
         with self._tok_lock:
             encodings = self._tokenizer.encode_batch(texts)
             # only a context's end can fit: its last 8 characters per token of max_length are tokenised
-            ctx_ids = ([self._tokenizer.encode(c[-8 * self.max_length:], add_special_tokens=False).ids if c else []
-                        for c in contexts] if contexts else [[] for _ in texts])
+            ctx_ids = ([e.ids for e in self._tokenizer.encode_batch([c[-8 * self.max_length:] for c in contexts],
+                                                                   add_special_tokens=False)]
+                       if contexts else [[] for _ in texts])
         # each sequence: the text's leading specials ([CLS]), the context's end, the rest of the text
         seqs: list[tuple[list[int], int, int]] = []      # (ids, where the context starts, its length)
         for enc, cids in zip(encodings, ctx_ids):
