@@ -8,7 +8,7 @@ import numpy as np
 
 from . import text as T
 from .codec import from_json as _pj, to_json as _j, unit as _unit, vec_blob as _blob  # noqa: F401
-from .types import ITEM_KINDS, ConversationMemory, context_side, page_text
+from .types import ITEM_KINDS, PAGE_CONTEXT, ConversationMemory, context_side, page_text
 
 # a reply of conversation ? still waiting to become a page (agents queue {"cid": …}; imports and
 # older jobs {"conversation_id": …})
@@ -25,12 +25,22 @@ class PagingMixin:
         self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))
         self._x("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (pid, _blob(vec)))
         self._x("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (pid,))
+        if self._embed_tokens_fn is None and not self._read_alone_noted:
+            self._note_read_alone()
         blob = self._memo_tokens(body, vec)
         if blob is not None:
             self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs) VALUES (?, ?)", (pid, blob))
         else:
             self._x("DELETE FROM page_tok WHERE page_id = ?", (pid,))
             self._queue_token_index(missing=True)
+
+    def _note_read_alone(self) -> None:
+        """A page vector written without a token embedder reads no context: a memory whose pages were read
+        in context no longer says so, and is embedded again, once, when next opened with one (a user who
+        set "w tokens" to 0 and back would otherwise keep the pages of that time embedded alone)."""
+        self._read_alone_noted = True
+        if self._get_meta("page_context") == PAGE_CONTEXT:
+            self._set_meta("page_context", "alone")
 
     # ------------------------------------------------------------------ what a page is read after
     def _read_after(self, prev: tuple[str, str, float] | None, ts: float) -> str:

@@ -107,6 +107,7 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         # a page embedded before its write transaction finds them there when it is stored. A few per text:
         # the same words read after different contexts ("Thanks!") have different vectors and rows
         self._token_memo: dict[str, list[tuple[np.ndarray, bytes]]] = {}
+        self._read_alone_noted = False      # see _note_read_alone
         self.embed_model_id = embed_model_id
         self.dim = dim
         self.params = params
@@ -191,7 +192,8 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                 store._set_meta("page_context", PAGE_CONTEXT)
                 if (store._x("SELECT 1 FROM page LIMIT 1").fetchone() and "embed_dim" in meta
                         and not store.pending_jobs(kinds=["reembed"])):     # a changed model's re-embedding does it
-                    store.enqueue("reembed", {"model_id": embed_model_id}, key=f"reembed:{PAGE_CONTEXT}")
+                    store.enqueue("reembed", {"model_id": embed_model_id, "reason": "page_context"},
+                                  key=f"reembed:{PAGE_CONTEXT}")
                     store._x("DELETE FROM page_tok")
             store._set_meta("schema_version", str(SCHEMA_VERSION))
             store._queue_token_index()
@@ -1128,8 +1130,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                 self._x("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, _blob(v)))
             for (tid, _, _), v in zip(tr, tvecs):
                 self._x("UPDATE trait SET embedding = ? WHERE id = ?", (_blob(v), tid))
-            self._emit("reembedded", None, None, f"memory re-embedded with {payload.get('model_id')}",
-                       {"pages": len(page_vecs)})
+            why = " (each page read after the one before it)" if payload.get("reason") == "page_context" else ""
+            self._emit("reembedded", None, None, f"memory re-embedded with {payload.get('model_id')}{why}",
+                       {"pages": len(page_vecs), "reason": payload.get("reason") or "model"})
         return apply
 
     # ------------------------------------------------------------------ invariants (tests, `mnemo doctor`)

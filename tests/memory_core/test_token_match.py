@@ -321,3 +321,29 @@ def test_an_older_memory_is_read_in_context_again_in_the_background(open_tok, em
     fresh = open_tok(tmp_path / "fresh.db")
     fresh.add_page(fresh.create_conversation(), *TURTLES[0])
     assert fresh.pending_jobs(kinds=["reembed"]) == 0
+
+
+def test_pages_added_while_words_were_off_are_read_in_context_again(open_tok, embedder, tmp_path):
+    """A memory read in context, opened once without a token embedder ("w tokens" 0), gets pages embedded
+    alone; opened with one again, those are embedded again (once), and the event says why."""
+    path = tmp_path / "toggle.db"
+    s = open_tok(path)
+    cid = s.create_conversation()
+    s.add_page(cid, *TURTLES[0])
+    s.close()
+    untouched = open_tok(path, tokens=False)          # opened without adding anything: nothing to redo
+    untouched.close()
+    assert open_tok(path).pending_jobs(kinds=["reembed"]) == 0
+    off = open_tok(path, tokens=False)
+    later = off.add_page(cid, *TURTLES[1])
+    off.close()
+    events = []
+    on = open_tok(path)
+    on.add_listener(events.append)
+    assert on.pending_jobs(kinds=["reembed"]) == 1
+    on.run_pending()
+    np.testing.assert_allclose(on._page_vec(later), _read_after(embedder, *TURTLES[1], TURTLES[0][1])[0], atol=1e-6)
+    done = [e for e in events if e.kind == "reembedded"]
+    assert done and "read after the one before it" in done[0].summary
+    on.close()
+    assert open_tok(path).pending_jobs(kinds=["reembed"]) == 0
