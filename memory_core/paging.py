@@ -25,7 +25,7 @@ class PagingMixin:
         self._x("DELETE FROM page_vec WHERE page_id = ?", (pid,))
         self._x("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (pid, _blob(vec)))
         self._x("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (pid,))
-        if self._embed_tokens_fn is None and not self._read_alone_noted:
+        if self._embed_tokens_fn is None:
             self._note_read_alone()
         blob = self._memo_tokens(body, vec)
         if blob is not None:
@@ -37,8 +37,8 @@ class PagingMixin:
     def _note_read_alone(self) -> None:
         """A page vector written without a token embedder reads no context: a memory whose pages were read
         in context no longer says so, and is embedded again, once, when next opened with one (a user who
-        set "w tokens" to 0 and back would otherwise keep the pages of that time embedded alone)."""
-        self._read_alone_noted = True
+        set "w tokens" to 0 and back would otherwise keep the pages of that time embedded alone). Read in
+        the write's own transaction each time (a one-row lookup), so a rolled-back write leaves no stale flag."""
         if self._get_meta("page_context") == PAGE_CONTEXT:
             self._set_meta("page_context", "alone")
 

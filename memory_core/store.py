@@ -107,7 +107,6 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         # a page embedded before its write transaction finds them there when it is stored. A few per text:
         # the same words read after different contexts ("Thanks!") have different vectors and rows
         self._token_memo: dict[str, list[tuple[np.ndarray, bytes]]] = {}
-        self._read_alone_noted = False      # see _note_read_alone
         self.embed_model_id = embed_model_id
         self.dim = dim
         self.params = params
