@@ -187,13 +187,12 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                             f"embedding model changed to {embed_model_id}; re-embedding queued",
                             {"previous": meta.get("embed_model_id"), "model_id": embed_model_id})
             if embed_tokens is not None and meta.get("page_context") != PAGE_CONTEXT:
-                # pages embedded before they were read in context (an older memory): embedded again, words too
+                # pages embedded before they were read in context (an older memory, or pages written while
+                # "w tokens" was 0): embedded again, words too, batch by batch ("read_in_context")
                 store._set_meta("page_context", PAGE_CONTEXT)
                 if (store._x("SELECT 1 FROM page LIMIT 1").fetchone() and "embed_dim" in meta
-                        and not store.pending_jobs(kinds=["reembed"])):     # a changed model's re-embedding does it
-                    store.enqueue("reembed", {"model_id": embed_model_id, "reason": "page_context"},
-                                  key=f"reembed:{PAGE_CONTEXT}")
-                    store._x("DELETE FROM page_tok")
+                        and not store.pending_jobs(kinds=["reembed", "read_in_context"])):  # a changed model's does it
+                    store.enqueue("read_in_context", {"after": 0})
             store._set_meta("schema_version", str(SCHEMA_VERSION))
             store._queue_token_index()
         return store
@@ -1046,12 +1045,13 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
 
     def _queue_token_index(self, missing: bool | None = None) -> None:
         """Queue an "index_tokens" job when some page has no token vectors yet (a memory from before
-        them, pages stored without a token embedder, a changed embedding model); `missing` True when
+        them, pages stored with vectors of their own, a changed embedding model); `missing` True when
         the caller knows (no scan of the pages then). Inside a transaction."""
         if self._embed_tokens_fn is None or self.params.w_tokens <= 0:
             return
-        if self._x("SELECT 1 FROM job WHERE status = 'pending' AND kind = 'index_tokens' LIMIT 1").fetchone():
-            return
+        if self._x("SELECT 1 FROM job WHERE status = 'pending' AND kind IN ('index_tokens', 'read_in_context') "
+                   "LIMIT 1").fetchone():
+            return      # "read_in_context" writes every page's rows as it goes
         if missing is None:
             missing = self._x("SELECT 1 FROM page WHERE id NOT IN (SELECT page_id FROM page_tok) LIMIT 1").fetchone()
         if missing:
@@ -1088,6 +1088,65 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                 self.enqueue("index_tokens", {})
         return apply
 
+    READ_IN_CONTEXT_BATCH = 256    # pages per "read_in_context" job; the next job takes the rest
+
+    def _job_read_in_context(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
+        """Embed the next READ_IN_CONTEXT_BATCH pages after page `payload["after"]` again, each read after the page
+        before it, vectors and word rows from one encoder pass (a memory from before pages were read in
+        context). Each batch commits alone and queues the next, so a closed app resumes where it stopped, and
+        until its turn a page keeps its old vector and word rows: they are the same model's, so the memory
+        ranks as before meanwhile (a changed model, whose vectors cannot mix, goes through "reembed")."""
+        if self._embed_tokens_fn is None:
+            # opened without a token embedder: the memory is not read in context yet, and the next opening
+            # with one starts again
+            return lambda: self._set_meta("page_context", "alone")
+        after = int(payload.get("after") or 0)
+        batch = self.READ_IN_CONTEXT_BATCH
+        rows = self._rows("SELECT id, user_text, assistant_text FROM page WHERE id > ? ORDER BY id LIMIT ?",
+                          (after, batch))
+        total = self._scalar("SELECT count(*) FROM page")
+        done = self._scalar("SELECT count(*) FROM page WHERE id <= ?", (after,))
+        self._report_progress("re-embedding memory", done, total)
+        ids = [pid for pid, _, _ in rows]
+        with self._lock:
+            contexts = self._contexts_of_pages(ids)
+        bodies = [page_text(u, a) for _, u, a in rows]
+        vecs = self._embed(bodies, tokens=True, contexts=contexts) if rows else None
+
+        def apply() -> None:
+            now = dict(zip(ids, self._contexts_of_pages(ids)))
+            segments: set[int] = set()
+            for pid, body, ctx, vec in zip(ids, bodies, contexts, vecs if vecs is not None else []):
+                row = self._x("SELECT user_text, assistant_text, segment_id FROM page WHERE id = ?", (pid,)).fetchone()
+                if row is None or page_text(row[0], row[1]) != body or now.get(pid) != ctx:
+                    continue        # edited, forgotten, or its page before was: that already read it again
+                self._vec_put_page(pid, vec, body)
+                if row[2] is not None:
+                    segments.add(row[2])
+            for sid in sorted(segments):
+                self._refresh_segment_vector(sid)
+            self._report_progress("re-embedding memory", done + len(rows), total)
+            if len(rows) == batch:
+                self.enqueue("read_in_context", {"after": ids[-1]})
+            else:
+                self._emit("reembedded", None, None,
+                           f"memory re-embedded with {self.embed_model_id}, each page read after the one before it",
+                           {"pages": total, "reason": "page_context"})
+        return apply
+
+    def _refresh_segment_vector(self, sid: int, known: dict[int, np.ndarray] | None = None) -> None:
+        """A segment's summed vector and its index row from its pages' current vectors (`known`: some of
+        them, already at hand, so a whole memory's re-embedding does not read each one back)."""
+        row = self._x("SELECT tier FROM segment WHERE id = ?", (sid,)).fetchone()
+        if row is None:
+            return
+        acc = np.zeros(self.dim, np.float32)
+        for (pid,) in self._x("SELECT id FROM page WHERE segment_id = ?", (sid,)).fetchall():
+            v = known.get(pid) if known is not None else None
+            acc += v if v is not None else self._page_vec(pid)
+        self._x("UPDATE segment SET emb_sum = ? WHERE id = ?", (_blob(acc), sid))
+        self._seg_vec_put(sid, row[0], _unit(acc))
+
     def _job_reembed(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         """Re-embed pages, segments, knowledge and traits with the current model (batched)."""
         batch = 256
@@ -1115,23 +1174,15 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             for pid, v in page_vecs.items():
                 if self._x("SELECT 1 FROM page WHERE id = ?", (pid,)).fetchone():
                     self._vec_put_page(pid, v, bodies[pid])
-            for (sid, tier) in self._x("SELECT id, tier FROM segment").fetchall():
-                acc = np.zeros(self.dim, np.float32)
-                for (pid,) in self._x("SELECT id FROM page WHERE segment_id = ?", (sid,)).fetchall():
-                    v = page_vecs.get(pid)
-                    if v is None:
-                        v = self._page_vec(pid)
-                    acc += v
-                self._x("UPDATE segment SET emb_sum = ? WHERE id = ?", (_blob(acc), sid))
-                self._seg_vec_put(sid, tier, _unit(acc))
+            for (sid,) in self._x("SELECT id FROM segment").fetchall():
+                self._refresh_segment_vector(sid, page_vecs)
             for (kid, _), v in zip(kn, kvecs):
                 self._x("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (kid,))
                 self._x("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, _blob(v)))
             for (tid, _, _), v in zip(tr, tvecs):
                 self._x("UPDATE trait SET embedding = ? WHERE id = ?", (_blob(v), tid))
-            why = " (each page read after the one before it)" if payload.get("reason") == "page_context" else ""
-            self._emit("reembedded", None, None, f"memory re-embedded with {payload.get('model_id')}{why}",
-                       {"pages": len(page_vecs), "reason": payload.get("reason") or "model"})
+            self._emit("reembedded", None, None, f"memory re-embedded with {payload.get('model_id')}",
+                       {"pages": len(page_vecs), "reason": "model"})
         return apply
 
     # ------------------------------------------------------------------ invariants (tests, `mnemo doctor`)

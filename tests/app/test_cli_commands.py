@@ -156,9 +156,10 @@ def test_ask_after_an_embedding_model_change_re_embeds_with_a_progress_bar(mnemo
     assert json.loads(stats.stdout)["embed_model_id"] == embedder.model_id
 
 
-def test_an_older_memory_gets_its_words_indexed_with_a_progress_bar(mnemo_dirs, embedder):
-    """A memory stored without token vectors (before the word-by-word match) is indexed by the background
-    job at the next command; `mnemo search` then shows the match in each page's reason."""
+def test_an_older_memory_is_embedded_again_with_its_words_and_a_progress_bar(mnemo_dirs, embedder):
+    """A memory stored without token vectors (before the word-by-word match, and before pages were read in
+    context) is embedded again, word rows and all, by the background job at the next command, with a progress
+    bar; `mnemo search` then shows the match in each page's reason."""
     from memory_core import MemoryStore
 
     mnemo_dirs["data"].mkdir(parents=True, exist_ok=True)
@@ -172,7 +173,7 @@ def test_an_older_memory_gets_its_words_indexed_with_a_progress_bar(mnemo_dirs, 
     before = json.loads(mnemo(mnemo_dirs, "search", "Does the basil need sun?", "--json").stdout)
     assert before["pages"] and not any("word by word" in p["reason"] for p in before["pages"])
     out = mnemo(mnemo_dirs, "ask", "Hello")
-    assert "indexing words |" in out.stderr and "300/300 pages" in out.stderr
+    assert "re-embedding memory |" in out.stderr and "300/300 pages" in out.stderr
     after = json.loads(mnemo(mnemo_dirs, "search", "Does the basil need sun?", "--json").stdout)
     assert after["pages"] and all("word by word" in p["reason"] for p in after["pages"])
 

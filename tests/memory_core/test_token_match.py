@@ -140,19 +140,20 @@ def test_retrieval_adds_the_word_by_word_score(open_tok, embedder, tmp_path):
 
 
 def test_an_older_memory_is_indexed_in_the_background_with_progress(open_tok):
-    old = open_tok(tokens=False)
+    """A memory from before word rows (its pages read in context already) gets them, batch by batch."""
+    old = open_tok()
     cid = old.create_conversation()
     for i in range(7):
         old.add_page(cid, f"Message {i}: I planted {i} tomato seedlings in the garden.", "Lovely!")
-    assert _rows(old) == {}
+    with old.transaction():
+        old._x("DELETE FROM page_tok")
     old.close()
     s = open_tok(tokens=True)
-    assert s.pending_jobs(kinds=["index_tokens"]) == 1
+    assert s.pending_jobs(kinds=["index_tokens"]) == 1 and s.pending_jobs(kinds=["read_in_context"]) == 0
     seen = []
     s.on_progress = lambda what, done, total: seen.append((what, done, total))
     s.TOKEN_INDEX_BATCH = 3                     # three jobs, each queueing the next
-    assert s.pending_jobs(kinds=["reembed"]) == 1   # read in context: see test_an_older_memory_is_read_in_context
-    assert s.run_pending() == 4
+    assert s.run_pending() == 3
     assert len(_rows(s)) == 7 and s.pending_jobs() == 0
     words = [x for x in seen if x[0] == "indexing words"]
     assert words[0] == ("indexing words", 0, 7) and words[-1] == ("indexing words", 7, 7)
@@ -310,17 +311,92 @@ def test_an_older_memory_is_read_in_context_again_in_the_background(open_tok, em
     plain = old._page_vec(ids[1])
     old.close()
     s = open_tok(path)
-    assert s.pending_jobs(kinds=["reembed"]) == 1
+    assert s.pending_jobs(kinds=["read_in_context"]) == 1 and s.pending_jobs(kinds=["reembed"]) == 0
     s.run_pending()
     np.testing.assert_allclose(s._page_vec(ids[1]), _read_after(embedder, *TURTLES[1], TURTLES[0][1])[0], atol=1e-6)
     assert float(s._page_vec(ids[1]) @ plain) < 0.99
     assert _rows(s)[ids[1]] == _read_after(embedder, *TURTLES[1], TURTLES[0][1])[1]
     s.close()
     again = open_tok(path)
-    assert again.pending_jobs(kinds=["reembed"]) == 0            # once
+    assert again.pending_jobs(kinds=["read_in_context"]) == 0            # once
     fresh = open_tok(tmp_path / "fresh.db")
     fresh.add_page(fresh.create_conversation(), *TURTLES[0])
-    assert fresh.pending_jobs(kinds=["reembed"]) == 0
+    assert fresh.pending_jobs(kinds=["read_in_context"]) == 0
+
+
+def _tomato_pages(n: int) -> list[tuple[str, str]]:
+    return [(f"Day {i}: I planted {i} tomato seedlings by the fence.", f"Reply {i}: lovely, water them well!")
+            for i in range(n)]
+
+
+def test_reading_an_older_memory_in_context_goes_batch_by_batch_and_resumes(open_tok, embedder, tmp_path):
+    """Each batch commits alone and queues the next: a closed app resumes where it stopped. Until its turn a
+    page keeps its old vector and word rows (the same model's), so the memory ranks meanwhile; its segment's
+    vector follows its pages."""
+    path = tmp_path / "batches.db"
+    old = open_tok(path, tokens=False, stm_capacity=2)      # most pages paged out to mid-term segments
+    cid = old.create_conversation()
+    for u, a in _tomato_pages(7):
+        old.add_page(cid, u, a)
+    old.close()
+    first = open_tok(path, stm_capacity=2)
+    index = first._job_index_tokens(0, {})          # word rows for every page, as a memory from before had
+    with first.transaction():
+        index()
+    rows = _rows(first)
+    assert len(rows) == 7
+    first.READ_IN_CONTEXT_BATCH = 3
+    seen = []
+    first.on_progress = lambda what, done, total: seen.append((what, done, total))
+    assert first.run_pending(max_jobs=1, kinds=["read_in_context"]) == 1
+    first.close()                                   # the app closes after one batch
+    assert ("re-embedding memory", 3, 7) in seen
+    ids = sorted(rows)
+    ctx = {ids[i]: _tomato_pages(7)[i - 1][1] for i in range(1, 7)}
+    pages = dict(zip(ids, _tomato_pages(7)))
+    s = open_tok(path, stm_capacity=2)
+    assert s.pending_jobs(kinds=["read_in_context"]) == 1            # resumed, not started again
+    assert _rows(s) == rows                                          # nothing dropped meanwhile
+    plain_last = s._page_vec(ids[-1])
+    np.testing.assert_allclose(s._page_vec(ids[1]), _read_after(embedder, *pages[ids[1]], ctx[ids[1]])[0], atol=1e-6)
+    assert s.retrieve("tomato seedlings by the fence", record_visits=False).pages
+    s.READ_IN_CONTEXT_BATCH = 3
+    events = []
+    s.add_listener(events.append)
+    assert s.run_pending(kinds=["read_in_context"]) == 2             # pages 4-6, then 7
+    np.testing.assert_allclose(s._page_vec(ids[-1]), _read_after(embedder, *pages[ids[-1]], ctx[ids[-1]])[0],
+                               atol=1e-6)
+    assert float(s._page_vec(ids[-1]) @ plain_last) < 0.9999
+    assert s.pending_jobs(kinds=["read_in_context", "index_tokens", "reembed"]) == 0
+    done = [e for e in events if e.kind == "reembedded"]
+    assert len(done) == 1 and "read after the one before it" in done[0].summary
+    segments = {p.segment_id for p in s.list_pages() if p.segment_id is not None}
+    assert segments
+    for sid in segments:
+        members = [p.id for p in s.list_pages() if p.segment_id == sid]
+        total = sum(s._page_vec(pid) for pid in members)
+        stored = np.frombuffer(s._x("SELECT emb_sum FROM segment WHERE id = ?", (sid,)).fetchone()[0], np.float32)
+        np.testing.assert_allclose(stored, total, atol=1e-5)
+
+
+def test_a_page_edited_while_its_batch_was_read_keeps_the_edit(open_tok, embedder, tmp_path):
+    """The batch is embedded outside the write: a page edited (or one whose page before was) meanwhile is
+    left as the edit wrote it."""
+    path = tmp_path / "edited.db"
+    old = open_tok(path, tokens=False)
+    cid = old.create_conversation()
+    ids = [old.add_page(cid, u, a) for u, a in _tomato_pages(3)]
+    old.close()
+    s = open_tok(path)
+    apply = s._job_read_in_context(0, {"after": 0})
+    s.edit_page(ids[0], assistant_text="Reply 0: those need shade in July.")
+    edited = {pid: s._page_vec(pid) for pid in ids[:2]}
+    with s.transaction():
+        apply()
+    for pid in ids[:2]:
+        np.testing.assert_allclose(s._page_vec(pid), edited[pid], atol=1e-6)
+    np.testing.assert_allclose(s._page_vec(ids[1]), _read_after(embedder, *_tomato_pages(3)[1],
+                                                               "Reply 0: those need shade in July.")[0], atol=1e-6)
 
 
 def test_pages_added_while_words_were_off_are_read_in_context_again(open_tok, embedder, tmp_path):
@@ -333,17 +409,22 @@ def test_pages_added_while_words_were_off_are_read_in_context_again(open_tok, em
     s.close()
     untouched = open_tok(path, tokens=False)          # opened without adding anything: nothing to redo
     untouched.close()
-    assert open_tok(path).pending_jobs(kinds=["reembed"]) == 0
+    assert open_tok(path).pending_jobs(kinds=["read_in_context"]) == 0
     off = open_tok(path, tokens=False)
     later = off.add_page(cid, *TURTLES[1])
     off.close()
     events = []
     on = open_tok(path)
     on.add_listener(events.append)
-    assert on.pending_jobs(kinds=["reembed"]) == 1
+    assert on.pending_jobs(kinds=["read_in_context"]) == 1
     on.run_pending()
     np.testing.assert_allclose(on._page_vec(later), _read_after(embedder, *TURTLES[1], TURTLES[0][1])[0], atol=1e-6)
     done = [e for e in events if e.kind == "reembedded"]
     assert done and "read after the one before it" in done[0].summary
     on.close()
-    assert open_tok(path).pending_jobs(kinds=["reembed"]) == 0
+    assert open_tok(path).pending_jobs(kinds=["read_in_context"]) == 0
+    # and again: each time pages were embedded alone (no job key that happened once keeps it from running)
+    off = open_tok(path, tokens=False)
+    off.add_page(cid, "Day 9: the turtles came out in the sun.", "Lovely!")
+    off.close()
+    assert open_tok(path).pending_jobs(kinds=["read_in_context"]) == 1
