@@ -118,9 +118,17 @@ class RetrievalMixin:
         tb = time.perf_counter()
         timings["cache_sync"] = (tb - ta) * 1000
 
-        # 1. direct dense KNN over every page (in-memory matrix), so segmentation never hides a page
+        # 1. direct dense KNN over every page (in-memory matrix), so segmentation never hides a page.
+        #    While a changed embedding model re-embeds the memory, the pages not done yet hold the old
+        #    model's vectors: their cosine means nothing against this query and is left out (keywords and
+        #    word rows still find them), and so are segment vectors, which mix both models.
+        stale = self._reembedding()
+
+        def fresh(scores: dict[int, float]) -> dict[int, float]:
+            return scores if stale is None else {i: c for i, c in scores.items() if not stale[0] < i <= stale[1]}
+
         d_ids, d_scores = self._page_cache.search(q, max(p.dense_candidates, 4 * n), exclude)
-        cos_of = {int(i): float(s) for i, s in zip(d_ids, d_scores)}
+        cos_of = fresh({int(i): float(s) for i, s in zip(d_ids, d_scores)})
         sample_ids, sample_cos = self._page_cache.sample_scores(q)
         sampled = set(sample_ids.tolist())
         usual = typical_cosine(sample_cos)      # a page that is not in the sample leaves it unchanged
@@ -132,7 +140,7 @@ class RetrievalMixin:
         seg_score: dict[int, float] = {}
         seg_reason: dict[int, str] = {}
         knn = self._x("SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? "
-                      "AND tier = 'mtm'", (_blob(q), max(1, p.segment_candidates))).fetchall()
+                      "AND tier = 'mtm'", (_blob(q), max(1, p.segment_candidates))).fetchall() if stale is None else []
         seg_kw = {}
         if knn:
             marks = ",".join("?" * len(knn))
@@ -202,7 +210,7 @@ class RetrievalMixin:
 
         missing = [i for i in pool if i not in cos_of]
         if missing:
-            cos_of.update(self._page_cache.scores_for(q, missing))
+            cos_of.update(fresh(self._page_cache.scores_for(q, missing)))
         score = {pid: base(pid) for pid in info}
 
         tf = time.perf_counter()
@@ -233,7 +241,7 @@ class RetrievalMixin:
                 if nx is not None and nx in info and nx not in exclude and abs(info[nx][4] - ts) <= p.neighbor_max_gap_s:
                     next_of[pid], prev_of[nx] = nx, pid
             if new_ids:
-                cos_of.update(self._page_cache.scores_for(q, [i for i in new_ids if i not in cos_of]))
+                cos_of.update(fresh(self._page_cache.scores_for(q, [i for i in new_ids if i not in cos_of])))
                 if tok_of:
                     tok_of.update(self._token_scores(q_tokens, new_ids))
                 for pid in new_ids:

@@ -180,7 +180,7 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
             elif meta.get("embed_model_id") != embed_model_id:
                 store._set_meta("embed_model_id", embed_model_id)
                 store._set_meta("embed_model_previous", meta.get("embed_model_id") or "")
-                store.enqueue("reembed", {"model_id": embed_model_id}, key=f"reembed:{embed_model_id}")
+                store._start_reembed(embed_model_id)
                 # another model's token vectors cannot be matched with this one's query words
                 store._x("DELETE FROM page_tok")
                 store._emit("embed_model_changed", None, None,
@@ -1049,9 +1049,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         the caller knows (no scan of the pages then). Inside a transaction."""
         if self._embed_tokens_fn is None or self.params.w_tokens <= 0:
             return
-        if self._x("SELECT 1 FROM job WHERE status = 'pending' AND kind IN ('index_tokens', 'read_in_context') "
-                   "LIMIT 1").fetchone():
-            return      # "read_in_context" writes every page's rows as it goes
+        if self._x("SELECT 1 FROM job WHERE status = 'pending' AND kind IN ('index_tokens', 'read_in_context', "
+                   "'reembed') LIMIT 1").fetchone():
+            return      # "read_in_context" and "reembed" write every page's rows as they go
         if missing is None:
             missing = self._x("SELECT 1 FROM page WHERE id NOT IN (SELECT page_id FROM page_tok) LIMIT 1").fetchone()
         if missing:
@@ -1089,44 +1089,55 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
         return apply
 
     READ_IN_CONTEXT_BATCH = 256    # pages per "read_in_context" job; the next job takes the rest
+    REEMBED_BATCH = 256            # pages per "reembed" job; the next job takes the rest
+
+    def _embed_page_batch(self, after: int, end: int | None, batch: int):
+        """The next `batch` pages after page `after` (up to page `end`), embedded each after the page before
+        it, vectors and word rows from one encoder pass: (ids, bodies, contexts, vectors)."""
+        rows = self._rows("SELECT id, user_text, assistant_text FROM page WHERE id > ? AND id <= ? ORDER BY id "
+                          "LIMIT ?", (after, end if end is not None else 2 ** 62, batch))
+        ids = [pid for pid, _, _ in rows]
+        with self._lock:
+            contexts = self._contexts_of_pages(ids)
+        bodies = [page_text(u, a) for _, u, a in rows]
+        vecs = self._embed(bodies, tokens=True, contexts=contexts) if rows else np.zeros((0, self.dim), np.float32)
+        return ids, bodies, contexts, vecs
+
+    def _put_page_batch(self, ids, bodies, contexts, vecs) -> set[int]:
+        """Write `_embed_page_batch`'s vectors (inside the job's transaction), passing over a page edited or
+        forgotten meanwhile, or one whose page before was: that already embedded it again. Returns the
+        segments of the pages written."""
+        now = dict(zip(ids, self._contexts_of_pages(ids)))
+        segments: set[int] = set()
+        for pid, body, ctx, vec in zip(ids, bodies, contexts, vecs):
+            row = self._x("SELECT user_text, assistant_text, segment_id FROM page WHERE id = ?", (pid,)).fetchone()
+            if row is None or page_text(row[0], row[1]) != body or now.get(pid) != ctx:
+                continue
+            self._vec_put_page(pid, vec, body)
+            if row[2] is not None:
+                segments.add(row[2])
+        return segments
 
     def _job_read_in_context(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
-        """Embed the next READ_IN_CONTEXT_BATCH pages after page `payload["after"]` again, each read after the page
-        before it, vectors and word rows from one encoder pass (a memory from before pages were read in
-        context). Each batch commits alone and queues the next, so a closed app resumes where it stopped, and
-        until its turn a page keeps its old vector and word rows: they are the same model's, so the memory
-        ranks as before meanwhile (a changed model, whose vectors cannot mix, goes through "reembed")."""
+        """Embed the next READ_IN_CONTEXT_BATCH pages after page `payload["after"]` again, each read after the
+        page before it (a memory from before pages were read in context). Each batch commits alone and
+        queues the next, so a closed app resumes where it stopped, and until its turn a page keeps its old
+        vector and word rows: they are the same model's, so the memory ranks as before meanwhile."""
         if self._embed_tokens_fn is None:
             # opened without a token embedder: the memory is not read in context yet, and the next opening
             # with one starts again
             return lambda: self._set_meta("page_context", "alone")
         after = int(payload.get("after") or 0)
-        batch = self.READ_IN_CONTEXT_BATCH
-        rows = self._rows("SELECT id, user_text, assistant_text FROM page WHERE id > ? ORDER BY id LIMIT ?",
-                          (after, batch))
         total = self._scalar("SELECT count(*) FROM page")
         done = self._scalar("SELECT count(*) FROM page WHERE id <= ?", (after,))
         self._report_progress("re-embedding memory", done, total)
-        ids = [pid for pid, _, _ in rows]
-        with self._lock:
-            contexts = self._contexts_of_pages(ids)
-        bodies = [page_text(u, a) for _, u, a in rows]
-        vecs = self._embed(bodies, tokens=True, contexts=contexts) if rows else None
+        ids, bodies, contexts, vecs = self._embed_page_batch(after, None, self.READ_IN_CONTEXT_BATCH)
 
         def apply() -> None:
-            now = dict(zip(ids, self._contexts_of_pages(ids)))
-            segments: set[int] = set()
-            for pid, body, ctx, vec in zip(ids, bodies, contexts, vecs if vecs is not None else []):
-                row = self._x("SELECT user_text, assistant_text, segment_id FROM page WHERE id = ?", (pid,)).fetchone()
-                if row is None or page_text(row[0], row[1]) != body or now.get(pid) != ctx:
-                    continue        # edited, forgotten, or its page before was: that already read it again
-                self._vec_put_page(pid, vec, body)
-                if row[2] is not None:
-                    segments.add(row[2])
-            for sid in sorted(segments):
+            for sid in sorted(self._put_page_batch(ids, bodies, contexts, vecs)):
                 self._refresh_segment_vector(sid)
-            self._report_progress("re-embedding memory", done + len(rows), total)
-            if len(rows) == batch:
+            self._report_progress("re-embedding memory", done + len(ids), total)
+            if len(ids) == self.READ_IN_CONTEXT_BATCH:
                 self.enqueue("read_in_context", {"after": ids[-1]})
             else:
                 self._emit("reembedded", None, None,
@@ -1134,55 +1145,71 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                            {"pages": total, "reason": "page_context"})
         return apply
 
-    def _refresh_segment_vector(self, sid: int, known: dict[int, np.ndarray] | None = None) -> None:
-        """A segment's summed vector and its index row from its pages' current vectors (`known`: some of
-        them, already at hand, so a whole memory's re-embedding does not read each one back)."""
+    def _refresh_segment_vector(self, sid: int) -> None:
+        """A segment's summed vector and its index row from its pages' current vectors."""
         row = self._x("SELECT tier FROM segment WHERE id = ?", (sid,)).fetchone()
         if row is None:
             return
         acc = np.zeros(self.dim, np.float32)
         for (pid,) in self._x("SELECT id FROM page WHERE segment_id = ?", (sid,)).fetchall():
-            v = known.get(pid) if known is not None else None
-            acc += v if v is not None else self._page_vec(pid)
+            acc += self._page_vec(pid)
         self._x("UPDATE segment SET emb_sum = ? WHERE id = ?", (_blob(acc), sid))
         self._seg_vec_put(sid, row[0], _unit(acc))
 
+    def _reembedding(self) -> tuple[int, int] | None:
+        """While a changed embedding model's "reembed" runs: (last page done, last page to do). Pages in
+        between still hold the old model's vectors, which a query embedded by the new one cannot be
+        compared with (retrieval leaves their cosine out; keywords still find them)."""
+        end = self._get_meta("reembed_end")
+        return None if end is None else (int(self._get_meta("reembed_upto") or 0), int(end))
+
+    def _start_reembed(self, model_id: str) -> None:
+        """Queue the re-embedding of every page, fact and trait with a changed model (inside open's transaction).
+        A change before the last one finished starts again from the first page."""
+        self.cancel_jobs(kind="reembed")
+        self.cancel_jobs(kind="read_in_context")        # "reembed" reads each page in context too
+        end = self._scalar("SELECT coalesce(max(id), 0) FROM page")
+        self._set_meta("reembed_upto", "0")
+        self._set_meta("reembed_end", str(end))
+        self.enqueue("reembed", {"model_id": model_id, "after": 0})
+
     def _job_reembed(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
-        """Re-embed pages, segments, knowledge and traits with the current model (batched)."""
-        batch = 256
-        page_vecs: dict[int, np.ndarray] = {}
-        bodies: dict[int, str] = {}
-        rows = self._rows("SELECT id, user_text, assistant_text FROM page ORDER BY id")
-        self._report_progress("re-embedding memory", 0, len(rows))
-        for start in range(0, len(rows), batch):
-            chunk = rows[start:start + batch]
-            # page vectors only: the token rows of a changed model are rebuilt by "index_tokens", batch by
-            # batch, instead of held here for every page until this job's one apply
-            with self._lock:
-                contexts = self._contexts_of_pages([pid for pid, _, _ in chunk])
-            vecs = self._embed([page_text(u, a) for _, u, a in chunk], contexts=contexts)
-            for (pid, u, a), v in zip(chunk, vecs):
-                page_vecs[pid] = v
-                bodies[pid] = page_text(u, a)
-            self._report_progress("re-embedding memory", start + len(chunk), len(rows))
-        kn = self._rows("SELECT id, text FROM knowledge")
+        """Re-embed the next REEMBED_BATCH pages with the current model (facts and traits with the first
+        batch, segments with the last). Each batch commits alone and queues the next: a closed app resumes
+        where it stopped instead of starting again, and the pages done rank by meaning while the rest wait
+        (see `_reembedding`)."""
+        span = self._reembedding()
+        if span is None:        # a job queued before batches: the range is every page now
+            span = (0, int(self._scalar("SELECT coalesce(max(id), 0) FROM page")))
+        after, end = int(payload.get("after") or 0), span[1]
+        total = self._scalar("SELECT count(*) FROM page WHERE id <= ?", (end,))
+        done = self._scalar("SELECT count(*) FROM page WHERE id <= ?", (after,))
+        self._report_progress("re-embedding memory", done, total)
+        ids, bodies, contexts, vecs = self._embed_page_batch(after, end, self.REEMBED_BATCH)
+        last = not ids or not self._one("SELECT 1 FROM page WHERE id > ? AND id <= ?", (ids[-1], end))
+        kn = self._rows("SELECT id, text FROM knowledge") if after == 0 else []
         kvecs = self._embed([t for _, t in kn]) if kn else np.zeros((0, self.dim), np.float32)
-        tr = self._rows("SELECT id, dimension, value FROM trait")
+        tr = self._rows("SELECT id, dimension, value FROM trait") if after == 0 else []
         tvecs = self._embed([f"{d}: {v}" for _, d, v in tr]) if tr else np.zeros((0, self.dim), np.float32)
 
         def apply() -> None:
-            for pid, v in page_vecs.items():
-                if self._x("SELECT 1 FROM page WHERE id = ?", (pid,)).fetchone():
-                    self._vec_put_page(pid, v, bodies[pid])
-            for (sid,) in self._x("SELECT id FROM segment").fetchall():
-                self._refresh_segment_vector(sid, page_vecs)
+            self._put_page_batch(ids, bodies, contexts, vecs)
             for (kid, _), v in zip(kn, kvecs):
                 self._x("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (kid,))
                 self._x("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, _blob(v)))
             for (tid, _, _), v in zip(tr, tvecs):
                 self._x("UPDATE trait SET embedding = ? WHERE id = ?", (_blob(v), tid))
+            self._report_progress("re-embedding memory", done + len(ids), total)
+            if not last:
+                self._set_meta("reembed_upto", str(ids[-1]))
+                self._set_meta("reembed_end", str(end))         # (a job queued before batches had none)
+                self.enqueue("reembed", {"model_id": payload.get("model_id"), "after": ids[-1]})
+                return
+            for (sid,) in self._x("SELECT id FROM segment").fetchall():
+                self._refresh_segment_vector(sid)
+            self._x("DELETE FROM meta WHERE key IN ('reembed_upto', 'reembed_end')")
             self._emit("reembedded", None, None, f"memory re-embedded with {payload.get('model_id')}",
-                       {"pages": len(page_vecs), "reason": "model"})
+                       {"pages": total, "reason": "model"})
         return apply
 
     # ------------------------------------------------------------------ invariants (tests, `mnemo doctor`)

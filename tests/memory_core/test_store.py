@@ -47,12 +47,72 @@ def test_same_dim_new_model_queues_reembed_and_reports_progress(open_store, tmp_
         s2.on_progress = lambda what, done, total: seen.append((what, done, total))
         s2.run_pending(kinds=["reembed"])
         assert s2.pending_jobs(kinds=["reembed"]) == 0
-        assert seen == [("re-embedding memory", 0, 300), ("re-embedding memory", 256, 300),
-                        ("re-embedding memory", 300, 300)]
+        assert list(dict.fromkeys(seen)) == [("re-embedding memory", 0, 300), ("re-embedding memory", 256, 300),
+                                             ("re-embedding memory", 300, 300)]      # two jobs of 256 and 44 pages
         assert s2.stats()["embed_model_id"] == "another-model"
         assert s2.check_integrity() == []
     finally:
         s2.close()
+
+
+def test_a_changed_model_reembeds_batch_by_batch_resumes_and_ranks_only_what_it_can(open_store, tmp_path, embedder,
+                                                                                     clock):
+    """Each batch commits alone and queues the next, so a closed app resumes. Meanwhile a page not done yet
+    holds the old model's vector, which cannot be compared with a query the new model embedded: its cosine is
+    left out (keywords still find it); pages done, and pages written since, rank by meaning."""
+    import numpy as np
+
+    from memory_core import RetrievalBudget
+    from memory_core.types import page_text
+    from memory_core import MemoryParams
+    s = open_store(stm_capacity=2)                    # most pages paged out to mid-term segments
+    cid = s.create_conversation()
+    texts = [(f"Day {i}: the tomato seedlings by the fence got {i} litres of water.", "Noted.") for i in range(6)]
+    ids = [s.add_page(cid, u, a) for u, a in texts]
+    kid = s.add_knowledge("user", "The user grows tomato seedlings by the fence.")
+    s.close()
+
+    def other_model(batch):               # a model of the same dimension whose space is not the old one's
+        return np.ascontiguousarray(embedder.embed(batch)[:, ::-1])
+
+    def reopen():
+        store = MemoryStore.open(tmp_path / "memory.db", other_model, embed_model_id="other-model", dim=embedder.dim,
+                                 clock=clock, params=MemoryParams(stm_capacity=2))
+        store.REEMBED_BATCH = 4
+        return store
+
+    def similarity(store):
+        hits = store.retrieve("How much water did the tomato seedlings get?", budget=RetrievalBudget(pages=10),
+                              record_visits=False).pages
+        return {h.page.id: h.similarity for h in hits}
+
+    s2 = reopen()
+    assert s2._reembedding() == (0, ids[-1])
+    found = similarity(s2)
+    assert set(found) >= set(ids) and all(found[i] == 0 for i in ids)        # by keywords alone
+    new = s2.add_page(cid, "The tomato seedlings need water every day.", "Sure.")
+    assert similarity(s2)[new] > 0.3                                          # written by the new model
+    assert s2.run_pending(max_jobs=1, kinds=["reembed"]) == 1
+    assert s2._reembedding() == (ids[3], ids[-1])
+    s2.close()                                                                # the app closes after one batch
+    s3 = reopen()
+    assert s3.pending_jobs(kinds=["reembed"]) == 1 and s3._reembedding() == (ids[3], ids[-1])     # resumed
+    found = similarity(s3)
+    assert all(found[i] > 0.3 for i in ids[:4]) and all(found[i] == 0 for i in ids[4:])
+    knowledge = np.frombuffer(s3._one("SELECT embedding FROM knowledge_vec WHERE knowledge_id = ?", (kid,))[0],
+                              np.float32)
+    np.testing.assert_allclose(knowledge, other_model(["The user grows tomato seedlings by the fence."])[0], atol=1e-5)
+    assert s3.run_pending(kinds=["reembed"]) == 1
+    assert s3._reembedding() is None and s3.pending_jobs(kinds=["reembed"]) == 0
+    np.testing.assert_allclose(s3._page_vec(ids[-1]), other_model([page_text(*texts[-1])])[0], atol=1e-5)
+    assert all(v > 0.3 for v in similarity(s3).values())
+    segments = {p.segment_id for p in s3.list_pages() if p.segment_id is not None}
+    assert segments
+    for sid in segments:                              # each segment's vector is its pages' new ones summed
+        stored = np.frombuffer(s3._one("SELECT emb_sum FROM segment WHERE id = ?", (sid,))[0], np.float32)
+        members = [p.id for p in s3.list_pages() if p.segment_id == sid]
+        np.testing.assert_allclose(stored, sum(s3._page_vec(i) for i in members), atol=1e-5)
+    assert s3.check_integrity() == []
 
 
 def test_transaction_rollback_and_nesting(open_store):
