@@ -130,6 +130,9 @@ class RetrievalMixin:
         d_ids, d_scores = self._page_cache.search(q, max(p.dense_candidates, 4 * n), exclude)
         cos_of = fresh({int(i): float(s) for i, s in zip(d_ids, d_scores)})
         sample_ids, sample_cos = self._page_cache.sample_scores(q)
+        if stale is not None:       # the usual cosine of pages the query can be compared with
+            keep = ~((sample_ids > stale[0]) & (sample_ids <= stale[1]))
+            sample_ids, sample_cos = sample_ids[keep], sample_cos[keep]
         sampled = set(sample_ids.tolist())
         usual = typical_cosine(sample_cos)      # a page that is not in the sample leaves it unchanged
         tc = time.perf_counter()

@@ -92,6 +92,11 @@ def test_a_changed_model_reembeds_batch_by_batch_resumes_and_ranks_only_what_it_
     assert set(found) >= set(ids) and all(found[i] == 0 for i in ids)        # by keywords alone
     new = s2.add_page(cid, "The tomato seedlings need water every day.", "Sure.")
     assert similarity(s2)[new] > 0.3                                          # written by the new model
+    # and how far it stands out is measured against the pages it can be compared with (none other yet)
+    from memory_core.retrieval import typical_cosine
+    hit = next(h for h in s2.retrieve("How much water did the tomato seedlings get?", record_visits=False).pages
+               if h.page.id == new)
+    assert hit.standout == pytest.approx(hit.similarity - typical_cosine(np.zeros(0)), abs=1e-6)
     assert s2.run_pending(max_jobs=1, kinds=["reembed"]) == 1
     assert s2._reembedding() == (ids[3], ids[-1])
     s2.close()                                                                # the app closes after one batch
