@@ -99,12 +99,22 @@ class PagingMixin:
             return
         rows = self._x("SELECT id, user_text, assistant_text, segment_id FROM page WHERE id IN "
                        "(SELECT value FROM json_each(?)) ORDER BY id", (json.dumps(ids),)).fetchall()
-        bodies = [page_text(u, a) for _, u, a, _ in rows]
-        vecs = self._embed(bodies, tokens=True, contexts=self._contexts_of_pages([r[0] for r in rows]))
-        for (pid, _, _, _), vec, body in zip(rows, vecs, bodies):
+        found, bodies, _, vecs = self._embed_stored_pages([r[:3] for r in rows])
+        for pid, vec, body in zip(found, vecs, bodies):
             self._vec_put_page(pid, vec, body)
         for sid in sorted({r[3] for r in rows if r[3] is not None}):
             self._rebuild_segment(sid)
+
+    def _embed_stored_pages(self, rows: Sequence[tuple[int, str, str]]):
+        """Stored pages given as (id, user text, assistant text), each embedded after the page before it,
+        vectors and word rows (kept for `_vec_put_page`) from one encoder pass: (ids, bodies, contexts,
+        vectors)."""
+        ids = [r[0] for r in rows]
+        with self._lock:
+            contexts = self._contexts_of_pages(ids)
+        bodies = [page_text(u, a) for _, u, a in rows]
+        vecs = self._embed(bodies, tokens=True, contexts=contexts) if rows else np.zeros((0, self.dim), np.float32)
+        return ids, bodies, contexts, vecs
 
     def _pages_after(self, ids: Sequence[int]) -> list[int]:
         """The page right after each of these in its conversation, passing over those among them."""
@@ -400,17 +410,26 @@ class PagingMixin:
             self._x("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
             self._x("DELETE FROM segment WHERE id = ?", (sid,))
             return False
-        acc = np.zeros(self.dim, dtype=np.float32)
         counts: dict = {}
-        for pid, k in rows:
-            acc += self._page_vec(pid)
+        for _, k in rows:
             self._count_keywords(counts, _pj(k, []))
-        tier = self._x("SELECT tier FROM segment WHERE id = ?", (sid,)).fetchone()[0]
-        self._x("UPDATE segment SET emb_sum = ?, kw_counts = ?, keywords = ?, page_count = ?, updated_at = ? "
-                "WHERE id = ?", (_blob(acc), _j(counts), _j(self._top_keywords(counts)), len(rows), self.clock(), sid))
-        self._seg_vec_put(sid, tier, _unit(acc))
+        self._x("UPDATE segment SET kw_counts = ?, keywords = ?, page_count = ?, updated_at = ? WHERE id = ?",
+                (_j(counts), _j(self._top_keywords(counts)), len(rows), self.clock(), sid))
+        self._refresh_segment_vector(sid)
         self._refresh_segment_summary(sid)
         return True
+
+    def _refresh_segment_vector(self, sid: int) -> None:
+        """A segment's summed vector and its index row from its pages' current vectors (all a re-embedding
+        changes of a segment; `_rebuild_segment` does the rest when its pages change)."""
+        row = self._x("SELECT tier FROM segment WHERE id = ?", (sid,)).fetchone()
+        if row is None:
+            return
+        acc = np.zeros(self.dim, np.float32)
+        for (pid,) in self._x("SELECT id FROM page WHERE segment_id = ?", (sid,)).fetchall():
+            acc += self._page_vec(pid)
+        self._x("UPDATE segment SET emb_sum = ? WHERE id = ?", (_blob(acc), sid))
+        self._seg_vec_put(sid, row[0], _unit(acc))
 
     # ------------------------------------------------------------------ heat, eviction
     def _segment_heat(self, sid: int) -> float | None:

@@ -1094,14 +1094,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
     def _embed_page_batch(self, after: int, end: int | None, batch: int):
         """The next `batch` pages after page `after` (up to page `end`), embedded each after the page before
         it, vectors and word rows from one encoder pass: (ids, bodies, contexts, vectors)."""
-        rows = self._rows("SELECT id, user_text, assistant_text FROM page WHERE id > ? AND id <= ? ORDER BY id "
-                          "LIMIT ?", (after, end if end is not None else 2 ** 62, batch))
-        ids = [pid for pid, _, _ in rows]
-        with self._lock:
-            contexts = self._contexts_of_pages(ids)
-        bodies = [page_text(u, a) for _, u, a in rows]
-        vecs = self._embed(bodies, tokens=True, contexts=contexts) if rows else np.zeros((0, self.dim), np.float32)
-        return ids, bodies, contexts, vecs
+        return self._embed_stored_pages(self._rows(
+            "SELECT id, user_text, assistant_text FROM page WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+            (after, end if end is not None else 2 ** 62, batch)))
 
     def _put_page_batch(self, ids, bodies, contexts, vecs) -> set[int]:
         """Write `_embed_page_batch`'s vectors (inside the job's transaction), passing over a page edited or
@@ -1145,23 +1140,12 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                            {"pages": total, "reason": "page_context"})
         return apply
 
-    def _refresh_segment_vector(self, sid: int) -> None:
-        """A segment's summed vector and its index row from its pages' current vectors."""
-        row = self._x("SELECT tier FROM segment WHERE id = ?", (sid,)).fetchone()
-        if row is None:
-            return
-        acc = np.zeros(self.dim, np.float32)
-        for (pid,) in self._x("SELECT id FROM page WHERE segment_id = ?", (sid,)).fetchall():
-            acc += self._page_vec(pid)
-        self._x("UPDATE segment SET emb_sum = ? WHERE id = ?", (_blob(acc), sid))
-        self._seg_vec_put(sid, row[0], _unit(acc))
-
     def _reembedding(self) -> tuple[int, int] | None:
         """While a changed embedding model's "reembed" runs: (last page done, last page to do). Pages in
         between still hold the old model's vectors, which a query embedded by the new one cannot be
         compared with (retrieval leaves their cosine out; keywords still find them)."""
-        end = self._get_meta("reembed_end")
-        return None if end is None else (int(self._get_meta("reembed_upto") or 0), int(end))
+        got = dict(self._rows("SELECT key, value FROM meta WHERE key IN ('reembed_upto', 'reembed_end')"))
+        return None if "reembed_end" not in got else (int(got.get("reembed_upto") or 0), int(got["reembed_end"]))
 
     def _start_reembed(self, model_id: str) -> None:
         """Queue the re-embedding of every page, fact and trait with a changed model (inside open's transaction).
