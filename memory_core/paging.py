@@ -26,7 +26,7 @@ class PagingMixin:
         self._x("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (pid, _blob(vec)))
         self._x("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (pid,))
         if self._embed_tokens_fn is None:
-            self._note_read_alone()
+            self._note_read_alone(pid)
         blob = self._memo_tokens(body, vec)
         if blob is not None:
             self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs) VALUES (?, ?)", (pid, blob))
@@ -34,13 +34,23 @@ class PagingMixin:
             self._x("DELETE FROM page_tok WHERE page_id = ?", (pid,))
             self._queue_token_index(missing=True)
 
-    def _note_read_alone(self) -> None:
-        """A page vector written without a token embedder reads no context: a memory whose pages were read
-        in context no longer says so, and is embedded again, once, when next opened with one (a user who
-        set "w tokens" to 0 and back would otherwise keep the pages of that time embedded alone). Read in
-        the write's own transaction each time (a one-row lookup), so a rolled-back write leaves no stale flag."""
-        if self._get_meta("page_context") == PAGE_CONTEXT:
+    def _note_read_alone(self, pid: int) -> None:
+        """Page `pid` was embedded without a token embedder (it reads no context), or must be read again after a
+        page before it changed meanwhile: a memory whose pages were read in context no longer says so, and the
+        first such page is kept (meta `alone_from`). When the memory is next opened with a token embedder,
+        "read_in_context" starts there instead of at the first page (a user who set "w tokens" to 0 and back
+        would otherwise keep the pages of that time embedded alone, or have the whole memory embedded again for
+        them). A memory flagged "alone" without `alone_from` (before it was kept) starts at the first page.
+        Read in the write's own transaction each time (one-row lookups), so a rolled-back write leaves no stale
+        flag."""
+        state = self._get_meta("page_context")
+        if state == PAGE_CONTEXT:
             self._set_meta("page_context", "alone")
+            self._set_meta("alone_from", str(pid))
+        elif state == "alone":
+            first = self._get_meta("alone_from")
+            if first is not None and pid < int(first):
+                self._set_meta("alone_from", str(pid))
 
     # ------------------------------------------------------------------ what a page is read after
     def _read_after(self, prev: tuple[str, str, float] | None, ts: float) -> str:
@@ -95,7 +105,10 @@ class PagingMixin:
         """Embed these pages again after the page before them changed or went (edited, forgotten): their
         vectors and words were read after it. Their segments follow. Inside the caller's transaction."""
         ids = sorted(set(ids))
-        if not ids or self._embed_tokens_fn is None:
+        if not ids:
+            return
+        if self._embed_tokens_fn is None:
+            self._note_read_alone(ids[0])       # read in context again when a token embedder is back
             return
         rows = self._x("SELECT id, user_text, assistant_text, segment_id FROM page WHERE id IN "
                        "(SELECT value FROM json_each(?)) ORDER BY id", (json.dumps(ids),)).fetchall()
@@ -637,7 +650,7 @@ class PagingMixin:
         marks = ",".join("?" * len(ids))
         info = self._x(f"SELECT id, prev_page_id, segment_id, chain_id FROM page WHERE id IN ({marks})", ids).fetchall()
         prev_of = {r[0]: r[1] for r in info}
-        after = self._pages_after(ids) if self._embed_tokens_fn is not None else []   # read after a forgotten page
+        after = self._pages_after(ids)         # they were read after a forgotten page
         # relink chains across the forgotten pages
         for (child, prev) in self._x(f"SELECT id, prev_page_id FROM page WHERE prev_page_id IN ({marks})",
                                      ids).fetchall():

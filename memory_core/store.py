@@ -191,8 +191,9 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                 # "w tokens" was 0): embedded again, words too, batch by batch ("read_in_context")
                 store._set_meta("page_context", PAGE_CONTEXT)
                 if (store._x("SELECT 1 FROM page LIMIT 1").fetchone() and "embed_dim" in meta
-                        and not store.pending_jobs(kinds=["reembed", "read_in_context"])):  # a changed model's does it
-                    store.enqueue("read_in_context", {"after": 0})
+                        and not store.pending_jobs(kinds=["reembed"])):        # a changed model's does it
+                    store._queue_read_in_context(meta.get("alone_from"))
+                store._x("DELETE FROM meta WHERE key = 'alone_from'")
             store._set_meta("schema_version", str(SCHEMA_VERSION))
             store._queue_token_index()
         return store
@@ -1113,16 +1114,26 @@ class MemoryStore(PagingMixin, LpmMixin, RetrievalMixin):
                 segments.add(row[2])
         return segments
 
+    def _queue_read_in_context(self, alone_from: str | None) -> None:
+        """Queue "read_in_context" from the first page embedded alone (`alone_from`, see `_note_read_alone`;
+        every page when not known: a memory from before), or from where a pending one had got to if that is
+        earlier (it was not finished when pages were embedded alone)."""
+        start = int(alone_from) - 1 if alone_from else 0
+        for (payload,) in self._rows("SELECT payload FROM job WHERE status = 'pending' AND kind = 'read_in_context'"):
+            start = min(start, int(json.loads(payload).get("after") or 0))
+        self.cancel_jobs(kind="read_in_context")
+        self.enqueue("read_in_context", {"after": max(0, start)})
+
     def _job_read_in_context(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         """Embed the next READ_IN_CONTEXT_BATCH pages after page `payload["after"]` again, each read after the
         page before it (a memory from before pages were read in context). Each batch commits alone and
         queues the next, so a closed app resumes where it stopped, and until its turn a page keeps its old
         vector and word rows: they are the same model's, so the memory ranks as before meanwhile."""
-        if self._embed_tokens_fn is None:
-            # opened without a token embedder: the memory is not read in context yet, and the next opening
-            # with one starts again
-            return lambda: self._set_meta("page_context", "alone")
         after = int(payload.get("after") or 0)
+        if self._embed_tokens_fn is None:
+            # opened without a token embedder: the memory is not read in context past page `after` yet, and
+            # the next opening with one resumes there
+            return lambda: self._note_read_alone(after + 1)
         total = self._scalar("SELECT count(*) FROM page")
         done = self._scalar("SELECT count(*) FROM page WHERE id <= ?", (after,))
         self._report_progress("re-embedding memory", done, total)

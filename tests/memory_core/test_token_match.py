@@ -3,6 +3,8 @@ the real embedder's token vectors: rows kept through add/edit/forget/wipe, the s
 background indexing of older memories, and a changed embedding model."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -429,3 +431,68 @@ def test_pages_added_while_words_were_off_are_read_in_context_again(open_tok, em
     off.add_page(cid, "Day 9: the turtles came out in the sun.", "Lovely!")
     off.close()
     assert open_tok(path).pending_jobs(kinds=["read_in_context"]) == 1
+
+
+def _context_job_starts(store) -> list[int]:
+    return [int(json.loads(p)["after"]) for (p,) in store._rows(
+        "SELECT payload FROM job WHERE status = 'pending' AND kind = 'read_in_context'")]
+
+
+def test_reading_in_context_again_starts_at_the_first_page_embedded_alone(open_tok, embedder, tmp_path):
+    """Pages added, and the page after a forgotten one, while words were off: only those and what follows them
+    are read again, not the whole memory."""
+    path = tmp_path / "from.db"
+    s = open_tok(path)
+    cid = s.create_conversation()
+    pages = _tomato_pages(6)
+    ids = [s.add_page(cid, u, a) for u, a in pages[:5]]
+    s.close()
+    off = open_tok(path, tokens=False)
+    ids.append(off.add_page(cid, *pages[5]))
+    off.forget("page", ids[3])                       # ids[4] was read after it
+    off.close()
+    on = open_tok(path)
+    assert _context_job_starts(on) == [ids[4] - 1]
+    seen = []
+    on.on_progress = lambda what, done, total: seen.append((what, done, total))
+    on.run_pending()
+    assert seen[0] == ("re-embedding memory", 3, 5)             # the three pages before it are not redone
+    np.testing.assert_allclose(on._page_vec(ids[4]), _read_after(embedder, *pages[4], pages[2][1])[0], atol=1e-6)
+    np.testing.assert_allclose(on._page_vec(ids[5]), _read_after(embedder, *pages[5], pages[4][1])[0], atol=1e-6)
+    assert _rows(on)[ids[5]] == _read_after(embedder, *pages[5], pages[4][1])[1]
+    assert on._get_meta("alone_from") is None and on.pending_jobs(kinds=["read_in_context"]) == 0
+    on.close()
+    assert open_tok(path).pending_jobs(kinds=["read_in_context"]) == 0
+
+
+def test_reading_in_context_resumes_after_an_opening_without_words(open_tok, embedder, tmp_path):
+    """A "read_in_context" job run while words are off stops at its cursor, and the next opening with them
+    resumes there; a page before the cursor edited meanwhile moves the start back to it."""
+    path = tmp_path / "resume.db"
+    pages = _tomato_pages(7)
+    old = open_tok(path, tokens=False)
+    cid = old.create_conversation()
+    ids = [old.add_page(cid, u, a) for u, a in pages]
+    old.close()
+    first = open_tok(path)
+    first.READ_IN_CONTEXT_BATCH = 3
+    assert first.run_pending(max_jobs=1, kinds=["read_in_context"]) == 1
+    assert _context_job_starts(first) == [ids[2]]
+    first.close()
+    off = open_tok(path, tokens=False)
+    assert off.run_pending(kinds=["read_in_context"]) == 1      # runs, but cannot read anything in context
+    off.close()
+    again = open_tok(path)
+    assert _context_job_starts(again) == [ids[2]]               # resumed, not started from the first page
+    again.close()
+    off = open_tok(path, tokens=False)
+    off.edit_page(ids[1], assistant_text="Reply 1: they need shade in July.")
+    off.close()
+    s = open_tok(path)
+    assert _context_job_starts(s) == [ids[0]]                   # one job, from the edited page
+    s.run_pending()
+    edited = ("Day 1: I planted 1 tomato seedlings by the fence.", "Reply 1: they need shade in July.")
+    np.testing.assert_allclose(s._page_vec(ids[1]), _read_after(embedder, *edited, pages[0][1])[0], atol=1e-6)
+    np.testing.assert_allclose(s._page_vec(ids[2]), _read_after(embedder, *pages[2], edited[1])[0], atol=1e-6)
+    np.testing.assert_allclose(s._page_vec(ids[6]), _read_after(embedder, *pages[6], pages[5][1])[0], atol=1e-6)
+    assert s.pending_jobs(kinds=["read_in_context"]) == 0
