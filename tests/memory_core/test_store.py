@@ -89,7 +89,10 @@ def test_a_changed_model_reembeds_batch_by_batch_resumes_and_ranks_only_what_it_
     s2 = reopen()
     assert s2._reembedding() == (0, ids[-1])
     found = similarity(s2)
-    assert set(found) >= set(ids) and all(found[i] == 0 for i in ids)        # by keywords alone
+    assert set(found) >= set(ids) and all(found[i] is None for i in ids)     # by keywords alone: meaning unknown
+    # (so the quoting floor goes by their score alone, not refusing them for a cosine of 0), and the trace says so
+    hits = s2.retrieve("How much water did the tomato seedlings get?", record_visits=False).pages
+    assert all(h.standout is None and "re-embedding" in h.reason for h in hits if h.page.id in ids)
     new = s2.add_page(cid, "The tomato seedlings need water every day.", "Sure.")
     assert similarity(s2)[new] > 0.3                                          # written by the new model
     # and how far it stands out is measured against the pages it can be compared with (none other yet)
@@ -103,7 +106,7 @@ def test_a_changed_model_reembeds_batch_by_batch_resumes_and_ranks_only_what_it_
     s3 = reopen()
     assert s3.pending_jobs(kinds=["reembed"]) == 1 and s3._reembedding() == (ids[3], ids[-1])     # resumed
     found = similarity(s3)
-    assert all(found[i] > 0.3 for i in ids[:4]) and all(found[i] == 0 for i in ids[4:])
+    assert all(found[i] > 0.3 for i in ids[:4]) and all(found[i] is None for i in ids[4:])
     knowledge = np.frombuffer(s3._one("SELECT embedding FROM knowledge_vec WHERE knowledge_id = ?", (kid,))[0],
                               np.float32)
     np.testing.assert_allclose(knowledge, other_model(["The user grows tomato seedlings by the fence."])[0], atol=1e-5)
