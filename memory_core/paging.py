@@ -8,7 +8,7 @@ import numpy as np
 
 from . import text as T
 from .codec import from_json as _pj, to_json as _j, unit as _unit, vec_blob as _blob  # noqa: F401
-from .types import ITEM_KINDS, PAGE_CONTEXT, ConversationMemory, context_side, page_text
+from .types import ITEM_KINDS, ConversationMemory, context_side, page_text
 
 # a reply of conversation ? still waiting to become a page (agents queue {"cid": …}; imports and
 # older jobs {"conversation_id": …})
@@ -33,24 +33,6 @@ class PagingMixin:
         else:
             self._x("DELETE FROM page_tok WHERE page_id = ?", (pid,))
             self._queue_token_index(missing=True)
-
-    def _note_read_alone(self, pid: int) -> None:
-        """Page `pid` was embedded without a token embedder (it reads no context), or must be read again after a
-        page before it changed meanwhile: a memory whose pages were read in context no longer says so, and the
-        first such page is kept (meta `alone_from`). When the memory is next opened with a token embedder,
-        "read_in_context" starts there instead of at the first page (a user who set "w tokens" to 0 and back
-        would otherwise keep the pages of that time embedded alone, or have the whole memory embedded again for
-        them). A memory flagged "alone" without `alone_from` (before it was kept) starts at the first page.
-        Read in the write's own transaction each time (one-row lookups), so a rolled-back write leaves no stale
-        flag."""
-        state = self._get_meta("page_context")
-        if state == PAGE_CONTEXT:
-            self._set_meta("page_context", "alone")
-            self._set_meta("alone_from", str(pid))
-        elif state == "alone":
-            first = self._get_meta("alone_from")
-            if first is not None and pid < int(first):
-                self._set_meta("alone_from", str(pid))
 
     # ------------------------------------------------------------------ what a page is read after
     def _read_after(self, prev: tuple[str, str, float] | None, ts: float) -> str:
