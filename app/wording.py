@@ -8,3 +8,21 @@ def count(n: int | None, noun: str, plural: str | None = None) -> str:
     """`n` with thousands separators and the noun in the number it needs."""
     n = int(n or 0)
     return f"{n:,} {noun if n == 1 else (plural or _IRREGULAR.get(noun, noun + 's'))}"
+
+
+# what each kind of memory job does, for a user wondering what "3 pending" is waiting on
+_JOB_WORK = {
+    "add_page": lambda n: f"{count(n, 'reply')} to file as memory pages",
+    "promote_segment": lambda n: (f"{count(n, 'hot segment')} to learn persona facts from, when the chat model is "
+                                  "free"),
+    "index_tokens": lambda n: "indexing the words of older pages",
+    "read_in_context": lambda n: "re-embedding pages, each read after the one before it",
+    "reembed": lambda n: "re-embedding memory with the new embedding model",
+}
+
+
+def pending_work(by_kind: dict[str, int] | None) -> str:
+    """The memory's queued jobs (`MemoryStore.stats()["pending_by_kind"]`) in words, most numerous first."""
+    parts = [_JOB_WORK.get(kind, lambda n, k=kind: f"{count(n, 'job')} of kind {k}")(n)
+             for kind, n in sorted((by_kind or {}).items(), key=lambda kv: (-kv[1], kv[0])) if n]
+    return "; ".join(parts)

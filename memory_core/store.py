@@ -460,6 +460,8 @@ class MemoryStore(PagingMixin, EmbeddingUpkeepMixin, LpmMixin, RetrievalMixin):
                 "embed_dim": int(self._get_meta("embed_dim", str(self.dim))),
                 "schema_version": self._scalar("PRAGMA user_version"),
                 "pending_jobs": self.pending_jobs(),
+                "pending_by_kind": dict(self._rows("SELECT kind, count(*) FROM job WHERE status = 'pending' "
+                                                   "GROUP BY kind ORDER BY kind")),
                 "paused": self.is_paused(),
             }
 

@@ -50,6 +50,16 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
 
 
 
+def test_overview_says_what_background_work_is_waiting_for(qtbot, store, filled, panel_factory):
+    """"2 pending" alone leaves a user wondering; the card says what the queued jobs do."""
+    store.enqueue("promote_segment", {"segment_id": 10 ** 9})
+    store.enqueue("promote_segment", {"segment_id": 10 ** 9 + 1})
+    assert store.stats()["pending_by_kind"] == {"promote_segment": 2}
+    card = panel_factory("overview").overview.cards["jobs"]
+    assert card.value.text() == "2 pending"
+    assert card.sub.text().replace("\u200b", "") == "2 hot segments to learn persona facts from, when the chat model is free"
+
+
 @pytest.mark.parametrize("width, columns", [(1000, 3), (420, 2)])
 def test_overview_cards_reflow_so_their_figures_are_not_cut_off(qtbot, store, filled, panel_factory, width, columns):
     panel = panel_factory("overview")

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.remember import remember_fact, remember_trait
-from app.wording import count
+from app.wording import count, pending_work
 from ui import plain
 from ui.inspector import fmt
 from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_history, history_note
@@ -227,7 +227,8 @@ class OverviewView(QWidget):
                                 f"({fmt.size(stats.get('word_index_bytes', 0))})")
         pend = stats.get("pending_jobs", 0) or 0
         self.cards["jobs"].set("paused" if stats.get("paused") else (f"{pend:,} pending" if pend else "idle"),
-                               "memory updates waiting to run" if pend else "all memory updates are done")
+                               (pending_work(stats.get("pending_by_kind")) or "memory updates waiting to run")
+                               if pend else "all memory updates are done")
         self.events.set_rows(list(reversed(events)))
 
     def _open_event(self, index: QModelIndex) -> None:
