@@ -390,6 +390,7 @@ class RetrievalMixin:
 
         Terms no page contains are left out; in a large store (> 5,000 pages) so are terms found in
         more than a fifth of the pages, which add little to BM25 but make it score most of the table.
+        No query (None) when every term left is on half the pages or more of a memory of 20 pages or more.
         """
         words: list[str] = []
         content = T.content_words(query)
@@ -416,9 +417,18 @@ class RetrievalMixin:
             rare = [t for t in terms if max(df_of[st] for st in t[1]) <= 0.2 * n]
             terms = rare or sorted(terms, key=lambda t: max(df_of[st] for st in t[1]))[:2]
         idf = 0.0
+        informative = False
         for st in {st for _, stems in terms for st in stems}:
             if df_of[st] > 0:
-                idf += max(1e-6, math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5)))
+                raw = math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5))
+                informative = informative or raw > 0
+                idf += max(1e-6, raw)
+        if n >= 20 and not informative:
+            # every term is on half the pages or more (a speaker's name in every imported message): FTS5
+            # clamps their IDF to 1e-6, so BM25 tells no page from another, and scaled by that IDF its
+            # ~1e-6 scores would give a hundred arbitrary pages a full keyword match. A small memory keeps
+            # its matches: there a word on one page of two is already "on half the pages".
+            return None, 0.0
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf
 

@@ -357,3 +357,27 @@ def test_a_small_memory_or_a_mix_of_0_has_no_common_words(open_store, clock):
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == ["ana"]
     s.params.common_word_mix = 0.0
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == []
+
+
+def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_path):
+    """When every word of a question that a page holds is on half the pages or more (the speakers' names of an
+    imported dialogue), FTS5 clamps their IDF to 1e-6 and BM25 tells no page from another: no page gets a
+    keyword match for them (scaled by that IDF, a hundred arbitrary pages used to get a full one)."""
+    s = open_store()
+    cid = s.create_conversation("imported")
+    s.add_pages(cid, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 60}
+                      for i, (u, a) in enumerate(DIALOGUE * 4)])   # 24 pages, "ana" and "ben" on each
+    r = s.retrieve("What did Ana tell Ben on 25 May 2022?", None, RetrievalBudget(pages=24), record_visits=False)
+    assert r.pages and not any("keyword match" in h.reason for h in r.pages)
+    # one word that tells pages apart brings the keyword search back, for the pages that hold it
+    r = s.retrieve("What did Ana tell Ben about Oslo?", None, RetrievalBudget(pages=24), record_visits=False)
+    matched = [h for h in r.pages if "keyword match" in h.reason]
+    assert matched and all("Oslo" in h.page.user_text + h.page.assistant_text for h in matched[:4])
+    assert "Oslo" in r.pages[0].page.user_text
+    # a small memory keeps its matches: there a word on one page of two is already on half the pages
+    s2 = open_store(tmp_path / "small.db")
+    c2 = s2.create_conversation()
+    s2.add_page(c2, "We adopted a grey cat called Smoke.", "Cats are great company.")
+    s2.add_page(c2, "The roof leaked again during the storm.", "Oh no!")
+    top = s2.retrieve("Smoke", None, RetrievalBudget(pages=2), record_visits=False).pages[0]
+    assert "Smoke" in top.page.user_text and "keyword match" in top.reason
