@@ -390,7 +390,8 @@ class RetrievalMixin:
 
         Terms no page contains are left out; in a large store (> 5,000 pages) so are terms found in
         more than a fifth of the pages, which add little to BM25 but make it score most of the table.
-        No query (None) when every term left is on half the pages or more of a memory of 20 pages or more.
+        No query (None) when every term left is on half the pages or more and on more pages than the search
+        returns (`keyword_candidates`).
         """
         words: list[str] = []
         content = T.content_words(query)
@@ -423,11 +424,12 @@ class RetrievalMixin:
                 raw = math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5))
                 informative = informative or raw > 0
                 idf += max(1e-6, raw)
-        if n >= 20 and not informative:
+        if not informative and max(df_of[st] for _, stems in terms for st in stems) > self.params.keyword_candidates:
             # every term is on half the pages or more (a speaker's name in every imported message): FTS5
-            # clamps their IDF to 1e-6, so BM25 tells no page from another, and scaled by that IDF its
-            # ~1e-6 scores would give a hundred arbitrary pages a full keyword match. A small memory keeps
-            # its matches: there a word on one page of two is already "on half the pages".
+            # clamps their IDF to 1e-6, so BM25 can only say which pages hold them, and when more pages do
+            # than the search returns, which `keyword_candidates` it returns is arbitrary (the shortest):
+            # scaled by that IDF, each would get a full keyword match over the rest. Fewer are all returned
+            # (a small memory, or a word on 60 of 100 pages), and keep their matches.
             return None, 0.0
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf

@@ -361,9 +361,10 @@ def test_a_small_memory_or_a_mix_of_0_has_no_common_words(open_store, clock):
 
 def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_path):
     """When every word of a question that a page holds is on half the pages or more (the speakers' names of an
-    imported dialogue), FTS5 clamps their IDF to 1e-6 and BM25 tells no page from another: no page gets a
-    keyword match for them (scaled by that IDF, a hundred arbitrary pages used to get a full one)."""
-    s = open_store()
+    imported dialogue), FTS5 clamps their IDF to 1e-6 and BM25 can only say which pages hold them; when more do
+    than the search returns (`keyword_candidates`), no page gets a keyword match for them (scaled by that IDF,
+    the arbitrary ones returned used to get a full one)."""
+    s = open_store(keyword_candidates=10)
     cid = s.create_conversation("imported")
     s.add_pages(cid, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 60}
                       for i, (u, a) in enumerate(DIALOGUE * 4)])   # 24 pages, "ana" and "ben" on each
@@ -374,7 +375,11 @@ def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_
     matched = [h for h in r.pages if "keyword match" in h.reason]
     assert matched and all("Oslo" in h.page.user_text + h.page.assistant_text for h in matched[:4])
     assert "Oslo" in r.pages[0].page.user_text
-    # a small memory keeps its matches: there a word on one page of two is already on half the pages
+    # all of them returned: each keeps its match (the word says which pages hold it)
+    s.params.keyword_candidates = 100
+    r = s.retrieve("What did Ana tell Ben on 25 May 2022?", None, RetrievalBudget(pages=24), record_visits=False)
+    assert all("keyword match" in h.reason for h in r.pages)
+    # so does a small memory, where a word on one page of two is already on half the pages
     s2 = open_store(tmp_path / "small.db")
     c2 = s2.create_conversation()
     s2.add_page(c2, "We adopted a grey cat called Smoke.", "Cats are great company.")
