@@ -390,8 +390,8 @@ class RetrievalMixin:
 
         Terms no page contains are left out; in a large store (> 5,000 pages) so are terms found in
         more than a fifth of the pages, which add little to BM25 but make it score most of the table.
-        No query (None) when every term left is on half the pages or more and on more pages than the search
-        returns (`keyword_candidates`).
+        So are terms on half the pages or more beside one that is not; when there is none, no query (None)
+        if they are on more pages than the search returns (`keyword_candidates`).
         """
         words: list[str] = []
         content = T.content_words(query)
@@ -417,20 +417,23 @@ class RetrievalMixin:
         if n > 5000:
             rare = [t for t in terms if max(df_of[st] for st in t[1]) <= 0.2 * n]
             terms = rare or sorted(terms, key=lambda t: max(df_of[st] for st in t[1]))[:2]
-        idf = 0.0
-        informative = False
-        for st in {st for _, stems in terms for st in stems}:
-            if df_of[st] > 0:
-                raw = math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5))
-                informative = informative or raw > 0
-                idf += max(1e-6, raw)
-        if not informative and max(df_of[st] for _, stems in terms for st in stems) > self.params.keyword_candidates:
-            # every term is on half the pages or more (a speaker's name in every imported message): FTS5
-            # clamps their IDF to 1e-6, so BM25 can only say which pages hold them, and when more pages do
-            # than the search returns, which `keyword_candidates` it returns is arbitrary (the shortest):
-            # scaled by that IDF, each would get a full keyword match over the rest. Fewer are all returned
-            # (a small memory, or a word on 60 of 100 pages), and keep their matches.
+
+        def raw_idf(st: str) -> float:      # FTS5's, before it clamps a negative one to 1e-6
+            return math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5))
+
+        telling = [t for t in terms if any(raw_idf(st) > 0 for st in t[1])]
+        if telling:
+            # a word on half the pages or more adds nothing to BM25 beside these (its IDF is clamped to 1e-6),
+            # but would make every page holding it a candidate "keyword match": left out
+            terms = telling
+        elif max(df_of[st] for _, stems in terms for st in stems) > self.params.keyword_candidates:
+            # every term is on half the pages or more (a speaker's name in every imported message): BM25 can
+            # only say which pages hold them, and when more pages do than the search returns, which
+            # `keyword_candidates` it returns is arbitrary (the shortest): scaled by the clamped IDF, each
+            # would get a full keyword match over the rest. Fewer are all returned (a small memory, or a
+            # word on 60 of 100 pages), and keep their matches.
             return None, 0.0
+        idf = sum(max(1e-6, raw_idf(st)) for st in {st for _, stems in terms for st in stems} if df_of[st] > 0)
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
         return q, idf
 
