@@ -163,7 +163,7 @@ class RetrievalMixin:
         #    BM25 is scaled by the summed IDF of the query's terms (the score of a page that holds each
         #    term once), so a page matching only a common word stays low, whatever the best page scored.
         kw_of: dict[int, float] = {}
-        fq, scale = self._keyword_query(query, doc_counts)
+        fq, scale, kw_words = self._keyword_query(query, doc_counts)
         if fq:
             rows = self._x("SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
                            (fq, p.keyword_candidates)).fetchall()
@@ -311,7 +311,7 @@ class RetrievalMixin:
         # the same scores without the word-by-word match: what the quoting floor was measured on
         # (every page matches a query's words somewhat, so the match says how alike, not whether)
         wordless = {pid: s - p.w_tokens * tok_of.get(pid, 0.0) for pid, s in score.items()} if tok_of else score
-        qwords = sorted({T.stem(w) for w in T.content_words(query) if not T.has_cjk(w)})
+        qwords = sorted({T.stem(w) for w in kw_words if not T.has_cjk(w)})     # the words searched for
         qword_re = {w: re.compile(r"\b" + re.escape(w), re.IGNORECASE) for w in qwords}
         hits: list[PageHit] = []
         visited: list[int] = []
@@ -385,8 +385,10 @@ class RetrievalMixin:
         sims = token_match.maxsim_packed(q_tokens, [rows[i] for i in known], self.dim)
         return {pid: float(v) for pid, v in zip(known, sims)}
 
-    def _keyword_query(self, query: str, doc_counts: dict[str, int] | None = None) -> tuple[str | None, float]:
-        """The FTS5 OR query for `query` and the summed BM25 IDF of its terms (as FTS5 computes them).
+    def _keyword_query(self, query: str, doc_counts: dict[str, int] | None = None
+                       ) -> tuple[str | None, float, list[str]]:
+        """The FTS5 OR query for `query`, the summed BM25 IDF of its terms (as FTS5 computes them), and the
+        words it searches for (what the trace may name as a page's keyword match).
 
         Terms no page contains are left out; in a large store (> 5,000 pages) so are terms found in
         more than a fifth of the pages, which add little to BM25 but make it score most of the table.
@@ -402,7 +404,7 @@ class RetrievalMixin:
             # CJK words: unicode61 keeps a run as one token, so the porter table may still hold it.
             # Only stop words ("Hi!", "How are you?"): no keyword search. Its scores are relative to the
             # best match, so a page holding "his" (porter: "hi") would get a full keyword score.
-            return (T.fts_or_query(query), 0.0) if content else (None, 0.0)
+            return (T.fts_or_query(query), 0.0, content) if content else (None, 0.0, [])
         n = len(self._page_cache) or self._x("SELECT count(*) FROM page").fetchone()[0]
         df_of = doc_counts if doc_counts is not None else {}
         terms: list[tuple[str, list[str]]] = []
@@ -413,7 +415,7 @@ class RetrievalMixin:
             if stems and max(df_of[st] for st in stems) > 0:
                 terms.append((w, stems))
         if not terms:
-            return None, 0.0
+            return None, 0.0, []
         if n > 5000:
             rare = [t for t in terms if max(df_of[st] for st in t[1]) <= 0.2 * n]
             terms = rare or sorted(terms, key=lambda t: max(df_of[st] for st in t[1]))[:2]
@@ -432,10 +434,10 @@ class RetrievalMixin:
             # `keyword_candidates` it returns is arbitrary (the shortest): scaled by the clamped IDF, each
             # would get a full keyword match over the rest. Fewer are all returned (a small memory, or a
             # word on 60 of 100 pages), and keep their matches.
-            return None, 0.0
+            return None, 0.0, []
         idf = sum(max(1e-6, raw_idf(st)) for st in {st for _, stems in terms for st in stems} if df_of[st] > 0)
         q = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
-        return q, idf
+        return q, idf, [w for w, _ in terms]
 
     def _common_words(self, query: str, doc_counts: dict[str, int]) -> list[str]:
         """The query's content words that are in at least `params.common_word_df` of the pages (a memory

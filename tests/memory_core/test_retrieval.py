@@ -374,6 +374,7 @@ def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_
     r = s.retrieve("What did Ana tell Ben about Oslo?", None, RetrievalBudget(pages=24), record_visits=False)
     matched = [h for h in r.pages if "keyword match" in h.reason]        # and only those: not the names' pages
     assert len(matched) == 4 and all("Oslo" in h.page.user_text + h.page.assistant_text for h in matched)
+    assert all("'oslo'" in h.reason and "'ana'" not in h.reason for h in matched)      # the word searched for
     assert "Oslo" in r.pages[0].page.user_text
     # all of them returned: each keeps its match (the word says which pages hold it)
     s.params.keyword_candidates = 100
