@@ -23,6 +23,8 @@ _JOB_WORK = {
 
 def pending_work(by_kind: dict[str, int] | None) -> str:
     """The memory's queued jobs (`MemoryStore.stats()["pending_by_kind"]`) in words, most numerous first."""
-    parts = [_JOB_WORK.get(kind, lambda n, k=kind: f"{count(n, 'job')} of kind {k}")(n)
-             for kind, n in sorted((by_kind or {}).items(), key=lambda kv: (-kv[1], kv[0])) if n]
+    parts = []
+    for kind, n in sorted((by_kind or {}).items(), key=lambda kv: (-kv[1], kv[0])):
+        if n:
+            parts.append(_JOB_WORK[kind](n) if kind in _JOB_WORK else f"{count(n, 'job')} of kind {kind}")
     return "; ".join(parts)

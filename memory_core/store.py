@@ -444,6 +444,8 @@ class MemoryStore(PagingMixin, EmbeddingUpkeepMixin, LpmMixin, RetrievalMixin):
                         size += os.path.getsize(self.path + suffix)
                     except OSError:
                         pass
+            pending = dict(self._rows("SELECT kind, count(*) FROM job WHERE status = 'pending' "
+                                      "GROUP BY kind ORDER BY kind"))
             return {
                 "pages": {"stm": tiers.get("stm", 0), "mtm": tiers.get("mtm", 0), "archive": tiers.get("archive", 0)},
                 "pages_total": sum(tiers.values()),
@@ -459,9 +461,8 @@ class MemoryStore(PagingMixin, EmbeddingUpkeepMixin, LpmMixin, RetrievalMixin):
                 "embed_model_id": self._get_meta("embed_model_id"),
                 "embed_dim": int(self._get_meta("embed_dim", str(self.dim))),
                 "schema_version": self._scalar("PRAGMA user_version"),
-                "pending_jobs": self.pending_jobs(),
-                "pending_by_kind": dict(self._rows("SELECT kind, count(*) FROM job WHERE status = 'pending' "
-                                                   "GROUP BY kind ORDER BY kind")),
+                "pending_jobs": sum(pending.values()),
+                "pending_by_kind": pending,
                 "paused": self.is_paused(),
             }
 
