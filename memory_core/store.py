@@ -123,6 +123,7 @@ class MemoryStore(PagingMixin, EmbeddingUpkeepMixin, LpmMixin, RetrievalMixin):
         # progress of a long job (re-embedding): on_progress(what, done, total), called on the
         # thread that runs the job; the app forwards it to a progress display
         self.on_progress: Callable[[str, int, int], None] | None = None
+        self._last_progress: tuple[str, int, int] | None = None
         key = path if path != ":memory:" else f":memory:{id(self)}"
         self._page_cache: MatrixCache = shared_cache(key, "page", dim)
 
@@ -1023,6 +1024,11 @@ class MemoryStore(PagingMixin, EmbeddingUpkeepMixin, LpmMixin, RetrievalMixin):
         return apply
 
     def _report_progress(self, what: str, done: int, total: int) -> None:
+        """Tell `on_progress` how far a long job is. A batched job reports where each batch starts and
+        ends, and a batch starts where the one before it ended: that report is said once."""
+        if (what, done, total) == self._last_progress:
+            return
+        self._last_progress = (what, done, total)
         if self.on_progress is not None:
             try:
                 self.on_progress(what, done, total)
