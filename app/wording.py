@@ -1,5 +1,7 @@
-"""Counted nouns for messages the user reads ("1 page", "2 pages"), shared by the CLI and the window."""
+"""Words and figures for messages the user reads ("1 page", "2 pages", a heat), shared by the CLI and the window."""
 from __future__ import annotations
+
+import math
 
 _IRREGULAR = {"memory": "memories", "reply": "replies", "entry": "entries"}
 
@@ -28,3 +30,14 @@ def pending_work(by_kind: dict[str, int] | None) -> str:
         if n:
             parts.append(_JOB_WORK[kind](n) if kind in _JOB_WORK else f"{count(n, 'job')} of kind {kind}")
     return "; ".join(parts)
+
+
+def heat(value: float) -> str:
+    """A segment's heat to two decimals, cut rather than rounded: a heat of 4.999 against τ = 5 is not
+    promoted, and "5.00" would say it had reached τ."""
+    return f"{math.floor(float(value) * 100 + 1e-9) / 100:.2f}"
+
+
+def heat_gap(to_go: float) -> str:
+    """How far a heat is below τ ("0.35"), never "0.00" for a heat just short of it."""
+    return f"{to_go:.2f}" if to_go >= 0.01 else "less than 0.01"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from app.commands._common import fail, print_json
-from app.wording import count
+from app.wording import count, heat
 
 KINDS = ("page", "segment", "trait", "knowledge")
 
@@ -26,7 +26,7 @@ def _row(kind: str, item) -> str:
     if kind == "page":
         return f"page {item.id:>6} [{item.tier}] {_when(item.timestamp)} {'📌' if item.pinned else ' '} {_short(item.user_text + ' | ' + item.assistant_text)}"
     if kind == "segment":
-        return (f"segment {item.id:>5} [{item.tier}] heat {item.heat:6.2f} visits {item.n_visit:>3} "
+        return (f"segment {item.id:>5} [{item.tier}] heat {heat(item.heat):>6} visits {item.n_visit:>3} "
                 f"pages {item.page_count:>3} {'📌' if item.pinned else ' '} {_short(item.summary, 70)}")
     if kind == "trait":
         return f"trait {item.id:>5} {item.dimension}: {_short(item.value, 70)} (conf {item.confidence:.2f}, v{item.version})"

@@ -21,3 +21,11 @@ def test_pending_work_says_what_the_queued_memory_jobs_do():
     assert pending_work({"add_page": 0, "read_in_context": 3}) == "re-embedding pages, each read after the one before it"
     assert pending_work({"tidy_up": 2}) == "2 jobs of kind tidy_up"          # a kind this build has no words for
     assert pending_work({}) == "" and pending_work(None) == ""
+
+
+def test_heat_is_cut_not_rounded():
+    """A heat of 4.999 is not promoted at τ = 5, so it must not read "5.00"."""
+    from app.wording import heat, heat_gap
+
+    assert [heat(h) for h in (4.999, 5.0, 2.3, 0.0, 12.456)] == ["4.99", "5.00", "2.30", "0.00", "12.45"]
+    assert [heat_gap(g) for g in (0.35, 0.01, 0.001)] == ["0.35", "0.01", "less than 0.01"]

@@ -247,6 +247,30 @@ def test_segments_table_heat_and_charts_equal_the_database(qtbot, store, filled,
     assert m.rowCount() == store.count_segments(tier="mtm")
 
 
+def test_a_heat_just_below_tau_is_not_shown_as_tau(qtbot, store, filled, panel_factory):
+    """4 new pages and a recency of 0.999 give a heat of 4.999 against τ = 5: not promoted, so not "5.00"
+    (nor "0.00 below τ") anywhere the inspector shows it."""
+    import time
+
+    seg = store.list_segments(tier="mtm", limit=1)[0]
+    with store.transaction():
+        store._x("UPDATE segment SET n_visit = 0, l_interaction = ?, last_access = ?, pinned = 0 WHERE id = ?",
+                 (int(store.params.tau / store.params.beta) - 1, time.time() - 0.001 * store.params.mu, seg.id))
+    heat = store.get_segment(seg.id).heat
+    assert store.params.tau - 0.01 < heat < store.params.tau
+    panel = panel_factory("segments")
+    sv = panel.segments
+    settle(panel)
+    load_all(sv.model, panel)
+    row = sv.model.row_of_key(seg.id)
+    assert sv.model.index(row, sv.model.column_index("heat")).data() == "4.99"
+    sv.show_segment(seg.id)
+    settle(panel)
+    text = sv.detail.toPlainText()
+    assert "Heat 4.99 =" in text and "less than 0.01 below τ = 5" in text and "5.00" not in text
+    assert "now 4.99 · τ = 5" in sv.history.chart().title()
+
+
 def test_persona_shows_traits_by_dimension_and_knowledge(qtbot, store, filled, panel_factory):
     traits = store.list_traits(limit=10_000)
     assert traits, "the LLM-free promotion produced no traits"

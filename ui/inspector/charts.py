@@ -24,6 +24,8 @@ from PySide6.QtCharts import (
 from PySide6.QtCore import QDateTime, QMargins, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 
+from ui.inspector import fmt
+
 
 VISIT_EVENTS = {"segment_visited", "visited"}
 C_VISIT = QColor("#8e24aa")
@@ -258,7 +260,7 @@ class SegmentHistoryChart(_FittingChartView):
 
     def set_history(self, segment, history: HeatHistory, params) -> None:
         self.history = history
-        chart = _chart(f"Segment {segment.id} over time · now {segment.heat:.2f} · τ = {params.tau:g}")
+        chart = _chart(f"Segment {segment.id} over time · now {fmt.heat(segment.heat)} · τ = {params.tau:g}")
         pts = history.points
         if not pts:
             chart.setTitle(f"Segment #{segment.id}: no heat history in the event log")
