@@ -319,16 +319,17 @@ class RetrievalMixin:
             page = pages.get(pid)
             if page is None:
                 continue
-            cos = cos_of.get(pid, 0.0)
-            # An earlier asking gets no standout: it is like the question because it asks the same
-            # thing, which says nothing of the answer (it is quoted only on its demoted score)
-            standout = None if pid in askings else cos - (
-                typical_cosine(sample_cos[sample_ids != pid]) if pid in sampled else usual)
-            parts = [f"cos {cos:.2f}" + (f" ({standout:+.2f} over the usual)" if standout is not None else "")]
             if stale is not None and stale[0] < pid <= stale[1]:
                 # its vector is still the old model's: its meaning is not known yet, not 0 (the quoting
                 # floor then goes by the score alone, as for a page with no cosine of its own)
                 cos, standout, parts = None, None, ["meaning not compared yet (re-embedding)"]
+            else:
+                cos = cos_of.get(pid, 0.0)
+                # An earlier asking gets no standout: it is like the question because it asks the same
+                # thing, which says nothing of the answer (it is quoted only on its demoted score)
+                standout = None if pid in askings else cos - (
+                    typical_cosine(sample_cos[sample_ids != pid]) if pid in sampled else usual)
+                parts = [f"cos {cos:.2f}" + (f" ({standout:+.2f} over the usual)" if standout is not None else "")]
             if pid in kw_of:
                 matched = [w for w in qwords if qword_re[w].search(page.text)][:4]
                 parts.append("keyword match " + ", ".join(f"'{m}'" for m in matched) if matched else "keyword match")

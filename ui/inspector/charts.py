@@ -24,7 +24,7 @@ from PySide6.QtCharts import (
 from PySide6.QtCore import QDateTime, QMargins, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 
-from ui.inspector import fmt
+from app.wording import heat
 
 
 VISIT_EVENTS = {"segment_visited", "visited"}
@@ -260,7 +260,7 @@ class SegmentHistoryChart(_FittingChartView):
 
     def set_history(self, segment, history: HeatHistory, params) -> None:
         self.history = history
-        chart = _chart(f"Segment {segment.id} over time · now {fmt.heat(segment.heat)} · τ = {params.tau:g}")
+        chart = _chart(f"Segment {segment.id} over time · now {heat(segment.heat)} · τ = {params.tau:g}")
         pts = history.points
         if not pts:
             chart.setTitle(f"Segment #{segment.id}: no heat history in the event log")

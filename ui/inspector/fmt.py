@@ -6,8 +6,6 @@ import html
 import re
 import time
 
-from app.wording import heat, heat_gap  # noqa: F401  (the CLI shows heat the same way)
-
 TIER_NAMES = {"stm": "short-term", "mtm": "mid-term", "archive": "archive"}
 
 

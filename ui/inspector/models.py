@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 
-from app.wording import count
+from app.wording import count, heat
 from ui import plain
 from ui.inspector import fmt
 
@@ -612,7 +612,7 @@ class SegmentsModel(LazyTableModel):
 
     columns = [
         Column("id", "Segment", lambda s: s.id, sort="id", width=70, align=ALIGN_RIGHT),
-        Column("heat", "Heat", lambda s: fmt.heat(s.heat), sort="heat", width=150, align=ALIGN_RIGHT,
+        Column("heat", "Heat", lambda s: heat(s.heat), sort="heat", width=150, align=ALIGN_RIGHT,
                bar=lambda s: s.heat,
                tip=lambda s: (f"heat {s.heat:.3f} = α·N_visit ({s.n_visit}) + β·L_interaction ({s.l_interaction}) "
                               f"+ γ·recency ({s.recency:.3f})"),

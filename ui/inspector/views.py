@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.remember import remember_fact, remember_trait
-from app.wording import count, pending_work
+from app.wording import count, heat, heat_gap, pending_work
 from ui import plain
 from ui.inspector import fmt
 from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_history, history_note
@@ -435,8 +435,8 @@ class PagesView(_PinAndForget, QWidget):
         links = []
         if p.segment_id is not None:
             seg = ctx.get("segment")
-            heat = f", heat {fmt.heat(seg.heat)}" if seg is not None else ""
-            links.append(f"<a href='segment:{p.segment_id}'>segment {p.segment_id}</a>{heat}")
+            seg_heat = f", heat {heat(seg.heat)}" if seg is not None else ""
+            links.append(f"<a href='segment:{p.segment_id}'>segment {p.segment_id}</a>{seg_heat}")
         if p.conversation_id is not None:
             title = ctx.get("conversation_title")
             t = f" “{fmt.esc(fmt.one_line(title, 60))}”" if title else ""
@@ -665,7 +665,7 @@ class SegmentsView(_PinAndForget, QWidget):
         self.history_note.setText(history_note(hist))
         to_go = max(0.0, p.tau - seg.heat)
         if seg.heat < p.tau:
-            status = f"{fmt.heat_gap(to_go)} below τ = {p.tau:g}"
+            status = f"{heat_gap(to_go)} below τ = {p.tau:g}"
         elif seg.l_interaction == 0 and seg.promotions:
             status = (f"<b style='color:#c62828'>at or above τ</b>; promoted {seg.promotions}×, no new pages to "
                       "promote since")
@@ -675,7 +675,7 @@ class SegmentsView(_PinAndForget, QWidget):
         self.detail.setHtml(
             f"<h3 style='margin:0'>Segment {seg.id} <span style='font-weight:normal;color:#555'>· {fmt.tier(seg.tier)}"
             f"{' · <b>pinned</b>' if seg.pinned else ''}</span></h3>"
-            f"<p style='margin:4px 0'><b>Heat {fmt.heat(seg.heat)}</b> = {p.alpha:g}·N_visit ({seg.n_visit}) + "
+            f"<p style='margin:4px 0'><b>Heat {heat(seg.heat)}</b> = {p.alpha:g}·N_visit ({seg.n_visit}) + "
             f"{p.beta:g}·L_interaction ({seg.l_interaction}) + {p.gamma:g}·recency ({seg.recency:.3f}); {status}.</p>"
             f"<p style='margin:4px 0;color:#555'>Last access {fmt.when(seg.last_access)} ({fmt.ago(seg.last_access)}); "
             f"created {fmt.when(seg.created_at)}; promoted {seg.promotions}×; "
