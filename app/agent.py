@@ -211,7 +211,9 @@ class ChatAgent:
         t0 = time.perf_counter()
         branch = self.store.list_messages_to(user_id)
         history = [m for m in branch if m.id != user_id]
-        retrieval = self.store.retrieve(query, conversation_id) if read else None
+        params = self.store.params
+        retrieval = (self.store.retrieve(query, conversation_id, RetrievalBudget(pages=params.recall_turns))
+                     if read else None)
         t_retrieve = time.perf_counter() - t0
 
         budget = max(256, self.model.n_ctx - self.reply_reserve)
@@ -220,7 +222,7 @@ class ChatAgent:
         def compose(budget_tokens: int = budget):
             return compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
                                   budget_tokens=budget_tokens, recall_at_end=self._recall_at_end, floor=floor,
-                                  requote_after=self.store.params.recall_own_after)
+                                  requote_after=params.recall_own_after, max_turns=params.recall_turns)
 
         prompt = compose()
         try:
@@ -243,6 +245,7 @@ class ChatAgent:
         trace = retrieval.to_trace() if retrieval is not None else {"query": query, "memory": "off"}
         trace["included"] = prompt.included
         trace["dropped"] = prompt.dropped
+        trace["half_pages"] = prompt.half_pages_trace()
         trace["quote_floor"] = floor.to_dict()      # the rule applied then (the inspector says why a page is out)
         trace["prompt_tokens"] = exact
         trace["query_truncated"] = prompt.query_truncated
@@ -294,7 +297,8 @@ class ChatAgent:
                     self._recall_at_end = False
                     prompt = compose()
                     exact = self.model.count_messages_tokens(prompt.messages)
-                    trace.update(included=prompt.included, dropped=prompt.dropped, prompt_tokens=exact)
+                    trace.update(included=prompt.included, dropped=prompt.dropped, prompt_tokens=exact,
+                                 half_pages=prompt.half_pages_trace())
                     continue
                 status, error = STATUS_FAILED, str(exc)
                 log.warning("generation failed: %s", exc)

@@ -76,6 +76,12 @@ class ComposedPrompt:
     included: dict[str, list[int]] = field(default_factory=dict)  # what went in: page/knowledge/trait/message ids
     dropped: dict[str, int] = field(default_factory=dict)  # how many of each did not fit
     query_truncated: bool = False
+    # the quoted pages of which one side only went in: page id -> "user" or "assistant"
+    half_pages: dict[int, str] = field(default_factory=dict)
+
+    def half_pages_trace(self) -> dict[str, str]:
+        """`half_pages` as a reply's trace keeps it (JSON: string keys)."""
+        return {str(pid): side for pid, side in self.half_pages.items()}
 
 
 def format_date(ts: float | None) -> str:
@@ -84,14 +90,36 @@ def format_date(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
-def _page_block(hit) -> str:
-    page = hit.page
-    lines = [f"[{format_date(page.timestamp)}] (page {page.id})"]
-    if page.user_text:
-        lines.append(f"{ROLE_LABELS[0]} {page.user_text.strip()}")
-    if page.assistant_text:
-        lines.append(f"{ROLE_LABELS[1]} {page.assistant_text.strip()}")
-    return "\n".join(lines)
+def _page_header(page) -> str:
+    return f"[{format_date(page.timestamp)}] (page {page.id})"
+
+
+def _side_line(page, side: str) -> str:
+    """A quoted side of a page ("user" or "assistant"), or "" when that side is empty."""
+    text = (page.user_text if side == "user" else page.assistant_text) or ""
+    return f"{ROLE_LABELS[0 if side == 'user' else 1]} {text.strip()}" if text.strip() else ""
+
+
+def _page_block(page, sides: Sequence[str] = ("user", "assistant")) -> str:
+    """A quoted page: its date and id, then the `sides` quoted of it (user side first)."""
+    lines = [_page_header(page)] + [_side_line(page, s) for s in ("user", "assistant") if s in sides]
+    return "\n".join(line for line in lines if line)
+
+
+def _side_units(retrieval, pages: list) -> list[tuple[object, tuple[str, ...]]]:
+    """The quotable pages' turns in the order a budget of turns takes them: (hit, sides) pairs from the
+    ranking of sides (`Retrieval.sides`: a page's better side first, its other side lower); a page the
+    ranking did not split, or a retrieval without sides, is one unit of both."""
+    by_id = {h.page.id: h for h in pages}
+    units: list[tuple[object, tuple[str, ...]]] = []
+    seen: set[int] = set()
+    for u in getattr(retrieval, "sides", None) or []:
+        h = by_id.get(u.hit.page.id)
+        if h is not None:
+            units.append((h, ("user", "assistant") if u.side == "page" else (u.side,)))
+            seen.add(h.page.id)
+    units += [(h, ("user", "assistant")) for h in pages if h.page.id not in seen]
+    return units
 
 
 def _truncate_middle(text: str, count: CountFn, max_tokens: int) -> str:
@@ -194,6 +222,40 @@ def quotable_pages(hits: list) -> list:
     return kept
 
 
+def _fit(hits: Sequence, render: Callable, count_tokens: CountFn, remaining: int) -> tuple[list, int, int]:
+    """The hits whose lines fit, best first: (chosen, tokens remaining, how many did not fit)."""
+    chosen, dropped = [], 0
+    for hit in hits:
+        c = count_tokens(render(hit)) + 2
+        if c <= remaining:
+            chosen.append(hit)
+            remaining -= c
+        else:
+            dropped += 1
+    return chosen, remaining, dropped
+
+
+def _choose_turns(units, count_tokens: CountFn, remaining: int, max_turns: int | None
+                  ) -> tuple[dict[int, list[str]], int]:
+    """Which sides of which pages are quoted: `_side_units` taken best first while they fit the tokens
+    left and `max_turns` (a page's header is paid with its first side). Returns page id -> its quoted
+    sides, and the tokens remaining."""
+    page_sides: dict[int, list[str]] = {}
+    turns_left = float("inf") if max_turns is None else max_turns
+    for hit, sides in units:
+        pid = hit.page.id
+        new = [s for s in sides if s not in page_sides.get(pid, []) and _side_line(hit.page, s)]
+        if not new or len(new) > turns_left:
+            continue
+        c = sum(count_tokens(_side_line(hit.page, s)) + 1 for s in new)
+        c += 0 if pid in page_sides else count_tokens(_page_header(hit.page)) + 2
+        if c <= remaining:
+            page_sides.setdefault(pid, []).extend(new)
+            remaining -= c
+            turns_left -= len(new)
+    return page_sides, remaining
+
+
 def compose_prompt(
     query: str,
     *,
@@ -206,14 +268,17 @@ def compose_prompt(
     recall_at_end: bool = True,
     floor: QuoteFloor | None = None,
     requote_after: int = 2,
+    max_turns: int | None = None,
 ) -> ComposedPrompt:
     """Build chat messages for `query` within `budget_tokens` (n_ctx minus the reply reserve).
 
     `history` is the conversation's current branch before `query`, as objects with
     `.role`, `.content`, `.id` (memory_core Messages). Priorities when space is short:
     the query (cut in the middle if it alone is too long), the system prompt, the last
-    exchange, persona traits, retrieved pages by score, knowledge, then older dialogue. Pages the
-    `floor` does not admit are left out whatever the space (QuoteFloor; None: every page). A page of
+    exchange, persona traits, retrieved pages a turn at a time (`Retrieval.sides`: each page's better
+    side at the page's place, its other side lower; at most `max_turns` turns, None: as many as fit),
+    knowledge, then older dialogue. Pages the `floor` does not admit are left out whatever the
+    space (QuoteFloor; None: every page). A page of
     the dialogue's last `requote_after` exchanges is not quoted again (it is right above the message);
     an older one is, beside the message, where a small model still sees it
     (`MemoryParams.recall_own_after`).
@@ -253,19 +318,13 @@ def compose_prompt(
 
     if traits or pages or knowledge:  # the <memory> wrappers (persona; recalled) and headings cost tokens too
         remaining -= 2 * count_tokens(prompts.load("memory_context").format(sections="")) + 3 * 6
-    chosen_traits, chosen_pages, chosen_knowledge = [], [], []
-    for kind, hits, chosen, render in (
-        ("traits", traits, chosen_traits, lambda h: f"- {h.item.dimension}: {h.item.value}"),
-        ("pages", pages, chosen_pages, _page_block),
-        ("knowledge", knowledge, chosen_knowledge, lambda h: f"- {h.item.text}"),
-    ):
-        for hit in hits:
-            c = count_tokens(render(hit)) + 2
-            if c <= remaining:
-                chosen.append(hit)
-                remaining -= c
-            else:
-                dropped[kind] += 1
+    chosen_traits, remaining, dropped["traits"] = _fit(traits, lambda h: f"- {h.item.dimension}: {h.item.value}",
+                                                       count_tokens, remaining)
+    page_sides, remaining = _choose_turns(_side_units(retrieval, pages), count_tokens, remaining, max_turns)
+    chosen_pages = [h for h in pages if h.page.id in page_sides]
+    dropped["pages"] = len(pages) - len(chosen_pages)
+    chosen_knowledge, remaining, dropped["knowledge"] = _fit(knowledge, lambda h: f"- {h.item.text}",
+                                                             count_tokens, remaining)
     for msg in reversed(older):
         c = cost(msg.content)
         if c > remaining:
@@ -286,7 +345,8 @@ def compose_prompt(
     if chosen_knowledge:
         recalled.append(FACTS_HEADING + "\n" + "\n".join(f"- ({h.item.owner}) {h.item.text}" for h in chosen_knowledge))
     if chosen_pages:
-        recalled.append(PAGES_HEADING + "\n" + "\n\n".join(_page_block(h) for h in chosen_pages))
+        recalled.append(PAGES_HEADING + "\n" + "\n\n".join(_page_block(h.page, page_sides[h.page.id])
+                                                              for h in chosen_pages))
     recall_text = prompts.load("memory_context").format(sections="\n\n".join(recalled)) if recalled else ""
     if recall_text and not recall_at_end:   # for chat templates that allow one system message only
         system_text += "\n\n" + recall_text
@@ -303,4 +363,6 @@ def compose_prompt(
     included["pages"] = [h.page.id for h in chosen_pages]
     included["messages"] = [m.id for m in recent]
     used = sum(cost(m["content"]) for m in messages)
-    return ComposedPrompt(messages, used, budget_tokens, included, dropped, truncated)
+    half = {h.page.id: page_sides[h.page.id][0] for h in chosen_pages
+            if len(page_sides[h.page.id]) == 1 and _side_line(h.page, "user") and _side_line(h.page, "assistant")}
+    return ComposedPrompt(messages, used, budget_tokens, included, dropped, truncated, half)

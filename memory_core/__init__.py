@@ -8,12 +8,12 @@ from .db import check_file, is_storage_full
 from .store import MemoryStore
 from .types import (
     CompleteJsonFn, Conversation, ConversationMemory, DamagedDatabaseError, EmbedFn, EmbeddingMismatchError, Event,
-    ItemVersion, Job, Knowledge, KnowledgeHit, LLMDeferred, MemoryParams, Message, Page, PageHit, Retrieval,
+    ItemVersion, Job, Knowledge, KnowledgeHit, LLMDeferred, MemoryParams, Message, Page, PageHit, Retrieval, SideHit,
     RetrievalBudget, Segment, StoreClosedError, TokenEmbedFn, Trait, TraitHit,
 )
 
 __all__ = [
-    "MemoryStore", "MemoryParams", "RetrievalBudget", "Retrieval", "PageHit", "KnowledgeHit", "TraitHit",
+    "MemoryStore", "MemoryParams", "RetrievalBudget", "Retrieval", "PageHit", "SideHit", "KnowledgeHit", "TraitHit",
     "Conversation", "ConversationMemory", "Message", "Page", "Segment", "Trait", "Knowledge", "Event", "Job",
     "ItemVersion",
     "EmbedFn", "TokenEmbedFn", "CompleteJsonFn", "DamagedDatabaseError", "EmbeddingMismatchError", "StoreClosedError",

@@ -310,8 +310,14 @@ def _m4(conn: apsw.Connection, dim: int) -> None:
     conn.execute("CREATE TABLE IF NOT EXISTS page_tok(page_id INTEGER PRIMARY KEY, vecs BLOB NOT NULL)")
 
 
+def _m5(conn: apsw.Connection, dim: int) -> None:
+    """Each page's two side vectors (memory_core.token_match.pack_sides: b"" for a page not split), made
+    in the same encoder pass as its token rows; NULL in a row from before, which "index_tokens" redoes."""
+    conn.execute("ALTER TABLE page_tok ADD COLUMN sides BLOB")
+
+
 # Each migration takes (conn, dim); index i moves user_version from i to i + 1.
-MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4]
+MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4, _m5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

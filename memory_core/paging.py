@@ -27,9 +27,9 @@ class PagingMixin:
         self._x("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (pid,))
         if self._embed_tokens_fn is None:
             self._note_read_alone(pid)
-        blob = self._memo_tokens(body, vec)
-        if blob is not None:
-            self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs) VALUES (?, ?)", (pid, blob))
+        memo = self._memo_tokens(body, vec)
+        if memo is not None:
+            self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)", (pid, *memo))
         else:
             self._x("DELETE FROM page_tok WHERE page_id = ?", (pid,))
             self._queue_token_index(missing=True)
@@ -108,7 +108,7 @@ class PagingMixin:
         with self._lock:
             contexts = self._contexts_of_pages(ids)
         bodies = [page_text(u, a) for _, u, a in rows]
-        vecs = self._embed(bodies, tokens=True, contexts=contexts) if rows else np.zeros((0, self.dim), np.float32)
+        vecs = self._embed_pages([(u, a) for _, u, a in rows], contexts) if rows else np.zeros((0, self.dim), np.float32)
         return ids, bodies, contexts, vecs
 
     def _pages_after(self, ids: Sequence[int]) -> list[int]:
@@ -179,7 +179,7 @@ class PagingMixin:
         else:
             with self._lock:
                 ctx = self._context_before(cid, None, self.clock() if timestamp is None else timestamp)
-            vec = self._embed([page_text(user_text, assistant_text)], tokens=True, contexts=[ctx])[0]
+            vec = self._embed_pages([(user_text, assistant_text)], [ctx])[0]
         with self.transaction():
             return self._add_page_txn(cid, user_text, assistant_text, vec, timestamp=timestamp,
                                       user_message_id=user_message_id, assistant_message_id=assistant_message_id,
@@ -199,8 +199,8 @@ class PagingMixin:
             contexts = self._item_contexts(conversation_id, items, before)
         todo = [i for i, it in enumerate(items) if it.get("embedding") is None]
         if todo:
-            vecs = self._embed([page_text(items[i].get("user_text", ""), items[i].get("assistant_text", ""))
-                                for i in todo], tokens=True, contexts=[contexts[i] for i in todo])
+            vecs = self._embed_pages([(items[i].get("user_text", ""), items[i].get("assistant_text", ""))
+                                      for i in todo], [contexts[i] for i in todo])
             for i, v in zip(todo, vecs):
                 items[i]["embedding"] = v
 
@@ -229,7 +229,8 @@ class PagingMixin:
             if todo:
                 with self._lock:
                     contexts = self._item_contexts(cid, chunk)
-                emb = self._embed([texts[i] for i in todo], tokens=True, contexts=[contexts[i] for i in todo])
+                emb = self._embed_pages([(chunk[i].get("user_text", ""), chunk[i].get("assistant_text", ""))
+                                         for i in todo], [contexts[i] for i in todo])
                 for i, v in zip(todo, emb):
                     vecs[i] = v
             for i, it in enumerate(chunk):
@@ -508,7 +509,7 @@ class PagingMixin:
             raise ValueError("a page needs some text")
         with self._lock:
             ctx = self._context_before(page.conversation_id, pid, page.timestamp)
-        vec = self._embed([body], tokens=True, contexts=[ctx])[0]
+        vec = self._embed_pages([(u, a)], [ctx])[0]
         with self.transaction():
             kws = T.keywords(body, self.params.page_keywords)
             self._x("UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?", (u, a, _j(kws), pid))

@@ -15,7 +15,7 @@ from . import text as T
 from . import token_match
 from .db import is_storage_full
 from .codec import from_json as _pj, vec_blob as _blob
-from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
+from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, SideHit, TraitHit
 
 log = logging.getLogger("memory_core")
 
@@ -77,6 +77,7 @@ class RetrievalMixin:
                 out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, recent, budget.pages,
                                                                                  timings, conversation_id, doc_counts,
                                                                                  q_tokens)
+                out.sides = self._rank_sides(out.pages, q)
             else:
                 visited = []
             t3 = time.perf_counter()
@@ -359,6 +360,29 @@ class RetrievalMixin:
                 for sid in seg_order]
         return hits, segs, visited, skipped
 
+    def _rank_sides(self, hits: list[PageHit], q: np.ndarray) -> list[SideHit]:
+        """The turns of the ranked pages one by one: a page's side nearer the query keeps the page's score,
+        the other scores `other_side_drop` + `other_side_spread` x their cosine gap less (MemoryParams);
+        a page without side vectors stays whole. Sets each hit's `side_similarity`."""
+        p = self.params
+        ids = [h.page.id for h in hits]
+        blobs = dict(self._x("SELECT page_id, sides FROM page_tok WHERE page_id IN (SELECT value FROM json_each(?))",
+                             (json.dumps(ids),)).fetchall()) if ids else {}
+        units: list[tuple[float, int, SideHit]] = []
+        for rank, h in enumerate(hits):
+            sides = token_match.unpack_sides(blobs.get(h.page.id), self.dim)
+            if sides is None:
+                units.append((h.score, 2 * rank, SideHit(h, "page", h.score)))
+                continue
+            cu, ca = (float(c) for c in sides @ q)
+            h.side_similarity = (cu, ca)
+            better, other = ("user", "assistant") if cu >= ca else ("assistant", "user")
+            lower = h.score - p.other_side_drop - p.other_side_spread * abs(cu - ca)
+            units.append((h.score, 2 * rank, SideHit(h, better, h.score)))
+            units.append((lower, 2 * rank + 1, SideHit(h, other, lower)))
+        units.sort(key=lambda u: (-u[0], u[1]))
+        return [u for _, _, u in units]
+
     # share of a query's candidate pages that may lack token vectors (computed on the spot); above
     # it the word-by-word match waits for the "index_tokens" job, so no page is ranked on it alone
     TOKEN_MISSING_MAX = 0.1
@@ -381,7 +405,7 @@ class RetrievalMixin:
                 return {}
             texts = self._x("SELECT id, user_text, assistant_text FROM page "
                             "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(missing),)).fetchall()
-            rows.update(zip([pid for pid, _, _ in texts], self._page_token_blobs(texts)))
+            rows.update(zip([pid for pid, _, _ in texts], [b for b, _ in self._page_token_blobs(texts)]))
         known = [i for i in ids if i in rows]
         sims = token_match.maxsim_packed(q_tokens, [rows[i] for i in known], self.dim)
         return {pid: float(v) for pid, v in zip(known, sims)}

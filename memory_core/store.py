@@ -317,20 +317,24 @@ class MemoryStore(PagingMixin, EmbeddingUpkeepMixin, LpmMixin, RetrievalMixin):
 
     TOKEN_MEMO_SIZE = 2048     # texts whose token vectors are kept until their page is written
 
-    def _embed(self, texts: Sequence[str], *, tokens: bool = False,
-               contexts: Sequence[str] | None = None) -> np.ndarray:
-        """Unit vectors of `texts`, each read after `contexts[i]` (see TokenEmbedFn; needs a token
-        embedder, else ignored). For page bodies (`tokens`) with a token embedder, each text's packed
-        content-token vectors are kept too (`_token_memo`): a page is embedded before its write
-        transaction, and `_vec_put_page` finds them there. Facts, traits and queries need none."""
-        texts = [t if t.strip() else " " for t in texts]
-        vecs, per_text = self._embed_with_tokens(texts, tokens=tokens or bool(contexts and any(contexts)),
-                                                 contexts=contexts)
-        if per_text is not None and tokens:
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of `texts` (facts, traits, segment summaries, statements); pages go through
+        `_embed_pages`, which also keeps their token vectors."""
+        return self._embed_with_tokens(texts, tokens=False)[0]
+
+    def _embed_pages(self, pages: Sequence[tuple[str, str]], contexts: Sequence[str] | None = None) -> np.ndarray:
+        """Unit vectors of pages given as (user text, assistant text), each read after `contexts[i]`.
+        With a token embedder, each page's packed content-token vectors and side vectors are kept too
+        (`_token_memo`): a page is embedded before its write transaction, and `_vec_put_page` finds
+        them there."""
+        bodies = [page_text(u, a) or " " for u, a in pages]
+        vecs, per_text = self._embed_with_tokens(bodies, tokens=True, contexts=contexts)
+        if per_text is not None:
             with self._lock:
-                for t, v, (tv, toks) in zip(texts, vecs, per_text):
-                    kept = [(w, b) for w, b in self._token_memo.pop(t, []) if float(w @ v) < self.TOKEN_MEMO_SAME]
-                    self._token_memo[t] = kept[-3:] + [(v, token_match.pack(tv, toks))]
+                for (u, a), t, v, (tv, toks) in zip(pages, bodies, vecs, per_text):
+                    sides = token_match.page_sides(tv, toks, u, a)
+                    kept = [e for e in self._token_memo.pop(t, []) if float(e[0] @ v) < self.TOKEN_MEMO_SAME]
+                    self._token_memo[t] = kept[-3:] + [(v, token_match.pack(tv, toks), sides)]
                 while len(self._token_memo) > self.TOKEN_MEMO_SIZE:
                     self._token_memo.pop(next(iter(self._token_memo)))
         return vecs
@@ -338,12 +342,13 @@ class MemoryStore(PagingMixin, EmbeddingUpkeepMixin, LpmMixin, RetrievalMixin):
     # a memo entry belongs to a vector this close to its own (the same text, read after the same context)
     TOKEN_MEMO_SAME = 0.9999
 
-    def _memo_tokens(self, body: str, vec: np.ndarray) -> bytes | None:
-        """The packed token rows `_embed` kept for `body` embedded as `vec`, if any."""
+    def _memo_tokens(self, body: str, vec: np.ndarray) -> tuple[bytes, bytes] | None:
+        """The packed token rows and side vectors `_embed_pages` kept for `body` embedded as `vec`, if any."""
         with self._lock:
             entries = self._token_memo.get(body if body.strip() else " ", [])
         v = np.asarray(vec, dtype=np.float32)
-        return next((b for w, b in reversed(entries) if float(w @ v) >= self.TOKEN_MEMO_SAME), None)
+        return next(((rows, sides) for w, rows, sides in reversed(entries) if float(w @ v) >= self.TOKEN_MEMO_SAME),
+                    None)
 
     def _embed_with_tokens(self, texts: Sequence[str], *, tokens: bool = True,
                            contexts: Sequence[str] | None = None
@@ -1010,7 +1015,7 @@ class MemoryStore(PagingMixin, EmbeddingUpkeepMixin, LpmMixin, RetrievalMixin):
             ts = kw.get("timestamp")
             with self._lock:
                 ctx = self._context_before(cid, None, self.clock() if ts is None else ts)
-            vec = self._embed([page_text(user_text, assistant_text)], tokens=True, contexts=[ctx])[0]
+            vec = self._embed_pages([(user_text, assistant_text)], [ctx])[0]
         if kw.get("assistant_message_id") is None:
             kw.setdefault("dedupe_key", f"job:{jid}")
         allowed = {"timestamp", "user_message_id", "assistant_message_id", "meta", "dedupe_key"}

@@ -11,6 +11,7 @@ Plain functions and small blobs: no state here, the store keeps the rows in `pag
 """
 from __future__ import annotations
 
+import unicodedata
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -19,6 +20,7 @@ from . import text as T
 
 # WordPiece markers of a word's continuation ("##ing") and the specials an encoder adds
 _CONT = "##"
+_UNKNOWN = "[UNK]"
 
 
 def content_positions(tokens: Sequence[str], drop: Iterable[str] = ()) -> list[int]:
@@ -121,3 +123,67 @@ def _segment_maxsim(query: np.ndarray, rows: np.ndarray | None, sizes: np.ndarra
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[has]
     out[has] = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
     return out
+
+
+# ---------------------------------------------------------------------------------------------- sides
+# A page holds two turns (what the user said and the reply), and often only one of them answers a
+# question. Each side's token vectors, from the page's own encoder pass (so each side is read beside
+# the other and after the page's context), are pooled into a side vector; retrieval ranks a page's
+# better side at the page's place and its other side lower, so the prompt's room for recalled turns
+# goes to more pages (docs/eval.md, sixteenth round).
+
+def _normalised_letters(text: str) -> str:
+    """What an uncased WordPiece tokenizer keeps of `text`, as letters: accents stripped (NFD, marks
+    dropped), lower case, no whitespace or control characters."""
+    decomposed = unicodedata.normalize("NFD", text)
+    kept = "".join(c for c in decomposed if unicodedata.category(c) != "Mn").lower()
+    return "".join(c for c in kept if not c.isspace() and unicodedata.category(c)[0] != "C")
+
+
+def side_split(tokens: Sequence[str], user_text: str) -> int | None:
+    """How many of a page's `tokens` (the WordPiece strings of `page_text(user, assistant)`, specials
+    left out) spell its user side: the tokens' letters are matched against the user text's own. None
+    when they do not line up exactly (an unknown word other than symbols such as emoji; a normaliser this
+    does not know)
+    or when either side has no token (a page cut at the encoder's length): the page then ranks whole."""
+    target = _normalised_letters(user_text)
+    if not target:
+        return None
+    spelt = 0
+    for i, tok in enumerate(tokens):
+        if spelt == len(target):
+            return i
+        if tok == _UNKNOWN and spelt < len(target) and unicodedata.category(target[spelt])[0] == "S":
+            while spelt < len(target) and unicodedata.category(target[spelt])[0] == "S":
+                spelt += 1      # an emoji (or a run of them) the vocabulary lacks
+            continue
+        piece = tok[len(_CONT):] if tok.startswith(_CONT) else tok
+        if not piece or target[spelt:spelt + len(piece)] != piece:
+            return None
+        spelt += len(piece)
+    return None
+
+
+def pack_sides(vectors: np.ndarray, split: int | None) -> bytes:
+    """The page's two side vectors (the mean of each side's token vectors, unit length) as int8 values
+    × 127, user side first: 2 × dim bytes. b"" for a page that is not split (`side_split` None)."""
+    v = np.asarray(vectors, dtype=np.float32)
+    if split is None or not 0 < split < len(v):
+        return b""
+    sides = np.stack([v[:split].mean(axis=0), v[split:].mean(axis=0)])
+    sides /= np.clip(np.linalg.norm(sides, axis=1, keepdims=True), 1e-12, None)
+    return np.round(sides * 127).astype(np.int8).tobytes()
+
+
+def page_sides(vectors: np.ndarray, tokens: Sequence[str], user_text: str, assistant_text: str) -> bytes:
+    """`pack_sides` of a page from its encoder pass: b"" for a page with one side only."""
+    both = bool((user_text or "").strip() and (assistant_text or "").strip())
+    return pack_sides(vectors, side_split(tokens, user_text) if both else None)
+
+
+def unpack_sides(blob: bytes | None, dim: int) -> np.ndarray | None:
+    """The (2, dim) float32 unit side vectors of a `pack_sides` blob; None for b"", None or a damaged blob."""
+    if not blob or len(blob) != 2 * dim:
+        return None
+    v = np.frombuffer(blob, dtype=np.int8).reshape(2, dim).astype(np.float32)
+    return v / np.clip(np.linalg.norm(v, axis=1, keepdims=True), 1e-12, None)

@@ -71,6 +71,13 @@ class MemoryParams:
     # averaged), added w_tokens x to the score of every candidate page; needs a TokenEmbedFn. LoCoMo
     # dev R@5/10/25/50 68.1/78.7/87.7/91.8 -> 70.7/80.3/87.9/92.4 (docs/eval.md, eleventh round)
     w_tokens: float = 1.0
+    # a page's two turns are ranked one by one (Retrieval.sides): the side closer to the query in meaning
+    # (its side vector, token_match.pack_sides) keeps the page's score, the other scores
+    # `other_side_drop` + `other_side_spread` x the two sides' cosine gap less. So a budget of turns takes
+    # the better side of more pages before the other side of few. LoCoMo dev R@5/10/25/50, turns:
+    # 71.2/80.4/88.9/92.8 -> 73.9/82.1/90.6/93.8 (docs/eval.md, sixteenth round)
+    other_side_drop: float = 0.2
+    other_side_spread: float = 1.0
     date_boost: float = 0.5           # pages inside a date the query names ("on 13 May 2023", "in June 2023")
     neighbor_prev: float = 0.8
     neighbor_next: float = 0.5
@@ -100,6 +107,10 @@ class MemoryParams:
     # many messages back is then quoted again beside the question (the bundled 135M model lost the
     # name of a dog said eight exchanges earlier: tests.bench.long_chat)
     recall_own_after: int = 2
+    # a reply's prompt quotes at most this many turns of recalled pages, taken side by side in the order
+    # of Retrieval.sides (a page's better side first), from the best `recall_turns` pages: the room of
+    # ten whole pages, spread over more of them
+    recall_turns: int = 20
     rrf_k: float = 60.0               # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
     # jobs / housekeeping
     job_max_attempts: int = 3
@@ -312,6 +323,9 @@ class PageHit:
     # the score without the word-by-word match (token_match): every page matches a query's words
     # somewhat, so the quoting floor (QuoteFloor.min_score) reads this; None: the same as `score`
     match_score: float | None = None
+    # the cosines of the page's user side and reply to the query (token_match side vectors); None for a
+    # page with one side, or whose side vectors are not made yet
+    side_similarity: tuple[float, float] | None = None
 
     def to_trace(self) -> dict:
         p = self.page
@@ -321,7 +335,27 @@ class PageHit:
             "reason": self.reason, "inherited_from": self.inherited_from, "meta": p.meta,
             "similarity": _clean_float(self.similarity), "standout": _clean_float(self.standout),
             "match_score": _clean_float(self.match_score),
+            "side_similarity": None if self.side_similarity is None else [_clean_float(c) for c in self.side_similarity],
         }
+
+
+@dataclass
+class SideHit:
+    """One turn of a recalled page, ranked on its own (Retrieval.sides): `side` is "user" (what the user
+    said), "assistant" (the reply) or "page" (a page that is not split: one side only, or no side
+    vectors yet). Its score is the page's for the page's better side and lower for the other."""
+    hit: PageHit
+    side: str
+    score: float
+
+    @property
+    def text(self) -> str:
+        p = self.hit.page
+        return {"user": p.user_text, "assistant": p.assistant_text}.get(self.side) or page_text(p.user_text,
+                                                                                          p.assistant_text)
+
+    def to_trace(self) -> dict:
+        return {"page_id": self.hit.page.id, "side": self.side, "score": _clean_float(self.score)}
 
 
 @dataclass
@@ -357,6 +391,8 @@ class Retrieval:
     segments: list[dict] = field(default_factory=list)   # top segments considered: id, score, reason
     skipped: list[PageHit] = field(default_factory=list)  # pages ranked among the best but left out, and why
     common_words: list[str] = field(default_factory=list)  # query words on most pages, half left out of its vector
+    # the turns of `pages` ranked one by one, best first (SideHit): what a budget of turns quotes
+    sides: list[SideHit] = field(default_factory=list)
 
     def to_trace(self) -> dict:
         """A JSON-serialisable record of what was recalled and why (stored with the reply)."""
@@ -369,6 +405,7 @@ class Retrieval:
             "segments": [dict(s) for s in self.segments],
             "skipped": [h.to_trace() for h in self.skipped],
             "common_words": list(self.common_words),
+            "sides": [h.to_trace() for h in self.sides],
             "timings_ms": {k: _clean_float(v) for k, v in self.timings_ms.items()},
         }
 

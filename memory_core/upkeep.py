@@ -14,6 +14,11 @@ from .codec import vec_blob as _blob
 from .types import PAGE_CONTEXT, page_text
 
 
+# pages whose word rows or side vectors are still to be made (`page_tok.sides` is NULL for rows written
+# before side vectors were kept: schema 5)
+UNINDEXED = "id NOT IN (SELECT page_id FROM page_tok WHERE sides IS NOT NULL)"
+
+
 class EmbeddingUpkeepMixin:
     def _upkeep_at_open(self, meta: dict[str, str]) -> None:
         """What the embedder the memory is opened with asks of it (inside open's transaction; `meta` as it
@@ -68,36 +73,39 @@ class EmbeddingUpkeepMixin:
                    "'reembed') LIMIT 1").fetchone():
             return      # "read_in_context" and "reembed" write every page's rows as they go
         if missing is None:
-            missing = self._x("SELECT 1 FROM page WHERE id NOT IN (SELECT page_id FROM page_tok) LIMIT 1").fetchone()
+            missing = self._x(f"SELECT 1 FROM page WHERE {UNINDEXED} LIMIT 1").fetchone()
         if missing:
             self.enqueue("index_tokens", {})
 
-    def _page_token_blobs(self, rows: Sequence[tuple[int, str, str]]) -> list[bytes]:
-        """Packed content-token vectors of pages given as (id, user_text, assistant_text), one encoder pass."""
+    def _page_token_blobs(self, rows: Sequence[tuple[int, str, str]]) -> list[tuple[bytes, bytes]]:
+        """Packed content-token vectors and side vectors of pages given as (id, user_text, assistant_text),
+        one encoder pass (the pages' vectors are left as they are)."""
         with self._lock:
             contexts = self._contexts_of_pages([r[0] for r in rows])
         _, per_text = self._embed_with_tokens([page_text(u, a) for _, u, a in rows], contexts=contexts)
-        return [token_match.pack(tv, toks) for tv, toks in per_text or []]
+        return [(token_match.pack(tv, toks), token_match.page_sides(tv, toks, u, a))
+                for (_, u, a), (tv, toks) in zip(rows, per_text or [])]
 
     def _job_index_tokens(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         """Token vectors for up to TOKEN_INDEX_BATCH pages that have none, oldest first; queues the
         next batch itself (each commits alone, so a crash loses at most one batch of work)."""
         if self._embed_tokens_fn is None:
             return None
-        missing = self._scalar("SELECT count(*) FROM page WHERE id NOT IN (SELECT page_id FROM page_tok)")
+        missing = self._scalar(f"SELECT count(*) FROM page WHERE {UNINDEXED}")
         total = self._scalar("SELECT count(*) FROM page")
-        rows = self._rows("SELECT id, user_text, assistant_text FROM page WHERE id NOT IN "
-                          "(SELECT page_id FROM page_tok) ORDER BY id LIMIT ?", (self.TOKEN_INDEX_BATCH,))
+        rows = self._rows(f"SELECT id, user_text, assistant_text FROM page WHERE {UNINDEXED} ORDER BY id LIMIT ?",
+                          (self.TOKEN_INDEX_BATCH,))
         if not rows:
             return None
         self._report_progress("indexing words", total - missing, total)
         blobs = self._page_token_blobs(rows)
 
         def apply() -> None:
-            for (pid, u, a), blob in zip(rows, blobs):
+            for (pid, u, a), (blob, sides) in zip(rows, blobs):
                 row = self._x("SELECT user_text, assistant_text FROM page WHERE id = ?", (pid,)).fetchone()
                 if row and page_text(row[0], row[1]) == page_text(u, a):   # not edited meanwhile
-                    self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs) VALUES (?, ?)", (pid, blob))
+                    self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)",
+                            (pid, blob, sides))
             self._report_progress("indexing words", total - missing + len(rows), total)
             if len(rows) < missing:
                 self.enqueue("index_tokens", {})

@@ -27,7 +27,8 @@ def register(subparsers) -> None:
     lp.add_argument("--qa", action="store_true", help="also answer with the configured chat model and score F1/BLEU-1")
     lp.add_argument("--qa-modes", default="memory,no-memory,full-context",
                     help="QA prompts to run (default: memory,no-memory,full-context)")
-    lp.add_argument("--qa-pages", type=int, default=10, help="retrieved pages offered to the model (default: 10)")
+    lp.add_argument("--qa-turns", type=int, default=20,
+                    help="recalled turns offered to the model, a page's better side first, from as many pages (default: 20)")
     lp.add_argument("--asked-before", nargs="?", const="same", choices=("same", "all"), default=None,
                     help="ask each question once before, in a chat of its own, with a non-answer reply; then measure "
                          "(all: every question of a sample asked before any is measured)")
@@ -88,7 +89,7 @@ def run_locomo(args, ctx) -> int:
     qa_model = ctx.chat_model() if args.qa else None
     needs_memory = "mnemo" in retrievers or (args.qa and "memory" in modes)
     runner = LocomoEval(ctx.embedder(), memory_params=ctx.memory_params() if needs_memory else None, retrievers=retrievers, ks=ks,
-                        qa_model=qa_model, qa_modes=modes, qa_pages=args.qa_pages, progress=not args.no_progress,
+                        qa_model=qa_model, qa_modes=modes, qa_turns=args.qa_turns, progress=not args.no_progress,
                         asked_before=args.asked_before)
     report = runner.run(samples, limit=args.limit, data_path=args.data)
     if args.out:

@@ -25,15 +25,21 @@ def run(args, ctx) -> int:
                 for h in hits:
                     text = f"{h.item.dimension}: {h.item.value}" if title == "Persona" else h.item.text
                     print(f"  {h.score:6.3f}  {text}   ({h.reason})")
-        print(f"== Pages ({len(retrieval.pages)})")
+        print(f"== Pages ({len(retrieval.pages)}; each side with its place among the recalled turns, which a "
+              f"reply quotes best first)")
+        place = {}
+        for i, u in enumerate(retrieval.sides, 1):
+            for side in (("user", "assistant") if u.side == "page" else (u.side,)):
+                place[(u.hit.page.id, side)] = i
         for h in retrieval.pages:
             p = h.page
             when = dt.datetime.fromtimestamp(p.timestamp).strftime("%Y-%m-%d %H:%M") if p.timestamp else "?"
             print(f"  {h.score:6.3f}  page {p.id} [{h.tier}] {when}  — {h.reason}")
-            for who, text in (("User", p.user_text), ("Assistant", p.assistant_text)):
+            for who, side, text in (("User", "user", p.user_text), ("Assistant", "assistant", p.assistant_text)):
                 if text:
                     short = " ".join(text.split())
-                    print(f"          {who}: {short[:160]}{'…' if len(short) > 160 else ''}")
+                    turn = f"#{place[(p.id, side)]} " if (p.id, side) in place else ""
+                    print(f"          {turn}{who}: {short[:160]}{'…' if len(short) > 160 else ''}")
         for h in retrieval.skipped:
             print(f"  skipped page {h.page.id}: {h.reason}")
         if retrieval.common_words:

@@ -8,10 +8,12 @@ Protocol (documented in docs/eval.md):
   conversation's STM is not handed over for free; whatever tiers the memory searches
   (STM pages included, when its ranking includes them) compete in one ranked `pages` list.
   `record_visits=False` keeps the store unchanged, so question order does not matter.
-- A retriever's ranked units (a page → its meta `turn_ids`; a baseline → one turn) fill a
-  budget of k turns (`metrics.fill_turn_budget`): a page of two turns costs two; the last
-  page is cut to its first turns that fit; recall_acc@k per question, averaged per category,
-  over categories 1–4 and over 1–5.
+- A retriever's ranked units (mnemo: the turns of its pages ranked one side at a time,
+  `Retrieval.sides`, a side → its turn ids from the page meta `turn_ids` / `user_turns`, a page
+  not split → all of them; a baseline → one turn) fill a budget of k turns
+  (`metrics.fill_turn_budget`): a side of two merged turns costs two; the last unit is cut to its
+  first turns that fit; recall_acc@k per question, averaged per category, over categories 1–4 and
+  over 1–5.
 - Baselines share the embedder and the exact turn texts: flat dense over turns, BM25 over
   turns (FTS5), and their RRF fusion ("hybrid").
 """
@@ -159,7 +161,7 @@ ASKED_BEFORE_REPLY = "I'm not sure, I don't have that information."
 class LocomoEval:
     def __init__(self, embedder, *, memory_params=None, retrievers: Sequence[str] = RETRIEVERS,
                  ks: Sequence[int] = KS, qa_model=None, qa_modes: Sequence[str] = QA_MODES,
-                 qa_pages: int = 10, store_factory: Callable[[Path], Any] | None = None,
+                 qa_turns: int = 20, store_factory: Callable[[Path], Any] | None = None,
                  progress: bool = True, log: Callable[[str], None] | None = None, asked_before: str | None = None):
         self.embedder = embedder
         self.memory_params = memory_params
@@ -167,7 +169,7 @@ class LocomoEval:
         self.ks = sorted(set(int(k) for k in ks))
         self.qa_model = qa_model
         self.qa_modes = list(qa_modes)
-        self.qa_pages = qa_pages
+        self.qa_turns = qa_turns
         self.store_factory = store_factory or self._open_store
         self.progress = progress
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
@@ -208,7 +210,7 @@ class LocomoEval:
             from app.prompting import QuoteFloor
             from memory_core import MemoryParams
 
-            qa_answerer = QAAnswerer(self.qa_model, memory_pages=self.qa_pages,
+            qa_answerer = QAAnswerer(self.qa_model, memory_turns=self.qa_turns,
                                      floor=QuoteFloor.from_params(self.memory_params or MemoryParams()))
         need_store = "mnemo" in self.retrievers or (qa_answerer is not None and "memory" in self.qa_modes)
         total_q = sum(len(v) for v in chosen.values())
@@ -263,7 +265,7 @@ class LocomoEval:
                     t0 = time.perf_counter()
                     if name == "mnemo":
                         r = self._retrieve(store, q.question, max_k)
-                        ranked[name] = [_page_turns(h.page) for h in r.pages]
+                        ranked[name] = [_side_turns(u) for u in r.sides]
                         retrievals.append(r)
                     elif name == "flat-dense":
                         dense_rank = dense.rank(qvecs[qi], BASELINE_DEPTH)
@@ -281,7 +283,7 @@ class LocomoEval:
                         spent[name] += (spent["flat-dense"] if "flat-dense" in spent else q_embed_ms) + spent.get("bm25", 0.0)
                     timings["retrieval_ms"][name].append(spent[name])
                 if need_store and "mnemo" not in self.retrievers:
-                    retrievals.append(self._retrieve(store, q.question, self.qa_pages))
+                    retrievals.append(self._retrieve(store, q.question, self.qa_turns))
                 row = {
                     "sample_id": q.sample_id, "qa_index": q.index, "question": q.question, "category": q.category,
                     "answer": q.answer if q.category != 5 else None,
@@ -368,7 +370,7 @@ class LocomoEval:
             "embed_model_id": getattr(self.embedder, "model_id", ""),
             "memory_params": (self.memory_params.to_dict() if hasattr(self.memory_params, "to_dict") else None),
             "qa_model": getattr(self.qa_model, "model_id", None) if self.qa_model is not None else None,
-            "qa_pages": self.qa_pages if self.qa_model is not None else None,
+            "qa_turns": self.qa_turns if self.qa_model is not None else None,
             "retrieval": retrieval,
             "asked_before": ({"mode": self.asked_before, "reply": ASKED_BEFORE_REPLY, "questions": len(rows),
                               "recalled": sum(1 for r in rows if r.get("asked_before", {}).get("recalled")),
@@ -390,6 +392,23 @@ def _page_turns(page) -> list[str]:
     # a page without turn ids (not from the importer, e.g. a chat) costs its turns too: one per side
     return [f"page:{page.id}:{side}" for side, text in (("user", page.user_text), ("assistant", page.assistant_text))
             if text] or [f"page:{page.id}"]
+
+
+def _side_turns(unit) -> list[str]:
+    """The turns a ranked side of a page (memory_core.SideHit) holds: the user side's are the first
+    `user_turns` of the page's `turn_ids` (app.importers.pages). A page without that split costs all its turns."""
+    page = unit.hit.page
+    turns = _page_turns(page)
+    if unit.side == "page":
+        return turns
+    meta = page.meta if isinstance(page.meta, dict) else {}
+    n = meta.get("user_turns")
+    if isinstance(meta.get("turn_ids"), list) and meta["turn_ids"]:
+        if isinstance(n, int) and 0 < n < len(turns):
+            return turns[:n] if unit.side == "user" else turns[n:]
+        return turns
+    side = f"page:{page.id}:{unit.side}"
+    return [side] if side in turns else turns
 
 
 def score_answer(ans, q: Question) -> dict:

@@ -57,12 +57,12 @@ class Answer:
 
 
 class QAAnswerer:
-    def __init__(self, model, *, n_ctx: int | None = None, max_answer_tokens: int = 32, memory_pages: int = 10,
+    def __init__(self, model, *, n_ctx: int | None = None, max_answer_tokens: int = 32, memory_turns: int = 20,
                  floor: QuoteFloor | None = None):
         self.model = model
         self.n_ctx = int(n_ctx or getattr(model, "n_ctx", 4096))
         self.max_answer_tokens = max_answer_tokens
-        self.memory_pages = memory_pages
+        self.memory_turns = memory_turns
         self.floor = floor   # as the chat agent: app.prompting.QuoteFloor.from_params(MemoryParams); None: every page
         self.budget = self.n_ctx - max_answer_tokens - 16
         self._full_cache: dict[str, str] = {}
@@ -81,10 +81,10 @@ class QAAnswerer:
         from app.prompting import compose_prompt
 
         system = SYSTEM_MEMORY.format(a=speakers[0], b=speakers[1])
-        retrieval = _top_pages(retrieval, self.memory_pages)
+        retrieval = _top_pages(retrieval, self.memory_turns)
         composed = compose_prompt(QUESTION.format(q=question), retrieval=retrieval, history=(),
                                   count_tokens=self.model.count_tokens, budget_tokens=self.budget,
-                                  system_prompt=system, floor=self.floor)
+                                  system_prompt=system, floor=self.floor, max_turns=self.memory_turns)
         return composed.messages, {"pages": composed.included.get("pages", []),
                                    "dropped_pages": composed.dropped.get("pages", 0)}
 
@@ -148,7 +148,8 @@ class QAAnswerer:
 
 
 def _top_pages(retrieval, n: int):
-    """A shallow copy of `retrieval` keeping its `n` best pages (the QA memory budget)."""
+    """A shallow copy of `retrieval` keeping its `n` best pages, whose turns the prompt quotes (`memory_turns`,
+    as the chat agent does with `MemoryParams.recall_turns`; the sides of pages left out are not quoted)."""
     import copy
 
     r = copy.copy(retrieval)

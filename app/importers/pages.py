@@ -9,8 +9,8 @@ A page is one user side and the assistant side that follows it. Rules:
   makes a page with an empty user side; a user side with no reply (the end of a session or
   of the export) makes a page with an empty assistant side. Nothing is dropped.
 - A page never spans two sessions (LoCoMo sessions are days apart).
-- The page's timestamp is that of its first turn. Its meta holds `turn_ids` (in order)
-  and `message_ids` (every message the page covers).
+- The page's timestamp is that of its first turn. Its meta holds `turn_ids` (in order: the
+  user side's first, `user_turns` of them) and `message_ids` (every message the page covers).
 - Each side's text is capped at `MAX_SIDE_CHARS` for the memory (it is what gets embedded,
   keyword-indexed and quoted back into prompts); the message table keeps the full text.
 """
@@ -81,6 +81,7 @@ def page_items(turns: Sequence[Turn], message_ids: Sequence[int], plans: Sequenc
         assistant_text, cut_a = cap_text(assistant_text, limit)
         meta: dict[str, Any] = {
             "turn_ids": [turns[i].turn_id for i in plan.indices],
+            "user_turns": len(plan.user),
             "message_ids": [int(message_ids[i]) for i in plan.indices],
             "import_source": source,
         }

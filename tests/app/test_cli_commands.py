@@ -37,6 +37,11 @@ def test_search_json_finds_the_page(filled):
     texts = [p["user_text"] for p in trace["pages"]]
     assert any("Miso" in t for t in texts)
     assert all("reason" in p and "score" in p for p in trace["pages"])
+    # the pages' turns ranked one by one: every recalled page's sides are there, best first
+    assert {u["page_id"] for u in trace["sides"]} == {p["page_id"] for p in trace["pages"]}
+    assert [u["score"] for u in trace["sides"]] == sorted((u["score"] for u in trace["sides"]), reverse=True)
+    text = mnemo(filled, "search", "what is my cat afraid of").stdout
+    assert re.search(r"#1 (User|Assistant): ", text) and "place among the recalled turns" in text
 
 
 def test_memory_list_pin_forget_wipe(filled):

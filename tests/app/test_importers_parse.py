@@ -383,7 +383,16 @@ def test_huge_message_is_capped_for_the_page_only():
     assert capped == [0] and items[0]["meta"]["truncated"] is True
     assert len(items[0]["user_text"]) < MAX_SIDE_CHARS + 100
     assert items[0]["meta"]["turn_ids"] == ["L1", "L2"] and items[0]["meta"]["message_ids"] == [1, 2]
+    assert items[0]["meta"]["user_turns"] == 1          # the first of the turn ids are the user side's
     assert items[0]["user_message_id"] == 1 and items[0]["assistant_message_id"] == 2
+
+
+def test_page_meta_says_which_turns_are_the_user_side():
+    r = parse_text("User: one\nUser: two\nAssistant: three\nAssistant: four\nUser: five\n")
+    turns = r.conversations[0].turns
+    items, _ = page_items(turns, list(range(1, len(turns) + 1)), plan_pages(turns), source="text")
+    assert [(it["meta"]["turn_ids"], it["meta"]["user_turns"]) for it in items] == [
+        (["L1", "L2", "L3", "L4"], 2), (["L5"], 1)]
 
 
 # -- progress bar ----------------------------------------------------------------------------

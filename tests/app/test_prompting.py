@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from app.prompting import QuoteFloor, compose_prompt
-from memory_core.types import Knowledge, KnowledgeHit, Page, PageHit, Retrieval, Trait, TraitHit
+from memory_core.types import Knowledge, KnowledgeHit, Page, PageHit, Retrieval, SideHit, Trait, TraitHit
 
 
 @dataclass
@@ -80,6 +80,49 @@ def test_budget_drops_low_ranked_pages_first(chat_model):
     assert p.dropped["pages"] == 40 - len(p.included["pages"])
     assert set(p.included["pages"]) == set(range(1, len(p.included["pages"]) + 1))  # the best ones kept
     assert chat_model.count_messages_tokens(p.messages) <= 400 + 20
+
+
+def _sided(n_pages: int) -> Retrieval:
+    """`_retrieval` with its pages' turns ranked one by one: each page's user side first (it says where), the
+    replies after every user side."""
+    r = _retrieval(n_pages)
+    r.knowledge, r.traits = [], []
+    r.sides = ([SideHit(h, "user", h.score) for h in r.pages] + [SideHit(h, "assistant", h.score - 1) for h in r.pages])
+    return r
+
+
+def _blocks(p) -> dict[int, list[str]]:
+    """The quoted pages of a prompt: page id -> its quoted lines."""
+    out = {}
+    for block in p.messages[-2]["content"].split("\n\n"):
+        lines = block.splitlines()
+        for i, line in enumerate(lines):
+            if line.endswith(")") and "(page " in line:
+                out[int(line.rsplit("(page ", 1)[1][:-1])] = lines[i + 1:]
+    return out
+
+
+def test_a_budget_of_turns_quotes_the_better_side_of_more_pages(chat_model):
+    p = compose_prompt("where did I go?", retrieval=_sided(5), count_tokens=chat_model.count_tokens,
+                       budget_tokens=3000, max_turns=6)
+    assert p.included["pages"] == [1, 2, 3, 4, 5]                 # five user sides, then the best reply
+    assert p.half_pages == {2: "user", 3: "user", 4: "user", 5: "user"}
+    assert p.half_pages_trace() == {"2": "user", "3": "user", "4": "user", "5": "user"}
+    blocks = _blocks(p)
+    assert blocks[1] == ["User: I visited city number 1", "Assistant: Nice!"]
+    assert blocks[3] == ["User: I visited city number 3"]
+    # no limit: every side that fits; a retrieval without sides quotes whole pages as before
+    assert compose_prompt("q", retrieval=_sided(5), count_tokens=chat_model.count_tokens,
+                          budget_tokens=3000).half_pages == {}
+    whole = compose_prompt("q", retrieval=_retrieval(3), count_tokens=chat_model.count_tokens, budget_tokens=3000,
+                           max_turns=4)
+    assert whole.included["pages"] == [1, 2] and whole.half_pages == {}   # a whole page is two turns
+    # the token budget counts a page's header once, with its first side
+    tight = compose_prompt("q", retrieval=_sided(40), count_tokens=chat_model.count_tokens, budget_tokens=400)
+    n = len(tight.included["pages"])
+    assert 2 < n < 40 and tight.included["pages"] == list(range(1, n + 1))   # the best user sides...
+    assert set(range(2, n + 1)) <= set(tight.half_pages)                   # ...before any reply but a short one
+    assert chat_model.count_messages_tokens(tight.messages) <= 400 + 20
 
 
 def test_pages_under_the_score_floor_stay_out_of_the_prompt(chat_model):

@@ -546,6 +546,31 @@ def test_trace_of_a_chat_reply_lists_the_pages_of_its_prompt(qtbot, store, fille
     assert tv.listed_page_ids("in_prompt") == [] and "assistant reply" in tv.header.text()
 
 
+def test_trace_shows_a_page_quoted_by_one_side(qtbot, store, filled, panel_factory, chat_model):
+    """With room for three turns, the prompt takes the better side of the best pages first: a page quoted
+    by one side shows that side only in the trace, and says so."""
+    from app.agent import ChatAgent
+
+    store.params.recall_turns = 3
+    result = ChatAgent(store, chat_model).send(store.create_conversation("q"), "What happened with my cat Luna at the vet?")
+    half = result.trace["half_pages"]
+    assert half and len(result.trace["included"]["pages"]) <= 3, result.trace["included"]
+    pid, side = next(iter(half.items()))
+    page = store.get_page(int(pid))
+    said, other = ((page.user_text, page.assistant_text) if side == "user" else (page.assistant_text, page.user_text))
+    label = "User: " if side == "user" else "Assistant: "
+    (block,) = [b for b in result.prompt.messages[-2]["content"].split("\n\n") if f"(page {pid})" in b]
+    lines = block.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith(f"(page {pid})"))
+    assert lines[start + 1:] == [label + said.strip()] and other.strip() not in block
+    panel = panel_factory()
+    panel.show_trace_for_message(result.assistant_message_id)
+    settle(panel)
+    (row,) = [r for r in panel.trace.in_prompt.records() if r["page_id"] == int(pid)]
+    assert row["text"] == label + said.strip()
+    assert row["reason"].endswith(" only (the other side ranked lower)")
+
+
 def test_trace_shows_an_earlier_asking_of_the_question_as_left_out(qtbot, store, filled, panel_factory, chat_model):
     from app.agent import ChatAgent
 
@@ -616,7 +641,12 @@ def test_test_query_box_recalls_like_the_store_without_visits(qtbot, store, fill
     tv.query.setText(q)
     tv.run_btn.click()
     settle(panel)
-    expected = [h.page.id for h in store.retrieve(q, record_visits=False).pages]
+    from memory_core import RetrievalBudget
+
+    # the chat agent's budget: the best `recall_turns` pages, whose turns a reply quotes from
+    budget = RetrievalBudget(pages=store.params.recall_turns)
+    expected = [h.page.id for h in store.retrieve(q, budget=budget, record_visits=False).pages]
+    assert len(expected) == store.params.recall_turns
     assert tv.listed_page_ids("not_in_prompt") == expected
     assert all(r["reason"] for r in tv.not_in_prompt.records())
     assert {s.id: s.n_visit for s in store.list_segments(limit=10_000)} == visits

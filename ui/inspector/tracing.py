@@ -17,11 +17,11 @@ from ui.inspector.models import TraceData, finite
 _HIT_DEFAULTS = {"score": 0.0, "similarity": None, "standout": None, "inherited_from": None, "match_score": None}
 
 
-def _page_text(page) -> str:
+def _page_text(page, sides=("user", "assistant")) -> str:
     parts = []
-    if page.user_text:
+    if page.user_text and "user" in sides:
         parts.append(f"User: {page.user_text.strip()}")
-    if page.assistant_text:
+    if page.assistant_text and "assistant" in sides:
         parts.append(f"Assistant: {page.assistant_text.strip()}")
     return "\n".join(parts)
 
@@ -127,9 +127,16 @@ def trace_for_message(store, message_id: int) -> TraceData:
     pages = _pages(store, inc_pages + [h.get("page_id") for h in hits + stm + skipped])
     rank_of = {int(h["page_id"]): i + 1 for i, h in enumerate(hits)}
     hit_of = {int(h["page_id"]): h for h in hits}
+    # pages quoted by one side only (a budget of turns: the other side ranked lower)
+    half = {int(k): v for k, v in (trace.get("half_pages") or {}).items()}
     for pid in inc_pages:       # prompt order (chronological), as the model read them
         hit = hit_of.get(pid) or {"page_id": pid, "score": 0.0, "reason": "(not in the ranked list)"}
-        data.in_prompt.append(_row(hit, rank_of.get(pid, 0), pages))
+        row = _row(hit, rank_of.get(pid, 0), pages)
+        if pid in half and row.get("page") is not None:
+            row["text"] = _page_text(row["page"], (half[pid],))
+            row["reason"] += (" · quoted: " + ("the user's words" if half[pid] == "user" else "the reply")
+                              + " only (the other side ranked lower)")
+        data.in_prompt.append(row)
     inc_set = set(inc_pages)
     # the rule the reply was composed under; a trace from before it was stored: the current settings
     floor = (QuoteFloor.from_dict(trace["quote_floor"]) if isinstance(trace.get("quote_floor"), dict)
@@ -170,8 +177,9 @@ def trace_for_message(store, message_id: int) -> TraceData:
 def trace_for_query(store, query: str, conversation_id: int | None = None,
                     budget: RetrievalBudget | None = None) -> TraceData:
     """Run retrieval without chatting (and without counting it as a visit)."""
-    r = store.retrieve(query, conversation_id=conversation_id, budget=budget or RetrievalBudget(),
-                       record_visits=False)
+    # the agent's budget: the best `recall_turns` pages, whose turns a reply's prompt quotes from
+    r = store.retrieve(query, conversation_id=conversation_id,
+                       budget=budget or RetrievalBudget(pages=store.params.recall_turns), record_visits=False)
     trace = r.to_trace()
     data = TraceData("query", query, conversation_id=conversation_id, timings_ms=trace.get("timings_ms") or {},
                      common_words=list(trace.get("common_words") or []))
