@@ -113,7 +113,7 @@ def _side_units(retrieval, pages: list) -> list[tuple[object, tuple[str, ...]]]:
     by_id = {h.page.id: h for h in pages}
     units: list[tuple[object, tuple[str, ...]]] = []
     seen: set[int] = set()
-    for u in getattr(retrieval, "sides", None) or []:
+    for u in (retrieval.sides if retrieval is not None else []):
         h = by_id.get(u.hit.page.id)
         if h is not None:
             units.append((h, ("user", "assistant") if u.side == "page" else (u.side,)))

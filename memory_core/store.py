@@ -457,7 +457,8 @@ class MemoryStore(PagingMixin, EmbeddingUpkeepMixin, LpmMixin, RetrievalMixin):
                 "pages_total": sum(tiers.values()),
                 # pages whose words are indexed for the word-by-word match (token_match), and their bytes
                 "pages_word_indexed": self._scalar("SELECT count(*) FROM page_tok"),
-                "word_index_bytes": self._scalar("SELECT coalesce(sum(length(vecs)), 0) FROM page_tok"),
+                "word_index_bytes": self._scalar("SELECT coalesce(sum(length(vecs) + coalesce(length(sides), 0)), 0) "
+                                                 "FROM page_tok"),
                 "segments": {"mtm": segs.get("mtm", 0), "archive": segs.get("archive", 0)},
                 "traits": self._scalar("SELECT count(*) FROM trait WHERE status='active'"),
                 "knowledge": {"user": know.get("user", 0), "assistant": know.get("assistant", 0)},

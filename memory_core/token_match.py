@@ -144,8 +144,8 @@ def side_split(tokens: Sequence[str], user_text: str) -> int | None:
     """How many of a page's `tokens` (the WordPiece strings of `page_text(user, assistant)`, specials
     left out) spell its user side: the tokens' letters are matched against the user text's own. None
     when they do not line up exactly (an unknown word other than symbols such as emoji; a normaliser this
-    does not know)
-    or when either side has no token (a page cut at the encoder's length): the page then ranks whole."""
+    does not know) or when either side has no token (a page cut at the encoder's length): the page then
+    ranks whole."""
     target = _normalised_letters(user_text)
     if not target:
         return None

@@ -6,7 +6,8 @@ Protocol (documented in docs/eval.md):
 - "mnemo" ranks with `store.retrieve(question, conversation_id=None, budget=RetrievalBudget(
   pages=P), record_visits=False)`: the question comes as if asked in a new chat, so the old
   conversation's STM is not handed over for free; whatever tiers the memory searches
-  (STM pages included, when its ranking includes them) compete in one ranked `pages` list.
+  (STM pages included, when its ranking includes them) compete in one ranking, whose turns
+  (`Retrieval.sides`: a page's better side first) fill the budget as the chat prompt quotes them.
   `record_visits=False` keeps the store unchanged, so question order does not matter.
 - A retriever's ranked units (mnemo: the turns of its pages ranked one side at a time,
   `Retrieval.sides`, a side → its turn ids from the page meta `turn_ids` / `user_turns`, a page

@@ -103,7 +103,9 @@ def test_token_rows_follow_pages_through_add_edit_forget_and_wipe(open_tok, embe
     assert rows[a] == TM.pack(*per_text[0])          # the vectors of the pass that embedded the page
     assert rows[b] == b""                            # "Oh, is it? Yes, it is. Me too!": no content word
     stats = s.stats()
-    assert stats["pages_word_indexed"] == 5 and stats["word_index_bytes"] == sum(len(v) for v in rows.values())
+    sides = dict(s._rows("SELECT page_id, sides FROM page_tok"))       # and each page's two side vectors
+    assert stats["pages_word_indexed"] == 5
+    assert stats["word_index_bytes"] == sum(len(v) for v in rows.values()) + sum(len(v) for v in sides.values())
     s.edit_page(a, user_text="I took a long trip to Lisbon last month.")
     edited = TM.unpack(_rows(s)[a], embedder.dim)
     _, per_new = embedder.embed_with_tokens([page_text("I took a long trip to Lisbon last month.",

@@ -568,7 +568,10 @@ def test_trace_shows_a_page_quoted_by_one_side(qtbot, store, filled, panel_facto
     settle(panel)
     (row,) = [r for r in panel.trace.in_prompt.records() if r["page_id"] == int(pid)]
     assert row["text"] == label + said.strip()
-    assert row["reason"].endswith(" only (the other side ranked lower)")
+    assert row["quoted"] == ("user side" if side == "user" else "reply")
+    assert {r["quoted"] for r in panel.trace.in_prompt.records() if str(r["page_id"]) not in half} <= {"both sides"}
+    col = panel.trace.in_prompt.column_index("quoted")
+    assert panel.trace.in_prompt.headerData(col, Qt.Orientation.Horizontal) == "Quoted"
 
 
 def test_trace_shows_an_earlier_asking_of_the_question_as_left_out(qtbot, store, filled, panel_factory, chat_model):

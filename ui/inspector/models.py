@@ -977,7 +977,12 @@ def trace_page_columns(*, in_prompt: bool) -> list[Column]:
         Column("segment", "Segment", lambda r: r.get("segment_id") if r.get("segment_id") is not None else "—",
                width=64, align=ALIGN_RIGHT),
     ]
-    if not in_prompt:
+    if in_prompt:
+        # which sides of the page went in: a reply's prompt quotes a budget of turns, a page's better side first
+        cols.insert(3, Column("quoted", "Quoted", lambda r: r.get("quoted", ""), width=84,
+                              header_tip="what of the page the prompt quoted: both sides, or one (the other "
+                                         "ranked lower than the turns that filled the budget)"))
+    else:
         # before the 500-px reason: after it, the docked inspector (~520 px) showed the column only
         # after a horizontal scroll, and it is what this table is for
         cols.insert(3, Column("left_out", "Not in the prompt because", lambda r: r.get("left_out", ""), width=260,

@@ -17,6 +17,10 @@ from ui.inspector.models import TraceData, finite
 _HIT_DEFAULTS = {"score": 0.0, "similarity": None, "standout": None, "inherited_from": None, "match_score": None}
 
 
+# what of a page the prompt quoted (its other side ranked lower than the turns that filled the budget)
+QUOTED = {None: "both sides", "user": "user side", "assistant": "reply"}
+
+
 def _page_text(page, sides=("user", "assistant")) -> str:
     parts = []
     if page.user_text and "user" in sides:
@@ -132,10 +136,9 @@ def trace_for_message(store, message_id: int) -> TraceData:
     for pid in inc_pages:       # prompt order (chronological), as the model read them
         hit = hit_of.get(pid) or {"page_id": pid, "score": 0.0, "reason": "(not in the ranked list)"}
         row = _row(hit, rank_of.get(pid, 0), pages)
+        row["quoted"] = QUOTED.get(half.get(pid), QUOTED[None])
         if pid in half and row.get("page") is not None:
             row["text"] = _page_text(row["page"], (half[pid],))
-            row["reason"] += (" · quoted: " + ("the user's words" if half[pid] == "user" else "the reply")
-                              + " only (the other side ranked lower)")
         data.in_prompt.append(row)
     inc_set = set(inc_pages)
     # the rule the reply was composed under; a trace from before it was stored: the current settings
@@ -157,7 +160,7 @@ def trace_for_message(store, message_id: int) -> TraceData:
             row["left_out"] = ("ranked for the page next to it in its conversation; quoted with it only as a "
                                "question and its answer")
         elif (data.dropped or {}).get("pages"):
-            row["left_out"] = "did not fit the prompt's token budget"
+            row["left_out"] = "did not fit the prompt's budget (its tokens, or the turns it quotes of recalled pages)"
         else:
             row["left_out"] = "not used"
         data.not_in_prompt.append(row)
