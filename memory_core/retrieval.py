@@ -77,7 +77,9 @@ class RetrievalMixin:
                 out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, recent, budget.pages,
                                                                                  timings, conversation_id, doc_counts,
                                                                                  q_tokens)
+                ts = time.perf_counter()
                 out.sides = self._rank_sides(out.pages, q)
+                timings["sides"] = (time.perf_counter() - ts) * 1000
             else:
                 visited = []
             t3 = time.perf_counter()

@@ -108,9 +108,11 @@ class MemoryParams:
     # name of a dog said eight exchanges earlier: tests.bench.long_chat)
     recall_own_after: int = 2
     # a reply's prompt quotes at most this many turns of recalled pages, taken side by side in the order
-    # of Retrieval.sides (a page's better side first), from the best `recall_turns` pages: the room of
-    # ten whole pages, spread over more of them
-    recall_turns: int = 20
+    # of Retrieval.sides (a page's better side first), from the best `recall_turns` pages. 14: the prompt
+    # as long as when it quoted up to ten whole pages (7.6 of them on average after the quoting floor;
+    # LoCoMo QA, 100 questions: 1,003 prompt tokens either way, official F1 7.2 -> 7.5; 20 turns: 7.8 at
+    # 1,351 tokens; docs/eval.md, sixteenth round)
+    recall_turns: int = 14
     rrf_k: float = 60.0               # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
     # jobs / housekeeping
     job_max_attempts: int = 3

@@ -27,8 +27,9 @@ def register(subparsers) -> None:
     lp.add_argument("--qa", action="store_true", help="also answer with the configured chat model and score F1/BLEU-1")
     lp.add_argument("--qa-modes", default="memory,no-memory,full-context",
                     help="QA prompts to run (default: memory,no-memory,full-context)")
-    lp.add_argument("--qa-turns", type=int, default=20,
-                    help="recalled turns offered to the model, a page's better side first, from as many pages (default: 20)")
+    lp.add_argument("--qa-turns", type=int, default=None,
+                    help="recalled turns offered to the model, a page's better side first, from as many pages "
+                         "(default: the chat agent's, MemoryParams.recall_turns: 14)")
     lp.add_argument("--asked-before", nargs="?", const="same", choices=("same", "all"), default=None,
                     help="ask each question once before, in a chat of its own, with a non-answer reply; then measure "
                          "(all: every question of a sample asked before any is measured)")

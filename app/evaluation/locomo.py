@@ -162,7 +162,7 @@ ASKED_BEFORE_REPLY = "I'm not sure, I don't have that information."
 class LocomoEval:
     def __init__(self, embedder, *, memory_params=None, retrievers: Sequence[str] = RETRIEVERS,
                  ks: Sequence[int] = KS, qa_model=None, qa_modes: Sequence[str] = QA_MODES,
-                 qa_turns: int = 20, store_factory: Callable[[Path], Any] | None = None,
+                 qa_turns: int | None = None, store_factory: Callable[[Path], Any] | None = None,
                  progress: bool = True, log: Callable[[str], None] | None = None, asked_before: str | None = None):
         self.embedder = embedder
         self.memory_params = memory_params
@@ -170,7 +170,8 @@ class LocomoEval:
         self.ks = sorted(set(int(k) for k in ks))
         self.qa_model = qa_model
         self.qa_modes = list(qa_modes)
-        self.qa_turns = qa_turns
+        # the chat agent's own budget of recalled turns unless told (MemoryParams.recall_turns)
+        self.qa_turns = qa_turns or self._params().recall_turns
         self.store_factory = store_factory or self._open_store
         self.progress = progress
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
@@ -180,12 +181,17 @@ class LocomoEval:
 
     # -- stores ------------------------------------------------------------------------------
     def _open_store(self, path: Path):
-        from memory_core import MemoryParams, MemoryStore
+        from memory_core import MemoryStore
 
         return MemoryStore.open(path, self.embedder.embed, embed_model_id=self.embedder.model_id,
-                                dim=self.embedder.dim, params=self.memory_params or MemoryParams(),
+                                dim=self.embedder.dim, params=self._params(),
                                 # an embedder without token vectors ranks without the word-by-word match
                                 embed_tokens=getattr(self.embedder, "embed_with_tokens", None))
+
+    def _params(self):
+        from memory_core import MemoryParams
+
+        return self.memory_params or MemoryParams()
 
     def _retrieve(self, store, question: str, pages: int):
         from memory_core import RetrievalBudget
@@ -209,10 +215,9 @@ class LocomoEval:
         if self.qa_model is not None:
             from app.evaluation.qa import QAAnswerer
             from app.prompting import QuoteFloor
-            from memory_core import MemoryParams
 
             qa_answerer = QAAnswerer(self.qa_model, memory_turns=self.qa_turns,
-                                     floor=QuoteFloor.from_params(self.memory_params or MemoryParams()))
+                                     floor=QuoteFloor.from_params(self._params()))
         need_store = "mnemo" in self.retrievers or (qa_answerer is not None and "memory" in self.qa_modes)
         total_q = sum(len(v) for v in chosen.values())
         steps = total_q * (1 + (len(self.qa_modes) if qa_answerer is not None else 0))

@@ -57,7 +57,7 @@ class Answer:
 
 
 class QAAnswerer:
-    def __init__(self, model, *, n_ctx: int | None = None, max_answer_tokens: int = 32, memory_turns: int = 20,
+    def __init__(self, model, *, n_ctx: int | None = None, max_answer_tokens: int = 32, memory_turns: int = 14,
                  floor: QuoteFloor | None = None):
         self.model = model
         self.n_ctx = int(n_ctx or getattr(model, "n_ctx", 4096))

@@ -515,15 +515,19 @@ def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(ag
     agent.send(agent.new_conversation(), "The locker room at my gym smells of chlorine.")
     store.run_pending(allow_llm=False)
     pages_before = store.count_pages()
+    # the page that said it, and any reply of the model that repeated it (the bundled model sometimes
+    # does, depending on what it ran before); not the gym's
+    holding = [p.id for p in store.list_pages(limit=100)
+               if all(w in f"{p.user_text} {p.assistant_text}".lower() for w in ("locker", "code", "4312"))]
     other = agent.new_conversation()
     result = agent.send(other, "Please forget that my locker code is 4312.")
     forgot = result.stats["forgot"]
     assert forgot["what"] == "my locker code is 4312" and forgot["facts"] == [[kept["id"], "my locker code is 4312"]]
-    assert forgot["pages"] == 1                                   # the page that said it; not the gym's
+    assert forgot["pages"] == len(holding) >= 1
     assert store.get_knowledge(kept["id"]) is None
     assert result.trace["included"]["knowledge"] == []            # this very reply cannot recall it
     store.run_pending(allow_llm=False)
-    assert store.count_pages() == pages_before - 1                # the request is not kept as a page
+    assert store.count_pages() == pages_before - len(holding)     # the request is not kept as a page
     assert not any("4312" in p.user_text + p.assistant_text for p in store.list_pages(limit=100))
     assert any("chlorine" in p.user_text for p in store.list_pages(limit=100))
     assert store.get_message(result.assistant_message_id).meta["stats"]["forgot"] == forgot
@@ -532,9 +536,13 @@ def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(ag
     again = agent.send(other, "Forget that my locker code is 4312")
     assert again.stats["forgot"] == {"what": "my locker code is 4312", "facts": [], "pages": 0}
     store.run_pending(allow_llm=False)
-    assert store.count_pages() == pages_before - 1
+    assert store.count_pages() == pages_before - len(holding)
     # in an incognito chat memory is not touched at all
     secret = agent.new_conversation()
     store.set_conversation_flags(secret, incognito=True)
+    agent.send(agent.new_conversation(), "My sister Margot lives in Lisbon.")   # said again: the page above may be
+    store.run_pending(allow_llm=False)                                         # gone (its reply repeated the code)
+    margot = store.count_pages(text="Margot")
+    assert margot >= 1
     assert "forgot" not in agent.send(secret, "Forget that my sister Margot lives in Lisbon.").stats
-    assert store.count_pages(text="Margot") == 1
+    assert store.count_pages(text="Margot") == margot

@@ -116,13 +116,15 @@ def main(argv: list[str] | None = None) -> dict:
             store.add_pages(conv, items)
             n += batch
         fill_s = time.perf_counter() - t_fill
-        # pages with random vectors get random token rows too (the word-by-word match reads a row per
-        # candidate page, so its cost is measured at every size): 24 content tokens, a LoCoMo page's mean
+        # pages with random vectors get random token rows and side vectors too (the word-by-word match reads
+        # a row per candidate page, the ranking of sides one per recalled page, so their cost is measured at
+        # every size): 24 content tokens, a LoCoMo page's mean
         with store.transaction():
             for (pid,) in store._rows("SELECT id FROM page WHERE id NOT IN (SELECT page_id FROM page_tok)"):
-                store._x("INSERT INTO page_tok(page_id, vecs) VALUES (?, ?)",
+                store._x("INSERT INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)",
                          (pid, nrng.integers(17, 256, size=24 * token_match.row_bytes(emb.dim),
-                                             dtype=np.uint8).tobytes()))
+                                             dtype=np.uint8).tobytes(),
+                          nrng.integers(-127, 128, size=2 * emb.dim, dtype=np.int8).tobytes()))
             store._x("DELETE FROM job WHERE kind = 'index_tokens'")
         # first retrieve after a (re)open loads the in-memory matrix from SQLite
         store.close()
