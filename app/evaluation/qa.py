@@ -57,12 +57,15 @@ class Answer:
 
 
 class QAAnswerer:
-    def __init__(self, model, *, n_ctx: int | None = None, max_answer_tokens: int = 32, memory_turns: int = 14,
+    def __init__(self, model, *, n_ctx: int | None = None, max_answer_tokens: int = 32, memory_turns: int | None = None,
                  floor: QuoteFloor | None = None):
+        from memory_core import MemoryParams
+
         self.model = model
         self.n_ctx = int(n_ctx or getattr(model, "n_ctx", 4096))
         self.max_answer_tokens = max_answer_tokens
-        self.memory_turns = memory_turns
+        # recalled turns quoted: the chat agent's budget unless told (MemoryParams.recall_turns)
+        self.memory_turns = memory_turns or MemoryParams().recall_turns
         self.floor = floor   # as the chat agent: app.prompting.QuoteFloor.from_params(MemoryParams); None: every page
         self.budget = self.n_ctx - max_answer_tokens - 16
         self._full_cache: dict[str, str] = {}
