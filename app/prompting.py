@@ -238,14 +238,16 @@ def _fit(hits: Sequence, render: Callable, count_tokens: CountFn, remaining: int
 def _choose_turns(units, count_tokens: CountFn, remaining: int, max_turns: int | None
                   ) -> tuple[dict[int, list[str]], int]:
     """Which sides of which pages are quoted: `_side_units` taken best first while they fit the tokens
-    left and `max_turns` (a page's header is paid with its first side). Returns page id -> its quoted
+    left and `max_turns` (a page's header is paid with its first side; a whole page that the turns left
+    cannot hold gives its user side, as the evaluation cuts its last unit). Returns page id -> its quoted
     sides, and the tokens remaining."""
     page_sides: dict[int, list[str]] = {}
     turns_left = float("inf") if max_turns is None else max_turns
     for hit, sides in units:
         pid = hit.page.id
         new = [s for s in sides if s not in page_sides.get(pid, []) and _side_line(hit.page, s)]
-        if not new or len(new) > turns_left:
+        new = new[:int(min(len(new), turns_left))]   # the last turns of the budget: a whole page's first side
+        if not new:
             continue
         c = sum(count_tokens(_side_line(hit.page, s)) + 1 for s in new)
         c += 0 if pid in page_sides else count_tokens(_page_header(hit.page)) + 2

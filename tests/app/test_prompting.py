@@ -117,6 +117,9 @@ def test_a_budget_of_turns_quotes_the_better_side_of_more_pages(chat_model):
     whole = compose_prompt("q", retrieval=_retrieval(3), count_tokens=chat_model.count_tokens, budget_tokens=3000,
                            max_turns=4)
     assert whole.included["pages"] == [1, 2] and whole.half_pages == {}   # a whole page is two turns
+    odd = compose_prompt("q", retrieval=_retrieval(3), count_tokens=chat_model.count_tokens, budget_tokens=3000,
+                         max_turns=3)
+    assert odd.included["pages"] == [1, 2] and odd.half_pages == {2: "user"}   # the last turn: its first side
     # the token budget counts a page's header once, with its first side
     tight = compose_prompt("q", retrieval=_sided(40), count_tokens=chat_model.count_tokens, budget_tokens=400)
     n = len(tight.included["pages"])
