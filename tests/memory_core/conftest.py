@@ -59,3 +59,20 @@ def basis(dim: int, i: int) -> np.ndarray:
 def mix(dim: int, i: int, j: int, cos: float) -> np.ndarray:
     """A unit vector whose cosine with basis(i) is exactly `cos` (the rest along basis(j))."""
     return unit(cos * basis(dim, i) + np.sqrt(max(0.0, 1 - cos * cos)) * basis(dim, j))
+
+
+@pytest.fixture
+def open_tok(tmp_path, embedder, clock):
+    """A store on tmp_path/'memory.db' with the real embedder's token vectors (closed at teardown)."""
+    opened: list[MemoryStore] = []
+
+    def _open(path=None, *, tokens=True, model_id=None, **params) -> MemoryStore:
+        s = MemoryStore.open(path or tmp_path / "memory.db", embedder.embed,
+                             embed_model_id=model_id or embedder.model_id, dim=embedder.dim, params=MemoryParams(**params), clock=clock,
+                             embed_tokens=embedder.embed_with_tokens if tokens else None)
+        opened.append(s)
+        return s
+
+    yield _open
+    for s in opened:
+        s.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory_core import MemoryParams, MemoryStore, RetrievalBudget
+from memory_core import RetrievalBudget
 from memory_core import db as D
 from memory_core import token_match as TM
 from memory_core.types import page_text
@@ -52,22 +52,6 @@ def test_pack_sides_pools_each_side_and_round_trips():
     assert TM.unpack_sides(b"", 384) is None and TM.unpack_sides(None, 384) is None
     assert TM.unpack_sides(blob[:-1], 384) is None                           # damaged: the page ranks whole
     assert TM.page_sides(v, ["a"] * 5, "", "reply") == b""                    # one side only
-
-
-@pytest.fixture
-def open_tok(tmp_path, embedder, clock):
-    opened: list[MemoryStore] = []
-
-    def _open(path=None, **params) -> MemoryStore:
-        s = MemoryStore.open(path or tmp_path / "memory.db", embedder.embed, embed_model_id=embedder.model_id,
-                             dim=embedder.dim, params=MemoryParams(**params), clock=clock,
-                             embed_tokens=embedder.embed_with_tokens)
-        opened.append(s)
-        return s
-
-    yield _open
-    for s in opened:
-        s.close()
 
 
 def _sides(store) -> dict[int, bytes | None]:

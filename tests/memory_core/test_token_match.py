@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from memory_core import MemoryParams, MemoryStore, RetrievalBudget
+from memory_core import MemoryStore, RetrievalBudget
 from memory_core import token_match as TM
 from memory_core.types import page_text
 
@@ -66,23 +66,6 @@ def test_maxsim_by_hand():
     np.testing.assert_allclose(TM.maxsim_packed(qq, cut, 16),
                                TM.maxsim(qq, [TM.unpack(packed[0][:16], 16), TM.unpack(packed[2], 16)]), atol=1e-5)
     assert TM.query_matrix(q, ["how", "are"]) is None
-
-
-@pytest.fixture
-def open_tok(tmp_path, embedder, clock):
-    """A store on tmp_path/'memory.db' with the real embedder's token vectors (closed at teardown)."""
-    opened: list[MemoryStore] = []
-
-    def _open(path=None, *, tokens=True, model_id=None, **params) -> MemoryStore:
-        s = MemoryStore.open(path or tmp_path / "memory.db", embedder.embed,
-                             embed_model_id=model_id or embedder.model_id, dim=embedder.dim, params=MemoryParams(**params), clock=clock,
-                             embed_tokens=embedder.embed_with_tokens if tokens else None)
-        opened.append(s)
-        return s
-
-    yield _open
-    for s in opened:
-        s.close()
 
 
 def _rows(store) -> dict[int, bytes]:
