@@ -3,6 +3,6 @@ import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see ui/launcher.py
 
-from app.cli import main  # noqa: E402
+from app.cli import main
 
 sys.exit(main())

@@ -5,13 +5,14 @@ reply → store it with its trace and token counts → enqueue the memory update
 agent drives the chat model from the calling thread; the scheduler makes sure that is
 always the one thread that owns the model.
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from app.prompting import ComposedPrompt, MarkupFilter, QuoteFloor, compose_prompt
 from app.quoted_turns import QuotedPage, QuotedTurnFilter, asks_for_dialogue
@@ -26,16 +27,24 @@ log = logging.getLogger(__name__)
 
 TokenCallback = Callable[[str], None]
 STATUS_COMPLETE, STATUS_STOPPED, STATUS_STREAMING, STATUS_FAILED, STATUS_INTERRUPTED = (
-    "complete", "stopped", "streaming", "failed", "interrupted")
+    "complete",
+    "stopped",
+    "streaming",
+    "failed",
+    "interrupted",
+)
 PARTIAL_FLUSH_S = 1.0  # how often a streaming reply is saved, so a crash loses at most this much
 
 MESSAGE_NOT_SAVED = "The disk is full: your message could not be saved. Free some disk space and send it again."
-REPLY_NOT_STARTED = ("The disk is full: your message was saved, but there is no room for a reply. "
-                     "Free some disk space and regenerate it.")
-REPLY_NOT_SAVED = ("The disk is full: this reply is shown but could not be saved. Free some disk space; "
-                   "the part saved before the disk filled is kept.")
-MEMORY_NOT_QUEUED = ("The disk is full: the reply was saved, but it could not be added to memory. Free some "
-                     "disk space.")
+REPLY_NOT_STARTED = (
+    "The disk is full: your message was saved, but there is no room for a reply. "
+    "Free some disk space and regenerate it."
+)
+REPLY_NOT_SAVED = (
+    "The disk is full: this reply is shown but could not be saved. Free some disk space; "
+    "the part saved before the disk filled is kept."
+)
+MEMORY_NOT_QUEUED = "The disk is full: the reply was saved, but it could not be added to memory. Free some disk space."
 
 
 class DiskFullError(RuntimeError):
@@ -67,15 +76,23 @@ class TurnResult:
 
 
 class ChatAgent:
-    def __init__(self, store, model, *, reply_reserve: int = 512, max_tokens: int | None = None,
-                 memory_enabled: Callable[[], bool] = lambda: True, repetition_guard: bool = True):
+    def __init__(
+        self,
+        store,
+        model,
+        *,
+        reply_reserve: int = 512,
+        max_tokens: int | None = None,
+        memory_enabled: Callable[[], bool] = lambda: True,
+        repetition_guard: bool = True,
+    ):
         self.store = store
         self.model = model
         self.reply_reserve = reply_reserve
         self.max_tokens = max_tokens
         self.repetition_guard = repetition_guard  # stop a reply that loops (app.repetition)
         self.memory_enabled = memory_enabled  # global pause switch (settings)
-        self._recall_at_end = True   # recall as a system message before the question (see app.prompting)
+        self._recall_at_end = True  # recall as a system message before the question (see app.prompting)
 
     # -- conversations ------------------------------------------------------------
     def new_conversation(self, title: str = "New chat") -> int:
@@ -96,14 +113,27 @@ class ChatAgent:
     def _enqueue_page(self, conversation_id: int, user, assistant_id: int, reply: str) -> None:
         self.store.enqueue(
             "add_page",
-            {"cid": conversation_id, "user_text": user.content, "assistant_text": reply,
-             "user_message_id": user.id, "assistant_message_id": assistant_id, "timestamp": user.created_at},
+            {
+                "cid": conversation_id,
+                "user_text": user.content,
+                "assistant_text": reply,
+                "user_message_id": user.id,
+                "assistant_message_id": assistant_id,
+                "timestamp": user.created_at,
+            },
             key=f"page:{assistant_id}",
         )
 
     # -- turns --------------------------------------------------------------------
-    def send(self, conversation_id: int, text: str, *, parent_id: int | None = None,
-             on_token: TokenCallback | None = None, cancel: CancelToken | None = None) -> TurnResult:
+    def send(
+        self,
+        conversation_id: int,
+        text: str,
+        *,
+        parent_id: int | None = None,
+        on_token: TokenCallback | None = None,
+        cancel: CancelToken | None = None,
+    ) -> TurnResult:
         """Send `text` as the next user message (after `parent_id`, default: the current leaf)."""
         text = valid_text(text)
         if parent_id is None:
@@ -115,8 +145,9 @@ class ChatAgent:
             self._maybe_title(conversation_id, text)
         return self._reply(conversation_id, user_id, text, on_token=on_token, cancel=cancel, new_message=True)
 
-    def regenerate(self, assistant_message_id: int, *, on_token: TokenCallback | None = None,
-                   cancel: CancelToken | None = None) -> TurnResult:
+    def regenerate(
+        self, assistant_message_id: int, *, on_token: TokenCallback | None = None, cancel: CancelToken | None = None
+    ) -> TurnResult:
         """A new sibling reply to the same user message; the rejected reply's page is forgotten."""
         old = self.store.get_message(assistant_message_id)
         if old is None or old.role != "assistant" or old.parent_id is None:
@@ -125,8 +156,14 @@ class ChatAgent:
         self._forget_pages_of(assistant_message_id)
         return self._reply(old.conversation_id, user.id, user.content, on_token=on_token, cancel=cancel)
 
-    def edit_and_resend(self, user_message_id: int, new_text: str, *, on_token: TokenCallback | None = None,
-                        cancel: CancelToken | None = None) -> TurnResult:
+    def edit_and_resend(
+        self,
+        user_message_id: int,
+        new_text: str,
+        *,
+        on_token: TokenCallback | None = None,
+        cancel: CancelToken | None = None,
+    ) -> TurnResult:
         """A new user message beside the edited one (a new branch); the old exchange's page is forgotten."""
         old = self.store.get_message(user_message_id)
         if old is None or old.role != "user":
@@ -136,11 +173,11 @@ class ChatAgent:
         new_text = valid_text(new_text)
         with _disk_full_means(MESSAGE_NOT_SAVED):
             user_id = self.store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id)
-        return self._reply(old.conversation_id, user_id, new_text, on_token=on_token, cancel=cancel,
-                           new_message=True)
+        return self._reply(old.conversation_id, user_id, new_text, on_token=on_token, cancel=cancel, new_message=True)
 
-    def warm(self, conversation_id: int | None, *, leaf_id: int | None = None,
-             cancel: CancelToken | None = None) -> int:
+    def warm(
+        self, conversation_id: int | None, *, leaf_id: int | None = None, cancel: CancelToken | None = None
+    ) -> int:
         """Put the stable beginning of this conversation's next prompt (system prompt, persona, the
         dialogue up to `leaf_id`, default its newest message) into the model's KV cache while the user
         reads or types: the next reply then waits only for what was recalled and the new message, not
@@ -153,12 +190,18 @@ class ChatAgent:
         if conversation_id is not None:
             read, _ = self._memory_mode(conversation_id)
             history = self.store.list_messages(conversation_id, leaf_id=leaf_id)
-        persona = (self.store.retrieve("", None, RetrievalBudget(pages=0, knowledge=0), record_visits=False)
-                   if read else None)
-        prompt = compose_prompt("", retrieval=persona, history=history, count_tokens=self.model.count_tokens,
-                                budget_tokens=max(256, self.model.n_ctx - self.reply_reserve),
-                                recall_at_end=self._recall_at_end)
-        return prefill(prompt.messages[:-1], cancel=cancel)   # all but the (empty) new message
+        persona = (
+            self.store.retrieve("", None, RetrievalBudget(pages=0, knowledge=0), record_visits=False) if read else None
+        )
+        prompt = compose_prompt(
+            "",
+            retrieval=persona,
+            history=history,
+            count_tokens=self.model.count_tokens,
+            budget_tokens=max(256, self.model.n_ctx - self.reply_reserve),
+            recall_at_end=self._recall_at_end,
+        )
+        return prefill(prompt.messages[:-1], cancel=cancel)  # all but the (empty) new message
 
     # -- internals ----------------------------------------------------------------
     def _memory_mode(self, conversation_id: int) -> tuple[bool, bool]:
@@ -199,35 +242,45 @@ class ChatAgent:
             log.warning("a request to forget could not be carried out: %s", exc)
             return None
 
-    def _reply(self, conversation_id: int, user_id: int, query: str, *, on_token, cancel,
-               new_message: bool = False) -> TurnResult:
+    def _reply(
+        self, conversation_id: int, user_id: int, query: str, *, on_token, cancel, new_message: bool = False
+    ) -> TurnResult:
         cancel = cancel or CancelToken()
         read, write = self._memory_mode(conversation_id)
         remembered = self._remember_if_asked(query) if write and new_message else None
-        to_forget = forget_request(query)      # never also a request to remember (the two openings differ)
+        to_forget = forget_request(query)  # never also a request to remember (the two openings differ)
         forgot = self._forget_asked(to_forget) if to_forget and read and new_message else None
         if to_forget:
-            write = False     # this exchange repeats what was to be forgotten (so does a regenerate of it)
+            write = False  # this exchange repeats what was to be forgotten (so does a regenerate of it)
         t0 = time.perf_counter()
         branch = self.store.list_messages_to(user_id)
         history = [m for m in branch if m.id != user_id]
         params = self.store.params
-        retrieval = (self.store.retrieve(query, conversation_id, RetrievalBudget(pages=params.recall_turns))
-                     if read else None)
+        retrieval = (
+            self.store.retrieve(query, conversation_id, RetrievalBudget(pages=params.recall_turns)) if read else None
+        )
         t_retrieve = time.perf_counter() - t0
 
         budget = max(256, self.model.n_ctx - self.reply_reserve)
         floor = QuoteFloor.from_params(self.store.params)
 
         def compose(budget_tokens: int = budget):
-            return compose_prompt(query, retrieval=retrieval, history=history, count_tokens=self.model.count_tokens,
-                                  budget_tokens=budget_tokens, recall_at_end=self._recall_at_end, floor=floor,
-                                  requote_after=params.recall_own_after, max_turns=params.recall_turns)
+            return compose_prompt(
+                query,
+                retrieval=retrieval,
+                history=history,
+                count_tokens=self.model.count_tokens,
+                budget_tokens=budget_tokens,
+                recall_at_end=self._recall_at_end,
+                floor=floor,
+                requote_after=params.recall_own_after,
+                max_turns=params.recall_turns,
+            )
 
         prompt = compose()
         try:
             exact = self.model.count_messages_tokens(prompt.messages)
-        except Exception as exc:  # noqa: BLE001 - a chat template that allows one system message only
+        except Exception as exc:
             if not self._recall_at_end:
                 raise
             log.info("the chat template refused a second system message (%s); recall goes first", exc)
@@ -246,20 +299,24 @@ class ChatAgent:
         trace["included"] = prompt.included
         trace["dropped"] = prompt.dropped
         trace["half_pages"] = prompt.half_pages_trace()
-        trace["quote_floor"] = floor.to_dict()      # the rule applied then (the inspector says why a page is out)
+        trace["quote_floor"] = floor.to_dict()  # the rule applied then (the inspector says why a page is out)
         trace["prompt_tokens"] = exact
         trace["query_truncated"] = prompt.query_truncated
         with _disk_full_means(REPLY_NOT_STARTED):
-            assistant_id = self.store.add_message(conversation_id, "assistant", "", parent_id=user_id,
-                                                  status=STATUS_STREAMING, meta={"trace": trace})
+            assistant_id = self.store.add_message(
+                conversation_id, "assistant", "", parent_id=user_id, status=STATUS_STREAMING, meta={"trace": trace}
+            )
         parts: list[str] = []
         status, error = STATUS_COMPLETE, None
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
         guard = RepetitionGuard() if self.repetition_guard else None
         markup = MarkupFilter()
         # the quoted pages' notation ("User: …", "[date] (page 6)") written back: app.quoted_turns
-        turns = QuotedTurnFilter(active=bool(prompt.included.get("pages") or prompt.included.get("knowledge"))
-                                 and not asks_for_dialogue(query), quoted=self._quoted_pages(prompt, retrieval))
+        turns = QuotedTurnFilter(
+            active=bool(prompt.included.get("pages") or prompt.included.get("knowledge"))
+            and not asks_for_dialogue(query),
+            quoted=self._quoted_pages(prompt, retrieval),
+        )
         for attempt in (1, 2):
             try:
                 stream = self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
@@ -270,19 +327,19 @@ class ChatAgent:
                         if on_token is not None:
                             on_token(chunk)
                     if turns.ended:
-                        stream.close()   # the reply began writing a turn nobody said: it ends before it
+                        stream.close()  # the reply began writing a turn nobody said: it ends before it
                         parts = ["".join(parts).rstrip()]
                         break
                     if not chunk:
                         continue
                     if guard is not None and guard.feed(chunk):
-                        stream.close()   # ends the generation; the reply keeps what came before the loop
+                        stream.close()  # ends the generation; the reply keeps what came before the loop
                         parts = [guard.kept()]
                         break
                     if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
                         last_flush = self._flush_partial(assistant_id, parts)
                 else:
-                    held = turns.feed(markup.rest()) + turns.rest()   # held starts that were nothing after all
+                    held = turns.feed(markup.rest()) + turns.rest()  # held starts that were nothing after all
                     if held:
                         parts.append(held)
                         if on_token is not None:
@@ -292,29 +349,41 @@ class ChatAgent:
             except ModelError as exc:
                 if attempt == 1 and not parts and any(m["role"] == "system" for m in prompt.messages[1:]):
                     # a server whose chat template refuses a second system message: recall goes first
-                    log.info("the model refused the prompt (%s); retrying with recall in the first system "
-                             "message", exc)
+                    log.info("the model refused the prompt (%s); retrying with recall in the first system message", exc)
                     self._recall_at_end = False
                     prompt = compose()
                     exact = self.model.count_messages_tokens(prompt.messages)
-                    trace.update(included=prompt.included, dropped=prompt.dropped, prompt_tokens=exact,
-                                 half_pages=prompt.half_pages_trace())
+                    trace.update(
+                        included=prompt.included,
+                        dropped=prompt.dropped,
+                        prompt_tokens=exact,
+                        half_pages=prompt.half_pages_trace(),
+                    )
                     continue
                 status, error = STATUS_FAILED, str(exc)
                 log.warning("generation failed: %s", exc)
             break
         text = "".join(parts)
-        if turns.removed:     # a recitation or a label line that closed the reply leaves its line break
+        if turns.removed:  # a recitation or a label line that closed the reply leaves its line break
             text = text.rstrip()
         st = self.model.last_stats
         stats = {
-            "prompt_tokens": exact, "cached_prompt_tokens": st.cached_prompt_tokens,
+            "prompt_tokens": exact,
+            "cached_prompt_tokens": st.cached_prompt_tokens,
             "completion_tokens": st.completion_tokens,
-            "time_to_first_token_s": round(st.time_to_first_token_s, 4), "total_s": round(st.total_s, 4),
-            "tokens_per_s": round(st.tokens_per_s, 2), "retrieve_ms": round(t_retrieve * 1000, 2),
-            "compose_ms": round(t_compose * 1000, 2), "model": self.model.model_id,
-            "finish_reason": ("repetition" if guard is not None and guard.looping
-                              else "invented_turn" if turns.ended else st.finish_reason),
+            "time_to_first_token_s": round(st.time_to_first_token_s, 4),
+            "total_s": round(st.total_s, 4),
+            "tokens_per_s": round(st.tokens_per_s, 2),
+            "retrieve_ms": round(t_retrieve * 1000, 2),
+            "compose_ms": round(t_compose * 1000, 2),
+            "model": self.model.model_id,
+            "finish_reason": (
+                "repetition"
+                if guard is not None and guard.looping
+                else "invented_turn"
+                if turns.ended
+                else st.finish_reason
+            ),
         }
         if remembered:
             stats["remembered"] = remembered
@@ -335,8 +404,9 @@ class ChatAgent:
             # the row keeps what was flushed, marked 'streaming': the next start marks it interrupted
             # and queues its memory update (recover_interrupted)
             log.warning("the reply could not be saved: %s", exc)
-            return TurnResult(conversation_id, user_id, assistant_id, text, STATUS_FAILED, prompt, trace,
-                              REPLY_NOT_SAVED, stats)
+            return TurnResult(
+                conversation_id, user_id, assistant_id, text, STATUS_FAILED, prompt, trace, REPLY_NOT_SAVED, stats
+            )
         if write and text.strip() and status != STATUS_FAILED:
             try:
                 self._enqueue_page(conversation_id, self.store.get_message(user_id), assistant_id, text)
@@ -358,8 +428,10 @@ class ChatAgent:
             if cid is not None and cid not in sources:
                 conv = self.store.get_conversation(cid)
                 sources[cid] = conv.source if conv is not None else None
-        return [QuotedPage(h.page.user_text or "", h.page.assistant_text or "", sources.get(h.page.conversation_id))
-                for h in hits]
+        return [
+            QuotedPage(h.page.user_text or "", h.page.assistant_text or "", sources.get(h.page.conversation_id))
+            for h in hits
+        ]
 
     def _flush_partial(self, assistant_id: int, parts: list[str]) -> float:
         """Save the reply so far (a crash loses at most PARTIAL_FLUSH_S of it). On a full disk the
@@ -393,4 +465,3 @@ def title_from(text: str, limit: int = 60) -> str:
         return words or "New chat"
     cut = words.rfind(" ", 0, limit)
     return words[: cut if cut > limit // 2 else limit - 1].rstrip(" ,.;:-") + "…"
-

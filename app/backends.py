@@ -1,4 +1,5 @@
 """Build the configured embedder and chat model from settings (the only place that picks backends)."""
+
 from __future__ import annotations
 
 from app.settings import ChatModelSettings, EmbeddingSettings

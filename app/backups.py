@@ -6,6 +6,7 @@ backup; the newest `KEEP` copies are kept. `mnemo memory backup` makes one now, 
 backups` lists them and `mnemo memory restore FILE` (with Mnemo closed) or Memory ▸ Restore from a
 backup… puts one back; the current file is kept aside.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,7 +24,7 @@ PREFIX = "mnemo-"
 SUFFIX = ".sqlite3"
 KEEP = 2
 EVERY_S = 24 * 3600.0
-START_DELAY_S = 60.0      # the app makes it a minute after start, when chat is idle
+START_DELAY_S = 60.0  # the app makes it a minute after start, when chat is idle
 
 
 def backup_dir(paths: Paths) -> Path:
@@ -45,21 +46,20 @@ def due(paths: Paths, now: float | None = None) -> bool:
     return not newest or now - newest[0].stat().st_mtime >= EVERY_S
 
 
-def make_backup(store, paths: Paths, *, now: float | None = None, keep: int = KEEP, on_progress=None,
-                cancelled=None) -> Path:
+def make_backup(
+    store, paths: Paths, *, now: float | None = None, keep: int = KEEP, on_progress=None, cancelled=None
+) -> Path:
     """Copy the database now; keep the newest `keep` backups (older ones are deleted)."""
     stamp = dt.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
-    for stale in backup_dir(paths).glob(f".{PREFIX}*.partial"):   # left by a killed process
+    for stale in backup_dir(paths).glob(f".{PREFIX}*.partial"):  # left by a killed process
         stale.unlink(missing_ok=True)
-    path = store.backup(backup_dir(paths) / f"{PREFIX}{stamp}{SUFFIX}", on_progress=on_progress,
-                        cancelled=cancelled)
-    for old in list_backups(paths)[max(1, keep):]:
+    path = store.backup(backup_dir(paths) / f"{PREFIX}{stamp}{SUFFIX}", on_progress=on_progress, cancelled=cancelled)
+    for old in list_backups(paths)[max(1, keep) :]:
         old.unlink(missing_ok=True)
     return path
 
 
-def maybe_backup(store, paths: Paths, *, keep: int = KEEP, now: float | None = None,
-                 cancelled=None) -> Path | None:
+def maybe_backup(store, paths: Paths, *, keep: int = KEEP, now: float | None = None, cancelled=None) -> Path | None:
     """The daily backup, when one is due and backups are on (`keep` > 0; called by the memory
     thread at start). `cancelled()` (the app closing) stops it between steps."""
     if keep <= 0 or not due(paths, now):
@@ -83,7 +83,7 @@ def made_at(backup: Path) -> str:
     """When a backup was made, for people, to the minute: the time in a Mnemo backup's name (it
     survives copying the file), else the file's modification time."""
     backup = Path(backup)
-    stamp = backup.name[len(PREFIX):-len(SUFFIX)] if backup.name.startswith(PREFIX) else ""
+    stamp = backup.name[len(PREFIX) : -len(SUFFIX)] if backup.name.startswith(PREFIX) else ""
     try:
         return dt.datetime.strptime(stamp, "%Y%m%d-%H%M%S").strftime("%Y-%m-%d %H:%M")
     except ValueError:
@@ -104,7 +104,7 @@ def restore(paths: Paths, backup: Path, *, now: float | None = None) -> Path:
     aside = db.with_name(f"{db.name}.before-restore-{stamp}")
     paths.data_dir.mkdir(parents=True, exist_ok=True)
     tmp = db.with_name(f".{db.name}.restoring")
-    shutil.copyfile(backup, tmp)              # copy first: a failure here leaves everything as it was
+    shutil.copyfile(backup, tmp)  # copy first: a failure here leaves everything as it was
     if db.exists():
         os.replace(db, aside)
     for extra in ("-wal", "-shm"):
@@ -112,5 +112,5 @@ def restore(paths: Paths, backup: Path, *, now: float | None = None) -> Path:
         if side.exists():
             os.replace(side, aside.with_name(aside.name + extra))
     os.replace(tmp, db)
-    drop_shared(str(db))    # this process's cached page vectors belong to the file that was replaced
+    drop_shared(str(db))  # this process's cached page vectors belong to the file that was replaced
     return aside

@@ -10,6 +10,7 @@ or interrupted reply, and the message meta (the model that answered, import ids)
 Both are written through memory_core's atomic file: a full disk or a crash leaves any earlier
 file of that name as it was, never half a file.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -59,11 +60,24 @@ def chat_markdown(conversation: Any, messages: list) -> str:
 
 def chat_json(conversation: Any, messages: list) -> dict:
     return {
-        "format": FORMAT, "version": VERSION,
-        "title": conversation.title, "created_at": _iso(conversation.created_at),
-        "source": conversation.source, "external_id": conversation.external_id,
-        "messages": [{"id": m.id, "parent_id": m.parent_id, "role": m.role, "content": m.content,
-                      "created_at": _iso(m.created_at), "status": m.status, "meta": m.meta} for m in messages],
+        "format": FORMAT,
+        "version": VERSION,
+        "title": conversation.title,
+        "created_at": _iso(conversation.created_at),
+        "source": conversation.source,
+        "external_id": conversation.external_id,
+        "messages": [
+            {
+                "id": m.id,
+                "parent_id": m.parent_id,
+                "role": m.role,
+                "content": m.content,
+                "created_at": _iso(m.created_at),
+                "status": m.status,
+                "meta": m.meta,
+            }
+            for m in messages
+        ],
     }
 
 
@@ -74,13 +88,17 @@ def render_chat(store, conversation_id: int, fmt: str, *, leaf_id: int | None = 
     if conversation is None:
         raise LookupError(f"no chat with id {conversation_id}")
     messages = store.list_messages(conversation_id, leaf_id=leaf_id)
-    text = (json.dumps(chat_json(conversation, messages), ensure_ascii=False, indent=1) if fmt == "json"
-            else chat_markdown(conversation, messages))
+    text = (
+        json.dumps(chat_json(conversation, messages), ensure_ascii=False, indent=1)
+        if fmt == "json"
+        else chat_markdown(conversation, messages)
+    )
     return conversation.title, len(messages), text + "\n"
 
 
-def export_chat(store, conversation_id: int, path: str | Path, *, fmt: str | None = None,
-                leaf_id: int | None = None) -> ChatExport:
+def export_chat(
+    store, conversation_id: int, path: str | Path, *, fmt: str | None = None, leaf_id: int | None = None
+) -> ChatExport:
     """Write the chat (see `render_chat`) to `path`, atomically."""
     title, count, text = render_chat(store, conversation_id, format_for(path, fmt), leaf_id=leaf_id)
     path = Path(path)

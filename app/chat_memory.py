@@ -11,6 +11,7 @@ losing these sources), and the facts its "Remember that …" messages added, unl
 confirmed or changed them since. A fact such a message *updated* goes back to its earlier text.
 Facts the user added in the inspector or the CLI are not tied to a chat and stay.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,9 +23,10 @@ from memory_core import ConversationMemory
 @dataclass
 class RememberedHere:
     """A fact a "Remember that …" message of the chat added or updated, still as that message left it."""
-    kind: str          # "knowledge" | "trait"
+
+    kind: str  # "knowledge" | "trait"
     id: int
-    outcome: str       # "added" (forgotten with the chat's memory) | "updated" (reverted)
+    outcome: str  # "added" (forgotten with the chat's memory) | "updated" (reverted)
     version: int
     text: str
 
@@ -32,6 +34,7 @@ class RememberedHere:
 @dataclass
 class ChatMemory:
     """What forgetting one chat's memory removes (before), or removed (after)."""
+
     conversation_id: int
     memory: ConversationMemory
     remembered: list[RememberedHere] = field(default_factory=list)
@@ -54,16 +57,24 @@ class ChatMemory:
         if added:
             parts.append(f"{count(added, 'fact')} it asked to remember")
         if updated:
-            parts.append(f"{count(updated, 'fact')} it changed (back to {'its' if updated == 1 else 'their'} "
-                         "earlier text)")
+            parts.append(
+                f"{count(updated, 'fact')} it changed (back to {'its' if updated == 1 else 'their'} earlier text)"
+            )
         return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
     def to_json(self) -> dict:
         m = self.memory
-        return {"conversation_id": self.conversation_id, "pages": m.page_ids, "pinned_pages": m.pinned_pages,
-                "pending_pages": m.pending_pages, "items": [{"kind": k, "id": i} for k, i in m.items],
-                "remembered": [{"kind": r.kind, "id": r.id, "outcome": r.outcome, "version": r.version,
-                                "text": r.text} for r in self.remembered]}
+        return {
+            "conversation_id": self.conversation_id,
+            "pages": m.page_ids,
+            "pinned_pages": m.pinned_pages,
+            "pending_pages": m.pending_pages,
+            "items": [{"kind": k, "id": i} for k, i in m.items],
+            "remembered": [
+                {"kind": r.kind, "id": r.id, "outcome": r.outcome, "version": r.version, "text": r.text}
+                for r in self.remembered
+            ],
+        }
 
 
 def chat_memory(store, cid: int) -> ChatMemory:

@@ -1,4 +1,5 @@
 """`mnemo`: with no command, the desktop app; with a command, the CLI that mirrors the library."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,10 +13,18 @@ from app.commands import COMMAND_MODULES
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mnemo", description="Mnemo: a local-first assistant that remembers.")
     parser.add_argument("--version", action="version", version=f"mnemo {__version__}")
-    parser.add_argument("--data-dir", help="folder for the memory database (default: the user data dir; env MNEMO_DATA_DIR)")
-    parser.add_argument("--config-dir", help="folder for settings.json (default: the user config dir; env MNEMO_CONFIG_DIR)")
-    parser.add_argument("--self-test", action="store_true", help="open the window, embed, generate 5 tokens, exit 0 if all worked")
-    parser.add_argument("--timings", action="store_true", help="with --self-test: print time to first paint and load times")
+    parser.add_argument(
+        "--data-dir", help="folder for the memory database (default: the user data dir; env MNEMO_DATA_DIR)"
+    )
+    parser.add_argument(
+        "--config-dir", help="folder for settings.json (default: the user config dir; env MNEMO_CONFIG_DIR)"
+    )
+    parser.add_argument(
+        "--self-test", action="store_true", help="open the window, embed, generate 5 tokens, exit 0 if all worked"
+    )
+    parser.add_argument(
+        "--timings", action="store_true", help="with --self-test: print time to first paint and load times"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -49,8 +58,11 @@ def main(argv: list[str] | None = None, gui=None) -> int:
             from memory_core import DamagedDatabaseError, is_storage_full
 
             if is_storage_full(exc):
-                print(f"mnemo {args.command}: error: the disk is full ({exc}). Free some disk space and run it "
-                      "again; what was saved before is kept.", file=sys.stderr)
+                print(
+                    f"mnemo {args.command}: error: the disk is full ({exc}). Free some disk space and run it "
+                    "again; what was saved before is kept.",
+                    file=sys.stderr,
+                )
             elif isinstance(exc, DamagedDatabaseError):
                 print(f"mnemo {args.command}: error: {exc}. {DAMAGED_DB_ADVICE}", file=sys.stderr)
             else:

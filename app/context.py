@@ -1,4 +1,5 @@
 """`AppContext`: paths + settings + lazily built models and stores, shared by the CLI and the GUI."""
+
 from __future__ import annotations
 
 import threading
@@ -13,13 +14,13 @@ from app.settings import Paths, Settings, load_settings, save_settings
 class AppContext:
     paths: Paths
     settings: Settings
-    settings_notes: list[str] = field(default_factory=list)   # what was wrong in settings.json, for the user
+    settings_notes: list[str] = field(default_factory=list)  # what was wrong in settings.json, for the user
     _embedder: Any = field(default=None, repr=False)
     _chat_model: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def create(cls, config_dir=None, data_dir=None) -> "AppContext":
+    def create(cls, config_dir=None, data_dir=None) -> AppContext:
         paths = Paths.resolve(config_dir, data_dir)
         notes: list[str] = []
         return cls(paths=paths, settings=load_settings(paths, notes), settings_notes=notes)
@@ -70,7 +71,7 @@ class AppContext:
             # the word-by-word match needs each page's token vectors; w_tokens 0 keeps none (a smaller file)
             embed_tokens=emb.embed_with_tokens if params.w_tokens > 0 else None,
         )
-        if self.settings.memory_paused:      # an old settings file: the pause switch moves to the store
+        if self.settings.memory_paused:  # an old settings file: the pause switch moves to the store
             store.set_paused(True)
             self.settings.memory_paused = False
             self.save()

@@ -6,6 +6,7 @@ POSIX, msvcrt.locking on Windows). The OS drops it when the process ends, howeve
 crash never leaves a stale lock behind. The window's single-instance hand-over is separate (a Qt
 local socket, ui/single_instance.py): this module stays Qt-free for the CLI.
 """
+
 from __future__ import annotations
 
 import os

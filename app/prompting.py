@@ -15,21 +15,22 @@ Chat templates that accept a system message only at the start get the DESIGN.md 
 (`recall_at_end=False`; the agent falls back by itself).
 Nothing time-of-now is put in the stable part. Memory is quoted as data inside <memory> tags.
 """
+
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Callable, Sequence
 
 from app import prompts
 
 CountFn = Callable[[str], int]
 QUERY_TRUNCATION_NOTE = "\n[… message truncated to fit the model's context …]\n"
-MEMORY_TAGS = ("<memory>", "</memory>")   # resources/prompts/memory_context.txt wraps recalled memory in them
+MEMORY_TAGS = ("<memory>", "</memory>")  # resources/prompts/memory_context.txt wraps recalled memory in them
 # how recalled memory is laid out for the model (app.quoted_turns keeps this notation out of replies)
-ROLE_LABELS = ("User:", "Assistant:")        # the two sides of a quoted page
-FACTS_HEADING = "Known facts:"               # its lines: "- (user) …", "- (assistant) …"
-PAGES_HEADING = "Earlier conversations:"     # each page: "[2023-11-15 04:48] (page 6)", then its sides
+ROLE_LABELS = ("User:", "Assistant:")  # the two sides of a quoted page
+FACTS_HEADING = "Known facts:"  # its lines: "- (user) …", "- (assistant) …"
+PAGES_HEADING = "Earlier conversations:"  # each page: "[2023-11-15 04:48] (page 6)", then its sides
 
 
 class MarkupFilter:
@@ -41,8 +42,8 @@ class MarkupFilter:
     is held back until it is clear, so neither the window nor the terminal shows the markup."""
 
     def __init__(self):
-        self.pending = ""            # received, not yet passed on: it may begin a tag
-        self.removed = 0             # tags taken out
+        self.pending = ""  # received, not yet passed on: it may begin a tag
+        self.removed = 0  # tags taken out
 
     def feed(self, chunk: str) -> str:
         """Add a chunk; return what can be shown now."""
@@ -51,8 +52,8 @@ class MarkupFilter:
             self.removed += text.count(tag)
             text = text.replace(tag, "")
         hold = _partial_tag(text)
-        self.pending = text[len(text) - hold:] if hold else ""
-        return text[:len(text) - hold] if hold else text
+        self.pending = text[len(text) - hold :] if hold else ""
+        return text[: len(text) - hold] if hold else text
 
     def rest(self) -> str:
         """At the end of the stream: what was held back (it began no tag after all)."""
@@ -113,7 +114,7 @@ def _side_units(retrieval, pages: list) -> list[tuple[object, tuple[str, ...]]]:
     by_id = {h.page.id: h for h in pages}
     units: list[tuple[object, tuple[str, ...]]] = []
     seen: set[int] = set()
-    for u in (retrieval.sides if retrieval is not None else []):
+    for u in retrieval.sides if retrieval is not None else []:
         h = by_id.get(u.hit.page.id)
         if h is not None:
             units.append((h, ("user", "assistant") if u.side == "page" else (u.side,)))
@@ -131,7 +132,7 @@ def _truncate_middle(text: str, count: CountFn, max_tokens: int) -> str:
     while lo < hi:  # binary search on the kept length
         mid = (lo + hi + 1) // 2
         half = mid // 2
-        candidate = text[:half] + QUERY_TRUNCATION_NOTE + text[len(text) - (mid - half):]
+        candidate = text[:half] + QUERY_TRUNCATION_NOTE + text[len(text) - (mid - half) :]
         if count(candidate) <= max_tokens:
             best, lo = candidate, mid
         else:
@@ -161,6 +162,7 @@ class QuoteFloor:
     A page ranked for its dialogue neighbour (it has no match of its own) needs `min_score` only.
     Measured in docs/eval.md ("Which pages are quoted").
     """
+
     min_score: float = float("-inf")
     keyword_min_similarity: float | None = None
     min_similarity: float | None = None
@@ -170,13 +172,17 @@ class QuoteFloor:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "QuoteFloor":
+    def from_dict(cls, d: dict) -> QuoteFloor:
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
     @classmethod
-    def from_params(cls, params) -> "QuoteFloor":
-        return cls(params.recall_min_score, params.recall_keyword_min_similarity, params.recall_min_similarity,
-                   params.recall_min_standout)
+    def from_params(cls, params) -> QuoteFloor:
+        return cls(
+            params.recall_min_score,
+            params.recall_keyword_min_similarity,
+            params.recall_min_similarity,
+            params.recall_min_standout,
+        )
 
     def admits(self, hit) -> bool:
         return self.refusal(hit) is None
@@ -190,16 +196,25 @@ class QuoteFloor:
             if score >= self.min_score:
                 return None
             return f"scored {score:.2f}, under the quoting floor of {self.min_score:g}"
-        if (self.min_similarity is not None and self.min_standout is not None and standout is not None
-                and sim >= self.min_similarity and standout >= self.min_standout):
+        if (
+            self.min_similarity is not None
+            and self.min_standout is not None
+            and standout is not None
+            and sim >= self.min_similarity
+            and standout >= self.min_standout
+        ):
             return None
         if score >= self.min_score:
             if self.keyword_min_similarity is None or sim >= self.keyword_min_similarity:
                 return None
-            return (f"scored {score:.2f}, over the quoting floor of {self.min_score:g} (words, date or segment), "
-                    f"but its meaning is too far from the message (cos {sim:.2f} < {self.keyword_min_similarity:g})")
-        return (f"scored {score:.2f}, under the quoting floor of {self.min_score:g}, and its meaning does not "
-                f"stand out (cos {sim:.2f}" + (f", {standout:+.2f} over the usual)" if standout is not None else ")"))
+            return (
+                f"scored {score:.2f}, over the quoting floor of {self.min_score:g} (words, date or segment), "
+                f"but its meaning is too far from the message (cos {sim:.2f} < {self.keyword_min_similarity:g})"
+            )
+        return (
+            f"scored {score:.2f}, under the quoting floor of {self.min_score:g}, and its meaning does not "
+            f"stand out (cos {sim:.2f}" + (f", {standout:+.2f} over the usual)" if standout is not None else ")")
+        )
 
 
 def quotable_pages(hits: list) -> list:
@@ -235,8 +250,9 @@ def _fit(hits: Sequence, render: Callable, count_tokens: CountFn, remaining: int
     return chosen, remaining, dropped
 
 
-def _choose_turns(units, count_tokens: CountFn, remaining: int, max_turns: int | None
-                  ) -> tuple[dict[int, list[str]], int]:
+def _choose_turns(
+    units, count_tokens: CountFn, remaining: int, max_turns: int | None
+) -> tuple[dict[int, list[str]], int]:
     """Which sides of which pages are quoted: `_side_units` taken best first while they fit the tokens
     left and `max_turns` (a page's header is paid with its first side; a whole page that the turns left
     cannot hold gives its user side, as the evaluation cuts its last unit). Returns page id -> its quoted
@@ -246,7 +262,7 @@ def _choose_turns(units, count_tokens: CountFn, remaining: int, max_turns: int |
     for hit, sides in units:
         pid = hit.page.id
         new = [s for s in sides if s not in page_sides.get(pid, []) and _side_line(hit.page, s)]
-        new = new[:int(min(len(new), turns_left))]   # the last turns of the budget: a whole page's first side
+        new = new[: int(min(len(new), turns_left))]  # the last turns of the budget: a whole page's first side
         if not new:
             continue
         c = sum(count_tokens(_side_line(hit.page, s)) + 1 for s in new)
@@ -286,7 +302,9 @@ def compose_prompt(
     (`MemoryParams.recall_own_after`).
     """
     system = system_prompt if system_prompt is not None else prompts.load("system")
-    cost = lambda text: count_tokens(text) + template_overhead  # noqa: E731
+
+    def cost(text: str) -> int:
+        return count_tokens(text) + template_overhead
 
     remaining = budget_tokens - cost(system) - template_overhead
     query_budget = max(32, remaining // 2) if cost(query) > remaining // 2 else remaining
@@ -309,24 +327,28 @@ def compose_prompt(
             remaining -= c
     older = turns[:-2]
 
-    recent_ids = {m.id for m in turns[-2 * requote_after:]} if requote_after > 0 else set()
+    recent_ids = {m.id for m in turns[-2 * requote_after :]} if requote_after > 0 else set()
     traits = list(retrieval.traits) if retrieval is not None else []
     floor = floor or QuoteFloor()
     pages = [h for h in retrieval.pages if floor.admits(h)] if retrieval is not None else []
     knowledge = list(retrieval.knowledge) if retrieval is not None else []
     # the last exchanges are right above the message: their pages are not quoted again
-    pages = [h for h in pages if h.page.user_message_id not in recent_ids and h.page.assistant_message_id not in recent_ids]
+    pages = [
+        h for h in pages if h.page.user_message_id not in recent_ids and h.page.assistant_message_id not in recent_ids
+    ]
     pages = quotable_pages(pages)
 
     if traits or pages or knowledge:  # the <memory> wrappers (persona; recalled) and headings cost tokens too
         remaining -= 2 * count_tokens(prompts.load("memory_context").format(sections="")) + 3 * 6
-    chosen_traits, remaining, dropped["traits"] = _fit(traits, lambda h: f"- {h.item.dimension}: {h.item.value}",
-                                                       count_tokens, remaining)
+    chosen_traits, remaining, dropped["traits"] = _fit(
+        traits, lambda h: f"- {h.item.dimension}: {h.item.value}", count_tokens, remaining
+    )
     page_sides, remaining = _choose_turns(_side_units(retrieval, pages), count_tokens, remaining, max_turns)
     chosen_pages = [h for h in pages if h.page.id in page_sides]
     dropped["pages"] = len(pages) - len(chosen_pages)
-    chosen_knowledge, remaining, dropped["knowledge"] = _fit(knowledge, lambda h: f"- {h.item.text}",
-                                                             count_tokens, remaining)
+    chosen_knowledge, remaining, dropped["knowledge"] = _fit(
+        knowledge, lambda h: f"- {h.item.text}", count_tokens, remaining
+    )
     for msg in reversed(older):
         c = cost(msg.content)
         if c > remaining:
@@ -340,17 +362,18 @@ def compose_prompt(
     chosen_knowledge.sort(key=lambda h: (h.item.owner, h.item.id))
     chosen_pages.sort(key=lambda h: (h.page.timestamp or 0, h.page.id))  # chronological reads naturally
     system_text = system
-    if chosen_traits:    # the persona: stable between turns, so it belongs to the cached prefix
+    if chosen_traits:  # the persona: stable between turns, so it belongs to the cached prefix
         persona = "About the user:\n" + "\n".join(f"- {h.item.dimension}: {h.item.value}" for h in chosen_traits)
         system_text += "\n\n" + prompts.load("memory_context").format(sections=persona)
-    recalled = []        # recalled for this message: placed with it, after the cached dialogue
+    recalled = []  # recalled for this message: placed with it, after the cached dialogue
     if chosen_knowledge:
         recalled.append(FACTS_HEADING + "\n" + "\n".join(f"- ({h.item.owner}) {h.item.text}" for h in chosen_knowledge))
     if chosen_pages:
-        recalled.append(PAGES_HEADING + "\n" + "\n\n".join(_page_block(h.page, page_sides[h.page.id])
-                                                              for h in chosen_pages))
+        recalled.append(
+            PAGES_HEADING + "\n" + "\n\n".join(_page_block(h.page, page_sides[h.page.id]) for h in chosen_pages)
+        )
     recall_text = prompts.load("memory_context").format(sections="\n\n".join(recalled)) if recalled else ""
-    if recall_text and not recall_at_end:   # for chat templates that allow one system message only
+    if recall_text and not recall_at_end:  # for chat templates that allow one system message only
         system_text += "\n\n" + recall_text
     messages = [{"role": "system", "content": system_text}]
     messages += [{"role": m.role, "content": m.content} for m in recent]
@@ -365,6 +388,9 @@ def compose_prompt(
     included["pages"] = [h.page.id for h in chosen_pages]
     included["messages"] = [m.id for m in recent]
     used = sum(cost(m["content"]) for m in messages)
-    half = {h.page.id: page_sides[h.page.id][0] for h in chosen_pages
-            if len(page_sides[h.page.id]) == 1 and _side_line(h.page, "user") and _side_line(h.page, "assistant")}
+    half = {
+        h.page.id: page_sides[h.page.id][0]
+        for h in chosen_pages
+        if len(page_sides[h.page.id]) == 1 and _side_line(h.page, "user") and _side_line(h.page, "assistant")
+    }
     return ComposedPrompt(messages, used, budget_tokens, included, dropped, truncated, half)

@@ -30,28 +30,34 @@ to `HOLD_LABELLED` characters) so it can be compared with the pages. Lines insid
 pass. A message that asks for a dialogue or a script (`asks_for_dialogue`) gets no filter: there
 the labels are the content.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from app.prompting import FACTS_HEADING, PAGES_HEADING, ROLE_LABELS
 from memory_core.text import content_words
 
 LABELS = tuple(label.lower() for label in ROLE_LABELS)
-HOLD_LABELLED = 240     # a labelled line longer than this is decided without the rest of it
+HOLD_LABELLED = 240  # a labelled line longer than this is decided without the rest of it
 # "User: …" as pages are quoted, "(user) …" as known facts are ("- (user) The user's sister is a nurse")
 _LABEL = re.compile(r"(?:(?:user|assistant)[ \t]*:|\((?:user|assistant)\))[ \t]*", re.IGNORECASE)
 # the prompt's headings, and the model's variations on the first ("Later conversations:")
-_HEADER_WORDS = (PAGES_HEADING.lower(), "later conversations:", "previous conversations:",
-                 "recent conversations:", FACTS_HEADING.lower())
+_HEADER_WORDS = (
+    PAGES_HEADING.lower(),
+    "later conversations:",
+    "previous conversations:",
+    "recent conversations:",
+    FACTS_HEADING.lower(),
+)
 _DATE_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d)?)?\](?:[ \t]*\(page \d+\))?", re.IGNORECASE)
 _PAGE_HEADER = re.compile(r"\(page \d+\)", re.IGNORECASE)
-_HOLD_BRACKET = 40      # the longest start of a "[" or "(" line held back while it may be a header
+_HOLD_BRACKET = 40  # the longest start of a "[" or "(" line held back while it may be a header
 _DIALOGUE = re.compile(r"\b(?:dialog(?:ue)?s?|scripts?|screenplays?|transcripts?|role-?play|skits?)\b", re.IGNORECASE)
-RECITES_SIDE = 0.8      # a recitation holds this share of the page side's words (stop words aside)
-RECITES_LINE = 0.6      # and this share of its own words are the side's
+RECITES_SIDE = 0.8  # a recitation holds this share of the page side's words (stop words aside)
+RECITES_LINE = 0.6  # and this share of its own words are the side's
 
 
 def asks_for_dialogue(message: str) -> bool:
@@ -60,15 +66,19 @@ def asks_for_dialogue(message: str) -> bool:
 
 
 # who said each side of a quoted page, by the source of its conversation (None: Mnemo's own chats)
-_SAID_BY = {None: ("You said", "I replied"), "chatgpt": ("You said", "ChatGPT replied"),
-            "claude": ("You said", "Claude replied")}
-_SAID_IN_IMPORT = ("In an imported conversation", "In an imported conversation")   # a transcript, LoCoMo
+_SAID_BY = {
+    None: ("You said", "I replied"),
+    "chatgpt": ("You said", "ChatGPT replied"),
+    "claude": ("You said", "Claude replied"),
+}
+_SAID_IN_IMPORT = ("In an imported conversation", "In an imported conversation")  # a transcript, LoCoMo
 
 
 @dataclass(frozen=True)
 class QuotedPage:
     """A page quoted to the model: its two sides, and the source of its conversation (None: a chat in
     Mnemo; "chatgpt", "claude", "locomo", "text": imported), which says who said them."""
+
     user_text: str
     assistant_text: str
     source: str | None = None
@@ -99,17 +109,19 @@ def recited_side(line: str, quoted: Sequence[QuotedPage]) -> tuple[str, str] | N
 
 def _is_header(line: str) -> bool:
     s = line.strip()
-    return bool(s) and (s.lower() in _HEADER_WORDS or bool(_DATE_HEADER.fullmatch(s))
-                        or bool(_PAGE_HEADER.fullmatch(s)))
+    return bool(s) and (
+        s.lower() in _HEADER_WORDS or bool(_DATE_HEADER.fullmatch(s)) or bool(_PAGE_HEADER.fullmatch(s))
+    )
 
 
 def _may_become_marker(start: str) -> bool:
     """`start` (a line's beginning, without its leading blanks) could still grow into a label or header."""
     low = start.lower()
-    if any(word.startswith(low.rstrip(" \t")) for word in LABELS) or \
-            any(word.startswith(low) for word in _HEADER_WORDS + ("```",)):
+    if any(word.startswith(low.rstrip(" \t")) for word in LABELS) or any(
+        word.startswith(low) for word in _HEADER_WORDS + ("```",)
+    ):
         return True
-    if any(low.startswith(word) for word in _HEADER_WORDS):   # a header, unless more words follow
+    if any(low.startswith(word) for word in _HEADER_WORDS):  # a header, unless more words follow
         return len(low) <= max(map(len, _HEADER_WORDS)) + 2
     return low.startswith(("[", "(")) and len(low) <= _HOLD_BRACKET
 
@@ -126,15 +138,15 @@ class QuotedTurnFilter:
         self.labels_removed = 0
         self.headers_removed = 0
         self.recitations = 0
-        self._line = ""            # the held start of the current line
-        self._passing = False      # the current line is decided: the rest of it passes
-        self._dropping = False     # the rest of the current line goes (a recitation shown as the page's words)
-        self._held_label = False   # the held line opens with a role label
+        self._line = ""  # the held start of the current line
+        self._passing = False  # the current line is decided: the rest of it passes
+        self._dropping = False  # the rest of the current line goes (a recitation shown as the page's words)
+        self._held_label = False  # the held line opens with a role label
         self._in_code = False
-        self._said = False         # something other than blanks has been shown
-        self._shown: list[str] = []    # the current line as shown so far
-        self._last_line = ""       # the last non-blank line shown
-        self._quote_kept = False   # the one labelled line an introduction ending in ":" may announce
+        self._said = False  # something other than blanks has been shown
+        self._shown: list[str] = []  # the current line as shown so far
+        self._last_line = ""  # the last non-blank line shown
+        self._quote_kept = False  # the one labelled line an introduction ending in ":" may announce
 
     def feed(self, chunk: str) -> str:
         if not self.active:
@@ -142,7 +154,7 @@ class QuotedTurnFilter:
         out: list[str] = []
         i = 0
         while i < len(chunk) and not self.ended:
-            if self._passing or self._dropping:     # the rest of a decided line, up to its end, at once
+            if self._passing or self._dropping:  # the rest of a decided line, up to its end, at once
                 j = chunk.find("\n", i)
                 end = len(chunk) if j < 0 else j + 1
                 if self._passing:
@@ -157,7 +169,7 @@ class QuotedTurnFilter:
             i += 1
             self._line += ch
             if self._held_label and ch != "\n" and len(self._line) < HOLD_LABELLED:
-                continue                            # a labelled line: decided at its end
+                continue  # a labelled line: decided at its end
             out.append(self._decide(at_end=ch == "\n"))
         return "".join(out)
 
@@ -180,15 +192,15 @@ class QuotedTurnFilter:
             if body.startswith("```"):
                 self._in_code = not self._in_code
             elif not at_end and "```".startswith(body):
-                return ""               # it may close the block: wait
+                return ""  # it may close the block: wait
             return self._show(line, at_end)
         label = _LABEL.match(body)
         if label:
             if not at_end and len(body) < HOLD_LABELLED:
                 self._held_label = True
-                return ""               # the whole line, to compare it with the pages
+                return ""  # the whole line, to compare it with the pages
             self._held_label = False
-            return self._labelled(body[label.end():], at_end)
+            return self._labelled(body[label.end() :], at_end)
         if at_end:
             if _is_header(line):
                 self.headers_removed += 1
@@ -208,10 +220,10 @@ class QuotedTurnFilter:
             self.recitations += 1
             self._line = ""
             shown = self._show(f"{side[0]}: “{side[1]}”{eol}", True)
-            self._dropping = not at_end     # the page's words replace the rest of the model's line
+            self._dropping = not at_end  # the page's words replace the rest of the model's line
             return shown
         if self._said and (self._quote_kept or not self._last_line.endswith(":")):
-            self.ended = True           # the dialogue written on: nobody said what follows
+            self.ended = True  # the dialogue written on: nobody said what follows
             self._line = ""
             return ""
         self._quote_kept = self._said

@@ -12,6 +12,7 @@ And the other way: a message that opens "Forget that …" (`forget_request`) for
 that say it and the pages that hold it (`forget_statement`), so it can be undone in the words it was
 said in, without the inspector.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,19 +26,26 @@ OWNERS = ("user", "assistant")
 def _request(verbs: str, joiners: str) -> re.Pattern:
     """A message that opens by asking something of Mnemo: a greeting, "please" or "can you" may come
     first (`ask`), then one of `verbs`, then one of `joiners` ("that", ":"), then what it asks about (`rest`)."""
-    return re.compile(r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
-                      r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
-                      rf"(?:{verbs})\b\s*(?:{joiners})?\s*(?P<rest>.+)$", re.IGNORECASE | re.DOTALL)
+    return re.compile(
+        r"^\s*(?:(?:hey|hi|ok|okay)\s+mnemo\s*[,:!.]?\s*)?(?:please\s*,?\s*)?"
+        r"(?P<ask>(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+        rf"(?:{verbs})\b\s*(?:{joiners})?\s*(?P<rest>.+)$",
+        re.IGNORECASE | re.DOTALL,
+    )
 
 
 # "Remember that I'm vegetarian.", "Please don't forget: my locker code is 4312", "Can you keep in mind that
 # I have two kids?" — a message that opens by asking to be remembered
-_REQUEST = _request(r"remember|don'?t\s+forget|do\s+not\s+forget|keep\s+in\s+mind|make\s+a\s+note",
-                    r",|:|-|that\b|this\s*:")
+_REQUEST = _request(
+    r"remember|don'?t\s+forget|do\s+not\s+forget|keep\s+in\s+mind|make\s+a\s+note", r",|:|-|that\b|this\s*:"
+)
 # what follows "remember" that is not a fact: a question about the past ("remember when we…?"), a
 # reminder ("don't forget to call Sam": Mnemo does not schedule), or a pronoun alone ("remember me?")
-_NOT_A_FACT = re.compile(r"^(?:when|what|who|whom|where|why|how|if|whether|to|me|us|it|this|that|them|him|her)\b"
-                         r"(?!\s+(?:is|are|was|were|has|have|had)\b)", re.IGNORECASE)
+_NOT_A_FACT = re.compile(
+    r"^(?:when|what|who|whom|where|why|how|if|whether|to|me|us|it|this|that|them|him|her)\b"
+    r"(?!\s+(?:is|are|was|were|has|have|had)\b)",
+    re.IGNORECASE,
+)
 _POLITE_END = re.compile(r"[\s,]*(?:please|thanks|thank\s+you|for\s+me|ok|okay)?[\s,.!?]*$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 MAX_FACT_CHARS = 300
@@ -65,11 +73,16 @@ _TRAILING = re.compile(
     r"|(?:make\s+a\s+note|take\s+note)\s+of\s+(?:it|that|this)"
     r"|(?:note|write|jot)\s+(?:it|that|this)\s+down)\b"
     r"(?:\s*,?\s*(?:please|thanks|thank\s+you|for\s+me|for\s+later|ok|okay|mnemo))*"
-    r"(?P<end>[\s.!?)]*)$", re.IGNORECASE | re.DOTALL)
+    r"(?P<end>[\s.!?)]*)$",
+    re.IGNORECASE | re.DOTALL,
+)
 
 # words that lead into a fact without being part of it: "By the way, my son is called Leo"
-_LEAD_IN = re.compile(r"^(?:(?:by\s+the\s+way|btw|fyi|just\s+so\s+you\s+know|oh|also|and|so|anyway|ok|okay|well)"
-                      r"\b\s*[,:]?\s*)+", re.IGNORECASE)
+_LEAD_IN = re.compile(
+    r"^(?:(?:by\s+the\s+way|btw|fyi|just\s+so\s+you\s+know|oh|also|and|so|anyway|ok|okay|well)"
+    r"\b\s*[,:]?\s*)+",
+    re.IGNORECASE,
+)
 
 
 def _trailing_request(message: str) -> str | None:
@@ -80,7 +93,7 @@ def _trailing_request(message: str) -> str | None:
     if m is None or ("?" in m.group("end") and not m.group("ask")):
         return None
     sentences = _SENTENCE_END.split(m.group("fact").strip())
-    while len(sentences) > 1 and len(sentences[0].split()) < 3:   # "Thanks! My son is called Leo, …"
+    while len(sentences) > 1 and len(sentences[0].split()) < 3:  # "Thanks! My son is called Leo, …"
         sentences.pop(0)
     fact = _bare(_LEAD_IN.sub("", " ".join(sentences)))
     if not fact or fact.endswith("?") or _NOT_A_FACT.match(fact) or _REQUEST.match(fact):
@@ -97,7 +110,7 @@ def _opening_request(text: str) -> str | None:
         return None
     sentence = _first_sentence(m.group("rest"))
     if sentence.endswith("?") and not m.group("ask"):
-        return None      # "Remember that epic block in game 7?" recalls; "Can you remember that …?" asks
+        return None  # "Remember that epic block in game 7?" recalls; "Can you remember that …?" asks
     fact = _bare(sentence)
     if _NOT_A_FACT.match(fact) or len(fact.split()) < 2 or len(fact) > MAX_FACT_CHARS:
         return None
@@ -126,11 +139,11 @@ def remember_request(message: str) -> str | None:
 
 @dataclass
 class Remembered:
-    kind: str                 # "knowledge" | "trait"
+    kind: str  # "knowledge" | "trait"
     id: int
-    text: str                 # the item as it now reads ("dimension: value" for a trait)
+    text: str  # the item as it now reads ("dimension: value" for a trait)
     version: int
-    outcome: str              # "added" | "confirmed" | "updated" | "kept" (pinned: not changed)
+    outcome: str  # "added" | "confirmed" | "updated" | "kept" (pinned: not changed)
     before: str | None = None  # the previous text, when an earlier item was updated
 
     def describe(self) -> str:
@@ -148,8 +161,11 @@ def footnote(kept: dict) -> str:
     """The few words under a reply whose message asked to remember something (the chat view's link,
     `mnemo chat`): `kept` is the dict the agent stores in the reply's stats."""
     what = f"{'fact' if kept.get('kind') == 'knowledge' else 'trait'} {kept.get('id')}"
-    return {"confirmed": f"already remembered ({what})", "updated": f"updated {what}",
-            "kept": f"{what} is pinned, not changed"}.get(kept.get("outcome"), f"remembered as {what}")
+    return {
+        "confirmed": f"already remembered ({what})",
+        "updated": f"updated {what}",
+        "kept": f"{what} is pinned, not changed",
+    }.get(kept.get("outcome"), f"remembered as {what}")
 
 
 def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:
@@ -169,12 +185,17 @@ def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:
 
 # "Forget that my locker code is 4312", "Please forget what I said about my sister", "Can you stop
 # remembering that I smoke?" — a message that opens by asking for something to be forgotten
-_FORGET = _request(r"forget|stop\s+remembering|don'?t\s+remember|do\s+not\s+remember",
-                   r",|:|-|that\b|about\b|what\s+i\s+(?:said|told\s+you|wrote)\s+about\b")
+_FORGET = _request(
+    r"forget|stop\s+remembering|don'?t\s+remember|do\s+not\s+remember",
+    r",|:|-|that\b|about\b|what\s+i\s+(?:said|told\s+you|wrote)\s+about\b",
+)
 # what follows "forget" that names nothing to look for: "forget it", "forget about it", "forget
 # everything" (wiping memory is the inspector's, behind a typed confirmation), "forget to …", "forget me"
-_NOTHING_NAMED = re.compile(r"^(?:it|this|that|them|him|her|me|us|everything|all|anything|to|about\s+it|"
-                            r"what\s+i\s+(?:just\s+)?said)\b[\s.!?]*$|^to\b", re.IGNORECASE)
+_NOTHING_NAMED = re.compile(
+    r"^(?:it|this|that|them|him|her|me|us|everything|all|anything|to|about\s+it|"
+    r"what\s+i\s+(?:just\s+)?said)\b[\s.!?]*$|^to\b",
+    re.IGNORECASE,
+)
 
 
 def forget_request(message: str) -> str | None:
@@ -193,6 +214,7 @@ def forget_request(message: str) -> str | None:
 @dataclass
 class Forgot:
     """What a request to forget took: facts (id, text) and the pages that said it."""
+
     what: str
     facts: list[tuple[int, str]]
     pages: list[int]

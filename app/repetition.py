@@ -6,13 +6,14 @@ the agent watches the stream and stops it once it only repeats itself; the reply
 before the loop (one round of it). Plain string work on text already received, about 60 µs per
 token at the end of a 3 KB reply: cheap enough to run on every chunk.
 """
+
 from __future__ import annotations
 
 import re
 
-_UNIT = re.compile(r"[^.!?\n]+(?:[.!?]+|\n)")   # complete sentences or lines only
+_UNIT = re.compile(r"[^.!?\n]+(?:[.!?]+|\n)")  # complete sentences or lines only
 _SPACE = re.compile(r"\s+")
-_WORD = re.compile(r"[^\W\d_]{2,}")           # a word of letters: a run of digits or dashes is no loop
+_WORD = re.compile(r"[^\W\d_]{2,}")  # a word of letters: a run of digits or dashes is no loop
 
 
 def _norm(unit: str) -> str:
@@ -39,10 +40,10 @@ class RepetitionGuard:
         self.text = ""
         self.looping = False
         self._cut: int | None = None
-        self._units_end = 0                     # text[:_units_end] has been split into units
-        self._seen: set[str] = set()            # normalised sentences and lines said so far
-        self._run: list[tuple[str, int]] = []   # repeated units since the last new one: (unit, start)
-        self._in_code = False                   # inside a ``` fence (as of _units_end)
+        self._units_end = 0  # text[:_units_end] has been split into units
+        self._seen: set[str] = set()  # normalised sentences and lines said so far
+        self._run: list[tuple[str, int]] = []  # repeated units since the last new one: (unit, start)
+        self._in_code = False  # inside a ``` fence (as of _units_end)
 
     def feed(self, chunk: str) -> bool:
         if self.looping or not chunk:
@@ -70,9 +71,9 @@ class RepetitionGuard:
                 self._seen.add(unit)
                 self._run = []
                 continue
-            if any(u == unit for u, _ in self._run):   # a second time since anything new: a loop
+            if any(u == unit for u, _ in self._run):  # a second time since anything new: a loop
                 self.looping = True
-                self._cut = self._run[0][1]             # keep what came before the repeating began
+                self._cut = self._run[0][1]  # keep what came before the repeating began
                 return
             self._run.append((unit, m.start()))
 
@@ -85,16 +86,19 @@ class RepetitionGuard:
             return
         # Candidate periods are where the last m characters occurred before (str.rfind, in C: a Python
         # loop over every period cost ~250 µs per token at the end of a long reply), nearest first.
-        key, lo = text[n - m:], max(0, n - self.max_period - m)
+        key, lo = text[n - m :], max(0, n - self.max_period - m)
         pos = text.rfind(key, lo, n - m)
         while pos != -1:
             period = n - m - pos
-            tail = text[n - period:]
-            if (period * self.times <= n and len(_WORD.findall(tail)) >= self.min_words
-                    and all(text[n - (k + 1) * period: n - k * period] == tail for k in range(1, self.times))):
+            tail = text[n - period :]
+            if (
+                period * self.times <= n
+                and len(_WORD.findall(tail)) >= self.min_words
+                and all(text[n - (k + 1) * period : n - k * period] == tail for k in range(1, self.times))
+            ):
                 cut = n - (self.times - 1) * period
                 while 0 < cut < n and text[cut - 1].isalnum() and text[cut].isalnum():
-                    cut -= 1   # not inside a word
+                    cut -= 1  # not inside a word
                 self.looping = True
                 self._cut = cut
                 return

@@ -10,6 +10,7 @@ at the next idle moment. LLM-free memory steps (embedding a page, STM → MTM pa
 memory thread with their own database connection. Memory events and job counts are
 reported through callbacks so a UI can show progress and "memory updated".
 """
+
 from __future__ import annotations
 
 import itertools
@@ -17,8 +18,9 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any
 
 from memory_core import LLMDeferred
 from models.chat import CancelToken
@@ -50,7 +52,7 @@ class Scheduler:
         self._get_model = get_model
         self.on_event = on_event
         self.on_jobs = on_jobs
-        self.on_progress = on_progress    # (what, done, total) of a long memory job (re-embedding)
+        self.on_progress = on_progress  # (what, done, total) of a long memory job (re-embedding)
         # run once by the memory thread, idle_work_delay_s after start when chat is idle (the daily
         # backup): never in the way of the first minutes of use, nor of a reply
         self.idle_work = idle_work
@@ -68,8 +70,8 @@ class Scheduler:
         self.model = None
         self.model_error: Exception | None = None
         self.last_error: str | None = None
-        self._job_cancel: CancelToken | None = None    # the LLM memory job generating now, if any
-        self.jobs_deferred = 0                         # how many were cut short for a chat turn or a stop
+        self._job_cancel: CancelToken | None = None  # the LLM memory job generating now, if any
+        self.jobs_deferred = 0  # how many were cut short for a chat turn or a stop
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -121,10 +123,12 @@ class Scheduler:
 
     def reset_model(self, get_model: Callable[[], Any] | None = None) -> Future:
         """Drop the loaded model (after the user changed settings); the next use loads it anew."""
+
         def reset(store, model_unused=None):
             if get_model is not None:
                 self._get_model = get_model
             self.model, self.model_error = None, None
+
         return self.submit_raw(reset)
 
     def submit_raw(self, fn: Callable[[Any], Any], *, priority: int = PRIORITY_CHAT) -> Future:
@@ -145,9 +149,9 @@ class Scheduler:
             result = model.complete_json(messages, schema, max_tokens=512, cancel=token)
         except Exception:
             if token is None or not token.cancelled:
-                raise                               # bad output: memory_core falls back
+                raise  # bad output: memory_core falls back
             result = None
-        if token is not None and token.cancelled:     # cut short: the output is partial, not bad
+        if token is not None and token.cancelled:  # cut short: the output is partial, not bad
             self.jobs_deferred += 1
             raise LLMDeferred("preempted by a chat task")
         return result
@@ -156,7 +160,7 @@ class Scheduler:
         try:
             self.llm_store = self._open_store(llm=self._complete_json)
             self._subscribe(self.llm_store)
-        except Exception as exc:  # noqa: BLE001 - the window reports it; the model still loads
+        except Exception as exc:
             # Without the store, tasks that need it fail on their own; loading the model does not.
             self.llm_store = None
             self.last_error = str(exc)
@@ -178,7 +182,7 @@ class Scheduler:
                         future.set_result(fn[1](self.llm_store))
                     else:
                         future.set_result(fn(self.llm_store, self._model()))
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                except BaseException as exc:
                     future.set_exception(exc)
                 finally:
                     self._busy_chat = False
@@ -190,8 +194,7 @@ class Scheduler:
 
     def _idle_llm_work(self) -> None:
         """Memory jobs that want the LLM, one at a time, only when chat has been idle a while."""
-        if (self.llm_store is None or time.monotonic() - self._last_chat < self.idle_s
-                or not self._tasks.empty()):
+        if self.llm_store is None or time.monotonic() - self._last_chat < self.idle_s or not self._tasks.empty():
             return
         try:
             if self.llm_store.pending_jobs(kinds=LLM_JOB_KINDS):
@@ -211,14 +214,14 @@ class Scheduler:
         whose answers keep being rejected is skipped by its id (a newly chosen model is asked again)."""
         try:
             model = self._model()
-        except Exception:  # noqa: BLE001 - the job itself reports a model that cannot load
+        except Exception:
             return
         store.llm_model_id = getattr(model, "model_id", None)
 
     def _memory_loop(self) -> None:
         try:
             store = self._open_store(llm=None)
-        except Exception as exc:  # noqa: BLE001 - the window reports it; there is nothing to run
+        except Exception as exc:
             self.last_error = str(exc)
             log.error("memory jobs cannot run: %s", exc)
             return
@@ -226,9 +229,9 @@ class Scheduler:
         store.on_progress = self.on_progress
         try:
             if hasattr(store, "warm_up"):
-                try:   # load the page-vector matrix now (seconds at 100k pages), not at the first reply
+                try:  # load the page-vector matrix now (seconds at 100k pages), not at the first reply
                     store.warm_up()
-                except Exception:  # noqa: BLE001 - the first retrieval loads it instead
+                except Exception:
                     log.exception("warming up the memory index failed")
             started = time.monotonic()
             idle_work = self.idle_work
@@ -237,12 +240,16 @@ class Scheduler:
                 self._wake_memory.clear()
                 if self._stop.is_set():
                     break
-                if (idle_work is not None and time.monotonic() - started >= self.idle_work_delay_s
-                        and not self._busy_chat and time.monotonic() - self._last_chat >= self.idle_s):
+                if (
+                    idle_work is not None
+                    and time.monotonic() - started >= self.idle_work_delay_s
+                    and not self._busy_chat
+                    and time.monotonic() - self._last_chat >= self.idle_s
+                ):
                     work, idle_work = idle_work, None
                     try:
                         work(store)
-                    except Exception as exc:  # noqa: BLE001 - e.g. a full disk: memory work goes on
+                    except Exception as exc:
                         self.last_error = str(exc)
                         log.exception("idle memory work failed")
                 exclude = LLM_JOB_KINDS if self._get_model is not None else None

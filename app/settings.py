@@ -3,6 +3,7 @@
 Folders come from platformdirs and can be overridden for tests and portable use:
 `--config-dir`/`--data-dir` on the command line, or MNEMO_CONFIG_DIR/MNEMO_DATA_DIR.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ class ChatModelSettings:
     n_gpu_layers: int = 0
     temperature: float = 0.5
     top_p: float = 0.95
-    min_p: float = 0.1           # llama.cpp: never draw a token under min_p x the likeliest one's probability
+    min_p: float = 0.1  # llama.cpp: never draw a token under min_p x the likeliest one's probability
     repeat_penalty: float = 1.1  # llama.cpp: > 1 discourages repeating the last 64 tokens
     self_repeat_penalty: float = 0.8  # a GGUF run here: > 0 keeps a reply from reciting earlier replies
     max_tokens: int = 512
@@ -75,8 +76,9 @@ def _wrong_type(default: Any, value: Any) -> bool:
     if isinstance(default, bool):
         return not isinstance(value, bool)
     if isinstance(default, int):
-        return isinstance(value, bool) or not (isinstance(value, int) or
-                                               (isinstance(value, float) and value.is_integer()))
+        return isinstance(value, bool) or not (
+            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        )
     if isinstance(default, float):
         return isinstance(value, bool) or not isinstance(value, (int, float))
     if isinstance(default, str):
@@ -103,8 +105,10 @@ def _from_dict(cls, data: Any, notes: list[str] | None = None, where: str = ""):
             value = _from_dict(type(default), value, notes, name)
         elif _wrong_type(default, value):
             if notes is not None:
-                notes.append(f"settings: {name} = {json.dumps(value)} is not {_KIND[type(default)]}; the default "
-                             f"{json.dumps(default)} is used")
+                notes.append(
+                    f"settings: {name} = {json.dumps(value)} is not {_KIND[type(default)]}; the default "
+                    f"{json.dumps(default)} is used"
+                )
             continue
         elif isinstance(default, float):
             value = float(value)
@@ -128,7 +132,7 @@ class Paths:
         return self.data_dir / DB_FILE
 
     @classmethod
-    def resolve(cls, config_dir: str | Path | None = None, data_dir: str | Path | None = None) -> "Paths":
+    def resolve(cls, config_dir: str | Path | None = None, data_dir: str | Path | None = None) -> Paths:
         config = config_dir or os.environ.get("MNEMO_CONFIG_DIR") or platformdirs.user_config_dir(APP_NAME, False)
         data = data_dir or os.environ.get("MNEMO_DATA_DIR") or platformdirs.user_data_dir(APP_NAME, False)
         return cls(Path(config).expanduser(), Path(data).expanduser())

@@ -1,4 +1,5 @@
 """Words and figures for messages the user reads ("1 page", "2 pages", a heat), shared by the CLI and the window."""
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,7 @@ def count(n: int | None, noun: str, plural: str | None = None) -> str:
 # what each kind of memory job does, for a user wondering what "3 pending" is waiting on
 _JOB_WORK = {
     "add_page": lambda n: f"{count(n, 'reply')} to file as memory pages",
-    "promote_segment": lambda n: (f"{count(n, 'hot segment')} to learn persona facts from, when the chat model is "
-                                  "free"),
+    "promote_segment": lambda n: f"{count(n, 'hot segment')} to learn persona facts from, when the chat model is free",
     "index_tokens": lambda n: "indexing the words of older pages",
     "read_in_context": lambda n: "re-embedding pages, each read after the one before it",
     "reembed": lambda n: "re-embedding memory with the new embedding model",

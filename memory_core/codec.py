@@ -1,4 +1,5 @@
 """How memory_core stores JSON and vectors in SQLite columns (one definition for every module)."""
+
 from __future__ import annotations
 
 import json

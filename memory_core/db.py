@@ -1,10 +1,11 @@
 """apsw connection factory (sqlite-vec loaded, WAL, foreign keys) and the schema as numbered migrations."""
+
 from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 from urllib.parse import quote
 
 import apsw
@@ -76,8 +77,10 @@ def check_file(path: str | Path) -> str | None:
         if version < 1 or missing:
             return f"{p} is not a Mnemo memory database (no {', '.join(missing) or 'schema version'})"
         if version > SCHEMA_VERSION:
-            return (f"{p} has schema version {version}, newer than this program knows ({SCHEMA_VERSION}); "
-                    f"upgrade Mnemo to use it")
+            return (
+                f"{p} has schema version {version}, newer than this program knows ({SCHEMA_VERSION}); "
+                f"upgrade Mnemo to use it"
+            )
         problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
         if problems != ["ok"]:
             return f"{p} is damaged: {'; '.join(problems)}"
@@ -327,7 +330,8 @@ def migrate(conn: apsw.Connection, dim: int) -> int:
     if version > SCHEMA_VERSION:
         raise RuntimeError(
             f"this memory database has schema version {version}, newer than this program knows "
-            f"({SCHEMA_VERSION}); upgrade Mnemo to open it")
+            f"({SCHEMA_VERSION}); upgrade Mnemo to open it"
+        )
     while version < SCHEMA_VERSION:
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -15,6 +15,7 @@ full disk, a cancel) leaves any earlier export with that name untouched.
 Progress: `on_progress(done, total)` is called as items are written; if it raises, the export
 stops and the partial file is removed (that is how a caller cancels).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,8 +24,9 @@ import datetime as dt
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 FORMAT = "mnemo-memory-export"
 VERSION = 1
@@ -115,14 +117,17 @@ def export_json(store, path: str | Path, *, on_progress: Progress | None = None)
 
     with atomic_file(path) as fh:
         header = {
-            "format": FORMAT, "version": VERSION, "exported_at": _iso(store.clock()),
-            "embedding_model": store.embed_model_id, "embedding_dim": store.dim,
+            "format": FORMAT,
+            "version": VERSION,
+            "exported_at": _iso(store.clock()),
+            "embedding_model": store.embed_model_id,
+            "embedding_dim": store.dim,
             "paused": store.is_paused(),
             "counts": {"pages": n_pages, "segments": n_segs, "traits": len(traits), "knowledge": len(knowledge)},
             "tiers": {"pages": stats["pages"], "segments": stats["segments"]},
             "params": dataclasses.asdict(store.params),
         }
-        fh.write(json.dumps(header, ensure_ascii=False)[:-1])   # the header's fields open the document
+        fh.write(json.dumps(header, ensure_ascii=False)[:-1])  # the header's fields open the document
         fh.write(',\n"conversations": ')
         fh.write(json.dumps([dataclasses.asdict(c) for c in _conversations(store)], ensure_ascii=False))
         for name, kind, items in (("traits", "trait", traits), ("knowledge", "knowledge", knowledge)):
@@ -147,8 +152,9 @@ def _md_escape(text: str) -> str:
     return " ".join((text or "").split()).replace("|", "\\|")
 
 
-def export_markdown(store, path: str | Path, *, on_progress: Progress | None = None,
-                    max_segments: int | None = None) -> ExportResult:
+def export_markdown(
+    store, path: str | Path, *, on_progress: Progress | None = None, max_segments: int | None = None
+) -> ExportResult:
     """Write a readable account of the memory: persona, knowledge, then segments, hottest first."""
     path = Path(path)
     traits = store.list_traits(limit=1_000_000)
@@ -159,8 +165,10 @@ def export_markdown(store, path: str | Path, *, on_progress: Progress | None = N
     done = 0
     with atomic_file(path) as fh:
         w = fh.write
-        w(f"# What the assistant remembers\n\nExported {_iso(store.clock())} · {store.count_pages():,} pages · "
-          f"{n_segs:,} segments · {len(traits)} traits · {len(knowledge)} facts\n\n")
+        w(
+            f"# What the assistant remembers\n\nExported {_iso(store.clock())} · {store.count_pages():,} pages · "
+            f"{n_segs:,} segments · {len(traits)} traits · {len(knowledge)} facts\n\n"
+        )
         w("## Persona\n\n")
         if not traits:
             w("_No traits yet._\n\n")
@@ -186,8 +194,9 @@ def export_markdown(store, path: str | Path, *, on_progress: Progress | None = N
         w("## Segments (hottest first)\n\n| id | tier | heat | pages | visits | summary |\n|---|---|---|---|---|---|\n")
         offset = 0
         while offset < limit:
-            batch = store.list_segments(order_by="heat", descending=True, limit=min(BATCH, limit - offset),
-                                        offset=offset)
+            batch = store.list_segments(
+                order_by="heat", descending=True, limit=min(BATCH, limit - offset), offset=offset
+            )
             if not batch:
                 break
             for s in batch:
@@ -201,8 +210,9 @@ def export_markdown(store, path: str | Path, *, on_progress: Progress | None = N
     return ExportResult(path, store.count_pages(), n_segs, len(traits), len(knowledge), path.stat().st_size)
 
 
-def export_memory(store, path: str | Path, *, fmt: str | None = None,
-                  on_progress: Progress | None = None) -> ExportResult:
+def export_memory(
+    store, path: str | Path, *, fmt: str | None = None, on_progress: Progress | None = None
+) -> ExportResult:
     """Export in the format named by `fmt` ("json" or "markdown"), else by the file's suffix."""
     fmt = (fmt or ("markdown" if str(path).lower().endswith((".md", ".markdown")) else "json")).lower()
     if fmt in ("md", "markdown"):

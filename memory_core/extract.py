@@ -9,6 +9,7 @@ excerpt with twelve copies of ("the_name_of_the_rose", "The name of the Rose") a
 dates as dimensions. When nothing of the model's answer survives, the LLM-free path is used instead
 (the bundled model mostly answers with empty lists, which would leave the persona empty).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,25 @@ log = logging.getLogger("memory_core")
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "resources" / "prompts"
 
 # dimensions that hold one value at a time: a new value replaces (and archives) the old one
-SINGLE_VALUED = frozenset({
-    "name", "age", "location", "hometown", "occupation", "job", "employer", "gender", "pronouns",
-    "nationality", "relationship_status", "birthday", "native_language", "school", "major",
-})
+SINGLE_VALUED = frozenset(
+    {
+        "name",
+        "age",
+        "location",
+        "hometown",
+        "occupation",
+        "job",
+        "employer",
+        "gender",
+        "pronouns",
+        "nationality",
+        "relationship_status",
+        "birthday",
+        "native_language",
+        "school",
+        "major",
+    }
+)
 
 MAX_TRAITS_PER_PROMOTION = 12
 MAX_USER_FACTS = 10
@@ -49,7 +65,7 @@ class TraitItem:
 
 @dataclass
 class FactItem:
-    owner: str          # 'user' | 'assistant'
+    owner: str  # 'user' | 'assistant'
     text: str
     confidence: float = 0.6
     page_ids: list[int] = field(default_factory=list)
@@ -91,10 +107,16 @@ PROMOTE_SCHEMA: dict = {
                 "additionalProperties": False,
             },
         },
-        "user_knowledge": {"type": "array", "maxItems": MAX_USER_FACTS,
-                           "items": {"type": "string", "maxLength": MAX_ITEM_CHARS}},
-        "assistant_knowledge": {"type": "array", "maxItems": MAX_ASSISTANT_FACTS,
-                                "items": {"type": "string", "maxLength": MAX_ITEM_CHARS}},
+        "user_knowledge": {
+            "type": "array",
+            "maxItems": MAX_USER_FACTS,
+            "items": {"type": "string", "maxLength": MAX_ITEM_CHARS},
+        },
+        "assistant_knowledge": {
+            "type": "array",
+            "maxItems": MAX_ASSISTANT_FACTS,
+            "items": {"type": "string", "maxLength": MAX_ITEM_CHARS},
+        },
     },
     "required": ["traits", "user_knowledge", "assistant_knowledge"],
     "additionalProperties": False,
@@ -122,7 +144,9 @@ def _format_pages(pages: list[PageText], max_chars: int = 6000) -> str:
     used = 0
     for p in pages:
         day = time.strftime("%Y-%m-%d", time.gmtime(p.timestamp))
-        block = f"[page {p.id}, {day}]\nUser: {truncate(p.user_text, 800)}\nAssistant: {truncate(p.assistant_text, 800)}"
+        block = (
+            f"[page {p.id}, {day}]\nUser: {truncate(p.user_text, 800)}\nAssistant: {truncate(p.assistant_text, 800)}"
+        )
         if used + len(block) > max_chars and parts:
             break
         parts.append(block)
@@ -132,9 +156,26 @@ def _format_pages(pages: list[PageText], max_chars: int = 6000) -> str:
 
 _JUNK_RE = re.compile(
     r"(traceback|exception|error:|\{|\}|\[/?inst\]|<\|?/?(?:im_start|im_end|s|system|user|assistant)\|?>|```)",
-    re.IGNORECASE)
-_PLACEHOLDERS = {"", "n/a", "na", "none", "null", "unknown", "not mentioned", "not specified", "nothing", "-",
-                 "...", "string", "value", "dimension", "example", "todo"}
+    re.IGNORECASE,
+)
+_PLACEHOLDERS = {
+    "",
+    "n/a",
+    "na",
+    "none",
+    "null",
+    "unknown",
+    "not mentioned",
+    "not specified",
+    "nothing",
+    "-",
+    "...",
+    "string",
+    "value",
+    "dimension",
+    "example",
+    "todo",
+}
 
 
 def clean_item(text: Any, max_chars: int = MAX_ITEM_CHARS) -> str | None:
@@ -142,7 +183,7 @@ def clean_item(text: Any, max_chars: int = MAX_ITEM_CHARS) -> str | None:
     if not isinstance(text, str):
         return None
     t = " ".join(text.split()).strip(" `")
-    while len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":   # quotes around the whole item, not inside it
+    while len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":  # quotes around the whole item, not inside it
         t = t[1:-1].strip(" `")
     if t.lower().rstrip(".") in _PLACEHOLDERS:
         return None
@@ -169,7 +210,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^\w]+", "_", text.strip().lower()).strip("_")
 
 
-_NOT_EVIDENCE = frozenset({"user", "assistant"})   # the third person the prompt asks for
+_NOT_EVIDENCE = frozenset({"user", "assistant"})  # the third person the prompt asks for
 
 
 def said_words(texts: list[str]) -> set[str]:
@@ -183,8 +224,11 @@ def is_stated(text: str, said: set[str]) -> bool:
     words = {stem(w) for w in content_words(text)} - _NOT_EVIDENCE
     if not words:
         return False
-    found = sum(1 for w in words if w in said or
-                any(len(w) >= 4 and len(s) >= 4 and (s.startswith(w) or w.startswith(s)) for s in said))
+    found = sum(
+        1
+        for w in words
+        if w in said or any(len(w) >= 4 and len(s) >= 4 and (s.startswith(w) or w.startswith(s)) for s in said)
+    )
     return 2 * found >= len(words)
 
 
@@ -222,8 +266,10 @@ def validate_promotion(obj: Any, page_ids: list[int], pages: list[PageText] | No
             conf = 0.6
         ev = clean_item(t.get("evidence", ""), MAX_ITEM_CHARS) or ""
         out.traits.append(TraitItem(dim, val, ev, float(conf), list(page_ids)))
-    for owner, key, cap, said in (("user", "user_knowledge", MAX_USER_FACTS, user_said),
-                                  ("assistant", "assistant_knowledge", MAX_ASSISTANT_FACTS, assistant_said)):
+    for owner, key, cap, said in (
+        ("user", "user_knowledge", MAX_USER_FACTS, user_said),
+        ("assistant", "assistant_knowledge", MAX_ASSISTANT_FACTS, assistant_said),
+    ):
         for f in obj[key][:cap]:
             txt = clean_item(f)
             if not txt or len(content_words(txt)) < 2 or (owner, txt.lower()) in seen:
@@ -286,13 +332,24 @@ _TRAIT_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("likes", re.compile(r"\bI (?:really |absolutely )?(?:love|like|enjoy|adore) " + _VAL, re.I)),
     ("dislikes", re.compile(r"\bI (?:really )?(?:hate|dislike|can't stand|cannot stand) " + _VAL, re.I)),
     ("languages", re.compile(r"\bI speak " + _VAL, re.I)),
-    ("has", re.compile(r"\bI (?:have|own|got) (an? (?:dog|cat|pet|puppy|kitten|bird|horse|car|bike|son|daughter|"
-                       r"husband|wife|partner|boyfriend|girlfriend|brother|sister|kid|child)[^.,;!?\n]{0,40})", re.I)),
+    (
+        "has",
+        re.compile(
+            r"\bI (?:have|own|got) (an? (?:dog|cat|pet|puppy|kitten|bird|horse|car|bike|son|daughter|"
+            r"husband|wife|partner|boyfriend|girlfriend|brother|sister|kid|child)[^.,;!?\n]{0,40})",
+            re.I,
+        ),
+    ),
     # "going to learn Spanish" is a plan; "going to a conference", "going to Lisbon" are trips ("to" + a
     # determiner or a name), not goals
-    ("goals", re.compile(r"\bI(?:'m| am)? (?:planning|hoping|trying|going) to "
-                         r"(?!(?:a|an|the|my|our|his|her|their|this|that|these|those|some)\b)(?!(?-i:[A-Z]))" + _VAL,
-                         re.I)),
+    (
+        "goals",
+        re.compile(
+            r"\bI(?:'m| am)? (?:planning|hoping|trying|going) to "
+            r"(?!(?:a|an|the|my|our|his|her|their|this|that|these|those|some)\b)(?!(?-i:[A-Z]))" + _VAL,
+            re.I,
+        ),
+    ),
     ("goals", re.compile(r"\bmy goal is to " + _VAL, re.I)),
     ("hobbies", re.compile(r"\bmy (?:hobby|hobbies|favou?rite (?:hobby|pastime)) (?:is|are) " + _VAL, re.I)),
     # two groups: the dimension names the thing ("favorite_film"), the value is what it is
@@ -309,8 +366,11 @@ def _about_speaker(sentence: str) -> bool:
     if _FIRST_PERSON.search(sentence):
         return True
     first = sentence.split(maxsplit=1)[0].strip(".,!?'\"").lower() if sentence.strip() else ""
-    return bool(_ME.search(sentence)) and first not in _POINTING and first not in ("the", "a", "an", "it's",
-                                                                                 "that's", "you'll", "you're")
+    return (
+        bool(_ME.search(sentence))
+        and first not in _POINTING
+        and first not in ("the", "a", "an", "it's", "that's", "you'll", "you're")
+    )
 
 
 # …and not a reaction to the listener: what these open with is talk, not a fact about the speaker
@@ -321,7 +381,8 @@ _REACTION = re.compile(
     r"(?:glad|happy for|sure|proud of you|sorry|excited for|thrilled for|with you)\b|I can(?:'t|not) wait\b|"
     r"I(?:'d| would) love to (?:see|hear)\b|here(?:'s| is| are| ya go| you go)\b|check (?:it|this|these) out\b|"
     r"look at\b|thanks\b|thank you\b)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # a sentence that addresses the listener is about them, or about the two of them, not a fact about the
 # speaker: "I hope your injury heals soon.", "I'm keen to try your recipe.", "Knowing you've got my back
 # really helps." (59 of 786 quoted facts on the LoCoMo dev split, every one of them such a remark)
@@ -347,8 +408,11 @@ def _points_elsewhere(sentence: str) -> bool:
 
 # an interjection or a greeting that opens a sentence is talk, not part of the fact: "Yeah, …",
 # "Hey Maria, …", "Hi Nate! …" (20 of 634 quoted facts on the dev split)
-_OPENER = re.compile(r"^(?:(?:hey|hi|hello|yo|oh|wow|yeah|yes|yep|well|haha|aww+|ok|okay)\b(?:\s+[A-Z][a-z]+)?"
-                     r"(?:\s*[,!.:]+|\s+[\u2013\u2014-])\s*)+", re.IGNORECASE)
+_OPENER = re.compile(
+    r"^(?:(?:hey|hi|hello|yo|oh|wow|yeah|yes|yep|well|haha|aww+|ok|okay)\b(?:\s+[A-Z][a-z]+)?"
+    r"(?:\s*[,!.:]+|\s+[\u2013\u2014-])\s*)+",
+    re.IGNORECASE,
+)
 
 
 def _without_opener(sentence: str) -> str:
@@ -364,8 +428,10 @@ _ASSISTANT_COMMIT = re.compile(r"\bI(?:'ll| will| can| shall| recommend| suggest
 # a value that starts with (or soon turns on) one of these points at something said elsewhere:
 # "I love it so much", "I love your turtles", "I love how uncomplicated it is"; or that has "it" soon after
 # ("I'm going to make it work", but "watching them play" and "stories that tackle…" are kept)
-_POINTING = frozenset("it that this these those them they their theirs your yours you his her him hers "
-                      "our ours us we me myself how what when where why who which so such".split())
+_POINTING = frozenset(
+    "it that this these those them they their theirs your yours you his her him hers "
+    "our ours us we me myself how what when where why who which so such".split()
+)
 
 
 def _vague(value: str) -> bool:
@@ -374,8 +440,9 @@ def _vague(value: str) -> bool:
 
 
 # a cut value does not end on a word that needs a next one ("…studying with my", "…involved by")
-_DANGLING = frozenset("a an the my your his her our their its to for with by of in on at from about and or "
-                      "but as into than".split())
+_DANGLING = frozenset(
+    "a an the my your his her our their its to for with by of in on at from about and or but as into than".split()
+)
 # "I love traveling too", "I like to just take a look": the filler around a like is not part of it
 _TRAILING_FILLER = re.compile(r"(?:\s+(?:too|as well|so much|very much|a lot)|\s*[-–—:]+)+$", re.IGNORECASE)
 
@@ -432,8 +499,13 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
                 continue
             s = _without_opener(s)
             n_content = len(content_words(s))
-            if (_about_speaker(s) and not _ADDRESSES_LISTENER.search(s)
-                    and not _points_elsewhere(s) and 3 <= n_content and 4 <= len(s.split()) <= 45):
+            if (
+                _about_speaker(s)
+                and not _ADDRESSES_LISTENER.search(s)
+                and not _points_elsewhere(s)
+                and 3 <= n_content
+                and 4 <= len(s.split()) <= 45
+            ):
                 txt = clean_item(f'The user said: "{truncate(s, 240)}"')
                 if txt:
                     user_cands.append((n_content, FactItem("user", txt, 0.5, [p.id])))
@@ -456,7 +528,7 @@ def extract(pages: list[PageText], *, llm=None, llm_model_id: str | None = None)
     if llm is not None:
         try:
             return llm_extract(llm, pages, llm_model_id)
-        except LLMDeferred:           # "not now": the job is retried later, with the LLM
+        except LLMDeferred:  # "not now": the job is retried later, with the LLM
             raise
         except Exception as exc:  # any failure of the model or of its output: fall back, log
             log.warning("memory promotion: LLM output rejected (%s); using the extractive path", exc)

@@ -1,12 +1,15 @@
 """Long-term persona memory: promotion of hot segments into traits and knowledge, versions, edits."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from . import extract as X
-from .codec import from_json as _pj, to_json as _j, vec_blob as _blob  # noqa: F401
+from .codec import from_json as _pj
+from .codec import to_json as _j
+from .codec import vec_blob as _blob
 from .text import materially_different, normalize, same_attribute
 
 
@@ -38,11 +41,16 @@ class LpmMixin:
     # ------------------------------------------------------------------ promotion job
     def _job_promote_segment(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         sid = int(payload["segment_id"])
-        rows = self._rows("SELECT id, user_text, assistant_text, timestamp, conversation_id FROM page "
-                          "WHERE segment_id = ? AND analyzed = 0 ORDER BY id", (sid,))
+        rows = self._rows(
+            "SELECT id, user_text, assistant_text, timestamp, conversation_id FROM page "
+            "WHERE segment_id = ? AND analyzed = 0 ORDER BY id",
+            (sid,),
+        )
         if not rows:
+
             def nothing() -> None:
                 self._x("UPDATE segment SET l_interaction = 0 WHERE id = ?", (sid,))
+
             return nothing
         pages = [X.PageText(r[0], r[1], r[2], r[3]) for r in rows]
         conv_of = {r[0]: r[4] for r in rows}
@@ -54,7 +62,7 @@ class LpmMixin:
             rejected = rejected + 1 if ext.fallback_reason else 0
         texts = [f"{t.dimension}: {t.value}" for t in ext.traits] + [f.text for f in ext.facts]
         vecs = self._embed(texts) if texts else np.zeros((0, self.dim), np.float32)
-        tvecs, fvecs = vecs[: len(ext.traits)], vecs[len(ext.traits):]
+        tvecs, fvecs = vecs[: len(ext.traits)], vecs[len(ext.traits) :]
         page_ids = [p.id for p in pages]
 
         def apply() -> None:
@@ -67,14 +75,23 @@ class LpmMixin:
             n_t = n_k = 0
             for item, vec in zip(ext.traits, tvecs):
                 srcs = [p for p in item.page_ids if p in alive]
-                if srcs and self._upsert_trait(item.dimension, item.value, item.evidence, item.confidence, srcs,
-                                               vec, {conv_of[p] for p in srcs}, ext.model):
+                if srcs and self._upsert_trait(
+                    item.dimension,
+                    item.value,
+                    item.evidence,
+                    item.confidence,
+                    srcs,
+                    vec,
+                    {conv_of[p] for p in srcs},
+                    ext.model,
+                ):
                     n_t += 1
             _checkpoint_hook("promote:between_items")
             for fact, vec in zip(ext.facts, fvecs):
                 srcs = [p for p in fact.page_ids if p in alive]
-                if srcs and self._upsert_knowledge(fact.owner, fact.text, fact.confidence, srcs, vec,
-                                                   {conv_of[p] for p in srcs}, ext.model):
+                if srcs and self._upsert_knowledge(
+                    fact.owner, fact.text, fact.confidence, srcs, vec, {conv_of[p] for p in srcs}, ext.model
+                ):
                     n_k += 1
             if alive:
                 m2 = ",".join("?" * len(alive))
@@ -83,13 +100,25 @@ class LpmMixin:
             if ext.fallback_reason:
                 summary = f"LLM output for segment {sid} was rejected; used the extractive path"
                 if rejected == LLM_REJECTIONS_BEFORE_SKIP:
-                    summary += (f" (rejected {rejected} times in a row: the model is not asked again for "
-                                f"{LLM_RETRY_AFTER_S // 86400} days, or until another model is chosen)")
-                self._emit("llm_fallback", "segment", sid, summary,
-                           {"reason": ext.fallback_reason, "model": model_id, "in_a_row": rejected})
-            self._emit("promoted", "segment", sid,
-                       f"segment {sid} promoted to long-term memory ({n_t} traits, {n_k} facts changed)",
-                       {"traits": n_t, "knowledge": n_k, "pages": sorted(alive), "model": ext.model})
+                    summary += (
+                        f" (rejected {rejected} times in a row: the model is not asked again for "
+                        f"{LLM_RETRY_AFTER_S // 86400} days, or until another model is chosen)"
+                    )
+                self._emit(
+                    "llm_fallback",
+                    "segment",
+                    sid,
+                    summary,
+                    {"reason": ext.fallback_reason, "model": model_id, "in_a_row": rejected},
+                )
+            self._emit(
+                "promoted",
+                "segment",
+                sid,
+                f"segment {sid} promoted to long-term memory ({n_t} traits, {n_k} facts changed)",
+                {"traits": n_t, "knowledge": n_k, "pages": sorted(alive), "model": ext.model},
+            )
+
         return apply
 
     def _llm_rejections_in_a_row(self, model_id: str | None) -> int:
@@ -120,34 +149,62 @@ class LpmMixin:
         self._set_meta(_REJECTIONS_KEY, _j(state))
 
     # ------------------------------------------------------------------ knowledge
-    def _archive_version(self, kind: str, iid: int, text: str, created_at: float, reason: str, detail: dict,
-                         version: int) -> None:
-        self._x("INSERT INTO item_version(item_kind, item_id, version, text, created_at, archived_at, reason, detail) "
-                "VALUES (?,?,?,?,?,?,?,?)", (kind, iid, version, text, created_at, self.clock(), reason, _j(detail)))
+    def _archive_version(
+        self, kind: str, iid: int, text: str, created_at: float, reason: str, detail: dict, version: int
+    ) -> None:
+        self._x(
+            "INSERT INTO item_version(item_kind, item_id, version, text, created_at, archived_at, reason, detail) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            (kind, iid, version, text, created_at, self.clock(), reason, _j(detail)),
+        )
 
     def _derive(self, kind: str, iid: int, version: int, page_ids) -> None:
         for p in sorted(set(page_ids)):
-            self._x("INSERT OR IGNORE INTO derivation(item_kind, item_id, version, page_id) VALUES (?,?,?,?)",
-                    (kind, iid, version, p))
+            self._x(
+                "INSERT OR IGNORE INTO derivation(item_kind, item_id, version, page_id) VALUES (?,?,?,?)",
+                (kind, iid, version, p),
+            )
 
     def _sources(self, kind: str, iid: int, version: int) -> list[int]:
-        return [r[0] for r in self._x("SELECT page_id FROM derivation WHERE item_kind = ? AND item_id = ? AND "
-                                      "version = ?", (kind, iid, version)).fetchall()]
+        return [
+            r[0]
+            for r in self._x(
+                "SELECT page_id FROM derivation WHERE item_kind = ? AND item_id = ? AND version = ?",
+                (kind, iid, version),
+            ).fetchall()
+        ]
 
-    def _upsert_knowledge(self, owner: str, text: str, confidence: float, page_ids: list[int], vec: np.ndarray,
-                          conversation_ids: set, model: str) -> bool:
+    def _upsert_knowledge(
+        self,
+        owner: str,
+        text: str,
+        confidence: float,
+        page_ids: list[int],
+        vec: np.ndarray,
+        conversation_ids: set,
+        model: str,
+    ) -> bool:
         """Add a fact, or update the existing one it duplicates/contradicts (archiving the old version).
         Returns True when something changed."""
         p = self.params
         now = self.clock()
-        knn = self._x("SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8",
-                      (_blob(vec),)).fetchall()
-        rows = {r[0]: r[1:] for r in self._x(
-            "SELECT id, owner, status, pinned, text, version, confidence, conversation_ids, model, updated_at, reason "
-            "FROM knowledge WHERE id IN (SELECT value FROM json_each(?))", (_j([k for k, _ in knn]),))}
+        knn = self._x(
+            "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8", (_blob(vec),)
+        ).fetchall()
+        rows = {
+            r[0]: r[1:]
+            for r in self._x(
+                "SELECT id, owner, status, pinned, text, version, confidence, conversation_ids, model, updated_at, reason "
+                "FROM knowledge WHERE id IN (SELECT value FROM json_each(?))",
+                (_j([k for k, _ in knn]),),
+            )
+        }
         # the nearest active facts of this owner, nearest first
-        near = [(kid, 1.0 - float(dist), rows[kid]) for kid, dist in knn
-                if kid in rows and rows[kid][0] == owner and rows[kid][1] == "active"]
+        near = [
+            (kid, 1.0 - float(dist), rows[kid])
+            for kid, dist in knn
+            if kid in rows and rows[kid][0] == owner and rows[kid][1] == "active"
+        ]
         best = near[0] if near else None
         cids = sorted(c for c in conversation_ids if c is not None)
         # duplicate: near-identical and not materially different; update (a contradiction or a newer
@@ -169,59 +226,125 @@ class LpmMixin:
             kid, cos, row = best
             _, _, pinned, old_text, version, old_conf, old_cids, old_model, old_updated, old_reason = row
             if pinned and not duplicate:
-                self._emit("update_skipped", "knowledge", kid,
-                           f"knowledge {kid} is pinned; a conflicting fact was not applied",
-                           {"similarity": round(cos, 4), "pages": sorted(page_ids)})
+                self._emit(
+                    "update_skipped",
+                    "knowledge",
+                    kid,
+                    f"knowledge {kid} is pinned; a conflicting fact was not applied",
+                    {"similarity": round(cos, 4), "pages": sorted(page_ids)},
+                )
                 return False
             old_srcs = self._sources("knowledge", kid, version)
-            self._archive_version("knowledge", kid, old_text, old_updated, old_reason,
-                                  {"confidence": old_conf, "model": old_model, "source_page_ids": old_srcs}, version)
+            self._archive_version(
+                "knowledge",
+                kid,
+                old_text,
+                old_updated,
+                old_reason,
+                {"confidence": old_conf, "model": old_model, "source_page_ids": old_srcs},
+                version,
+            )
             new_version = version + 1
             all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
             if duplicate:
-                self._confirm("knowledge", kid, f"knowledge {kid}", new_version, max(old_conf, confidence), all_cids,
-                              f"{_origin('confirmed', page_ids, model)} (similarity {cos:.2f})", now,
-                              [*old_srcs, *page_ids], {"similarity": round(cos, 4)}, page_ids)
+                self._confirm(
+                    "knowledge",
+                    kid,
+                    f"knowledge {kid}",
+                    new_version,
+                    max(old_conf, confidence),
+                    all_cids,
+                    f"{_origin('confirmed', page_ids, model)} (similarity {cos:.2f})",
+                    now,
+                    [*old_srcs, *page_ids],
+                    {"similarity": round(cos, 4)},
+                    page_ids,
+                )
             else:
                 reason = f"{_origin('updated', page_ids, model)} (similarity {cos:.2f} to v{version})"
-                self._x("UPDATE knowledge SET text = ?, version = ?, confidence = ?, conversation_ids = ?, "
-                        "model = ?, updated_at = ?, reason = ? WHERE id = ?",
-                        (text, new_version, confidence, _j(all_cids), model, now, reason, kid))
+                self._x(
+                    "UPDATE knowledge SET text = ?, version = ?, confidence = ?, conversation_ids = ?, "
+                    "model = ?, updated_at = ?, reason = ? WHERE id = ?",
+                    (text, new_version, confidence, _j(all_cids), model, now, reason, kid),
+                )
                 self._x("UPDATE knowledge_vec SET embedding = ? WHERE knowledge_id = ?", (_blob(vec), kid))
                 self._fts_put("knowledge_fts", "knowledge_tri", kid, text)
                 self._derive("knowledge", kid, new_version, page_ids)
-                self._emit("knowledge_updated", "knowledge", kid, f"knowledge {kid} updated (v{new_version})",
-                           {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)})
+                self._emit(
+                    "knowledge_updated",
+                    "knowledge",
+                    kid,
+                    f"knowledge {kid} updated (v{new_version})",
+                    {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)},
+                )
             return True
         reason = _origin("extracted" if page_ids else "added", page_ids, model)
-        self._x("INSERT INTO knowledge(owner, text, confidence, status, version, created_at, updated_at, "
-                "conversation_ids, model, reason) VALUES (?,?,?, 'active', 1, ?,?,?,?,?)",
-                (owner, text, confidence, now, now, _j(cids), model, reason))
+        self._x(
+            "INSERT INTO knowledge(owner, text, confidence, status, version, created_at, updated_at, "
+            "conversation_ids, model, reason) VALUES (?,?,?, 'active', 1, ?,?,?,?,?)",
+            (owner, text, confidence, now, now, _j(cids), model, reason),
+        )
         kid = self._conn.last_insert_rowid()
         self._x("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, _blob(vec)))
         self._fts_put("knowledge_fts", "knowledge_tri", kid, text)
         self._derive("knowledge", kid, 1, page_ids)
-        self._emit("knowledge_added", "knowledge", kid, f"{owner} knowledge {kid} added",
-                   {"owner": owner, "pages": sorted(page_ids), "model": model})
+        self._emit(
+            "knowledge_added",
+            "knowledge",
+            kid,
+            f"{owner} knowledge {kid} added",
+            {"owner": owner, "pages": sorted(page_ids), "model": model},
+        )
         return True
 
-    def _confirm(self, kind: str, item_id: int, label: str, version: int, confidence: float, cids: list[int],
-                 reason: str, now: float, sources: list[int], data: dict, page_ids: list[int]) -> None:
+    def _confirm(
+        self,
+        kind: str,
+        item_id: int,
+        label: str,
+        version: int,
+        confidence: float,
+        cids: list[int],
+        reason: str,
+        now: float,
+        sources: list[int],
+        data: dict,
+        page_ids: list[int],
+    ) -> None:
         """A duplicate of an active persona item (trait or knowledge) confirms it: a new version with the
         same text, more confidence (+0.1, at most 0.99), the union of conversations and sources."""
-        self._x(f"UPDATE {kind} SET version = ?, confidence = ?, conversation_ids = ?, updated_at = ?, reason = ? "
-                "WHERE id = ?", (version, min(0.99, confidence + 0.1), _j(cids), now, reason, item_id))
+        self._x(
+            f"UPDATE {kind} SET version = ?, confidence = ?, conversation_ids = ?, updated_at = ?, reason = ? "
+            "WHERE id = ?",
+            (version, min(0.99, confidence + 0.1), _j(cids), now, reason, item_id),
+        )
         self._derive(kind, item_id, version, sources)
-        self._emit(f"{kind}_confirmed", kind, item_id, f"{label} confirmed (v{version})",
-                   {"version": version, **data, "pages": sorted(page_ids)})
+        self._emit(
+            f"{kind}_confirmed",
+            kind,
+            item_id,
+            f"{label} confirmed (v{version})",
+            {"version": version, **data, "pages": sorted(page_ids)},
+        )
 
     # ------------------------------------------------------------------ traits
-    def _upsert_trait(self, dimension: str, value: str, evidence: str, confidence: float, page_ids: list[int],
-                      vec: np.ndarray, conversation_ids: set, model: str) -> bool:
+    def _upsert_trait(
+        self,
+        dimension: str,
+        value: str,
+        evidence: str,
+        confidence: float,
+        page_ids: list[int],
+        vec: np.ndarray,
+        conversation_ids: set,
+        model: str,
+    ) -> bool:
         p = self.params
         now = self.clock()
-        rows = self._x("SELECT id, dimension, value, embedding, version, pinned, confidence, evidence, "
-                       "conversation_ids, model, updated_at, reason FROM trait WHERE status = 'active'").fetchall()
+        rows = self._x(
+            "SELECT id, dimension, value, embedding, version, pinned, confidence, evidence, "
+            "conversation_ids, model, updated_at, reason FROM trait WHERE status = 'active'"
+        ).fetchall()
         target, cos, duplicate = None, 0.0, False
         if rows:
             mat = np.stack([np.frombuffer(r[3], dtype=np.float32) for r in rows])
@@ -240,50 +363,91 @@ class LpmMixin:
                     target, cos, duplicate = rows[j], float(sims[j]), False
         cids = sorted(c for c in conversation_ids if c is not None)
         if target is not None:
-            tid, tdim, old_value, _, version, pinned, old_conf, old_ev, old_cids, old_model, old_updated, old_reason = target
+            tid, tdim, old_value, _, version, pinned, old_conf, old_ev, old_cids, old_model, old_updated, old_reason = (
+                target
+            )
             if pinned and not duplicate:
-                self._emit("update_skipped", "trait", tid, f"trait {tid} is pinned; a conflicting value was not applied",
-                           {"similarity": round(cos, 4), "pages": sorted(page_ids)})
+                self._emit(
+                    "update_skipped",
+                    "trait",
+                    tid,
+                    f"trait {tid} is pinned; a conflicting value was not applied",
+                    {"similarity": round(cos, 4), "pages": sorted(page_ids)},
+                )
                 return False
             old_srcs = self._sources("trait", tid, version)
-            self._archive_version("trait", tid, old_value, old_updated, old_reason,
-                                  {"dimension": tdim, "confidence": old_conf, "evidence": old_ev, "model": old_model,
-                                   "source_page_ids": old_srcs}, version)
+            self._archive_version(
+                "trait",
+                tid,
+                old_value,
+                old_updated,
+                old_reason,
+                {
+                    "dimension": tdim,
+                    "confidence": old_conf,
+                    "evidence": old_ev,
+                    "model": old_model,
+                    "source_page_ids": old_srcs,
+                },
+                version,
+            )
             new_version = version + 1
             all_cids = sorted(set(_pj(old_cids, [])) | set(cids))
             if duplicate:
-                self._confirm("trait", tid, f"trait {tid} ({tdim})", new_version, max(old_conf, confidence), all_cids,
-                              _origin("confirmed", page_ids, model), now, [*old_srcs, *page_ids], {}, page_ids)
+                self._confirm(
+                    "trait",
+                    tid,
+                    f"trait {tid} ({tdim})",
+                    new_version,
+                    max(old_conf, confidence),
+                    all_cids,
+                    _origin("confirmed", page_ids, model),
+                    now,
+                    [*old_srcs, *page_ids],
+                    {},
+                    page_ids,
+                )
             else:
                 reason = f"{_origin('updated', page_ids, model)} (was v{version})"
-                self._x("UPDATE trait SET value = ?, evidence = ?, confidence = ?, version = ?, conversation_ids = ?, "
-                        "model = ?, updated_at = ?, reason = ?, embedding = ? WHERE id = ?",
-                        (value, evidence, confidence, new_version, _j(all_cids), model, now, reason, _blob(vec), tid))
+                self._x(
+                    "UPDATE trait SET value = ?, evidence = ?, confidence = ?, version = ?, conversation_ids = ?, "
+                    "model = ?, updated_at = ?, reason = ?, embedding = ? WHERE id = ?",
+                    (value, evidence, confidence, new_version, _j(all_cids), model, now, reason, _blob(vec), tid),
+                )
                 self._derive("trait", tid, new_version, page_ids)
-                self._emit("trait_updated", "trait", tid, f"trait {tid} ({tdim}) updated (v{new_version})",
-                           {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)})
+                self._emit(
+                    "trait_updated",
+                    "trait",
+                    tid,
+                    f"trait {tid} ({tdim}) updated (v{new_version})",
+                    {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)},
+                )
             return True
         # cap the persona: archive the least confident unpinned trait when full
         n = self._x("SELECT count(*) FROM trait WHERE status = 'active'").fetchone()[0]
         if n >= p.max_traits:
-            old = self._x("SELECT id FROM trait WHERE status = 'active' AND pinned = 0 ORDER BY confidence, updated_at "
-                          "LIMIT 1").fetchone()
+            old = self._x(
+                "SELECT id FROM trait WHERE status = 'active' AND pinned = 0 ORDER BY confidence, updated_at LIMIT 1"
+            ).fetchone()
             if old is None:
                 return False
             self._x("UPDATE trait SET status = 'archived', updated_at = ? WHERE id = ?", (now, old[0]))
             self._emit("trait_archived", "trait", old[0], f"trait {old[0]} archived (persona full)")
         reason = _origin("extracted" if page_ids else "added", page_ids, model)
-        self._x("INSERT INTO trait(dimension, value, evidence, confidence, status, version, created_at, updated_at, "
-                "conversation_ids, model, reason, embedding) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?)",
-                (dimension, value, evidence, confidence, now, now, _j(cids), model, reason, _blob(vec)))
+        self._x(
+            "INSERT INTO trait(dimension, value, evidence, confidence, status, version, created_at, updated_at, "
+            "conversation_ids, model, reason, embedding) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?)",
+            (dimension, value, evidence, confidence, now, now, _j(cids), model, reason, _blob(vec)),
+        )
         tid = self._conn.last_insert_rowid()
         self._derive("trait", tid, 1, page_ids)
         self._emit("trait_added", "trait", tid, f"trait {tid} ({dimension}) added", {"pages": sorted(page_ids)})
         return True
 
     # ------------------------------------------------------------------ user-authored items and edits
-    def add_knowledge(self, owner: str, text: str, *, pinned: bool = False, source: str = "user",
-                      skip_existing: bool = False) -> int | None:
+    def add_knowledge(
+        self, owner: str, text: str, *, pinned: bool = False, source: str = "user", skip_existing: bool = False
+    ) -> int | None:
         """Add a fact written by the user (no source pages). A near-duplicate updates the existing item.
         `source` names where the user wrote it (an import); with `skip_existing`, a fact already held
         word for word is left as it is (None): importing the same file again confirms nothing."""
@@ -292,8 +456,13 @@ class LpmMixin:
         text = X.clean_item(text)
         if not text:
             raise ValueError("not a usable fact")
-        if skip_existing and self._x("SELECT 1 FROM knowledge WHERE owner = ? AND status = 'active' AND "
-                                     "lower(text) = lower(?)", (owner, text)).fetchone():
+        if (
+            skip_existing
+            and self._x(
+                "SELECT 1 FROM knowledge WHERE owner = ? AND status = 'active' AND lower(text) = lower(?)",
+                (owner, text),
+            ).fetchone()
+        ):
             return None
         vec = self._embed([text])[0]
         with self.transaction():
@@ -304,22 +473,27 @@ class LpmMixin:
                 self._x("UPDATE knowledge SET pinned = 1 WHERE id = ?", (kid,))
             return kid
 
-    def add_trait(self, dimension: str, value: str, *, pinned: bool = False, source: str = "user",
-                  skip_existing: bool = False) -> int | None:
+    def add_trait(
+        self, dimension: str, value: str, *, pinned: bool = False, source: str = "user", skip_existing: bool = False
+    ) -> int | None:
         """Add a trait written by the user; `source` and `skip_existing` as for `add_knowledge`."""
         dim = X._clean_dimension(dimension)
         val = X.clean_item(value, 200)
         if not dim or not val:
             raise ValueError("not a usable trait")
-        if skip_existing and self._x("SELECT 1 FROM trait WHERE dimension = ? AND value = ? AND status = 'active'",
-                                     (dim, val)).fetchone():
+        if (
+            skip_existing
+            and self._x(
+                "SELECT 1 FROM trait WHERE dimension = ? AND value = ? AND status = 'active'", (dim, val)
+            ).fetchone()
+        ):
             return None
         vec = self._embed([f"{dim}: {val}"])[0]
         with self.transaction():
             mark = len(self._pending_events)
             self._upsert_trait(dim, val, "", 0.9, [], vec, set(), source)
             tid = self._affected("trait", mark)
-            if tid is None:   # the persona is full of pinned traits: nothing was added
+            if tid is None:  # the persona is full of pinned traits: nothing was added
                 raise ValueError("the persona is full and every trait in it is pinned")
             if pinned:
                 self._x("UPDATE trait SET pinned = 1 WHERE id = ?", (tid,))
@@ -340,16 +514,26 @@ class LpmMixin:
             raise ValueError("not a usable fact")
         vec = self._embed([clean])[0]
         with self.transaction():
-            row = self._x("SELECT text, version, confidence, model, updated_at, reason FROM knowledge WHERE id = ?",
-                          (kid,)).fetchone()
+            row = self._x(
+                "SELECT text, version, confidence, model, updated_at, reason FROM knowledge WHERE id = ?", (kid,)
+            ).fetchone()
             if row is None:
                 raise KeyError(f"no knowledge {kid}")
             old_text, version, conf, model, updated, reason = row
-            self._archive_version("knowledge", kid, old_text, updated, reason,
-                                  {"confidence": conf, "model": model,
-                                   "source_page_ids": self._sources("knowledge", kid, version)}, version)
-            self._x("UPDATE knowledge SET text = ?, version = ?, confidence = 0.95, model = 'user', updated_at = ?, "
-                    "reason = 'edited by the user' WHERE id = ?", (clean, version + 1, self.clock(), kid))
+            self._archive_version(
+                "knowledge",
+                kid,
+                old_text,
+                updated,
+                reason,
+                {"confidence": conf, "model": model, "source_page_ids": self._sources("knowledge", kid, version)},
+                version,
+            )
+            self._x(
+                "UPDATE knowledge SET text = ?, version = ?, confidence = 0.95, model = 'user', updated_at = ?, "
+                "reason = 'edited by the user' WHERE id = ?",
+                (clean, version + 1, self.clock(), kid),
+            )
             self._x("UPDATE knowledge_vec SET embedding = ? WHERE knowledge_id = ?", (_blob(vec), kid))
             self._fts_put("knowledge_fts", "knowledge_tri", kid, clean)
             self._emit("edited", "knowledge", kid, f"knowledge {kid} edited by the user (v{version + 1})")
@@ -365,15 +549,32 @@ class LpmMixin:
             dim = X._clean_dimension(dimension) if dimension else row[0]
         vec = self._embed([f"{dim}: {val}"])[0]
         with self.transaction():
-            r = self._x("SELECT dimension, value, evidence, version, confidence, model, updated_at, reason FROM trait "
-                        "WHERE id = ?", (tid,)).fetchone()
+            r = self._x(
+                "SELECT dimension, value, evidence, version, confidence, model, updated_at, reason FROM trait "
+                "WHERE id = ?",
+                (tid,),
+            ).fetchone()
             odim, old_value, ev, version, conf, model, updated, reason = r
-            self._archive_version("trait", tid, old_value, updated, reason,
-                                  {"dimension": odim, "confidence": conf, "evidence": ev, "model": model,
-                                   "source_page_ids": self._sources("trait", tid, version)}, version)
-            self._x("UPDATE trait SET dimension = ?, value = ?, version = ?, confidence = 0.95, model = 'user', "
-                    "updated_at = ?, reason = 'edited by the user', embedding = ? WHERE id = ?",
-                    (dim, val, version + 1, self.clock(), _blob(vec), tid))
+            self._archive_version(
+                "trait",
+                tid,
+                old_value,
+                updated,
+                reason,
+                {
+                    "dimension": odim,
+                    "confidence": conf,
+                    "evidence": ev,
+                    "model": model,
+                    "source_page_ids": self._sources("trait", tid, version),
+                },
+                version,
+            )
+            self._x(
+                "UPDATE trait SET dimension = ?, value = ?, version = ?, confidence = 0.95, model = 'user', "
+                "updated_at = ?, reason = 'edited by the user', embedding = ? WHERE id = ?",
+                (dim, val, version + 1, self.clock(), _blob(vec), tid),
+            )
             self._emit("edited", "trait", tid, f"trait {tid} edited by the user (v{version + 1})")
 
     def set_item_status(self, kind: str, iid: int, status: str) -> None:
@@ -387,4 +588,5 @@ class LpmMixin:
 
 def _checkpoint_hook(name: str) -> None:
     from .store import _checkpoint
+
     _checkpoint(name)

@@ -1,19 +1,25 @@
 """Pages and segments: STM FIFO, dialogue chains, MTM segmenting, eviction to the archive, edit/pin/forget/wipe."""
+
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from . import text as T
-from .codec import from_json as _pj, to_json as _j, unit as _unit, vec_blob as _blob  # noqa: F401
+from .codec import from_json as _pj
+from .codec import to_json as _j
+from .codec import unit as _unit
+from .codec import vec_blob as _blob
 from .types import ITEM_KINDS, ConversationMemory, context_side, page_text
 
 # a reply of conversation ? still waiting to become a page (agents queue {"cid": …}; imports and
 # older jobs {"conversation_id": …})
-_PENDING_PAGE_OF = ("status = 'pending' AND kind = 'add_page' AND "
-                    "coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?")
+_PENDING_PAGE_OF = (
+    "status = 'pending' AND kind = 'add_page' AND "
+    "coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?"
+)
 
 
 class PagingMixin:
@@ -51,15 +57,22 @@ class PagingMixin:
         if cid is None or self._embed_tokens_fn is None:
             return ""
         newest = "SELECT user_text, assistant_text, timestamp FROM page WHERE conversation_id = ?"
-        row = (self._x(newest + " ORDER BY id DESC LIMIT 1", (cid,)) if before_id is None else
-               self._x(newest + " AND id < ? ORDER BY id DESC LIMIT 1", (cid, before_id))).fetchone()
+        row = (
+            self._x(newest + " ORDER BY id DESC LIMIT 1", (cid,))
+            if before_id is None
+            else self._x(newest + " AND id < ? ORDER BY id DESC LIMIT 1", (cid, before_id))
+        ).fetchone()
         return self._read_after(row, ts)
 
     def _contexts_of_pages(self, ids: Sequence[int]) -> list[str]:
         """`_context_before` of stored pages, in the order given."""
-        where = {r[0]: (r[1], r[2]) for r in self._x(
-            "SELECT id, conversation_id, timestamp FROM page WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(ids)),)).fetchall()}
+        where = {
+            r[0]: (r[1], r[2])
+            for r in self._x(
+                "SELECT id, conversation_id, timestamp FROM page WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(ids)),),
+            ).fetchall()
+        }
         return [self._context_before(where[i][0], i, where[i][1]) if i in where else "" for i in ids]
 
     def _item_contexts(self, cid: int | None, items: Sequence[dict], before: dict | None = None) -> list[str]:
@@ -77,8 +90,9 @@ class PagingMixin:
             if prev is None:
                 out.append(self._context_before(cid, None, at(it)))
             else:
-                out.append(self._read_after((prev.get("user_text", ""), prev.get("assistant_text", ""), at(prev)),
-                                            at(it)))
+                out.append(
+                    self._read_after((prev.get("user_text", ""), prev.get("assistant_text", ""), at(prev)), at(it))
+                )
             if page_text(it.get("user_text", ""), it.get("assistant_text", "")).strip():
                 prev = it
         return out
@@ -90,10 +104,13 @@ class PagingMixin:
         if not ids:
             return
         if self._embed_tokens_fn is None:
-            self._note_read_alone(ids[0])       # read in context again when a token embedder is back
+            self._note_read_alone(ids[0])  # read in context again when a token embedder is back
             return
-        rows = self._x("SELECT id, user_text, assistant_text, segment_id FROM page WHERE id IN "
-                       "(SELECT value FROM json_each(?)) ORDER BY id", (json.dumps(ids),)).fetchall()
+        rows = self._x(
+            "SELECT id, user_text, assistant_text, segment_id FROM page WHERE id IN "
+            "(SELECT value FROM json_each(?)) ORDER BY id",
+            (json.dumps(ids),),
+        ).fetchall()
         found, bodies, _, vecs = self._embed_stored_pages([r[:3] for r in rows])
         for pid, vec, body in zip(found, vecs, bodies):
             self._vec_put_page(pid, vec, body)
@@ -108,14 +125,19 @@ class PagingMixin:
         with self._lock:
             contexts = self._contexts_of_pages(ids)
         bodies = [page_text(u, a) for _, u, a in rows]
-        vecs = self._embed_pages([(u, a) for _, u, a in rows], contexts) if rows else np.zeros((0, self.dim), np.float32)
+        vecs = (
+            self._embed_pages([(u, a) for _, u, a in rows], contexts) if rows else np.zeros((0, self.dim), np.float32)
+        )
         return ids, bodies, contexts, vecs
 
     def _pages_after(self, ids: Sequence[int]) -> list[int]:
         """The page right after each of these in its conversation, passing over those among them."""
-        rows = self._x("SELECT DISTINCT (SELECT min(q.id) FROM page q WHERE q.conversation_id = p.conversation_id "
-                       "AND q.id > p.id AND q.id NOT IN (SELECT value FROM json_each(?1))) FROM page p "
-                       "WHERE p.id IN (SELECT value FROM json_each(?1))", (json.dumps(sorted(set(ids))),)).fetchall()
+        rows = self._x(
+            "SELECT DISTINCT (SELECT min(q.id) FROM page q WHERE q.conversation_id = p.conversation_id "
+            "AND q.id > p.id AND q.id NOT IN (SELECT value FROM json_each(?1))) FROM page p "
+            "WHERE p.id IN (SELECT value FROM json_each(?1))",
+            (json.dumps(sorted(set(ids))),),
+        ).fetchall()
         return sorted(r[0] for r in rows if r[0] is not None)
 
     def _vec_del_page(self, pid: int) -> None:
@@ -158,10 +180,19 @@ class PagingMixin:
                 return "incognito conversation"
         return None
 
-    def add_page(self, cid: int | None, user_text: str, assistant_text: str, *, timestamp: float | None = None,
-                 user_message_id: int | None = None, assistant_message_id: int | None = None,
-                 meta: dict | None = None, embedding: np.ndarray | None = None,
-                 dedupe_key: str | None = None) -> int:
+    def add_page(
+        self,
+        cid: int | None,
+        user_text: str,
+        assistant_text: str,
+        *,
+        timestamp: float | None = None,
+        user_message_id: int | None = None,
+        assistant_message_id: int | None = None,
+        meta: dict | None = None,
+        embedding: np.ndarray | None = None,
+        dedupe_key: str | None = None,
+    ) -> int:
         """Store one page (user message + reply) in the conversation's STM, LLM-free.
 
         STM overflow moves the oldest page to MTM (chain link, segment join or creation, eviction,
@@ -181,12 +212,21 @@ class PagingMixin:
                 ctx = self._context_before(cid, None, self.clock() if timestamp is None else timestamp)
             vec = self._embed_pages([(user_text, assistant_text)], [ctx])[0]
         with self.transaction():
-            return self._add_page_txn(cid, user_text, assistant_text, vec, timestamp=timestamp,
-                                      user_message_id=user_message_id, assistant_message_id=assistant_message_id,
-                                      meta=meta, dedupe_key=dedupe_key)
+            return self._add_page_txn(
+                cid,
+                user_text,
+                assistant_text,
+                vec,
+                timestamp=timestamp,
+                user_message_id=user_message_id,
+                assistant_message_id=assistant_message_id,
+                meta=meta,
+                dedupe_key=dedupe_key,
+            )
 
-    def embed_pages(self, items: Sequence[dict], *, conversation_id: int | None = None,
-                    before: dict | None = None) -> None:
+    def embed_pages(
+        self, items: Sequence[dict], *, conversation_id: int | None = None, before: dict | None = None
+    ) -> None:
         """Fill in the "embedding" of `add_pages` items that have none, with the store's embedder.
 
         An importer calls this *before* opening its write transaction: embedding is the slow
@@ -199,8 +239,10 @@ class PagingMixin:
             contexts = self._item_contexts(conversation_id, items, before)
         todo = [i for i, it in enumerate(items) if it.get("embedding") is None]
         if todo:
-            vecs = self._embed_pages([(items[i].get("user_text", ""), items[i].get("assistant_text", ""))
-                                      for i in todo], [contexts[i] for i in todo])
+            vecs = self._embed_pages(
+                [(items[i].get("user_text", ""), items[i].get("assistant_text", "")) for i in todo],
+                [contexts[i] for i in todo],
+            )
             for i, v in zip(todo, vecs):
                 items[i]["embedding"] = v
 
@@ -210,8 +252,16 @@ class PagingMixin:
         Each item: user_text, assistant_text, and optionally timestamp, user_message_id,
         assistant_message_id, meta, embedding, dedupe_key.
         """
-        allowed = {"user_text", "assistant_text", "timestamp", "user_message_id", "assistant_message_id", "meta",
-                   "embedding", "dedupe_key"}
+        allowed = {
+            "user_text",
+            "assistant_text",
+            "timestamp",
+            "user_message_id",
+            "assistant_message_id",
+            "meta",
+            "embedding",
+            "dedupe_key",
+        }
         for it in items:
             extra = set(it) - allowed
             if extra:
@@ -222,15 +272,17 @@ class PagingMixin:
         ids: list[int] = []
         bs = max(1, self.params.import_batch)
         for start in range(0, len(items), bs):
-            chunk = list(items[start:start + bs])
+            chunk = list(items[start : start + bs])
             texts = [page_text(it.get("user_text", ""), it.get("assistant_text", "")) for it in chunk]
             todo = [i for i, it in enumerate(chunk) if it.get("embedding") is None]
             vecs: list[np.ndarray | None] = [None] * len(chunk)
             if todo:
                 with self._lock:
                     contexts = self._item_contexts(cid, chunk)
-                emb = self._embed_pages([(chunk[i].get("user_text", ""), chunk[i].get("assistant_text", ""))
-                                         for i in todo], [contexts[i] for i in todo])
+                emb = self._embed_pages(
+                    [(chunk[i].get("user_text", ""), chunk[i].get("assistant_text", "")) for i in todo],
+                    [contexts[i] for i in todo],
+                )
                 for i, v in zip(todo, emb):
                     vecs[i] = v
             for i, it in enumerate(chunk):
@@ -241,21 +293,41 @@ class PagingMixin:
                     if not txt.strip():
                         ids.append(0)
                         continue
-                    ids.append(self._add_page_txn(
-                        cid, it.get("user_text", ""), it.get("assistant_text", ""), vec,
-                        timestamp=it.get("timestamp"), user_message_id=it.get("user_message_id"),
-                        assistant_message_id=it.get("assistant_message_id"), meta=it.get("meta"),
-                        dedupe_key=it.get("dedupe_key")))
+                    ids.append(
+                        self._add_page_txn(
+                            cid,
+                            it.get("user_text", ""),
+                            it.get("assistant_text", ""),
+                            vec,
+                            timestamp=it.get("timestamp"),
+                            user_message_id=it.get("user_message_id"),
+                            assistant_message_id=it.get("assistant_message_id"),
+                            meta=it.get("meta"),
+                            dedupe_key=it.get("dedupe_key"),
+                        )
+                    )
         return ids
 
-    def _add_page_txn(self, cid: int | None, user_text: str, assistant_text: str, vec: np.ndarray, *,
-                      timestamp: float | None = None, user_message_id: int | None = None,
-                      assistant_message_id: int | None = None, meta: dict | None = None,
-                      dedupe_key: str | None = None) -> int:
+    def _add_page_txn(
+        self,
+        cid: int | None,
+        user_text: str,
+        assistant_text: str,
+        vec: np.ndarray,
+        *,
+        timestamp: float | None = None,
+        user_message_id: int | None = None,
+        assistant_message_id: int | None = None,
+        meta: dict | None = None,
+        dedupe_key: str | None = None,
+    ) -> int:
         if self._memory_off(cid):
             return 0
-        key = dedupe_key if dedupe_key is not None else (
-            f"amsg:{assistant_message_id}" if assistant_message_id is not None else None)
+        key = (
+            dedupe_key
+            if dedupe_key is not None
+            else (f"amsg:{assistant_message_id}" if assistant_message_id is not None else None)
+        )
         if key is not None:
             row = self._x("SELECT id FROM page WHERE dedupe_key = ?", (key,)).fetchone()
             if row:
@@ -264,31 +336,44 @@ class PagingMixin:
         ts = now if timestamp is None else float(timestamp)
         body = page_text(user_text, assistant_text)
         kws = T.keywords(body, self.params.page_keywords)
-        self._x("INSERT INTO page(conversation_id, user_text, assistant_text, timestamp, tier, keywords, "
-                "user_message_id, assistant_message_id, meta, created_at, dedupe_key) "
-                "VALUES (?,?,?,?, 'stm', ?,?,?,?,?,?)",
-                (cid, user_text or "", assistant_text or "", ts, _j(kws), user_message_id, assistant_message_id,
-                 _j(meta or {}), now, key))
+        self._x(
+            "INSERT INTO page(conversation_id, user_text, assistant_text, timestamp, tier, keywords, "
+            "user_message_id, assistant_message_id, meta, created_at, dedupe_key) "
+            "VALUES (?,?,?,?, 'stm', ?,?,?,?,?,?)",
+            (
+                cid,
+                user_text or "",
+                assistant_text or "",
+                ts,
+                _j(kws),
+                user_message_id,
+                assistant_message_id,
+                _j(meta or {}),
+                now,
+                key,
+            ),
+        )
         pid = self._conn.last_insert_rowid()
         self._vec_put_page(pid, vec, body)
         self._fts_put("page_fts", "page_tri", pid, body)
-        self._emit("page_added", "page", pid, f"page {pid} entered short-term memory",
-                   {"conversation_id": cid})
+        self._emit("page_added", "page", pid, f"page {pid} entered short-term memory", {"conversation_id": cid})
         self._stm_overflow(cid)
         return pid
 
     def _stm_overflow(self, cid: int | None) -> None:
         cap = max(0, int(self.params.stm_capacity))
-        rows = self._x("SELECT id FROM page WHERE tier = 'stm' AND conversation_id IS ? ORDER BY id",
-                       (cid,)).fetchall()
+        rows = self._x("SELECT id FROM page WHERE tier = 'stm' AND conversation_id IS ? ORDER BY id", (cid,)).fetchall()
         for (pid,) in rows[: max(0, len(rows) - cap)]:
             self._move_to_mtm(pid)
 
     # ------------------------------------------------------------------ STM -> MTM
     def _move_to_mtm(self, pid: int) -> int:
         p = self.params
-        row = self._x("SELECT conversation_id, timestamp, keywords, user_text, assistant_text FROM page "
-                      "WHERE id = ? AND tier = 'stm'", (pid,)).fetchone()
+        row = self._x(
+            "SELECT conversation_id, timestamp, keywords, user_text, assistant_text FROM page "
+            "WHERE id = ? AND tier = 'stm'",
+            (pid,),
+        ).fetchone()
         if row is None:
             return 0
         cid, ts, kws_s, _, _ = row
@@ -298,8 +383,11 @@ class PagingMixin:
 
         # 1. dialogue chain: link to the previous moved page of the conversation when it continues the topic
         link_detail: dict = {}
-        prev = self._x("SELECT id, chain_id, timestamp, keywords FROM page WHERE conversation_id IS ? AND id < ? "
-                       "AND tier != 'stm' ORDER BY id DESC LIMIT 1", (cid, pid)).fetchone()
+        prev = self._x(
+            "SELECT id, chain_id, timestamp, keywords FROM page WHERE conversation_id IS ? AND id < ? "
+            "AND tier != 'stm' ORDER BY id DESC LIMIT 1",
+            (cid, pid),
+        ).fetchone()
         chain_id = None
         if prev is not None and cid is not None and abs(ts - prev[2]) <= p.chain_max_gap_s:
             cont = float(self._page_vec(prev[0]) @ vec) + T.jaccard(kws, _pj(prev[3], []))
@@ -314,10 +402,20 @@ class PagingMixin:
 
         # 2. segment: join the best MTM segment when cos + Jaccard >= theta, else start one
         best_sid, best_score, best_cos, best_jac = None, -1.0, 0.0, 0.0
-        knn = self._x("SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? "
-                      "AND tier = 'mtm'", (_blob(vec), max(1, p.segment_candidates))).fetchall()
-        seg_kw = dict(self._x("SELECT id, keywords FROM segment WHERE id IN (SELECT value FROM json_each(?))",
-                              (json.dumps([sid for sid, _ in knn]),)).fetchall()) if knn else {}
+        knn = self._x(
+            "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
+            (_blob(vec), max(1, p.segment_candidates)),
+        ).fetchall()
+        seg_kw = (
+            dict(
+                self._x(
+                    "SELECT id, keywords FROM segment WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps([sid for sid, _ in knn]),),
+                ).fetchall()
+            )
+            if knn
+            else {}
+        )
         for sid, dist in knn:
             skw = _pj(seg_kw.get(sid), [])
             cos = 1.0 - float(dist)
@@ -331,18 +429,22 @@ class PagingMixin:
             counts: dict = _pj(srow[1], {})
             self._count_keywords(counts, kws)
             self._x("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
-            self._x("UPDATE segment SET emb_sum = ?, kw_counts = ?, keywords = ?, page_count = page_count + 1, "
-                    "l_interaction = l_interaction + 1, last_access = ?, updated_at = ? WHERE id = ?",
-                    (_blob(acc), _j(counts), _j(self._top_keywords(counts)), now, now, sid))
+            self._x(
+                "UPDATE segment SET emb_sum = ?, kw_counts = ?, keywords = ?, page_count = page_count + 1, "
+                "l_interaction = l_interaction + 1, last_access = ?, updated_at = ? WHERE id = ?",
+                (_blob(acc), _j(counts), _j(self._top_keywords(counts)), now, now, sid),
+            )
             self._x("UPDATE segment_vec SET embedding = ? WHERE segment_id = ?", (_blob(_unit(acc)), sid))
             self._refresh_segment_summary(sid)
             how = "joined"
         else:
             counts = {}
             self._count_keywords(counts, kws)
-            self._x("INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, "
-                    "last_access, created_at, updated_at, page_count) VALUES ('mtm', '', ?, ?, ?, 0, 1, ?, ?, ?, 1)",
-                    (_j(kws[: p.segment_keywords]), _j(counts), _blob(vec), now, now, now))
+            self._x(
+                "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, "
+                "last_access, created_at, updated_at, page_count) VALUES ('mtm', '', ?, ?, ?, 0, 1, ?, ?, ?, 1)",
+                (_j(kws[: p.segment_keywords]), _j(counts), _blob(vec), now, now, now),
+            )
             sid = self._conn.last_insert_rowid()
             self._x("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
             self._seg_vec_put(sid, "mtm", vec)
@@ -351,10 +453,21 @@ class PagingMixin:
             self._emit("segment_created", "segment", sid, f"segment {sid} created", {"page_id": pid})
         if chain_id is not None:
             self._refresh_chain(chain_id)
-        self._emit("page_moved", "page", pid,
-                   f"page {pid} moved to mid-term memory ({how} segment {sid})",
-                   {"segment_id": sid, "how": how, "score": round(best_score, 4), "cos": round(best_cos, 4),
-                    "jaccard": round(best_jac, 4), "chain_id": chain_id, **link_detail})
+        self._emit(
+            "page_moved",
+            "page",
+            pid,
+            f"page {pid} moved to mid-term memory ({how} segment {sid})",
+            {
+                "segment_id": sid,
+                "how": how,
+                "score": round(best_score, 4),
+                "cos": round(best_cos, 4),
+                "jaccard": round(best_jac, 4),
+                "chain_id": chain_id,
+                **link_detail,
+            },
+        )
         self._maybe_promote(sid)
         self._evict_if_needed()
         return sid
@@ -375,10 +488,12 @@ class PagingMixin:
         return [v[1] for _, v in ranked[: self.params.segment_keywords]]
 
     def _refresh_segment_summary(self, sid: int) -> None:
-        rows = self._x("SELECT user_text, assistant_text FROM page WHERE segment_id = ? ORDER BY id DESC LIMIT 5",
-                       (sid,)).fetchall()
-        first = self._x("SELECT user_text, assistant_text FROM page WHERE segment_id = ? ORDER BY id LIMIT 1",
-                        (sid,)).fetchone()
+        rows = self._x(
+            "SELECT user_text, assistant_text FROM page WHERE segment_id = ? ORDER BY id DESC LIMIT 5", (sid,)
+        ).fetchall()
+        first = self._x(
+            "SELECT user_text, assistant_text FROM page WHERE segment_id = ? ORDER BY id LIMIT 1", (sid,)
+        ).fetchone()
         texts = [page_text(u, a) for u, a in reversed(rows)]
         if first is not None and page_text(*first) not in texts:
             texts.insert(0, page_text(*first))
@@ -387,8 +502,10 @@ class PagingMixin:
         self._x("UPDATE segment SET summary = ? WHERE id = ?", (summary, sid))
 
     def _refresh_chain(self, chain_id: int) -> None:
-        rows = self._x("SELECT user_text, assistant_text, keywords FROM page WHERE chain_id = ? ORDER BY id DESC "
-                       "LIMIT 6", (chain_id,)).fetchall()
+        rows = self._x(
+            "SELECT user_text, assistant_text, keywords FROM page WHERE chain_id = ? ORDER BY id DESC LIMIT 6",
+            (chain_id,),
+        ).fetchall()
         if not rows:
             self._x("DELETE FROM chain WHERE id = ?", (chain_id,))
             return
@@ -396,8 +513,10 @@ class PagingMixin:
         texts = [page_text(u, a) for u, a, _ in reversed(rows)]
         summary = T.extractive_summary(texts, kws, max(80, self.params.summary_chars // 2))
         label = T.topic_label(kws)
-        self._x("UPDATE chain SET summary = ?, keywords = ?, updated_at = ? WHERE id = ?",
-                (f"[{label}] {summary}" if label else summary, _j(kws), self.clock(), chain_id))
+        self._x(
+            "UPDATE chain SET summary = ?, keywords = ?, updated_at = ? WHERE id = ?",
+            (f"[{label}] {summary}" if label else summary, _j(kws), self.clock(), chain_id),
+        )
 
     def _rebuild_segment(self, sid: int) -> bool:
         """Recompute a segment's embedding, keywords, count and summary from its pages; delete it when empty."""
@@ -409,8 +528,10 @@ class PagingMixin:
         counts: dict = {}
         for _, k in rows:
             self._count_keywords(counts, _pj(k, []))
-        self._x("UPDATE segment SET kw_counts = ?, keywords = ?, page_count = ?, updated_at = ? WHERE id = ?",
-                (_j(counts), _j(self._top_keywords(counts)), len(rows), self.clock(), sid))
+        self._x(
+            "UPDATE segment SET kw_counts = ?, keywords = ?, page_count = ?, updated_at = ? WHERE id = ?",
+            (_j(counts), _j(self._top_keywords(counts)), len(rows), self.clock(), sid),
+        )
         self._refresh_segment_vector(sid)
         self._refresh_segment_summary(sid)
         return True
@@ -440,11 +561,19 @@ class PagingMixin:
         now = self.clock()
         with self.transaction():
             marks = ",".join("?" * len(sids))
-            rows = self._x(f"UPDATE segment SET n_visit = n_visit + 1, last_access = ? WHERE id IN ({marks}) "
-                           "RETURNING id, n_visit", [now, *sids]).fetchall()
+            rows = self._x(
+                f"UPDATE segment SET n_visit = n_visit + 1, last_access = ? WHERE id IN ({marks}) "
+                "RETURNING id, n_visit",
+                [now, *sids],
+            ).fetchall()
             for sid, n_visit in sorted(rows):
-                self._emit("segment_visited", "segment", sid, f"segment {sid} recalled (N_visit {n_visit})",
-                           {"count": 1, "n_visit": n_visit})
+                self._emit(
+                    "segment_visited",
+                    "segment",
+                    sid,
+                    f"segment {sid} recalled (N_visit {n_visit})",
+                    {"count": 1, "n_visit": n_visit},
+                )
             for sid in sids:
                 self._maybe_promote(sid)
 
@@ -468,9 +597,11 @@ class PagingMixin:
                 f"SELECT s.id, {heat} AS h FROM segment s WHERE s.tier = 'mtm' AND s.pinned = 0 AND NOT EXISTS "
                 "(SELECT 1 FROM page p INDEXED BY page_pinned WHERE p.segment_id = s.id AND p.pinned = 1) "
                 "ORDER BY h, s.last_access, s.id "
-                "LIMIT 1", args).fetchone()
+                "LIMIT 1",
+                args,
+            ).fetchone()
             if row is None:
-                break   # everything left is pinned
+                break  # everything left is pinned
             self._archive_segment(row[0], heat=row[1])
             n -= 1
 
@@ -480,8 +611,13 @@ class PagingMixin:
         self._x("UPDATE page SET tier = 'archive' WHERE segment_id = ?", (sid,))
         vec = np.frombuffer(self._x("SELECT emb_sum FROM segment WHERE id = ?", (sid,)).fetchone()[0], np.float32)
         self._seg_vec_put(sid, "archive", _unit(vec))
-        self._emit("segment_archived", "segment", sid, f"segment {sid} moved to the archive (coldest)",
-                   {"heat": None if heat is None else round(float(heat), 4)})
+        self._emit(
+            "segment_archived",
+            "segment",
+            sid,
+            f"segment {sid} moved to the archive (coldest)",
+            {"heat": None if heat is None else round(float(heat), 4)},
+        )
 
     def restore_segment(self, sid: int) -> None:
         """Bring an archived segment back to MTM (the coldest unpinned one may be archived in turn)."""
@@ -512,14 +648,16 @@ class PagingMixin:
         vec = self._embed_pages([(u, a)], [ctx])[0]
         with self.transaction():
             kws = T.keywords(body, self.params.page_keywords)
-            self._x("UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?", (u, a, _j(kws), pid))
+            self._x(
+                "UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?", (u, a, _j(kws), pid)
+            )
             self._vec_put_page(pid, vec, body)
             self._fts_put("page_fts", "page_tri", pid, body)
             if page.segment_id is not None:
                 self._rebuild_segment(page.segment_id)
             if page.chain_id is not None:
                 self._refresh_chain(page.chain_id)
-            self._recontext(self._pages_after([pid]))     # the next page was read after the old words
+            self._recontext(self._pages_after([pid]))  # the next page was read after the old words
             self._emit("edited", "page", pid, f"page {pid} edited by the user")
 
     def pin(self, kind: str, item_id: int, pinned: bool = True) -> None:
@@ -529,8 +667,12 @@ class PagingMixin:
         with self.transaction():
             self._x(f"UPDATE {kind} SET pinned = ? WHERE id = ?", (int(pinned), item_id))
             if self._conn.changes():
-                self._emit("pinned" if pinned else "unpinned", kind, item_id,
-                           f"{kind} {item_id} {'pinned' if pinned else 'unpinned'}")
+                self._emit(
+                    "pinned" if pinned else "unpinned",
+                    kind,
+                    item_id,
+                    f"{kind} {item_id} {'pinned' if pinned else 'unpinned'}",
+                )
 
     def forget(self, kind: str, ids: int | Sequence[int]) -> int:
         """Remove items for good: base rows, vectors, FTS entries, and what was derived only from them.
@@ -556,7 +698,7 @@ class PagingMixin:
                     m2 = ",".join("?" * len(found))
                     pids = [r[0] for r in self._x(f"SELECT id FROM page WHERE segment_id IN ({m2})", found).fetchall()]
                     self._forget_pages(pids)
-                    for sid in found:   # (already gone when it lost its last page)
+                    for sid in found:  # (already gone when it lost its last page)
                         self._x("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
                         self._x("DELETE FROM segment WHERE id = ?", (sid,))
             else:
@@ -574,8 +716,9 @@ class PagingMixin:
         with self._lock:
             rows = self._x("SELECT id, pinned FROM page WHERE conversation_id = ? ORDER BY id", (cid,)).fetchall()
             ids = [r[0] for r in rows]
-            return ConversationMemory(cid, ids, sum(1 for r in rows if r[1]),
-                                      self._derived_only_from(set(ids)), self._pending_pages_of(cid))
+            return ConversationMemory(
+                cid, ids, sum(1 for r in rows if r[1]), self._derived_only_from(set(ids)), self._pending_pages_of(cid)
+            )
 
     def forget_conversation(self, cid: int) -> ConversationMemory:
         """Forget what memory learned from one conversation: every page of it in every tier (pinned
@@ -587,17 +730,28 @@ class PagingMixin:
             gone = self.conversation_memory(cid)
             self._x("DELETE FROM job WHERE " + _PENDING_PAGE_OF, (cid,))
             self._forget_pages(gone.page_ids)
-            for kind in ("trait", "knowledge"):   # items that stay no longer name it as a source
-                for iid, cids in self._x(f"SELECT id, conversation_ids FROM {kind} WHERE EXISTS "
-                                         "(SELECT 1 FROM json_each(conversation_ids) WHERE value = ?)",
-                                         (cid,)).fetchall():
-                    self._x(f"UPDATE {kind} SET conversation_ids = ? WHERE id = ?",
-                            (_j([c for c in _pj(cids, []) if c != cid]), iid))
+            for kind in ("trait", "knowledge"):  # items that stay no longer name it as a source
+                for iid, cids in self._x(
+                    f"SELECT id, conversation_ids FROM {kind} WHERE EXISTS "
+                    "(SELECT 1 FROM json_each(conversation_ids) WHERE value = ?)",
+                    (cid,),
+                ).fetchall():
+                    self._x(
+                        f"UPDATE {kind} SET conversation_ids = ? WHERE id = ?",
+                        (_j([c for c in _pj(cids, []) if c != cid]), iid),
+                    )
             if gone.page_ids or gone.pending_pages:
-                self._emit("forgotten", "conversation", cid,
-                           f"memory of conversation {cid} forgotten by the user: {len(gone.page_ids)} pages",
-                           {"pages": len(gone.page_ids), "pending": gone.pending_pages,
-                            "items": [f"{k} {i}" for k, i in gone.items]})
+                self._emit(
+                    "forgotten",
+                    "conversation",
+                    cid,
+                    f"memory of conversation {cid} forgotten by the user: {len(gone.page_ids)} pages",
+                    {
+                        "pages": len(gone.page_ids),
+                        "pending": gone.pending_pages,
+                        "items": [f"{k} {i}" for k, i in gone.items],
+                    },
+                )
             return gone
 
     def _pending_pages_of(self, cid: int) -> int:
@@ -605,8 +759,11 @@ class PagingMixin:
 
     def _derived_only_from(self, gone: set[int]) -> list[tuple[str, int]]:
         """The traits and knowledge items whose every source page is in `gone`."""
-        return [item for item, by_version in self._sources_touching(gone).items()
-                if set().union(*by_version.values()) <= gone]
+        return [
+            item
+            for item, by_version in self._sources_touching(gone).items()
+            if set().union(*by_version.values()) <= gone
+        ]
 
     def _sources_touching(self, pages: set[int]) -> dict[tuple[str, int], dict[int, set[int]]]:
         """For every trait or knowledge item drawn from any of `pages`: its source pages by version
@@ -617,10 +774,11 @@ class PagingMixin:
         marks = ",".join("?" * len(ids))
         out: dict[tuple[str, int], dict[int, set[int]]] = {}
         for kind, iid, version, page in self._x(
-                "SELECT d.item_kind, d.item_id, d.version, d.page_id FROM derivation d JOIN "
-                f"(SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id IN ({marks})) t "
-                "ON d.item_kind = t.item_kind AND d.item_id = t.item_id ORDER BY d.item_kind, d.item_id",
-                ids).fetchall():
+            "SELECT d.item_kind, d.item_id, d.version, d.page_id FROM derivation d JOIN "
+            f"(SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id IN ({marks})) t "
+            "ON d.item_kind = t.item_kind AND d.item_id = t.item_id ORDER BY d.item_kind, d.item_id",
+            ids,
+        ).fetchall():
             out.setdefault((kind, iid), {}).setdefault(version, set()).add(page)
         return out
 
@@ -633,10 +791,11 @@ class PagingMixin:
         marks = ",".join("?" * len(ids))
         info = self._x(f"SELECT id, prev_page_id, segment_id, chain_id FROM page WHERE id IN ({marks})", ids).fetchall()
         prev_of = {r[0]: r[1] for r in info}
-        after = self._pages_after(ids)         # they were read after a forgotten page
+        after = self._pages_after(ids)  # they were read after a forgotten page
         # relink chains across the forgotten pages
-        for (child, prev) in self._x(f"SELECT id, prev_page_id FROM page WHERE prev_page_id IN ({marks})",
-                                     ids).fetchall():
+        for child, prev in self._x(
+            f"SELECT id, prev_page_id FROM page WHERE prev_page_id IN ({marks})", ids
+        ).fetchall():
             if child in gone:
                 continue
             while prev in gone:
@@ -661,8 +820,10 @@ class PagingMixin:
                 self._delete_item(kind, iid)
                 self._emit("forgotten", kind, iid, f"{kind} {iid} forgotten with its source pages")
                 continue
-            self._x(f"DELETE FROM derivation WHERE item_kind = ? AND item_id = ? AND page_id IN ({marks})",
-                    [kind, iid, *ids])
+            self._x(
+                f"DELETE FROM derivation WHERE item_kind = ? AND item_id = ? AND page_id IN ({marks})",
+                [kind, iid, *ids],
+            )
             dead = {v for v, ps in by_version.items() if ps and ps <= gone}
             cur = self._x(f"SELECT version FROM {kind} WHERE id = ?", (iid,)).fetchone()[0]
             for v in dead - {cur}:
@@ -678,20 +839,30 @@ class PagingMixin:
             raise ValueError("kind must be 'trait' or 'knowledge'")
         with self.transaction():
             row = self._x(f"SELECT version FROM {kind} WHERE id = ?", (iid,)).fetchone()
-            earlier = self._x("SELECT 1 FROM item_version WHERE item_kind = ? AND item_id = ? AND version < ?",
-                              (kind, iid, version)).fetchone()
+            earlier = self._x(
+                "SELECT 1 FROM item_version WHERE item_kind = ? AND item_id = ? AND version < ?", (kind, iid, version)
+            ).fetchone()
             if row is None or row[0] != version or earlier is None:
                 return False
             self._revert_item(kind, iid, reason="reverted by the user: the chat that changed it was forgotten")
-            self._emit("edited", kind, iid, f"{kind} {iid} reverted to its previous version by the user",
-                       {"from_version": version})
+            self._emit(
+                "edited",
+                kind,
+                iid,
+                f"{kind} {iid} reverted to its previous version by the user",
+                {"from_version": version},
+            )
             return True
 
-    def _revert_item(self, kind: str, iid: int, *,
-                     reason: str = "reverted: newer version's sources were forgotten") -> None:
+    def _revert_item(
+        self, kind: str, iid: int, *, reason: str = "reverted: newer version's sources were forgotten"
+    ) -> None:
         """Make the newest archived version current again (its source pages survive)."""
-        row = self._x("SELECT version, text, detail FROM item_version WHERE item_kind = ? AND item_id = ? "
-                      "ORDER BY version DESC LIMIT 1", (kind, iid)).fetchone()
+        row = self._x(
+            "SELECT version, text, detail FROM item_version WHERE item_kind = ? AND item_id = ? "
+            "ORDER BY version DESC LIMIT 1",
+            (kind, iid),
+        ).fetchone()
         if row is None:
             self._delete_item(kind, iid)
             return
@@ -701,16 +872,28 @@ class PagingMixin:
         vec = self._embed([vec_text])[0]
         now = self.clock()
         if kind == "knowledge":
-            self._x("UPDATE knowledge SET text = ?, version = ?, confidence = ?, updated_at = ?, reason = ? "
-                    "WHERE id = ?", (text, version, float(detail.get("confidence", 0.5)), now, reason, iid))
+            self._x(
+                "UPDATE knowledge SET text = ?, version = ?, confidence = ?, updated_at = ?, reason = ? WHERE id = ?",
+                (text, version, float(detail.get("confidence", 0.5)), now, reason, iid),
+            )
             self._x("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (iid,))
             self._x("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, _blob(vec)))
             self._fts_put("knowledge_fts", "knowledge_tri", iid, text)
         else:
-            self._x("UPDATE trait SET value = ?, version = ?, confidence = ?, evidence = ?, embedding = ?, "
-                    "updated_at = ?, reason = ? WHERE id = ?",
-                    (text, version, float(detail.get("confidence", 0.5)), detail.get("evidence", ""), _blob(vec), now,
-                     reason, iid))
+            self._x(
+                "UPDATE trait SET value = ?, version = ?, confidence = ?, evidence = ?, embedding = ?, "
+                "updated_at = ?, reason = ? WHERE id = ?",
+                (
+                    text,
+                    version,
+                    float(detail.get("confidence", 0.5)),
+                    detail.get("evidence", ""),
+                    _blob(vec),
+                    now,
+                    reason,
+                    iid,
+                ),
+            )
         self._x("DELETE FROM item_version WHERE item_kind = ? AND item_id = ? AND version = ?", (kind, iid, version))
         self._x("DELETE FROM derivation WHERE item_kind = ? AND item_id = ? AND version > ?", (kind, iid, version))
 
@@ -727,16 +910,25 @@ class PagingMixin:
         pending memory jobs, events). Conversations and messages stay."""
         with self.transaction():
             for sql in (
-                "DELETE FROM derivation", "DELETE FROM item_version", "DELETE FROM trait",
-                "DELETE FROM knowledge", "DELETE FROM knowledge_vec",
+                "DELETE FROM derivation",
+                "DELETE FROM item_version",
+                "DELETE FROM trait",
+                "DELETE FROM knowledge",
+                "DELETE FROM knowledge_vec",
                 "UPDATE page SET prev_page_id = NULL WHERE prev_page_id IS NOT NULL",
-                "DELETE FROM page", "DELETE FROM chain", "DELETE FROM segment",
-                "DELETE FROM page_vec", "DELETE FROM segment_vec", "DELETE FROM page_tok",
+                "DELETE FROM page",
+                "DELETE FROM chain",
+                "DELETE FROM segment",
+                "DELETE FROM page_vec",
+                "DELETE FROM segment_vec",
+                "DELETE FROM page_tok",
                 "INSERT INTO page_fts(page_fts) VALUES ('delete-all')",
                 "INSERT INTO page_tri(page_tri) VALUES ('delete-all')",
                 "INSERT INTO knowledge_fts(knowledge_fts) VALUES ('delete-all')",
                 "INSERT INTO knowledge_tri(knowledge_tri) VALUES ('delete-all')",
-                "DELETE FROM job", "DELETE FROM event", "DELETE FROM vec_log",
+                "DELETE FROM job",
+                "DELETE FROM event",
+                "DELETE FROM vec_log",
                 "INSERT INTO vec_log(kind, item_id, op) VALUES ('*', 0, 'reset')",
             ):
                 self._x(sql)

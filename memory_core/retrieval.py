@@ -1,4 +1,5 @@
 """Retrieval: STM of the conversation + hybrid page ranking (dense KNN, segments, FTS5 BM25) + LPM."""
+
 from __future__ import annotations
 
 import json
@@ -6,15 +7,16 @@ import logging
 import math
 import re
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import apsw
 import numpy as np
 
 from . import text as T
 from . import token_match
+from .codec import from_json as _pj
+from .codec import vec_blob as _blob
 from .db import is_storage_full
-from .codec import from_json as _pj, vec_blob as _blob
 from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, SideHit, TraitHit
 
 log = logging.getLogger("memory_core")
@@ -35,8 +37,14 @@ def typical_cosine(others: np.ndarray) -> float:
 
 
 class RetrievalMixin:
-    def retrieve(self, query: str, conversation_id: int | None = None, budget: RetrievalBudget | None = None, *,
-                 record_visits: bool = True) -> Retrieval:
+    def retrieve(
+        self,
+        query: str,
+        conversation_id: int | None = None,
+        budget: RetrievalBudget | None = None,
+        *,
+        record_visits: bool = True,
+    ) -> Retrieval:
         """Recall memory for `query`.
 
         - stm: the conversation's short-term pages, oldest first (all, or the newest `budget.stm`);
@@ -52,9 +60,12 @@ class RetrievalMixin:
         t0 = time.perf_counter()
         # the query vector serves pages and knowledge; persona traits alone need none (prompt warming)
         common: list[str] = []
-        doc_counts: dict[str, int] = {}   # pages per keyword-index term, looked up once per query
-        q, q_tokens = (self._query_vector(query, timings, common, doc_counts)
-                       if budget.pages > 0 or budget.knowledge > 0 else (None, None))
+        doc_counts: dict[str, int] = {}  # pages per keyword-index term, looked up once per query
+        q, q_tokens = (
+            self._query_vector(query, timings, common, doc_counts)
+            if budget.pages > 0 or budget.knowledge > 0
+            else (None, None)
+        )
         t1 = time.perf_counter()
         timings["embed"] = (t1 - t0) * 1000 - timings.get("common_words", 0.0)
         out = Retrieval(query=query, common_words=common)
@@ -63,20 +74,27 @@ class RetrievalMixin:
             # --- STM of this conversation
             stm_ids: list[int] = []
             if conversation_id is not None:
-                stm_ids = [r[0] for r in self._x("SELECT id FROM page WHERE tier = 'stm' AND conversation_id = ? "
-                                                 "ORDER BY id", (conversation_id,)).fetchall()]
-                shown = stm_ids if budget.stm is None else (stm_ids[-budget.stm:] if budget.stm > 0 else [])
+                stm_ids = [
+                    r[0]
+                    for r in self._x(
+                        "SELECT id FROM page WHERE tier = 'stm' AND conversation_id = ? ORDER BY id", (conversation_id,)
+                    ).fetchall()
+                ]
+                shown = stm_ids if budget.stm is None else (stm_ids[-budget.stm :] if budget.stm > 0 else [])
                 pages = self._pages_by_ids(shown)
-                out.stm = [PageHit(pages[i], 1.0, "short-term memory (recent dialogue of this conversation)", "stm")
-                           for i in shown if i in pages]
+                out.stm = [
+                    PageHit(pages[i], 1.0, "short-term memory (recent dialogue of this conversation)", "stm")
+                    for i in shown
+                    if i in pages
+                ]
             t2 = time.perf_counter()
             timings["stm"] = (t2 - t1) * 1000
             if budget.pages > 0:
                 # the newest exchanges are the dialogue above the message; older ones are memory
-                recent = set(stm_ids[-self.params.recall_own_after:]) if self.params.recall_own_after > 0 else set()
-                out.pages, out.segments, visited, out.skipped = self._rank_pages(query, q, recent, budget.pages,
-                                                                                 timings, conversation_id, doc_counts,
-                                                                                 q_tokens)
+                recent = set(stm_ids[-self.params.recall_own_after :]) if self.params.recall_own_after > 0 else set()
+                out.pages, out.segments, visited, out.skipped = self._rank_pages(
+                    query, q, recent, budget.pages, timings, conversation_id, doc_counts, q_tokens
+                )
                 ts = time.perf_counter()
                 out.sides = self._rank_sides(out.pages, q)
                 timings["sides"] = (time.perf_counter() - ts) * 1000
@@ -111,9 +129,17 @@ class RetrievalMixin:
                 self._page_cache.sync(self._conn)
 
     # ------------------------------------------------------------------ pages
-    def _rank_pages(self, query: str, q: np.ndarray, exclude: set[int], n: int, timings: dict,
-                    conversation_id: int | None = None, doc_counts: dict[str, int] | None = None,
-                    q_tokens: np.ndarray | None = None):
+    def _rank_pages(
+        self,
+        query: str,
+        q: np.ndarray,
+        exclude: set[int],
+        n: int,
+        timings: dict,
+        conversation_id: int | None = None,
+        doc_counts: dict[str, int] | None = None,
+        q_tokens: np.ndarray | None = None,
+    ):
         p = self.params
         ta = time.perf_counter()
         if not self.in_transaction:
@@ -133,11 +159,11 @@ class RetrievalMixin:
         d_ids, d_scores = self._page_cache.search(q, max(p.dense_candidates, 4 * n), exclude)
         cos_of = fresh({int(i): float(s) for i, s in zip(d_ids, d_scores)})
         sample_ids, sample_cos = self._page_cache.sample_scores(q)
-        if stale is not None:       # the usual cosine of pages the query can be compared with
+        if stale is not None:  # the usual cosine of pages the query can be compared with
             keep = ~((sample_ids > stale[0]) & (sample_ids <= stale[1]))
             sample_ids, sample_cos = sample_ids[keep], sample_cos[keep]
         sampled = set(sample_ids.tolist())
-        usual = typical_cosine(sample_cos)      # a page that is not in the sample leaves it unchanged
+        usual = typical_cosine(sample_cos)  # a page that is not in the sample leaves it unchanged
         tc = time.perf_counter()
         timings["dense"] = (tc - tb) * 1000
 
@@ -145,13 +171,20 @@ class RetrievalMixin:
         qkw = T.keywords(query, 20)
         seg_score: dict[int, float] = {}
         seg_reason: dict[int, str] = {}
-        knn = self._x("SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? "
-                      "AND tier = 'mtm'", (_blob(q), max(1, p.segment_candidates))).fetchall() if stale is None else []
+        knn = (
+            self._x(
+                "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
+                (_blob(q), max(1, p.segment_candidates)),
+            ).fetchall()
+            if stale is None
+            else []
+        )
         seg_kw = {}
         if knn:
             marks = ",".join("?" * len(knn))
-            seg_kw = dict(self._x(f"SELECT id, keywords FROM segment WHERE id IN ({marks})",
-                                  [sid for sid, _ in knn]).fetchall())
+            seg_kw = dict(
+                self._x(f"SELECT id, keywords FROM segment WHERE id IN ({marks})", [sid for sid, _ in knn]).fetchall()
+            )
         for sid, dist in knn:
             kw = _pj(seg_kw.get(sid), [])
             cos = 1.0 - float(dist)
@@ -168,8 +201,10 @@ class RetrievalMixin:
         kw_of: dict[int, float] = {}
         fq, scale, kw_words = self._keyword_query(query, doc_counts)
         if fq:
-            rows = self._x("SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
-                           (fq, p.keyword_candidates)).fetchall()
+            rows = self._x(
+                "SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
+                (fq, p.keyword_candidates),
+            ).fetchall()
             rows = [(pid, sc) for pid, sc in rows if pid not in exclude]
             if rows:
                 scale = scale or max(sc for _, sc in rows)
@@ -177,8 +212,10 @@ class RetrievalMixin:
                     kw_of[pid] = min(1.0, max(0.0, sc) / scale) if scale > 0 else 0.0
         tq = T.fts_trigram_query(query)
         if tq:
-            rows = self._x("SELECT rowid, -bm25(page_tri) FROM page_tri WHERE page_tri MATCH ? ORDER BY rank LIMIT ?",
-                           (tq, p.keyword_candidates)).fetchall()
+            rows = self._x(
+                "SELECT rowid, -bm25(page_tri) FROM page_tri WHERE page_tri MATCH ? ORDER BY rank LIMIT ?",
+                (tq, p.keyword_candidates),
+            ).fetchall()
             rows = [(pid, sc) for pid, sc in rows if pid not in exclude]
             top = max((sc for _, sc in rows), default=0.0)
             if top > 0:
@@ -191,8 +228,9 @@ class RetrievalMixin:
         pool = set(cos_of) | set(kw_of)
         if seg_order:
             marks = ",".join("?" * min(3, len(seg_order)))
-            for (pid,) in self._x(f"SELECT id FROM page WHERE segment_id IN ({marks}) ORDER BY id DESC LIMIT 100",
-                                  seg_order[:3]).fetchall():
+            for (pid,) in self._x(
+                f"SELECT id FROM page WHERE segment_id IN ({marks}) ORDER BY id DESC LIMIT 100", seg_order[:3]
+            ).fetchall():
                 if pid not in exclude:
                     pool.add(pid)
         info: dict[int, tuple] = {}
@@ -206,8 +244,7 @@ class RetrievalMixin:
 
         def base(pid: int) -> float:
             _, sid, tier, _, ts = info[pid]
-            s = (p.w_dense * cos_of.get(pid, 0.0) + p.w_keyword * kw_of.get(pid, 0.0)
-                 + p.w_tokens * tok_of.get(pid, 0.0))
+            s = p.w_dense * cos_of.get(pid, 0.0) + p.w_keyword * kw_of.get(pid, 0.0) + p.w_tokens * tok_of.get(pid, 0.0)
             if sid in seg_score:
                 s += p.w_segment * seg_score[sid]
             if windows and any(a <= ts < b for a, b in windows):
@@ -233,8 +270,10 @@ class RetrievalMixin:
                 "SELECT p.id, (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id AND q.id < p.id "
                 "ORDER BY q.id DESC LIMIT 1), (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id "
                 "AND q.id > p.id ORDER BY q.id LIMIT 1) FROM page p WHERE p.id IN (SELECT value FROM json_each(?)) "
-                "AND p.conversation_id IS NOT NULL", (json.dumps(strong),)).fetchall()
-            for pid, pr, nx in rows:
+                "AND p.conversation_id IS NOT NULL",
+                (json.dumps(strong),),
+            ).fetchall()
+            for _pid, pr, nx in rows:
                 for other in (pr, nx):
                     if other is not None and other not in info and other not in exclude:
                         new_ids.add(other)
@@ -242,9 +281,19 @@ class RetrievalMixin:
                 self._page_info(new_ids, info)
             for pid, pr, nx in rows:
                 ts = info[pid][4]
-                if pr is not None and pr in info and pr not in exclude and abs(info[pr][4] - ts) <= p.neighbor_max_gap_s:
+                if (
+                    pr is not None
+                    and pr in info
+                    and pr not in exclude
+                    and abs(info[pr][4] - ts) <= p.neighbor_max_gap_s
+                ):
                     prev_of[pid], next_of[pr] = pr, pid
-                if nx is not None and nx in info and nx not in exclude and abs(info[nx][4] - ts) <= p.neighbor_max_gap_s:
+                if (
+                    nx is not None
+                    and nx in info
+                    and nx not in exclude
+                    and abs(info[nx][4] - ts) <= p.neighbor_max_gap_s
+                ):
                     next_of[pid], prev_of[nx] = nx, pid
             if new_ids:
                 cos_of.update(fresh(self._page_cache.scores_for(q, [i for i in new_ids if i not in cos_of])))
@@ -255,7 +304,7 @@ class RetrievalMixin:
                         score[pid] = base(pid)
         tg = time.perf_counter()
         timings["neighbours"] = (tg - tf) * 1000
-        via: dict[int, int] = {}    # page -> the neighbour whose score it inherited
+        via: dict[int, int] = {}  # page -> the neighbour whose score it inherited
 
         def finalize(pid: int, own: float, score: dict[int, float] = score, track: bool = True) -> float:
             """A page's score from its own base score `own` and its dialogue neighbours' (`score`);
@@ -283,9 +332,14 @@ class RetrievalMixin:
 
         final = {pid: finalize(pid, s) for pid, s in score.items()}
         th = time.perf_counter()
+
         # an asking's own score without its keyword match: see _demote_askings
-        unechoed = lambda pid: finalize(pid, score[pid] - p.w_keyword * kw_of.get(pid, 0.0)  # noqa: E731
-                                        - p.w_tokens * tok_of.get(pid, 0.0))
+        def unechoed(pid):
+            return finalize(
+                pid,
+                score[pid] - p.w_keyword * kw_of.get(pid, 0.0) - p.w_tokens * tok_of.get(pid, 0.0),
+            )
+
         askings = self._demote_askings(query, final, n, unechoed) if p.asked_weight != 1.0 else set()
         timings["askings"] = (time.perf_counter() - th) * 1000
         # the best n pages, passing over earlier askings of this same question in Mnemo's own chats
@@ -297,13 +351,21 @@ class RetrievalMixin:
         pages: dict = {}
         start = 0
         while len(chosen) < n and start < len(ranked):
-            batch = ranked[start:start + n - len(chosen) + 4]
+            batch = ranked[start : start + n - len(chosen) + 4]
             start += len(batch)
             pages.update(self._pages_by_ids(batch))
             asked = [pid for pid in batch if pid in pages and T.repeats_question(query, pages[pid].user_text)]
-            imported = {cid for (cid,) in self._x(
-                "SELECT id FROM conversation WHERE source IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
-                (json.dumps([pages[pid].conversation_id for pid in asked]),))} if asked else set()
+            imported = (
+                {
+                    cid
+                    for (cid,) in self._x(
+                        "SELECT id FROM conversation WHERE source IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
+                        (json.dumps([pages[pid].conversation_id for pid in asked]),),
+                    )
+                }
+                if asked
+                else set()
+            )
             for pid in batch:
                 if pid not in pages or len(chosen) >= n:
                     continue
@@ -314,7 +376,7 @@ class RetrievalMixin:
         # the same scores without the word-by-word match: what the quoting floor was measured on
         # (every page matches a query's words somewhat, so the match says how alike, not whether)
         wordless = {pid: s - p.w_tokens * tok_of.get(pid, 0.0) for pid, s in score.items()} if tok_of else score
-        qwords = sorted({T.stem(w) for w in kw_words if not T.has_cjk(w)})     # the words searched for
+        qwords = sorted({T.stem(w) for w in kw_words if not T.has_cjk(w)})  # the words searched for
         qword_re = {w: re.compile(r"\b" + re.escape(w), re.IGNORECASE) for w in qwords}
         hits: list[PageHit] = []
         visited: list[int] = []
@@ -330,8 +392,11 @@ class RetrievalMixin:
                 cos = cos_of.get(pid, 0.0)
                 # An earlier asking gets no standout: it is like the question because it asks the same
                 # thing, which says nothing of the answer (it is quoted only on its demoted score)
-                standout = None if pid in askings else cos - (
-                    typical_cosine(sample_cos[sample_ids != pid]) if pid in sampled else usual)
+                standout = (
+                    None
+                    if pid in askings
+                    else cos - (typical_cosine(sample_cos[sample_ids != pid]) if pid in sampled else usual)
+                )
                 parts = [f"cos {cos:.2f}" + (f" ({standout:+.2f} over the usual)" if standout is not None else "")]
             if pid in kw_of:
                 matched = [w for w in qwords if qword_re[w].search(page.text)][:4]
@@ -351,15 +416,28 @@ class RetrievalMixin:
             if pid in askings:
                 parts.append(f"a question asked in a chat (its keyword match not counted, × {p.asked_weight:g})")
             match = final[pid] if pid in askings or not tok_of else finalize(pid, wordless[pid], wordless, False)
-            hits.append(PageHit(page, final[pid], " + ".join(parts), page.tier, inherited_from=via.get(pid),
-                                similarity=cos, standout=standout, match_score=match))
+            hits.append(
+                PageHit(
+                    page,
+                    final[pid],
+                    " + ".join(parts),
+                    page.tier,
+                    inherited_from=via.get(pid),
+                    similarity=cos,
+                    standout=standout,
+                    match_score=match,
+                )
+            )
             if page.segment_id is not None and page.segment_id not in visited:
                 visited.append(page.segment_id)
-        skipped = [PageHit(pages[pid], final[pid], "the same question, asked before: its reply is not evidence",
-                           pages[pid].tier) for pid in repeats]
+        skipped = [
+            PageHit(
+                pages[pid], final[pid], "the same question, asked before: its reply is not evidence", pages[pid].tier
+            )
+            for pid in repeats
+        ]
         timings["assemble"] = (time.perf_counter() - tg) * 1000
-        segs = [{"segment_id": sid, "score": round(seg_score[sid], 4), "reason": seg_reason[sid]}
-                for sid in seg_order]
+        segs = [{"segment_id": sid, "score": round(seg_score[sid], 4), "reason": seg_reason[sid]} for sid in seg_order]
         return hits, segs, visited, skipped
 
     def _rank_sides(self, hits: list[PageHit], q: np.ndarray) -> list[SideHit]:
@@ -368,8 +446,16 @@ class RetrievalMixin:
         a page without side vectors stays whole. Sets each hit's `side_similarity`."""
         p = self.params
         ids = [h.page.id for h in hits]
-        blobs = dict(self._x("SELECT page_id, sides FROM page_tok WHERE page_id IN (SELECT value FROM json_each(?))",
-                             (json.dumps(ids),)).fetchall()) if ids else {}
+        blobs = (
+            dict(
+                self._x(
+                    "SELECT page_id, sides FROM page_tok WHERE page_id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(ids),),
+                ).fetchall()
+            )
+            if ids
+            else {}
+        )
         units: list[tuple[float, int, SideHit]] = []
         for rank, h in enumerate(hits):
             sides = token_match.unpack_sides(blobs.get(h.page.id), self.dim)
@@ -398,22 +484,25 @@ class RetrievalMixin:
             return {}
         rows: dict[int, bytes] = {}
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+            chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows.update(self._x(f"SELECT page_id, vecs FROM page_tok WHERE page_id IN ({marks})", chunk).fetchall())
         missing = [i for i in ids if i not in rows]
         if missing:
             if self._embed_tokens_fn is None or len(missing) > self.TOKEN_MISSING_MAX * len(ids):
                 return {}
-            texts = self._x("SELECT id, user_text, assistant_text FROM page "
-                            "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(missing),)).fetchall()
+            texts = self._x(
+                "SELECT id, user_text, assistant_text FROM page WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(missing),),
+            ).fetchall()
             rows.update(zip([pid for pid, _, _ in texts], [b for b, _ in self._page_token_blobs(texts)]))
         known = [i for i in ids if i in rows]
         sims = token_match.maxsim_packed(q_tokens, [rows[i] for i in known], self.dim)
         return {pid: float(v) for pid, v in zip(known, sims)}
 
-    def _keyword_query(self, query: str, doc_counts: dict[str, int] | None = None
-                       ) -> tuple[str | None, float, list[str]]:
+    def _keyword_query(
+        self, query: str, doc_counts: dict[str, int] | None = None
+    ) -> tuple[str | None, float, list[str]]:
         """The FTS5 OR query for `query`, the summed BM25 IDF of its terms (as FTS5 computes them), and the
         words it searches for (what the trace may name as a page's keyword match).
 
@@ -447,7 +536,7 @@ class RetrievalMixin:
             rare = [t for t in terms if max(df_of[st] for st in t[1]) <= 0.2 * n]
             terms = rare or sorted(terms, key=lambda t: max(df_of[st] for st in t[1]))[:2]
 
-        def raw_idf(st: str) -> float:      # FTS5's, before it clamps a negative one to 1e-6
+        def raw_idf(st: str) -> float:  # FTS5's, before it clamps a negative one to 1e-6
             return math.log((max(n, df_of[st]) - df_of[st] + 0.5) / (df_of[st] + 0.5))
 
         telling = [t for t in terms if any(raw_idf(st) > 0 for st in t[1])]
@@ -474,7 +563,7 @@ class RetrievalMixin:
         if p.common_word_mix <= 0 or p.common_word_df <= 0:
             return []
         if not self.in_transaction:
-            self._page_cache.sync(self._conn)      # the page count now, not at the last query
+            self._page_cache.sync(self._conn)  # the page count now, not at the last query
         n = len(self._page_cache) or self._x("SELECT count(*) FROM page").fetchone()[0]
         if n < 20:
             return []
@@ -499,8 +588,9 @@ class RetrievalMixin:
             memo[term] = row[0] if row else 0
         return memo[term]
 
-    def _query_vector(self, query: str, timings: dict[str, float], common: list[str],
-                      doc_counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray | None]:
+    def _query_vector(
+        self, query: str, timings: dict[str, float], common: list[str], doc_counts: dict[str, int]
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """The query's embedding; mixed with the embedding of the query without its common words
         (`_common_words`, appended to `common`) when it has any, both embedded in one batch. Also the
         query's content-token rows from the same pass, its common words left out (token_match; None
@@ -511,7 +601,7 @@ class RetrievalMixin:
             common.extend(self._common_words(query, doc_counts))
         timings["common_words"] = (time.perf_counter() - t0) * 1000
         stripped = T.without_words(query, common) if common else ""
-        if not T.content_words(stripped):    # "Tell me about Melanie": the common word is all it asks about
+        if not T.content_words(stripped):  # "Tell me about Melanie": the common word is all it asks about
             common.clear()
             vecs, per_text = self._embed_with_tokens([query])
         else:
@@ -524,8 +614,9 @@ class RetrievalMixin:
         norm = float(np.linalg.norm(v))
         return (v / norm if norm > 0 else q), tokens
 
-    def _demote_askings(self, query: str, final: dict[int, float], n: int,
-                        unechoed: Callable[[int], float]) -> set[int]:
+    def _demote_askings(
+        self, query: str, final: dict[int, float], n: int, unechoed: Callable[[int], float]
+    ) -> set[int]:
         """Scale the askings among the best pages by `asked_weight`: a page of Mnemo's own chats that
         only asks a short question holds the model's reply, not something the user said. Its keyword
         match goes first (`unechoed`: its score ranked without it): a question on the topic holds the
@@ -550,23 +641,28 @@ class RetrievalMixin:
         """Of these pages, those of Mnemo's own chats (not imported: there a question and its reply
         are the record) whose user side only asks a short question (`T.only_asks`). A page the user
         pinned keeps its score; a long message is more than a question, so its text is not read."""
-        rows = self._x("SELECT p.id, p.user_text FROM page p JOIN conversation c ON c.id = p.conversation_id "
-                       "WHERE c.source IS NULL AND p.pinned = 0 AND length(p.user_text) <= 400 "
-                       "AND p.id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)).fetchall()
+        rows = self._x(
+            "SELECT p.id, p.user_text FROM page p JOIN conversation c ON c.id = p.conversation_id "
+            "WHERE c.source IS NULL AND p.pinned = 0 AND length(p.user_text) <= 400 "
+            "AND p.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),),
+        ).fetchall()
         return {pid for pid, text in rows if T.only_asks(text) and not T.repeats_question(query, text)}
 
     def _page_info(self, ids, info: dict) -> None:
         ids = sorted(ids)
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+            chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for r in self._x(f"SELECT id, segment_id, tier, conversation_id, timestamp FROM page WHERE id IN ({marks})",
-                             chunk).fetchall():
+            for r in self._x(
+                f"SELECT id, segment_id, tier, conversation_id, timestamp FROM page WHERE id IN ({marks})", chunk
+            ).fetchall():
                 info[r[0]] = r
 
     # ------------------------------------------------------------------ what a statement says
-    def memory_saying(self, statement: str, *, owner: str = "user", min_cos: float | None = None,
-                      page_limit: int = 200) -> tuple[list[tuple[Knowledge, float]], list[int]]:
+    def memory_saying(
+        self, statement: str, *, owner: str = "user", min_cos: float | None = None, page_limit: int = 200
+    ) -> tuple[list[tuple[Knowledge, float]], list[int]]:
         """The facts and pages that say `statement` ("my locker code is 4312"), for a request to
         forget it. Facts: active ones of `owner` whose embedding is at least `min_cos` alike
         (default `update_threshold`, the bar for "the same fact, updated"), or whose words hold the
@@ -579,8 +675,9 @@ class RetrievalMixin:
         said = " ".join(T.words(statement))
         q = self._embed([statement])[0]
         facts = []
-        for kid, dist in self._x("SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8",
-                                 (_blob(q),)).fetchall():
+        for kid, dist in self._x(
+            "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8", (_blob(q),)
+        ).fetchall():
             item = self.get_knowledge(kid)
             if item is None or item.owner != owner or item.status != "active":
                 continue
@@ -592,9 +689,13 @@ class RetrievalMixin:
         if len(content) >= 2:
             match = " AND ".join(f'"{w}"' for w in content)
             try:
-                pages = [r[0] for r in self._x("SELECT rowid FROM page_fts WHERE page_fts MATCH ? LIMIT ?",
-                                               (match, page_limit)).fetchall()]
-            except apsw.SQLError:   # a word FTS5 cannot take as a term: no page is said to hold it
+                pages = [
+                    r[0]
+                    for r in self._x(
+                        "SELECT rowid FROM page_fts WHERE page_fts MATCH ? LIMIT ?", (match, page_limit)
+                    ).fetchall()
+                ]
+            except apsw.SQLError:  # a word FTS5 cannot take as a term: no page is said to hold it
                 pages = []
         return facts, sorted(pages)
 
@@ -602,18 +703,24 @@ class RetrievalMixin:
     def _rank_knowledge(self, query: str, q: np.ndarray, n: int) -> list[KnowledgeHit]:
         p = self.params
         k = max(20, 4 * n)
-        dense = {kid: 1.0 - float(d) for kid, d in self._x(
-            "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = ?", (_blob(q), k))}
+        dense = {
+            kid: 1.0 - float(d)
+            for kid, d in self._x(
+                "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = ?", (_blob(q), k)
+            )
+        }
         kw: dict[int, int] = {}
         fq = T.fts_or_query(query)
         if fq:
-            for (kid,) in self._x("SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH ? ORDER BY rank LIMIT ?",
-                                  (fq, k)).fetchall():
+            for (kid,) in self._x(
+                "SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH ? ORDER BY rank LIMIT ?", (fq, k)
+            ).fetchall():
                 kw.setdefault(kid, len(kw))
         tq = T.fts_trigram_query(query)
         if tq:
-            for (kid,) in self._x("SELECT rowid FROM knowledge_tri WHERE knowledge_tri MATCH ? ORDER BY rank LIMIT ?",
-                                  (tq, k)).fetchall():
+            for (kid,) in self._x(
+                "SELECT rowid FROM knowledge_tri WHERE knowledge_tri MATCH ? ORDER BY rank LIMIT ?", (tq, k)
+            ).fetchall():
                 kw.setdefault(kid, len(kw))
         d_rank = {kid: r for r, kid in enumerate(sorted(dense, key=lambda i: -dense[i]))}
         cands = set(dense) | set(kw)
@@ -629,7 +736,7 @@ class RetrievalMixin:
             scored.append((s, kid))
         scored.sort(key=lambda x: (-x[0], x[1]))
         out: list[KnowledgeHit] = []
-        for s, kid in scored:
+        for _s, kid in scored:
             item = self.get_knowledge(kid)
             if item is None or item.status != "active":
                 continue
@@ -649,8 +756,18 @@ class RetrievalMixin:
         """The active persona: pinned first, then most confident; returned in a stable order
         (dimension, id) so the prompt prefix stays byte-identical between turns."""
         from .store import TRAIT_COLS
-        rows = self._x(f"SELECT {TRAIT_COLS} FROM trait t WHERE t.status = 'active' "
-                       "ORDER BY t.pinned DESC, t.confidence DESC, t.id LIMIT ?", (n,)).fetchall()
+
+        rows = self._x(
+            f"SELECT {TRAIT_COLS} FROM trait t WHERE t.status = 'active' "
+            "ORDER BY t.pinned DESC, t.confidence DESC, t.id LIMIT ?",
+            (n,),
+        ).fetchall()
         items = sorted((self._trait(r) for r in rows), key=lambda t: (t.dimension, t.id))
-        return [TraitHit(t, t.confidence, "pinned persona trait" if t.pinned else
-                         f"persona trait (confidence {t.confidence:.2f})") for t in items]
+        return [
+            TraitHit(
+                t,
+                t.confidence,
+                "pinned persona trait" if t.pinned else f"persona trait (confidence {t.confidence:.2f})",
+            )
+            for t in items
+        ]

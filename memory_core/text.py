@@ -1,13 +1,18 @@
 """LLM-free text processing: tokens, keywords, Jaccard, extractive summaries, FTS5 query building."""
+
 from __future__ import annotations
 
+import calendar as _calendar
 import functools
 import re
 import unicodedata
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
+from datetime import datetime as _dt
+from datetime import timedelta as _td
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all almost also although always am among an and another any anybody anyone
 anything anyway anyways are aren around as at be became because become been before being below between both but
 by can cannot can't could couldn couldn't did didn didn't do does doesn doesn't doing don don't done down during
@@ -25,14 +30,17 @@ were weren weren't what what's whatever when when's where where's whether which 
 why's will with within without won won't would wouldn wouldn't yeah yes yet you you'd you'll you're you've your
 yours yourself yourselves hey hi hello thanks thank wow lot lots gonna wanna yep nope hmm ah uh um btw also
 did does tell told know knew going go goes went come came really great good nice cool awesome amazing
-""".split())
+""".split()
+)
 
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _SENT_RE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 
-_CJK_CLASS = ("\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-              "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f")
+_CJK_CLASS = (
+    "\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+)
 _CJK_RE = re.compile(f"[{_CJK_CLASS}]")
 
 
@@ -79,7 +87,7 @@ def stem(word: str) -> str:
         if w.endswith(suf) and len(w) >= min_len:
             w = w[: -len(suf)]
             if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":
-                w = w[:-1]   # running -> run, stopped -> stop
+                w = w[:-1]  # running -> run, stopped -> stop
             break
     return w
 
@@ -103,7 +111,7 @@ def _cjk_grams(tok: str) -> list[str]:
             run += ch
             continue
         if run:
-            grams.extend([run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)])
+            grams.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
             run = ""
         if ch != " ":
             grams.append(ch)
@@ -171,8 +179,10 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
-_QUESTION_START = frozenset("what when where who whom whose which why how is are was were do does did can could "
-                            "will would should shall may have has whats wheres whos hows whens whys".split())
+_QUESTION_START = frozenset(
+    "what when where who whom whose which why how is are was were do does did can could "
+    "will would should shall may have has whats wheres whos hows whens whys".split()
+)
 
 
 def is_question(text: str) -> bool:
@@ -217,7 +227,7 @@ def truncate(text: str, n: int) -> str:
     if len(text) <= n:
         return text
     cut = text[: n - 1]
-    if " " in cut[n // 2:]:
+    if " " in cut[n // 2 :]:
         cut = cut[: cut.rfind(" ")]
     return cut + "…"
 
@@ -242,7 +252,7 @@ def extractive_summary(texts: list[str], kws: list[str], max_chars: int = 300) -
     chosen: list[tuple[int, str]] = []
     used = 0
     covered: set[str] = set()
-    for score, i, s in sorted(cands, key=lambda c: -c[0]):
+    for _score, i, s in sorted(cands, key=lambda c: -c[0]):
         ws = {stem(w) for w in content_words(s)}
         if chosen and not (ws & kwset) - covered:
             continue
@@ -262,6 +272,7 @@ def topic_label(kws: list[str], n: int = 4) -> str:
 
 
 # --- FTS5 query building ------------------------------------------------------------------------
+
 
 def _fts_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
@@ -296,11 +307,11 @@ def fts_trigram_query(text: str, max_terms: int = 16) -> str | None:
                 continue
             if len(run) >= 3:
                 for i in range(len(run) - 2):
-                    g = run[i:i + 3]
+                    g = run[i : i + 3]
                     if g not in grams:
                         grams.append(g)
             elif len(run) == 2 and run not in grams:
-                grams.append(run)   # too short for trigram MATCH; used with LIKE by the caller
+                grams.append(run)  # too short for trigram MATCH; used with LIKE by the caller
             run = ""
     grams = [g for g in grams if len(g) >= 3]
     if not grams:
@@ -318,13 +329,13 @@ def fts_and_query(text: str) -> str | None:
 
 # --- explicit dates in queries (for a time-window boost) -----------------------------------------
 
-import calendar as _calendar
-from datetime import datetime as _dt, timedelta as _td
 
 _MONTHS = {m.lower(): i for i, m in enumerate(_calendar.month_name) if m}
 _MONTHS.update({m.lower(): i for i, m in enumerate(_calendar.month_abbr) if m})
-_MON = (r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
-        r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_MON = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _P_ISO = re.compile(r"\b((?:19|20)\d{2})-(\d{1,2})-(\d{1,2})\b")
 _P_DMY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r"\.?,?\s+((?:19|20)\d{2})\b", re.I)
 _P_MDY = re.compile(r"\b" + _MON + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+((?:19|20)\d{2})\b", re.I)
@@ -411,8 +422,10 @@ _ATTRIBUTE_END = frozenset({"is", "are", "in", "as", "called", "named"})
 
 # "I moved to Lyon", "we've just relocated to Oslo", "I'm now living in Berlin": where one lives, said
 # another way (a move states the new home); read as "I live in …" when a place name follows
-_HOME = re.compile(r"^\s*(?i:(?:i|we)(?:'ve|\s+have|'m|\s+am|'re|\s+are)?(?:\s+(?:just|now|recently|finally|"
-                   r"currently))?(?:\s+(?:am|are))?\s+(?:live|living|moved|relocated)\s+(?:in|to))\s+(?=[A-Z])")
+_HOME = re.compile(
+    r"^\s*(?i:(?:i|we)(?:'ve|\s+have|'m|\s+am|'re|\s+are)?(?:\s+(?:just|now|recently|finally|"
+    r"currently))?(?:\s+(?:am|are))?\s+(?:live|living|moved|relocated)\s+(?:in|to))\s+(?=[A-Z])"
+)
 
 
 def _home_said_another_way(text: str) -> str:

@@ -9,10 +9,11 @@ vector (`TokenEmbedFn`), so ingest costs no extra model time; they are stored as
 
 Plain functions and small blobs: no state here, the store keeps the rows in `page_tok`.
 """
+
 from __future__ import annotations
 
 import unicodedata
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -64,9 +65,9 @@ def pack(vectors: np.ndarray, tokens: Sequence[str]) -> bytes:
         return b""
     v = np.asarray(vectors, dtype=np.float32)[keep]
     scale = np.abs(v).max(axis=1, keepdims=True)
-    q = (np.round(v / np.clip(scale, 1e-12, None) * LEVELS) + LEVELS + 1).astype(np.uint8)    # 1..15
+    q = (np.round(v / np.clip(scale, 1e-12, None) * LEVELS) + LEVELS + 1).astype(np.uint8)  # 1..15
     if q.shape[1] % 2:
-        q = np.concatenate([q, np.full((len(q), 1), LEVELS + 1, np.uint8)], axis=1)          # a zero pads
+        q = np.concatenate([q, np.full((len(q), 1), LEVELS + 1, np.uint8)], axis=1)  # a zero pads
     return ((q[:, 0::2] << 4) | q[:, 1::2]).tobytes()
 
 
@@ -118,7 +119,7 @@ def _segment_maxsim(query: np.ndarray, rows: np.ndarray | None, sizes: np.ndarra
     out = np.zeros(len(sizes), dtype=np.float32)
     if rows is None or not len(sizes) or sizes.sum() == 0:
         return out
-    sims = query @ rows.T                                            # (q, total rows)
+    sims = query @ rows.T  # (q, total rows)
     has = sizes > 0
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[has]
     out[has] = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
@@ -131,6 +132,7 @@ def _segment_maxsim(query: np.ndarray, rows: np.ndarray | None, sizes: np.ndarra
 # the other and after the page's context), are pooled into a side vector; retrieval ranks a page's
 # better side at the page's place and its other side lower, so the prompt's room for recalled turns
 # goes to more pages (docs/eval.md, sixteenth round).
+
 
 def _normalised_letters(text: str) -> str:
     """What an uncased WordPiece tokenizer keeps of `text`, as letters: accents stripped (NFD, marks
@@ -155,10 +157,10 @@ def side_split(tokens: Sequence[str], user_text: str) -> int | None:
             return i
         if tok == _UNKNOWN and spelt < len(target) and unicodedata.category(target[spelt])[0] == "S":
             while spelt < len(target) and unicodedata.category(target[spelt])[0] == "S":
-                spelt += 1      # an emoji (or a run of them) the vocabulary lacks
+                spelt += 1  # an emoji (or a run of them) the vocabulary lacks
             continue
-        piece = tok[len(_CONT):] if tok.startswith(_CONT) else tok
-        if not piece or target[spelt:spelt + len(piece)] != piece:
+        piece = tok[len(_CONT) :] if tok.startswith(_CONT) else tok
+        if not piece or target[spelt : spelt + len(piece)] != piece:
             return None
         spelt += len(piece)
     return None

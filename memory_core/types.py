@@ -1,9 +1,11 @@
 """Record types, parameters and protocols of the memory engine (plain dataclasses, no Qt, no models)."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,26 +28,26 @@ class MemoryParams:
     """Every tunable of the memory engine, with the defaults of DESIGN.md (MemoryOS paper values)."""
 
     # tiers
-    stm_capacity: int = 10            # pages of short-term memory per conversation
-    mtm_capacity: int = 200           # mid-term segments before the coldest is archived
+    stm_capacity: int = 10  # pages of short-term memory per conversation
+    mtm_capacity: int = 200  # mid-term segments before the coldest is archived
     # segmenting: join the best segment when cos + keyword Jaccard >= theta
     theta: float = 0.6
     # heat = alpha*N_visit + beta*L_interaction + gamma*exp(-dt/mu)
     alpha: float = 1.0
     beta: float = 1.0
     gamma: float = 1.0
-    mu: float = 1e7                   # seconds
-    tau: float = 5.0                  # promotion threshold on heat
+    mu: float = 1e7  # seconds
+    tau: float = 5.0  # promotion threshold on heat
     # dialogue chain: link a moved page to the previous one when cos + Jaccard >= chain_theta
     chain_theta: float = 0.45
-    chain_max_gap_s: float = 6 * 3600.0   # never link across a pause longer than this
+    chain_max_gap_s: float = 6 * 3600.0  # never link across a pause longer than this
     # keywords / summaries (LLM-free path)
     page_keywords: int = 10
     segment_keywords: int = 15
     summary_chars: int = 300
     # LPM updating: similarity of a new fact to an existing one (embedding cosine)
-    duplicate_threshold: float = 0.92     # same fact restated -> confirm (new version, higher confidence)
-    update_threshold: float = 0.75        # same subject, new content -> update, archive the old version
+    duplicate_threshold: float = 0.92  # same fact restated -> confirm (new version, higher confidence)
+    update_threshold: float = 0.75  # same subject, new content -> update, archive the old version
     trait_update_threshold: float = 0.75
     max_traits: int = 200
     # retrieval: score = w_dense*cos + w_keyword*min(1, bm25/sum(idf of query terms)) + w_segment*segment
@@ -54,9 +56,9 @@ class MemoryParams:
     # and neighbor_next * (score of the page after it): answers often follow the turn that matched;
     # then every page adds neighbor_context * (the better of its two neighbours' scores): a page in a
     # passage of the dialogue that is on the topic beats an equally scored page in passing talk.
-    segment_candidates: int = 8       # top MTM segments considered per query
-    dense_candidates: int = 100       # direct page KNN candidates
-    keyword_candidates: int = 100     # FTS5 BM25 candidates
+    segment_candidates: int = 8  # top MTM segments considered per query
+    dense_candidates: int = 100  # direct page KNN candidates
+    keyword_candidates: int = 100  # FTS5 BM25 candidates
     w_dense: float = 1.0
     # a query word found in at least `common_word_df` of the pages (and 20 pages or more) tells no page
     # from another: the speakers' names of an imported dialogue are on every page ("Melanie: …"). The
@@ -78,12 +80,12 @@ class MemoryParams:
     # 71.2/80.4/88.9/92.8 -> 73.9/82.1/90.6/93.8 (docs/eval.md, sixteenth round)
     other_side_drop: float = 0.2
     other_side_spread: float = 1.0
-    date_boost: float = 0.5           # pages inside a date the query names ("on 13 May 2023", "in June 2023")
+    date_boost: float = 0.5  # pages inside a date the query names ("on 13 May 2023", "in June 2023")
     neighbor_prev: float = 0.8
     neighbor_next: float = 0.5
     neighbor_context: float = 0.1
     neighbor_max_gap_s: float = 6 * 3600.0
-    archive_penalty: float = 0.85     # archive pages must beat hot ones by this factor ("when hot tiers miss")
+    archive_penalty: float = 0.85  # archive pages must beat hot ones by this factor ("when hot tiers miss")
     # a page of Mnemo's own chats whose user side only asks a question (T.only_asks) holds a question
     # and the model's reply, not something the user said: its score is multiplied by this, so earlier
     # askings on a topic do not crowd out what the user told (imported dialogues are the record: exempt)
@@ -113,7 +115,7 @@ class MemoryParams:
     # LoCoMo QA, 100 questions: 1,003 prompt tokens either way, official F1 7.2 -> 7.5; 20 turns: 7.8 at
     # 1,351 tokens; docs/eval.md, sixteenth round)
     recall_turns: int = 14
-    rrf_k: float = 60.0               # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
+    rrf_k: float = 60.0  # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
     # jobs / housekeeping
     job_max_attempts: int = 3
     events_keep: int = 20000
@@ -125,10 +127,10 @@ class MemoryParams:
 
 @dataclass
 class RetrievalBudget:
-    pages: int = 10          # MTM/archive pages
+    pages: int = 10  # MTM/archive pages
     knowledge: int = 5
     traits: int = 20
-    stm: int | None = None   # None = all of the conversation's STM pages
+    stm: int | None = None  # None = all of the conversation's STM pages
 
 
 @dataclass
@@ -146,11 +148,12 @@ class Conversation:
 @dataclass
 class ConversationMemory:
     """What memory holds from one conversation (see `MemoryStore.conversation_memory`)."""
+
     conversation_id: int
-    page_ids: list[int]                 # its pages, every tier
-    pinned_pages: int                   # how many of them are pinned
-    items: list[tuple[str, int]]        # ("trait" | "knowledge", id): drawn only from those pages
-    pending_pages: int = 0              # replies not yet written as pages (queued memory jobs)
+    page_ids: list[int]  # its pages, every tier
+    pinned_pages: int  # how many of them are pinned
+    items: list[tuple[str, int]]  # ("trait" | "knowledge", id): drawn only from those pages
+    pending_pages: int = 0  # replies not yet written as pages (queued memory jobs)
 
     @property
     def empty(self) -> bool:
@@ -227,8 +230,8 @@ class Segment:
     page_count: int
     pinned: bool
     promotions: int
-    recency: float           # exp(-dt/mu) at read time
-    heat: float              # alpha*n_visit + beta*l_interaction + gamma*recency at read time
+    recency: float  # exp(-dt/mu) at read time
+    heat: float  # alpha*n_visit + beta*l_interaction + gamma*recency at read time
 
 
 @dataclass
@@ -238,7 +241,7 @@ class Trait:
     value: str
     evidence: str
     confidence: float
-    status: str              # 'active' | 'archived'
+    status: str  # 'active' | 'archived'
     version: int
     pinned: bool
     created_at: float
@@ -251,10 +254,10 @@ class Trait:
 @dataclass
 class Knowledge:
     id: int
-    owner: str               # 'user' | 'assistant'
+    owner: str  # 'user' | 'assistant'
     text: str
     confidence: float
-    status: str              # 'active' | 'archived'
+    status: str  # 'active' | 'archived'
     version: int
     pinned: bool
     created_at: float
@@ -271,7 +274,7 @@ class ItemVersion:
     version: int
     text: str
     created_at: float
-    archived_at: float | None      # None for the current version
+    archived_at: float | None  # None for the current version
     reason: str
     detail: dict = field(default_factory=dict)
 
@@ -280,7 +283,7 @@ class ItemVersion:
 class Event:
     id: int
     at: float
-    kind: str                # e.g. page_added, page_moved, segment_created, segment_archived, promoted, ...
+    kind: str  # e.g. page_added, page_moved, segment_created, segment_archived, promoted, ...
     item_kind: str | None
     item_id: int | None
     summary: str
@@ -293,7 +296,7 @@ class Job:
     kind: str
     payload: dict
     key: str | None
-    status: str              # 'pending' | 'done' | 'failed'
+    status: str  # 'pending' | 'done' | 'failed'
     attempts: int
     created_at: float
     updated_at: float
@@ -332,12 +335,21 @@ class PageHit:
     def to_trace(self) -> dict:
         p = self.page
         return {
-            "page_id": p.id, "conversation_id": p.conversation_id, "tier": self.tier,
-            "segment_id": p.segment_id, "timestamp": p.timestamp, "score": _clean_float(self.score),
-            "reason": self.reason, "inherited_from": self.inherited_from, "meta": p.meta,
-            "similarity": _clean_float(self.similarity), "standout": _clean_float(self.standout),
+            "page_id": p.id,
+            "conversation_id": p.conversation_id,
+            "tier": self.tier,
+            "segment_id": p.segment_id,
+            "timestamp": p.timestamp,
+            "score": _clean_float(self.score),
+            "reason": self.reason,
+            "inherited_from": self.inherited_from,
+            "meta": p.meta,
+            "similarity": _clean_float(self.similarity),
+            "standout": _clean_float(self.standout),
             "match_score": _clean_float(self.match_score),
-            "side_similarity": None if self.side_similarity is None else [_clean_float(c) for c in self.side_similarity],
+            "side_similarity": None
+            if self.side_similarity is None
+            else [_clean_float(c) for c in self.side_similarity],
         }
 
 
@@ -346,6 +358,7 @@ class SideHit:
     """One turn of a recalled page, ranked on its own (Retrieval.sides): `side` is "user" (what the user
     said), "assistant" (the reply) or "page" (a page that is not split: one side only, or no side
     vectors yet). Its score is the page's for the page's better side and lower for the other."""
+
     hit: PageHit
     side: str
     score: float
@@ -353,8 +366,9 @@ class SideHit:
     @property
     def text(self) -> str:
         p = self.hit.page
-        return {"user": p.user_text, "assistant": p.assistant_text}.get(self.side) or page_text(p.user_text,
-                                                                                          p.assistant_text)
+        return {"user": p.user_text, "assistant": p.assistant_text}.get(self.side) or page_text(
+            p.user_text, p.assistant_text
+        )
 
     def to_trace(self) -> dict:
         return {"page_id": self.hit.page.id, "side": self.side, "score": _clean_float(self.score)}
@@ -367,8 +381,13 @@ class KnowledgeHit:
     reason: str
 
     def to_trace(self) -> dict:
-        return {"knowledge_id": self.item.id, "owner": self.item.owner, "text": self.item.text,
-                "score": _clean_float(self.score), "reason": self.reason}
+        return {
+            "knowledge_id": self.item.id,
+            "owner": self.item.owner,
+            "text": self.item.text,
+            "score": _clean_float(self.score),
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -378,8 +397,13 @@ class TraitHit:
     reason: str
 
     def to_trace(self) -> dict:
-        return {"trait_id": self.item.id, "dimension": self.item.dimension, "value": self.item.value,
-                "score": _clean_float(self.score), "reason": self.reason}
+        return {
+            "trait_id": self.item.id,
+            "dimension": self.item.dimension,
+            "value": self.item.value,
+            "score": _clean_float(self.score),
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -390,7 +414,7 @@ class Retrieval:
     knowledge: list[KnowledgeHit] = field(default_factory=list)
     traits: list[TraitHit] = field(default_factory=list)
     timings_ms: dict = field(default_factory=dict)
-    segments: list[dict] = field(default_factory=list)   # top segments considered: id, score, reason
+    segments: list[dict] = field(default_factory=list)  # top segments considered: id, score, reason
     skipped: list[PageHit] = field(default_factory=list)  # pages ranked among the best but left out, and why
     common_words: list[str] = field(default_factory=list)  # query words on most pages, half left out of its vector
     # the turns of `pages` ranked one by one, best first (SideHit): what a budget of turns quotes

@@ -2,17 +2,17 @@
 for pages that have none ("index_tokens"), pages read in context again after they were embedded alone
 ("read_in_context"), and every vector again after the embedding model changed ("reembed"). Each job goes in
 batches that commit alone and queue the next, so a closed app resumes where it stopped."""
+
 from __future__ import annotations
 
 import json
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from . import token_match
 from .codec import vec_blob as _blob
 from .types import PAGE_CONTEXT, page_text
-
 
 # pages whose word rows or side vectors are still to be made (`page_tok.sides` is NULL for rows written
 # before side vectors were kept: schema 5)
@@ -30,15 +30,22 @@ class EmbeddingUpkeepMixin:
             self._start_reembed(self.embed_model_id)
             # another model's token vectors cannot be matched with this one's query words
             self._x("DELETE FROM page_tok")
-            self._emit("embed_model_changed", None, None,
-                       f"embedding model changed to {self.embed_model_id}; re-embedding queued",
-                       {"previous": meta.get("embed_model_id"), "model_id": self.embed_model_id})
+            self._emit(
+                "embed_model_changed",
+                None,
+                None,
+                f"embedding model changed to {self.embed_model_id}; re-embedding queued",
+                {"previous": meta.get("embed_model_id"), "model_id": self.embed_model_id},
+            )
         if self._embed_tokens_fn is not None and meta.get("page_context") != PAGE_CONTEXT:
             # pages embedded before they were read in context (an older memory, or pages written while
             # "w tokens" was 0): embedded again, words too, batch by batch ("read_in_context")
             self._set_meta("page_context", PAGE_CONTEXT)
-            if (self._x("SELECT 1 FROM page LIMIT 1").fetchone() and "embed_dim" in meta
-                    and not self.pending_jobs(kinds=["reembed"])):        # a changed model's does it
+            if (
+                self._x("SELECT 1 FROM page LIMIT 1").fetchone()
+                and "embed_dim" in meta
+                and not self.pending_jobs(kinds=["reembed"])
+            ):  # a changed model's does it
                 self._queue_read_in_context(meta.get("alone_from"))
             self._x("DELETE FROM meta WHERE key = 'alone_from'")
         self._queue_token_index()
@@ -61,7 +68,7 @@ class EmbeddingUpkeepMixin:
             if first is not None and pid < int(first):
                 self._set_meta("alone_from", str(pid))
 
-    TOKEN_INDEX_BATCH = 256    # pages per "index_tokens" job; the next job takes the rest
+    TOKEN_INDEX_BATCH = 256  # pages per "index_tokens" job; the next job takes the rest
 
     def _queue_token_index(self, missing: bool | None = None) -> None:
         """Queue an "index_tokens" job when some page has no token vectors yet (a memory from before
@@ -69,9 +76,11 @@ class EmbeddingUpkeepMixin:
         the caller knows (no scan of the pages then). Inside a transaction."""
         if self._embed_tokens_fn is None or self.params.w_tokens <= 0:
             return
-        if self._x("SELECT 1 FROM job WHERE status = 'pending' AND kind IN ('index_tokens', 'read_in_context', "
-                   "'reembed') LIMIT 1").fetchone():
-            return      # "read_in_context" and "reembed" write every page's rows as they go
+        if self._x(
+            "SELECT 1 FROM job WHERE status = 'pending' AND kind IN ('index_tokens', 'read_in_context', "
+            "'reembed') LIMIT 1"
+        ).fetchone():
+            return  # "read_in_context" and "reembed" write every page's rows as they go
         if missing is None:
             missing = self._x(f"SELECT 1 FROM page WHERE {UNINDEXED} LIMIT 1").fetchone()
         if missing:
@@ -83,8 +92,10 @@ class EmbeddingUpkeepMixin:
         with self._lock:
             contexts = self._contexts_of_pages([r[0] for r in rows])
         _, per_text = self._embed_with_tokens([page_text(u, a) for _, u, a in rows], contexts=contexts)
-        return [(token_match.pack(tv, toks), token_match.page_sides(tv, toks, u, a))
-                for (_, u, a), (tv, toks) in zip(rows, per_text or [])]
+        return [
+            (token_match.pack(tv, toks), token_match.page_sides(tv, toks, u, a))
+            for (_, u, a), (tv, toks) in zip(rows, per_text or [])
+        ]
 
     def _job_index_tokens(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         """Token vectors for up to TOKEN_INDEX_BATCH pages that have none, oldest first; queues the
@@ -93,8 +104,10 @@ class EmbeddingUpkeepMixin:
             return None
         missing = self._scalar(f"SELECT count(*) FROM page WHERE {UNINDEXED}")
         total = self._scalar("SELECT count(*) FROM page")
-        rows = self._rows(f"SELECT id, user_text, assistant_text FROM page WHERE {UNINDEXED} ORDER BY id LIMIT ?",
-                          (self.TOKEN_INDEX_BATCH,))
+        rows = self._rows(
+            f"SELECT id, user_text, assistant_text FROM page WHERE {UNINDEXED} ORDER BY id LIMIT ?",
+            (self.TOKEN_INDEX_BATCH,),
+        )
         if not rows:
             return None
         self._report_progress("indexing words", total - missing, total)
@@ -103,23 +116,28 @@ class EmbeddingUpkeepMixin:
         def apply() -> None:
             for (pid, u, a), (blob, sides) in zip(rows, blobs):
                 row = self._x("SELECT user_text, assistant_text FROM page WHERE id = ?", (pid,)).fetchone()
-                if row and page_text(row[0], row[1]) == page_text(u, a):   # not edited meanwhile
-                    self._x("INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)",
-                            (pid, blob, sides))
+                if row and page_text(row[0], row[1]) == page_text(u, a):  # not edited meanwhile
+                    self._x(
+                        "INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)", (pid, blob, sides)
+                    )
             self._report_progress("indexing words", total - missing + len(rows), total)
             if len(rows) < missing:
                 self.enqueue("index_tokens", {})
+
         return apply
 
-    READ_IN_CONTEXT_BATCH = 256    # pages per "read_in_context" job; the next job takes the rest
-    REEMBED_BATCH = 256            # pages per "reembed" job; the next job takes the rest
+    READ_IN_CONTEXT_BATCH = 256  # pages per "read_in_context" job; the next job takes the rest
+    REEMBED_BATCH = 256  # pages per "reembed" job; the next job takes the rest
 
     def _embed_page_batch(self, after: int, end: int | None, batch: int):
         """The next `batch` pages after page `after` (up to page `end`), embedded each after the page before
         it, vectors and word rows from one encoder pass: (ids, bodies, contexts, vectors)."""
-        return self._embed_stored_pages(self._rows(
-            "SELECT id, user_text, assistant_text FROM page WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
-            (after, end if end is not None else 2 ** 62, batch)))
+        return self._embed_stored_pages(
+            self._rows(
+                "SELECT id, user_text, assistant_text FROM page WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+                (after, end if end is not None else 2**62, batch),
+            )
+        )
 
     def _put_page_batch(self, ids, bodies, contexts, vecs) -> set[int]:
         """Write `_embed_page_batch`'s vectors (inside the job's transaction), passing over a page edited or
@@ -168,9 +186,14 @@ class EmbeddingUpkeepMixin:
             if len(ids) == self.READ_IN_CONTEXT_BATCH:
                 self.enqueue("read_in_context", {"after": ids[-1]})
             else:
-                self._emit("reembedded", None, None,
-                           f"memory re-embedded with {self.embed_model_id}, each page read after the one before it",
-                           {"pages": total, "reason": "page_context"})
+                self._emit(
+                    "reembedded",
+                    None,
+                    None,
+                    f"memory re-embedded with {self.embed_model_id}, each page read after the one before it",
+                    {"pages": total, "reason": "page_context"},
+                )
+
         return apply
 
     def _reembedding(self) -> tuple[int, int] | None:
@@ -184,7 +207,7 @@ class EmbeddingUpkeepMixin:
         """Queue the re-embedding of every page, fact and trait with a changed model (inside open's transaction).
         A change before the last one finished starts again from the first page."""
         self.cancel_jobs(kind="reembed")
-        self.cancel_jobs(kind="read_in_context")        # "reembed" reads each page in context too
+        self.cancel_jobs(kind="read_in_context")  # "reembed" reads each page in context too
         end = self._scalar("SELECT coalesce(max(id), 0) FROM page")
         self._set_meta("reembed_upto", "0")
         self._set_meta("reembed_end", str(end))
@@ -196,7 +219,7 @@ class EmbeddingUpkeepMixin:
         where it stopped instead of starting again, and the pages done rank by meaning while the rest wait
         (see `_reembedding`)."""
         span = self._reembedding()
-        if span is None:        # a job queued before batches: the range is every page now
+        if span is None:  # a job queued before batches: the range is every page now
             span = (0, int(self._scalar("SELECT coalesce(max(id), 0) FROM page")))
         after, end = int(payload.get("after") or 0), span[1]
         total = self._scalar("SELECT count(*) FROM page WHERE id <= ?", (end,))
@@ -219,12 +242,18 @@ class EmbeddingUpkeepMixin:
             self._report_progress("re-embedding memory", done + len(ids), total)
             if not last:
                 self._set_meta("reembed_upto", str(ids[-1]))
-                self._set_meta("reembed_end", str(end))         # (a job queued before batches had none)
+                self._set_meta("reembed_end", str(end))  # (a job queued before batches had none)
                 self.enqueue("reembed", {"model_id": payload.get("model_id"), "after": ids[-1]})
                 return
             for (sid,) in self._x("SELECT id FROM segment").fetchall():
                 self._refresh_segment_vector(sid)
             self._x("DELETE FROM meta WHERE key IN ('reembed_upto', 'reembed_end')")
-            self._emit("reembedded", None, None, f"memory re-embedded with {payload.get('model_id')}",
-                       {"pages": total, "reason": "model"})
+            self._emit(
+                "reembedded",
+                None,
+                None,
+                f"memory re-embedded with {payload.get('model_id')}",
+                {"pages": total, "reason": "model"},
+            )
+
         return apply

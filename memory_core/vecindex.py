@@ -6,6 +6,7 @@ written since its last sync. `X @ q` over 100k x 384 takes ~9 ms on two cores, w
 vec0 scan (~60 ms) cannot match. Caches are shared by every MemoryStore of one database file in
 the process (one copy of the matrix however many threads open the store).
 """
+
 from __future__ import annotations
 
 import os
@@ -18,11 +19,11 @@ _TABLES = {
     "page": ("page_vec", "page_id"),
 }
 
-_registry: dict[tuple[str, str, int], "MatrixCache"] = {}
+_registry: dict[tuple[str, str, int], MatrixCache] = {}
 _registry_lock = threading.Lock()
 
 
-def shared_cache(db_path: str, kind: str, dim: int) -> "MatrixCache":
+def shared_cache(db_path: str, kind: str, dim: int) -> MatrixCache:
     key = (os.path.realpath(db_path), kind, dim)
     with _registry_lock:
         cache = _registry.get(key)
@@ -39,11 +40,11 @@ def drop_shared(db_path: str) -> None:
             del _registry[key]
 
 
-PREFILTER_MIN_ROWS = 20_000   # below this the exact scan is already a few milliseconds
-PREFILTER_DIMS = 96           # principal components kept for the coarse scan
-PREFILTER_FACTOR = 10         # coarse candidates per requested result (at least PREFILTER_MIN_CANDS)
+PREFILTER_MIN_ROWS = 20_000  # below this the exact scan is already a few milliseconds
+PREFILTER_DIMS = 96  # principal components kept for the coarse scan
+PREFILTER_FACTOR = 10  # coarse candidates per requested result (at least PREFILTER_MIN_CANDS)
 PREFILTER_MIN_CANDS = 1000
-SAMPLE_ROWS = 2048            # rows sample_scores reads to estimate a query's typical cosine
+SAMPLE_ROWS = 2048  # rows sample_scores reads to estimate a query's typical cosine
 
 
 class MatrixCache:
@@ -56,15 +57,15 @@ class MatrixCache:
         self.table, self.id_col = _TABLES[kind]
         self.dim = dim
         self.lock = threading.RLock()
-        self.seq = -1                     # last vec_log seq applied; -1 = never loaded
+        self.seq = -1  # last vec_log seq applied; -1 = never loaded
         self.matrix = np.zeros((0, dim), dtype=np.float32)
-        self.ids = np.zeros(0, dtype=np.int64)   # -1 marks a free row
+        self.ids = np.zeros(0, dtype=np.int64)  # -1 marks a free row
         self.row_of: dict[int, int] = {}
         self.free: list[int] = []
-        self.n = 0                        # rows in use (high-water mark)
-        self.basis: np.ndarray | None = None      # (dim, r) principal directions, or None
+        self.n = 0  # rows in use (high-water mark)
+        self.basis: np.ndarray | None = None  # (dim, r) principal directions, or None
         self.mean: np.ndarray | None = None
-        self.coarse = np.zeros((0, 0), dtype=np.float32)   # rows projected on the basis
+        self.coarse = np.zeros((0, 0), dtype=np.float32)  # rows projected on the basis
 
     # --- sync -----------------------------------------------------------------------------------
     def sync(self, conn: apsw.Connection) -> None:
@@ -83,11 +84,12 @@ class MatrixCache:
             if hi == self.seq:
                 return
             if hi < self.seq or (lo is not None and lo > self.seq + 1):
-                self._full_load(conn)    # log was pruned or reset past us
+                self._full_load(conn)  # log was pruned or reset past us
                 return
             changes = conn.execute(
                 "SELECT seq, item_id, op FROM vec_log WHERE seq > ? AND kind IN (?, '*') ORDER BY seq",
-                (self.seq, self.kind)).fetchall()
+                (self.seq, self.kind),
+            ).fetchall()
             if any(op == "reset" for _, _, op in changes) or len(changes) > 20000:
                 self._full_load(conn)
                 return
@@ -99,12 +101,12 @@ class MatrixCache:
                 if op == "del":
                     self._remove(i)
             for start in range(0, len(upserts), 500):
-                chunk = upserts[start:start + 500]
+                chunk = upserts[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 got = set()
                 for item_id, blob in conn.execute(
-                        f"SELECT {self.id_col}, embedding FROM {self.table} WHERE {self.id_col} IN ({marks})",
-                        chunk):
+                    f"SELECT {self.id_col}, embedding FROM {self.table} WHERE {self.id_col} IN ({marks})", chunk
+                ):
                     self._put(item_id, np.frombuffer(blob, dtype=np.float32))
                     got.add(item_id)
                 for i in chunk:
@@ -143,7 +145,7 @@ class MatrixCache:
         sample = self.matrix[rng.choice(live, size=min(4096, len(live)), replace=False)].astype(np.float64)
         mean = sample.mean(axis=0)
         centered = sample - mean
-        evals, evecs = np.linalg.eigh(centered.T @ centered)      # ascending eigenvalues
+        evals, evecs = np.linalg.eigh(centered.T @ centered)  # ascending eigenvalues
         self.mean = mean.astype(np.float32)
         self.basis = np.ascontiguousarray(evecs[:, ::-1][:, :PREFILTER_DIMS], dtype=np.float32)
         self.coarse = np.zeros((len(self.ids), PREFILTER_DIMS), dtype=np.float32)
@@ -201,7 +203,7 @@ class MatrixCache:
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             q = q.astype(np.float32, copy=False)
             if self.basis is None and n >= PREFILTER_MIN_ROWS:
-                self._fit_prefilter()      # grew past the threshold by incremental puts
+                self._fit_prefilter()  # grew past the threshold by incremental puts
             cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k)
             if self.basis is not None and cands < n // 4:
                 return self._search_prefiltered(q, k, cands, exclude)

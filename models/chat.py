@@ -1,10 +1,12 @@
 """The `ChatModel` protocol every chat backend implements, and helpers shared by backends."""
+
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from models.errors import ModelError
 
@@ -16,7 +18,7 @@ class GenerationStats:
     """Figures about the last generation: what the status bar and benchmarks show."""
 
     prompt_tokens: int = 0
-    cached_prompt_tokens: int = 0   # of prompt_tokens, how many llama.cpp's KV cache already held
+    cached_prompt_tokens: int = 0  # of prompt_tokens, how many llama.cpp's KV cache already held
     completion_tokens: int = 0
     time_to_first_token_s: float = 0.0
     total_s: float = 0.0
@@ -81,8 +83,7 @@ class ChatModel(Protocol):
         """Return a parsed JSON value whose decoding was constrained by `schema`."""
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
 def parse_json_reply(text: str) -> Any:

@@ -9,6 +9,7 @@ loaded, copied or downloaded.
 Ollama keeps its weights as content-addressed blobs without a `.gguf` name; its manifests say which
 blob is a model's weights, and the blob is a plain GGUF that llama.cpp loads as it is.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,9 @@ import os
 import re
 import struct
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
 
 import platformdirs
 
@@ -27,12 +28,12 @@ from models.resolve import GGUF_MAGIC
 
 @dataclass(frozen=True)
 class FoundModel:
-    path: str                    # what to load (for a split model: its first part)
-    name: str                    # what to show: the file name without ".gguf", or Ollama's "name:tag"
-    source: str                  # the app whose folder holds it ("LM Studio", "Ollama", …)
-    size_bytes: int              # on disk, all parts of a split model together
-    architecture: str | None     # GGUF general.architecture ("llama", "qwen2", …)
-    context_length: int | None   # the context the model was trained for, when the file says
+    path: str  # what to load (for a split model: its first part)
+    name: str  # what to show: the file name without ".gguf", or Ollama's "name:tag"
+    source: str  # the app whose folder holds it ("LM Studio", "Ollama", …)
+    size_bytes: int  # on disk, all parts of a split model together
+    architecture: str | None  # GGUF general.architecture ("llama", "qwen2", …)
+    context_length: int | None  # the context the model was trained for, when the file says
 
     def label(self) -> str:
         """One line for a list: name, where it was found, size."""
@@ -48,13 +49,37 @@ def format_size(n: int) -> str:
 
 # GGUF files that are not chat models: vision projectors, adapters, sentence embedders and rerankers
 _NOT_CHAT_TYPES = {"mmproj", "adapter", "clip-vision"}
-_NOT_CHAT_ARCHS = {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "t5encoder", "clip",
-                   "modern-bert", "neo-bert", "xlm-roberta"}
+_NOT_CHAT_ARCHS = {
+    "bert",
+    "nomic-bert",
+    "nomic-bert-moe",
+    "jina-bert-v2",
+    "jina-bert-v3",
+    "t5encoder",
+    "clip",
+    "modern-bert",
+    "neo-bert",
+    "xlm-roberta",
+}
 _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 _HEADER_BYTES = 256 * 1024
 # GGUF value types with a fixed size (8 is a string, 9 an array)
-_SCALARS = {t: struct.Struct(fmt) for t, fmt in {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
-                                                  7: "<?", 10: "<Q", 11: "<q", 12: "<d"}.items()}
+_SCALARS = {
+    t: struct.Struct(fmt)
+    for t, fmt in {
+        0: "<B",
+        1: "<b",
+        2: "<H",
+        3: "<h",
+        4: "<I",
+        5: "<i",
+        6: "<f",
+        7: "<?",
+        10: "<Q",
+        11: "<q",
+        12: "<d",
+    }.items()
+}
 
 
 def read_gguf_header(path: str | Path) -> dict | None:
@@ -78,11 +103,12 @@ def read_gguf_header(path: str | Path) -> dict | None:
                 break
             (vtype,), off = struct.unpack_from("<I", data, off), off + 4
             value, off = _read_value(data, off, vtype)
-            if value is not None and (key.startswith("general.") or key.endswith(".context_length")
-                                      or key.endswith(".pooling_type")):
+            if value is not None and (
+                key.startswith("general.") or key.endswith(".context_length") or key.endswith(".pooling_type")
+            ):
                 meta[key] = value
     except (struct.error, UnicodeDecodeError, ValueError):
-        pass                     # a header longer than we read, or damaged: keep what was read
+        pass  # a header longer than we read, or damaged: keep what was read
     return meta
 
 
@@ -90,7 +116,7 @@ def _read_str(data: bytes, off: int) -> tuple[str, int]:
     (n,) = struct.unpack_from("<Q", data, off)
     if off + 8 + n > len(data):
         raise ValueError("string past the end of what was read")
-    return data[off + 8: off + 8 + n].decode("utf-8"), off + 8 + n
+    return data[off + 8 : off + 8 + n].decode("utf-8"), off + 8 + n
 
 
 def _read_value(data: bytes, off: int, vtype: int):
@@ -117,7 +143,7 @@ def is_chat_model(meta: Mapping) -> bool:
     arch = meta.get("general.architecture")
     if meta.get("general.type") in _NOT_CHAT_TYPES or arch in _NOT_CHAT_ARCHS:
         return False
-    return not any(k.endswith(".pooling_type") for k in meta)     # sentence embedders pool their output
+    return not any(k.endswith(".pooling_type") for k in meta)  # sentence embedders pool their output
 
 
 def model_folders(home: Path | None = None, env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
@@ -126,8 +152,11 @@ def model_folders(home: Path | None = None, env: Mapping[str, str] | None = None
     env = os.environ if env is None else env
     hf_home = Path(env["HF_HOME"]) if env.get("HF_HOME") else home / ".cache" / "huggingface"
     hf_hub = Path(env["HF_HUB_CACHE"]) if env.get("HF_HUB_CACHE") else hf_home / "hub"
-    llama_cache = Path(env["LLAMA_CACHE"]) if env.get("LLAMA_CACHE") else \
-        _under_home(platformdirs.user_cache_dir("llama.cpp", False), home)
+    llama_cache = (
+        Path(env["LLAMA_CACHE"])
+        if env.get("LLAMA_CACHE")
+        else _under_home(platformdirs.user_cache_dir("llama.cpp", False), home)
+    )
     folders = [
         ("LM Studio", home / ".lmstudio" / "models"),
         ("LM Studio", home / ".cache" / "lm-studio" / "models"),
@@ -162,8 +191,14 @@ def _under_home(path: str, home: Path) -> Path:
         return p
 
 
-def find_models(home: Path | None = None, env: Mapping[str, str] | None = None, *,
-                max_depth: int = 6, max_entries: int = 50_000, time_limit_s: float = 5.0) -> list[FoundModel]:
+def find_models(
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    max_depth: int = 6,
+    max_entries: int = 50_000,
+    time_limit_s: float = 5.0,
+) -> list[FoundModel]:
     """Chat-model GGUF files in the folders of `model_folders` and in Ollama's store, best known first.
 
     The walk is bounded (depth, directory entries, seconds) because Downloads can be large; symlinked
@@ -265,19 +300,30 @@ def _ollama_models(root: Path) -> Iterator[tuple[str, Path]]:
 # --- OpenAI-compatible servers running on this computer ---------------------------------------------
 
 # the ports local-LLM apps serve their OpenAI-compatible API on by default
-KNOWN_SERVERS: list[tuple[str, int]] = [("Ollama", 11434), ("LM Studio", 1234), ("llama-server", 8080),
-                                        ("vLLM", 8000), ("Jan", 1337), ("GPT4All", 4891)]
+KNOWN_SERVERS: list[tuple[str, int]] = [
+    ("Ollama", 11434),
+    ("LM Studio", 1234),
+    ("llama-server", 8080),
+    ("vLLM", 8000),
+    ("Jan", 1337),
+    ("GPT4All", 4891),
+]
 
 
 @dataclass(frozen=True)
 class FoundServer:
-    url: str                     # the API's base URL, ".../v1"
-    app: str                     # which app serves on that port by default, or "configured"
-    models: tuple[str, ...]      # what its /models lists
+    url: str  # the API's base URL, ".../v1"
+    app: str  # which app serves on that port by default, or "configured"
+    models: tuple[str, ...]  # what its /models lists
 
 
-def find_servers(extra: list[tuple[str, str]] | None = None, *, host: str = "127.0.0.1",
-                 known: list[tuple[str, int]] | None = None, timeout_s: float = 0.5) -> list[FoundServer]:
+def find_servers(
+    extra: list[tuple[str, str]] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    known: list[tuple[str, int]] | None = None,
+    timeout_s: float = 0.5,
+) -> list[FoundServer]:
     """The OpenAI-compatible servers that answer on this computer's usual ports, and at `extra`
     ((base URL, API key) pairs, e.g. the one in settings), with the models each lists. All are asked at
     once, each for at most `timeout_s`; a port where nothing listens answers at once."""
@@ -297,7 +343,7 @@ def find_servers(extra: list[tuple[str, str]] | None = None, *, host: str = "127
         app, key = candidates[url]
         try:
             names = OpenAIChatModel(base_url=url, api_key=key, connect_timeout_s=timeout_s).list_models()
-        except (ModelError, ValueError, OSError, AttributeError, TypeError):   # not an OpenAI-style answer
+        except (ModelError, ValueError, OSError, AttributeError, TypeError):  # not an OpenAI-style answer
             return None
         return FoundServer(url, app, tuple(names))
 

@@ -1,11 +1,12 @@
 """ONNX sentence embedder: tokenizer.json (tokenizers) + an ONNX encoder, mean pooling, L2 norm."""
+
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class OnnxEmbedder:
                 self.model_path, f"not a sentence-embedding model: inputs {sorted(missing)} are missing"
             )
         self.dim = int(self._embed_batch(["dimension probe"]).shape[1])
-        digest = hashlib.sha1(self.model_path.read_bytes()[:1 << 20]).hexdigest()[:10]
+        digest = hashlib.sha1(self.model_path.read_bytes()[: 1 << 20]).hexdigest()[:10]
         self.model_id = f"{self.model_path.stem}-{self.model_path.parent.name}-{digest}-{self.dim}d"
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
@@ -92,8 +93,9 @@ class OnnxEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
-    def embed_with_tokens(self, texts: Sequence[str], contexts: Sequence[str] | None = None
-                          ) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]:
+    def embed_with_tokens(
+        self, texts: Sequence[str], contexts: Sequence[str] | None = None
+    ) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]:
         """The sentence vectors of `embed` and, from the same encoder pass, each text's token vectors.
 
         Returns (vectors, per_text) where per_text[i] is (an (m, dim) float32 array of unit rows,
@@ -109,8 +111,9 @@ class OnnxEmbedder:
             raise TypeError("embed_with_tokens() takes a sequence of strings")
         if contexts is not None and (isinstance(contexts, str) or len(contexts) != len(texts)):
             raise TypeError("contexts must be a sequence of strings, one per text")
-        return self._embed_sorted(list(texts), with_tokens=True,
-                                  contexts=list(contexts) if contexts is not None else None)
+        return self._embed_sorted(
+            list(texts), with_tokens=True, contexts=list(contexts) if contexts is not None else None
+        )
 
     def _embed_sorted(self, texts: list[str], *, with_tokens: bool, contexts: list[str] | None = None):
         """Batches of texts of similar length (little padding), results in the order given:
@@ -122,9 +125,10 @@ class OnnxEmbedder:
         parts: list[np.ndarray] = []
         per_text: list = [None] * len(texts) if with_tokens else []
         for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            got = self._embed_batch([texts[i] for i in idx], with_tokens=with_tokens,
-                                    contexts=[ctx[i] for i in idx] if contexts else None)
+            idx = order[start : start + self.batch_size]
+            got = self._embed_batch(
+                [texts[i] for i in idx], with_tokens=with_tokens, contexts=[ctx[i] for i in idx] if contexts else None
+            )
             if with_tokens:
                 got, toks = got
                 for i, t in zip(idx, toks):
@@ -139,31 +143,38 @@ class OnnxEmbedder:
         with self._tok_lock:
             encodings = self._tokenizer.encode_batch(texts)
             # only a context's end can fit: its last 8 characters per token of max_length are tokenised
-            ctx_ids = ([e.ids for e in self._tokenizer.encode_batch([c[-8 * self.max_length:] for c in contexts],
-                                                                   add_special_tokens=False)]
-                       if contexts else [[] for _ in texts])
+            ctx_ids = (
+                [
+                    e.ids
+                    for e in self._tokenizer.encode_batch(
+                        [c[-8 * self.max_length :] for c in contexts], add_special_tokens=False
+                    )
+                ]
+                if contexts
+                else [[] for _ in texts]
+            )
         # each sequence: the text's leading specials ([CLS]), the context's end, the rest of the text
-        seqs: list[tuple[list[int], int, int]] = []      # (ids, where the context starts, its length)
+        seqs: list[tuple[list[int], int, int]] = []  # (ids, where the context starts, its length)
         for enc, cids in zip(encodings, ctx_ids):
             lead = 0
             while lead < len(enc.ids) and enc.special_tokens_mask[lead]:
                 lead += 1
             room = max(0, self.max_length - len(enc.ids))
-            cids = cids[len(cids) - room:] if room else []
+            cids = cids[len(cids) - room :] if room else []
             seqs.append((enc.ids[:lead] + cids + enc.ids[lead:], lead, len(cids)))
         width = max(1, max(len(ids) for ids, _, _ in seqs))
         ids = np.zeros((len(texts), width), dtype=np.int64)
         mask = np.zeros((len(texts), width), dtype=np.int64)
         for row, (seq, _, _) in enumerate(seqs):
-            ids[row, :len(seq)] = seq
-            mask[row, :len(seq)] = 1
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
         hidden = self._session.run(None, feeds)[0]  # (batch, seq, dim)
         pool = mask.astype(np.float32)
         for row, (_, at, n) in enumerate(seqs):
-            pool[row, at:at + n] = 0.0          # the context is read, not described
+            pool[row, at : at + n] = 0.0  # the context is read, not described
         m = pool[:, :, None]
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -1,4 +1,5 @@
 """Errors raised by model loading and inference, with messages meant for users."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -11,15 +11,17 @@ dialogue) into that cache ahead of time, in small chunks that stop when asked: t
 it when a conversation is opened, so the first reply after a restart does not wait for the
 whole conversation to be processed (DESIGN.md, "activation memory").
 """
+
 from __future__ import annotations
 
 import os
 import random
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from models.chat import CancelToken, GenerationStats, Message, parse_json_reply
 from models.errors import ModelError, ModelFileError
@@ -34,13 +36,13 @@ class LlamaCppConfig:
     n_gpu_layers: int = 0
     temperature: float = 0.5
     top_p: float = 0.95
-    min_p: float = 0.1           # tokens under min_p x the likeliest one's probability are never drawn
+    min_p: float = 0.1  # tokens under min_p x the likeliest one's probability are never drawn
     repeat_penalty: float = 1.1  # > 1 makes the last 64 tokens less likely again (1.0: off)
     # a reply continuing word for word what an earlier reply said loses this many logits, growing
     # with the length of the copy (models.self_repeat; 0: off)
     self_repeat_penalty: float = 0.8
     max_tokens: int = 512
-    seed: int = -1               # < 0: a fresh random seed per load (llama-cpp-python's default is fixed)
+    seed: int = -1  # < 0: a fresh random seed per load (llama-cpp-python's default is fixed)
 
 
 class LlamaCppChatModel:
@@ -53,7 +55,7 @@ class LlamaCppChatModel:
         self.model_path = check_gguf(path)
         self.model_id = self.model_path.name
         self.last_stats = GenerationStats()
-        self.last_self_repeat = None   # the SelfRepeatPenalty of the last reply (None: none applied)
+        self.last_self_repeat = None  # the SelfRepeatPenalty of the last reply (None: none applied)
         self._lock = threading.RLock()
         self._cancel_current: CancelToken | None = None
 
@@ -61,7 +63,7 @@ class LlamaCppChatModel:
 
         from models import llama_runtime
 
-        llama_runtime.apply()      # off llama.cpp's AMX path where it crashes (see the module)
+        llama_runtime.apply()  # off llama.cpp's AMX path where it crashes (see the module)
         cores = os.cpu_count() or 2
         # Generation leaves one core free so the UI thread and memory work are not starved (on 2 cores,
         # 2 generating threads made the UI stall >120 ms); prompt processing, the long wait before the
@@ -83,7 +85,7 @@ class LlamaCppChatModel:
         self.n_ctx = int(self._llm.n_ctx())
         self._formatter = self._make_formatter()
         self._open_formatter = self._make_formatter(add_generation_prompt=False)
-        self._last_prompt: tuple[Any, list[int]] = (None, [])   # see _prompt_tokens
+        self._last_prompt: tuple[Any, list[int]] = (None, [])  # see _prompt_tokens
 
     # -- tokens -----------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
@@ -91,7 +93,7 @@ class LlamaCppChatModel:
             return len(self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=False, special=True))
 
     def count_messages_tokens(self, messages: Sequence[Message]) -> int:
-        tokens = self._prompt_tokens(messages)   # the same tokens `stream` then matches against the cache
+        tokens = self._prompt_tokens(messages)  # the same tokens `stream` then matches against the cache
         return len(tokens) if tokens else self.count_tokens(self.render_prompt(messages))
 
     def render_prompt(self, messages: Sequence[Message]) -> str:
@@ -132,14 +134,13 @@ class LlamaCppChatModel:
                 return self._last_prompt[1]
             try:
                 text = formatter(messages=[dict(m) for m in messages]).prompt
-            except Exception:  # noqa: BLE001 - a template that rejects these messages: nothing to match
+            except Exception:
                 return []
             tokens = self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=False, special=True)
             self._last_prompt = (key, tokens)
             return tokens
 
-    def prefill(self, messages: Sequence[Message], *, cancel: CancelToken | None = None,
-                chunk_tokens: int = 64) -> int:
+    def prefill(self, messages: Sequence[Message], *, cancel: CancelToken | None = None, chunk_tokens: int = 64) -> int:
         """Evaluate the beginning of a prompt that starts with `messages` into the KV cache, so the next
         `stream` whose prompt starts the same way processes only the rest. What the cache already holds
         of it is kept; the rest is evaluated `chunk_tokens` at a time, stopping between chunks when
@@ -154,15 +155,15 @@ class LlamaCppChatModel:
                 return 0
             done = llm.longest_token_prefix(llm._input_ids, tokens)
             if llm.n_tokens > done:
-                llm.n_tokens = done                   # eval() and generate() drop the cache past n_tokens
-                llm._requires_eval = True             # the last logits are not of token `done`
+                llm.n_tokens = done  # eval() and generate() drop the cache past n_tokens
+                llm._requires_eval = True  # the last logits are not of token `done`
             if done >= len(tokens):
                 return done
             # Every core, as for a reply's prompt: unlike generation (Python between tokens, holding
             # the GIL), one eval() call per chunk leaves the UI thread free; tests.bench.ui_latency
             # measured a 5.5 ms longest stall while warming (one thread took 1.7x as long).
             while done < len(tokens) and not cancel.cancelled:
-                step = tokens[done:done + max(1, chunk_tokens)]
+                step = tokens[done : done + max(1, chunk_tokens)]
                 llm.eval(step)
                 done += len(step)
             return done
@@ -205,7 +206,7 @@ class LlamaCppChatModel:
             self.last_self_repeat = None
             if response_format is not None:
                 kwargs["response_format"] = response_format
-                kwargs["repeat_penalty"] = 1.0   # JSON repeats quotes and braces by nature
+                kwargs["repeat_penalty"] = 1.0  # JSON repeats quotes and braces by nature
             else:
                 self.last_self_repeat = self._self_repeat_penalty(messages)
                 if self.last_self_repeat is not None:
@@ -248,8 +249,11 @@ class LlamaCppChatModel:
         """The processor that keeps this reply from reciting the earlier replies in `messages`."""
         if self.config.self_repeat_penalty <= 0:
             return None
-        earlier = [self._llm.tokenize(m["content"].encode("utf-8", "replace"), add_bos=False, special=False)
-                   for m in messages if m.get("role") == "assistant" and m.get("content")]
+        earlier = [
+            self._llm.tokenize(m["content"].encode("utf-8", "replace"), add_bos=False, special=False)
+            for m in messages
+            if m.get("role") == "assistant" and m.get("content")
+        ]
         if not earlier:
             return None
         from models.self_repeat import SelfRepeatPenalty

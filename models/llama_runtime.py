@@ -23,6 +23,7 @@ llama-cpp-python's `Llama` takes no such argument: it builds its parameters from
 `use_extra_bufts` off. `python -m models.llama_server ARGS` starts llama-cpp-python's OpenAI-compatible
 server with the same setting.
 """
+
 from __future__ import annotations
 
 import os
@@ -78,6 +79,9 @@ def describe() -> str:
     """One line for `mnemo doctor`."""
     state = apply()
     if state["extra_buffers"]:
-        return "on" + ("" if state["supported"] else " (this llama-cpp-python cannot turn them off)") + \
-            f": {state['reason']}"
+        return (
+            "on"
+            + ("" if state["supported"] else " (this llama-cpp-python cannot turn them off)")
+            + f": {state['reason']}"
+        )
     return f"off: {state['reason']}"

@@ -1,6 +1,7 @@
 """`python -m models.llama_server ARGS`: llama-cpp-python's OpenAI-compatible server (same ARGS as
 `python -m llama_cpp.server`), loading its model the way Mnemo does (`models.llama_runtime`: off
 llama.cpp's AMX path where that crashes)."""
+
 from __future__ import annotations
 
 import runpy

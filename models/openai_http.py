@@ -9,14 +9,16 @@ and vLLM ignore what they do not know). A server that rejects unknown fields (Op
 answers HTTP 400 "Unrecognized request argument") is asked again without them, and this model
 object stops sending them.
 """
+
 from __future__ import annotations
 
 import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from models.chat import CancelToken, GenerationStats, Message, parse_json_reply
 from models.errors import ModelError
@@ -32,9 +34,10 @@ class OpenAIConfig:
     n_ctx: int = 4096
     temperature: float = 0.5
     top_p: float = 0.95
-    min_p: float = 0.1           # llama.cpp's samplers; left out for servers that reject them
+    min_p: float = 0.1  # llama.cpp's samplers; left out for servers that reject them
     repeat_penalty: float = 1.1
     max_tokens: int = 512
+
 
 # the request fields that are not OpenAI's own (see the module docstring)
 LLAMA_SAMPLING_FIELDS = ("min_p", "repeat_penalty")

@@ -3,6 +3,7 @@
 The defaults come from PyPI packages (see DESIGN.md), located through the import system
 (`importlib.util.find_spec`), never through hard-coded site-packages paths.
 """
+
 from __future__ import annotations
 
 import importlib.util

@@ -17,9 +17,10 @@ its own answer ("The old lighthouse keeper counted seventeen gulls…"), turned 
 the keeper's beard; with 5 it answers, and long copies still end (tests.bench.long_chat, docs/benchmarks.md).
 Plain numpy on token ids, run as a llama-cpp-python logits processor: tens of microseconds a token.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -31,21 +32,28 @@ class SelfRepeatPenalty:
     prompt; from then on each call's new ids (the tokens sampled since) extend the match.
     """
 
-    def __init__(self, earlier: Sequence[Sequence[int]], *, multiplier: float = 0.8, base: float = 1.75,
-                 allowed: int = 5, max_exponent: int = 16):
+    def __init__(
+        self,
+        earlier: Sequence[Sequence[int]],
+        *,
+        multiplier: float = 0.8,
+        base: float = 1.75,
+        allowed: int = 5,
+        max_exponent: int = 16,
+    ):
         ids: list[int] = []
         for reply in earlier:
             ids.extend(int(t) for t in reply)
-            ids.append(-1)                    # replies do not run into each other
+            ids.append(-1)  # replies do not run into each other
         self._ids = np.asarray(ids, dtype=np.int64)
         self._next = np.append(self._ids[1:], -1) if len(ids) else self._ids
-        self._match = np.zeros(len(ids), dtype=np.int32)   # match length ending at each position
+        self._match = np.zeros(len(ids), dtype=np.int32)  # match length ending at each position
         self.multiplier = multiplier
         self.base = base
         self.allowed = max(1, allowed)
         self.max_exponent = max_exponent
         self._seen: int | None = None
-        self.penalised = 0                    # tokens at which a penalty applied (for tests, benchmarks)
+        self.penalised = 0  # tokens at which a penalty applied (for tests, benchmarks)
 
     @property
     def active(self) -> bool:
@@ -55,10 +63,10 @@ class SelfRepeatPenalty:
         """The reply's next token: extend (or end) every running match."""
         if not len(self._ids):
             return
-        prev = np.empty_like(self._match)      # the match that ended one position before
+        prev = np.empty_like(self._match)  # the match that ended one position before
         prev[0] = 0
         prev[1:] = self._match[:-1]
-        self._match = np.where(self._ids == token, prev + 1, 0)   # int32 stays int32: no copy per token
+        self._match = np.where(self._ids == token, prev + 1, 0)  # int32 stays int32: no copy per token
 
     def penalties(self) -> dict[int, float]:
         """Logits to subtract now, by token id (the longest match decides a token's penalty)."""
@@ -70,17 +78,17 @@ class SelfRepeatPenalty:
         at, nxt = at[keep], nxt[keep]
         exponent = np.minimum(self._match[at] - self.allowed, self.max_exponent)
         out: dict[int, float] = {}
-        for tok, pen in zip(nxt.tolist(), (self.multiplier * self.base ** exponent).tolist()):
+        for tok, pen in zip(nxt.tolist(), (self.multiplier * self.base**exponent).tolist()):
             if pen > out.get(tok, 0.0):
                 out[tok] = pen
         return out
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         n = len(input_ids)
-        if self._seen is None:               # the first call: the prompt, nothing of the reply yet
+        if self._seen is None:  # the first call: the prompt, nothing of the reply yet
             self._seen = n
             return scores
-        for tok in input_ids[self._seen:n]:
+        for tok in input_ids[self._seen : n]:
             self.feed(int(tok))
         self._seen = n
         pens = self.penalties() if self.active else {}

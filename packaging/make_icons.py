@@ -7,6 +7,7 @@ OUT_DIR/mnemo-256.png: QtSvg (PySide6 is already a dependency) renders PNGs, and
 containers are written by hand (no Pillow, ImageMagick or iconutil needed). Runs offscreen. Called by
 packaging/mnemo.spec on Windows and macOS; Linux uses the SVG itself.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,8 +59,15 @@ def ico(pngs: dict[int, bytes]) -> bytes:
 
 
 # Apple's icns element types that hold PNG data, by pixel size (the @2x types reuse sizes).
-ICNS_TYPES = {16: [b"icp4"], 32: [b"icp5", b"ic11"], 64: [b"icp6", b"ic12"], 128: [b"ic07"],
-              256: [b"ic08", b"ic13"], 512: [b"ic09", b"ic14"], 1024: [b"ic10"]}
+ICNS_TYPES = {
+    16: [b"icp4"],
+    32: [b"icp5", b"ic11"],
+    64: [b"icp6", b"ic12"],
+    128: [b"ic07"],
+    256: [b"ic08", b"ic13"],
+    512: [b"ic09", b"ic14"],
+    1024: [b"ic10"],
+}
 
 
 def icns(pngs: dict[int, bytes]) -> bytes:

@@ -3,6 +3,7 @@
 It does exactly what the `mnemo` console script does (`ui.launcher:main`); nothing else
 belongs here, so the frozen and the pip-installed app behave the same.
 """
+
 import multiprocessing
 import sys
 

@@ -1,4 +1,5 @@
 """Fixtures shared by every test: the real embedder, the real bundled GGUF, temp data dirs."""
+
 from __future__ import annotations
 
 import json
@@ -113,9 +114,23 @@ def server_url(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("server") / "server.log"
     log = log_path.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "models.llama_server", "--model", str(default_gguf_path()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "models.llama_server",
+            "--model",
+            str(default_gguf_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--model_alias",
+            "smollm2",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + 60

@@ -1,4 +1,5 @@
 """Imports point one way: ui -> app -> memory_core, models. A test fails when a layer imports against it."""
+
 from __future__ import annotations
 
 import ast

@@ -1,4 +1,5 @@
 """Start the Qt application: the main window, and the `--self-test` smoke run."""
+
 from __future__ import annotations
 
 import sys
@@ -34,7 +35,7 @@ class _FirstPaint(QObject):
         self.started = started
         self.first_paint_s: float | None = None
 
-    def eventFilter(self, obj, event):  # noqa: N802 (Qt API)
+    def eventFilter(self, obj, event):
         if event.type() == QEvent.Type.Paint and self.first_paint_s is None:
             self.first_paint_s = time.perf_counter() - self.started
         return False
@@ -58,7 +59,7 @@ def run_gui(ctx, *, self_test: bool = False, timings: bool = False, started: flo
         instance = InstanceServer(ctx.paths.data_dir, app)
         from app.instance_lock import InstanceLock
 
-        running = InstanceLock(ctx.paths.data_dir)   # held for the process's life: `mnemo memory restore` checks it
+        running = InstanceLock(ctx.paths.data_dir)  # held for the process's life: `mnemo memory restore` checks it
         running.acquire()
 
     from ui.main_window import MainWindow
@@ -78,7 +79,7 @@ def run_gui(ctx, *, self_test: bool = False, timings: bool = False, started: flo
         if notice is not None:
             window.show_notice(notice)
         if reopen_chat is not None:
-            window.open_conversation(reopen_chat)   # a new chat instead if the restored memory lacks it
+            window.open_conversation(reopen_chat)  # a new chat instead if the restored memory lacks it
         code = app.exec()
         # A window that closed to reopen (a backup was restored): a fresh one on the swapped file,
         # in the same process, so the models stay loaded and this process keeps the instance lock.
@@ -126,11 +127,14 @@ def _self_test(app, window, ctx, probe: _FirstPaint, timings: bool) -> int:
     backend = window.backend
     try:
         t0 = time.perf_counter()
-        vec = _wait(app, backend.db(lambda store: ctx.embedder().embed(["Mnemo self-test sentence."])),
-                    SELF_TEST_TIMEOUT_S)
-        lines.append(f"embed: {vec.shape[1]}-d in {(time.perf_counter() - t0) * 1000:.0f} ms "
-                     f"(store open + embedder load: {(time.perf_counter() - t_start) * 1000:.0f} ms after paint)")
-    except Exception as exc:  # noqa: BLE001
+        vec = _wait(
+            app, backend.db(lambda store: ctx.embedder().embed(["Mnemo self-test sentence."])), SELF_TEST_TIMEOUT_S
+        )
+        lines.append(
+            f"embed: {vec.shape[1]}-d in {(time.perf_counter() - t0) * 1000:.0f} ms "
+            f"(store open + embedder load: {(time.perf_counter() - t_start) * 1000:.0f} ms after paint)"
+        )
+    except Exception as exc:
         ok = False
         lines.append(f"self-test: embedding failed: {exc}")
     try:
@@ -138,9 +142,10 @@ def _self_test(app, window, ctx, probe: _FirstPaint, timings: bool) -> int:
         text, n = _wait(app, backend.submit(_generate), SELF_TEST_TIMEOUT_S)
         if n < 1:
             raise RuntimeError("no tokens generated")
-        lines.append(f"generate: {n} tokens {text!r} in {(time.perf_counter() - t0) * 1000:.0f} ms "
-                     f"(model: {backend.model_id})")
-    except Exception as exc:  # noqa: BLE001
+        lines.append(
+            f"generate: {n} tokens {text!r} in {(time.perf_counter() - t0) * 1000:.0f} ms (model: {backend.model_id})"
+        )
+    except Exception as exc:
         ok = False
         lines.append(f"self-test: generation failed: {exc}")
     window.close()

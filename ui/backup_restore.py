@@ -4,6 +4,7 @@ A mixin of `ui.main_window.MainWindow` (it uses the window's backend, settings, 
 actions), kept apart because it is one flow of its own: check a copy in the background, stop the
 workers, swap the file, and reopen the window on it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,24 +50,35 @@ class BackupRestoreMixin:
         db = self.ctx.paths.db_file
         if isinstance(self.backend.store_error, DamagedDatabaseError):
             found = backups.list_backups(self.ctx.paths)
-            box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — memory database",
-                              "The memory file is damaged, or is not a Mnemo memory.",
-                              QMessageBox.StandardButton.Close, self)
-            what_now = ("Restore the latest backup (below), or move the file away to start with an empty memory "
-                        "(Mnemo creates a new one)." if found else
-                        "There is no backup yet. Move the file away to start with an empty memory (Mnemo creates "
-                        "a new one), or put back a copy you keep elsewhere.")
+            box = QMessageBox(
+                QMessageBox.Icon.Critical,
+                "Mnemo — memory database",
+                "The memory file is damaged, or is not a Mnemo memory.",
+                QMessageBox.StandardButton.Close,
+                self,
+            )
+            what_now = (
+                "Restore the latest backup (below), or move the file away to start with an empty memory "
+                "(Mnemo creates a new one)."
+                if found
+                else "There is no backup yet. Move the file away to start with an empty memory (Mnemo creates "
+                "a new one), or put back a copy you keep elsewhere."
+            )
             box.setInformativeText(f"{db}\n\nIt was left exactly as it was. {what_now}")
             box.setDetailedText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}\n{DAMAGED_DB_ADVICE}.")
             if found:
                 # Nothing holds the damaged file open (every worker failed to open it): safe to swap now.
                 made = backups.made_at(found[0])
-                self.restore_button = box.addButton(f"Restore the backup of {made}",
-                                                    QMessageBox.ButtonRole.ActionRole)
+                self.restore_button = box.addButton(f"Restore the backup of {made}", QMessageBox.ButtonRole.ActionRole)
                 self.restore_button.clicked.connect(lambda: self._restore_backup(found[0]))
         else:
-            box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — memory database",
-                              "The memory database could not be opened.", QMessageBox.StandardButton.Close, self)
+            box = QMessageBox(
+                QMessageBox.Icon.Critical,
+                "Mnemo — memory database",
+                "The memory database could not be opened.",
+                QMessageBox.StandardButton.Close,
+                self,
+            )
             box.setInformativeText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}")
         self.store_error_box = box
         box.open()  # not modal: the window stays responsive
@@ -123,8 +135,13 @@ class BackupRestoreMixin:
         def refused(exc: BaseException) -> None:
             self.restore_action.setEnabled(True)
             self.statusBar().showMessage("The backup was not restored", 10000)
-            box = QMessageBox(QMessageBox.Icon.Warning, "Mnemo — restore", "This file cannot be restored.",
-                              QMessageBox.StandardButton.Close, self)
+            box = QMessageBox(
+                QMessageBox.Icon.Warning,
+                "Mnemo — restore",
+                "This file cannot be restored.",
+                QMessageBox.StandardButton.Close,
+                self,
+            )
             box.setInformativeText(f"{exc}\n\nYour memory was left as it was.")
             box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             self.restore_refused_box = box
@@ -133,7 +150,7 @@ class BackupRestoreMixin:
         def swap(_checked) -> None:
             made = backups.made_at(backup)
             self.statusBar().showMessage(f"Restoring the backup of {made}…", 0)
-            self.centralWidget().setEnabled(False)   # nothing to send to while the memory is swapped
+            self.centralWidget().setEnabled(False)  # nothing to send to while the memory is swapped
             self.menuBar().setEnabled(False)
 
             def stop_then_restore() -> Path:
@@ -144,15 +161,21 @@ class BackupRestoreMixin:
 
             def done(aside: Path) -> None:
                 self.restored_from = backup
-                self.reopen_notice = (QMessageBox.Icon.Information, f"The backup of {made} was restored.",
-                                      f"Restored: {backup}\nThe memory it replaced is kept as {aside}.")
+                self.reopen_notice = (
+                    QMessageBox.Icon.Information,
+                    f"The backup of {made} was restored.",
+                    f"Restored: {backup}\nThe memory it replaced is kept as {aside}.",
+                )
                 self.close()
 
             def failed(exc: BaseException) -> None:
                 log.error("restoring %s failed: %s", backup, exc)
-                self.reopen_notice = (QMessageBox.Icon.Warning, "The backup could not be restored.",
-                                      f"{exc}\n\nThe memory file was not replaced, or is kept beside it as "
-                                      f"{self.ctx.paths.db_file.name}.before-restore-….")
+                self.reopen_notice = (
+                    QMessageBox.Icon.Warning,
+                    "The backup could not be restored.",
+                    f"{exc}\n\nThe memory file was not replaced, or is kept beside it as "
+                    f"{self.ctx.paths.db_file.name}.before-restore-….",
+                )
                 self.close()
 
             self._in_background(stop_then_restore, done, failed)

@@ -13,15 +13,17 @@ Qt queues every callback onto the UI thread. Streamed tokens are not sent one si
 per token: the LLM thread appends them to a `Turn` buffer and the window drains it on a
 timer (every ~40 ms), which keeps the event loop free however fast the model is.
 """
+
 from __future__ import annotations
 
 import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -39,14 +41,14 @@ class Turn:
     kind: str
     conversation_id: int | None
     text: str = ""
-    message_id: int | None = None      # the assistant message (regenerate) or user message (edit)
-    parent_id: int | None = None       # send: the last message of the branch on screen (None: newest)
+    message_id: int | None = None  # the assistant message (regenerate) or user message (edit)
+    parent_id: int | None = None  # send: the last message of the branch on screen (None: newest)
     incognito: bool = False
     cancel: CancelToken = field(default_factory=CancelToken)
     started_at: float = field(default_factory=time.perf_counter)
     first_token_at: float | None = None
-    result: Any = None                 # app.agent.TurnResult when finished
-    error: str | None = None           # the task failed before or outside the agent (e.g. model load)
+    result: Any = None  # app.agent.TurnResult when finished
+    error: str | None = None  # the task failed before or outside the agent (e.g. model load)
     done: bool = False
     _parts: list[str] = field(default_factory=list)
     _read: int = 0
@@ -64,7 +66,7 @@ class Turn:
     def take_new(self) -> str:
         """The text streamed since the last call (UI thread)."""
         with self._lock:
-            new = self._parts[self._read:]
+            new = self._parts[self._read :]
             self._read = len(self._parts)
         return "".join(new)
 
@@ -94,7 +96,7 @@ class _DbThread(threading.Thread):
             self.store = self._open_store()
             if hasattr(self.store, "mark_interrupted_messages"):  # replies cut short by a crash
                 self.store.mark_interrupted_messages()
-        except Exception as exc:  # noqa: BLE001 - reported to the user
+        except Exception as exc:
             log.exception("could not open the memory store")
             self.open_error = exc
         self._on_open(self.open_error)
@@ -110,12 +112,12 @@ class _DbThread(threading.Thread):
                 continue
             try:
                 future.set_result(fn(self.store))
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            except BaseException as exc:
                 future.set_exception(exc)
         if self.store is not None:
             try:
                 self.store.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("closing the UI store failed")
 
     def submit(self, fn: Callable[[Any], Any]) -> Future:
@@ -134,14 +136,14 @@ class Backend(QObject):
     storeReady = Signal()
     storeFailed = Signal(str)
     modelLoading = Signal()
-    modelLoaded = Signal(str)          # model id
-    modelFailed = Signal(str)          # a user-facing message (names the file)
-    jobsChanged = Signal(int)          # memory jobs pending
+    modelLoaded = Signal(str)  # model id
+    modelFailed = Signal(str)  # a user-facing message (names the file)
+    jobsChanged = Signal(int)  # memory jobs pending
     jobProgress = Signal(str, int, int)  # a long memory job: what, done, total (re-embedding)
-    memoryEvent = Signal(object)       # memory_core.types.Event
+    memoryEvent = Signal(object)  # memory_core.types.Event
     conversationCreated = Signal(object)  # Turn (its conversation_id is now set)
-    firstToken = Signal(object)        # Turn
-    turnFinished = Signal(object)      # Turn (result or error set); `busy` is False from here on
+    firstToken = Signal(object)  # Turn
+    turnFinished = Signal(object)  # Turn (result or error set); `busy` is False from here on
     _turnDone = Signal(object)
     _deliver = Signal(object, object, object)  # callback, value, error
 
@@ -154,14 +156,14 @@ class Backend(QObject):
         self._started = False
         self._closed = False
         self.store_ok: bool | None = None
-        self.store_error: Exception | None = None   # why the store could not be opened (any worker)
+        self.store_error: Exception | None = None  # why the store could not be opened (any worker)
         self.model_id: str | None = None
         self.model_error: str | None = None
         self.model_loading = False
         self.turn: Turn | None = None
         self._active = False
-        self._warm_cancel: CancelToken | None = None   # the prompt-cache warming in flight, if any
-        self.last_warm: Future | None = None           # its outcome: tokens cached (for tests, diagnostics)
+        self._warm_cancel: CancelToken | None = None  # the prompt-cache warming in flight, if any
+        self.last_warm: Future | None = None  # its outcome: tokens cached (for tests, diagnostics)
         self._deliver.connect(self._on_deliver)
         self._turnDone.connect(self._on_turn_done)
 
@@ -177,9 +179,15 @@ class Backend(QObject):
         self._db = _DbThread(self.ctx.open_store, self._db_opened)
         self._db.start()
         factory = self._scheduler_factory or Scheduler
-        self.scheduler = factory(open_store=self._open_scheduler_store, get_model=self.ctx.chat_model,
-                                 on_event=self._on_event, on_jobs=self._on_jobs, on_progress=self._on_progress,
-                                 idle_work=self._daily_backup, idle_work_delay_s=backups.START_DELAY_S)
+        self.scheduler = factory(
+            open_store=self._open_scheduler_store,
+            get_model=self.ctx.chat_model,
+            on_event=self._on_event,
+            on_jobs=self._on_jobs,
+            on_progress=self._on_progress,
+            idle_work=self._daily_backup,
+            idle_work_delay_s=backups.START_DELAY_S,
+        )
         self.scheduler.start()
         self.load_model()
 
@@ -238,8 +246,9 @@ class Backend(QObject):
         from app.backups import maybe_backup
 
         try:
-            made = maybe_backup(store, self.ctx.paths, keep=self.ctx.settings.backup_keep,
-                                cancelled=lambda: self._closed)
+            made = maybe_backup(
+                store, self.ctx.paths, keep=self.ctx.settings.backup_keep, cancelled=lambda: self._closed
+            )
         except InterruptedError:
             log.info("the daily backup was cut short: Mnemo is closing")
             return
@@ -250,8 +259,12 @@ class Backend(QObject):
         self._emit(self.jobProgress, what, int(done), int(total))
 
     # -- the database thread ----------------------------------------------------------
-    def db(self, fn: Callable[[Any], Any], on_done: Callable[[Any], None] | None = None,
-           on_error: Callable[[BaseException], None] | None = None) -> Future:
+    def db(
+        self,
+        fn: Callable[[Any], Any],
+        on_done: Callable[[Any], None] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> Future:
         """Run `fn(store)` on the database thread; `on_done(value)` / `on_error(exc)` run on the UI thread."""
         if self._db is None:
             raise RuntimeError("backend not started")
@@ -321,6 +334,7 @@ class Backend(QObject):
         elif sched is not None and sched.model is None:
             self.ctx.reset_chat_model()  # nothing loaded (a failed load): safe from here
         elif sched is not None:
+
             def drop(store, model):  # on the LLM thread, which owns the model
                 sched.model = None
                 self.ctx.reset_chat_model()
@@ -346,8 +360,13 @@ class Backend(QObject):
             agent = ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve)
             t0 = time.perf_counter()
             n = agent.warm(conversation_id, leaf_id=leaf_id, cancel=token)
-            log.debug("warmed %s tokens of conversation %s in %.2f s%s", n, conversation_id,
-                      time.perf_counter() - t0, " (stopped)" if token.cancelled else "")
+            log.debug(
+                "warmed %s tokens of conversation %s in %.2f s%s",
+                n,
+                conversation_id,
+                time.perf_counter() - t0,
+                " (stopped)" if token.cancelled else "",
+            )
             return n
 
         from app.scheduler import PRIORITY_NORMAL
@@ -358,7 +377,7 @@ class Backend(QObject):
     @staticmethod
     def _warm_done(future: Future) -> None:
         exc = future.exception()
-        if exc is not None:   # only an optimisation: the next reply processes its whole prompt
+        if exc is not None:  # only an optimisation: the next reply processes its whole prompt
             log.info("warming the prompt cache failed: %s", exc)
 
     def _stop_warming(self) -> None:
@@ -380,8 +399,9 @@ class Backend(QObject):
             if turn.conversation_id is None:
                 turn.conversation_id = store.create_conversation("New chat", incognito=turn.incognito)
                 self._emit(self.conversationCreated, turn)
-            agent = ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve,
-                              max_tokens=ctx.settings.chat.max_tokens)
+            agent = ChatAgent(
+                store, model, reply_reserve=ctx.settings.chat.reply_reserve, max_tokens=ctx.settings.chat.max_tokens
+            )
 
             def on_token(chunk: str) -> None:
                 if turn.push(chunk):
@@ -391,8 +411,9 @@ class Backend(QObject):
                 return agent.regenerate(turn.message_id, on_token=on_token, cancel=turn.cancel)
             if turn.kind == EDIT:
                 return agent.edit_and_resend(turn.message_id, turn.text, on_token=on_token, cancel=turn.cancel)
-            return agent.send(turn.conversation_id, turn.text, parent_id=turn.parent_id, on_token=on_token,
-                              cancel=turn.cancel)
+            return agent.send(
+                turn.conversation_id, turn.text, parent_id=turn.parent_id, on_token=on_token, cancel=turn.cancel
+            )
 
         def finished(future: Future) -> None:
             exc = future.exception()

@@ -1,4 +1,5 @@
 """The chat view: one widget per message, Markdown bodies, message actions, and the empty state."""
+
 from __future__ import annotations
 
 import html
@@ -6,19 +7,32 @@ import html
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QScrollArea,
-    QSizePolicy, QStackedWidget, QTextBrowser, QToolButton, QVBoxLayout, QWidget,
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QStackedWidget,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from app.remember import footnote, forget_note
 from ui import markdown, plain, theme
 
-MAX_RENDERED = 60        # messages rendered at once; older ones behind "Show earlier messages"
-FIRST_RENDER = 4         # of those, built before the chat shows (the newest: what is on screen) ...
-RENDER_BATCH = 2         # ... the older ones follow, this many per turn of the event loop
+MAX_RENDERED = 60  # messages rendered at once; older ones behind "Show earlier messages"
+FIRST_RENDER = 4  # of those, built before the chat shows (the newest: what is on screen) ...
+RENDER_BATCH = 2  # ... the older ones follow, this many per turn of the event loop
 RENDER_PAUSE_MS = 1
-COLUMN_MAX_WIDTH = 860   # the chat column's width on a wide window
-USER_SHARE = 0.8         # a user bubble takes at most this share of the column
+COLUMN_MAX_WIDTH = 860  # the chat column's width on a wide window
+USER_SHARE = 0.8  # a user bubble takes at most this share of the column
 
 STATUS_TEXT = {
     "stopped": "Stopped",
@@ -38,11 +52,12 @@ class MessageBody(QTextBrowser):
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction
-                                     | Qt.TextInteractionFlag.TextSelectableByKeyboard)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextBrowserInteraction | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
         self.document().setDocumentMargin(2)
         self.viewport().setAutoFillBackground(False)
-        self._shrink = shrink            # user bubbles hug their text
+        self._shrink = shrink  # user bubbles hug their text
         self._natural_width = 0
         policy = QSizePolicy.Policy.Maximum if shrink else QSizePolicy.Policy.Expanding
         self.setSizePolicy(policy, QSizePolicy.Policy.Fixed)
@@ -58,13 +73,13 @@ class MessageBody(QTextBrowser):
             self.updateGeometry()
         self._fit_height()
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+    def sizeHint(self) -> QSize:
         base = super().sizeHint()
         if self._shrink:
             return QSize(max(40, self._natural_width), base.height())
         return base
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802
+    def minimumSizeHint(self) -> QSize:
         return QSize(40, 10)
 
     def _fit_height(self, *_args) -> None:
@@ -72,11 +87,11 @@ class MessageBody(QTextBrowser):
         if h != self.height():
             self.setFixedHeight(h)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_height()
 
-    def wheelEvent(self, event) -> None:  # noqa: N802 - let the chat's scroll area scroll
+    def wheelEvent(self, event) -> None:
         event.ignore()
 
 
@@ -109,13 +124,21 @@ class MessageWidget(QFrame):
     regenerateRequested = Signal(int)
     editRequested = Signal(int, str)
     traceRequested = Signal(int)
-    rememberedRequested = Signal(str, int)   # show this persona item ("knowledge" | "trait", id)
+    rememberedRequested = Signal(str, int)  # show this persona item ("knowledge" | "trait", id)
     showAllRequested = Signal(str)
     copied = Signal(str)
-    branchRequested = Signal(int)     # show the alternative message with this id (and its branch)
+    branchRequested = Signal(int)  # show the alternative message with this id (and its branch)
 
-    def __init__(self, role: str, text: str = "", *, message_id: int | None = None, status: str = "complete",
-                 meta: dict | None = None, parent: QWidget | None = None):
+    def __init__(
+        self,
+        role: str,
+        text: str = "",
+        *,
+        message_id: int | None = None,
+        status: str = "complete",
+        meta: dict | None = None,
+        parent: QWidget | None = None,
+    ):
         super().__init__(parent)
         self.role = role
         self.message_id = message_id
@@ -201,8 +224,9 @@ class MessageWidget(QFrame):
             self.regenerate_button = _tool_button("regenerate", "Regenerate reply", "Write this reply again", self)
             self.regenerate_button.clicked.connect(self._regenerate)
             actions.addWidget(self.regenerate_button)
-            self.trace_button = _tool_button("memory", "What this reply recalled",
-                                             "Show the memories this reply used (memory inspector)", self)
+            self.trace_button = _tool_button(
+                "memory", "What this reply recalled", "Show the memories this reply used (memory inspector)", self
+            )
             self.trace_button.clicked.connect(self._trace)
             actions.addWidget(self.trace_button)
             self.stats_label = QLabel("", self)
@@ -275,11 +299,13 @@ class MessageWidget(QFrame):
     def _render(self) -> None:
         speaker = self._speaker()
         self.role_label.setText(speaker or ("You" if self.role == "user" else "Mnemo"))
-        shown, self._elided = markdown.elide(self._text[len(speaker) + 2:] if speaker else self._text)
+        shown, self._elided = markdown.elide(self._text[len(speaker) + 2 :] if speaker else self._text)
         self.body.set_content(shown)
         self.body.setVisible(bool(shown) or not self._pending)
         if self._elided:
-            self.elide_note.setText(f"Showing the beginning of a long message ({markdown.human_size(len(self._text))}).")
+            self.elide_note.setText(
+                f"Showing the beginning of a long message ({markdown.human_size(len(self._text))})."
+            )
         self.elide_row.setVisible(self._elided)
 
     def restyle(self) -> None:
@@ -302,8 +328,9 @@ class MessageWidget(QFrame):
     def pending(self) -> bool:
         return self._pending
 
-    def set_final(self, status: str, *, message_id: int | None = None, error: str | None = None,
-                  stats: dict | None = None) -> None:
+    def set_final(
+        self, status: str, *, message_id: int | None = None, error: str | None = None, stats: dict | None = None
+    ) -> None:
         self.set_pending(None)
         self.status = status
         if message_id is not None:
@@ -336,8 +363,9 @@ class MessageWidget(QFrame):
             self.error_label.show()
         elif self.role == "assistant" and self.status == "complete" and not self._pending and not self._text.strip():
             # small models sometimes end at once: say so instead of showing an empty bubble
-            self.error_label.setText("The model returned an empty reply (nothing was remembered from it). "
-                                     "Try Regenerate.")
+            self.error_label.setText(
+                "The model returned an empty reply (nothing was remembered from it). Try Regenerate."
+            )
             self.error_label.show()
         else:
             self.error_label.hide()
@@ -358,11 +386,17 @@ class MessageWidget(QFrame):
             if forgot:
                 bits.insert(0, html.escape(forget_note(forgot)))
             if kept:
-                bits.insert(0, f"<a href='remembered:{kept.get('kind')}:{kept.get('id')}'>"
-                               f"{html.escape(footnote(kept))}</a>")
+                bits.insert(
+                    0, f"<a href='remembered:{kept.get('kind')}:{kept.get('id')}'>{html.escape(footnote(kept))}</a>"
+                )
             self.stats_label.setText(" · ".join(bits))
-            tip = (f"Kept in memory: {kept.get('text')}" if kept else
-                   f"Forgotten on request: “{forgot.get('what')}”" if forgot else "")
+            tip = (
+                f"Kept in memory: {kept.get('text')}"
+                if kept
+                else f"Forgotten on request: “{forgot.get('what')}”"
+                if forgot
+                else ""
+            )
             self.stats_label.setToolTip(plain.tip(tip))
             self.stats_label.setVisible(bool(bits) and not self._pending)
         live = self._pending or self.status == "streaming"
@@ -404,7 +438,7 @@ class MessageWidget(QFrame):
             self.style().unpolish(self)
             self.style().polish(self)
 
-        QTimer.singleShot(1600, self, off)   # with `self` as context: cancelled if the widget is deleted first
+        QTimer.singleShot(1600, self, off)  # with `self` as context: cancelled if the widget is deleted first
 
 
 class EmptyState(QWidget):
@@ -420,7 +454,9 @@ class EmptyState(QWidget):
         lay.addWidget(title)
         text = QLabel(
             "A local assistant that remembers. Everything stays on this computer.\n"
-            "Type a message below to start. Use Incognito for a chat it should not remember.", self)
+            "Type a message below to start. Use Incognito for a chat it should not remember.",
+            self,
+        )
         text.setObjectName("emptyText")
         text.setAlignment(Qt.AlignmentFlag.AlignCenter)
         text.setWordWrap(True)
@@ -513,9 +549,9 @@ class ChatView(QStackedWidget):
         self._widgets: list[MessageWidget] = []
         self._pool: dict[str, list[MessageWidget]] = {"user": [], "assistant": []}
         self._hidden_messages: list = []
-        self._pending: list = []          # older messages of the shown branch still to be built
+        self._pending: list = []  # older messages of the shown branch still to be built
         self._siblings: dict[int, list[int]] = {}
-        self._generation = 0              # bumped by clear(): stale batches stop
+        self._generation = 0  # bumped by clear(): stale batches stop
         self._busy = False
         self._stick = True
         bar = self.scroll.verticalScrollBar()
@@ -586,7 +622,7 @@ class ChatView(QStackedWidget):
         for k, w in enumerate(new):
             self._append_widget(w, index=1 + k)  # after the (hidden) button
         self._widgets[:0] = new
-        if not self._stick:     # scrolled up: stay on the same message (at the bottom, _on_range follows)
+        if not self._stick:  # scrolled up: stay on the same message (at the bottom, _on_range follows)
             QTimer.singleShot(0, lambda: bar.setValue(bar.maximum() - from_bottom))
 
     def _build(self, role, text="", mid=None, status="complete", meta=None) -> MessageWidget:
@@ -636,8 +672,9 @@ class ChatView(QStackedWidget):
         self.setCurrentWidget(self.scroll)
         self._fit_user_width(w)
 
-    def add_message(self, role: str, text: str = "", *, message_id: int | None = None,
-                    status: str = "complete") -> MessageWidget:
+    def add_message(
+        self, role: str, text: str = "", *, message_id: int | None = None, status: str = "complete"
+    ) -> MessageWidget:
         w = self._make(role, text, message_id, status, {})
         self._append_widget(w)
         self._stick = True
@@ -738,9 +775,11 @@ class ChatView(QStackedWidget):
 
     def _fit_user_width(self, w: MessageWidget) -> None:
         if w.role == "user":
-            w.setMaximumWidth(max(200, int(min(self.column.width() or COLUMN_MAX_WIDTH, COLUMN_MAX_WIDTH) * USER_SHARE)))
+            w.setMaximumWidth(
+                max(200, int(min(self.column.width() or COLUMN_MAX_WIDTH, COLUMN_MAX_WIDTH) * USER_SHARE))
+            )
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         for w in self._widgets:
             self._fit_user_width(w)

@@ -4,6 +4,7 @@ A very large paste (over LARGE_PASTE characters, e.g. a 1 MB log) is not laid ou
 text box — Qt would spend a second wrapping one huge paragraph on every change. It is
 kept as an attachment chip ("Pasted text · 1.0M characters") and sent with the message.
 """
+
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal
@@ -33,7 +34,7 @@ class ComposerEdit(QPlainTextEdit):
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self._fit()
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt API)
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             mods = event.modifiers()
             shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
@@ -46,7 +47,7 @@ class ComposerEdit(QPlainTextEdit):
                 return
         super().keyPressEvent(event)
 
-    def insertFromMimeData(self, source) -> None:  # noqa: N802
+    def insertFromMimeData(self, source) -> None:
         if source.hasText():
             text = source.text()
             if len(text) > LARGE_PASTE:
@@ -54,11 +55,11 @@ class ComposerEdit(QPlainTextEdit):
                 return
         super().insertFromMimeData(source)
 
-    def focusInEvent(self, event) -> None:  # noqa: N802
+    def focusInEvent(self, event) -> None:
         super().focusInEvent(event)
         self.focusChanged.emit(True)
 
-    def focusOutEvent(self, event) -> None:  # noqa: N802
+    def focusOutEvent(self, event) -> None:
         super().focusOutEvent(event)
         self.focusChanged.emit(False)
 
@@ -69,13 +70,13 @@ class ComposerEdit(QPlainTextEdit):
         if h != self.height():
             self.setFixedHeight(h)
 
-    def sizeHint(self) -> QSize:  # noqa: N802
+    def sizeHint(self) -> QSize:
         return QSize(400, self.height())
 
 
 class Composer(QFrame):
     sendRequested = Signal()
-    changed = Signal()          # the text or the pasted attachment changed (drafts are saved on it)
+    changed = Signal()  # the text or the pasted attachment changed (drafts are saved on it)
     stopRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None):
@@ -173,8 +174,11 @@ class Composer(QFrame):
     # -- state ----------------------------------------------------------------------
     def set_enter_sends(self, on: bool) -> None:
         self.edit.enter_sends = on
-        self.hint.setText("Enter to send · Shift+Enter for a new line · Esc to stop" if on
-                          else "Ctrl+Enter to send · Enter for a new line · Esc to stop")
+        self.hint.setText(
+            "Enter to send · Shift+Enter for a new line · Esc to stop"
+            if on
+            else "Ctrl+Enter to send · Enter for a new line · Esc to stop"
+        )
 
     def set_busy(self, busy: bool) -> None:
         """While a reply streams the Send button is a Stop button."""

@@ -1,4 +1,5 @@
 """The sidebar: New chat, search (title and message text), the conversation list with rename/delete."""
+
 from __future__ import annotations
 
 import time
@@ -6,7 +7,16 @@ import time
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMenu, QPushButton, QToolButton, QVBoxLayout, QWidget,
+    QFrame,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from ui import plain, theme
@@ -29,8 +39,8 @@ class ConversationList(QFrame):
     newRequested = Signal()
     renameRequested = Signal(int)
     deleteRequested = Signal(int)
-    forgetRequested = Signal(int)     # forget what memory learned from the chat; the chat stays
-    memoryRequested = Signal(int)     # show what memory holds from the chat (the inspector's pages)
+    forgetRequested = Signal(int)  # forget what memory learned from the chat; the chat stays
+    memoryRequested = Signal(int)  # show what memory holds from the chat (the inspector's pages)
     exportRequested = Signal(int)
     searchChanged = Signal(str)
 
@@ -53,8 +63,9 @@ class ConversationList(QFrame):
         self.search.setPlaceholderText("Search chats (Ctrl+K)")
         self.search.setAccessibleName("Search conversations")
         self.search.setClearButtonEnabled(True)
-        self.search_action = self.search.addAction(theme.icon("search", theme.colors().muted, 14),
-                                                   QLineEdit.ActionPosition.LeadingPosition)
+        self.search_action = self.search.addAction(
+            theme.icon("search", theme.colors().muted, 14), QLineEdit.ActionPosition.LeadingPosition
+        )
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(SEARCH_DELAY_MS)
@@ -75,8 +86,10 @@ class ConversationList(QFrame):
         self.list.currentItemChanged.connect(self._current_changed)
         lay.addWidget(self.list, 1)
 
-        for key, handler in ((QKeySequence.StandardKey.Delete, self._delete_current),
-                             (QKeySequence(Qt.Key.Key_F2), self._rename_current)):
+        for key, handler in (
+            (QKeySequence.StandardKey.Delete, self._delete_current),
+            (QKeySequence(Qt.Key.Key_F2), self._rename_current),
+        ):
             act = QAction(self.list)
             act.setShortcut(key)
             act.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
@@ -178,8 +191,9 @@ class ConversationList(QFrame):
 
     def restyle(self) -> None:
         self.search.removeAction(self.search_action)
-        self.search_action = self.search.addAction(theme.icon("search", theme.colors().muted, 14),
-                                                   QLineEdit.ActionPosition.LeadingPosition)
+        self.search_action = self.search.addAction(
+            theme.icon("search", theme.colors().muted, 14), QLineEdit.ActionPosition.LeadingPosition
+        )
         self._name_search_buttons()
         muted = theme.colors().muted
         for i in range(self.list.count()):
@@ -215,8 +229,9 @@ class ConversationList(QFrame):
         menu.addAction(theme.icon("edit"), "Rename…", lambda: self.renameRequested.emit(cid))
         menu.addAction("Export…", lambda: self.exportRequested.emit(cid))
         menu.addSeparator()
-        menu.addAction(theme.icon("memory"), "Show what Mnemo remembers from it",
-                       lambda: self.memoryRequested.emit(cid))
+        menu.addAction(
+            theme.icon("memory"), "Show what Mnemo remembers from it", lambda: self.memoryRequested.emit(cid)
+        )
         menu.addAction("Forget what Mnemo learned from it…", lambda: self.forgetRequested.emit(cid))
         menu.addSeparator()
         menu.addAction(theme.icon("trash"), "Delete…", lambda: self.deleteRequested.emit(cid))

@@ -4,13 +4,14 @@ Saved to `draft.txt` in the data folder 0.7 s after the last change (and at once
 close), by writing a temp file and renaming it over the old one, so the file is always either the
 old draft or the new one. An empty composer removes the file.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer
 

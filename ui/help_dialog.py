@@ -1,4 +1,5 @@
 """The keyboard shortcuts dialog (F1)."""
+
 from __future__ import annotations
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout

@@ -4,6 +4,7 @@ The import runs on a worker thread with its own database connection (`app.import
 this dialog polls its progress on a timer, so the window stays responsive and the chat can
 be used meanwhile. Cancel keeps what was written; importing the file again finishes it.
 """
+
 from __future__ import annotations
 
 import threading
@@ -12,7 +13,14 @@ from pathlib import Path
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
-    QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from app.importers.job import ImportJob, run_import
@@ -22,7 +30,7 @@ POLL_MS = 100
 
 
 class ImportDialog(QDialog):
-    finished_import = Signal(object)    # the ImportJob, when it is done, failed or was cancelled
+    finished_import = Signal(object)  # the ImportJob, when it is done, failed or was cancelled
 
     def __init__(self, ctx, path: str | Path, parent: QWidget | None = None):
         super().__init__(parent)
@@ -33,7 +41,7 @@ class ImportDialog(QDialog):
         self.title = QLabel(f"Importing <b>{Path(path).name}</b>", self)
         lay.addWidget(self.title)
         self.bar = QProgressBar(self)
-        self.bar.setRange(0, 0)          # busy until the file is read and the turns counted
+        self.bar.setRange(0, 0)  # busy until the file is read and the turns counted
         self.bar.setAccessibleName("Import progress")
         lay.addWidget(self.bar)
         self.status = QLabel("Reading the file…", self)
@@ -100,13 +108,15 @@ class ImportDialog(QDialog):
             self.status.setText(
                 f"{r.count('imported')} conversation(s) imported, {r.count('resumed')} finished, "
                 f"{r.count('already imported')} already there: {r.turns_written:,} turns became "
-                f"{r.pages_written:,} memory pages in {r.seconds:.1f} s.{r.profile_note()}")
+                f"{r.pages_written:,} memory pages in {r.seconds:.1f} s.{r.profile_note()}"
+            )
             if r.issues:
                 self.details.setPlainText("\n".join(str(i) for i in r.issues))
                 self.details.show()
         elif job.phase == "cancelled":
-            self.status.setText("Cancelled. The conversations written before are kept; import the same file "
-                                "again to finish the rest.")
+            self.status.setText(
+                "Cancelled. The conversations written before are kept; import the same file again to finish the rest."
+            )
         else:
             self.status.setText(f"The import failed: {job.error}")
             self.status.setStyleSheet("color: #c62828;")

@@ -1,4 +1,5 @@
 """The `mnemo` console script: CLI commands go to `app.cli`; no command opens the window."""
+
 from __future__ import annotations
 
 import os

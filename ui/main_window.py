@@ -5,6 +5,7 @@ Backups, restoring one and the damaged-file dialog live in `ui.backup_restore` (
 Construction is cheap on purpose (no model, no database), so the window paints at once;
 `start_background_loading()` then opens the store and loads the models off the UI thread.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -15,8 +16,19 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
-    QCheckBox, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox, QProgressBar, QPushButton,
-    QSplitter, QToolButton, QVBoxLayout, QWidget,
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from app.chat_memory import chat_memory, forget_chat_memory
@@ -26,16 +38,17 @@ from models.resolve import default_gguf_path
 from ui.pyside_fix import ensure_refcount_fix
 
 ensure_refcount_fix()  # before any widget work: PySide6 6.12 + Python 3.11 would otherwise abort in minutes
+# The imports below build widgets, so they come after the fix above (E402 knowingly).
 
-from ui import plain, theme  # noqa: E402
-from ui.backup_restore import BackupRestoreMixin  # noqa: E402
-from ui.bridge import EDIT, REGENERATE, SEND, Backend, Turn  # noqa: E402
-from ui.chat_view import ChatView, MessageWidget  # noqa: E402
-from ui.composer import Composer  # noqa: E402
-from ui.conversation_list import ConversationList  # noqa: E402
-from ui.drafts import DraftKeeper  # noqa: E402
-from ui.model_finder import ModelFinder  # noqa: E402
-from ui.elided_label import ElidedLabel  # noqa: E402
+from ui import plain, theme  # noqa: E402  (after ensure_refcount_fix)
+from ui.backup_restore import BackupRestoreMixin  # noqa: E402  (after ensure_refcount_fix)
+from ui.bridge import EDIT, REGENERATE, SEND, Backend, Turn  # noqa: E402  (after ensure_refcount_fix)
+from ui.chat_view import ChatView, MessageWidget  # noqa: E402  (after ensure_refcount_fix)
+from ui.composer import Composer  # noqa: E402  (after ensure_refcount_fix)
+from ui.conversation_list import ConversationList  # noqa: E402  (after ensure_refcount_fix)
+from ui.drafts import DraftKeeper  # noqa: E402  (after ensure_refcount_fix)
+from ui.elided_label import ElidedLabel  # noqa: E402  (after ensure_refcount_fix)
+from ui.model_finder import ModelFinder  # noqa: E402  (after ensure_refcount_fix)
 
 log = logging.getLogger(__name__)
 
@@ -47,19 +60,29 @@ def _other_models(configured: list[tuple[str, str]]):
     files = [m for m in find_models() if Path(m.path).resolve() != bundled]
     return files, find_servers(configured)
 
+
 FLUSH_MS = 40  # streamed tokens are drawn in batches this often (30–50 ms keeps it smooth and cheap)
 LIST_LIMIT = 300
 # Memory events that mean long-term memory changed (mid-term paging, persona and knowledge).
 MEMORY_UPDATE_KINDS = {
-    "page_moved", "segment_created", "segment_archived", "promoted",
-    "knowledge_added", "knowledge_updated", "knowledge_confirmed",
-    "trait_added", "trait_updated", "trait_confirmed", "trait_archived",
+    "page_moved",
+    "segment_created",
+    "segment_archived",
+    "promoted",
+    "knowledge_added",
+    "knowledge_updated",
+    "knowledge_confirmed",
+    "trait_added",
+    "trait_updated",
+    "trait_confirmed",
+    "trait_archived",
 }
 INCOGNITO_TEXT = "Incognito — this chat is not remembered, and memory is not used for it."
 
 
-def _header_button(icon_name: str, text: str, name: str, tip: str, parent: QWidget, *,
-                   checkable: bool = False) -> QToolButton:
+def _header_button(
+    icon_name: str, text: str, name: str, tip: str, parent: QWidget, *, checkable: bool = False
+) -> QToolButton:
     b = QToolButton(parent)
     b.setIcon(theme.icon(icon_name))
     b.setIconSize(QSize(18, 18))
@@ -142,12 +165,16 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         h.addWidget(self.title_label, 1)
         self.incognito_button = _header_button(
-            "incognito", "Incognito", "Incognito", "Incognito: this chat is neither remembered nor uses memory "
-            "(Ctrl+Shift+I)", header, checkable=True)
+            "incognito",
+            "Incognito",
+            "Incognito",
+            "Incognito: this chat is neither remembered nor uses memory (Ctrl+Shift+I)",
+            header,
+            checkable=True,
+        )
         self.incognito_button.toggled.connect(self.set_incognito)
         h.addWidget(self.incognito_button)
-        self.memory_button = _header_button("memory", "", "Memory inspector",
-                                            "What Mnemo remembers (Ctrl+M)", header)
+        self.memory_button = _header_button("memory", "", "Memory inspector", "What Mnemo remembers (Ctrl+M)", header)
         self.memory_button.clicked.connect(self.show_inspector)
         h.addWidget(self.memory_button)
         self.settings_button = _header_button("settings", "", "Settings", "Settings (Ctrl+,)", header)
@@ -178,8 +205,10 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.edit_banner.setObjectName("editBanner")
         eb = QHBoxLayout(self.edit_banner)
         eb.setContentsMargins(16, 3, 16, 3)
-        self.edit_label = QLabel("Editing your message — sending replaces the reply after it (the old one is kept "
-                                 "as a branch).", self.edit_banner)
+        self.edit_label = QLabel(
+            "Editing your message — sending replaces the reply after it (the old one is kept as a branch).",
+            self.edit_banner,
+        )
         self.edit_label.setObjectName("editBanner")
         self.edit_label.setWordWrap(True)
         eb.addWidget(self.edit_label, 1)
@@ -204,8 +233,9 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.resize(1100, 720)
         self.setMinimumSize(640, 420)
 
-    def _action(self, text: str, slot, shortcut=None, *, icon: str | None = None, checkable: bool = False,
-                menu=None) -> QAction:
+    def _action(
+        self, text: str, slot, shortcut=None, *, icon: str | None = None, checkable: bool = False, menu=None
+    ) -> QAction:
         act = QAction(text, self)
         if icon:
             act.setIcon(theme.icon(icon))
@@ -222,43 +252,62 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         mb = self.menuBar()
         chat = mb.addMenu("&Chat")
         self.new_action = self._action("&New chat", self.new_chat, "Ctrl+N", icon="plus", menu=chat)
-        self.search_action = self._action("&Search chats", self.sidebar.focus_search, "Ctrl+K", icon="search",
-                                          menu=chat)
+        self.search_action = self._action(
+            "&Search chats", self.sidebar.focus_search, "Ctrl+K", icon="search", menu=chat
+        )
         self.focus_action = self._action("Go to the message box", self.composer.focus, "Ctrl+L", menu=chat)
         chat.addSeparator()
         self.stop_action = self._action("S&top reply", self.escape, "Esc", icon="stop", menu=chat)
-        self.regenerate_action = self._action("&Regenerate last reply", self.regenerate_last, "Ctrl+R",
-                                              icon="regenerate", menu=chat)
+        self.regenerate_action = self._action(
+            "&Regenerate last reply", self.regenerate_last, "Ctrl+R", icon="regenerate", menu=chat
+        )
         self.edit_last_action = self._action("&Edit last message", self.edit_last, "Ctrl+E", icon="edit", menu=chat)
         self.copy_action = self._action("&Copy last reply", self.copy_last, "Ctrl+Shift+C", icon="copy", menu=chat)
         chat.addSeparator()
-        self.incognito_action = self._action("&Incognito", lambda on: self.incognito_button.setChecked(on),
-                                             "Ctrl+Shift+I", icon="incognito", checkable=True, menu=chat)
-        self.rename_action = self._action("Rena&me chat…", lambda: self.rename_conversation(self.current_id),
-                                          "F2", icon="edit", menu=chat)
-        self.export_chat_action = self._action("E&xport chat…", lambda: self.export_conversation(self.current_id),
-                                               "Ctrl+Shift+E", menu=chat)
-        self.chat_memory_action = self._action("Show &what Mnemo remembers from this chat",
-                                               lambda: self.show_chat_memory(self.current_id), menu=chat)
-        self.forget_chat_action = self._action("&Forget what Mnemo learned from this chat…",
-                                               lambda: self.forget_conversation_memory(self.current_id), menu=chat)
-        self.delete_action = self._action("&Delete chat…", lambda: self.delete_conversation(self.current_id),
-                                          None, icon="trash", menu=chat)
+        self.incognito_action = self._action(
+            "&Incognito",
+            lambda on: self.incognito_button.setChecked(on),
+            "Ctrl+Shift+I",
+            icon="incognito",
+            checkable=True,
+            menu=chat,
+        )
+        self.rename_action = self._action(
+            "Rena&me chat…", lambda: self.rename_conversation(self.current_id), "F2", icon="edit", menu=chat
+        )
+        self.export_chat_action = self._action(
+            "E&xport chat…", lambda: self.export_conversation(self.current_id), "Ctrl+Shift+E", menu=chat
+        )
+        self.chat_memory_action = self._action(
+            "Show &what Mnemo remembers from this chat", lambda: self.show_chat_memory(self.current_id), menu=chat
+        )
+        self.forget_chat_action = self._action(
+            "&Forget what Mnemo learned from this chat…",
+            lambda: self.forget_conversation_memory(self.current_id),
+            menu=chat,
+        )
+        self.delete_action = self._action(
+            "&Delete chat…", lambda: self.delete_conversation(self.current_id), None, icon="trash", menu=chat
+        )
         chat.addSeparator()
         self.import_action = self._action("Im&port conversations…", self.import_dialog, "Ctrl+I", menu=chat)
         self.settings_action = self._action("Settin&gs…", self.open_settings, "Ctrl+,", icon="settings", menu=chat)
         self.quit_action = self._action("&Quit", self.close, "Ctrl+Q", menu=chat)
 
         memory = mb.addMenu("&Memory")
-        self.inspector_action = self._action("Memory &inspector", self.show_inspector, "Ctrl+M", icon="memory",
-                                             menu=memory)
-        self.pause_action = self._action("&Pause memory (remember nothing new)", self.set_memory_paused,
-                                         checkable=True, menu=memory)
-        self.pause_action.setEnabled(False)   # until the store says whether memory is paused
-        self.remember_action = self._action("&Remember something…", self.remember_something, "Ctrl+Shift+R",
-                                            menu=memory)
-        self.deleted_memory_action = self._action("Memory from &deleted chats", self.show_deleted_chats_memory,
-                                                  menu=memory)
+        self.inspector_action = self._action(
+            "Memory &inspector", self.show_inspector, "Ctrl+M", icon="memory", menu=memory
+        )
+        self.pause_action = self._action(
+            "&Pause memory (remember nothing new)", self.set_memory_paused, checkable=True, menu=memory
+        )
+        self.pause_action.setEnabled(False)  # until the store says whether memory is paused
+        self.remember_action = self._action(
+            "&Remember something…", self.remember_something, "Ctrl+Shift+R", menu=memory
+        )
+        self.deleted_memory_action = self._action(
+            "Memory from &deleted chats", self.show_deleted_chats_memory, menu=memory
+        )
         memory.addSeparator()
         self.export_action = self._action("&Export memory…", self.export_memory, menu=memory)
         memory.addSeparator()
@@ -297,10 +346,10 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.speed_label.setAccessibleName("Speed of the last reply")
         self.jobs_label = QLabel("", self)
         self._job_progress_shown = False
-        self._unsent_widget: MessageWidget | None = None   # a message whose send failed before it was stored
-        self.last_backup: Path | None = None                # where Memory ▸ Back up memory now last wrote
-        self.restored_from: Path | None = None              # the backup last put back
-        self.reopen_notice: tuple | None = None             # set when the window closes to reopen (restore)
+        self._unsent_widget: MessageWidget | None = None  # a message whose send failed before it was stored
+        self.last_backup: Path | None = None  # where Memory ▸ Back up memory now last wrote
+        self.restored_from: Path | None = None  # the backup last put back
+        self.reopen_notice: tuple | None = None  # set when the window closes to reopen (restore)
         self.jobs_label.setAccessibleName("Memory jobs pending")
         self.memory_notice = QPushButton("Memory updated", self)
         self.memory_notice.setObjectName("memoryNotice")
@@ -357,9 +406,13 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
     def _show_settings_notes(self) -> None:
         """settings.json had something Mnemo could not use: say what, once, without blocking."""
         notes, self.ctx.settings_notes = self.ctx.settings_notes, []
-        box = QMessageBox(QMessageBox.Icon.Warning, "Mnemo — settings",
-                          "Some settings could not be read; defaults are used for them.",
-                          QMessageBox.StandardButton.Close, self)
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Mnemo — settings",
+            "Some settings could not be read; defaults are used for them.",
+            QMessageBox.StandardButton.Close,
+            self,
+        )
         box.setInformativeText("\n\n".join(notes) + "\n\nSaving from Settings writes a new settings.json.")
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.settings_notes_box = box
@@ -393,7 +446,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         qs.setValue("splitter", self.splitter.saveState())
         qs.sync()
 
-    def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+    def closeEvent(self, event) -> None:
         if not self._closing:
             self._closing = True
             self.save_geometry()
@@ -427,10 +480,17 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.model_label.setText("Model: not loaded")
         self.model_label.setToolTip(message)
         self.statusBar().showMessage("The chat model could not be loaded — see Settings → Model", 0)
-        box = QMessageBox(QMessageBox.Icon.Critical, "Mnemo — chat model",
-                          "The chat model could not be loaded.", QMessageBox.StandardButton.Close, self)
-        box.setInformativeText(f"{message}\n\nChoose another GGUF file or a server in Settings → Model. "
-                               "You can still read and search your chats.")
+        box = QMessageBox(
+            QMessageBox.Icon.Critical,
+            "Mnemo — chat model",
+            "The chat model could not be loaded.",
+            QMessageBox.StandardButton.Close,
+            self,
+        )
+        box.setInformativeText(
+            f"{message}\n\nChoose another GGUF file or a server in Settings → Model. "
+            "You can still read and search your chats."
+        )
         settings = box.addButton("Open settings…", QMessageBox.ButtonRole.ActionRole)
         settings.clicked.connect(lambda: QTimer.singleShot(0, self.open_settings))
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -450,7 +510,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             self._warm()
         self.jobs_pending = n
         if self._job_progress_shown and n:
-            return      # a long job is still running: keep its progress in view
+            return  # a long job is still running: keep its progress in view
         self._job_progress_shown = False
         self.jobs_label.setText(f"Memory jobs: {n}" if n else "Memory: up to date")
         self.jobs_label.setToolTip("")
@@ -461,9 +521,11 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         if done < total:
             pct = 100 * done // max(1, total)
             self.jobs_label.setText(f"{what[:1].upper()}{what[1:]}: {done:,}/{total:,} pages ({pct}%)")
-            self.jobs_label.setToolTip("Recall matches your words one by one in every page once this finishes."
-                                       if what == "indexing words" else
-                                       "Recall uses the new embedding model fully once this finishes.")
+            self.jobs_label.setToolTip(
+                "Recall matches your words one by one in every page once this finishes."
+                if what == "indexing words"
+                else "Recall uses the new embedding model fully once this finishes."
+            )
         else:
             self.jobs_label.setText(f"{what[:1].upper()}{what[1:]}: saving…")
 
@@ -505,8 +567,9 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             self.sidebar.end_search()
             self.refresh_conversations()
             return
-        self.backend.db(lambda s: s.search_conversations(text),
-                        lambda rows: self.sidebar.set_search_results(rows, self.current_id))
+        self.backend.db(
+            lambda s: s.search_conversations(text), lambda rows: self.sidebar.set_search_results(rows, self.current_id)
+        )
 
     def new_chat(self) -> None:
         self.cancel_edit()
@@ -600,8 +663,9 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         from memory_core import is_storage_full
 
         if is_storage_full(exc):
-            self.statusBar().showMessage("The disk is full: the change was not saved. Free some disk space and "
-                                         "try again.", 10000)
+            self.statusBar().showMessage(
+                "The disk is full: the change was not saved. Free some disk space and try again.", 10000
+            )
         else:
             self.statusBar().showMessage(f"Database error: {exc}", 8000)
 
@@ -634,8 +698,12 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             from PySide6.QtWidgets import QFileDialog
 
             name = re.sub(r'[\\/:*?"<>|\s]+', " ", title).strip()[:80] or "chat"
-            path, chosen = QFileDialog.getSaveFileName(self, "Export chat", str(Path.home() / f"{name}.md"),
-                                                       "Markdown transcript (*.md);;JSON, every field (*.json)")
+            path, chosen = QFileDialog.getSaveFileName(
+                self,
+                "Export chat",
+                str(Path.home() / f"{name}.md"),
+                "Markdown transcript (*.md);;JSON, every field (*.json)",
+            )
             if not path:
                 return
             fmt = "json" if chosen.startswith("JSON") else "markdown"
@@ -651,7 +719,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
 
         def done(result):
             self.statusBar().showMessage(
-                f"Exported “{result.title}” ({count(result.messages, 'message')}) to {result.path}", 8000)
+                f"Exported “{result.title}” ({count(result.messages, 'message')}) to {result.path}", 8000
+            )
 
         def failed(exc):
             from memory_core import is_storage_full
@@ -665,9 +734,14 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
     def _question(self, title: str, text: str, detail: str, yes: str, tick: str | None = None) -> tuple[bool, bool]:
         """A question whose yes-button names the act ("Delete", "Forget"), Cancel by default, with an
         optional tick box. Returns (yes, ticked)."""
-        box = QMessageBox(QMessageBox.Icon.Question, title, text,
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
-        plain.label(box).button(QMessageBox.StandardButton.Yes).setText(yes)   # chat names are text
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            title,
+            text,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self,
+        )
+        plain.label(box).button(QMessageBox.StandardButton.Yes).setText(yes)  # chat names are text
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         box.setInformativeText(detail)
         check = None
@@ -679,26 +753,34 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
 
     def tell(self, title: str, text: str) -> None:
         """A message to acknowledge, its text shown as written (it may quote a chat's name)."""
-        plain.label(QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Close,
-                                self)).exec()
+        plain.label(
+            QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Close, self)
+        ).exec()
 
     def ask_delete(self, name: str, held) -> tuple[bool, bool]:
         """Ask whether to delete chat `name`, offering to forget what memory learned from it (`held`,
         an app.chat_memory.ChatMemory). Returns (delete, forget too). Tests replace this hook."""
         if held.empty:
-            return self._question("Delete chat", f"Delete “{name}” and its messages?",
-                                  "Memory holds nothing from it.", "Delete")
-        return self._question("Delete chat", f"Delete “{name}” and its messages?",
-                              "Unticked, what Mnemo learned from it stays in memory (the inspector can forget it "
-                              "later, page by page).", "Delete",
-                              tick=f"Also forget what Mnemo learned from it: {held.describe()}")
+            return self._question(
+                "Delete chat", f"Delete “{name}” and its messages?", "Memory holds nothing from it.", "Delete"
+            )
+        return self._question(
+            "Delete chat",
+            f"Delete “{name}” and its messages?",
+            "Unticked, what Mnemo learned from it stays in memory (the inspector can forget it later, page by page).",
+            "Delete",
+            tick=f"Also forget what Mnemo learned from it: {held.describe()}",
+        )
 
     def ask_forget(self, name: str, held) -> bool:
         """Ask whether to forget what memory learned from chat `name` (`held` says what). Tests replace it."""
-        return self._question("Forget what Mnemo learned", f"Forget what Mnemo learned from “{name}”?",
-                              f"This forgets {held.describe()}, for good.\n\nThe chat and its messages stay; what "
-                              "you say in it from now on is remembered again, unless you make it incognito.",
-                              "Forget")[0]
+        return self._question(
+            "Forget what Mnemo learned",
+            f"Forget what Mnemo learned from “{name}”?",
+            f"This forgets {held.describe()}, for good.\n\nThe chat and its messages stay; what "
+            "you say in it from now on is remembered again, unless you make it incognito.",
+            "Forget",
+        )[0]
 
     def _with_chat_memory(self, cid: int | None, then) -> None:
         """`then(name, held)` on the UI thread, once the database thread has read what memory holds from
@@ -718,6 +800,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
 
     def forget_conversation_memory(self, cid: int | None) -> None:
         """Forget what memory learned from a chat (app.chat_memory); the chat and its messages stay."""
+
         def ask(name, held) -> None:
             if held.empty:
                 self.tell("Forget what Mnemo learned", f"Memory holds nothing from “{name}”.")
@@ -754,9 +837,12 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             if cid == self.current_id:
                 self.new_chat()
             self.refresh_conversations()
-            self.statusBar().showMessage("Chat deleted" if gone is None or gone.empty else
-                                         f"Chat deleted, and what Mnemo learned from it forgotten: {gone.describe()}",
-                                         8000)
+            self.statusBar().showMessage(
+                "Chat deleted"
+                if gone is None or gone.empty
+                else f"Chat deleted, and what Mnemo learned from it forgotten: {gone.describe()}",
+                8000,
+            )
 
         self.backend.db(work, done, self._db_error)
 
@@ -769,8 +855,11 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self._update_header()
         cid = self.current_id
         if cid is not None and self.backend.started:
-            self.backend.db(lambda s: s.set_conversation_flags(cid, incognito=on),
-                            lambda _: self.refresh_conversations(), self._db_error)
+            self.backend.db(
+                lambda s: s.set_conversation_flags(cid, incognito=on),
+                lambda _: self.refresh_conversations(),
+                self._db_error,
+            )
 
     def _update_header(self) -> None:
         self.title_label.setText(self.current_title or "New chat")
@@ -799,15 +888,19 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                 self.chat_view.remove_from(old)
             turn = Turn(EDIT, self.current_id, text=text, message_id=mid)
         else:
-            shown = self.chat_view.last()   # continue the branch on screen (it may be an older version)
-            turn = Turn(SEND, self.current_id, text=text,
-                        incognito=self.current_incognito if self.current_id is None else False,
-                        parent_id=shown.message_id if shown is not None and self.current_id is not None else None)
+            shown = self.chat_view.last()  # continue the branch on screen (it may be an older version)
+            turn = Turn(
+                SEND,
+                self.current_id,
+                text=text,
+                incognito=self.current_incognito if self.current_id is None else False,
+                parent_id=shown.message_id if shown is not None and self.current_id is not None else None,
+            )
         self.composer.clear()
-        self.drafts.save_now()      # sent: a crash from here on must not bring it back as a draft
+        self.drafts.save_now()  # sent: a crash from here on must not bring it back as a draft
         unsent, self._unsent_widget = self._unsent_widget, None
         if unsent is not None and any(w is unsent for w in self.chat_view.messages()):
-            self.chat_view.remove_from(unsent)   # the failed try (never stored) gives way to this one
+            self.chat_view.remove_from(unsent)  # the failed try (never stored) gives way to this one
         user = self.chat_view.add_message("user", text)
         self._start_turn(turn, user)
 
@@ -929,21 +1022,24 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             if widget is not None:
                 if widget.text != result.text:
                     widget.set_text(result.text)
-                widget.set_final(result.status, message_id=result.assistant_message_id, error=result.error,
-                                 stats=result.stats)
+                widget.set_final(
+                    result.status, message_id=result.assistant_message_id, error=result.error, stats=result.stats
+                )
             if user_widget is not None:
                 user_widget.set_message_id(result.user_message_id)
-            if result.error and result.status != "failed":   # e.g. saved, but not added to memory
+            if result.error and result.status != "failed":  # e.g. saved, but not added to memory
                 self.statusBar().showMessage(result.error, 10000)
             tps = (result.stats or {}).get("tokens_per_s") or 0.0
             if tps:
                 self.last_tokens_per_s = float(tps)
-                self.speed_label.setText(f"Last reply: {tps:.1f} tokens/s" if tps < 10 else
-                                         f"Last reply: {tps:.0f} tokens/s")
+                self.speed_label.setText(
+                    f"Last reply: {tps:.1f} tokens/s" if tps < 10 else f"Last reply: {tps:.0f} tokens/s"
+                )
                 self.speed_label.setToolTip(
                     f"{result.stats.get('completion_tokens', 0)} tokens, first token after "
                     f"{result.stats.get('time_to_first_token_s', 0):.2f} s, prompt {result.stats.get('prompt_tokens', 0)} "
-                    f"tokens ({result.stats.get('cached_prompt_tokens', 0)} of them already processed)")
+                    f"tokens ({result.stats.get('cached_prompt_tokens', 0)} of them already processed)"
+                )
         else:
             if widget is not None:
                 widget.set_final("failed", error=turn.error)
@@ -963,14 +1059,18 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             if turn.kind in (REGENERATE, EDIT):
                 self.refresh_siblings()
             if result is not None:
-                self._warm()   # the exchange just made joins the cached prefix while the user reads
+                self._warm()  # the exchange just made joins the cached prefix while the user reads
         self.refresh_conversations()
 
     def _warm(self) -> None:
         """Let the model process the prompt prefix of the chat on screen (system prompt, persona,
         dialogue) while the user reads or types, so the next reply starts sooner (`Backend.warm`)."""
-        if (not self.backend.started or self.backend.busy or not self.backend.model_id
-                or not self.ctx.settings.ui.prepare_replies):
+        if (
+            not self.backend.started
+            or self.backend.busy
+            or not self.backend.model_id
+            or not self.ctx.settings.ui.prepare_replies
+        ):
             return
         ids = [w.message_id for w in self.chat_view.messages() if w.message_id is not None]
         self.backend.warm(self.current_id, ids[-1] if ids else None)
@@ -1035,8 +1135,9 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
 
         def done(_):
             self.show_memory_paused(paused)
-            self.statusBar().showMessage("Memory paused: nothing new is remembered" if paused else "Memory resumed",
-                                         4000)
+            self.statusBar().showMessage(
+                "Memory paused: nothing new is remembered" if paused else "Memory resumed", 4000
+            )
 
         def failed(exc):
             self.sync_memory_paused()
@@ -1047,8 +1148,11 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
     def sync_memory_paused(self) -> None:
         """Read the pause switch from the store (at start, and after another view changed it)."""
         if self.backend.started:
-            self.backend.db(lambda store: store.is_paused(), self.show_memory_paused,
-                            lambda exc: log.warning("could not read the pause switch: %s", exc))
+            self.backend.db(
+                lambda store: store.is_paused(),
+                self.show_memory_paused,
+                lambda exc: log.warning("could not read the pause switch: %s", exc),
+            )
 
     def show_memory_paused(self, paused: bool) -> None:
         self.pause_action.blockSignals(True)
@@ -1087,9 +1191,12 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
     def show_about(self) -> None:
         from app import __version__
 
-        QMessageBox.about(self, "About Mnemo",
-                          f"<b>Mnemo {__version__}</b><p>A local-first chat assistant with long-term memory.</p>"
-                          f"<p>Data folder: {self.ctx.paths.data_dir}</p>")
+        QMessageBox.about(
+            self,
+            "About Mnemo",
+            f"<b>Mnemo {__version__}</b><p>A local-first chat assistant with long-term memory.</p>"
+            f"<p>Data folder: {self.ctx.paths.data_dir}</p>",
+        )
 
     def show_inspector(self):
         """Open the memory inspector (`ui.inspector.attach(self)`) when it is part of this build;
@@ -1097,14 +1204,13 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.memory_notice.hide()
         try:
             module = importlib.import_module("ui.inspector")
-            attach = getattr(module, "attach")
+            attach = module.attach
         except (ImportError, AttributeError):
-            QMessageBox.information(self, "Memory inspector",
-                                    "The memory inspector is not part of this build yet.")
+            QMessageBox.information(self, "Memory inspector", "The memory inspector is not part of this build yet.")
             return None
         try:
             self.inspector = attach(self)
-        except Exception as exc:  # noqa: BLE001 - the window must survive a broken panel
+        except Exception as exc:
             log.exception("the memory inspector failed to open")
             QMessageBox.warning(self, "Memory inspector", f"The memory inspector could not be opened:\n{exc}")
             return None
@@ -1150,7 +1256,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         if callable(show):
             try:
                 show(assistant_message_id)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log.exception("showing the trace failed")
                 self.statusBar().showMessage(f"Could not show what this reply recalled: {exc}", 6000)
 

@@ -1,9 +1,19 @@
 """Markdown rendering for chat messages: QTextDocument's GitHub dialect, plus code-block styling."""
+
 from __future__ import annotations
 
 import re
 
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontDatabase,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
 
 from ui import theme
 
@@ -26,7 +36,7 @@ def render(doc: QTextDocument, text: str, *, markdown: bool = True) -> None:
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.DOTALL)
-_TAG_START = re.compile(r"<(?=[A-Za-z/!?])(?![a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]*>)")   # not an autolink <https://…>
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])(?![a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]*>)")  # not an autolink <https://…>
 
 
 def escape_html(text: str) -> str:
@@ -36,7 +46,7 @@ def escape_html(text: str) -> str:
     keep theirs as written (a backslash there would show). Indented code blocks are not told
     apart: chat models fence their code."""
     out: list[str] = []
-    prose: list[str] = []      # lines outside fences, escaped together (a code span may cross lines)
+    prose: list[str] = []  # lines outside fences, escaped together (a code span may cross lines)
     fence = None
     for line in text.split("\n"):
         m = _FENCE.match(line)
@@ -59,7 +69,7 @@ def escape_html(text: str) -> str:
 def _escape_outside_spans(text: str) -> str:
     parts, last = [], 0
     for m in _CODE_SPAN.finditer(text):
-        parts.append(_TAG_START.sub(r"\\<", text[last:m.start()]))
+        parts.append(_TAG_START.sub(r"\\<", text[last : m.start()]))
         parts.append(m.group(0))
         last = m.end()
     parts.append(_TAG_START.sub(r"\\<", text[last:]))
@@ -67,9 +77,11 @@ def _escape_outside_spans(text: str) -> str:
 
 
 def _is_code_block(fmt: QTextBlockFormat) -> bool:
-    return (fmt.hasProperty(QTextFormat.Property.BlockCodeFence)
-            or fmt.hasProperty(QTextFormat.Property.BlockCodeLanguage)
-            or fmt.nonBreakableLines())
+    return (
+        fmt.hasProperty(QTextFormat.Property.BlockCodeFence)
+        or fmt.hasProperty(QTextFormat.Property.BlockCodeLanguage)
+        or fmt.nonBreakableLines()
+    )
 
 
 def style_code(doc: QTextDocument) -> None:

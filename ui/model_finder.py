@@ -1,8 +1,10 @@
 """`ModelFinder`: looks for chat models on this computer (`models.discover`) off the UI thread."""
+
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -28,5 +30,5 @@ class ModelFinder(QObject):
             result = exc
         try:
             self.done.emit(result)
-        except RuntimeError:       # the window or dialog closed (and this object was deleted) meanwhile
+        except RuntimeError:  # the window or dialog closed (and this object was deleted) meanwhile
             pass

@@ -5,6 +5,7 @@ element") as rich text: the tag vanishes and, for an unknown tag, the words afte
 titles, speaker names, errors from a server (which may be an HTML page), facts and page texts
 all reach such widgets, so they go through here.
 """
+
 from __future__ import annotations
 
 import html

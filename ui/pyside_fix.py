@@ -14,6 +14,7 @@ never reach zero. These three objects are never freed by a healthy interpreter a
 so nothing else changes. It is a no-op on Python ≥ 3.12, on a fixed PySide6, and on
 interpreters other than release builds of CPython.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -55,8 +56,9 @@ def ensure_refcount_fix() -> bool:
     with _lock:
         if "applied" in _state:
             return bool(_state["applied"])
-        applicable = (sys.implementation.name == "cpython" and sys.version_info < (3, 12)
-                      and not hasattr(sys, "gettotalrefcount"))  # debug builds lay PyObject out differently
+        applicable = (
+            sys.implementation.name == "cpython" and sys.version_info < (3, 12) and not hasattr(sys, "gettotalrefcount")
+        )  # debug builds lay PyObject out differently
         lost_none, lost_true = _leaks() if applicable else (0, 0)
         applied = applicable and (lost_none >= 16 or lost_true >= 16)
         if applied:

@@ -2,13 +2,21 @@
 
 The dialog only chooses; the window checks the file and swaps it in (`MainWindow._restore_backup`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QDialog, QDialogButtonBox, QFileDialog, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
 )
 
 from app import backups
@@ -34,15 +42,17 @@ class RestoreDialog(QDialog):
             "Restoring replaces the memory with the copy you choose: what Mnemo learned after that copy was "
             f"made will not be in memory. The memory it replaces is kept beside it as {db_file.name}"
             ".before-restore-…, so nothing is deleted. Mnemo then reopens its window on the restored memory.",
-            self)
+            self,
+        )
         intro.setWordWrap(True)
         lay.addWidget(intro)
         self.list = QListWidget(self)
         self.list.setAccessibleName("Backups")
         for path in found:
             self._add(path)
-        self.empty_label = QLabel("No backups yet: Memory ▸ Back up memory now makes one, and Mnemo makes one "
-                                  "a day by itself.", self)
+        self.empty_label = QLabel(
+            "No backups yet: Memory ▸ Back up memory now makes one, and Mnemo makes one a day by itself.", self
+        )
         self.empty_label.setWordWrap(True)
         self.empty_label.setVisible(not found)
         lay.addWidget(self.list)
@@ -77,8 +87,12 @@ class RestoreDialog(QDialog):
         self.empty_label.hide()
 
     def _choose_file(self) -> None:
-        name, _ = QFileDialog.getOpenFileName(self, "Choose a Mnemo memory file", str(Path.home()),
-                                              "SQLite databases (*.sqlite3 *.sqlite *.db);;All files (*)")
+        name, _ = QFileDialog.getOpenFileName(
+            self,
+            "Choose a Mnemo memory file",
+            str(Path.home()),
+            "SQLite databases (*.sqlite3 *.sqlite *.db);;All files (*)",
+        )
         if name:
             self.add_file(Path(name))
 

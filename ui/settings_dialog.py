@@ -1,5 +1,6 @@
 """The settings dialog: chat model (GGUF file or OpenAI-compatible server), generation, embedding model,
 memory parameters, interface, and the data folder. `apply()` writes into `ctx.settings`; the caller saves."""
+
 from __future__ import annotations
 
 import copy
@@ -8,9 +9,25 @@ from dataclasses import fields
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
-    QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFormLayout,
-    QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QScrollArea, QSpinBox, QTabWidget,
-    QVBoxLayout, QWidget,
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QScrollArea,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from models.discover import find_models, find_servers
@@ -112,13 +129,19 @@ class SettingsDialog(QDialog):
         self.gguf_edit = QLineEdit(s.chat.gguf_path, src)
         self.gguf_edit.setPlaceholderText("Empty: the bundled SmolLM2-135M")
         self.gguf_edit.setAccessibleName("GGUF model file")
-        self.gguf_row = _file_row(src, self.gguf_edit, "Choose a GGUF model", "GGUF models (*.gguf);;All files (*)",
-                                  "GGUF model file")
+        self.gguf_row = _file_row(
+            src, self.gguf_edit, "Choose a GGUF model", "GGUF models (*.gguf);;All files (*)", "GGUF model file"
+        )
         form.addRow("Model file", self.gguf_row)
         self.found_combo, self._finder = self._search_row(
-            form, "Found on disk", "Models found on this computer",
+            form,
+            "Found on disk",
+            "Models found on this computer",
             "Looking in LM Studio, Ollama, Hugging Face and other model folders…",
-            ModelFinder(self, find_models), self._models_found, self._found_chosen)
+            ModelFinder(self, find_models),
+            self._models_found,
+            self._found_chosen,
+        )
         self.gpu_spin = _spin(-1, 999, s.chat.n_gpu_layers)
         self.gpu_spin.setToolTip("Layers offloaded to the GPU (0: CPU only, -1: all)")
         form.addRow("GPU layers", self.gpu_spin)
@@ -127,9 +150,14 @@ class SettingsDialog(QDialog):
         form.addRow(self.server_radio)
         configured = [(s.chat.server_url, s.chat.api_key)]
         self.server_combo, self._server_finder = self._search_row(
-            form, "Running here", "Servers running on this computer",
+            form,
+            "Running here",
+            "Servers running on this computer",
             "Looking for Ollama, LM Studio, llama-server, vLLM, Jan and GPT4All servers…",
-            ModelFinder(self, lambda: find_servers(configured)), self._servers_found, self._server_chosen)
+            ModelFinder(self, lambda: find_servers(configured)),
+            self._servers_found,
+            self._server_chosen,
+        )
         self.url_edit = QLineEdit(s.chat.server_url, src)
         self.url_edit.setPlaceholderText("http://127.0.0.1:8080/v1")
         form.addRow("Server URL", self.url_edit)
@@ -152,19 +180,25 @@ class SettingsDialog(QDialog):
         self.top_p_spin = _dspin(0.0, 1.0, s.chat.top_p, 0.01)
         g.addRow("Top-p", self.top_p_spin)
         self.min_p_spin = _dspin(0.0, 1.0, s.chat.min_p, 0.01)
-        self.min_p_spin.setToolTip("Never pick a word less likely than this share of the likeliest one "
-                                   "(keeps small models from wandering off; llama.cpp's sampler, "
-                                   "so servers not built on llama.cpp may ignore it)")
+        self.min_p_spin.setToolTip(
+            "Never pick a word less likely than this share of the likeliest one "
+            "(keeps small models from wandering off; llama.cpp's sampler, "
+            "so servers not built on llama.cpp may ignore it)"
+        )
         g.addRow("Min-p", self.min_p_spin)
         self.repeat_spin = _dspin(1.0, 2.0, s.chat.repeat_penalty, 0.01)
-        self.repeat_spin.setToolTip("Above 1, words of the last 64 tokens are less likely to come again "
-                                    "(1 = off; llama.cpp's sampler, so servers not built on llama.cpp "
-                                    "may ignore it)")
+        self.repeat_spin.setToolTip(
+            "Above 1, words of the last 64 tokens are less likely to come again "
+            "(1 = off; llama.cpp's sampler, so servers not built on llama.cpp "
+            "may ignore it)"
+        )
         g.addRow("Repeat penalty", self.repeat_spin)
         self.self_repeat_spin = _dspin(0.0, 5.0, s.chat.self_repeat_penalty, 0.1)
-        self.self_repeat_spin.setToolTip("Keeps a reply from copying the model's earlier replies in the chat word "
-                                         "for word: the longer the copy, the less likely its next word (0 = off; "
-                                         "a GGUF run here only)")
+        self.self_repeat_spin.setToolTip(
+            "Keeps a reply from copying the model's earlier replies in the chat word "
+            "for word: the longer the copy, the less likely its next word (0 = off; "
+            "a GGUF run here only)"
+        )
         g.addRow("Self-repeat penalty", self.self_repeat_spin)
         self.max_tokens_spin = _spin(1, 131_072, s.chat.max_tokens)
         g.addRow("Max reply tokens", self.max_tokens_spin)
@@ -182,16 +216,27 @@ class SettingsDialog(QDialog):
         form = QFormLayout(box)
         self.onnx_edit = QLineEdit(s.embedding.onnx_path, box)
         self.onnx_edit.setPlaceholderText("Empty: the bundled all-MiniLM-L6-v2 (int8)")
-        form.addRow("ONNX model", _file_row(box, self.onnx_edit, "Choose an ONNX model", "ONNX models (*.onnx)",
-                                            "ONNX model file"))
+        form.addRow(
+            "ONNX model",
+            _file_row(box, self.onnx_edit, "Choose an ONNX model", "ONNX models (*.onnx)", "ONNX model file"),
+        )
         self.tokenizer_edit = QLineEdit(s.embedding.tokenizer_path, box)
         self.tokenizer_edit.setPlaceholderText("Empty: the bundled tokenizer.json")
-        form.addRow("Tokenizer", _file_row(box, self.tokenizer_edit, "Choose tokenizer.json",
-                                           "Tokenizer (tokenizer.json *.json)", "tokenizer file"))
+        form.addRow(
+            "Tokenizer",
+            _file_row(
+                box, self.tokenizer_edit, "Choose tokenizer.json", "Tokenizer (tokenizer.json *.json)", "tokenizer file"
+            ),
+        )
         lay.addWidget(box)
-        lay.addWidget(_hint("Any ONNX sentence-embedding model with inputs input_ids/attention_mask and its "
-                            "tokenizer.json. A new model applies at the next start; memory is then re-embedded "
-                            "in the background.", page))
+        lay.addWidget(
+            _hint(
+                "Any ONNX sentence-embedding model with inputs input_ids/attention_mask and its "
+                "tokenizer.json. A new model applies at the next start; memory is then re-embedded "
+                "in the background.",
+                page,
+            )
+        )
         lay.addStretch(1)
         return page
 
@@ -268,15 +313,18 @@ class SettingsDialog(QDialog):
         form.addRow(self.enter_check)
         self.prepare_check = QCheckBox("Prepare replies while you read or type", page)
         self.prepare_check.setChecked(s.ui.prepare_replies)
-        self.prepare_check.setToolTip("The local model processes the open chat in the background, so the next "
-                                      "reply starts sooner (uses one core for a few seconds after opening a chat "
-                                      "or after a reply)")
+        self.prepare_check.setToolTip(
+            "The local model processes the open chat in the background, so the next "
+            "reply starts sooner (uses one core for a few seconds after opening a chat "
+            "or after a reply)"
+        )
         form.addRow(self.prepare_check)
         self.theme_combo = QComboBox(page)
         for key, label in THEME_LABELS:
             self.theme_combo.addItem(label, key)
-        self.theme_combo.setCurrentIndex(max(0, [k for k, _ in THEME_LABELS].index(s.ui.theme)
-                                             if s.ui.theme in dict(THEME_LABELS) else 0))
+        self.theme_combo.setCurrentIndex(
+            max(0, [k for k, _ in THEME_LABELS].index(s.ui.theme) if s.ui.theme in dict(THEME_LABELS) else 0)
+        )
         self.theme_combo.setAccessibleName("Theme")
         form.addRow("Theme", self.theme_combo)
         return page
@@ -297,14 +345,20 @@ class SettingsDialog(QDialog):
         self.open_data_button = QPushButton("Open data folder", page)
         self.open_data_button.clicked.connect(self.open_data_folder)
         lay.addWidget(self.open_data_button, 0, Qt.AlignmentFlag.AlignLeft)
-        lay.addWidget(_hint("The memory database (one SQLite file) lives in the data folder. To use another "
-                            "folder, start Mnemo with --data-dir DIR or set MNEMO_DATA_DIR.", page))
+        lay.addWidget(
+            _hint(
+                "The memory database (one SQLite file) lives in the data folder. To use another "
+                "folder, start Mnemo with --data-dir DIR or set MNEMO_DATA_DIR.",
+                page,
+            )
+        )
         lay.addStretch(1)
         return page
 
     # -- behaviour --------------------------------------------------------------------
-    def _search_row(self, form: QFormLayout, label: str, name: str, waiting: str, finder: ModelFinder,
-                    on_found, on_chosen) -> tuple[QComboBox, ModelFinder]:
+    def _search_row(
+        self, form: QFormLayout, label: str, name: str, waiting: str, finder: ModelFinder, on_found, on_chosen
+    ) -> tuple[QComboBox, ModelFinder]:
         """A row whose list a background search fills (disabled, saying what it looks for, until then)."""
         combo = QComboBox(form.parentWidget())
         combo.setAccessibleName(name)
@@ -322,8 +376,10 @@ class SettingsDialog(QDialog):
         if isinstance(found, Exception) or not found:
             why = f" ({found})" if isinstance(found, Exception) else ""
             combo.addItem(f"None found in other apps' model folders{why}: use Browse…")
-            combo.setToolTip("Searched: LM Studio, Ollama, the Hugging Face and llama.cpp caches, GPT4All, Jan, "
-                             "~/models and ~/Downloads")
+            combo.setToolTip(
+                "Searched: LM Studio, Ollama, the Hugging Face and llama.cpp caches, GPT4All, Jan, "
+                "~/models and ~/Downloads"
+            )
             combo.setEnabled(False)
             return
         combo.addItem(f"{len(found)} GGUF chat model{'s' if len(found) != 1 else ''} found: choose one", None)
@@ -340,8 +396,10 @@ class SettingsDialog(QDialog):
         combo.clear()
         if isinstance(found, Exception) or not found:
             combo.addItem("None answering here: start one, or type its URL below")
-            combo.setToolTip("Asked: the URL below and the usual ports of Ollama (11434), LM Studio (1234), "
-                             "llama-server (8080), vLLM (8000), Jan (1337) and GPT4All (4891) on 127.0.0.1")
+            combo.setToolTip(
+                "Asked: the URL below and the usual ports of Ollama (11434), LM Studio (1234), "
+                "llama-server (8080), vLLM (8000), Jan (1337) and GPT4All (4891) on 127.0.0.1"
+            )
             combo.setEnabled(False)
             return
         pairs = [(srv, name) for srv in found for name in (srv.models or ("",))]

@@ -4,6 +4,7 @@ database). A different `--data-dir` is a different memory and may run beside it.
 
 QLocalServer/QLocalSocket: a named local socket derived from the data folder's path.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,14 +41,14 @@ class InstanceServer(QObject):
         super().__init__(parent)
         self.name = server_name(data_dir)
         self.server = QLocalServer(self)
-        QLocalServer.removeServer(self.name)   # a socket file left by a crashed instance
+        QLocalServer.removeServer(self.name)  # a socket file left by a crashed instance
         self.listening = self.server.listen(self.name)
         self.server.newConnection.connect(self._on_connection)
 
     def _on_connection(self) -> None:
         while self.server.hasPendingConnections():
             sock = self.server.nextPendingConnection()
-            sock.abort()          # a connection is the whole message
+            sock.abort()  # a connection is the whole message
             sock.deleteLater()
         self.activated.emit()
 

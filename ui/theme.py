@@ -6,6 +6,7 @@ the palettes look the same everywhere. Widgets read the current colours from `co
 and listen to `ThemeManager.changed` to restyle what the style sheet cannot reach
 (Markdown documents, recoloured icons).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +15,6 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QObject, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPalette, QPixmap
-
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 ICONS = RESOURCES / "icons"
@@ -45,16 +45,44 @@ class Colors:
 
 
 LIGHT = Colors(
-    name="light", window="#f6f7f9", base="#ffffff", alt_base="#f3f4f6", sidebar="#eef0f4", text="#1f2328",
-    muted="#636c76", border="#d6d9de", accent="#3b6fd8", accent_text="#ffffff", user_bubble="#e7effd",
-    code_bg="#f1f3f6", inline_code_bg="#eceef1", warning_bg="#fff4d6", warning_text="#5c4400", error="#c62828",
-    button="#ffffff", hover="#e2e6ec",
+    name="light",
+    window="#f6f7f9",
+    base="#ffffff",
+    alt_base="#f3f4f6",
+    sidebar="#eef0f4",
+    text="#1f2328",
+    muted="#636c76",
+    border="#d6d9de",
+    accent="#3b6fd8",
+    accent_text="#ffffff",
+    user_bubble="#e7effd",
+    code_bg="#f1f3f6",
+    inline_code_bg="#eceef1",
+    warning_bg="#fff4d6",
+    warning_text="#5c4400",
+    error="#c62828",
+    button="#ffffff",
+    hover="#e2e6ec",
 )
 DARK = Colors(
-    name="dark", window="#1d1f23", base="#23252a", alt_base="#2a2d33", sidebar="#191b1e", text="#e4e6ea",
-    muted="#9aa1ab", border="#3a3e45", accent="#5b8def", accent_text="#ffffff", user_bubble="#2c3a55",
-    code_bg="#16181b", inline_code_bg="#33363d", warning_bg="#4a3b12", warning_text="#ffe3a3", error="#ff6b6b",
-    button="#2c2f35", hover="#353941",
+    name="dark",
+    window="#1d1f23",
+    base="#23252a",
+    alt_base="#2a2d33",
+    sidebar="#191b1e",
+    text="#e4e6ea",
+    muted="#9aa1ab",
+    border="#3a3e45",
+    accent="#5b8def",
+    accent_text="#ffffff",
+    user_bubble="#2c3a55",
+    code_bg="#16181b",
+    inline_code_bg="#33363d",
+    warning_bg="#4a3b12",
+    warning_text="#ffe3a3",
+    error="#ff6b6b",
+    button="#2c2f35",
+    hover="#353941",
 )
 
 _current: Colors = LIGHT

@@ -1,4 +1,5 @@
 """Helpers shared by CLI commands."""
+
 from __future__ import annotations
 
 import json

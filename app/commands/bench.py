@@ -1,4 +1,5 @@
 """`mnemo bench [NAME…]`: run the benchmarks in tests/bench (each prints JSON) from a source checkout."""
+
 from __future__ import annotations
 
 import subprocess
@@ -7,8 +8,19 @@ from pathlib import Path
 
 from app.commands._common import fail
 
-BENCHMARKS = ["retrieval", "ingest", "agent_overhead", "reply_quality", "long_chat", "quote_floor", "prompt_cache",
-              "warm_start", "ui_latency", "app_startup", "inspector_scale"]
+BENCHMARKS = [
+    "retrieval",
+    "ingest",
+    "agent_overhead",
+    "reply_quality",
+    "long_chat",
+    "quote_floor",
+    "prompt_cache",
+    "warm_start",
+    "ui_latency",
+    "app_startup",
+    "inspector_scale",
+]
 
 
 def _bench_dir() -> Path | None:
@@ -33,7 +45,10 @@ def run(args, ctx) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="run the benchmarks (retrieval, ingest, agent_overhead, reply_quality, long_chat, quote_floor, prompt_cache, warm_start, ui_latency, app_startup, inspector_scale; the last builds a 100k-page store the first time)")
+    p = sub.add_parser(
+        "bench",
+        help="run the benchmarks (retrieval, ingest, agent_overhead, reply_quality, long_chat, quote_floor, prompt_cache, warm_start, ui_latency, app_startup, inspector_scale; the last builds a 100k-page store the first time)",
+    )
     p.add_argument("names", nargs="*", help="which ones (default: all)")
     p.add_argument("--extra", nargs="*", default=[], help="arguments passed to each benchmark")
     p.set_defaults(func=run)

@@ -1,4 +1,5 @@
 """`mnemo chat` (terminal REPL with streaming) and `mnemo ask "…"` (one shot)."""
+
 from __future__ import annotations
 
 import signal
@@ -14,14 +15,17 @@ from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
 
-HELP = ("/new  new conversation   /memory  what is remembered   /remember TEXT  keep a fact about you   "
-        "/forget  forget what this chat taught   /stop or Ctrl+C  stop a reply   /quit")
+HELP = (
+    "/new  new conversation   /memory  what is remembered   /remember TEXT  keep a fact about you   "
+    "/forget  forget what this chat taught   /stop or Ctrl+C  stop a reply   /quit"
+)
 
 
 def _agent(ctx, store):
     model = ctx.chat_model()
-    agent = ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve,
-                      max_tokens=ctx.settings.chat.max_tokens)
+    agent = ChatAgent(
+        store, model, reply_reserve=ctx.settings.chat.reply_reserve, max_tokens=ctx.settings.chat.max_tokens
+    )
     if agent.recover_interrupted():  # a reply was cut short by a crash: keep it, queue its memory
         _settle(store)
     return agent
@@ -97,12 +101,21 @@ def run_ask(args, ctx) -> int:
     try:
         cid = args.conversation or agent.new_conversation()
         result = _stream_turn(agent, cid, args.text, quiet=args.json)
-        if result is None:   # the disk is full: nothing to print but the error
+        if result is None:  # the disk is full: nothing to print but the error
             return 1
         _settle(store)
         if args.json:
-            print_json({"conversation_id": cid, "message_id": result.assistant_message_id, "text": result.text,
-                        "status": result.status, "stats": result.stats, "trace": result.trace, "error": result.error})
+            print_json(
+                {
+                    "conversation_id": cid,
+                    "message_id": result.assistant_message_id,
+                    "text": result.text,
+                    "status": result.status,
+                    "stats": result.stats,
+                    "trace": result.trace,
+                    "error": result.error,
+                }
+            )
         return 1 if result.error else 0
     finally:
         store.close()
@@ -164,7 +177,7 @@ def run_chat(args, ctx) -> int:
                     break
                 continue
             if text == "/remember" or text.startswith("/remember "):
-                _remember(store, text[len("/remember"):])
+                _remember(store, text[len("/remember") :])
                 continue
             if text == "/memory":
                 stats = store.stats()

@@ -5,6 +5,7 @@ file, a new title, or gone; what memory learned from a chat stays, as in the app
 `export` writes the chat's newest branch as a Markdown transcript (which `mnemo ingest` reads
 back) or as JSON (every field); see app.chat_export.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -21,8 +22,17 @@ def _when(ts: float) -> str:
 
 def _list(store, args) -> int:
     convs = store.list_conversations(limit=args.limit)
-    rows = [{"id": c.id, "title": c.title, "created_at": c.created_at, "updated_at": c.updated_at,
-             "source": c.source, "messages": len(store.list_messages(c.id))} for c in convs]
+    rows = [
+        {
+            "id": c.id,
+            "title": c.title,
+            "created_at": c.created_at,
+            "updated_at": c.updated_at,
+            "source": c.source,
+            "messages": len(store.list_messages(c.id)),
+        }
+        for c in convs
+    ]
     if args.json:
         print_json(rows)
         return 0
@@ -49,8 +59,7 @@ def _export(store, args) -> int:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
     except OSError as exc:
         return fail(f"could not write {args.file}: {exc.strerror or exc} (nothing was written)", 1)
-    print(f"exported “{result.title}”: {count(result.messages, 'message')} to {result.path} "
-          f"({result.bytes:,} bytes)")
+    print(f"exported “{result.title}”: {count(result.messages, 'message')} to {result.path} ({result.bytes:,} bytes)")
     return 0
 
 
@@ -82,16 +91,23 @@ def _delete(store, args) -> int:
     if args.forget:
         held = chat_memory(store, args.id)
         also = "" if held.empty else f", and forget what memory learned from it ({held.describe()})"
-    refused = _refused(args, f"Delete “{conv.title}” and its messages{also}?", "delete",
-                       f"deleting “{conv.title}” removes its messages{also}", "not deleted")
+    refused = _refused(
+        args,
+        f"Delete “{conv.title}” and its messages{also}?",
+        "delete",
+        f"deleting “{conv.title}” removes its messages{also}",
+        "not deleted",
+    )
     if refused is not None:
         return refused
     with store.transaction():
         gone = forget_chat_memory(store, args.id) if args.forget else None
         store.delete_conversation(args.id)
     if gone is None:
-        print(f"deleted “{conv.title}”; what memory learned from it stays (forget it in the memory inspector, "
-              "or next time: mnemo chats delete ID --forget)")
+        print(
+            f"deleted “{conv.title}”; what memory learned from it stays (forget it in the memory inspector, "
+            "or next time: mnemo chats delete ID --forget)"
+        )
     else:
         print(f"deleted “{conv.title}”" + ("" if gone.empty else f" and forgot {gone.describe()}"))
     return 0
@@ -108,17 +124,23 @@ def _forget(store, args) -> int:
         else:
             print(f"memory holds nothing from “{conv.title}”")
         return 0
-    refused = _refused(args, f"Forget what memory learned from “{conv.title}”: {held.describe()}? The chat stays.",
-                       "forget", f"forgetting what memory learned from “{conv.title}” removes {held.describe()}",
-                       "nothing forgotten")
+    refused = _refused(
+        args,
+        f"Forget what memory learned from “{conv.title}”: {held.describe()}? The chat stays.",
+        "forget",
+        f"forgetting what memory learned from “{conv.title}” removes {held.describe()}",
+        "nothing forgotten",
+    )
     if refused is not None:
         return refused
     gone = forget_chat_memory(store, args.id)
     if args.json:
         print_json(gone.to_json())
     else:
-        print(f"forgot what memory learned from “{conv.title}”: {gone.describe()}; the chat stays "
-              "(its new messages are remembered again unless it is incognito)")
+        print(
+            f"forgot what memory learned from “{conv.title}”: {gone.describe()}; the chat stays "
+            "(its new messages are remembered again unless it is incognito)"
+        )
     return 0
 
 
@@ -134,8 +156,9 @@ def run(args, ctx) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("chats", help="list, export (Markdown or JSON), rename or delete chats, or forget what "
-                                     "memory learned from one")
+    p = sub.add_parser(
+        "chats", help="list, export (Markdown or JSON), rename or delete chats, or forget what memory learned from one"
+    )
     acts = p.add_subparsers(dest="action", required=True)
     a = acts.add_parser("list", help="the chats, most recent first: id, last change, messages, title")
     a.add_argument("--limit", type=int, default=100)
@@ -155,8 +178,11 @@ def register(sub) -> None:
     a.add_argument("--forget", action="store_true", help="also forget what memory learned from it (see forget)")
     a.add_argument("--yes", action="store_true", help="do not ask")
     a.set_defaults(func=run)
-    a = acts.add_parser("forget", help="forget what memory learned from a chat (its pages in every tier, persona "
-                                       "items drawn only from them, facts it asked to remember); the chat stays")
+    a = acts.add_parser(
+        "forget",
+        help="forget what memory learned from a chat (its pages in every tier, persona "
+        "items drawn only from them, facts it asked to remember); the chat stays",
+    )
     a.add_argument("id", type=int)
     a.add_argument("--yes", action="store_true", help="do not ask")
     a.add_argument("--json", action="store_true", help="what was forgotten, as JSON")

@@ -1,4 +1,5 @@
 """`mnemo doctor`: versions, resolved model paths, data dir, and a timed embed + 5-token generation."""
+
 from __future__ import annotations
 
 import json
@@ -72,7 +73,7 @@ def _llama_extra_buffers() -> str:
         from models import llama_runtime
 
         return llama_runtime.describe()
-    except Exception as exc:  # noqa: BLE001 - llama-cpp-python missing or broken: doctor still reports
+    except Exception as exc:
         return f"unknown ({exc})"
 
 

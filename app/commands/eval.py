@@ -1,6 +1,7 @@
 """`mnemo eval locomo`: LoCoMo retrieval recall_acc (ours beside flat-dense, BM25 and hybrid
 baselines) and, with --qa, answer quality of the configured chat model with memory, without
 memory and with the truncated full conversation. See docs/eval.md."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -11,28 +12,53 @@ import time
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("eval", help="evaluate memory quality on benchmarks (LoCoMo)",
-                              description="Evaluate the memory on benchmarks.")
+    p = subparsers.add_parser(
+        "eval", help="evaluate memory quality on benchmarks (LoCoMo)", description="Evaluate the memory on benchmarks."
+    )
     bench = p.add_subparsers(dest="benchmark", metavar="BENCHMARK")
-    lp = bench.add_parser("locomo", help="LoCoMo: retrieval recall_acc at turn budgets, optional QA",
-                          description="Each LoCoMo conversation is imported into a fresh temporary store "
-                                      "(the `mnemo ingest` path), then every question is retrieved for.")
+    lp = bench.add_parser(
+        "locomo",
+        help="LoCoMo: retrieval recall_acc at turn budgets, optional QA",
+        description="Each LoCoMo conversation is imported into a fresh temporary store "
+        "(the `mnemo ingest` path), then every question is retrieved for.",
+    )
     lp.add_argument("--data", required=True, help="LoCoMo JSON (e.g. ../shared/data/locomo/locomo-dev.json)")
     lp.add_argument("--samples", default=None, help="comma-separated sample ids (default: all)")
-    lp.add_argument("--retriever", default="all",
-                    help="mnemo, flat-dense, bm25, hybrid, all, or a comma-separated list (default: all)")
+    lp.add_argument(
+        "--retriever",
+        default="all",
+        help="mnemo, flat-dense, bm25, hybrid, all, or a comma-separated list (default: all)",
+    )
     lp.add_argument("--ks", default="5,10,25,50", help="turn budgets (default: 5,10,25,50)")
-    lp.add_argument("--limit", type=int, default=None, metavar="N",
-                    help="evaluate N questions in total, spread evenly over the samples")
+    lp.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="evaluate N questions in total, spread evenly over the samples",
+    )
     lp.add_argument("--qa", action="store_true", help="also answer with the configured chat model and score F1/BLEU-1")
-    lp.add_argument("--qa-modes", default="memory,no-memory,full-context",
-                    help="QA prompts to run (default: memory,no-memory,full-context)")
-    lp.add_argument("--qa-turns", type=int, default=None,
-                    help="recalled turns offered to the model, a page's better side first, from as many pages "
-                         "(default: the chat agent's, MemoryParams.recall_turns: 14)")
-    lp.add_argument("--asked-before", nargs="?", const="same", choices=("same", "all"), default=None,
-                    help="ask each question once before, in a chat of its own, with a non-answer reply; then measure "
-                         "(all: every question of a sample asked before any is measured)")
+    lp.add_argument(
+        "--qa-modes",
+        default="memory,no-memory,full-context",
+        help="QA prompts to run (default: memory,no-memory,full-context)",
+    )
+    lp.add_argument(
+        "--qa-turns",
+        type=int,
+        default=None,
+        help="recalled turns offered to the model, a page's better side first, from as many pages "
+        "(default: the chat agent's, MemoryParams.recall_turns: 14)",
+    )
+    lp.add_argument(
+        "--asked-before",
+        nargs="?",
+        const="same",
+        choices=("same", "all"),
+        default=None,
+        help="ask each question once before, in a chat of its own, with a non-answer reply; then measure "
+        "(all: every question of a sample asked before any is measured)",
+    )
     lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -89,9 +115,17 @@ def run_locomo(args, ctx) -> int:
             time.tzset()
     qa_model = ctx.chat_model() if args.qa else None
     needs_memory = "mnemo" in retrievers or (args.qa and "memory" in modes)
-    runner = LocomoEval(ctx.embedder(), memory_params=ctx.memory_params() if needs_memory else None, retrievers=retrievers, ks=ks,
-                        qa_model=qa_model, qa_modes=modes, qa_turns=args.qa_turns, progress=not args.no_progress,
-                        asked_before=args.asked_before)
+    runner = LocomoEval(
+        ctx.embedder(),
+        memory_params=ctx.memory_params() if needs_memory else None,
+        retrievers=retrievers,
+        ks=ks,
+        qa_model=qa_model,
+        qa_modes=modes,
+        qa_turns=args.qa_turns,
+        progress=not args.no_progress,
+        asked_before=args.asked_before,
+    )
     report = runner.run(samples, limit=args.limit, data_path=args.data)
     if args.out:
         write_json(report, args.out)

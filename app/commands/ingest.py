@@ -6,6 +6,7 @@ code 2 having written nothing. Malformed records are skipped with a warning nami
 position. Each conversation is written in its own transaction; re-running skips what is
 already imported and finishes what is not (see app.importers.writer).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,12 +17,21 @@ MAX_WARNINGS_SHOWN = 40
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "ingest", help="import conversations (ChatGPT or Claude conversations.json/.zip, LoCoMo JSON, text/Markdown transcripts)",
+        "ingest",
+        help="import conversations (ChatGPT or Claude conversations.json/.zip, LoCoMo JSON, text/Markdown transcripts)",
         description="Import past conversations into memory through the LLM-free bulk path. "
-                    "Resumable: re-running skips conversations already imported.")
-    p.add_argument("file", help="conversations.json (or the export .zip) of ChatGPT or Claude, a LoCoMo .json, or a .txt/.md transcript")
-    p.add_argument("--format", default="auto", choices=["auto", "chatgpt", "claude", "locomo", "text"],
-                   help="input format (default: detect)")
+        "Resumable: re-running skips conversations already imported.",
+    )
+    p.add_argument(
+        "file",
+        help="conversations.json (or the export .zip) of ChatGPT or Claude, a LoCoMo .json, or a .txt/.md transcript",
+    )
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "chatgpt", "claude", "locomo", "text"],
+        help="input format (default: detect)",
+    )
     p.add_argument("--limit", type=int, default=None, metavar="N", help="import at most N conversations")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -47,8 +57,11 @@ def run(args, ctx) -> int:
     store = ctx.open_store()
     if store.is_paused():
         store.close()
-        print("mnemo ingest: error: memory is paused, so imported conversations would get no memory pages "
-              "(and resuming would not add them later). Resume memory first, then import.", file=sys.stderr)
+        print(
+            "mnemo ingest: error: memory is paused, so imported conversations would get no memory pages "
+            "(and resuming would not add them later). Resume memory first, then import.",
+            file=sys.stderr,
+        )
         return 1
     progress = ProgressBar(total_turns, label="ingest", unit="turns", enabled=not args.no_progress)
     try:
@@ -61,13 +74,16 @@ def run(args, ctx) -> int:
         if is_storage_full(exc):
             print(f"mnemo ingest: error: {DISK_FULL}", file=sys.stderr)
         else:
-            print(f"mnemo ingest: error while writing: {exc}. Conversations written before it are kept; "
-                  f"re-run the command to finish.", file=sys.stderr)
+            print(
+                f"mnemo ingest: error while writing: {exc}. Conversations written before it are kept; "
+                f"re-run the command to finish.",
+                file=sys.stderr,
+            )
         return 1
     finally:
         store.close()
     progress.close()
-    _print_issues(report.issues[len(parsed.issues):])
+    _print_issues(report.issues[len(parsed.issues) :])
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -1,5 +1,6 @@
 """`mnemo memory …`: list / show / add / forget / pin / wipe / pause / events / stats / export / backup / backups /
 restore."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,8 +27,10 @@ def _row(kind: str, item) -> str:
     if kind == "page":
         return f"page {item.id:>6} [{item.tier}] {_when(item.timestamp)} {'📌' if item.pinned else ' '} {_short(item.user_text + ' | ' + item.assistant_text)}"
     if kind == "segment":
-        return (f"segment {item.id:>5} [{item.tier}] heat {heat(item.heat):>6} visits {item.n_visit:>3} "
-                f"pages {item.page_count:>3} {'📌' if item.pinned else ' '} {_short(item.summary, 70)}")
+        return (
+            f"segment {item.id:>5} [{item.tier}] heat {heat(item.heat):>6} visits {item.n_visit:>3} "
+            f"pages {item.page_count:>3} {'📌' if item.pinned else ' '} {_short(item.summary, 70)}"
+        )
     if kind == "trait":
         return f"trait {item.id:>5} {item.dimension}: {_short(item.value, 70)} (conf {item.confidence:.2f}, v{item.version})"
     return f"knowledge {item.id:>5} ({item.owner}) {_short(item.text, 80)} (v{item.version})"
@@ -35,8 +38,14 @@ def _row(kind: str, item) -> str:
 
 def _list(store, args):
     if args.kind == "page":
-        return store.list_pages(tier=args.tier, conversation_id=args.conversation, text=args.text,
-                                deleted_chats=args.deleted_chats, limit=args.limit, offset=args.offset)
+        return store.list_pages(
+            tier=args.tier,
+            conversation_id=args.conversation,
+            text=args.text,
+            deleted_chats=args.deleted_chats,
+            limit=args.limit,
+            offset=args.offset,
+        )
     if args.kind == "segment":
         return store.list_segments(tier=args.tier, limit=args.limit, offset=args.offset)
     if args.kind == "trait":
@@ -45,8 +54,12 @@ def _list(store, args):
 
 
 def _get(store, kind: str, item_id: int):
-    getter = {"page": store.get_page, "segment": store.get_segment, "trait": store.get_trait,
-              "knowledge": store.get_knowledge}[kind]
+    getter = {
+        "page": store.get_page,
+        "segment": store.get_segment,
+        "trait": store.get_trait,
+        "knowledge": store.get_knowledge,
+    }[kind]
     return getter(item_id)
 
 
@@ -96,9 +109,11 @@ def _export(store, args) -> int:
         return fail(f"could not write {args.file}: {exc.strerror or exc} (nothing was written)", 1)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    print(f"exported {count(result.pages, 'page')}, {count(result.segments, 'segment')}, "
-          f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path} "
-          f"({result.bytes / 1e6:.1f} MB)")
+    print(
+        f"exported {count(result.pages, 'page')}, {count(result.segments, 'segment')}, "
+        f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path} "
+        f"({result.bytes / 1e6:.1f} MB)"
+    )
     return 0
 
 
@@ -129,8 +144,10 @@ def _restore(ctx, args) -> int:
         return fail("Mnemo is open on this memory: close its window first (restore swaps the database file)", 1)
     if not args.yes:
         if not sys.stdin.isatty():
-            return fail("restore replaces the memory database (the current one is kept aside); close Mnemo, "
-                        "then pass --yes to confirm")
+            return fail(
+                "restore replaces the memory database (the current one is kept aside); close Mnemo, "
+                "then pass --yes to confirm"
+            )
         if input("Close Mnemo first. Type 'restore' to put this backup back: ").strip() != "restore":
             return fail("not restored", 1)
     try:
@@ -152,8 +169,11 @@ def run(args, ctx) -> int:
         if action == "backup":
             from app import backups
 
-            path = store.backup(args.file) if args.file else backups.make_backup(
-                store, ctx.paths, keep=max(ctx.settings.backup_keep, 1))
+            path = (
+                store.backup(args.file)
+                if args.file
+                else backups.make_backup(store, ctx.paths, keep=max(ctx.settings.backup_keep, 1))
+            )
             print(f"memory backed up to {path} ({Path(path).stat().st_size / 1e6:.1f} MB)")
             return 0
         if action == "list":
@@ -198,15 +218,19 @@ def run(args, ctx) -> int:
                 store.set_conversation_flags(args.conversation, memory_paused=on)
             else:
                 store.set_paused(on)
-            print(f"memory {'paused' if on else 'resumed'}" + (f" for conversation {args.conversation}" if args.conversation else ""))
+            print(
+                f"memory {'paused' if on else 'resumed'}"
+                + (f" for conversation {args.conversation}" if args.conversation else "")
+            )
             return 0
         if action == "events":
             if args.segment is not None:
-                events = store.segment_events(args.segment)[-args.limit:]
+                events = store.segment_events(args.segment)[-args.limit :]
             else:
                 kinds = args.kind or None
-                events = store.events(since_id=args.since or 0, limit=args.limit, kinds=kinds,
-                                      newest=args.since is None)
+                events = store.events(
+                    since_id=args.since or 0, limit=args.limit, kinds=kinds, newest=args.since is None
+                )
             if args.json:
                 print_json([dataclasses.asdict(e) for e in events])
             else:
@@ -230,8 +254,11 @@ def register(sub) -> None:
     a.add_argument("kind", choices=KINDS)
     a.add_argument("--tier", choices=("stm", "mtm", "archive"))
     a.add_argument("--conversation", type=int)
-    a.add_argument("--deleted-chats", action="store_true",
-                   help="only pages of chats deleted without forgetting them (forget them by id)")
+    a.add_argument(
+        "--deleted-chats",
+        action="store_true",
+        help="only pages of chats deleted without forgetting them (forget them by id)",
+    )
     a.add_argument("--text", help="only items containing this text (pages)")
     a.add_argument("--limit", type=int, default=50)
     a.add_argument("--offset", type=int, default=0)
@@ -240,10 +267,13 @@ def register(sub) -> None:
     a.add_argument("kind", choices=KINDS)
     a.add_argument("id", type=int)
     a.add_argument("--json", action="store_true")
-    a = acts.add_parser("add", help="remember something directly: a fact about you (or the assistant), or a trait",
-                        description="Remember a fact (`add fact I am allergic to peanuts`) or a trait (`add trait "
-                                    "likes jazz`). A repeat confirms what is held; a close fact updates it and keeps "
-                                    "the old text as a version; a pinned item is not changed.")
+    a = acts.add_parser(
+        "add",
+        help="remember something directly: a fact about you (or the assistant), or a trait",
+        description="Remember a fact (`add fact I am allergic to peanuts`) or a trait (`add trait "
+        "likes jazz`). A repeat confirms what is held; a close fact updates it and keeps "
+        "the old text as a version; a pinned item is not changed.",
+    )
     a.add_argument("what", choices=("fact", "trait"))
     a.add_argument("words", nargs="+", help="the fact; for a trait, its dimension then its value")
     a.add_argument("--about", choices=("user", "assistant"), default="user", help="whom a fact is about")

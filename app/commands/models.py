@@ -1,5 +1,6 @@
 """`mnemo models`: the GGUF chat models other local-LLM apps keep on this computer, and the OpenAI-compatible
 servers answering here; `--use N` chats with one of the files."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -36,9 +37,12 @@ def run(args, ctx) -> int:
     chat = ctx.settings.chat
     servers = find_servers([(chat.server_url, chat.api_key)])
     if args.json:
-        print_json({"files": [dict(asdict(m), in_use=bool(current) and Path(current) == Path(m.path))
-                              for m in found],
-                    "servers": [dict(asdict(s), models=list(s.models)) for s in servers]})
+        print_json(
+            {
+                "files": [dict(asdict(m), in_use=bool(current) and Path(current) == Path(m.path)) for m in found],
+                "servers": [dict(asdict(s), models=list(s.models)) for s in servers],
+            }
+        )
         return 0
     if not found:
         print("No GGUF chat models found. Searched:")
@@ -56,8 +60,11 @@ def run(args, ctx) -> int:
             print(f"      {m.path}")
         print()
     _print_servers(servers)
-    now = current or ("the bundled SmolLM2-135M" if chat.backend == "llama" else
-                      f"the server at {chat.server_url}" + (f" ({chat.server_model})" if chat.server_model else ""))
+    now = current or (
+        "the bundled SmolLM2-135M"
+        if chat.backend == "llama"
+        else f"the server at {chat.server_url}" + (f" ({chat.server_model})" if chat.server_model else "")
+    )
     print(f"Mnemo chats with {now}." + (" `mnemo models --use N` chats with file N instead." if found else ""))
     return 0
 
@@ -65,8 +72,10 @@ def run(args, ctx) -> int:
 def _print_servers(servers) -> None:
     if not servers:
         return
-    print("OpenAI-compatible servers answering here (Settings ▸ Model ▸ Running here, or settings.json's "
-          "chat.server_url / chat.server_model):")
+    print(
+        "OpenAI-compatible servers answering here (Settings ▸ Model ▸ Running here, or settings.json's "
+        "chat.server_url / chat.server_model):"
+    )
     for s in servers:
         who = "" if s.app == "configured" else f"{s.app}, "
         print(f"  {who}{s.url}: {', '.join(s.models) if s.models else 'no models listed'}")
@@ -74,9 +83,12 @@ def _print_servers(servers) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("models", help="list GGUF chat models other apps keep here (LM Studio, Ollama, Hugging "
-                                      "Face, llama.cpp, GPT4All, Jan, ~/models, ~/Downloads) and the servers "
-                                      "answering on their usual ports; --use N picks a file")
+    p = sub.add_parser(
+        "models",
+        help="list GGUF chat models other apps keep here (LM Studio, Ollama, Hugging "
+        "Face, llama.cpp, GPT4All, Jan, ~/models, ~/Downloads) and the servers "
+        "answering on their usual ports; --use N picks a file",
+    )
     p.add_argument("--use", metavar="N|PATH", help="chat with model N of the list, or with this GGUF file")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)

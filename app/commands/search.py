@@ -1,4 +1,5 @@
 """`mnemo search "…"`: run retrieval without chatting; print what would be recalled and why."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,8 +12,9 @@ def run(args, ctx) -> int:
 
     store = ctx.open_store()
     try:
-        retrieval = store.retrieve(args.query, args.conversation,
-                                   RetrievalBudget(pages=args.limit, knowledge=args.limit), record_visits=False)
+        retrieval = store.retrieve(
+            args.query, args.conversation, RetrievalBudget(pages=args.limit, knowledge=args.limit), record_visits=False
+        )
         if args.json:
             trace = retrieval.to_trace()
             for hit, row in zip(retrieval.pages, trace["pages"]):
@@ -25,11 +27,13 @@ def run(args, ctx) -> int:
                 for h in hits:
                     text = f"{h.item.dimension}: {h.item.value}" if title == "Persona" else h.item.text
                     print(f"  {h.score:6.3f}  {text}   ({h.reason})")
-        print(f"== Pages ({len(retrieval.pages)}; each side with its place among the recalled turns, which a "
-              f"reply quotes best first)")
+        print(
+            f"== Pages ({len(retrieval.pages)}; each side with its place among the recalled turns, which a "
+            f"reply quotes best first)"
+        )
         place = {}
         for i, u in enumerate(retrieval.sides, 1):
-            for side in (("user", "assistant") if u.side == "page" else (u.side,)):
+            for side in ("user", "assistant") if u.side == "page" else (u.side,):
                 place[(u.hit.page.id, side)] = i
         for h in retrieval.pages:
             p = h.page

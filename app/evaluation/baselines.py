@@ -6,10 +6,11 @@ writes (speaker name + text + photo caption), with the same embedder as the memo
   in-memory database, ranked by FTS5's `bm25()`; the query is the OR of its word tokens.
 - `rrf_fuse`: reciprocal-rank fusion (k = 60) of the two rankings ("hybrid").
 """
+
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -57,7 +58,8 @@ class BM25Turns:
         if not q:
             return []
         rows = self.conn.execute(
-            "SELECT dia FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?", (q, n)).fetchall()
+            "SELECT dia FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?", (q, n)
+        ).fetchall()
         return [r[0] for r in rows]
 
     def close(self) -> None:

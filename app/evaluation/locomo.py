@@ -18,6 +18,7 @@ Protocol (documented in docs/eval.md):
 - Baselines share the embedder and the exact turn texts: flat dense over turns, BM25 over
   turns (FTS5), and their RRF fusion ("hybrid").
 """
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -87,18 +89,34 @@ def load_samples(path: str | Path, sample_ids: Sequence[str] | None = None) -> t
         c = raw.get("conversation", {})
         qs = []
         for i, qa in enumerate(raw.get("qa") or []):
-            if not isinstance(qa, dict) or not isinstance(qa.get("question"), str) or qa.get("category") not in CATEGORY_NAMES:
+            if (
+                not isinstance(qa, dict)
+                or not isinstance(qa.get("question"), str)
+                or qa.get("category") not in CATEGORY_NAMES
+            ):
                 warnings.append(f"{name}: {conv.external_id}, qa {i + 1}: malformed question — skipped")
                 continue
             ev = metrics.normalize_evidence(qa.get("evidence") or [])
-            qs.append(Question(conv.external_id, i, qa["question"], int(qa["category"]), qa.get("answer"),
-                               list(qa.get("evidence") or []), ev, qa.get("adversarial_answer")))
+            qs.append(
+                Question(
+                    conv.external_id,
+                    i,
+                    qa["question"],
+                    int(qa["category"]),
+                    qa.get("answer"),
+                    list(qa.get("evidence") or []),
+                    ev,
+                    qa.get("adversarial_answer"),
+                )
+            )
         samples.append(Sample(conv.external_id, conv, qs, (c.get("speaker_a", "A"), c.get("speaker_b", "B")), raw))
     if sample_ids:
         missing = [s for s in sample_ids if s not in {x.sample_id for x in samples}]
         if missing:
-            raise ImportFatalError(f"{name}: no sample(s) {', '.join(missing)}; "
-                                   f"available: {', '.join(c.external_id for c in parsed.conversations)}")
+            raise ImportFatalError(
+                f"{name}: no sample(s) {', '.join(missing)}; "
+                f"available: {', '.join(c.external_id for c in parsed.conversations)}"
+            )
     return samples, warnings
 
 
@@ -143,27 +161,52 @@ def summarize(rows: Sequence[dict], key: Callable[[dict], float | None]) -> dict
     v15 = [key(r) for r in rows]
     v14 = [v for v in v14 if v is not None]
     v15 = [v for v in v15 if v is not None]
-    return {"overall_1_4": _pct(v14), "overall_1_5": _pct(v15), "by_category": by_cat, "n": counts,
-            "n_1_4": len(v14), "n_1_5": len(v15)}
+    return {
+        "overall_1_4": _pct(v14),
+        "overall_1_5": _pct(v15),
+        "by_category": by_cat,
+        "n": counts,
+        "n_1_4": len(v14),
+        "n_1_5": len(v15),
+    }
 
 
 def _latency(ms: Sequence[float]) -> dict:
     if not ms:
         return {}
     s = sorted(ms)
-    p = lambda q: s[min(len(s) - 1, int(math.ceil(q * len(s))) - 1)]  # noqa: E731
-    return {"mean_ms": round(statistics.fmean(s), 2), "p50_ms": round(p(0.5), 2), "p95_ms": round(p(0.95), 2),
-            "max_ms": round(s[-1], 2), "n": len(s)}
+
+    def p(q):
+        return s[min(len(s) - 1, int(math.ceil(q * len(s))) - 1)]
+
+    return {
+        "mean_ms": round(statistics.fmean(s), 2),
+        "p50_ms": round(p(0.5), 2),
+        "p95_ms": round(p(0.95), 2),
+        "max_ms": round(s[-1], 2),
+        "n": len(s),
+    }
 
 
 ASKED_BEFORE_REPLY = "I'm not sure, I don't have that information."
 
 
 class LocomoEval:
-    def __init__(self, embedder, *, memory_params=None, retrievers: Sequence[str] = RETRIEVERS,
-                 ks: Sequence[int] = KS, qa_model=None, qa_modes: Sequence[str] = QA_MODES,
-                 qa_turns: int | None = None, store_factory: Callable[[Path], Any] | None = None,
-                 progress: bool = True, log: Callable[[str], None] | None = None, asked_before: str | None = None):
+    def __init__(
+        self,
+        embedder,
+        *,
+        memory_params=None,
+        retrievers: Sequence[str] = RETRIEVERS,
+        ks: Sequence[int] = KS,
+        qa_model=None,
+        qa_modes: Sequence[str] = QA_MODES,
+        qa_turns: int | None = None,
+        store_factory: Callable[[Path], Any] | None = None,
+        progress: bool = True,
+        log: Callable[[str], None] | None = None,
+        asked_before: str | None = None,
+    ):
         self.embedder = embedder
         self.memory_params = memory_params
         self.retrievers = [r for r in RETRIEVERS if r in retrievers]
@@ -183,10 +226,15 @@ class LocomoEval:
     def _open_store(self, path: Path):
         from memory_core import MemoryStore
 
-        return MemoryStore.open(path, self.embedder.embed, embed_model_id=self.embedder.model_id,
-                                dim=self.embedder.dim, params=self._params(),
-                                # an embedder without token vectors ranks without the word-by-word match
-                                embed_tokens=getattr(self.embedder, "embed_with_tokens", None))
+        return MemoryStore.open(
+            path,
+            self.embedder.embed,
+            embed_model_id=self.embedder.model_id,
+            dim=self.embedder.dim,
+            params=self._params(),
+            # an embedder without token vectors ranks without the word-by-word match
+            embed_tokens=getattr(self.embedder, "embed_with_tokens", None),
+        )
 
     def _params(self):
         from memory_core import MemoryParams
@@ -196,8 +244,7 @@ class LocomoEval:
     def _retrieve(self, store, question: str, pages: int):
         from memory_core import RetrievalBudget
 
-        return store.retrieve(question, conversation_id=None, budget=RetrievalBudget(pages=pages),
-                              record_visits=False)
+        return store.retrieve(question, conversation_id=None, budget=RetrievalBudget(pages=pages), record_visits=False)
 
     def _ask_before(self, store, question: str) -> tuple[int, int]:
         """--asked-before: the question was asked once already, in a chat of its own, and got a
@@ -210,14 +257,19 @@ class LocomoEval:
         t_start = time.perf_counter()
         chosen = spread_limit(samples, limit)
         per_question: list[dict] = []
-        timings: dict[str, Any] = {"ingest_s": {}, "baseline_index_s": {}, "retrieval_ms": {r: [] for r in self.retrievers}}
+        timings: dict[str, Any] = {
+            "ingest_s": {},
+            "baseline_index_s": {},
+            "retrieval_ms": {r: [] for r in self.retrievers},
+        }
         qa_answerer = None
         if self.qa_model is not None:
             from app.evaluation.qa import QAAnswerer
             from app.prompting import QuoteFloor
 
-            qa_answerer = QAAnswerer(self.qa_model, memory_turns=self.qa_turns,
-                                     floor=QuoteFloor.from_params(self._params()))
+            qa_answerer = QAAnswerer(
+                self.qa_model, memory_turns=self.qa_turns, floor=QuoteFloor.from_params(self._params())
+            )
         need_store = "mnemo" in self.retrievers or (qa_answerer is not None and "memory" in self.qa_modes)
         total_q = sum(len(v) for v in chosen.values())
         steps = total_q * (1 + (len(self.qa_modes) if qa_answerer is not None else 0))
@@ -232,8 +284,16 @@ class LocomoEval:
         bar.close()
         return self._report(samples, chosen, per_question, timings, time.perf_counter() - t_start, data_path)
 
-    def _run_sample(self, sample: Sample, questions: list[Question], tmp: Path, need_store: bool,
-                    qa_answerer, timings: dict, bar: ProgressBar) -> list[dict]:
+    def _run_sample(
+        self,
+        sample: Sample,
+        questions: list[Question],
+        tmp: Path,
+        need_store: bool,
+        qa_answerer,
+        timings: dict,
+        bar: ProgressBar,
+    ) -> list[dict]:
         conv = sample.conversation
         turn_ids = [t.turn_id for t in conv.turns]
         turn_texts = [t.text for t in conv.turns]
@@ -246,7 +306,11 @@ class LocomoEval:
                 write_conversation(store, conv)
                 timings["ingest_s"][sample.sample_id] = round(time.perf_counter() - t0, 3)
             t0 = time.perf_counter()
-            dense = FlatDense(turn_ids, turn_texts, self.embedder.embed) if {"flat-dense", "hybrid"} & set(self.retrievers) else None
+            dense = (
+                FlatDense(turn_ids, turn_texts, self.embedder.embed)
+                if {"flat-dense", "hybrid"} & set(self.retrievers)
+                else None
+            )
             bm25 = BM25Turns(turn_ids, turn_texts) if {"bm25", "hybrid"} & set(self.retrievers) else None
             timings["baseline_index_s"][sample.sample_id] = round(time.perf_counter() - t0, 3)
             t0 = time.perf_counter()
@@ -259,14 +323,18 @@ class LocomoEval:
             retrievals: list[Any] = []
             # --asked-before all: every question of the sample was asked once already, each in a chat of its
             # own; their page ids as strings, as they appear in the ranked units ("page:ID:side")
-            askings = ({str(self._ask_before(store, q.question)[1]) for q in questions}
-                       if self.asked_before == "all" and store is not None else set())
+            askings = (
+                {str(self._ask_before(store, q.question)[1]) for q in questions}
+                if self.asked_before == "all" and store is not None
+                else set()
+            )
             for qi, q in enumerate(questions):
                 ranked: dict[str, list[list[str]]] = {}
                 dense_rank = bm25_rank = None
                 spent: dict[str, float] = {}
-                asked = (self._ask_before(store, q.question) if self.asked_before == "same" and store is not None
-                         else None)
+                asked = (
+                    self._ask_before(store, q.question) if self.asked_before == "same" and store is not None else None
+                )
                 for name in self.retrievers:
                     t0 = time.perf_counter()
                     if name == "mnemo":
@@ -286,23 +354,31 @@ class LocomoEval:
                         ranked[name] = [[d] for d in rrf_fuse([dr, br], n=BASELINE_DEPTH)]
                     spent[name] = (time.perf_counter() - t0) * 1000.0
                     if name == "hybrid":  # its latency includes the two rankings it fuses, even when reused
-                        spent[name] += (spent["flat-dense"] if "flat-dense" in spent else q_embed_ms) + spent.get("bm25", 0.0)
+                        spent[name] += (spent["flat-dense"] if "flat-dense" in spent else q_embed_ms) + spent.get(
+                            "bm25", 0.0
+                        )
                     timings["retrieval_ms"][name].append(spent[name])
                 if need_store and "mnemo" not in self.retrievers:
                     retrievals.append(self._retrieve(store, q.question, self.qa_turns))
                 row = {
-                    "sample_id": q.sample_id, "qa_index": q.index, "question": q.question, "category": q.category,
+                    "sample_id": q.sample_id,
+                    "qa_index": q.index,
+                    "question": q.question,
+                    "category": q.category,
                     "answer": q.answer if q.category != 5 else None,
                     "adversarial_answer": q.adversarial_answer,
-                    "evidence_raw": q.evidence_raw, "evidence": q.evidence,
+                    "evidence_raw": q.evidence_raw,
+                    "evidence": q.evidence,
                     "evidence_not_in_conversation": [e for e in q.evidence if e not in known],
-                    "retrieved": {}, "recall": {},
+                    "retrieved": {},
+                    "recall": {},
                 }
                 for name, units in ranked.items():
                     got = metrics.fill_turn_budget(units, max_k)
                     row["retrieved"][name] = got
                     row["recall"][name] = {
-                        str(k): metrics.recall_acc(q.evidence, metrics.fill_turn_budget(units, k)) for k in self.ks}
+                        str(k): metrics.recall_acc(q.evidence, metrics.fill_turn_budget(units, k)) for k in self.ks
+                    }
                 if asked is not None:
                     cid, pid = asked
                     recalled = any(t.startswith(f"page:{pid}:") for u in ranked.get("mnemo", []) for t in u)
@@ -311,8 +387,9 @@ class LocomoEval:
                     store.delete_conversation(cid)
                 if askings:
                     top = metrics.fill_turn_budget(ranked.get("mnemo", []), 10)
-                    row["asked_before"] = {"askings_in_top_10": len({t.split(":")[1] for t in top
-                                                                     if t.startswith("page:")} & askings)}
+                    row["asked_before"] = {
+                        "askings_in_top_10": len({t.split(":")[1] for t in top if t.startswith("page:")} & askings)
+                    }
                 rows.append(row)
                 bar.update(1, note=f"{sample.sample_id} retrieval")
             if qa_answerer is not None:
@@ -324,8 +401,9 @@ class LocomoEval:
             if store is not None:
                 store.close()
 
-    def _answer_sample(self, sample: Sample, questions: list[Question], rows: list[dict], retrievals: list,
-                       qa, bar: ProgressBar) -> None:
+    def _answer_sample(
+        self, sample: Sample, questions: list[Question], rows: list[dict], retrievals: list, qa, bar: ProgressBar
+    ) -> None:
         """QA mode by mode (so each mode's shared prompt prefix stays in the KV cache)."""
         for row in rows:
             row["qa"] = {}
@@ -378,14 +456,24 @@ class LocomoEval:
             "qa_model": getattr(self.qa_model, "model_id", None) if self.qa_model is not None else None,
             "qa_turns": self.qa_turns if self.qa_model is not None else None,
             "retrieval": retrieval,
-            "asked_before": ({"mode": self.asked_before, "reply": ASKED_BEFORE_REPLY, "questions": len(rows),
-                              "recalled": sum(1 for r in rows if r.get("asked_before", {}).get("recalled")),
-                              "askings_in_top_10": sum(r.get("asked_before", {}).get("askings_in_top_10", 0)
-                                                       for r in rows)}
-                             if self.asked_before else None),
+            "asked_before": (
+                {
+                    "mode": self.asked_before,
+                    "reply": ASKED_BEFORE_REPLY,
+                    "questions": len(rows),
+                    "recalled": sum(1 for r in rows if r.get("asked_before", {}).get("recalled")),
+                    "askings_in_top_10": sum(r.get("asked_before", {}).get("askings_in_top_10", 0) for r in rows),
+                }
+                if self.asked_before
+                else None
+            ),
             "qa": qa_summary,
-            "timings": {"total_s": round(total_s, 2), "ingest_s": timings["ingest_s"],
-                        "baseline_index_s": timings["baseline_index_s"], "retrieval": lat},
+            "timings": {
+                "total_s": round(total_s, 2),
+                "ingest_s": timings["ingest_s"],
+                "baseline_index_s": timings["baseline_index_s"],
+                "retrieval": lat,
+            },
             "per_question": rows,
         }
 
@@ -396,8 +484,11 @@ def _page_turns(page) -> list[str]:
     if isinstance(ids, list) and ids:
         return [str(i) for i in ids]
     # a page without turn ids (not from the importer, e.g. a chat) costs its turns too: one per side
-    return [f"page:{page.id}:{side}" for side, text in (("user", page.user_text), ("assistant", page.assistant_text))
-            if text] or [f"page:{page.id}"]
+    return [
+        f"page:{page.id}:{side}"
+        for side, text in (("user", page.user_text), ("assistant", page.assistant_text))
+        if text
+    ] or [f"page:{page.id}"]
 
 
 def _side_turns(unit) -> list[str]:
@@ -418,8 +509,12 @@ def _side_turns(unit) -> list[str]:
 
 
 def score_answer(ans, q: Question) -> dict:
-    out = {"prediction": ans.prediction, "prompt_tokens": ans.prompt_tokens, "seconds": round(ans.seconds, 3),
-           "official_f1": metrics.locomo_f1(ans.prediction, q.answer, q.category)}
+    out = {
+        "prediction": ans.prediction,
+        "prompt_tokens": ans.prompt_tokens,
+        "seconds": round(ans.seconds, 3),
+        "official_f1": metrics.locomo_f1(ans.prediction, q.answer, q.category),
+    }
     if q.category == 5:  # no gold answer: the A-Mem-style scores are left out
         out["amem_f1"] = None
         out["bleu1"] = None
@@ -437,15 +532,21 @@ def _f(v) -> str:
 
 def format_tables(report: dict) -> str:
     ks = report["ks"]
-    lines = [f"LoCoMo retrieval recall_acc (%) — {report['questions']} questions, samples "
-             f"{', '.join(report['samples'])}; budget k = retrieved dialog turns"]
+    lines = [
+        f"LoCoMo retrieval recall_acc (%) — {report['questions']} questions, samples "
+        f"{', '.join(report['samples'])}; budget k = retrieved dialog turns"
+    ]
     asked = report.get("asked_before")
     if asked and asked.get("mode") == "all":
-        lines.append(f"every question asked once before, each in a chat of its own, answered \"{asked['reply']}\"; "
-                     f"{asked['askings_in_top_10']} of those askings within the questions' 10-turn budgets")
+        lines.append(
+            f'every question asked once before, each in a chat of its own, answered "{asked["reply"]}"; '
+            f"{asked['askings_in_top_10']} of those askings within the questions' 10-turn budgets"
+        )
     elif asked:
-        lines.append(f"each question asked once before in a chat of its own, answered \"{asked['reply']}\"; "
-                     f"that earlier asking recalled for {asked['recalled']} of {asked['questions']} questions")
+        lines.append(
+            f'each question asked once before in a chat of its own, answered "{asked["reply"]}"; '
+            f"that earlier asking recalled for {asked['recalled']} of {asked['questions']} questions"
+        )
     head = f"{'retriever':<12} {'cats':<5} " + " ".join(f"{'R@' + str(k):>6}" for k in ks)
     lines += [head, "-" * len(head)]
     for name, by_k in report["retrieval"].items():
@@ -456,33 +557,49 @@ def format_tables(report: dict) -> str:
         n = report["retrieval"][any_name][f"k{ks[0]}"]["n"]
         lines.append("")
         cat_head = f"{'retriever':<12} {'k':>3} " + " ".join(
-            f"{CATEGORY_NAMES[c][:11] + '(' + str(n[str(c)]) + ')':>16}" for c in CATEGORY_NAMES)
+            f"{CATEGORY_NAMES[c][:11] + '(' + str(n[str(c)]) + ')':>16}" for c in CATEGORY_NAMES
+        )
         lines += ["per category:", cat_head, "-" * len(cat_head)]
         for name, by_k in report["retrieval"].items():
             for k in ks:
-                lines.append(f"{name:<12} {k:>3} " + " ".join(
-                    f"{_f(by_k[f'k{k}']['by_category'][str(c)]):>16}" for c in CATEGORY_NAMES))
+                lines.append(
+                    f"{name:<12} {k:>3} "
+                    + " ".join(f"{_f(by_k[f'k{k}']['by_category'][str(c)]):>16}" for c in CATEGORY_NAMES)
+                )
     lat = report["timings"]["retrieval"]
     if lat:
         lines.append("")
-        lines.append("retrieval latency per question: " + "; ".join(
-            f"{n} p50 {v['p50_ms']:.1f} ms p95 {v['p95_ms']:.1f} ms" for n, v in lat.items() if v))
+        lines.append(
+            "retrieval latency per question: "
+            + "; ".join(f"{n} p50 {v['p50_ms']:.1f} ms p95 {v['p95_ms']:.1f} ms" for n, v in lat.items() if v)
+        )
     if report["timings"]["ingest_s"]:
         ing = report["timings"]["ingest_s"]
-        lines.append(f"ingest (fresh store per sample): {sum(ing.values()):.1f} s total "
-                     f"({', '.join(f'{k} {v:.1f}s' for k, v in ing.items())})")
+        lines.append(
+            f"ingest (fresh store per sample): {sum(ing.values()):.1f} s total "
+            f"({', '.join(f'{k} {v:.1f}s' for k, v in ing.items())})"
+        )
     if report.get("qa"):
         lines.append("")
-        lines.append(f"LoCoMo QA with {report['qa_model']} (official F1 cats 1-5 / 1-4, A-Mem F1 and BLEU-1 cats 1-4, %)")
+        lines.append(
+            f"LoCoMo QA with {report['qa_model']} (official F1 cats 1-5 / 1-4, A-Mem F1 and BLEU-1 cats 1-4, %)"
+        )
         qhead = f"{'mode':<13} {'F1 1-5':>7} {'F1 1-4':>7} {'A-Mem F1':>9} {'BLEU-1':>7} {'tokens':>7} {'s/answer':>9}"
         lines += [qhead, "-" * len(qhead)]
         for mode, s in report["qa"].items():
-            lines.append(f"{mode:<13} {_f(s['official_f1']['overall_1_5']):>7} {_f(s['official_f1']['overall_1_4']):>7} "
-                         f"{_f(s['amem_f1']['overall_1_4']):>9} {_f(s['bleu1']['overall_1_4']):>7} "
-                         f"{s['prompt_tokens_mean']:>7.0f} {s['answer_s_mean']:>9.2f}")
-        lines.append("official F1 by category: " + "; ".join(
-            f"{mode}: " + ", ".join(f"{c}={_f(s['official_f1']['by_category'][str(c)]).strip()}" for c in CATEGORY_NAMES)
-            for mode, s in report["qa"].items()))
+            lines.append(
+                f"{mode:<13} {_f(s['official_f1']['overall_1_5']):>7} {_f(s['official_f1']['overall_1_4']):>7} "
+                f"{_f(s['amem_f1']['overall_1_4']):>9} {_f(s['bleu1']['overall_1_4']):>7} "
+                f"{s['prompt_tokens_mean']:>7.0f} {s['answer_s_mean']:>9.2f}"
+            )
+        lines.append(
+            "official F1 by category: "
+            + "; ".join(
+                f"{mode}: "
+                + ", ".join(f"{c}={_f(s['official_f1']['by_category'][str(c)]).strip()}" for c in CATEGORY_NAMES)
+                for mode, s in report["qa"].items()
+            )
+        )
     lines.append(f"total {report['timings']['total_s']:.1f} s")
     return "\n".join(lines)
 

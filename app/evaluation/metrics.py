@@ -22,12 +22,13 @@ which is what word_tokenize does on these short answers, so nothing is downloade
 Retrieval: `recall_acc` = fraction of a question's evidence dia_ids among the retrieved
 turns; a question without (valid) evidence scores 1.0, as in the official code.
 """
+
 from __future__ import annotations
 
 import re
 import string
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
@@ -136,8 +137,7 @@ def bleu1(prediction: str, reference: str) -> float:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(sentence_bleu([ref], pred, weights=(1, 0, 0, 0),
-                                   smoothing_function=SmoothingFunction().method1))
+        return float(sentence_bleu([ref], pred, weights=(1, 0, 0, 0), smoothing_function=SmoothingFunction().method1))
 
 
 # -- retrieval --------------------------------------------------------------------------

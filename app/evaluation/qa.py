@@ -13,12 +13,14 @@
 All three ask the model to reply exactly "Not mentioned in the conversation" when the
 answer is not there: that is the phrase the official category-5 rule looks for.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from app.prompting import QuoteFloor
@@ -57,8 +59,15 @@ class Answer:
 
 
 class QAAnswerer:
-    def __init__(self, model, *, n_ctx: int | None = None, max_answer_tokens: int = 32, memory_turns: int | None = None,
-                 floor: QuoteFloor | None = None):
+    def __init__(
+        self,
+        model,
+        *,
+        n_ctx: int | None = None,
+        max_answer_tokens: int = 32,
+        memory_turns: int | None = None,
+        floor: QuoteFloor | None = None,
+    ):
         from memory_core import MemoryParams
 
         self.model = model
@@ -66,7 +75,7 @@ class QAAnswerer:
         self.max_answer_tokens = max_answer_tokens
         # recalled turns quoted: the chat agent's budget unless told (MemoryParams.recall_turns)
         self.memory_turns = memory_turns or MemoryParams().recall_turns
-        self.floor = floor   # as the chat agent: app.prompting.QuoteFloor.from_params(MemoryParams); None: every page
+        self.floor = floor  # as the chat agent: app.prompting.QuoteFloor.from_params(MemoryParams); None: every page
         self.budget = self.n_ctx - max_answer_tokens - 16
         self._full_cache: dict[str, str] = {}
 
@@ -85,18 +94,34 @@ class QAAnswerer:
 
         system = SYSTEM_MEMORY.format(a=speakers[0], b=speakers[1])
         retrieval = _top_pages(retrieval, self.memory_turns)
-        composed = compose_prompt(QUESTION.format(q=question), retrieval=retrieval, history=(),
-                                  count_tokens=self.model.count_tokens, budget_tokens=self.budget,
-                                  system_prompt=system, floor=self.floor, max_turns=self.memory_turns)
-        return composed.messages, {"pages": composed.included.get("pages", []),
-                                   "dropped_pages": composed.dropped.get("pages", 0)}
+        composed = compose_prompt(
+            QUESTION.format(q=question),
+            retrieval=retrieval,
+            history=(),
+            count_tokens=self.model.count_tokens,
+            budget_tokens=self.budget,
+            system_prompt=system,
+            floor=self.floor,
+            max_turns=self.memory_turns,
+        )
+        return composed.messages, {
+            "pages": composed.included.get("pages", []),
+            "dropped_pages": composed.dropped.get("pages", 0),
+        }
 
     def no_memory_messages(self, question: str, speakers: tuple[str, str]) -> list[dict]:
-        return [{"role": "system", "content": SYSTEM_NO_MEMORY.format(a=speakers[0], b=speakers[1])},
-                {"role": "user", "content": QUESTION.format(q=question)}]
+        return [
+            {"role": "system", "content": SYSTEM_NO_MEMORY.format(a=speakers[0], b=speakers[1])},
+            {"role": "user", "content": QUESTION.format(q=question)},
+        ]
 
-    def full_context(self, key: str, sessions: Sequence[tuple[float, Sequence[str]]], speakers: tuple[str, str],
-                     question_reserve: int = 96) -> str:
+    def full_context(
+        self,
+        key: str,
+        sessions: Sequence[tuple[float, Sequence[str]]],
+        speakers: tuple[str, str],
+        question_reserve: int = 96,
+    ) -> str:
         """The newest part of the conversation that fits, built once per conversation (cached)."""
         if key in self._full_cache:
             return self._full_cache[key]
@@ -134,8 +159,10 @@ class QAAnswerer:
 
     def full_messages(self, question: str, context: str, speakers: tuple[str, str]) -> list[dict]:
         system = SYSTEM_FULL.format(a=speakers[0], b=speakers[1])
-        return [{"role": "system", "content": f"{system}\n\n<conversation>\n{context}\n</conversation>"},
-                {"role": "user", "content": QUESTION.format(q=question)}]
+        return [
+            {"role": "system", "content": f"{system}\n\n<conversation>\n{context}\n</conversation>"},
+            {"role": "user", "content": QUESTION.format(q=question)},
+        ]
 
     # -- answering ----------------------------------------------------------------------------
     def answer_memory(self, question: str, retrieval, speakers) -> Answer:
@@ -146,8 +173,9 @@ class QAAnswerer:
         return self._generate("no-memory", self.no_memory_messages(question, speakers), {})
 
     def answer_full(self, question: str, context: str, speakers) -> Answer:
-        return self._generate("full-context", self.full_messages(question, context, speakers),
-                              {"context_chars": len(context)})
+        return self._generate(
+            "full-context", self.full_messages(question, context, speakers), {"context_chars": len(context)}
+        )
 
 
 def _top_pages(retrieval, n: int):
@@ -170,5 +198,5 @@ def clean_prediction(text: str) -> str:
             break
     for prefix in ("short answer:", "answer:"):
         if text.lower().startswith(prefix):
-            text = text[len(prefix):].strip()
+            text = text[len(prefix) :].strip()
     return text.strip().strip('"').strip()

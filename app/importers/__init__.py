@@ -5,6 +5,7 @@ problem raises `ImportFatalError` here, before anything is written); `write_all(
 parsed)` then writes it, one transaction per conversation, resumably. `mnemo ingest` and
 the LoCoMo evaluation both go through these two calls.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,20 @@ FORMATS = ("auto", "chatgpt", "claude", "locomo", "text")
 _TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text", ".log"}
 
 __all__ = [
-    "FORMATS", "ImportFatalError", "ImportIssue", "ImportReport", "ParseResult", "ParsedConversation", "Turn",
-    "load", "parse_chatgpt", "parse_claude", "parse_locomo", "parse_text", "write_all", "write_conversation",
+    "FORMATS",
+    "ImportFatalError",
+    "ImportIssue",
+    "ImportReport",
+    "ParseResult",
+    "ParsedConversation",
+    "Turn",
+    "load",
+    "parse_chatgpt",
+    "parse_claude",
+    "parse_locomo",
+    "parse_text",
+    "write_all",
+    "write_conversation",
 ]
 
 

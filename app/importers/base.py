@@ -5,10 +5,12 @@ branch that should be kept, with timestamps), reporting problems as `ImportIssue
 name their position in the file. Writing them into a store is `app.importers.writer`'s job,
 so every format goes through the same, transactional, resumable write path.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from memory_core.text import valid_text
 
@@ -47,7 +49,7 @@ class Turn:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.text = valid_text(self.text)   # a JSON "\ud800" escape must not fail the whole import
+        self.text = valid_text(self.text)  # a JSON "\ud800" escape must not fail the whole import
 
 
 @dataclass
@@ -81,8 +83,12 @@ class ParseResult:
         return sum(1 for i in self.issues if i.skipped)
 
 
-def parse_each(records: list, name: str, fmt: str,
-               parse_one: Callable[[Any, int, str, list[ImportIssue]], ParsedConversation | None]) -> ParseResult:
+def parse_each(
+    records: list,
+    name: str,
+    fmt: str,
+    parse_one: Callable[[Any, int, str, list[ImportIssue]], ParsedConversation | None],
+) -> ParseResult:
     """Parse every record of an export; a record `parse_one` rejects (None) is reported and skipped."""
     result = ParseResult(format=fmt, conversations=[], records_seen=len(records))
     for index, record in enumerate(records):
@@ -92,8 +98,9 @@ def parse_each(records: list, name: str, fmt: str,
     return result
 
 
-def conversation_header(record: Any, index: int, name: str, title_key: str,
-                        issues: list[ImportIssue]) -> tuple[str, str] | None:
+def conversation_header(
+    record: Any, index: int, name: str, title_key: str, issues: list[ImportIssue]
+) -> tuple[str, str] | None:
     """(title, position for messages) of an export's conversation record; None if it is not an object."""
     where = f"{name}: conversation {index + 1}"
     if not isinstance(record, dict):

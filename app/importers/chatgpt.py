@@ -9,13 +9,22 @@ context), assistant tool calls (`recipient` other than "all"), and non-text cont
 (reasoning "thoughts", browsing displays, code sent to a tool). Malformed records are
 skipped with a warning that names the conversation and node.
 """
+
 from __future__ import annotations
 
 import hashlib
 from typing import Any
 
-from app.importers.base import (ImportFatalError, ImportIssue, ParsedConversation, ParseResult, Turn,
-                                conversation_header, parse_each, timed_turns)
+from app.importers.base import (
+    ImportFatalError,
+    ImportIssue,
+    ParsedConversation,
+    ParseResult,
+    Turn,
+    conversation_header,
+    parse_each,
+    timed_turns,
+)
 
 SOURCE = "chatgpt"
 _SKIP_ROLES = {"system", "tool"}
@@ -23,9 +32,17 @@ _KEEP_ROLES = {"user", "assistant"}
 _TEXT_TYPES = {"text", "multimodal_text", "code"}
 # Content types that are not conversation text: silently skipped.
 _QUIET_TYPES = {
-    "thoughts", "reasoning_recap", "tether_browsing_display", "tether_quote", "execution_output",
-    "system_error", "user_editable_context", "model_editable_context", "sonic_webpage",
-    "computer_output", "super_widget",
+    "thoughts",
+    "reasoning_recap",
+    "tether_browsing_display",
+    "tether_quote",
+    "execution_output",
+    "system_error",
+    "user_editable_context",
+    "model_editable_context",
+    "sonic_webpage",
+    "computer_output",
+    "super_widget",
 }
 
 
@@ -54,9 +71,7 @@ def parse_chatgpt(data: Any, name: str = "conversations.json") -> ParseResult:
             f"{name}: not a ChatGPT export: expected a JSON list of conversations, found a JSON {type(data).__name__}"
         )
     if data and not looks_like_chatgpt(data):
-        raise ImportFatalError(
-            f"{name}: not a ChatGPT export: no conversation has a 'mapping' message tree"
-        )
+        raise ImportFatalError(f"{name}: not a ChatGPT export: no conversation has a 'mapping' message tree")
     result = parse_each(data, name, SOURCE, _parse_conversation)
     result.about_user, result.reply_style = custom_instructions(data)
     result.profile_source = "ChatGPT custom instructions"
@@ -72,7 +87,7 @@ def custom_instructions(data: list) -> tuple[list[str], list[str]]:
     respond"]), each list empty or one text, from the newest conversation that ran with them (ChatGPT
     keeps them, hidden, at the start of every such conversation: a `user_editable_context` message).
     Older versions are left out: they are what the user has since changed."""
-    newest: list[tuple[float, str] | None] = [None, None]     # ("about me", "how to respond"): (when, text)
+    newest: list[tuple[float, str] | None] = [None, None]  # ("about me", "how to respond"): (when, text)
     for record in data:
         mapping = record.get("mapping") if isinstance(record, dict) else None
         if not isinstance(mapping, dict):
@@ -86,13 +101,15 @@ def custom_instructions(data: list) -> tuple[list[str], list[str]]:
             meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
             given = meta.get("user_context_message_data")
             given = given if isinstance(given, dict) else {}
-            for kind, key, field_, prefix in ((0, "about_user_message", "user_profile", _ABOUT_PREFIX),
-                                              (1, "about_model_message", "user_instructions", _STYLE_PREFIX)):
+            for kind, key, field_, prefix in (
+                (0, "about_user_message", "user_profile", _ABOUT_PREFIX),
+                (1, "about_model_message", "user_instructions", _STYLE_PREFIX),
+            ):
                 text = given.get(key)
                 if not (isinstance(text, str) and text.strip()):
                     text = content.get(field_)
                     text = text.strip() if isinstance(text, str) else ""
-                    text = text[len(prefix):] if text.startswith(prefix) else text
+                    text = text[len(prefix) :] if text.startswith(prefix) else text
                 text = text.strip()
                 if text and (newest[kind] is None or (when, text) > newest[kind]):
                     newest[kind] = (when, text)
@@ -112,8 +129,9 @@ def _parse_conversation(record: Any, index: int, name: str, issues: list[ImportI
     created = _num(record.get("create_time"))
 
     branch = _current_branch(record, mapping, where, issues)
-    turns = timed_turns((_node_turn(node_id, node, f"{where}, node {node_id}", issues) for node_id, node in branch),
-                        created)
+    turns = timed_turns(
+        (_node_turn(node_id, node, f"{where}, node {node_id}", issues) for node_id, node in branch), created
+    )
     if not turns:
         issues.append(ImportIssue(where, "no user or assistant messages on the current branch"))
         return None
@@ -131,21 +149,29 @@ def _current_branch(record: dict, mapping: dict, where: str, issues: list[Import
     current = record.get("current_node")
     if not isinstance(current, str) or current not in mapping:
         current = _latest_leaf(mapping)
-        issues.append(ImportIssue(
-            where, f"current_node is missing or unknown; following the latest leaf {current}", skipped=False))
+        issues.append(
+            ImportIssue(
+                where, f"current_node is missing or unknown; following the latest leaf {current}", skipped=False
+            )
+        )
     chain: list[tuple[str, dict]] = []
     seen: set[str] = set()
     node_id = current
     while node_id is not None:
         if node_id in seen:
-            issues.append(ImportIssue(f"{where}, node {node_id}", "the parent links form a cycle; branch cut here",
-                                      skipped=False))
+            issues.append(
+                ImportIssue(f"{where}, node {node_id}", "the parent links form a cycle; branch cut here", skipped=False)
+            )
             break
         seen.add(node_id)
         node = mapping.get(node_id)
         if not isinstance(node, dict):
-            issues.append(ImportIssue(f"{where}, node {node_id}",
-                                      "parent node is missing from the mapping; older messages of this branch are lost"))
+            issues.append(
+                ImportIssue(
+                    f"{where}, node {node_id}",
+                    "parent node is missing from the mapping; older messages of this branch are lost",
+                )
+            )
             break
         chain.append((node_id, node))
         parent = node.get("parent")

@@ -12,20 +12,36 @@ sibling branch: we keep the branch of the latest message, as the ChatGPT importe
 branch the user last saw. Exports without parent links are taken in list order. Empty
 conversations (Claude exports hold many) are skipped with a warning.
 """
+
 from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timezone
 from typing import Any
 
-from app.importers.base import (ImportFatalError, ImportIssue, ParsedConversation, ParseResult, Turn,
-                                conversation_header, parse_each, timed_turns)
+from app.importers.base import (
+    ImportFatalError,
+    ImportIssue,
+    ParsedConversation,
+    ParseResult,
+    Turn,
+    conversation_header,
+    parse_each,
+    timed_turns,
+)
 
 SOURCE = "claude"
 _ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
 # Content blocks that are not conversation text: dropped without a warning.
-_QUIET_BLOCKS = {"thinking", "redacted_thinking", "tool_use", "tool_result", "server_tool_use",
-                 "web_search_tool_result", "token_budget"}
+_QUIET_BLOCKS = {
+    "thinking",
+    "redacted_thinking",
+    "tool_use",
+    "tool_result",
+    "server_tool_use",
+    "web_search_tool_result",
+    "token_budget",
+}
 # Claude's parent id of a conversation's first message.
 _ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 
@@ -55,7 +71,7 @@ def parse_iso(value: Any) -> float | None:
         dt = datetime.fromisoformat(text)
     except ValueError:
         return None
-    if dt.tzinfo is None:     # no zone written: the export's times are UTC
+    if dt.tzinfo is None:  # no zone written: the export's times are UTC
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
 
@@ -64,7 +80,8 @@ def parse_claude(data: Any, name: str = "conversations.json") -> ParseResult:
     data = _conversations(data)
     if not isinstance(data, list):
         raise ImportFatalError(
-            f"{name}: not a Claude export: expected a JSON list of conversations, found a JSON {type(data).__name__}")
+            f"{name}: not a Claude export: expected a JSON list of conversations, found a JSON {type(data).__name__}"
+        )
     if data and not looks_like_claude(data):
         raise ImportFatalError(f"{name}: not a Claude export: no conversation has a 'chat_messages' list")
     return parse_each(data, name, SOURCE, _parse_conversation)
@@ -80,8 +97,13 @@ def _parse_conversation(record: Any, index: int, name: str, issues: list[ImportI
         issues.append(ImportIssue(where, "has no 'chat_messages' list"))
         return None
     created = parse_iso(record.get("created_at"))
-    turns = timed_turns((_message_turn(msg, i, f"{where}, message {i + 1}", issues)
-                         for i, msg in _current_branch(messages, where, issues)), created)
+    turns = timed_turns(
+        (
+            _message_turn(msg, i, f"{where}, message {i + 1}", issues)
+            for i, msg in _current_branch(messages, where, issues)
+        ),
+        created,
+    )
     if not turns:
         issues.append(ImportIssue(where, "has no messages with text" if messages else "is empty"))
         return None
@@ -89,7 +111,7 @@ def _parse_conversation(record: Any, index: int, name: str, issues: list[ImportI
         created = turns[0].timestamp
     ext = record.get("uuid")
     if not isinstance(ext, str) or not ext:
-        ext = "sha1:" + hashlib.sha1(f"{title}|{created}|{turns[0].text}".encode("utf-8")).hexdigest()[:20]
+        ext = "sha1:" + hashlib.sha1(f"{title}|{created}|{turns[0].text}".encode()).hexdigest()[:20]
         issues.append(ImportIssue(where, "has no uuid; using a hash of its title and start", skipped=False))
     return ParsedConversation(SOURCE, ext, title, created, turns, position=where)
 
@@ -100,12 +122,11 @@ def _current_branch(messages: list, where: str, issues: list[ImportIssue]) -> li
     by_id = {m["uuid"]: (i, m) for i, m in indexed if isinstance(m, dict) and isinstance(m.get("uuid"), str)}
     linked = [m for _, m in indexed if isinstance(m, dict) and isinstance(m.get("parent_message_uuid"), str)]
     if not linked or len(linked) < len(by_id):
-        return indexed     # no (or partial) parent links: list order is the conversation's order
+        return indexed  # no (or partial) parent links: list order is the conversation's order
     children = {m.get("parent_message_uuid") for m in linked}
     leaves = [(i, m) for i, m in by_id.values() if m["uuid"] not in children]
     if not leaves:
-        issues.append(ImportIssue(where, "every message is some message's parent; taken in list order",
-                                  skipped=False))
+        issues.append(ImportIssue(where, "every message is some message's parent; taken in list order", skipped=False))
         return indexed
 
     def when(item: tuple[int, dict]) -> tuple[float, int]:
@@ -118,8 +139,11 @@ def _current_branch(messages: list, where: str, issues: list[ImportIssue]) -> li
     while node is not None:
         i, m = node
         if m["uuid"] in seen:
-            issues.append(ImportIssue(f"{where}, message {i + 1}", "the parent links form a cycle; branch cut here",
-                                      skipped=False))
+            issues.append(
+                ImportIssue(
+                    f"{where}, message {i + 1}", "the parent links form a cycle; branch cut here", skipped=False
+                )
+            )
             break
         seen.add(m["uuid"])
         chain.append(node)
@@ -128,8 +152,11 @@ def _current_branch(messages: list, where: str, issues: list[ImportIssue]) -> li
             break
         node = by_id.get(parent)
         if node is None:
-            issues.append(ImportIssue(f"{where}, message {i + 1}",
-                                      "its parent message is missing; older messages of this branch are lost"))
+            issues.append(
+                ImportIssue(
+                    f"{where}, message {i + 1}", "its parent message is missing; older messages of this branch are lost"
+                )
+            )
     chain.reverse()
     return chain
 
@@ -152,12 +179,11 @@ def _message_turn(msg: Any, position: int, where: str, issues: list[ImportIssue]
             if kind == "text" and isinstance(block.get("text"), str):
                 pieces.append(block["text"])
             elif kind not in _QUIET_BLOCKS:
-                issues.append(ImportIssue(where, f"content block of unsupported type {kind!r} left out",
-                                          skipped=False))
+                issues.append(ImportIssue(where, f"content block of unsupported type {kind!r} left out", skipped=False))
     elif isinstance(msg.get("text"), str):
         pieces.append(msg["text"])
     text = "\n\n".join(p.strip() for p in pieces if p.strip())
-    attached: list[str] = []   # a pasted or uploaded text file keeps its text: the user's own words
+    attached: list[str] = []  # a pasted or uploaded text file keeps its text: the user's own words
     seen: set[str] = set()
     for key in ("attachments", "files"):
         for item in msg.get(key) or []:
@@ -168,13 +194,13 @@ def _message_turn(msg: Any, position: int, where: str, issues: list[ImportIssue]
             body = item.get("extracted_content")
             body = body.strip() if isinstance(body, str) else ""
             if not body and fname in seen:
-                continue     # the same file listed under both keys
+                continue  # the same file listed under both keys
             seen.add(fname)
             attached.append(f"[attached: {fname}]" + (f"\n{body}" if body else ""))
     if attached:
         text = "\n".join([*attached, text]).strip()
     if not text:
-        return None   # a turn that only called tools, or an empty retry: nothing said
+        return None  # a turn that only called tools, or an empty retry: nothing said
     ts = parse_iso(msg.get("created_at"))
     turn_id = msg.get("uuid") if isinstance(msg.get("uuid"), str) and msg.get("uuid") else f"M{position + 1}"
     return Turn(role, text, float("nan") if ts is None else ts, turn_id)

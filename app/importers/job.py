@@ -6,6 +6,7 @@ Cancelling stops at the next progress report: the conversation being written is 
 back (its transaction never commits), the ones written before it are kept, and importing
 the same file again finishes the rest (see app.importers.writer).
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,8 +20,10 @@ class ImportCancelled(Exception):
     """Raised inside the writer when the user cancels an import."""
 
 
-DISK_FULL = ("The disk is full, so the import stopped. The conversations written before are kept; "
-             "free some disk space and import the file again to finish.")
+DISK_FULL = (
+    "The disk is full, so the import stopped. The conversations written before are kept; "
+    "free some disk space and import the file again to finish."
+)
 
 
 @dataclass
@@ -29,9 +32,9 @@ class ImportJob:
     fmt: str = "auto"
     total_turns: int = 0
     done_turns: int = 0
-    note: str = ""                     # the conversation being written
-    phase: str = "reading"             # reading → writing → done | failed | cancelled
-    report: Any = None                 # app.importers.writer.ImportReport when written
+    note: str = ""  # the conversation being written
+    phase: str = "reading"  # reading → writing → done | failed | cancelled
+    report: Any = None  # app.importers.writer.ImportReport when written
     error: str | None = None
     started: float = field(default_factory=time.monotonic)
     _cancel: threading.Event = field(default_factory=threading.Event)
@@ -72,8 +75,10 @@ def run_import(ctx, job: ImportJob) -> ImportJob:
         job.report = None
         store = ctx.open_store()
         if store.is_paused():
-            job.error = ("Memory is paused, so the imported conversations would get no memory pages. "
-                         "Resume memory (Memory menu), then import.")
+            job.error = (
+                "Memory is paused, so the imported conversations would get no memory pages. "
+                "Resume memory (Memory menu), then import."
+            )
             job.phase = "failed"
             return job
         job.phase = "writing"
@@ -83,7 +88,7 @@ def run_import(ctx, job: ImportJob) -> ImportJob:
         job.error, job.phase = str(exc), "failed"
     except ImportCancelled:
         job.phase = "cancelled"
-    except Exception as exc:  # noqa: BLE001 - shown to the user; what was written before is kept
+    except Exception as exc:
         from memory_core import is_storage_full
 
         if is_storage_full(exc):

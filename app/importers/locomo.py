@@ -9,6 +9,7 @@ the session's first turn; later turns follow `TURN_SPACING_S` seconds apart so t
 is kept. Sessions are the `session_N` keys (some samples have extra date keys without a
 session); a page never spans two sessions.
 """
+
 from __future__ import annotations
 
 import calendar
@@ -22,8 +23,15 @@ from app.importers.base import ImportFatalError, ImportIssue, ParsedConversation
 SOURCE = "locomo"
 TURN_SPACING_S = 10.0
 _SESSION_KEY = re.compile(r"session_(\d+)$")
-_DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y",
-                 "%H:%M on %d %B, %Y", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d")
+_DATE_FORMATS = (
+    "%I:%M %p on %d %B, %Y",
+    "%I:%M %p on %d %b, %Y",
+    "%I:%M %p on %B %d, %Y",
+    "%H:%M on %d %B, %Y",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%d",
+)
 
 
 def looks_like_locomo(data: Any) -> bool:
@@ -32,7 +40,7 @@ def looks_like_locomo(data: Any) -> bool:
 
 
 def parse_locomo_datetime(text: str) -> float | None:
-    """"1:56 pm on 8 May, 2023" → Unix seconds (the naive time read as UTC); None if unreadable."""
+    """ "1:56 pm on 8 May, 2023" → Unix seconds (the naive time read as UTC); None if unreadable."""
     if not isinstance(text, str):
         return None
     cleaned = " ".join(text.strip().split())
@@ -70,7 +78,9 @@ def session_keys(conversation: dict) -> list[tuple[int, str]]:
 def parse_locomo(data: Any, name: str = "locomo.json", *, speaker_names: bool = True) -> ParseResult:
     samples = [data] if isinstance(data, dict) else data
     if not isinstance(samples, list):
-        raise ImportFatalError(f"{name}: not LoCoMo data: expected a JSON list of samples, found a JSON {type(data).__name__}")
+        raise ImportFatalError(
+            f"{name}: not LoCoMo data: expected a JSON list of samples, found a JSON {type(data).__name__}"
+        )
     if samples and not looks_like_locomo(samples):
         raise ImportFatalError(f"{name}: not LoCoMo data: no sample has a 'conversation' object")
     result = ParseResult(format=SOURCE, conversations=[], records_seen=len(samples))
@@ -81,7 +91,9 @@ def parse_locomo(data: Any, name: str = "locomo.json", *, speaker_names: bool = 
     return result
 
 
-def _parse_sample(sample: Any, index: int, name: str, issues: list[ImportIssue], names: bool) -> ParsedConversation | None:
+def _parse_sample(
+    sample: Any, index: int, name: str, issues: list[ImportIssue], names: bool
+) -> ParsedConversation | None:
     where = f"{name}: sample {index + 1}"
     if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
         issues.append(ImportIssue(where, "has no 'conversation' object"))
@@ -137,27 +149,33 @@ def _parse_sample(sample: Any, index: int, name: str, issues: list[ImportIssue],
         issues.append(ImportIssue(where, "has no dialogue turns"))
         return None
     if not (isinstance(sid, str) and sid):
-        sid = "sha1:" + hashlib.sha1(f"{a}|{b}|{turns[0].text}".encode("utf-8")).hexdigest()[:20]
-        issues.append(ImportIssue(where, "has no sample_id; using a hash of its speakers and first turn", skipped=False))
+        sid = "sha1:" + hashlib.sha1(f"{a}|{b}|{turns[0].text}".encode()).hexdigest()[:20]
+        issues.append(
+            ImportIssue(where, "has no sample_id; using a hash of its speakers and first turn", skipped=False)
+        )
     title = f"{a} & {b} ({sid})"
     return ParsedConversation(SOURCE, sid, title, turns[0].timestamp, turns, position=where)
 
 
 def _session_starts(conv: dict, sessions: list[tuple[int, str]], where: str, issues: list[ImportIssue]) -> list[float]:
     parsed: list[float | None] = []
-    for num, key in sessions:
+    for _num, key in sessions:
         raw = conv.get(f"{key}_date_time")
         ts = parse_locomo_datetime(raw)
         if ts is None:
-            issues.append(ImportIssue(f"{where}, {key}_date_time",
-                                      f"missing or unreadable date {raw!r}; estimated from its neighbours",
-                                      skipped=False))
+            issues.append(
+                ImportIssue(
+                    f"{where}, {key}_date_time",
+                    f"missing or unreadable date {raw!r}; estimated from its neighbours",
+                    skipped=False,
+                )
+            )
         parsed.append(ts)
     out: list[float] = []
     for i, ts in enumerate(parsed):
         if ts is None:
             prev = out[i - 1] if i else None
-            nxt = next((t for t in parsed[i + 1:] if t is not None), None)
+            nxt = next((t for t in parsed[i + 1 :] if t is not None), None)
             if prev is not None:
                 ts = prev + 3600.0
             elif nxt is not None:

@@ -14,10 +14,12 @@ A page is one user side and the assistant side that follows it. Rules:
 - Each side's text is capped at `MAX_SIDE_CHARS` for the memory (it is what gets embedded,
   keyword-indexed and quoted back into prompts); the message table keeps the full text.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from app.importers.base import Turn
 
@@ -69,8 +71,14 @@ def cap_text(text: str, limit: int = MAX_SIDE_CHARS) -> tuple[str, bool]:
     return f"{text[:cut].rstrip()}\n[… truncated: the original message has {len(text):,} characters]", True
 
 
-def page_items(turns: Sequence[Turn], message_ids: Sequence[int], plans: Sequence[PagePlan],
-               *, source: str, limit: int = MAX_SIDE_CHARS) -> tuple[list[dict[str, Any]], list[int]]:
+def page_items(
+    turns: Sequence[Turn],
+    message_ids: Sequence[int],
+    plans: Sequence[PagePlan],
+    *,
+    source: str,
+    limit: int = MAX_SIDE_CHARS,
+) -> tuple[list[dict[str, Any]], list[int]]:
     """`store.add_pages` items for `plans`; also the indices of pages whose text was capped."""
     items: list[dict[str, Any]] = []
     capped: list[int] = []
@@ -88,12 +96,14 @@ def page_items(turns: Sequence[Turn], message_ids: Sequence[int], plans: Sequenc
         if cut_u or cut_a:
             meta["truncated"] = True
             capped.append(n)
-        items.append({
-            "user_text": user_text,
-            "assistant_text": assistant_text,
-            "timestamp": turns[plan.indices[0]].timestamp,
-            "user_message_id": int(message_ids[plan.user[0]]) if plan.user else None,
-            "assistant_message_id": int(message_ids[plan.assistant[0]]) if plan.assistant else None,
-            "meta": meta,
-        })
+        items.append(
+            {
+                "user_text": user_text,
+                "assistant_text": assistant_text,
+                "timestamp": turns[plan.indices[0]].timestamp,
+                "user_message_id": int(message_ids[plan.user[0]]) if plan.user else None,
+                "assistant_message_id": int(message_ids[plan.assistant[0]]) if plan.assistant else None,
+                "meta": meta,
+            }
+        )
     return items, capped

@@ -1,5 +1,6 @@
 """A small progress bar on stderr (no tqdm): redrawn in place on a terminal, a line every
 10% otherwise (logs and CI), silent when disabled."""
+
 from __future__ import annotations
 
 import sys
@@ -8,8 +9,16 @@ from typing import TextIO
 
 
 class ProgressBar:
-    def __init__(self, total: int, *, label: str = "", unit: str = "items", stream: TextIO | None = None,
-                 enabled: bool = True, width: int = 30):
+    def __init__(
+        self,
+        total: int,
+        *,
+        label: str = "",
+        unit: str = "items",
+        stream: TextIO | None = None,
+        enabled: bool = True,
+        width: int = 30,
+    ):
         self.total = max(0, int(total))
         self.label = label
         self.unit = unit
@@ -37,8 +46,10 @@ class ProgressBar:
         rate = self.done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 and self.total else 0.0
         note = f"  {self.note}" if self.note else ""
-        return (f"{self.label} |{bar}| {self.done}/{self.total} {self.unit} {frac * 100:5.1f}% "
-                f"{elapsed:6.1f}s eta {eta:5.1f}s{note}")
+        return (
+            f"{self.label} |{bar}| {self.done}/{self.total} {self.unit} {frac * 100:5.1f}% "
+            f"{elapsed:6.1f}s eta {eta:5.1f}s{note}"
+        )
 
     def _draw(self, final: bool = False) -> None:
         if not self.enabled:

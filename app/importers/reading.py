@@ -2,6 +2,7 @@
 
 Every failure here is fatal (`ImportFatalError`) and happens before the store is touched.
 """
+
 from __future__ import annotations
 
 import io

@@ -14,6 +14,7 @@ When the file's first speaker line is timed and bold (`[2024-04-02T08:15:31Z] **
 Mnemo's chat export writes), only lines of that form start a message: a line such as "User: …"
 quoted inside a message stays part of it, so an exported chat reads back exactly.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -66,7 +67,9 @@ def _speaker_lines_are_timed_bold(lines: list[str]) -> bool:
     return False
 
 
-def parse_text(text: str, name: str = "transcript.txt", *, base_time: float = 0.0, title: str | None = None) -> ParseResult:
+def parse_text(
+    text: str, name: str = "transcript.txt", *, base_time: float = 0.0, title: str | None = None
+) -> ParseResult:
     lines = text.splitlines()
     strict = _speaker_lines_are_timed_bold(lines)
     issues: list[ImportIssue] = []
@@ -88,11 +91,14 @@ def parse_text(text: str, name: str = "transcript.txt", *, base_time: float = 0.
                 if m and m.group("ts"):
                     ts = parse_time(m.group("ts"))
                     if ts is None:
-                        issues.append(ImportIssue(f"{name}: line {number}",
-                                                  f"unreadable time [{m.group('ts')}]; using the previous one",
-                                                  skipped=False))
-                current = {"role": _ROLES[who], "line": number, "ts": ts,
-                           "lines": [m.group("rest")] if m else []}
+                        issues.append(
+                            ImportIssue(
+                                f"{name}: line {number}",
+                                f"unreadable time [{m.group('ts')}]; using the previous one",
+                                skipped=False,
+                            )
+                        )
+                current = {"role": _ROLES[who], "line": number, "ts": ts, "lines": [m.group("rest")] if m else []}
                 messages.append(current)
                 if m and m.group("rest").lstrip().startswith("```"):
                     in_fence = not in_fence
@@ -108,15 +114,17 @@ def parse_text(text: str, name: str = "transcript.txt", *, base_time: float = 0.
             continue
         current["lines"].append(line)
     if not messages:
-        raise ImportFatalError(
-            f"{name}: not a transcript: no 'User:' or 'Assistant:' speaker lines found"
-        )
+        raise ImportFatalError(f"{name}: not a transcript: no 'User:' or 'Assistant:' speaker lines found")
     if preamble:
-        issues.append(ImportIssue(f"{name}: lines 1-{messages[0]['line'] - 1}",
-                                  f"{preamble} line(s) of text before the first speaker line"))
+        issues.append(
+            ImportIssue(
+                f"{name}: lines 1-{messages[0]['line'] - 1}",
+                f"{preamble} line(s) of text before the first speaker line",
+            )
+        )
     turns: list[Turn] = []
     last_ts = base_time
-    for i, msg in enumerate(messages):
+    for _i, msg in enumerate(messages):
         body = "\n".join(msg["lines"]).strip("\n").rstrip()
         where = f"{name}: line {msg['line']}"
         if msg["role"] == "system":
@@ -134,5 +142,6 @@ def parse_text(text: str, name: str = "transcript.txt", *, base_time: float = 0.
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
     conv_title = title or found_title or name
     result.conversations.append(
-        ParsedConversation(SOURCE, f"sha256:{digest}", conv_title, turns[0].timestamp, turns, position=name))
+        ParsedConversation(SOURCE, f"sha256:{digest}", conv_title, turns[0].timestamp, turns, position=name)
+    )
     return result

@@ -9,12 +9,14 @@ that grew since the last export) is completed, never duplicated. Because each
 conversation's messages and pages are written in one transaction, a crash leaves either
 the whole conversation or none of it.
 """
+
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from app.importers.base import ImportIssue, ParsedConversation, ParseResult
 from app.importers.pages import MAX_SIDE_CHARS, page_items, plan_pages
@@ -40,7 +42,7 @@ class ImportReport:
     issues: list[ImportIssue] = field(default_factory=list)
     records_seen: int = 0
     seconds: float = 0.0
-    profile_added: int = 0   # persona facts and traits from what the user wrote about themselves
+    profile_added: int = 0  # persona facts and traits from what the user wrote about themselves
     profile_source: str = ""
 
     def profile_note(self) -> str:
@@ -90,9 +92,14 @@ def _meta_of(message: Any) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def write_conversation(store, conv: ParsedConversation, *, issues: list[ImportIssue] | None = None,
-                       on_turns: Callable[[int], None] | None = None,
-                       max_side_chars: int = MAX_SIDE_CHARS) -> ConversationOutcome:
+def write_conversation(
+    store,
+    conv: ParsedConversation,
+    *,
+    issues: list[ImportIssue] | None = None,
+    on_turns: Callable[[int], None] | None = None,
+    max_side_chars: int = MAX_SIDE_CHARS,
+) -> ConversationOutcome:
     """Write (or finish) one conversation in one transaction."""
     issues = issues if issues is not None else []
     existing = store.find_conversation(conv.source, conv.external_id)
@@ -117,17 +124,21 @@ def write_conversation(store, conv: ParsedConversation, *, issues: list[ImportIs
     # yet; the texts, and so the embeddings, do not depend on them.
     plans = plan_pages(turns)
     draft, _ = page_items(turns, [0] * len(turns), plans, source=conv.source, limit=max_side_chars)
-    for start in range(0, len(draft), PAGE_CHUNK):   # in chunks, so the progress bar moves
-        chunk = draft[start:start + PAGE_CHUNK]
-        store.embed_pages(chunk, conversation_id=existing.id if existing is not None else None,
-                          before=draft[start - 1] if start else None)
+    for start in range(0, len(draft), PAGE_CHUNK):  # in chunks, so the progress bar moves
+        chunk = draft[start : start + PAGE_CHUNK]
+        store.embed_pages(
+            chunk,
+            conversation_id=existing.id if existing is not None else None,
+            before=draft[start - 1] if start else None,
+        )
         if on_turns:
             on_turns(sum(len(it["meta"]["turn_ids"]) for it in chunk))
     written_turns = sum(len(it["meta"]["turn_ids"]) for it in draft)
     with store.transaction():
         if existing is None:
-            cid = store.create_conversation(conv.title, created_at=conv.created_at, source=conv.source,
-                                            external_id=conv.external_id)
+            cid = store.create_conversation(
+                conv.title, created_at=conv.created_at, source=conv.source, external_id=conv.external_id
+            )
         else:
             cid = existing.id
         ids: list[int] = []
@@ -141,27 +152,37 @@ def write_conversation(store, conv: ParsedConversation, *, issues: list[ImportIs
             it["embedding"] = done["embedding"]
         for n in capped:
             first = turns[plans[n].indices[0]]
-            issues.append(ImportIssue(
-                f"{conv.position}, turn {first.turn_id}",
-                f"message of {max(len(turns[i].text) for i in plans[n].indices):,} characters: imported in full, "
-                f"but its memory page keeps only the first {max_side_chars:,}", skipped=False))
+            issues.append(
+                ImportIssue(
+                    f"{conv.position}, turn {first.turn_id}",
+                    f"message of {max(len(turns[i].text) for i in plans[n].indices):,} characters: imported in full, "
+                    f"but its memory page keeps only the first {max_side_chars:,}",
+                    skipped=False,
+                )
+            )
         store.add_pages(cid, items)
     if on_turns and written_turns < len(turns):
         on_turns(len(turns) - written_turns)
     return ConversationOutcome(conv.position, conv.external_id, cid, status, len(turns), len(items))
 
 
-def write_all(store, parsed: ParseResult, *, path: str = "", progress=None,
-              conversations: Sequence[ParsedConversation] | None = None) -> ImportReport:
+def write_all(
+    store,
+    parsed: ParseResult,
+    *,
+    path: str = "",
+    progress=None,
+    conversations: Sequence[ParsedConversation] | None = None,
+) -> ImportReport:
     convs = list(conversations if conversations is not None else parsed.conversations)
-    report = ImportReport(path=path, format=parsed.format, issues=list(parsed.issues),
-                          records_seen=parsed.records_seen)
+    report = ImportReport(path=path, format=parsed.format, issues=list(parsed.issues), records_seen=parsed.records_seen)
     start = time.monotonic()
     for conv in convs:
         if progress is not None:
             progress.note = conv.title[:40]
-        outcome = write_conversation(store, conv, issues=report.issues,
-                                     on_turns=(lambda n: progress.update(n)) if progress is not None else None)
+        outcome = write_conversation(
+            store, conv, issues=report.issues, on_turns=(lambda n: progress.update(n)) if progress is not None else None
+        )
         report.outcomes.append(outcome)
     report.profile_added, report.profile_source = write_profile(store, parsed), parsed.profile_source
     report.seconds = time.monotonic() - start
@@ -176,13 +197,15 @@ def write_profile(store, parsed: ParseResult) -> int:
     from memory_core.text import sentences
 
     src = parsed.profile_source
-    adders = ((parsed.about_user, lambda s: store.add_knowledge("user", s, source=src, skip_existing=True)),
-              (parsed.reply_style, lambda s: store.add_trait("reply style", s, source=src, skip_existing=True)))
+    adders = (
+        (parsed.about_user, lambda s: store.add_knowledge("user", s, source=src, skip_existing=True)),
+        (parsed.reply_style, lambda s: store.add_trait("reply style", s, source=src, skip_existing=True)),
+    )
     added = 0
     for texts, add in adders:
         for sentence in (s for text in texts for s in sentences(text)):
             try:
                 added += add(sentence) is not None
-            except ValueError:     # not a usable fact (a fragment, a placeholder)
+            except ValueError:  # not a usable fact (a fragment, a placeholder)
                 continue
     return added

@@ -1,5 +1,6 @@
 """The chat agent's tests share one setup: a real store file (STM of 3 pages) and the agent
 driving the session's bundled GGUF."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,8 +11,13 @@ from memory_core import MemoryParams, MemoryStore
 
 @pytest.fixture
 def store(tmp_path, embedder):
-    s = MemoryStore.open(tmp_path / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
-                         dim=embedder.dim, params=MemoryParams(stm_capacity=3))
+    s = MemoryStore.open(
+        tmp_path / "mnemo.sqlite3",
+        embedder.embed,
+        embed_model_id=embedder.model_id,
+        dim=embedder.dim,
+        params=MemoryParams(stm_capacity=3),
+    )
     yield s
     s.close()
 

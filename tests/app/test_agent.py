@@ -1,4 +1,5 @@
 """The chat agent end to end with the bundled GGUF, the real embedder and a real store file."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,6 @@ import pytest
 from app.agent import ChatAgent
 from memory_core import MemoryStore
 from models.chat import CancelToken
-
 
 
 def test_turn_persists_messages_trace_and_job(agent, store):
@@ -50,14 +50,16 @@ def test_fact_from_early_turn_recalled_in_new_conversation(agent, store):
         store.run_pending(allow_llm=False)
     # STM capacity is 3: the first pages overflowed into mid-term memory
     assert store.count_pages(conversation_id=cid, tier="stm") == 3
-    assert store.count_pages(conversation_id=cid, tier="mtm") + store.count_pages(conversation_id=cid, tier="archive") == 3
+    assert (
+        store.count_pages(conversation_id=cid, tier="mtm") + store.count_pages(conversation_id=cid, tier="archive") == 3
+    )
     other = agent.new_conversation()
     result = agent.send(other, "Where does my sister Margot live?")
     page_ids = [p["page_id"] for p in result.trace["pages"]]
     first_page = store.list_pages(conversation_id=cid, order_by="timestamp", descending=False, limit=1)[0]
     assert first_page.id in page_ids
     assert first_page.id in result.trace["included"]["pages"]
-    assert "Lisbon" in result.prompt.messages[-2]["content"]   # recalled pages sit with the question
+    assert "Lisbon" in result.prompt.messages[-2]["content"]  # recalled pages sit with the question
 
 
 # what the bundled model once replied to it, in the app (a long reply dilutes the page's vector)
@@ -70,7 +72,8 @@ BEAGLE_REPLY = (
     "possible care for your precious pup.\n\nI'll take care of it, and I'll keep a close eye on things to make "
     "sure everything goes smoothly. And if you have any other questions or need anything else, just let me "
     "know. We're all about helping each other out here!\n\nSo, what's the story with Pepper? Is there "
-    "something specific you'd like to share more about?")
+    "something specific you'd like to share more about?"
+)
 
 
 def test_a_reworded_question_quotes_the_page_that_shares_no_word_with_it(agent, store):
@@ -79,10 +82,13 @@ def test_a_reworded_question_quotes_the_page_that_shares_no_word_with_it(agent, 
     cid = agent.new_conversation()
     beagle_id = store.add_page(cid, "Hi! I adopted a beagle called Pepper last week.", BEAGLE_REPLY)
     beagle = store.get_page(beagle_id)
-    store.add_pages(agent.new_conversation(), [
-        {"user_text": "The weather was rainy all weekend.", "assistant_text": "Perfect weather for a book."},
-        {"user_text": "I am reading a book about the history of tea.", "assistant_text": "Tea has a long history."},
-    ])
+    store.add_pages(
+        agent.new_conversation(),
+        [
+            {"user_text": "The weather was rainy all weekend.", "assistant_text": "Perfect weather for a book."},
+            {"user_text": "I am reading a book about the history of tea.", "assistant_text": "Tea has a long history."},
+        ],
+    )
     result = agent.send(agent.new_conversation(), "What is the name of my dog?")
     hit = next(p for p in result.trace["pages"] if p["page_id"] == beagle.id)
     assert hit["score"] < store.params.recall_min_score and "keyword" not in hit["reason"], hit
@@ -102,8 +108,8 @@ def test_asking_again_in_a_new_chat_does_not_recall_the_first_answer(agent, stor
     again = agent.send(agent.new_conversation(), "Which city does my sister Margot live in?")
     assert asked.id not in [p["page_id"] for p in again.trace["pages"]]
     assert [p["page_id"] for p in again.trace["skipped"]] == [asked.id]
-    assert f"(page {asked.id})" not in again.prompt.messages[-2]["content"]      # the earlier answer is not quoted
-    assert "Lisbon" in again.prompt.messages[-2]["content"]                     # the fact is
+    assert f"(page {asked.id})" not in again.prompt.messages[-2]["content"]  # the earlier answer is not quoted
+    assert "Lisbon" in again.prompt.messages[-2]["content"]  # the fact is
 
 
 def test_stop_keeps_partial_reply(agent, store):
@@ -165,8 +171,11 @@ def test_a_message_asking_to_remember_keeps_its_fact_at_once(agent, store):
     store.set_conversation_flags(paused, memory_paused=True)
     secret = agent.new_conversation()
     store.set_conversation_flags(secret, incognito=True)
-    for c, text in ((paused, "Remember that I take the bus at 7."), (secret, "Remember that I take the bus at 7."),
-                    (cid, "Do you remember my locker code?")):
+    for c, text in (
+        (paused, "Remember that I take the bus at 7."),
+        (secret, "Remember that I take the bus at 7."),
+        (cid, "Do you remember my locker code?"),
+    ):
         assert "remembered" not in agent.send(c, text).stats
     assert store.count_knowledge() == 1
 
@@ -222,8 +231,12 @@ KILL_SCRIPT = textwrap.dedent("""
 
 def test_sigkill_during_streaming_keeps_user_message_and_job_runs(tmp_path, embedder):
     db = tmp_path / "crash.sqlite3"
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(db)], stdout=subprocess.PIPE, text=True,
-                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(db)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+    )
     tokens = 0
     deadline = time.time() + 120
     while tokens < 5 and time.time() < deadline:  # the first token is flushed at once
@@ -256,6 +269,7 @@ def test_sigkill_during_streaming_keeps_user_message_and_job_runs(tmp_path, embe
 def test_a_template_with_one_system_message_gets_recall_first(store, chat_model):
     """Some GGUF chat templates refuse a system message after the first; the agent then puts the
     recalled memory in the first system message instead, and the turn completes."""
+
     class OneSystemTemplate:
         def __init__(self, model):
             self._m = model
@@ -308,7 +322,7 @@ def test_a_server_refusing_a_second_system_message_gets_recall_first(store, chat
     assert [m["role"] for m in result.prompt.messages] == ["system", "user"]
     assert "Lisbon" in result.prompt.messages[0]["content"]
     again = agent.send(agent.new_conversation(), "Where does Margot live?")
-    assert again.status == "complete" and model.refused == 1       # the layout is remembered
+    assert again.status == "complete" and model.refused == 1  # the layout is remembered
 
 
 def test_half_of_a_surrogate_pair_in_a_message_is_replaced_not_fatal(agent, store):
@@ -324,19 +338,19 @@ def test_warming_a_conversation_lets_the_next_reply_skip_its_dialogue(agent, sto
     for i in range(4):
         store.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
         store.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
-    store.add_trait("hobby", "gardening")                      # the persona is part of the stable prefix
-    chat_model._llm.reset()                                   # a fresh start: nothing cached
+    store.add_trait("hobby", "gardening")  # the persona is part of the stable prefix
+    chat_model._llm.reset()  # a fresh start: nothing cached
     warmed = agent.warm(cid)
     assert warmed > 200
     result = agent.send(cid, "What keeps the soil moist?")
     assert result.status == "complete"
-    assert result.stats["cached_prompt_tokens"] >= warmed - 2     # system, persona, dialogue: all reused
+    assert result.stats["cached_prompt_tokens"] >= warmed - 2  # system, persona, dialogue: all reused
     assert result.stats["prompt_tokens"] - result.stats["cached_prompt_tokens"] < 120
-    assert agent.warm(None) > 0                                # a new chat: system prompt and persona
+    assert agent.warm(None) > 0  # a new chat: system prompt and persona
 
 
 def test_warming_is_nothing_for_a_model_without_a_local_cache(store):
-    class Remote:                                             # e.g. the OpenAI-compatible HTTP backend
+    class Remote:  # e.g. the OpenAI-compatible HTTP backend
         n_ctx = 4096
 
     from app.agent import ChatAgent
@@ -361,13 +375,13 @@ def test_a_reply_that_loops_is_stopped_and_keeps_what_came_before_the_loop(store
     agent = ChatAgent(store, chat_model, reply_reserve=256, max_tokens=160, repetition_guard=guarded)
     streamed = []
     result = agent.send(agent.new_conversation(), LOOPING, on_token=streamed.append)
-    if not guarded:   # the same request without the guard: the loop runs on (the test can tell)
+    if not guarded:  # the same request without the guard: the loop runs on (the test can tell)
         assert _most_repeated_line(result.text) >= 6 and result.stats["finish_reason"] == "length"
         return
     assert result.stats["finish_reason"] == "repetition"
     assert result.stats["completion_tokens"] < 160
-    assert 1 <= _most_repeated_line(result.text) <= 2   # one stanza (its refrain line is in it twice)
-    assert "".join(streamed).startswith(result.text)     # what was shown, less the loop
+    assert 1 <= _most_repeated_line(result.text) <= 2  # one stanza (its refrain line is in it twice)
+    assert "".join(streamed).startswith(result.text)  # what was shown, less the loop
     stored = store.get_message(result.assistant_message_id)
     assert stored.content == result.text and stored.status == "complete"
     assert stored.meta["stats"]["finish_reason"] == "repetition"
@@ -380,7 +394,7 @@ def test_a_chat_is_titled_by_its_first_message_cut_between_words():
     long = "Hi! My name is Dana, I keep bees on my roof in Lyon and my sister Ines is visiting next week."
     assert title_from(long) == "Hi! My name is Dana, I keep bees on my roof in Lyon and my…"
     assert len(title_from(long)) <= 60
-    assert title_from("x" * 100) == "x" * 59 + "…"   # one long word: cut inside it
+    assert title_from("x" * 100) == "x" * 59 + "…"  # one long word: cut inside it
     assert title_from("   ") == "New chat"
 
 
@@ -409,8 +423,9 @@ def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, ch
     tag split over two chunks as a tokenizer may split it: the tag goes (never shown, not stored, not
     remembered), the words around it stay."""
 
-    echoing = _Framed(chat_model, after=["\nHere's the answer: <mem", "ory>",
-                                         "\nMy grandmother grew up in Porto.</memory> a < b"])
+    echoing = _Framed(
+        chat_model, after=["\nHere's the answer: <mem", "ory>", "\nMy grandmother grew up in Porto.</memory> a < b"]
+    )
     agent = ChatAgent(store, echoing, reply_reserve=256, max_tokens=12)
     streamed = []
     result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?", on_token=streamed.append)
@@ -419,14 +434,20 @@ def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, ch
     assert "".join(streamed) == result.text and "memory>" not in result.text
     assert store.get_message(result.assistant_message_id).content == result.text
     store.run_pending(allow_llm=False)
-    assert "<memory>" not in store.list_pages()[0].assistant_text     # nor does it reach memory
+    assert "<memory>" not in store.list_pages()[0].assistant_text  # nor does it reach memory
 
     from app.prompting import MarkupFilter
 
     # a "<" that begins no tag is held only until it is clear, then shown; a tag is dropped
     f = MarkupFilter()
-    assert [f.feed(c) for c in ("if a <", "= b", " use </", "me", "nu>", " ok <m")] == \
-        ["if a ", "<= b", " use ", "", "</menu>", " ok "]
+    assert [f.feed(c) for c in ("if a <", "= b", " use </", "me", "nu>", " ok <m")] == [
+        "if a ",
+        "<= b",
+        " use ",
+        "",
+        "</menu>",
+        " ok ",
+    ]
     assert f.rest() == "<m" and f.removed == 0
     assert f.feed("x</memory>y") == "xy" and f.removed == 1
 
@@ -436,9 +457,17 @@ def _writes_the_dialogue_on(model):
     over chunks as a tokenizer may split them: what the bundled model does now and then when pages are
     quoted to it (app.quoted_turns). The middle is fixed too: the real model's own 12 tokens, drawn with
     the next seed of the session, sometimes held a header of their own and changed what was counted."""
-    return _Framed(model, before=["Us", "er: My grandmother grew up in Porto.\n[2023-11", "-15 08:49] (page 1)\n",
-                                  "She grew up by the river."],
-                   after=["\nAssis", "tant: Porto is a lovely city.\nUser: Thanks!"], alone=True)
+    return _Framed(
+        model,
+        before=[
+            "Us",
+            "er: My grandmother grew up in Porto.\n[2023-11",
+            "-15 08:49] (page 1)\n",
+            "She grew up by the river.",
+        ],
+        after=["\nAssis", "tant: Porto is a lovely city.\nUser: Thanks!"],
+        alone=True,
+    )
 
 
 def test_a_reply_that_writes_the_quoted_dialogue_on_ends_before_the_turn_nobody_said(store, chat_model):
@@ -448,24 +477,30 @@ def test_a_reply_that_writes_the_quoted_dialogue_on_ends_before_the_turn_nobody_
     agent = ChatAgent(store, _writes_the_dialogue_on(chat_model), reply_reserve=256, max_tokens=12)
     streamed = []
     result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?", on_token=streamed.append)
-    assert result.prompt.included["pages"]                  # a page was quoted: the filter is on
+    assert result.prompt.included["pages"]  # a page was quoted: the filter is on
     # the opening line recites the quoted page: shown as the page's words, attributed as it was said
     assert result.text.startswith("You said: “My grandmother grew up in Porto.”\n")
     assert "User:" not in result.text and "Assistant:" not in result.text and "(page 1)" not in result.text
     assert result.status == "complete" and result.stats["finish_reason"] == "invented_turn"
-    assert result.stats["quoting_removed"] == 2            # the recitation and the header
-    assert "".join(streamed).rstrip() == result.text       # what was shown is what is kept
+    assert result.stats["quoting_removed"] == 2  # the recitation and the header
+    assert "".join(streamed).rstrip() == result.text  # what was shown is what is kept
     assert store.get_message(result.assistant_message_id).content == result.text
     store.run_pending(allow_llm=False)
-    assert all("Assistant:" not in p.assistant_text for p in store.list_pages())   # nor does it reach memory
+    assert all("Assistant:" not in p.assistant_text for p in store.list_pages())  # nor does it reach memory
 
 
-@pytest.mark.parametrize("message", ["Where did my grandmother grow up?",                 # nothing quoted
-                                     "Write a dialogue about where my grandmother grew up."])  # labels asked for
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Where did my grandmother grow up?",  # nothing quoted
+        "Write a dialogue about where my grandmother grew up.",
+    ],
+)  # labels asked for
 def test_labels_stay_where_no_page_was_quoted_or_a_dialogue_was_asked_for(store, chat_model, message):
     if message.startswith("Write"):
         ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
-            store.create_conversation(), "My grandmother grew up in Porto.")
+            store.create_conversation(), "My grandmother grew up in Porto."
+        )
         store.run_pending(allow_llm=False)
     agent = ChatAgent(store, _writes_the_dialogue_on(chat_model), reply_reserve=256, max_tokens=12)
     result = agent.send(agent.new_conversation(), message)
@@ -478,8 +513,12 @@ def test_labels_stay_where_no_page_was_quoted_or_a_dialogue_was_asked_for(store,
 def test_a_reply_that_copies_the_notation_of_quoted_facts_is_filtered_too(store, chat_model):
     """Known facts are quoted as "- (user) …"; the bundled model writes "(user) …" back as well."""
     store.add_knowledge("user", "My locker code is 4312")
-    agent = ChatAgent(store, _Framed(chat_model, before=["(us", "er) My locker code is 4312.\n(assistant) Anything else?"],
-                                     alone=True), reply_reserve=256, max_tokens=12)
+    agent = ChatAgent(
+        store,
+        _Framed(chat_model, before=["(us", "er) My locker code is 4312.\n(assistant) Anything else?"], alone=True),
+        reply_reserve=256,
+        max_tokens=12,
+    )
     result = agent.send(agent.new_conversation(), "What is my locker code?")
     assert result.prompt.included["knowledge"] and not result.prompt.included["pages"]
     assert result.text == "My locker code is 4312." and result.stats["finish_reason"] == "invented_turn"
@@ -487,9 +526,15 @@ def test_a_reply_that_copies_the_notation_of_quoted_facts_is_filtered_too(store,
 
 def test_a_recited_answer_of_an_imported_chatgpt_chat_is_chatgpts(store, chat_model):
     cid = store.create_conversation("Lenses", source="chatgpt", external_id="c1")
-    store.add_page(cid, "Which lens should I buy for street photography?", "A 35 mm prime lens suits street photography best.")
-    agent = ChatAgent(store, _Framed(chat_model, before=["Assistant: A 35 mm prime lens suits street photography best."],
-                                     alone=True), reply_reserve=256, max_tokens=12)
+    store.add_page(
+        cid, "Which lens should I buy for street photography?", "A 35 mm prime lens suits street photography best."
+    )
+    agent = ChatAgent(
+        store,
+        _Framed(chat_model, before=["Assistant: A 35 mm prime lens suits street photography best."], alone=True),
+        reply_reserve=256,
+        max_tokens=12,
+    )
     result = agent.send(agent.new_conversation(), "Which lens did I decide on for street photography?")
     assert result.prompt.included["pages"]
     assert result.text == "ChatGPT replied: “A 35 mm prime lens suits street photography best.”"
@@ -497,10 +542,15 @@ def test_a_recited_answer_of_an_imported_chatgpt_chat_is_chatgpts(store, chat_mo
 
 def test_a_reply_that_only_recites_a_page_keeps_no_trailing_line_break(store, chat_model):
     ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
-        store.create_conversation(), "My grandmother grew up in Porto.")
+        store.create_conversation(), "My grandmother grew up in Porto."
+    )
     store.run_pending(allow_llm=False)
-    agent = ChatAgent(store, _Framed(chat_model, before=["User: My grandmother grew up in Porto.", "\n"], alone=True),
-                      reply_reserve=256, max_tokens=12)
+    agent = ChatAgent(
+        store,
+        _Framed(chat_model, before=["User: My grandmother grew up in Porto.", "\n"], alone=True),
+        reply_reserve=256,
+        max_tokens=12,
+    )
     result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?")
     assert result.text == "You said: “My grandmother grew up in Porto.”"
     assert result.stats["finish_reason"] != "invented_turn" and result.stats["quoting_removed"] == 1
@@ -517,17 +567,20 @@ def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(ag
     pages_before = store.count_pages()
     # the page that said it, and any reply of the model that repeated it (the bundled model sometimes
     # does, depending on what it ran before); not the gym's
-    holding = [p.id for p in store.list_pages(limit=100)
-               if all(w in f"{p.user_text} {p.assistant_text}".lower() for w in ("locker", "code", "4312"))]
+    holding = [
+        p.id
+        for p in store.list_pages(limit=100)
+        if all(w in f"{p.user_text} {p.assistant_text}".lower() for w in ("locker", "code", "4312"))
+    ]
     other = agent.new_conversation()
     result = agent.send(other, "Please forget that my locker code is 4312.")
     forgot = result.stats["forgot"]
     assert forgot["what"] == "my locker code is 4312" and forgot["facts"] == [[kept["id"], "my locker code is 4312"]]
     assert forgot["pages"] == len(holding) >= 1
     assert store.get_knowledge(kept["id"]) is None
-    assert result.trace["included"]["knowledge"] == []            # this very reply cannot recall it
+    assert result.trace["included"]["knowledge"] == []  # this very reply cannot recall it
     store.run_pending(allow_llm=False)
-    assert store.count_pages() == pages_before - len(holding)     # the request is not kept as a page
+    assert store.count_pages() == pages_before - len(holding)  # the request is not kept as a page
     assert not any("4312" in p.user_text + p.assistant_text for p in store.list_pages(limit=100))
     assert any("chlorine" in p.user_text for p in store.list_pages(limit=100))
     assert store.get_message(result.assistant_message_id).meta["stats"]["forgot"] == forgot
@@ -540,8 +593,8 @@ def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(ag
     # in an incognito chat memory is not touched at all
     secret = agent.new_conversation()
     store.set_conversation_flags(secret, incognito=True)
-    agent.send(agent.new_conversation(), "My sister Margot lives in Lisbon.")   # said again: the page above may be
-    store.run_pending(allow_llm=False)                                         # gone (its reply repeated the code)
+    agent.send(agent.new_conversation(), "My sister Margot lives in Lisbon.")  # said again: the page above may be
+    store.run_pending(allow_llm=False)  # gone (its reply repeated the code)
     margot = store.count_pages(text="Margot")
     assert margot >= 1
     assert "forgot" not in agent.send(secret, "Forget that my sister Margot lives in Lisbon.").stats

@@ -1,5 +1,6 @@
 """Backups of the memory database: the online copy, the daily rotation, restore (the current file
 kept aside), and the CLI around them. Real store files, real embedder."""
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,7 @@ def test_a_backup_is_a_complete_database_even_while_another_connection_writes(tm
         other.close()
     c = _open(copy, embedder)
     try:
-        assert c.count_pages() in (400, 401)       # before or after the concurrent write, never torn
+        assert c.count_pages() in (400, 401)  # before or after the concurrent write, never torn
         assert c.check_integrity() == [] and c._x("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert any("tree number 7." in p.text for p in c.list_pages(limit=1000, text="tree number 7."))
     finally:
@@ -55,11 +56,11 @@ def test_daily_rotation_keeps_the_newest(tmp_path, embedder):
         first = backups.maybe_backup(s, paths, now=t0)
         assert first is not None and backups.list_backups(paths) == [first]
         os.utime(first, (t0, t0))
-        assert backups.maybe_backup(s, paths, now=t0 + 3600) is None        # not due yet
+        assert backups.maybe_backup(s, paths, now=t0 + 3600) is None  # not due yet
         second = backups.maybe_backup(s, paths, now=t0 + day)
         os.utime(second, (t0 + day, t0 + day))
         third = backups.maybe_backup(s, paths, now=t0 + 2 * day)
-        assert backups.list_backups(paths) == [third, second]               # keep 2, newest first
+        assert backups.list_backups(paths) == [third, second]  # keep 2, newest first
         assert backups.maybe_backup(s, paths, keep=0, now=t0 + 9 * day) is None
     finally:
         s.close()
@@ -73,7 +74,7 @@ def test_restore_puts_the_backup_back_and_keeps_the_current_file_aside(tmp_path,
     saved = backups.make_backup(s, paths)
     s.add_page(cid, "My bike is now blue.", "Noted.")
     s.close()
-    paths.db_file.write_bytes(b"damaged" * 1000)               # the file is ruined afterwards
+    paths.db_file.write_bytes(b"damaged" * 1000)  # the file is ruined afterwards
     aside = backups.restore(paths, saved)
     assert aside.read_bytes() == b"damaged" * 1000
     r = _open(paths.db_file, embedder)
@@ -93,24 +94,27 @@ def test_restore_refuses_a_file_that_is_not_a_sound_mnemo_memory_and_changes_not
     good = backups.make_backup(s, paths)
     s.close()
     before = paths.db_file.read_bytes()
-    other = tmp_path / "other.db"                      # a SQLite database, but someone else's
+    other = tmp_path / "other.db"  # a SQLite database, but someone else's
     c = apsw.Connection(str(other))
     c.execute("CREATE TABLE notes(x)")
     c.close()
     text = tmp_path / "notes.txt"
     text.write_text("not a database at all")
-    damaged = tmp_path / "damaged.sqlite3"             # a real backup with pages overwritten
+    damaged = tmp_path / "damaged.sqlite3"  # a real backup with pages overwritten
     raw = bytearray(good.read_bytes())
     for i in range(4096, len(raw) - 4096, 3001):
         raw[i] ^= 0x5A
     damaged.write_bytes(bytes(raw))
-    for bad, why in ((other, "not a Mnemo memory database"), (text, "not a Mnemo memory database"),
-                     (damaged, "damaged")):
+    for bad, why in (
+        (other, "not a Mnemo memory database"),
+        (text, "not a Mnemo memory database"),
+        (damaged, "damaged"),
+    ):
         with pytest.raises(backups.UnusableBackupError, match=why):
             backups.restore(paths, bad)
         assert paths.db_file.read_bytes() == before
         assert not [p for p in paths.data_dir.iterdir() if "before-restore" in p.name or "restoring" in p.name]
-    backups.check(good)                                # the real backup passes, and is not modified
+    backups.check(good)  # the real backup passes, and is not modified
     assert sorted(p.name for p in good.parent.iterdir()) == [good.name]
 
 
@@ -120,9 +124,9 @@ def test_restore_drops_this_processs_cached_vectors_of_the_replaced_file(tmp_pat
     paths = Paths(tmp_path / "config", tmp_path / "data")
     s = _open(paths.db_file, embedder)
     s.add_page(s.create_conversation(), "My bike is blue.", "Noted.")
-    assert len(s.retrieve("bike", record_visits=False).pages) == 1          # the cache holds it
+    assert len(s.retrieve("bike", record_visits=False).pages) == 1  # the cache holds it
     s.close()
-    other = _open(tmp_path / "other" / "mnemo.sqlite3", embedder)          # another profile's memory
+    other = _open(tmp_path / "other" / "mnemo.sqlite3", embedder)  # another profile's memory
     cid = other.create_conversation()
     for text in ("I keep bees in the garden.", "My cat is called Tom.", "I drink green tea."):
         other.add_page(cid, text, "Lovely.")
@@ -152,10 +156,10 @@ def test_a_backup_is_dated_by_its_name_which_survives_copying(tmp_path):
 
 
 def _mnemo(dirs, *args):
-    env = dict(os.environ, MNEMO_DATA_DIR=str(dirs["data"]), MNEMO_CONFIG_DIR=str(dirs["config"]),
-               QT_QPA_PLATFORM="offscreen")
-    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    env = dict(
+        os.environ, MNEMO_DATA_DIR=str(dirs["data"]), MNEMO_CONFIG_DIR=str(dirs["config"]), QT_QPA_PLATFORM="offscreen"
+    )
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def test_cli_backup_list_damage_and_restore(mnemo_dirs, embedder):
@@ -171,7 +175,7 @@ def test_cli_backup_list_damage_and_restore(mnemo_dirs, embedder):
         (mnemo_dirs["data"] / f"mnemo.sqlite3{extra}").unlink(missing_ok=True)
     broken = _mnemo(mnemo_dirs, "memory", "stats")
     assert broken.returncode == 1 and "mnemo memory restore" in broken.stderr
-    refused = _mnemo(mnemo_dirs, "memory", "restore", listed[0]["path"])     # no --yes, no terminal
+    refused = _mnemo(mnemo_dirs, "memory", "restore", listed[0]["path"])  # no --yes, no terminal
     assert refused.returncode != 0 and "--yes" in refused.stderr
     junk = mnemo_dirs["data"] / "notes.txt"
     junk.write_text("not a memory")
@@ -192,9 +196,13 @@ def test_a_cancelled_backup_leaves_nothing_and_stale_partials_are_swept(tmp_path
     try:
         s.add_pages(s.create_conversation(), [{"user_text": f"line {i}", "assistant_text": "ok"} for i in range(300)])
         steps = []
-        with pytest.raises(InterruptedError):        # cancelled between steps, here after the second
-            s.backup(backups.backup_dir(paths) / "x.sqlite3", pages_per_step=4,
-                     cancelled=lambda: len(steps) >= 2, on_progress=lambda done, total: steps.append(done))
+        with pytest.raises(InterruptedError):  # cancelled between steps, here after the second
+            s.backup(
+                backups.backup_dir(paths) / "x.sqlite3",
+                pages_per_step=4,
+                cancelled=lambda: len(steps) >= 2,
+                on_progress=lambda done, total: steps.append(done),
+            )
         assert len(steps) == 2
         with pytest.raises(InterruptedError):
             backups.make_backup(s, paths, cancelled=lambda: True)

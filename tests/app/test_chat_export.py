@@ -1,5 +1,6 @@
 """Exporting one chat (app.chat_export, `mnemo chats`): the branch asked for, a Markdown transcript
 that the text importer reads back unchanged, JSON with every field, nothing half-written."""
+
 import json
 
 import pytest
@@ -9,7 +10,7 @@ from app.cli import main
 from app.importers import load
 from app.importers.writer import write_conversation
 
-T0 = 1_712_045_731.0   # 2024-04-02T08:15:31Z
+T0 = 1_712_045_731.0  # 2024-04-02T08:15:31Z
 
 
 def _chat(store):
@@ -18,10 +19,10 @@ def _chat(store):
     u1 = store.add_message(cid, "user", "My balcony faces north. What can I grow?", created_at=T0)
     a1 = store.add_message(cid, "assistant", "Leafy greens:\n\n- lettuce\n- spinach", parent_id=u1, created_at=T0 + 9)
     u2 = store.add_message(cid, "user", "And herbs?", parent_id=a1, created_at=T0 + 60)
-    first = store.add_message(cid, "assistant", "Mint and parsley.", parent_id=u2, created_at=T0 + 70,
-                              meta={"model": "smollm2"})
-    store.add_message(cid, "assistant", "Parsley, mint and chives.", parent_id=u2, created_at=T0 + 80,
-                      status="stopped")
+    first = store.add_message(
+        cid, "assistant", "Mint and parsley.", parent_id=u2, created_at=T0 + 70, meta={"model": "smollm2"}
+    )
+    store.add_message(cid, "assistant", "Parsley, mint and chives.", parent_id=u2, created_at=T0 + 80, status="stopped")
     return cid, first
 
 
@@ -31,18 +32,20 @@ def test_markdown_export_reimports_unchanged(store, embedder, tmp_path):
     assert out.messages == 4 and out.title == "Balcony garden: plans" and out.bytes == out.path.stat().st_size
     text = out.path.read_text(encoding="utf-8")
     assert text.startswith("# Balcony garden: plans\n\n[2024-04-02T08:15:31Z] **User:** My balcony faces north.")
-    assert "**Assistant:** Parsley, mint and chives." in text and "Mint and parsley." not in text   # newest branch
+    assert "**Assistant:** Parsley, mint and chives." in text and "Mint and parsley." not in text  # newest branch
     parsed = load(out.path)
     assert parsed.format == "text" and not parsed.issues
     (conv,) = parsed.conversations
     assert conv.title == "Balcony garden: plans"
     assert [(t.role, t.text, t.timestamp) for t in conv.turns] == [
-        (m.role, m.content, m.created_at) for m in store.list_messages(cid)]
+        (m.role, m.content, m.created_at) for m in store.list_messages(cid)
+    ]
     # into another memory and out again: the same file
     from memory_core import MemoryStore
 
-    other = MemoryStore.open(tmp_path / "other.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
-                             dim=embedder.dim)
+    other = MemoryStore.open(
+        tmp_path / "other.sqlite3", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim
+    )
     try:
         write_conversation(other, conv)
         (copy,) = other.list_conversations()
@@ -56,8 +59,9 @@ def test_a_message_quoting_speaker_lines_reads_back_whole(store, tmp_path):
     cid = store.create_conversation("Pasted dialogue", created_at=T0)
     pasted = "Summarise this:\nUser: where is my passport?\n**Assistant:** In the drawer.\n> Human: thanks"
     u = store.add_message(cid, "user", pasted, created_at=T0)
-    store.add_message(cid, "assistant", "Assistant: it is in the drawer.\nUser: asked where.", parent_id=u,
-                      created_at=T0 + 5)
+    store.add_message(
+        cid, "assistant", "Assistant: it is in the drawer.\nUser: asked where.", parent_id=u, created_at=T0 + 5
+    )
     out = export_chat(store, cid, tmp_path / "pasted.md")
     (conv,) = load(out.path).conversations
     assert [(t.role, t.text) for t in conv.turns] == [(m.role, m.content) for m in store.list_messages(cid)]
@@ -70,8 +74,11 @@ def test_json_export_of_another_branch_keeps_every_field(store, tmp_path):
     assert doc["format"] == "mnemo-chat-export" and doc["title"] == "Balcony garden: plans"
     assert doc["created_at"] == "2024-04-02T08:15:31Z"
     assert [m["content"] for m in doc["messages"]] == [
-        "My balcony faces north. What can I grow?", "Leafy greens:\n\n- lettuce\n- spinach", "And herbs?",
-        "Mint and parsley."]
+        "My balcony faces north. What can I grow?",
+        "Leafy greens:\n\n- lettuce\n- spinach",
+        "And herbs?",
+        "Mint and parsley.",
+    ]
     assert doc["messages"][3]["meta"] == {"model": "smollm2"} and doc["messages"][3]["status"] == "complete"
     assert doc["messages"][1]["parent_id"] == doc["messages"][0]["id"]
     assert format_for("x.JSON") == "json" and format_for("x.txt") == "markdown" and format_for("x", "md") == "markdown"
@@ -108,7 +115,7 @@ def test_a_full_disk_leaves_the_old_file(store, tmp_path, monkeypatch):
     with pytest.raises(OSError, match="No space"):
         export_chat(store, cid, target)
     assert target.read_text(encoding="utf-8") == "an earlier export"
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".garden")] == []   # no partial file left
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".garden")] == []  # no partial file left
 
 
 def test_chats_command_lists_and_exports(mnemo_dirs, embedder, tmp_path, capsys):
@@ -128,7 +135,7 @@ def test_chats_command_lists_and_exports(mnemo_dirs, embedder, tmp_path, capsys)
     assert main(["chats", "export", str(cid), str(tmp_path / "g.json")]) == 0
     assert "4 messages" in capsys.readouterr().out
     assert len(json.loads((tmp_path / "g.json").read_text(encoding="utf-8"))["messages"]) == 4
-    assert main(["chats", "export", str(cid)]) == 0          # Markdown on standard output
+    assert main(["chats", "export", str(cid)]) == 0  # Markdown on standard output
     assert capsys.readouterr().out.startswith("# Balcony garden: plans\n")
     assert main(["chats", "export", str(cid), "-", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "Balcony garden: plans"
@@ -139,7 +146,7 @@ def test_chats_command_lists_and_exports(mnemo_dirs, embedder, tmp_path, capsys)
     assert "now “Balcony herbs”" in capsys.readouterr().out
     assert main(["chats", "rename", "999", "x"]) == 1 and main(["chats", "rename", str(cid), "  "]) == 2
     capsys.readouterr()
-    assert main(["chats", "delete", str(cid)]) == 2                      # no terminal to ask: needs --yes
+    assert main(["chats", "delete", str(cid)]) == 2  # no terminal to ask: needs --yes
     assert "pass --yes" in capsys.readouterr().err
     assert main(["chats", "delete", str(cid), "--yes"]) == 0
     assert "deleted “Balcony herbs”" in capsys.readouterr().out
@@ -165,7 +172,7 @@ def test_chats_forget_and_delete_forget_take_what_memory_learned(mnemo_dirs, emb
         empty = store.create_conversation("Nothing here")
     finally:
         store.close()
-    assert main(["chats", "forget", str(cid)]) == 2                      # no terminal to ask: needs --yes
+    assert main(["chats", "forget", str(cid)]) == 2  # no terminal to ask: needs --yes
     assert "removes 3 pages" in capsys.readouterr().err
     assert main(["chats", "forget", str(cid), "--yes", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -176,12 +183,12 @@ def test_chats_forget_and_delete_forget_take_what_memory_learned(mnemo_dirs, emb
     store = AppContext.create().open_store()
     try:
         assert store.count_pages(conversation_id=cid) == 0 and store.count_pages() == 1
-        assert len(store.all_messages(cid)) == 5                        # the chat stays, both branches
+        assert len(store.all_messages(cid)) == 5  # the chat stays, both branches
         assert not any("balcony" in k.text.lower() for k in store.list_knowledge())
     finally:
         store.close()
     capsys.readouterr()
-    assert main(["chats", "delete", str(empty), "--yes"]) == 0            # nothing learned: nothing left over
+    assert main(["chats", "delete", str(empty), "--yes"]) == 0  # nothing learned: nothing left over
     capsys.readouterr()
     assert main(["memory", "list", "page", "--deleted-chats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []

@@ -1,5 +1,6 @@
 """Forgetting what memory learned from one chat (app.chat_memory), through the real agent, the
 bundled GGUF, the real embedder and a real store file."""
+
 from __future__ import annotations
 
 from app.chat_memory import chat_memory, forget_chat_memory
@@ -14,13 +15,17 @@ def _send(agent, store, cid, text):
 def test_forgetting_a_chat_takes_its_pages_and_facts_and_leaves_the_rest(agent, store):
     keep = agent.new_conversation()
     _send(agent, store, keep, "My brother Tomas repairs old clocks in Vienna.")
-    kept_fact = store.add_knowledge("user", "I play the cello on Sundays.")   # added in the inspector: no chat
+    kept_fact = store.add_knowledge("user", "I play the cello on Sundays.")  # added in the inspector: no chat
 
     cid = agent.new_conversation()
     added = _send(agent, store, cid, "Remember that my locker code is 4312.").stats["remembered"]
     _send(agent, store, cid, "Remember that I live in Porto.")
-    for text in ("The hotel in Krakow was noisy last night.", "Our flight home is on Thursday morning.",
-                 "We tried pierogi with mushrooms for lunch.", "I bought a wooden chess set at the market."):
+    for text in (
+        "The hotel in Krakow was noisy last night.",
+        "Our flight home is on Thursday morning.",
+        "We tried pierogi with mushrooms for lunch.",
+        "I bought a wooden chess set at the market.",
+    ):
         _send(agent, store, cid, text)
     other = agent.new_conversation()
     moved = _send(agent, store, other, "Remember that I live in Lyon now.").stats["remembered"]
@@ -37,8 +42,8 @@ def test_forgetting_a_chat_takes_its_pages_and_facts_and_leaves_the_rest(agent, 
 
     gone = forget_chat_memory(store, cid)
     assert store.count_pages(conversation_id=cid) == 0
-    assert store.get_knowledge(added["id"]) is None                    # the locker code is gone
-    assert store.get_knowledge(moved["id"]).text == "I live in Madrid now"   # confirmed elsewhere since: stays
+    assert store.get_knowledge(added["id"]) is None  # the locker code is gone
+    assert store.get_knowledge(moved["id"]).text == "I live in Madrid now"  # confirmed elsewhere since: stays
     assert store.get_knowledge(kept_fact) is not None
     assert store.count_pages(conversation_id=keep) == 1 and len(store.list_messages(cid)) == 12
     assert sorted(gone.memory.page_ids) == sorted(preview.memory.page_ids)

@@ -1,4 +1,5 @@
 """The `mnemo` entry point: --version, doctor, --self-test (offscreen), settings round trip."""
+
 from __future__ import annotations
 
 import json
@@ -11,10 +12,15 @@ from app.settings import Paths, Settings, load_settings, save_settings
 
 
 def _run(args, env_dirs, timeout=180):
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen",
-               MNEMO_DATA_DIR=str(env_dirs["data"]), MNEMO_CONFIG_DIR=str(env_dirs["config"]))
-    return subprocess.run([sys.executable, "-m", "ui.launcher", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    env = dict(
+        os.environ,
+        QT_QPA_PLATFORM="offscreen",
+        MNEMO_DATA_DIR=str(env_dirs["data"]),
+        MNEMO_CONFIG_DIR=str(env_dirs["config"]),
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "ui.launcher", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def test_version(mnemo_dirs):
@@ -76,26 +82,34 @@ def test_broken_settings_file_gives_defaults_keeps_the_file_and_says_so(mnemo_di
     notes: list[str] = []
     assert load_settings(paths, notes) == Settings()
     broken = paths.settings_file.with_suffix(".json.broken")
-    assert broken.read_text() == '{"chat": {"temperature": 0.2,'          # the user's edits are kept
+    assert broken.read_text() == '{"chat": {"temperature": 0.2,'  # the user's edits are kept
     assert len(notes) == 1 and str(broken) in notes[0] and "default settings are used" in notes[0]
     paths.settings_file.write_text('{"chat": {"temperature": 0.2,')
-    out = _run(["doctor", "--json", "--no-models"], mnemo_dirs)          # the CLI tells the user
+    out = _run(["doctor", "--json", "--no-models"], mnemo_dirs)  # the CLI tells the user
     assert out.returncode == 0 and "mnemo: warning:" in out.stderr and "settings.json.broken" in out.stderr
 
 
 def test_wrongly_typed_settings_keep_their_defaults_and_say_which(tmp_path):
     paths = Paths(tmp_path / "c", tmp_path / "d")
     paths.config_dir.mkdir(parents=True)
-    paths.settings_file.write_text(json.dumps({"chat": {"n_ctx": "lots", "temperature": 0.3, "max_tokens": 256.0,
-                                                        "gguf_path": 5},
-                                               "ui": {"enter_sends": "no"}}))
+    paths.settings_file.write_text(
+        json.dumps(
+            {
+                "chat": {"n_ctx": "lots", "temperature": 0.3, "max_tokens": 256.0, "gguf_path": 5},
+                "ui": {"enter_sends": "no"},
+            }
+        )
+    )
     notes: list[str] = []
     s = load_settings(paths, notes)
     assert s.chat.n_ctx == Settings().chat.n_ctx and s.chat.temperature == 0.3
     assert s.chat.max_tokens == 256 and isinstance(s.chat.max_tokens, int)
     assert s.chat.gguf_path == "" and s.ui.enter_sends is True
-    assert sorted(n.split(" = ")[0] for n in notes) == ["settings: chat.gguf_path", "settings: chat.n_ctx",
-                                                       "settings: ui.enter_sends"]
+    assert sorted(n.split(" = ")[0] for n in notes) == [
+        "settings: chat.gguf_path",
+        "settings: chat.n_ctx",
+        "settings: ui.enter_sends",
+    ]
     assert 'chat.n_ctx = "lots" is not a number; the default 4096 is used' in notes[1]
 
 

@@ -1,4 +1,5 @@
 """The CLI mirrors the library: ask, search, memory list/show/pin/forget/pause/wipe (real models, real store)."""
+
 from __future__ import annotations
 
 import json
@@ -11,10 +12,12 @@ import pytest
 
 
 def mnemo(dirs, *args, input_text=None, check=True):
-    env = dict(os.environ, MNEMO_DATA_DIR=str(dirs["data"]), MNEMO_CONFIG_DIR=str(dirs["config"]),
-               QT_QPA_PLATFORM="offscreen")
-    out = subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env,
-                         input=input_text, timeout=300)
+    env = dict(
+        os.environ, MNEMO_DATA_DIR=str(dirs["data"]), MNEMO_CONFIG_DIR=str(dirs["config"]), QT_QPA_PLATFORM="offscreen"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env, input=input_text, timeout=300
+    )
     if check:
         assert out.returncode == 0, out.stdout + out.stderr
     return out
@@ -25,8 +28,11 @@ def filled(mnemo_dirs):
     settings = {"chat": {"max_tokens": 16}, "memory": {"stm_capacity": 2}}
     mnemo_dirs["config"].mkdir(parents=True, exist_ok=True)
     (mnemo_dirs["config"] / "settings.json").write_text(json.dumps(settings))
-    for text in ["My cat Miso is afraid of thunderstorms.", "I bake sourdough bread on Sundays.",
-                 "I am learning Portuguese for a trip to Porto."]:
+    for text in [
+        "My cat Miso is afraid of thunderstorms.",
+        "I bake sourdough bread on Sundays.",
+        "I am learning Portuguese for a trip to Porto.",
+    ]:
         result = json.loads(mnemo(mnemo_dirs, "ask", text, "--json").stdout)
         assert result["status"] == "complete"
     return mnemo_dirs
@@ -62,7 +68,7 @@ def test_memory_list_pin_forget_wipe(filled):
     events = json.loads(mnemo(filled, "memory", "events", "--json").stdout)
     assert any(e["kind"].startswith("page_forgotten") or "forg" in e["kind"] for e in events)
     newest = json.loads(mnemo(filled, "memory", "events", "--limit", "1", "--json").stdout)
-    assert len(newest) == 1 and newest[0]["id"] == max(e["id"] for e in events)   # newest by default
+    assert len(newest) == 1 and newest[0]["id"] == max(e["id"] for e in events)  # newest by default
     refused = mnemo(filled, "memory", "wipe", check=False)
     assert refused.returncode != 0 and "--yes" in refused.stderr
     mnemo(filled, "memory", "wipe", "--yes")
@@ -82,9 +88,13 @@ def test_pause_stops_memory_writes(filled):
 
 
 def test_chat_repl(filled):
-    out = mnemo(filled, "chat", input_text="Hello!\n/memory\n/remember I keep bees on my roof\n/remember\n"
-                                           "Remember that my dentist is Dr Okafor.\n/forget\nno\n/forget\nforget\n"
-                                           "/forget\n/new\n/quit\n")
+    out = mnemo(
+        filled,
+        "chat",
+        input_text="Hello!\n/memory\n/remember I keep bees on my roof\n/remember\n"
+        "Remember that my dentist is Dr Okafor.\n/forget\nno\n/forget\nforget\n"
+        "/forget\n/new\n/quit\n",
+    )
     assert re.search(r"Remembered as fact \d+: I keep bees on my roof", out.stdout)
     assert re.search(r"\[remembered as fact \d+: my dentist is Dr Okafor\]", out.stdout)
     # /forget asks, then takes the chat's two pages and the fact its message asked to remember
@@ -92,7 +102,7 @@ def test_chat_repl(filled):
     assert "forgot 2 pages and 1 fact it asked to remember; what you say from now on is remembered again" in out.stdout
     assert "memory holds nothing from this chat" in out.stdout
     facts = json.loads(mnemo(filled, "memory", "list", "knowledge", "--json").stdout)
-    assert "I keep bees on my roof" in [k["text"] for k in facts]                    # /remember is not this chat's
+    assert "I keep bees on my roof" in [k["text"] for k in facts]  # /remember is not this chat's
     assert not any("Okafor" in k["text"] for k in facts)
     assert "usage: /remember TEXT" in out.stdout
     assert "mnemo> " in out.stdout
@@ -110,14 +120,22 @@ def test_memory_add_fact_and_trait(mnemo_dirs):
     out = mnemo(mnemo_dirs, "memory", "add", "fact", "I", "am", "allergic", "to", "peanuts.", "--pin").stdout
     assert out.strip() == "Remembered as fact 1: I am allergic to peanuts."
     again = json.loads(mnemo(mnemo_dirs, "memory", "add", "fact", "I am allergic to peanuts", "--json").stdout)
-    assert again == {"kind": "knowledge", "id": 1, "text": "I am allergic to peanuts.", "version": 2,
-                     "outcome": "confirmed", "before": None}
+    assert again == {
+        "kind": "knowledge",
+        "id": 1,
+        "text": "I am allergic to peanuts.",
+        "version": 2,
+        "outcome": "confirmed",
+        "before": None,
+    }
     trace = json.loads(mnemo(mnemo_dirs, "search", "Can I eat satay with peanut sauce?", "--json").stdout)
     assert [k["text"] for k in trace["knowledge"]] == ["I am allergic to peanuts."]
     shown = json.loads(mnemo(mnemo_dirs, "memory", "show", "knowledge", "1", "--json").stdout)
     assert shown["pinned"] and shown["versions"][-1]["reason"].startswith("confirmed by the user")
-    assert "Remembered as trait 1: occupation: nurse" in mnemo(
-        mnemo_dirs, "memory", "add", "trait", "occupation", "nurse", "--pin").stdout
+    assert (
+        "Remembered as trait 1: occupation: nurse"
+        in mnemo(mnemo_dirs, "memory", "add", "trait", "occupation", "nurse", "--pin").stdout
+    )
     kept = mnemo(mnemo_dirs, "memory", "add", "trait", "occupation", "teacher").stdout
     assert kept.strip() == "Trait 1 is pinned and was not changed: occupation: nurse"
     mnemo(mnemo_dirs, "memory", "add", "fact", "The assistant promised a bread recipe.", "--about", "assistant")
@@ -151,8 +169,9 @@ def test_ask_after_an_embedding_model_change_re_embeds_with_a_progress_bar(mnemo
     mnemo_dirs["data"].mkdir(parents=True, exist_ok=True)
     mnemo_dirs["config"].mkdir(parents=True, exist_ok=True)
     (mnemo_dirs["config"] / "settings.json").write_text(json.dumps({"chat": {"max_tokens": 4}}))
-    old = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id="an-older-model",
-                           dim=embedder.dim)
+    old = MemoryStore.open(
+        mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id="an-older-model", dim=embedder.dim
+    )
     old.add_pages(old.create_conversation(), [{"user_text": f"note {i}", "assistant_text": "ok"} for i in range(300)])
     old.close()
     out = mnemo(mnemo_dirs, "ask", "Hello")
@@ -170,10 +189,13 @@ def test_an_older_memory_is_embedded_again_with_its_words_and_a_progress_bar(mne
     mnemo_dirs["data"].mkdir(parents=True, exist_ok=True)
     mnemo_dirs["config"].mkdir(parents=True, exist_ok=True)
     (mnemo_dirs["config"] / "settings.json").write_text(json.dumps({"chat": {"max_tokens": 4}}))
-    old = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
-                           dim=embedder.dim)
-    old.add_pages(old.create_conversation(), [{"user_text": f"note {i}: the basil needs sun", "assistant_text": "ok"}
-                                              for i in range(300)])
+    old = MemoryStore.open(
+        mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim
+    )
+    old.add_pages(
+        old.create_conversation(),
+        [{"user_text": f"note {i}: the basil needs sun", "assistant_text": "ok"} for i in range(300)],
+    )
     old.close()
     before = json.loads(mnemo(mnemo_dirs, "search", "Does the basil need sun?", "--json").stdout)
     assert before["pages"] and not any("word by word" in p["reason"] for p in before["pages"])
@@ -186,14 +208,30 @@ def test_an_older_memory_is_embedded_again_with_its_words_and_a_progress_bar(mne
 def test_search_says_which_words_are_on_most_pages(mnemo_dirs, tmp_path):
     """An imported dialogue between two named people has both names on every page; `mnemo search` says
     the name a query asks about was weighed half in its meaning (MemoryParams.common_word_mix)."""
-    said = ["I baked a lemon tart for the fair.", "My brother moved to Oslo.", "We adopted a grey cat.",
-            "I run five kilometres before work.", "The roof leaked in the storm.", "I read a novel about a lighthouse."]
+    said = [
+        "I baked a lemon tart for the fair.",
+        "My brother moved to Oslo.",
+        "We adopted a grey cat.",
+        "I run five kilometres before work.",
+        "The roof leaked in the storm.",
+        "I read a novel about a lighthouse.",
+    ]
     turns = []
     for i in range(24):
-        turns += [{"speaker": "Ana", "dia_id": f"D1:{2 * i + 1}", "text": said[i % 6]},
-                  {"speaker": "Ben", "dia_id": f"D1:{2 * i + 2}", "text": f"Nice, tell me more ({i})."}]
-    sample = {"sample_id": "t-1", "qa": [], "conversation": {
-        "speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns}}
+        turns += [
+            {"speaker": "Ana", "dia_id": f"D1:{2 * i + 1}", "text": said[i % 6]},
+            {"speaker": "Ben", "dia_id": f"D1:{2 * i + 2}", "text": f"Nice, tell me more ({i})."},
+        ]
+    sample = {
+        "sample_id": "t-1",
+        "qa": [],
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": turns,
+        },
+    }
     path = tmp_path / "dialogue.json"
     path.write_text(json.dumps([sample]))
     mnemo(mnemo_dirs, "ingest", str(path), "--no-progress")

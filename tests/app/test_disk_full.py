@@ -1,6 +1,7 @@
 """A full disk during a chat turn: a clear message, nothing saved before is lost, and the turn and
 its memory update work again once there is space. Real store file, real GGUF, real SQLite errors
 (raised by the `full_disk` VFS below SQLite)."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,14 +31,17 @@ def test_a_message_sent_to_a_full_disk_is_refused_clearly_and_nothing_is_lost(ag
     with pytest.raises(DiskFullError) as err:
         agent.send(cid, "And my dog is called Tofu.")
     assert str(err.value) == MESSAGE_NOT_SAVED and "disk is full" in str(err.value)
-    assert [(m.role, m.content) for m in store.list_messages(cid)] == before   # readable, unchanged
+    assert [(m.role, m.content) for m in store.list_messages(cid)] == before  # readable, unchanged
 
     full_disk.full = False
     assert _integrity(store) == "ok"
     again = agent.send(cid, "And my dog is called Tofu.")
     assert again.status == "complete"
-    assert [m.content for m in store.list_messages(cid)][:3] == [before[0][1], before[1][1],
-                                                                 "And my dog is called Tofu."]
+    assert [m.content for m in store.list_messages(cid)][:3] == [
+        before[0][1],
+        before[1][1],
+        "And my dog is called Tofu.",
+    ]
 
 
 def test_the_disk_filling_during_a_reply_keeps_what_was_saved(agent, store, full_disk):
@@ -46,19 +50,19 @@ def test_the_disk_filling_during_a_reply_keeps_what_was_saved(agent, store, full
 
     def on_token(chunk: str) -> None:
         chunks.append(chunk)
-        if len(chunks) == 3:          # the first chunk was saved at once; then the disk fills
+        if len(chunks) == 3:  # the first chunk was saved at once; then the disk fills
             full_disk.full = True
 
     result = agent.send(cid, "Tell me about the sea.", on_token=on_token)
     assert len(chunks) > 3, "the reply kept streaming after the disk filled"
     assert result.status == "failed" and result.error == REPLY_NOT_SAVED
-    assert result.text == "".join(chunks)           # shown in full to the user
+    assert result.text == "".join(chunks)  # shown in full to the user
 
     full_disk.full = False
     assert _integrity(store) == "ok"
     user, reply = store.list_messages(cid)
     assert user.content == "Tell me about the sea."
-    assert reply.status == "streaming" and reply.content == chunks[0]   # what the first flush saved
+    assert reply.status == "streaming" and reply.content == chunks[0]  # what the first flush saved
     # the next start marks it interrupted and queues its memory update, as after a crash
     assert ChatAgent(store, agent.model).recover_interrupted() == 1
     assert store.get_message(reply.id).status == "interrupted"
@@ -77,22 +81,27 @@ def test_a_memory_job_waits_for_disk_space_without_counting_a_failure(agent, sto
     assert is_storage_full(err.value)
     full_disk.full = False
     job = store.list_jobs(status="pending")[0]
-    assert job.attempts == 0 and job.error is None    # not the job's fault: not counted
+    assert job.attempts == 0 and job.error is None  # not the job's fault: not counted
 
     assert store.run_pending(allow_llm=False) == 1
     assert store.count_pages(conversation_id=cid) == 1
 
 
 def test_recall_still_answers_when_the_disk_is_full(tmp_path, embedder, full_disk):
-    s = MemoryStore.open(tmp_path / "recall.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
-                         dim=embedder.dim, params=MemoryParams(stm_capacity=1))
+    s = MemoryStore.open(
+        tmp_path / "recall.sqlite3",
+        embedder.embed,
+        embed_model_id=embedder.model_id,
+        dim=embedder.dim,
+        params=MemoryParams(stm_capacity=1),
+    )
     try:
         cid = s.create_conversation()
         s.add_page(cid, "My sister Margot teaches violin in Lisbon.", "How lovely!")
         s.add_page(cid, "I repaired my bicycle brakes today.", "Well done.")
         s.add_page(cid, "We had pasta for dinner.", "Yum.")
         full_disk.full = True
-        r = s.retrieve("Who teaches violin?")      # segments that supplied a page get a visit: a write
+        r = s.retrieve("Who teaches violin?")  # segments that supplied a page get a visit: a write
         assert r.segments and "Margot" in r.pages[0].page.text
         full_disk.full = False
         assert s.retrieve("Who teaches violin?").pages[0].page.text == r.pages[0].page.text
@@ -109,7 +118,7 @@ def test_an_import_into_a_full_disk_stops_clearly_and_finishes_later(mnemo_dirs,
     export = Path(__file__).parent / "fixtures" / "chatgpt_conversations.json"
     ctx = AppContext.create()
     ctx._embedder = embedder
-    s = ctx.open_store()             # the profile exists before the disk fills
+    s = ctx.open_store()  # the profile exists before the disk fills
     s.close()
     full_disk.full = True
     job = run_import(ctx, ImportJob(export))
@@ -130,7 +139,7 @@ def test_mnemo_ingest_on_a_full_disk_says_so_and_finishes_when_run_again(mnemo_d
     from app.cli import main
 
     export = Path(__file__).parent / "fixtures" / "chatgpt_conversations.json"
-    assert main(["memory", "stats"]) == 0                      # the profile exists before the disk fills
+    assert main(["memory", "stats"]) == 0  # the profile exists before the disk fills
     capsys.readouterr()
     full_disk.full = True
     assert main(["ingest", str(export), "--no-progress"]) == 1
@@ -146,7 +155,7 @@ def test_a_reply_saved_just_before_the_disk_fills_says_it_is_not_in_memory(agent
 
     from app.agent import MEMORY_NOT_QUEUED
 
-    def full(*args, **kwargs):     # the disk fills between saving the reply and queueing its page
+    def full(*args, **kwargs):  # the disk fills between saving the reply and queueing its page
         raise apsw.FullError("database or disk is full")
 
     monkeypatch.setattr(store, "enqueue", full)

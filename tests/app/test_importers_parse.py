@@ -1,4 +1,5 @@
 """Parsing and validation of the import formats (no store involved)."""
+
 import json
 from pathlib import Path
 
@@ -23,8 +24,14 @@ def test_chatgpt_export_keeps_current_branch_with_original_timestamps():
     # system, hidden context, the tool call and the tool output are not
     assert [t.turn_id for t in lisbon.turns] == ["u-1b", "a-1c", "u-2", "a-2", "u-3", "a-3"]
     assert [t.role for t in lisbon.turns] == ["user", "assistant"] * 3
-    assert [t.timestamp for t in lisbon.turns] == [1700000200.0, 1700000260.0, 1700000300.0,
-                                                   1700000320.0, 1700000400.0, 1700000410.0]
+    assert [t.timestamp for t in lisbon.turns] == [
+        1700000200.0,
+        1700000260.0,
+        1700000300.0,
+        1700000320.0,
+        1700000400.0,
+        1700000410.0,
+    ]
     assert "daughter Ana" in lisbon.turns[0].text
     assert all("Porto" not in t.text and "first draft" not in t.text for t in lisbon.turns)
     assert lisbon.turns[1].meta["model"] == "gpt-4o"
@@ -33,26 +40,46 @@ def test_chatgpt_export_keeps_current_branch_with_original_timestamps():
 def test_chatgpt_custom_instructions_as_last_used():
     """ChatGPT's custom instructions ride, hidden, in every conversation that used them: the newest
     version is what the user says about themselves now."""
+
     def conv(cid, when, about, style, *, metadata=True):
-        ctx = {"author": {"role": "user"}, "create_time": None,
-               "content": {"content_type": "user_editable_context",
-                           "user_profile": f"The user provided the following information about themselves: {about}",
-                           "user_instructions": "The user provided the additional info about how they would like "
-                                                f"you to respond: {style}"},
-               "metadata": {"is_visually_hidden_from_conversation": True}}
+        ctx = {
+            "author": {"role": "user"},
+            "create_time": None,
+            "content": {
+                "content_type": "user_editable_context",
+                "user_profile": f"The user provided the following information about themselves: {about}",
+                "user_instructions": "The user provided the additional info about how they would like "
+                f"you to respond: {style}",
+            },
+            "metadata": {"is_visually_hidden_from_conversation": True},
+        }
         if metadata:
             ctx["metadata"]["user_context_message_data"] = {"about_user_message": about, "about_model_message": style}
-        return {"id": cid, "title": cid, "create_time": when, "current_node": "u", "mapping": {
-            "c": {"message": ctx, "parent": None, "children": ["u"]},
-            "u": {"message": {"author": {"role": "user"}, "create_time": when, "content": {"parts": ["hi"]}},
-                  "parent": "c", "children": []}}}
+        return {
+            "id": cid,
+            "title": cid,
+            "create_time": when,
+            "current_node": "u",
+            "mapping": {
+                "c": {"message": ctx, "parent": None, "children": ["u"]},
+                "u": {
+                    "message": {"author": {"role": "user"}, "create_time": when, "content": {"parts": ["hi"]}},
+                    "parent": "c",
+                    "children": [],
+                },
+            },
+        }
 
-    r = parse_chatgpt([conv("new", 300, "I live in Lisbon now. I teach maths.", "Be brief.", metadata=False),
-                       conv("old", 100, "I live in Porto.", "Answer in French."),
-                       conv("mid", 200, "I live in Porto.", "Be brief.")])
+    r = parse_chatgpt(
+        [
+            conv("new", 300, "I live in Lisbon now. I teach maths.", "Be brief.", metadata=False),
+            conv("old", 100, "I live in Porto.", "Answer in French."),
+            conv("mid", 200, "I live in Porto.", "Be brief."),
+        ]
+    )
     assert r.about_user == ["I live in Lisbon now. I teach maths."] and r.reply_style == ["Be brief."]
     assert r.profile_source == "ChatGPT custom instructions"
-    assert [t.text for c in r.conversations for t in c.turns] == ["hi", "hi", "hi"]    # never a message
+    assert [t.text for c in r.conversations for t in c.turns] == ["hi", "hi", "hi"]  # never a message
     assert parse_chatgpt([conv("x", 1, "", "")]).about_user == []
 
 
@@ -68,8 +95,10 @@ def test_chatgpt_multimodal_thoughts_empty_and_missing_times():
 def test_chatgpt_malformed_records_are_skipped_with_positions():
     r = load(FIXTURES / "chatgpt_conversations.json")
     messages = [str(i) for i in r.issues]
-    assert ("chatgpt_conversations.json: conversation 3 ('Broken export sample'), node b-a1: "
-            "message has no content.parts — skipped") in messages
+    assert (
+        "chatgpt_conversations.json: conversation 3 ('Broken export sample'), node b-a1: "
+        "message has no content.parts — skipped"
+    ) in messages
     assert any("conversation 4: not an object" in m for m in messages)
     assert any("conversation 5 ('Lost mapping'): has no 'mapping'" in m for m in messages)
     assert r.skipped_records == 3
@@ -80,25 +109,46 @@ def test_chatgpt_malformed_records_are_skipped_with_positions():
 
 
 def test_chatgpt_missing_current_node_follows_latest_leaf():
-    conv = {"title": "t", "id": "x", "mapping": {
-        "r": {"message": None, "parent": None, "children": ["a", "b"]},
-        "a": {"message": {"author": {"role": "user"}, "create_time": 5, "content": {"parts": ["old"]}},
-              "parent": "r", "children": []},
-        "b": {"message": {"author": {"role": "user"}, "create_time": 9, "content": {"parts": ["new"]}},
-              "parent": "r", "children": []},
-    }}
+    conv = {
+        "title": "t",
+        "id": "x",
+        "mapping": {
+            "r": {"message": None, "parent": None, "children": ["a", "b"]},
+            "a": {
+                "message": {"author": {"role": "user"}, "create_time": 5, "content": {"parts": ["old"]}},
+                "parent": "r",
+                "children": [],
+            },
+            "b": {
+                "message": {"author": {"role": "user"}, "create_time": 9, "content": {"parts": ["new"]}},
+                "parent": "r",
+                "children": [],
+            },
+        },
+    }
     r = parse_chatgpt([conv])
     assert [t.text for t in r.conversations[0].turns] == ["new"]
     assert any("current_node" in str(i) and not i.skipped for i in r.issues)
 
 
 def test_chatgpt_parent_cycle_is_cut():
-    conv = {"title": "loop", "id": "c", "current_node": "b", "mapping": {
-        "a": {"message": {"author": {"role": "user"}, "create_time": 1, "content": {"parts": ["hi"]}},
-              "parent": "b", "children": ["b"]},
-        "b": {"message": {"author": {"role": "assistant"}, "create_time": 2, "content": {"parts": ["yo"]}},
-              "parent": "a", "children": ["a"]},
-    }}
+    conv = {
+        "title": "loop",
+        "id": "c",
+        "current_node": "b",
+        "mapping": {
+            "a": {
+                "message": {"author": {"role": "user"}, "create_time": 1, "content": {"parts": ["hi"]}},
+                "parent": "b",
+                "children": ["b"],
+            },
+            "b": {
+                "message": {"author": {"role": "assistant"}, "create_time": 2, "content": {"parts": ["yo"]}},
+                "parent": "a",
+                "children": ["a"],
+            },
+        },
+    }
     r = parse_chatgpt([conv])
     assert [t.text for t in r.conversations[0].turns] == ["hi", "yo"]
     assert any("cycle" in str(i) for i in r.issues)
@@ -129,8 +179,10 @@ def test_claude_export_keeps_the_latest_branch_with_its_text_and_attachments():
     assert "North-facing" not in text and "web_search" not in text and "prefers pH" not in text
     assert garden.turns[1].text.startswith("With three hours of sun")
     # a pasted file keeps its text; an image is named
-    assert garden.turns[2].text == ("[attached: soil-test.txt]\npH 6.8, nitrogen low\n[attached: balcony.jpg]\n"
-                                    "Here is my soil test. Is it fine for spinach?")
+    assert garden.turns[2].text == (
+        "[attached: soil-test.txt]\npH 6.8, nitrogen low\n[attached: balcony.jpg]\n"
+        "Here is my soil test. Is it fine for spinach?"
+    )
 
 
 def test_claude_older_export_flat_text_list_order_and_missing_times():
@@ -151,34 +203,47 @@ def test_claude_malformed_records_are_skipped_with_positions():
         "claude_conversations.json: conversation 5 ('Odd records'), message 2: has an unknown sender 'system' — skipped",
     ]
     odd = r.conversations[2]
-    assert [t.text for t in odd.turns] == ["Remind me: my passport expires in June 2026.",
-                                           "Noted: your passport expires in June 2026."]
+    assert [t.text for t in odd.turns] == [
+        "Remind me: my passport expires in June 2026.",
+        "Noted: your passport expires in June 2026.",
+    ]
 
 
 def test_claude_branch_edge_cases():
     root = "00000000-0000-4000-8000-000000000000"
 
     def msg(uid, parent, sender, text, t):
-        return {"uuid": uid, "parent_message_uuid": parent, "sender": sender, "text": text,
-                "created_at": f"2024-05-01T10:00:{t:02d}Z"}
+        return {
+            "uuid": uid,
+            "parent_message_uuid": parent,
+            "sender": sender,
+            "text": text,
+            "created_at": f"2024-05-01T10:00:{t:02d}Z",
+        }
 
     # a lost parent: the branch is cut there, with a warning
-    conv = {"uuid": "x", "name": "n", "chat_messages": [msg("a", root, "human", "first", 1),
-                                                          msg("b", "gone", "assistant", "second", 2)]}
+    conv = {
+        "uuid": "x",
+        "name": "n",
+        "chat_messages": [msg("a", root, "human", "first", 1), msg("b", "gone", "assistant", "second", 2)],
+    }
     r = parse_claude([conv], "c.json")
     assert [t.text for t in r.conversations[0].turns] == ["second"]
     assert "message 2: its parent message is missing" in str(r.issues[0])
     # a cycle is cut, not followed forever
-    conv["chat_messages"] = [msg("a", "b", "human", "one", 1), msg("b", "a", "assistant", "two", 2),
-                             msg("c", "b", "human", "three", 3)]
-    r = parse_claude(conv, "c.json")      # a single conversation object
+    conv["chat_messages"] = [
+        msg("a", "b", "human", "one", 1),
+        msg("b", "a", "assistant", "two", 2),
+        msg("c", "b", "human", "three", 3),
+    ]
+    r = parse_claude(conv, "c.json")  # a single conversation object
     assert [t.text for t in r.conversations[0].turns] == ["one", "two", "three"]
     assert "cycle" in str(r.issues[0])
     # the wrapped form {"conversations": [...]} and a missing uuid
     del conv["uuid"]
     r = parse_claude({"conversations": [conv]}, "c.json")
     assert r.conversations[0].external_id.startswith("sha1:") and "has no uuid" in str(r.issues[-1])
-    assert parse_iso("2024-05-01T10:00:00") == parse_iso("2024-05-01T10:00:00Z")   # no zone: UTC
+    assert parse_iso("2024-05-01T10:00:00") == parse_iso("2024-05-01T10:00:00Z")  # no zone: UTC
     assert parse_iso("yesterday") is None and parse_iso(None) is None
 
 
@@ -193,21 +258,29 @@ def test_claude_wrong_schema_is_fatal(tmp_path):
 
 # -- LoCoMo ----------------------------------------------------------------------------
 def _sample(**conv):
-    base = {"speaker_a": "Ann", "speaker_b": "Bob",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "Hi Bob!"},
-                {"speaker": "Bob", "dia_id": "D1:2", "text": "Look at this.", "blip_caption": "a photo of a cat",
-                 "img_url": ["http://x/cat.jpg"]},
-                {"speaker": "Ann", "dia_id": "D1:3", "text": "Cute."},
-            ],
-            "session_2_date_time": "10:37 am on 27 June, 2023",
-            "session_2": [
-                {"speaker": "Bob", "dia_id": "D2:1", "text": "Back again."},
-                {"speaker": "Ann", "dia_id": "D2:2", "text": "Welcome."},
-                {"speaker": "Bob", "dia_id": "D2:3", "text": "Thanks."},
-            ],
-            "session_3_date_time": "9:00 am on 1 July, 2023"}
+    base = {
+        "speaker_a": "Ann",
+        "speaker_b": "Bob",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "Hi Bob!"},
+            {
+                "speaker": "Bob",
+                "dia_id": "D1:2",
+                "text": "Look at this.",
+                "blip_caption": "a photo of a cat",
+                "img_url": ["http://x/cat.jpg"],
+            },
+            {"speaker": "Ann", "dia_id": "D1:3", "text": "Cute."},
+        ],
+        "session_2_date_time": "10:37 am on 27 June, 2023",
+        "session_2": [
+            {"speaker": "Bob", "dia_id": "D2:1", "text": "Back again."},
+            {"speaker": "Ann", "dia_id": "D2:2", "text": "Welcome."},
+            {"speaker": "Bob", "dia_id": "D2:3", "text": "Thanks."},
+        ],
+        "session_3_date_time": "9:00 am on 1 July, 2023",
+    }
     base.update(conv)
     return {"sample_id": "s-1", "conversation": base, "qa": []}
 
@@ -242,7 +315,9 @@ def test_locomo_malformed_turns_are_skipped_with_positions():
     s["conversation"]["session_1_date_time"] = "sometime"
     r = parse_locomo([s, {"no": "conversation"}], "dev.json")
     msgs = [str(i) for i in r.issues]
-    assert "dev.json: sample 1 (s-1), session_2, turn D2:2: speaker 'Carol' is neither 'Ann' nor 'Bob' — skipped" in msgs
+    assert (
+        "dev.json: sample 1 (s-1), session_2, turn D2:2: speaker 'Carol' is neither 'Ann' nor 'Bob' — skipped" in msgs
+    )
     assert any("session_2, turn 4: is not an object" in m for m in msgs)
     assert any("session_1_date_time" in m and "estimated" in m for m in msgs)
     assert any(m.startswith("dev.json: sample 2: has no 'conversation'") for m in msgs)
@@ -278,7 +353,8 @@ def test_markdown_transcript():
     assert conv.turns[4].text == "And peppers?"
     assert conv.turns[5].text == "Peppers need even more heat than tomatoes."  # System: line skipped
     assert [str(i) for i in r.issues] == [
-        "transcript.md: lines 1-4: 1 line(s) of text before the first speaker line — skipped"]
+        "transcript.md: lines 1-4: 1 line(s) of text before the first speaker line — skipped"
+    ]
     ts = [t.timestamp for t in conv.turns]
     assert ts == sorted(ts) and len(set(ts)) == len(ts)
     # re-reading the same file gives the same identity (resume key)
@@ -287,8 +363,10 @@ def test_markdown_transcript():
 
 def test_plain_transcript_with_times_and_empty_message(tmp_path):
     p = tmp_path / "chat.txt"
-    p.write_text("[2024-03-01 14:05] User: first\nline two\n[2024-03-01 14:06] Assistant:\n"
-                 "User: again\nASSISTANT: reply\n", encoding="utf-8")
+    p.write_text(
+        "[2024-03-01 14:05] User: first\nline two\n[2024-03-01 14:06] Assistant:\nUser: again\nASSISTANT: reply\n",
+        encoding="utf-8",
+    )
     r = load(p)
     conv = r.conversations[0]
     assert conv.title == "chat"
@@ -383,7 +461,7 @@ def test_huge_message_is_capped_for_the_page_only():
     assert capped == [0] and items[0]["meta"]["truncated"] is True
     assert len(items[0]["user_text"]) < MAX_SIDE_CHARS + 100
     assert items[0]["meta"]["turn_ids"] == ["L1", "L2"] and items[0]["meta"]["message_ids"] == [1, 2]
-    assert items[0]["meta"]["user_turns"] == 1          # the first of the turn ids are the user side's
+    assert items[0]["meta"]["user_turns"] == 1  # the first of the turn ids are the user side's
     assert items[0]["user_message_id"] == 1 and items[0]["assistant_message_id"] == 2
 
 
@@ -392,7 +470,9 @@ def test_page_meta_says_which_turns_are_the_user_side():
     turns = r.conversations[0].turns
     items, _ = page_items(turns, list(range(1, len(turns) + 1)), plan_pages(turns), source="text")
     assert [(it["meta"]["turn_ids"], it["meta"]["user_turns"]) for it in items] == [
-        (["L1", "L2", "L3", "L4"], 2), (["L5"], 1)]
+        (["L1", "L2", "L3", "L4"], 2),
+        (["L5"], 1),
+    ]
 
 
 # -- progress bar ----------------------------------------------------------------------------

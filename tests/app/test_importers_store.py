@@ -1,5 +1,6 @@
 """Importing into a real memory store: the `mnemo ingest` command, resuming, bad inputs,
 transactions (the store is never half-written)."""
+
 import json
 from pathlib import Path
 
@@ -24,8 +25,9 @@ def store(tmp_path, embedder):
 def _open(dirs, embedder):
     from memory_core import MemoryStore
 
-    return MemoryStore.open(dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
-                            dim=embedder.dim)
+    return MemoryStore.open(
+        dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim
+    )
 
 
 def _all_pages(store):
@@ -45,8 +47,14 @@ def test_chatgpt_export_through_the_cli(mnemo_dirs, embedder, capsys):
         assert conv.title == "Trip to Lisbon" and conv.created_at == 1700000050.25
         msgs = s.list_messages(conv.id)
         assert [m.meta["turn_id"] for m in msgs] == ["u-1b", "a-1c", "u-2", "a-2", "u-3", "a-3"]
-        assert [m.created_at for m in msgs] == [1700000200.0, 1700000260.0, 1700000300.0, 1700000320.0,
-                                                1700000400.0, 1700000410.0]
+        assert [m.created_at for m in msgs] == [
+            1700000200.0,
+            1700000260.0,
+            1700000300.0,
+            1700000320.0,
+            1700000400.0,
+            1700000410.0,
+        ]
         assert [m.role for m in msgs] == ["user", "assistant"] * 3
         pages = s.list_pages(conversation_id=conv.id, order_by="timestamp", descending=False)
         assert [p.meta["turn_ids"] for p in pages] == [["u-1b", "a-1c"], ["u-2", "a-2"], ["u-3", "a-3"]]
@@ -78,7 +86,7 @@ def test_chatgpt_export_through_the_cli(mnemo_dirs, embedder, capsys):
     try:
         assert s.stats()["conversations"] == 3 and s.stats()["messages"] == 13
         assert s.stats()["pages_total"] == 6
-        assert [k.version for k in s.list_knowledge(owner="user")] == [1]      # not confirmed again
+        assert [k.version for k in s.list_knowledge(owner="user")] == [1]  # not confirmed again
     finally:
         s.close()
 
@@ -244,18 +252,40 @@ def test_fatal_inputs_exit_2_and_write_nothing(case, tmp_path, mnemo_dirs, embed
 
 
 def test_five_megabyte_message_is_imported_and_capped_for_memory(tmp_path, mnemo_dirs, embedder, capsys):
-    big = ("All work and no play makes Jack a dull boy. " * 120_000)[:5 * 1024 * 1024]
-    export = [{
-        "title": "Huge paste", "create_time": 1700000000.0, "id": "huge-1", "current_node": "a",
-        "mapping": {
-            "r": {"id": "r", "message": None, "parent": None, "children": ["u"]},
-            "u": {"id": "u", "parent": "r", "children": ["a"], "message": {
-                "author": {"role": "user"}, "create_time": 1700000001.0,
-                "content": {"content_type": "text", "parts": [big]}, "recipient": "all"}},
-            "a": {"id": "a", "parent": "u", "children": [], "message": {
-                "author": {"role": "assistant"}, "create_time": 1700000002.0,
-                "content": {"content_type": "text", "parts": ["That is a long text about Jack."]}, "recipient": "all"}},
-        }}]
+    big = ("All work and no play makes Jack a dull boy. " * 120_000)[: 5 * 1024 * 1024]
+    export = [
+        {
+            "title": "Huge paste",
+            "create_time": 1700000000.0,
+            "id": "huge-1",
+            "current_node": "a",
+            "mapping": {
+                "r": {"id": "r", "message": None, "parent": None, "children": ["u"]},
+                "u": {
+                    "id": "u",
+                    "parent": "r",
+                    "children": ["a"],
+                    "message": {
+                        "author": {"role": "user"},
+                        "create_time": 1700000001.0,
+                        "content": {"content_type": "text", "parts": [big]},
+                        "recipient": "all",
+                    },
+                },
+                "a": {
+                    "id": "a",
+                    "parent": "u",
+                    "children": [],
+                    "message": {
+                        "author": {"role": "assistant"},
+                        "create_time": 1700000002.0,
+                        "content": {"content_type": "text", "parts": ["That is a long text about Jack."]},
+                        "recipient": "all",
+                    },
+                },
+            },
+        }
+    ]
     path = tmp_path / "conversations.json"
     path.write_text(json.dumps(export), encoding="utf-8")
     rc = main(["ingest", str(path), "--no-progress"])
@@ -303,17 +333,28 @@ def test_locomo_conversation_pages_carry_turn_ids(store, locomo_path):
 
 
 def test_json_escapes_of_half_surrogate_pairs_are_imported_not_fatal(store, tmp_path):
-    data = [{"sample_id": "s", "qa": [], "conversation": {
-        "speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "half a pair \ud800 here"},
-                      {"speaker": "Bob", "dia_id": "D1:2", "text": "a whole pair \ud83d\ude00"}]}}]
+    data = [
+        {
+            "sample_id": "s",
+            "qa": [],
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bob",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [
+                    {"speaker": "Ann", "dia_id": "D1:1", "text": "half a pair \ud800 here"},
+                    {"speaker": "Bob", "dia_id": "D1:2", "text": "a whole pair \ud83d\ude00"},
+                ],
+            },
+        }
+    ]
     path = tmp_path / "locomo.json"
-    path.write_text(json.dumps(data), encoding="ascii")        # \ud800 and \ud83d\ude00 as JSON escapes
+    path.write_text(json.dumps(data), encoding="ascii")  # \ud800 and \ud83d\ude00 as JSON escapes
     assert "\\ud800" in path.read_text()
     report = write_all(store, load(path), path=str(path))
     assert report.pages_written == 1
     (page,) = _all_pages(store)
-    assert page.user_text == "Ann: half a pair \ufffd here" and page.assistant_text == "Bob: a whole pair \U0001F600"
+    assert page.user_text == "Ann: half a pair \ufffd here" and page.assistant_text == "Bob: a whole pair \U0001f600"
 
 
 def test_an_import_reads_each_page_after_the_one_before_across_chunks_and_resumes(tmp_path, embedder, monkeypatch):
@@ -326,25 +367,37 @@ def test_an_import_reads_each_page_after_the_one_before_across_chunks_and_resume
     from memory_core import MemoryStore
     from memory_core.types import context_side
 
-    said = ["Look how cute my two turtles are!", "Aww! How long have you had them?",
-            "I've had them for 3 years now.", "They must bring you joy.",
-            "They do. I walk them on Sundays.", "Ha, that's sweet!"]
-    turns = [Turn("user" if i % 2 == 0 else "assistant", t, 1_700_000_000.0 + 10 * i, f"D1:{i + 1}", 1)
-             for i, t in enumerate(said)]
+    said = [
+        "Look how cute my two turtles are!",
+        "Aww! How long have you had them?",
+        "I've had them for 3 years now.",
+        "They must bring you joy.",
+        "They do. I walk them on Sundays.",
+        "Ha, that's sweet!",
+    ]
+    turns = [
+        Turn("user" if i % 2 == 0 else "assistant", t, 1_700_000_000.0 + 10 * i, f"D1:{i + 1}", 1)
+        for i, t in enumerate(said)
+    ]
 
     def conv(n):
         return ParsedConversation("text", "turtles", "Turtles", 1_700_000_000.0, turns[:n])
 
     def open_(name):
-        return MemoryStore.open(tmp_path / name, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim,
-                                embed_tokens=embedder.embed_with_tokens)
+        return MemoryStore.open(
+            tmp_path / name,
+            embedder.embed,
+            embed_model_id=embedder.model_id,
+            dim=embedder.dim,
+            embed_tokens=embedder.embed_with_tokens,
+        )
 
     def vectors(store):
         return [store._page_vec(p.id) for p in sorted(store.list_pages(), key=lambda p: p.id)]
 
     whole = open_("whole.db")
     writer.write_conversation(whole, conv(6))
-    monkeypatch.setattr(writer, "PAGE_CHUNK", 1)            # one page per embedding chunk
+    monkeypatch.setattr(writer, "PAGE_CHUNK", 1)  # one page per embedding chunk
     chunked = open_("chunked.db")
     writer.write_conversation(chunked, conv(6))
     resumed = open_("resumed.db")

@@ -1,4 +1,5 @@
 """The scheduler: chat on the LLM thread, memory jobs in the background, events reported."""
+
 from __future__ import annotations
 
 import threading
@@ -15,8 +16,12 @@ def _hiking_turns(store, model):
     """Four related turns: their segment gets hot enough to queue an LLM promotion job."""
     agent = ChatAgent(store, model, max_tokens=8)
     cid = agent.new_conversation()
-    for text in ["I love hiking in the Alps.", "My favourite hike is the Eiger trail.",
-                 "Hiking boots matter a lot.", "I hike every weekend in summer."]:
+    for text in [
+        "I love hiking in the Alps.",
+        "My favourite hike is the Eiger trail.",
+        "Hiking boots matter a lot.",
+        "I hike every weekend in summer.",
+    ]:
         agent.send(cid, text)
         store.run_pending(allow_llm=False, exclude_kinds=("promote_segment",))
     return cid
@@ -27,12 +32,24 @@ def scheduler(tmp_path, embedder, chat_model):
     db = tmp_path / "sched.sqlite3"
 
     def open_store(llm=None):
-        return MemoryStore.open(db, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim,
-                                params=MemoryParams(stm_capacity=2, tau=1.0), llm=llm)
+        return MemoryStore.open(
+            db,
+            embedder.embed,
+            embed_model_id=embedder.model_id,
+            dim=embedder.dim,
+            params=MemoryParams(stm_capacity=2, tau=1.0),
+            llm=llm,
+        )
 
     events, jobs = [], []
-    s = Scheduler(open_store=open_store, get_model=lambda: chat_model, on_event=events.append,
-                  on_jobs=jobs.append, idle_s=0.2, poll_s=0.1)
+    s = Scheduler(
+        open_store=open_store,
+        get_model=lambda: chat_model,
+        on_event=events.append,
+        on_jobs=jobs.append,
+        idle_s=0.2,
+        poll_s=0.1,
+    )
     s.events, s.job_counts, s.open = events, jobs, open_store
     s.start()
     yield s
@@ -116,21 +133,22 @@ def test_a_chat_task_preempts_a_generating_memory_job_which_runs_again_later(sch
     (no attempt counted, nothing half-stored) and completes at the next idle moment."""
     scheduler.submit(_hiking_turns).result(timeout=300)
     deadline = time.monotonic() + 120
-    while scheduler._job_cancel is None and time.monotonic() < deadline:   # wait until a job generates
+    while scheduler._job_cancel is None and time.monotonic() < deadline:  # wait until a job generates
         time.sleep(0.005)
     assert scheduler._job_cancel is not None, "no LLM memory job started"
     time.sleep(0.05)
     t0 = time.monotonic()
-    answer = scheduler.submit(lambda store, model: "".join(model.stream(
-        [{"role": "user", "content": "Say hi."}], max_tokens=4))).result(timeout=120)
+    answer = scheduler.submit(
+        lambda store, model: "".join(model.stream([{"role": "user", "content": "Say hi."}], max_tokens=4))
+    ).result(timeout=120)
     assert answer is not None
     waited = time.monotonic() - t0
     assert scheduler.jobs_deferred == 1, f"the job was not preempted (chat waited {waited:.2f} s)"
     probe = scheduler.open()
     try:
         job = next(j for j in probe.list_jobs() if j.kind == "promote_segment")
-        assert job.status == "done" or (job.status == "pending" and job.attempts == 0)   # not counted as a failure
-        if job.status == "pending":   # a cut-short answer is not judged (a finished one may fall back)
+        assert job.status == "done" or (job.status == "pending" and job.attempts == 0)  # not counted as a failure
+        if job.status == "pending":  # a cut-short answer is not judged (a finished one may fall back)
             assert not [e for e in probe.events(limit=1000) if e.kind == "llm_fallback"]  # nothing half-stored
     finally:
         probe.close()
@@ -149,7 +167,7 @@ def test_the_memory_thread_loads_the_page_index_at_start(scheduler):
     start, so the first reply does not pay for it."""
     probe = scheduler.open()
     try:
-        cache = probe._page_cache            # shared by every connection to this file in the process
+        cache = probe._page_cache  # shared by every connection to this file in the process
         deadline = time.monotonic() + 30
         while cache.seq < 0 and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -15,11 +15,15 @@ def test_pending_work_says_what_the_queued_memory_jobs_do():
     from app.wording import pending_work
 
     assert pending_work({"promote_segment": 2, "index_tokens": 1}) == (
-        "2 hot segments to learn persona facts from, when the chat model is free; indexing the words of older pages")
+        "2 hot segments to learn persona facts from, when the chat model is free; indexing the words of older pages"
+    )
     assert pending_work({"add_page": 1, "reembed": 1}) == (
-        "1 reply to file as memory pages; re-embedding memory with the new embedding model")
-    assert pending_work({"add_page": 0, "read_in_context": 3}) == "re-embedding pages, each read after the one before it"
-    assert pending_work({"tidy_up": 2}) == "2 jobs of kind tidy_up"          # a kind this build has no words for
+        "1 reply to file as memory pages; re-embedding memory with the new embedding model"
+    )
+    assert (
+        pending_work({"add_page": 0, "read_in_context": 3}) == "re-embedding pages, each read after the one before it"
+    )
+    assert pending_work({"tidy_up": 2}) == "2 jobs of kind tidy_up"  # a kind this build has no words for
     assert pending_work({}) == "" and pending_work(None) == ""
 
 

@@ -6,6 +6,7 @@ other's KV cache) on the same composed prompts; the ratio is the agent's overhea
 
     python -m tests.bench.agent_overhead [--turns 6] [--max-tokens 48]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,13 @@ FILLER = [
 def _history(store, exchanges) -> int:
     """An earlier conversation whose (user, assistant) `exchanges` are memory pages, an hour apart."""
     cid = store.create_conversation("history")
-    store.add_pages(cid, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 3600}
-                          for i, (u, a) in enumerate(exchanges)])
+    store.add_pages(
+        cid,
+        [
+            {"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 3600}
+            for i, (u, a) in enumerate(exchanges)
+        ],
+    )
     return cid
 
 
@@ -64,8 +70,14 @@ def main(argv=None) -> dict:
     agent_model = LlamaCppChatModel(n_ctx=4096, max_tokens=args.max_tokens, temperature=0.0, seed=1)
     raw_model = LlamaCppChatModel(n_ctx=4096, max_tokens=args.max_tokens, temperature=0.0, seed=1)
     with tempfile.TemporaryDirectory() as tmp:
-        store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
-                                 params=MemoryParams(stm_capacity=2), embed_tokens=emb.embed_with_tokens)
+        store = MemoryStore.open(
+            Path(tmp) / "bench.sqlite3",
+            emb.embed,
+            embed_model_id=emb.model_id,
+            dim=emb.dim,
+            params=MemoryParams(stm_capacity=2),
+            embed_tokens=emb.embed_with_tokens,
+        )
         _history(store, FILLER * 4)
         agent = ChatAgent(store, agent_model, reply_reserve=512, max_tokens=args.max_tokens)
         rows = []
@@ -74,7 +86,7 @@ def main(argv=None) -> dict:
             cid = agent.new_conversation()
             t0 = time.perf_counter()
             first = []
-            result = agent.send(cid, q, on_token=lambda c: first or first.append(time.perf_counter()))
+            result = agent.send(cid, q, on_token=lambda c, first=first: first or first.append(time.perf_counter()))
             agent_total = time.perf_counter() - t0
             agent_ttft = first[0] - t0 if first else None
             agent_tokens = result.stats["completion_tokens"]
@@ -83,28 +95,43 @@ def main(argv=None) -> dict:
             llm = raw_model._llm
             t0 = time.perf_counter()
             raw_first, raw_tokens = None, 0
-            for chunk in llm.create_chat_completion(messages=result.prompt.messages, max_tokens=args.max_tokens,
-                                                    temperature=0.0, stream=True):
+            for chunk in llm.create_chat_completion(
+                messages=result.prompt.messages, max_tokens=args.max_tokens, temperature=0.0, stream=True
+            ):
                 if chunk["choices"][0].get("delta", {}).get("content"):
                     raw_tokens += 1
                     raw_first = raw_first or time.perf_counter()
             raw_total = time.perf_counter() - t0
-            rows.append({
-                "prompt_tokens": result.stats["prompt_tokens"],
-                "agent_ttft_s": agent_ttft, "raw_ttft_s": raw_first - t0 if raw_first else None,
-                "agent_tok_s": agent_tokens / (agent_total - agent_ttft) if agent_ttft and agent_tokens > 1 else None,
-                "raw_tok_s": raw_tokens / (raw_total - (raw_first - t0)) if raw_first and raw_tokens > 1 else None,
-                "retrieve_ms": result.stats["retrieve_ms"], "compose_ms": result.stats["compose_ms"],
-            })
+            rows.append(
+                {
+                    "prompt_tokens": result.stats["prompt_tokens"],
+                    "agent_ttft_s": agent_ttft,
+                    "raw_ttft_s": raw_first - t0 if raw_first else None,
+                    "agent_tok_s": agent_tokens / (agent_total - agent_ttft)
+                    if agent_ttft and agent_tokens > 1
+                    else None,
+                    "raw_tok_s": raw_tokens / (raw_total - (raw_first - t0)) if raw_first and raw_tokens > 1 else None,
+                    "retrieve_ms": result.stats["retrieve_ms"],
+                    "compose_ms": result.stats["compose_ms"],
+                }
+            )
             store.run_pending(allow_llm=False)
         store.close()
-    col = lambda k: [r[k] for r in rows if r[k] is not None]  # noqa: E731
+
+    def col(k):
+        return [r[k] for r in rows if r[k] is not None]
+
     out = {
-        "benchmark": "agent_overhead", "turns": len(rows), "max_tokens": args.max_tokens,
+        "benchmark": "agent_overhead",
+        "turns": len(rows),
+        "max_tokens": args.max_tokens,
         "median_prompt_tokens": _median(col("prompt_tokens")),
-        "agent_ttft_s_p50": _median(col("agent_ttft_s")), "raw_ttft_s_p50": _median(col("raw_ttft_s")),
-        "agent_tok_s_p50": _median(col("agent_tok_s")), "raw_tok_s_p50": _median(col("raw_tok_s")),
-        "retrieve_ms_p50": _median(col("retrieve_ms")), "compose_ms_p50": _median(col("compose_ms")),
+        "agent_ttft_s_p50": _median(col("agent_ttft_s")),
+        "raw_ttft_s_p50": _median(col("raw_ttft_s")),
+        "agent_tok_s_p50": _median(col("agent_tok_s")),
+        "raw_tok_s_p50": _median(col("raw_tok_s")),
+        "retrieve_ms_p50": _median(col("retrieve_ms")),
+        "compose_ms_p50": _median(col("compose_ms")),
     }
     if out["agent_ttft_s_p50"] and out["raw_ttft_s_p50"]:
         out["ttft_ratio_agent_over_raw"] = round(out["agent_ttft_s_p50"] / out["raw_ttft_s_p50"], 3)

@@ -6,6 +6,7 @@ the median first paint and the peak resident set size (VmHWM of the child).
 
     python -m tests.bench.app_startup [--runs 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,11 +41,20 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     paints, rss = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"),
-                   MNEMO_DATA_DIR=f"{tmp}/data", MNEMO_CONFIG_DIR=f"{tmp}/config")
+        env = dict(
+            os.environ,
+            QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+            MNEMO_DATA_DIR=f"{tmp}/data",
+            MNEMO_CONFIG_DIR=f"{tmp}/config",
+        )
         for _ in range(args.runs):
-            proc = subprocess.Popen([sys.executable, "-m", "ui.launcher", "--self-test", "--timings"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ui.launcher", "--self-test", "--timings"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+            )
             stop, peak = threading.Event(), []
             watcher = threading.Thread(target=_peak_rss_mb, args=(proc.pid, stop, peak))
             watcher.start()
@@ -57,9 +67,12 @@ def main(argv=None) -> dict:
             paints.append(int(m.group(1)))
             rss.append(peak[0])
     out = {
-        "benchmark": "app_startup", "runs": args.runs,
-        "first_paint_ms_p50": statistics.median(paints), "first_paint_ms_max": max(paints),
-        "peak_rss_mb_p50": round(statistics.median(rss), 1), "peak_rss_mb_max": round(max(rss), 1),
+        "benchmark": "app_startup",
+        "runs": args.runs,
+        "first_paint_ms_p50": statistics.median(paints),
+        "first_paint_ms_max": max(paints),
+        "peak_rss_mb_p50": round(statistics.median(rss), 1),
+        "peak_rss_mb_max": round(max(rss), 1),
     }
     print(json.dumps(out, indent=2))
     return out

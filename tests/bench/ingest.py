@@ -5,6 +5,7 @@ prints JSON with turns, pages, seconds and turns/s.
 
     python -m tests.bench.ingest [--data FILE]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,13 +33,22 @@ def main(argv=None) -> dict:
     parsed = load(args.data)
     parse_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
-        store = MemoryStore.open(Path(tmp) / "ingest.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
-                                 embed_tokens=emb.embed_with_tokens)
+        store = MemoryStore.open(
+            Path(tmp) / "ingest.sqlite3",
+            emb.embed,
+            embed_model_id=emb.model_id,
+            dim=emb.dim,
+            embed_tokens=emb.embed_with_tokens,
+        )
         report = write_all(store, parsed, path=args.data)
         store.close()
     out = {
-        "benchmark": "ingest", "data": Path(args.data).name, "conversations": len(report.outcomes),
-        "turns": report.turns_written, "pages": report.pages_written, "parse_s": round(parse_s, 3),
+        "benchmark": "ingest",
+        "data": Path(args.data).name,
+        "conversations": len(report.outcomes),
+        "turns": report.turns_written,
+        "pages": report.pages_written,
+        "parse_s": round(parse_s, 3),
         "write_s": round(report.seconds, 2),
         "turns_per_s": round(report.turns_written / report.seconds, 1) if report.seconds else None,
     }

@@ -14,6 +14,7 @@ longest UI stall (longest probe gap minus the 5 ms interval), how long each sort
 rows (worker time, the UI stays live meanwhile), and whether the targets are met
 (first paint ≤ 500 ms, longest stall ≤ 50 ms).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,14 +32,16 @@ TARGET_STALL_MS = 50.0
 PROBE_MS = 5
 CACHE_VERSION = 2
 
-WORDS = ("garden kitchen travel music guitar piano soccer tennis running cycling movies novel poetry coffee tea "
-         "bakery bread pasta sushi curry market budget salary promotion meeting project deadline laptop phone "
-         "camera photos beach mountain lake river forest snow winter summer birthday wedding concert museum "
-         "painting sculpture history science physics chemistry biology medicine doctor nurse hospital school "
-         "teacher student exam homework library language spanish french german japanese chinese grammar verbs "
-         "dog cat puppy kitten horse bird fish aquarium plants flowers tomatoes roses apartment rent neighbour "
-         "car bike train flight airport hotel passport visa holiday vacation weekend evening morning breakfast "
-         "dinner lunch recipe oven grill salad soup cheese wine beer yoga meditation sleep dream anxiety stress").split()
+WORDS = (
+    "garden kitchen travel music guitar piano soccer tennis running cycling movies novel poetry coffee tea "
+    "bakery bread pasta sushi curry market budget salary promotion meeting project deadline laptop phone "
+    "camera photos beach mountain lake river forest snow winter summer birthday wedding concert museum "
+    "painting sculpture history science physics chemistry biology medicine doctor nurse hospital school "
+    "teacher student exam homework library language spanish french german japanese chinese grammar verbs "
+    "dog cat puppy kitten horse bird fish aquarium plants flowers tomatoes roses apartment rent neighbour "
+    "car bike train flight airport hotel passport visa holiday vacation weekend evening morning breakfast "
+    "dinner lunch recipe oven grill salad soup cheese wine beer yoga meditation sleep dream anxiety stress"
+).split()
 
 
 # ---------------------------------------------------------------------- building the store
@@ -70,20 +73,25 @@ def build_store(ctx, n: int, *, seed: int = 7, per_conv: int = 200, n_topics: in
             v = centers[topic] + rng.normal(scale=0.6 / np.sqrt(dim), size=dim).astype(np.float32)
             v /= np.linalg.norm(v)
             w = topic_words[topic]
-            items.append({
-                "user_text": f"Can we talk about {w[0]} and {w[1]} again? Page {done + i}: I keep thinking about "
-                             f"{w[2]} and {rng.choice(WORDS)}.",
-                "assistant_text": f"Sure. About {w[0]}: {w[3]} and {w[4]} matter most; {rng.choice(WORDS)} too.",
-                "timestamp": base + conv * 86400 + i * 300.0,
-                "embedding": v,
-            })
+            items.append(
+                {
+                    "user_text": f"Can we talk about {w[0]} and {w[1]} again? Page {done + i}: I keep thinking about "
+                    f"{w[2]} and {rng.choice(WORDS)}.",
+                    "assistant_text": f"Sure. About {w[0]}: {w[3]} and {w[4]} matter most; {rng.choice(WORDS)} too.",
+                    "timestamp": base + conv * 86400 + i * 300.0,
+                    "embedding": v,
+                }
+            )
         store.add_pages(cid, items)
         done += k
         conv += 1
         if conv % 25 == 0:
             el = time.perf_counter() - t0
-            print(f"  built {done:,}/{n:,} pages in {el:.0f} s (≈{el / done * (n - done):.0f} s left)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  built {done:,}/{n:,} pages in {el:.0f} s (≈{el / done * (n - done):.0f} s left)",
+                file=sys.stderr,
+                flush=True,
+            )
     store.close()
     return time.perf_counter() - t0
 
@@ -114,8 +122,8 @@ class _Probe:
         from PySide6.QtCore import QTimer
 
         self.interval = interval_ms
-        self.gaps: list[tuple[float, str]] = []   # (gap, phase) while browsing (after the first rows painted)
-        self.open_gaps: list[float] = []          # while the window opens
+        self.gaps: list[tuple[float, str]] = []  # (gap, phase) while browsing (after the first rows painted)
+        self.open_gaps: list[float] = []  # while the window opens
         self.cpu_gaps: list[tuple[float, str]] = []
         self.phase = "open"
         self._last = None
@@ -150,7 +158,7 @@ class _FirstPaint:
         outer = self
 
         class F(QObject):
-            def eventFilter(self, obj, event):  # noqa: N802
+            def eventFilter(self, obj, event):
                 from PySide6.QtCore import QEvent
 
                 if event.type() == QEvent.Type.Paint and outer.at is None:
@@ -172,6 +180,7 @@ def run_gui(ctx, n: int) -> dict:
     t_imp = time.perf_counter()
     from ui.inspector import InspectorWindow
     from ui.inspector.models import PagesModel
+
     import_ms = (time.perf_counter() - t_imp) * 1000
     probe = _Probe()
     result: dict = {}
@@ -183,9 +192,14 @@ def run_gui(ctx, n: int) -> dict:
             self.t0 = 0.0
             self.model = None
 
-        def eventFilter(self, obj, event):  # noqa: N802
-            if event.type() == QEvent.Type.Paint and self.at is None and self.model is not None \
-                    and self.model.rowCount() and self.model.peek(0) is not None:
+        def eventFilter(self, obj, event):
+            if (
+                event.type() == QEvent.Type.Paint
+                and self.at is None
+                and self.model is not None
+                and self.model.rowCount()
+                and self.model.peek(0) is not None
+            ):
                 self.at = time.perf_counter() - self.t0
             return False
 
@@ -215,10 +229,12 @@ def run_gui(ctx, n: int) -> dict:
 
     def act(fn):
         """A step that does something the user would do, and notes when."""
+
         def step():
             action_at["t"] = time.perf_counter()
             fn()
             return True
+
         return step
 
     def wait_loaded(label: str, timeout: float = 60.0):
@@ -228,6 +244,7 @@ def run_gui(ctx, n: int) -> dict:
                     sort_ms[label] = round((time.perf_counter() - action_at["t"]) * 1000, 1)
                 return True
             return time.perf_counter() - action_at["t"] > timeout
+
         return step
 
     def scroll_to(v_fn, phase):
@@ -235,6 +252,7 @@ def run_gui(ctx, n: int) -> dict:
             probe.phase = f"pages: {phase}"
             sb.setValue(int(v_fn()))
             return True
+
         return step
 
     def sort_by(key: str, desc: bool):
@@ -242,8 +260,10 @@ def run_gui(ctx, n: int) -> dict:
             from PySide6.QtCore import Qt
 
             probe.phase = f"pages: sort {key} {'desc' if desc else 'asc'}"
-            table.horizontalHeader().setSortIndicator(model.column_index(key),
-                                                      Qt.SortOrder.DescendingOrder if desc else Qt.SortOrder.AscendingOrder)
+            table.horizontalHeader().setSortIndicator(
+                model.column_index(key), Qt.SortOrder.DescendingOrder if desc else Qt.SortOrder.AscendingOrder
+            )
+
         return act(do)
 
     steps.append(wait_loaded(""))
@@ -262,11 +282,13 @@ def run_gui(ctx, n: int) -> dict:
                 steps.append(scroll_to(lambda i=i: (i + 1) * 40, f"scroll after sort {key}"))
             steps.append(scroll_to(lambda: sb.maximum() / 2, f"jump after sort {key}"))
             steps.append(wait_loaded(""))
+
     # a text filter (LIKE over 100k rows, in the worker) and back; the search box waits 300 ms for typing
     def set_search(text):
         def do():
             probe.phase = f"pages: filter {text!r}"
             panel.pages.search.setText(text)
+
         return act(do)
 
     steps.append(set_search("guitar"))
@@ -286,12 +308,21 @@ def run_gui(ctx, n: int) -> dict:
                 sort_ms[label] = round((time.perf_counter() - action_at["t"]) * 1000, 1)
                 return True
             return False
+
         return step
 
     steps.append(act(lambda: (setattr(probe, "phase", "segments tab: open"), panel.show_tab("segments"))))
     steps.append(seg_loaded("segments tab: open (heat order, charts, detail)"))
-    steps.append(act(lambda: (setattr(probe, "phase", "segments tab: sort"), panel.segments.table.horizontalHeader()
-                              .setSortIndicator(seg_model.column_index("n_visit"), Qt.SortOrder.DescendingOrder))))
+    steps.append(
+        act(
+            lambda: (
+                setattr(probe, "phase", "segments tab: sort"),
+                panel.segments.table.horizontalHeader().setSortIndicator(
+                    seg_model.column_index("n_visit"), Qt.SortOrder.DescendingOrder
+                ),
+            )
+        )
+    )
     steps.append(seg_loaded("segments tab: sort by N_visit"))
 
     state = {"i": 0, "deadline": time.perf_counter() + 900}
@@ -316,26 +347,32 @@ def run_gui(ctx, n: int) -> dict:
 
     def stall(gs):
         return round(max(0.0, (gs[-1] if gs else 0.0) - PROBE_MS), 1)
-    result.update({
-        "pages": model.rowCount() if not model.filters else None,
-        "import_ms": round(import_ms, 1),
-        "construct_ms": round(construct_ms, 1),
-        "first_paint_ms": round(fp.at * 1000, 1) if fp.at is not None else None,
-        "first_rows_painted_ms": round(rows_painted.at * 1000, 1) if rows_painted.at is not None else None,
-        "longest_ui_stall_ms": stall(page_gaps),
-        "longest_ui_stall_note": "pages table: scrolling, jumping, sorting by each column both ways, filtering",
-        "longest_ui_stall_while_opening_ms": round(max([0.0] + [g - PROBE_MS for g in probe.open_gaps]), 1),
-        "p99_probe_gap_ms": round(page_gaps[int(len(page_gaps) * 0.99) - 1], 1) if page_gaps else None,
-        "longest_ui_thread_cpu_between_ticks_ms": round(max([0.0] + [c for c, ph in probe.cpu_gaps
-                                                                     if ph.startswith("pages")]), 1),
-        "segments_tab_longest_ui_stall_ms": stall(seg_gaps),
-        "worst_probe_gaps_ms": [[round(g, 1), ph] for g, ph in worst],
-        "probe_ticks": len(probe.gaps),
-        "steps_done": state["i"], "steps_total": len(steps),
-        "rows_visible_after_ms": sort_ms,
-        "worker_slowest_requests_ms": sorted(((round(s * 1000, 1), label) for label, s in panel.worker.timings),
-                                             reverse=True)[:5],
-    })
+
+    result.update(
+        {
+            "pages": model.rowCount() if not model.filters else None,
+            "import_ms": round(import_ms, 1),
+            "construct_ms": round(construct_ms, 1),
+            "first_paint_ms": round(fp.at * 1000, 1) if fp.at is not None else None,
+            "first_rows_painted_ms": round(rows_painted.at * 1000, 1) if rows_painted.at is not None else None,
+            "longest_ui_stall_ms": stall(page_gaps),
+            "longest_ui_stall_note": "pages table: scrolling, jumping, sorting by each column both ways, filtering",
+            "longest_ui_stall_while_opening_ms": round(max([0.0] + [g - PROBE_MS for g in probe.open_gaps]), 1),
+            "p99_probe_gap_ms": round(page_gaps[int(len(page_gaps) * 0.99) - 1], 1) if page_gaps else None,
+            "longest_ui_thread_cpu_between_ticks_ms": round(
+                max([0.0] + [c for c, ph in probe.cpu_gaps if ph.startswith("pages")]), 1
+            ),
+            "segments_tab_longest_ui_stall_ms": stall(seg_gaps),
+            "worst_probe_gaps_ms": [[round(g, 1), ph] for g, ph in worst],
+            "probe_ticks": len(probe.gaps),
+            "steps_done": state["i"],
+            "steps_total": len(steps),
+            "rows_visible_after_ms": sort_ms,
+            "worker_slowest_requests_ms": sorted(
+                ((round(s * 1000, 1), label) for label, s in panel.worker.timings), reverse=True
+            )[:5],
+        }
+    )
     win.close()
     app.processEvents()
     return result
@@ -356,8 +393,12 @@ def main(argv=None) -> int:
         out["machine"] = {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}
     except OSError:  # pragma: no cover - no getloadavg on this platform
         pass
-    out["ok"] = bool(out.get("first_paint_ms") is not None and out["first_paint_ms"] <= TARGET_FIRST_PAINT_MS
-                     and out["longest_ui_stall_ms"] <= TARGET_STALL_MS and out["steps_done"] == out["steps_total"])
+    out["ok"] = bool(
+        out.get("first_paint_ms") is not None
+        and out["first_paint_ms"] <= TARGET_FIRST_PAINT_MS
+        and out["longest_ui_stall_ms"] <= TARGET_STALL_MS
+        and out["steps_done"] == out["steps_total"]
+    )
     print(json.dumps(out, indent=2, ensure_ascii=False))
     return 0 if out["ok"] else 1
 

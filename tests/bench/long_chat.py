@@ -15,6 +15,7 @@ defaults), a few seeds, and prints JSON:
     python -m tests.bench.long_chat [--seeds 3] [--first-seed 7000] [--chat tune|held-out] [--max-tokens 512]
         [--self-repeat-penalty P] [--recall-own-after N] [--no-guard] [--show]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,12 +82,24 @@ def main(argv=None) -> dict:
     parser.add_argument("--first-seed", type=int, default=7000, help="seeds are FIRST, FIRST+1, …")
     parser.add_argument("--max-tokens", type=int, default=None, help="default: the app's (512)")
     parser.add_argument("--no-guard", action="store_true", help="the agent's repetition guard off")
-    parser.add_argument("--self-repeat-penalty", type=float, default=None,
-                        help="LlamaCppConfig.self_repeat_penalty (0: off; default: the app's)")
-    parser.add_argument("--recall-own-after", type=int, default=None,
-                        help="MemoryParams.recall_own_after (99: the chat's own pages never quoted)")
-    parser.add_argument("--chat", choices=("tune", "held-out"), default="tune",
-                        help="which scripted chat (held-out: written after the defaults were chosen)")
+    parser.add_argument(
+        "--self-repeat-penalty",
+        type=float,
+        default=None,
+        help="LlamaCppConfig.self_repeat_penalty (0: off; default: the app's)",
+    )
+    parser.add_argument(
+        "--recall-own-after",
+        type=int,
+        default=None,
+        help="MemoryParams.recall_own_after (99: the chat's own pages never quoted)",
+    )
+    parser.add_argument(
+        "--chat",
+        choices=("tune", "held-out"),
+        default="tune",
+        help="which scripted chat (held-out: written after the defaults were chosen)",
+    )
     parser.add_argument("--show", action="store_true", help="print every reply")
     args = parser.parse_args(argv)
     chat = CHAT if args.chat == "tune" else HELD_OUT
@@ -101,8 +114,15 @@ def main(argv=None) -> dict:
     d = ChatModelSettings()
     max_tokens = args.max_tokens or d.max_tokens
     emb = OnnxEmbedder()
-    model = LlamaCppChatModel(n_ctx=d.n_ctx, max_tokens=max_tokens, temperature=d.temperature, top_p=d.top_p,
-                              min_p=d.min_p, repeat_penalty=d.repeat_penalty, seed=0)
+    model = LlamaCppChatModel(
+        n_ctx=d.n_ctx,
+        max_tokens=max_tokens,
+        temperature=d.temperature,
+        top_p=d.top_p,
+        min_p=d.min_p,
+        repeat_penalty=d.repeat_penalty,
+        seed=0,
+    )
     if args.self_repeat_penalty is not None:
         model.config.self_repeat_penalty = args.self_repeat_penalty
     params = MemoryParams()
@@ -110,11 +130,18 @@ def main(argv=None) -> dict:
         params.recall_own_after = args.recall_own_after
     rows = []
     for seed in range(args.seeds):
-        with tempfile.TemporaryDirectory() as tmp:     # a fresh memory per seed: the chat is the user's first
-            store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id,
-                                     dim=emb.dim, params=params, embed_tokens=emb.embed_with_tokens)
-            agent = ChatAgent(store, model, reply_reserve=d.reply_reserve, max_tokens=max_tokens,
-                              repetition_guard=not args.no_guard)
+        with tempfile.TemporaryDirectory() as tmp:  # a fresh memory per seed: the chat is the user's first
+            store = MemoryStore.open(
+                Path(tmp) / "bench.sqlite3",
+                emb.embed,
+                embed_model_id=emb.model_id,
+                dim=emb.dim,
+                params=params,
+                embed_tokens=emb.embed_with_tokens,
+            )
+            agent = ChatAgent(
+                store, model, reply_reserve=d.reply_reserve, max_tokens=max_tokens, repetition_guard=not args.no_guard
+            )
             model.set_seed(args.first_seed + seed)
             cid = agent.new_conversation()
             earlier: list[str] = []
@@ -122,14 +149,22 @@ def main(argv=None) -> dict:
                 t0 = time.perf_counter()
                 result = agent.send(cid, text)
                 seconds = time.perf_counter() - t0
-                store.run_pending(allow_llm=False)    # the app's memory jobs between turns
+                store.run_pending(allow_llm=False)  # the app's memory jobs between turns
                 n, c = copied(result.text, earlier)
-                rows.append({
-                    "seed": seed, "turn": turn, "message": text, "reply": result.text, "seconds": seconds,
-                    "tokens": result.stats["completion_tokens"], "sentences": n, "copied": c,
-                    "guarded": result.stats.get("finish_reason") == "repetition",
-                    "recall_hit": None if expect is None else any(w in result.text.lower() for w in expect),
-                })
+                rows.append(
+                    {
+                        "seed": seed,
+                        "turn": turn,
+                        "message": text,
+                        "reply": result.text,
+                        "seconds": seconds,
+                        "tokens": result.stats["completion_tokens"],
+                        "sentences": n,
+                        "copied": c,
+                        "guarded": result.stats.get("finish_reason") == "repetition",
+                        "recall_hit": None if expect is None else any(w in result.text.lower() for w in expect),
+                    }
+                )
                 earlier.append(result.text)
                 if args.show:
                     print(f"--- [{seed}] {text}\n{result.text}\n", flush=True)
@@ -139,16 +174,23 @@ def main(argv=None) -> dict:
     later = [r for r in rows if r["turn"] > 0]
     recall = [r["recall_hit"] for r in rows if r["recall_hit"] is not None]
     out = {
-        "benchmark": "long_chat", "chat": args.chat, "model": model.model_id, "seeds": args.seeds, "turns": len(chat),
-        "max_tokens": max_tokens, "repetition_guard": not args.no_guard,
-        "self_repeat_penalty": model.config.self_repeat_penalty, "recall_own_after": params.recall_own_after,
+        "benchmark": "long_chat",
+        "chat": args.chat,
+        "model": model.model_id,
+        "seeds": args.seeds,
+        "turns": len(chat),
+        "max_tokens": max_tokens,
+        "repetition_guard": not args.no_guard,
+        "self_repeat_penalty": model.config.self_repeat_penalty,
+        "recall_own_after": params.recall_own_after,
         "copied_sentence_rate": round(sum(r["copied"] for r in rows) / total, 3) if total else 0.0,
         "replies_copying_rate": round(sum(r["copied"] > 0 for r in later) / len(later), 3),
         "recall_hit_rate": round(sum(recall) / len(recall), 3) if recall else None,
         "stopped_repeating_rate": round(sum(r["guarded"] for r in rows) / len(rows), 3),
         "completion_tokens_p50": _median([r["tokens"] for r in rows]),
-        "completion_tokens_p50_by_turn": [_median([r["tokens"] for r in rows if r["turn"] == t])
-                                          for t in range(len(chat))],
+        "completion_tokens_p50_by_turn": [
+            _median([r["tokens"] for r in rows if r["turn"] == t]) for t in range(len(chat))
+        ],
         "seconds_per_reply_p50": _median([r["seconds"] for r in rows]),
     }
     print(json.dumps(out, indent=2))

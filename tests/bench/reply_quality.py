@@ -35,6 +35,7 @@ said; `--asked-weight` sets `MemoryParams.asked_weight` (1.0: those pages at ful
 
 Sampling options default to the app's own defaults (`app.settings.ChatModelSettings`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -95,32 +96,89 @@ RECALL = [
 # 12 chats, each asked for in other words, mostly without a word in common); what a reply must say, as a
 # regular expression (case-insensitive), in the same order
 REWORDED_EXPECT = [
-    r"pepper", r"lisbon", r"shellfish|shrimp", r"pharmacist", r"reykjavik|iceland", r"\b(four|4)\b", r"violin",
-    r"civic|honda", r"jog|\brun", r"solitude|hundred years", r"cilantro|coriander", r"software|engineer",
-    r"nebraska|farm", r"fifth|\b5(th)?\b", r"vegetarian", r"knee", r"portuguese|japanese", r"triathlon",
-    r"thinkpad", r"hate|turbulence", r"glasgow", r"house|deposit", r"milk|sugar", r"vacuum",
-    r"marine|biology", r"thursday", r"grandm", r"liverpool", r"lactose", r"bakery", r"chess", r"wrist",
-    r"licen[cs]e", r"paramedic", r"rabbit", r"curie", r"\b(mum|mom|mother)\b", r"krakow|chicago", r"sleep",
-    r"ghibli", r"swim", r"\bquit|no longer|stopped", r"\bmay\b", r"shelter", r"tiramisu", r"google",
-    r"height", r"fish",
+    r"pepper",
+    r"lisbon",
+    r"shellfish|shrimp",
+    r"pharmacist",
+    r"reykjavik|iceland",
+    r"\b(four|4)\b",
+    r"violin",
+    r"civic|honda",
+    r"jog|\brun",
+    r"solitude|hundred years",
+    r"cilantro|coriander",
+    r"software|engineer",
+    r"nebraska|farm",
+    r"fifth|\b5(th)?\b",
+    r"vegetarian",
+    r"knee",
+    r"portuguese|japanese",
+    r"triathlon",
+    r"thinkpad",
+    r"hate|turbulence",
+    r"glasgow",
+    r"house|deposit",
+    r"milk|sugar",
+    r"vacuum",
+    r"marine|biology",
+    r"thursday",
+    r"grandm",
+    r"liverpool",
+    r"lactose",
+    r"bakery",
+    r"chess",
+    r"wrist",
+    r"licen[cs]e",
+    r"paramedic",
+    r"rabbit",
+    r"curie",
+    r"\b(mum|mom|mother)\b",
+    r"krakow|chicago",
+    r"sleep",
+    r"ghibli",
+    r"swim",
+    r"\bquit|no longer|stopped",
+    r"\bmay\b",
+    r"shelter",
+    r"tiramisu",
+    r"google",
+    r"height",
+    r"fish",
 ]
 # --asked-before: other questions on the same topics, asked first in chats of their own and answered by
 # the model (right, wrong or "I don't know"); none asks what a RECALL question asks (T.repeats_question)
 ASKED_BEFORE = [
-    "Is my sister's job stressful?", "When are we travelling to Japan?", "Who wrote the book I'm reading?",
-    "Did I enjoy my dinner on Friday?", "What breed was my first dog?", "What kind of music do I listen to?",
-    "Does Sam have any food allergies?", "Is my job interesting?", "When is Maya's birthday?",
-    "How long have I been playing the cello?", "What kind of pet is Biscuit?", "Do I put sugar in my coffee?",
-    "What was my marathon time?", "Who directed my favourite film?", "What colour bike do I want?",
+    "Is my sister's job stressful?",
+    "When are we travelling to Japan?",
+    "Who wrote the book I'm reading?",
+    "Did I enjoy my dinner on Friday?",
+    "What breed was my first dog?",
+    "What kind of music do I listen to?",
+    "Does Sam have any food allergies?",
+    "Is my job interesting?",
+    "When is Maya's birthday?",
+    "How long have I been playing the cello?",
+    "What kind of pet is Biscuit?",
+    "Do I put sugar in my coffee?",
+    "What was my marathon time?",
+    "Who directed my favourite film?",
+    "What colour bike do I want?",
     "Where was my grandmother born?",
 ]
-ENGLISH = set("the a an to you i is and of in it that your for my be are with can this do have on not what me so "
-              "as we was it's i'm you're there here how if but or at by from about some like just".split())
+ENGLISH = set(
+    "the a an to you i is and of in it that your for my be are with can this do have on not what me so "
+    "as we was it's i'm you're there here how if but or at by from about some like just".split()
+)
 # function words of the languages the bundled model drifts into (none of them English words)
-OTHER = set("le les des du une et est je tu vous il elle nous pas qui pour dans sur avec aux ce cette mais "
-            "el los las del que y en una es por para con su se lo como más pero mi muy "
-            "der die das und ist nicht ich du sie wir ein eine zu mit auf für von "
-            "il che di non sono della per".split()) - ENGLISH
+OTHER = (
+    set(
+        "le les des du une et est je tu vous il elle nous pas qui pour dans sur avec aux ce cette mais "
+        "el los las del que y en una es por para con su se lo como más pero mi muy "
+        "der die das und ist nicht ich du sie wir ein eine zu mit auf für von "
+        "il che di non sono della per".split()
+    )
+    - ENGLISH
+)
 _WORD = re.compile(r"[a-zA-Z\u00C0-\u024F']+")
 _UNIT = re.compile(r"[^.!?\n]+[.!?\n]?")
 
@@ -170,33 +228,62 @@ def main(argv=None) -> dict:
     parser.add_argument("--min-p", type=float, default=d.min_p)
     parser.add_argument("--repeat-penalty", type=float, default=d.repeat_penalty)
     parser.add_argument("--no-guard", action="store_true", help="let loops run (the agent's repetition guard off)")
-    parser.add_argument("--recall-min-score", type=float, default=None,
-                        help="pages under this score stay out of the prompt (default: MemoryParams')")
-    parser.add_argument("--recall-min-similarity", type=float, default=None,
-                        help="MemoryParams.recall_min_similarity (a large value: no page quoted for its meaning alone)")
-    parser.add_argument("--recall-keyword-min-similarity", type=float, default=None,
-                        help="MemoryParams.recall_keyword_min_similarity (-1: any page over the score floor)")
+    parser.add_argument(
+        "--recall-min-score",
+        type=float,
+        default=None,
+        help="pages under this score stay out of the prompt (default: MemoryParams')",
+    )
+    parser.add_argument(
+        "--recall-min-similarity",
+        type=float,
+        default=None,
+        help="MemoryParams.recall_min_similarity (a large value: no page quoted for its meaning alone)",
+    )
+    parser.add_argument(
+        "--recall-keyword-min-similarity",
+        type=float,
+        default=None,
+        help="MemoryParams.recall_keyword_min_similarity (-1: any page over the score floor)",
+    )
     parser.add_argument("--model", default=None, help="a GGUF file (default: the bundled model)")
     parser.add_argument("--recall-only", action="store_true", help="only the questions about earlier talk")
     parser.add_argument("--show", action="store_true", help="print every reply")
-    parser.add_argument("--reworded", action="store_true",
-                        help="memory and questions of tests.bench.quote_floor (48 questions in other words)")
-    parser.add_argument("--asked-before", action="store_true",
-                        help="first ask 16 other questions on the same topics, each in a chat of its own")
-    parser.add_argument("--asked-weight", type=float, default=None,
-                        help="MemoryParams.asked_weight (default: the app's; 1.0 = askings at full score)")
+    parser.add_argument(
+        "--reworded",
+        action="store_true",
+        help="memory and questions of tests.bench.quote_floor (48 questions in other words)",
+    )
+    parser.add_argument(
+        "--asked-before",
+        action="store_true",
+        help="first ask 16 other questions on the same topics, each in a chat of its own",
+    )
+    parser.add_argument(
+        "--asked-weight",
+        type=float,
+        default=None,
+        help="MemoryParams.asked_weight (default: the app's; 1.0 = askings at full score)",
+    )
     args = parser.parse_args(argv)
 
     from app.agent import ChatAgent
     from memory_core import MemoryParams, MemoryStore
-    from tests.bench.agent_overhead import _history, _median
     from models.embedder import OnnxEmbedder
     from models.llama_cpp_backend import LlamaCppChatModel
+    from tests.bench.agent_overhead import _history, _median
 
     emb = OnnxEmbedder()
-    model = LlamaCppChatModel(model_path=args.model, n_ctx=4096, max_tokens=args.max_tokens,
-                              temperature=args.temperature, top_p=args.top_p, min_p=args.min_p,
-                              repeat_penalty=args.repeat_penalty, seed=0)
+    model = LlamaCppChatModel(
+        model_path=args.model,
+        n_ctx=4096,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        min_p=args.min_p,
+        repeat_penalty=args.repeat_penalty,
+        seed=0,
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         params = MemoryParams()
@@ -208,8 +295,14 @@ def main(argv=None) -> dict:
             params.recall_keyword_min_similarity = args.recall_keyword_min_similarity
         if args.asked_weight is not None:
             params.asked_weight = args.asked_weight
-        store = MemoryStore.open(Path(tmp) / "bench.sqlite3", emb.embed, embed_model_id=emb.model_id, dim=emb.dim,
-                                 params=params, embed_tokens=emb.embed_with_tokens)
+        store = MemoryStore.open(
+            Path(tmp) / "bench.sqlite3",
+            emb.embed,
+            embed_model_id=emb.model_id,
+            dim=emb.dim,
+            params=params,
+            embed_tokens=emb.embed_with_tokens,
+        )
         if args.reworded:
             from tests.bench.quote_floor import HELD_OUT, TUNE, write_chats
 
@@ -218,8 +311,9 @@ def main(argv=None) -> dict:
         else:
             _history(store, MEMORY)
             asked = RECALL
-        agent = ChatAgent(store, model, reply_reserve=512, max_tokens=args.max_tokens,
-                          repetition_guard=not args.no_guard)
+        agent = ChatAgent(
+            store, model, reply_reserve=512, max_tokens=args.max_tokens, repetition_guard=not args.no_guard
+        )
         if args.asked_before:
             model.set_seed(args.first_seed - 1)
             for text in ASKED_BEFORE:
@@ -229,43 +323,67 @@ def main(argv=None) -> dict:
             store.run_pending(allow_llm=False)
         for seed in range(args.seeds):
             model.set_seed(args.first_seed + seed)
-            for text, expect in (asked if args.recall_only else SMALL_TALK + asked):
-                cid = agent.new_conversation()   # each message alone, with memory but no dialogue
+            for text, expect in asked if args.recall_only else SMALL_TALK + asked:
+                cid = agent.new_conversation()  # each message alone, with memory but no dialogue
                 t0 = time.perf_counter()
                 result = agent.send(cid, text)
                 seconds = time.perf_counter() - t0
                 reply = result.text
-                rows.append({
-                    "message": text, "seed": seed, "reply": reply, "seconds": seconds,
-                    "tokens": result.stats["completion_tokens"],
-                    "runaway": result.stats.get("finish_reason") == "length",
-                    "guarded": result.stats.get("finish_reason") == "repetition",
-                    "loop": max_repeats(reply) >= 3,
-                    "non_english": not_english(reply),
-                    "invented_turn": invents_turns(reply),
-                    "markup": bool(result.stats.get("markup_removed")),
-                    "quoting": bool(result.stats.get("quoting_removed")) or result.stats.get("finish_reason") == "invented_turn",
-                    "turn_cut": result.stats.get("finish_reason") == "invented_turn",
-                    "recall_hit": None if expect is None else _names(reply, expect),
-                })
+                rows.append(
+                    {
+                        "message": text,
+                        "seed": seed,
+                        "reply": reply,
+                        "seconds": seconds,
+                        "tokens": result.stats["completion_tokens"],
+                        "runaway": result.stats.get("finish_reason") == "length",
+                        "guarded": result.stats.get("finish_reason") == "repetition",
+                        "loop": max_repeats(reply) >= 3,
+                        "non_english": not_english(reply),
+                        "invented_turn": invents_turns(reply),
+                        "markup": bool(result.stats.get("markup_removed")),
+                        "quoting": bool(result.stats.get("quoting_removed"))
+                        or result.stats.get("finish_reason") == "invented_turn",
+                        "turn_cut": result.stats.get("finish_reason") == "invented_turn",
+                        "recall_hit": None if expect is None else _names(reply, expect),
+                    }
+                )
                 if args.show:
                     print(f"--- [{seed}] {text}\n{reply}\n", flush=True)
         store.close()
     model.close()
-    rate = lambda k: round(sum(bool(r[k]) for r in rows) / len(rows), 3)  # noqa: E731
+
+    def rate(k):
+        return round(sum(bool(r[k]) for r in rows) / len(rows), 3)
+
     recall = [r["recall_hit"] for r in rows if r["recall_hit"] is not None]
     hits = {q: sum(bool(r["recall_hit"]) for r in rows if r["message"] == q) for q, _ in asked}
     halves = [[r["recall_hit"] for r in rows if r["message"] in [q for q, _ in asked[h::2]]] for h in (0, 1)]
     out = {
-        "benchmark": "reply_quality", "model": model.model_id, "replies": len(rows), "max_tokens": args.max_tokens,
-        "sampling": {"temperature": args.temperature, "top_p": args.top_p, "min_p": args.min_p,
-                     "repeat_penalty": args.repeat_penalty, "repetition_guard": not args.no_guard},
-        "recall_min_score": params.recall_min_score, "recall_min_similarity": params.recall_min_similarity,
-        "recall_keyword_min_similarity": params.recall_keyword_min_similarity, "asked_weight": params.asked_weight,
+        "benchmark": "reply_quality",
+        "model": model.model_id,
+        "replies": len(rows),
+        "max_tokens": args.max_tokens,
+        "sampling": {
+            "temperature": args.temperature,
+            "top_p": args.top_p,
+            "min_p": args.min_p,
+            "repeat_penalty": args.repeat_penalty,
+            "repetition_guard": not args.no_guard,
+        },
+        "recall_min_score": params.recall_min_score,
+        "recall_min_similarity": params.recall_min_similarity,
+        "recall_keyword_min_similarity": params.recall_keyword_min_similarity,
+        "asked_weight": params.asked_weight,
         "asked_before": len(ASKED_BEFORE) if args.asked_before else 0,
-        "runaway_rate": rate("runaway"), "loop_rate": rate("loop"), "stopped_repeating_rate": rate("guarded"),
-        "non_english_rate": rate("non_english"), "invented_turn_rate": rate("invented_turn"),
-        "markup_rate": rate("markup"), "quoting_rate": rate("quoting"), "turn_cut_rate": rate("turn_cut"),
+        "runaway_rate": rate("runaway"),
+        "loop_rate": rate("loop"),
+        "stopped_repeating_rate": rate("guarded"),
+        "non_english_rate": rate("non_english"),
+        "invented_turn_rate": rate("invented_turn"),
+        "markup_rate": rate("markup"),
+        "quoting_rate": rate("quoting"),
+        "turn_cut_rate": rate("turn_cut"),
         "recall_hit_rate": round(sum(recall) / len(recall), 3) if recall else None,
         "recall_hit_rate_halves": [round(sum(h) / len(h), 3) if h else None for h in halves],
         "recall_hits": hits,

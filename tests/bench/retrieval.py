@@ -9,6 +9,7 @@ Prints one JSON object. Targets on a 2-core machine: p95 <= 50 ms at 100k pages,
 Wall-clock figures depend on what else runs: the JSON also gives process CPU time per call and
 the load average, so a run on a busy machine can be read for what it is.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,28 +33,63 @@ import numpy as np
 from memory_core import MemoryParams, MemoryStore, RetrievalBudget, token_match
 
 TOPICS = [
-    "hiking mountains trail boots summit", "cooking pasta sauce garlic tomato", "guitar chords practice band song",
-    "marathon running training miles pace", "garden tomatoes basil soil compost", "python code bug test deploy",
-    "dog puppy walk park leash", "cat kitten litter toy nap", "travel flight hotel passport luggage",
-    "movie cinema actor director sequel", "book novel chapter author library", "coffee espresso beans grinder cafe",
-    "work meeting deadline report manager", "family sister brother parents dinner", "school exam homework teacher grade",
-    "money budget savings rent salary", "health doctor appointment medicine sleep", "car engine tires repair garage",
-    "painting canvas colors brush gallery", "chess opening tactics tournament rating", "photography camera lens light",
-    "baking bread sourdough oven flour", "swimming pool laps goggles coach", "birthday party cake gifts friends",
-    "weather rain snow forecast umbrella", "music concert tickets festival stage", "yoga stretching breathing mat class",
-    "video games console level boss", "wedding dress venue guests ceremony", "moving apartment boxes lease neighbors",
+    "hiking mountains trail boots summit",
+    "cooking pasta sauce garlic tomato",
+    "guitar chords practice band song",
+    "marathon running training miles pace",
+    "garden tomatoes basil soil compost",
+    "python code bug test deploy",
+    "dog puppy walk park leash",
+    "cat kitten litter toy nap",
+    "travel flight hotel passport luggage",
+    "movie cinema actor director sequel",
+    "book novel chapter author library",
+    "coffee espresso beans grinder cafe",
+    "work meeting deadline report manager",
+    "family sister brother parents dinner",
+    "school exam homework teacher grade",
+    "money budget savings rent salary",
+    "health doctor appointment medicine sleep",
+    "car engine tires repair garage",
+    "painting canvas colors brush gallery",
+    "chess opening tactics tournament rating",
+    "photography camera lens light",
+    "baking bread sourdough oven flour",
+    "swimming pool laps goggles coach",
+    "birthday party cake gifts friends",
+    "weather rain snow forecast umbrella",
+    "music concert tickets festival stage",
+    "yoga stretching breathing mat class",
+    "video games console level boss",
+    "wedding dress venue guests ceremony",
+    "moving apartment boxes lease neighbors",
 ]
 QUERIES = [
-    "What did I say about my marathon training?", "Which pasta sauce recipe did I like?",
-    "When is my doctor appointment?", "What is my dog's name?", "Where did I travel last summer?",
-    "What book was I reading?", "How is my sourdough bread going?", "What chess opening do I play?",
-    "Tell me about my sister's wedding", "What guitar songs was I practicing?", "How much rent do I pay?",
-    "What camera lens did I buy?", "Did I fix the car engine?", "What games am I playing?",
-    "How was the concert?", "What did the manager say about the report?", "When is the birthday party?",
-    "What did I plant in the garden?", "How is my yoga class?", "What did I think of the movie sequel?",
+    "What did I say about my marathon training?",
+    "Which pasta sauce recipe did I like?",
+    "When is my doctor appointment?",
+    "What is my dog's name?",
+    "Where did I travel last summer?",
+    "What book was I reading?",
+    "How is my sourdough bread going?",
+    "What chess opening do I play?",
+    "Tell me about my sister's wedding",
+    "What guitar songs was I practicing?",
+    "How much rent do I pay?",
+    "What camera lens did I buy?",
+    "Did I fix the car engine?",
+    "What games am I playing?",
+    "How was the concert?",
+    "What did the manager say about the report?",
+    "When is the birthday party?",
+    "What did I plant in the garden?",
+    "How is my yoga class?",
+    "What did I think of the movie sequel?",
 ]
-FILLER = ("today yesterday really think maybe later great idea plan weekend morning evening friend "
-          "new old little big favorite nice busy tired happy excited").split()
+FILLER = (
+    "today yesterday really think maybe later great idea plan weekend morning evening friend "
+    "new old little big favorite nice busy tired happy excited"
+).split()
 
 
 def page_texts(rng: random.Random, i: int) -> tuple[str, str]:
@@ -66,7 +102,7 @@ def page_texts(rng: random.Random, i: int) -> tuple[str, str]:
 
 
 def clustered_vectors(rng: np.random.Generator, n: int, dim: int, centers: np.ndarray, start: int) -> np.ndarray:
-    idx = (np.arange(start, start + n) % len(centers))
+    idx = np.arange(start, start + n) % len(centers)
     v = centers[idx] + 0.9 * rng.standard_normal((n, dim)).astype(np.float32) / np.sqrt(dim)
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
@@ -85,13 +121,19 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     sizes = sorted(int(x) for x in args.sizes.split(","))
 
-    from models.embedder import OnnxEmbedder   # the benchmark (not memory_core) wires the real model in
+    from models.embedder import OnnxEmbedder  # the benchmark (not memory_core) wires the real model in
 
     emb = OnnxEmbedder()
     tmp = tempfile.TemporaryDirectory(prefix="mnemo-bench-")
     db = Path(args.db) if args.db else Path(tmp.name) / "bench.db"
-    store = MemoryStore.open(db, emb.embed, embed_model_id=emb.model_id, dim=emb.dim, params=MemoryParams(),
-                             embed_tokens=emb.embed_with_tokens)
+    store = MemoryStore.open(
+        db,
+        emb.embed,
+        embed_model_id=emb.model_id,
+        dim=emb.dim,
+        params=MemoryParams(),
+        embed_tokens=emb.embed_with_tokens,
+    )
     rng = random.Random(7)
     nrng = np.random.default_rng(7)
     centers = nrng.standard_normal((3000, emb.dim)).astype(np.float32)
@@ -99,7 +141,7 @@ def main(argv: list[str] | None = None) -> dict:
     result: dict = {"machine_cpus": os.cpu_count(), "embed_model": emb.model_id, "sizes": {}}
     result["openblas_num_threads"] = os.environ.get("OPENBLAS_NUM_THREADS")
     conv = None
-    n = store.count_pages()      # an existing --db is filled up, not refilled
+    n = store.count_pages()  # an existing --db is filled up, not refilled
     t_fill = time.perf_counter()
     for size in sizes:
         while n < size:
@@ -107,8 +149,10 @@ def main(argv: list[str] | None = None) -> dict:
                 conv = store.create_conversation(f"bench {n // 50}")
             batch = min(500, size - n, 50 - n % 50)
             texts = [page_texts(rng, n + k) for k in range(batch)]
-            items = [{"user_text": u, "assistant_text": a, "timestamp": 1.6e9 + 60 * (n + k)}
-                     for k, (u, a) in enumerate(texts)]
+            items = [
+                {"user_text": u, "assistant_text": a, "timestamp": 1.6e9 + 60 * (n + k)}
+                for k, (u, a) in enumerate(texts)
+            ]
             if n >= args.real:
                 vecs = clustered_vectors(nrng, batch, emb.dim, centers, n)
                 for it, v in zip(items, vecs):
@@ -121,21 +165,31 @@ def main(argv: list[str] | None = None) -> dict:
         # every size): 24 content tokens, a LoCoMo page's mean
         with store.transaction():
             for (pid,) in store._rows("SELECT id FROM page WHERE id NOT IN (SELECT page_id FROM page_tok)"):
-                store._x("INSERT INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)",
-                         (pid, nrng.integers(17, 256, size=24 * token_match.row_bytes(emb.dim),
-                                             dtype=np.uint8).tobytes(),
-                          nrng.integers(-127, 128, size=2 * emb.dim, dtype=np.int8).tobytes()))
+                store._x(
+                    "INSERT INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)",
+                    (
+                        pid,
+                        nrng.integers(17, 256, size=24 * token_match.row_bytes(emb.dim), dtype=np.uint8).tobytes(),
+                        nrng.integers(-127, 128, size=2 * emb.dim, dtype=np.int8).tobytes(),
+                    ),
+                )
             store._x("DELETE FROM job WHERE kind = 'index_tokens'")
         # first retrieve after a (re)open loads the in-memory matrix from SQLite
         store.close()
-        store = MemoryStore.open(db, emb.embed, embed_model_id=emb.model_id, dim=emb.dim, params=MemoryParams(),
-                                 embed_tokens=emb.embed_with_tokens)
+        store = MemoryStore.open(
+            db,
+            emb.embed,
+            embed_model_id=emb.model_id,
+            dim=emb.dim,
+            params=MemoryParams(),
+            embed_tokens=emb.embed_with_tokens,
+        )
         t0 = time.perf_counter()
         store.retrieve("warm up the cache", None, record_visits=False)
         cold_ms = (time.perf_counter() - t0) * 1000
         lat, cpu, parts = [], [], {}
         qs = [QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" ({i})") for i in range(args.queries)]
-        for i, q in enumerate(qs):
+        for q in qs:
             t0, c0 = time.perf_counter(), time.process_time()
             r = store.retrieve(q, conv, RetrievalBudget(pages=10, knowledge=5, traits=20))
             lat.append((time.perf_counter() - t0) * 1000)

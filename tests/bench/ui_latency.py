@@ -9,6 +9,7 @@ max and p99 stall (target: at most 50 ms) for the whole turn and for the streami
 while the window prepares the prompt of a long chat it opened (the model processing it in the
 background while the user reads).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,9 +26,18 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as ui.launcher does, befor
 
 TARGET_MS = 50.0
 PROMPT = "Tell me a long story about a lighthouse keeper who collects old maps. Use several paragraphs."
-TOPICS = ["hiking in the Alps", "baking sourdough bread", "learning the cello", "a trip to Kyoto",
-          "repairing a bicycle", "planting tomatoes", "reading Dostoevsky", "training for a marathon",
-          "writing a Rust compiler", "birdwatching at dawn"]
+TOPICS = [
+    "hiking in the Alps",
+    "baking sourdough bread",
+    "learning the cello",
+    "a trip to Kyoto",
+    "repairing a bicycle",
+    "planting tomatoes",
+    "reading Dostoevsky",
+    "training for a marathon",
+    "writing a Rust compiler",
+    "birdwatching at dawn",
+]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -69,9 +79,12 @@ class Probe:
 
 
 def _summary(stalls: list[float]) -> dict:
-    return {"samples": len(stalls), "max_stall_ms": round(max(stalls, default=0.0), 2),
-            "p99_stall_ms": round(_percentile(stalls, 0.99), 2),
-            "p50_stall_ms": round(statistics.median(stalls), 2) if stalls else 0.0}
+    return {
+        "samples": len(stalls),
+        "max_stall_ms": round(max(stalls, default=0.0), 2),
+        "p99_stall_ms": round(_percentile(stalls, 0.99), 2),
+        "p50_stall_ms": round(statistics.median(stalls), 2) if stalls else 0.0,
+    }
 
 
 def _time_handlers(targets) -> dict:
@@ -105,10 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=40, help="memory jobs queued when the message is sent")
     parser.add_argument("--probe-ms", type=int, default=5, help="probe timer interval")
     parser.add_argument("--turns", type=int, default=2, help="replies to measure (the first one warms the KV cache)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="llama.cpp threads (default: the settings default, 0 = all cores)")
-    parser.add_argument("--switch-interval-ms", type=float, default=None,
-                        help="Python's GIL switch interval (default: what the app sets)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="llama.cpp threads (default: the settings default, 0 = all cores)"
+    )
+    parser.add_argument(
+        "--switch-interval-ms",
+        type=float,
+        default=None,
+        help="Python's GIL switch interval (default: what the app sets)",
+    )
     args = parser.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="mnemo-ui-latency-"))
@@ -122,10 +140,21 @@ def main(argv: list[str] | None = None) -> int:
     from ui import bridge, main_window
     from ui.main_window import MainWindow
 
-    handlers = _time_handlers([(main_window.MainWindow, name) for name in
-                               ("_flush", "_first_token", "_turn_finished", "_memory_event", "_set_jobs",
-                                "refresh_conversations", "_conversation_created")] +
-                              [(bridge.Backend, "_on_deliver"), (bridge.Backend, "_on_turn_done")])
+    handlers = _time_handlers(
+        [
+            (main_window.MainWindow, name)
+            for name in (
+                "_flush",
+                "_first_token",
+                "_turn_finished",
+                "_memory_event",
+                "_set_jobs",
+                "refresh_conversations",
+                "_conversation_created",
+            )
+        ]
+        + [(bridge.Backend, "_on_deliver"), (bridge.Backend, "_on_turn_done")]
+    )
     from ui.app import tune_interpreter
 
     tune_interpreter()
@@ -151,8 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.002)
         return cond()
 
-    if not pump(lambda: bool(win.backend.model_id or win.backend.model_error) and win.backend.store_ok is not None,
-                300):
+    if not pump(
+        lambda: bool(win.backend.model_id or win.backend.model_error) and win.backend.store_ok is not None, 300
+    ):
         print(json.dumps({"error": "the model did not load"}))
         return 2
     if win.backend.model_error:
@@ -167,11 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     for turn_no in range(args.turns):
         for i in range(args.jobs):
             topic = TOPICS[(i + turn_no * 3) % len(TOPICS)]
-            seeder.enqueue("add_page", {
-                "cid": seed_cid, "timestamp": time.time() - 3600 + i,
-                "user_text": f"Turn {turn_no}, note {i}: I have been {topic} lately. " * 3,
-                "assistant_text": f"That sounds rewarding. Tell me more about {topic}; what did you enjoy most? " * 4,
-            })
+            seeder.enqueue(
+                "add_page",
+                {
+                    "cid": seed_cid,
+                    "timestamp": time.time() - 3600 + i,
+                    "user_text": f"Turn {turn_no}, note {i}: I have been {topic} lately. " * 3,
+                    "assistant_text": f"That sounds rewarding. Tell me more about {topic}; what did you enjoy most? "
+                    * 4,
+                },
+            )
         pending_before = seeder.pending_jobs()
         win.backend.notify_jobs()
         probe.start()
@@ -187,31 +222,36 @@ def main(argv: list[str] | None = None) -> int:
         pending_after = seeder.pending_jobs()
         first = turn.first_token_at or t_end
         stats = (turn.result.stats if turn.result else {}) or {}
-        turns.append({
-            "turn": turn_no + 1,
-            "status": turn.result.status if turn.result else f"failed: {turn.error}",
-            "reply_tokens": stats.get("completion_tokens"),
-            "tokens_per_s": stats.get("tokens_per_s"),
-            "time_to_first_token_s": round(first - t_send, 3),
-            "turn_s": round(t_end - t_send, 3),
-            "send_call_ms": round(send_call_s * 1000, 1),
-            "memory_jobs_pending_at_send": pending_before,
-            "memory_jobs_done_during_turn": pending_before - pending_after,
-            "whole_turn": _summary(probe.stalls(t_send, t_end)),
-            "prompt_processing": _summary(probe.stalls(t_send, first)),
-            "streaming": _summary(probe.stalls(first, t_end)),
-            "worst_stalls_ms_at_s": [[round(st * 1000, 1), round(t - t_send, 2)]
-                                     for t, st in sorted(probe.ticks, key=lambda x: -x[1])[:5]],
-        })
+        turns.append(
+            {
+                "turn": turn_no + 1,
+                "status": turn.result.status if turn.result else f"failed: {turn.error}",
+                "reply_tokens": stats.get("completion_tokens"),
+                "tokens_per_s": stats.get("tokens_per_s"),
+                "time_to_first_token_s": round(first - t_send, 3),
+                "turn_s": round(t_end - t_send, 3),
+                "send_call_ms": round(send_call_s * 1000, 1),
+                "memory_jobs_pending_at_send": pending_before,
+                "memory_jobs_done_during_turn": pending_before - pending_after,
+                "whole_turn": _summary(probe.stalls(t_send, t_end)),
+                "prompt_processing": _summary(probe.stalls(t_send, first)),
+                "streaming": _summary(probe.stalls(first, t_end)),
+                "worst_stalls_ms_at_s": [
+                    [round(st * 1000, 1), round(t - t_send, 2)]
+                    for t, st in sorted(probe.ticks, key=lambda x: -x[1])[:5]
+                ],
+            }
+        )
         probe.ticks.clear()
     # Opening a long chat: the window lets the model process its prompt prefix in the background
     # (Backend.warm) while the user reads; the event loop must stay as responsive as while streaming.
     long_cid = seeder.create_conversation("Benchmark: a long chat")
     for i in range(8):
         seeder.add_message(long_cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
-        seeder.add_message(long_cid, "assistant", "Gardens adapt to drought with mulch, deep watering, native "
-                                                  "plants and shade. " * 6)
-    pump(lambda: win.backend.last_warm is None or win.backend.last_warm.done(), 120)   # the after-reply one
+        seeder.add_message(
+            long_cid, "assistant", "Gardens adapt to drought with mulch, deep watering, native plants and shade. " * 6
+        )
+    pump(lambda: win.backend.last_warm is None or win.backend.last_warm.done(), 120)  # the after-reply one
     before = win.backend.last_warm
     probe.start()
     t_open = time.perf_counter()
@@ -222,10 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     pump(lambda: win.backend.last_warm.done() and time.perf_counter() - t_shown > 0.5, 300)
     t_warmed = time.perf_counter()
     probe.stop()
-    warming = {"warm_tokens": win.backend.last_warm.result() if win.backend.last_warm.done() else None,
-               "seconds": round(t_warmed - t_shown, 2), **_summary(probe.stalls(t_shown + 0.05, t_warmed)),
-               "showing_the_chat": {"seconds": round(t_shown - t_open, 3),
-                                    **_summary(probe.stalls(t_open, t_shown + 0.05))}}
+    warming = {
+        "warm_tokens": win.backend.last_warm.result() if win.backend.last_warm.done() else None,
+        "seconds": round(t_warmed - t_shown, 2),
+        **_summary(probe.stalls(t_shown + 0.05, t_warmed)),
+        "showing_the_chat": {"seconds": round(t_shown - t_open, 3), **_summary(probe.stalls(t_open, t_shown + 0.05))},
+    }
     seeder.close()
     win.close()
     app.processEvents()
@@ -246,8 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "llama_threads": ctx.settings.chat.n_threads,
         "gil_switch_interval_ms": round(sys.getswitchinterval() * 1000, 3),
-        "ui_handlers": {k: {"calls": v[0], "max_ms": round(v[1] * 1000, 2), "total_ms": round(v[2] * 1000, 1)}
-                        for k, v in sorted(handlers.items())},
+        "ui_handlers": {
+            k: {"calls": v[0], "max_ms": round(v[1] * 1000, 2), "total_ms": round(v[2] * 1000, 1)}
+            for k, v in sorted(handlers.items())
+        },
         "turns": turns,
         "opening_a_long_chat": warming,
     }

@@ -1,5 +1,6 @@
 """The LoCoMo harness end to end on a hand-written toy sample (real embedder and store),
 the baselines, the question sampling and the QA scoring path (with a stub model)."""
+
 import json
 
 import pytest
@@ -9,39 +10,59 @@ from app.evaluation.baselines import BM25Turns, FlatDense, rrf_fuse
 from app.evaluation.locomo import LocomoEval, format_tables, load_samples, spread_limit, write_json
 from app.evaluation.qa import NOT_MENTIONED, clean_prediction
 
-TOY = [{
-    "sample_id": "toy-1",
-    "conversation": {
-        "speaker_a": "Ann", "speaker_b": "Bob",
-        "session_1_date_time": "1:00 pm on 1 March, 2023",
-        "session_1": [
-            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a beagle puppy named Biscuit last week."},
-            {"speaker": "Bob", "dia_id": "D1:2", "text": "Congrats! I just started learning the cello."},
-            {"speaker": "Ann", "dia_id": "D1:3", "text": "My sister Clara lives in Lisbon and visits in April."},
-            {"speaker": "Bob", "dia_id": "D1:4", "text": "Nice. I am training for the Berlin marathon."},
+TOY = [
+    {
+        "sample_id": "toy-1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:00 pm on 1 March, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a beagle puppy named Biscuit last week."},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "Congrats! I just started learning the cello."},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "My sister Clara lives in Lisbon and visits in April."},
+                {"speaker": "Bob", "dia_id": "D1:4", "text": "Nice. I am training for the Berlin marathon."},
+            ],
+            "session_2_date_time": "9:00 am on 20 May, 2023",
+            "session_2": [
+                {"speaker": "Bob", "dia_id": "D2:1", "text": "Biscuit must be bigger now!"},
+                {
+                    "speaker": "Ann",
+                    "dia_id": "D2:2",
+                    "text": "He is! I also started a pottery class on Tuesdays.",
+                    "blip_caption": "a photo of a clay bowl",
+                },
+                {"speaker": "Bob", "dia_id": "D2:3", "text": "I finished the marathon in four hours yesterday."},
+                {"speaker": "Ann", "dia_id": "D2:4", "text": "Amazing, well done."},
+            ],
+            "session_3_date_time": "10:00 am on 1 June, 2023",
+        },
+        "qa": [
+            {"question": "What is the name of Ann's dog?", "answer": "Biscuit", "evidence": ["D1:1"], "category": 4},
+            {"question": "Which instrument is Bob learning?", "answer": "cello", "evidence": ["D1:2"], "category": 4},
+            {"question": "What class did Ann start?", "answer": "pottery", "evidence": ["D2:2"], "category": 4},
+            {
+                "question": "When did Bob run the marathon he trained for?",
+                "answer": "19 May 2023",
+                "evidence": ["D2:3; D1:4"],
+                "category": 2,
+            },
+            {
+                "question": "What is Ann's favourite movie?",
+                "evidence": [],
+                "category": 5,
+                "adversarial_answer": "Titanic",
+            },
+            {
+                "question": "Where does Ann's sister live?",
+                "answer": "Lisbon; she visits in April",
+                "evidence": ["(D1:3)"],
+                "category": 3,
+            },
+            {"question": "broken", "category": 9},
         ],
-        "session_2_date_time": "9:00 am on 20 May, 2023",
-        "session_2": [
-            {"speaker": "Bob", "dia_id": "D2:1", "text": "Biscuit must be bigger now!"},
-            {"speaker": "Ann", "dia_id": "D2:2", "text": "He is! I also started a pottery class on Tuesdays.",
-             "blip_caption": "a photo of a clay bowl"},
-            {"speaker": "Bob", "dia_id": "D2:3", "text": "I finished the marathon in four hours yesterday."},
-            {"speaker": "Ann", "dia_id": "D2:4", "text": "Amazing, well done."},
-        ],
-        "session_3_date_time": "10:00 am on 1 June, 2023",
-    },
-    "qa": [
-        {"question": "What is the name of Ann's dog?", "answer": "Biscuit", "evidence": ["D1:1"], "category": 4},
-        {"question": "Which instrument is Bob learning?", "answer": "cello", "evidence": ["D1:2"], "category": 4},
-        {"question": "What class did Ann start?", "answer": "pottery", "evidence": ["D2:2"], "category": 4},
-        {"question": "When did Bob run the marathon he trained for?", "answer": "19 May 2023",
-         "evidence": ["D2:3; D1:4"], "category": 2},
-        {"question": "What is Ann's favourite movie?", "evidence": [], "category": 5, "adversarial_answer": "Titanic"},
-        {"question": "Where does Ann's sister live?", "answer": "Lisbon; she visits in April",
-         "evidence": ["(D1:3)"], "category": 3},
-        {"question": "broken", "category": 9},
-    ],
-}]
+    }
+]
 
 
 @pytest.fixture
@@ -104,7 +125,7 @@ def test_retrieval_run_on_toy_sample(toy_path, embedder, tmp_path):
             assert r["1"] <= r["3"] <= r["50"] == 1.0
     adversarial = report["per_question"][4]
     assert adversarial["recall"]["bm25"]["1"] == 1.0  # no evidence counts 1.0
-    for name, by_k in report["retrieval"].items():
+    for by_k in report["retrieval"].values():
         assert by_k["k50"]["overall_1_5"] == 100.0 and by_k["k50"]["n_1_4"] == 5
         assert by_k["k50"]["by_category"]["1"] is None
     assert report["timings"]["ingest_s"]["toy-1"] > 0
@@ -142,12 +163,29 @@ def test_asked_before_measures_recall_after_a_question_was_asked_once(toy_path, 
     assert all(r["asked_before"]["recalled"] is False for r in asked["per_question"])
     # the asking takes no place in the budget: the same turns fill it (the extra page counts in BM25's
     # document frequencies, so two close turns may swap places inside it)
-    assert ([set(r["retrieved"]["mnemo"]) for r in asked["per_question"]]
-            == [set(r["retrieved"]["mnemo"]) for r in plain["per_question"]])
-    assert [r["recall"]["mnemo"]["4"] for r in asked["per_question"]] == [r["recall"]["mnemo"]["4"]
-                                                                         for r in plain["per_question"]]
-    assert main(["eval", "locomo", "--data", str(toy_path), "--retriever", "mnemo", "--ks", "2",
-                 "--asked-before", "--no-progress"]) == 0
+    assert [set(r["retrieved"]["mnemo"]) for r in asked["per_question"]] == [
+        set(r["retrieved"]["mnemo"]) for r in plain["per_question"]
+    ]
+    assert [r["recall"]["mnemo"]["4"] for r in asked["per_question"]] == [
+        r["recall"]["mnemo"]["4"] for r in plain["per_question"]
+    ]
+    assert (
+        main(
+            [
+                "eval",
+                "locomo",
+                "--data",
+                str(toy_path),
+                "--retriever",
+                "mnemo",
+                "--ks",
+                "2",
+                "--asked-before",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "that earlier asking recalled for 0 of 6 questions" in capsys.readouterr().out
 
 
@@ -158,14 +196,39 @@ def test_asked_before_all_asks_every_question_first(toy_path, embedder, mnemo_di
     from memory_core import MemoryParams
 
     samples, _ = load_samples(toy_path)
-    runs = {w: LocomoEval(embedder, retrievers=["mnemo"], ks=(2, 10), progress=False, asked_before="all",
-                          memory_params=MemoryParams(asked_weight=w)).run(samples) for w in (1.0, 0.5)}
+    runs = {
+        w: LocomoEval(
+            embedder,
+            retrievers=["mnemo"],
+            ks=(2, 10),
+            progress=False,
+            asked_before="all",
+            memory_params=MemoryParams(asked_weight=w),
+        ).run(samples)
+        for w in (1.0, 0.5)
+    }
     for report in runs.values():
         assert report["asked_before"]["mode"] == "all" and report["asked_before"]["questions"] == 6
         assert all("askings_in_top_10" in r["asked_before"] for r in report["per_question"])
     assert runs[1.0]["asked_before"]["askings_in_top_10"] > runs[0.5]["asked_before"]["askings_in_top_10"]
-    assert main(["eval", "locomo", "--data", str(toy_path), "--retriever", "mnemo", "--ks", "2",
-                 "--asked-before", "all", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "locomo",
+                "--data",
+                str(toy_path),
+                "--retriever",
+                "mnemo",
+                "--ks",
+                "2",
+                "--asked-before",
+                "all",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "every question asked once before, each in a chat of its own" in capsys.readouterr().out
 
 
@@ -208,15 +271,28 @@ def test_qa_modes_and_scores_with_stub_model(toy_path, embedder):
 
 
 def test_clean_prediction():
-    assert clean_prediction("\n  Answer: \"Paris\"\nbecause...") == "Paris"
+    assert clean_prediction('\n  Answer: "Paris"\nbecause...') == "Paris"
     assert clean_prediction("Short answer: 7 May 2023") == "7 May 2023"
     assert clean_prediction("") == ""
 
 
 def test_eval_cli(toy_path, tmp_path, mnemo_dirs, capsys):
     out = tmp_path / "report.json"
-    rc = main(["eval", "locomo", "--data", str(toy_path), "--retriever", "bm25,hybrid", "--ks", "1,5",
-               "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "eval",
+            "locomo",
+            "--data",
+            str(toy_path),
+            "--retriever",
+            "bm25,hybrid",
+            "--ks",
+            "1,5",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0 and "bm25" in text and "R@5" in text
     report = json.loads(out.read_text())
@@ -229,8 +305,9 @@ def test_eval_cli(toy_path, tmp_path, mnemo_dirs, capsys):
 @pytest.mark.slow
 def test_qa_with_the_bundled_model(toy_path, embedder, chat_model):
     samples, _ = load_samples(toy_path)
-    runner = LocomoEval(embedder, retrievers=["mnemo"], ks=(5,), qa_model=chat_model, progress=False,
-                        qa_modes=["memory", "no-memory"])
+    runner = LocomoEval(
+        embedder, retrievers=["mnemo"], ks=(5,), qa_model=chat_model, progress=False, qa_modes=["memory", "no-memory"]
+    )
     report = runner.run(samples, limit=2)
     for row in report["per_question"]:
         for mode in ("memory", "no-memory"):

@@ -1,11 +1,20 @@
 """The LoCoMo metric code against hand-computed examples."""
+
 import math
 
 import pytest
 
 from app.evaluation.metrics import (
-    amem_f1, bleu1, f1_multi, f1_score, fill_turn_budget, gold_answer, locomo_f1, normalize_answer,
-    normalize_evidence, recall_acc,
+    amem_f1,
+    bleu1,
+    f1_multi,
+    f1_score,
+    fill_turn_budget,
+    gold_answer,
+    locomo_f1,
+    normalize_answer,
+    normalize_evidence,
+    recall_acc,
 )
 
 

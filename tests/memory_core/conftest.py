@@ -1,4 +1,5 @@
 """Fixtures for memory_core tests: a real database file in tmp_path, the real embedder, a test clock."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,9 +35,16 @@ def open_store(tmp_path, embedder, clock):
     opened: list[MemoryStore] = []
 
     def _open(path=None, *, llm=None, llm_model_id=None, **params) -> MemoryStore:
-        store = MemoryStore.open(path or tmp_path / "memory.db", embedder.embed, embed_model_id=embedder.model_id,
-                                 dim=embedder.dim, params=MemoryParams(**params), llm=llm,
-                                 llm_model_id=llm_model_id, clock=clock)
+        store = MemoryStore.open(
+            path or tmp_path / "memory.db",
+            embedder.embed,
+            embed_model_id=embedder.model_id,
+            dim=embedder.dim,
+            params=MemoryParams(**params),
+            llm=llm,
+            llm_model_id=llm_model_id,
+            clock=clock,
+        )
         opened.append(store)
         return store
 
@@ -67,9 +75,15 @@ def open_tok(tmp_path, embedder, clock):
     opened: list[MemoryStore] = []
 
     def _open(path=None, *, tokens=True, model_id=None, **params) -> MemoryStore:
-        s = MemoryStore.open(path or tmp_path / "memory.db", embedder.embed,
-                             embed_model_id=model_id or embedder.model_id, dim=embedder.dim, params=MemoryParams(**params), clock=clock,
-                             embed_tokens=embedder.embed_with_tokens if tokens else None)
+        s = MemoryStore.open(
+            path or tmp_path / "memory.db",
+            embedder.embed,
+            embed_model_id=model_id or embedder.model_id,
+            dim=embedder.dim,
+            params=MemoryParams(**params),
+            clock=clock,
+            embed_tokens=embedder.embed_with_tokens if tokens else None,
+        )
         opened.append(s)
         return s
 

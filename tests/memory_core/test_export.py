@@ -1,23 +1,32 @@
 """Memory export: complete, valid JSON that matches the store; readable Markdown; atomic writes."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from memory_core.export import FORMAT, export_json, export_markdown, export_memory
+from memory_core.export import FORMAT, export_json, export_memory
 
 from .conftest import mix
-
 
 TOPICS = "violin marathon sourdough chess kayak orchids telescope pottery salsa origami beekeeping fencing".split()
 
 
 def _fill(store, n=60):
     cid = store.create_conversation("exported")
-    store.add_pages(cid, [{"user_text": f"{TOPICS[i % 12]} {i} — “quotes” 日本語",
-                           "assistant_text": "", "timestamp": 1000.0 + i,
-                           "embedding": mix(store.dim, i % 12, 50 + i % 3, 0.9)} for i in range(n)])
+    store.add_pages(
+        cid,
+        [
+            {
+                "user_text": f"{TOPICS[i % 12]} {i} — “quotes” 日本語",
+                "assistant_text": "",
+                "timestamp": 1000.0 + i,
+                "embedding": mix(store.dim, i % 12, 50 + i % 3, 0.9),
+            }
+            for i in range(n)
+        ],
+    )
     k = store.add_knowledge("user", "Has a cat called Miso")
     store.edit_knowledge(k, "Has a cat called Miso, afraid of storms")
     store.add_trait("interests", "hiking | climbing")
@@ -34,7 +43,9 @@ def test_json_export_matches_the_store(open_store, tmp_path):
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["format"] == FORMAT and doc["version"] == 1
     assert doc["embedding_model"] == s.embed_model_id and doc["embedding_dim"] == s.dim
-    assert [p["id"] for p in doc["pages"]] == [p.id for p in s.list_pages(order_by="id", descending=False, limit=10_000)]
+    assert [p["id"] for p in doc["pages"]] == [
+        p.id for p in s.list_pages(order_by="id", descending=False, limit=10_000)
+    ]
     assert len(doc["pages"]) == s.count_pages() == res.pages == doc["counts"]["pages"] == 60
     assert {p["tier"] for p in doc["pages"]} == {"stm", "mtm", "archive"}
     assert len(doc["segments"]) == s.count_segments() == res.segments
@@ -71,8 +82,7 @@ def test_a_failed_export_leaves_the_old_file_and_no_debris(open_store, tmp_path)
     with pytest.raises(KeyboardInterrupt):
         export_json(s, out, on_progress=cancel)
     assert out.read_text() == "previous export"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db", "memory.db-shm", "memory.db-wal",
-                                                          "memory.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db", "memory.db-shm", "memory.db-wal", "memory.json"]
     with pytest.raises(ValueError):
         export_memory(s, tmp_path / "x.json", fmt="xml")
 
@@ -89,5 +99,6 @@ def test_keyset_paging_walks_every_page_once(open_store):
         after = batch[-1].id
     assert seen == sorted(seen) and len(seen) == len(set(seen)) == 130
     segs = s.list_segments(order_by="id", descending=False, limit=1000, after_id=0)
-    assert [x.id for x in s.list_segments(order_by="id", descending=False, after_id=segs[0].id, limit=1000)] == \
-        [x.id for x in segs[1:]]
+    assert [x.id for x in s.list_segments(order_by="id", descending=False, after_id=segs[0].id, limit=1000)] == [
+        x.id for x in segs[1:]
+    ]

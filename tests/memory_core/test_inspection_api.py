@@ -1,5 +1,6 @@
 """The management API the inspector reads: event filters, a segment's events (visits included),
 deep paging that matches shallow paging, knowledge counts with a text filter."""
+
 from __future__ import annotations
 
 from memory_core import RetrievalBudget
@@ -14,10 +15,18 @@ def _fill(store, n: int, per_conv: int = 40):
     while done < n:
         cid = store.create_conversation(f"c{done}")
         k = min(per_conv, n - done)
-        store.add_pages(cid, [{"user_text": f"page {done + i} about topic {(done + i) % 7}",
-                               "assistant_text": "ok", "timestamp": 1000.0 + done + i,
-                               "embedding": mix(dim, (done + i) % 7, 100 + (done + i) % 5, 0.9)}
-                              for i in range(k)])
+        store.add_pages(
+            cid,
+            [
+                {
+                    "user_text": f"page {done + i} about topic {(done + i) % 7}",
+                    "assistant_text": "ok",
+                    "timestamp": 1000.0 + done + i,
+                    "embedding": mix(dim, (done + i) % 7, 100 + (done + i) % 5, 0.9),
+                }
+                for i in range(k)
+            ],
+        )
         done += k
 
 
@@ -46,7 +55,7 @@ def test_segment_events_include_visits_and_replay_heat(open_store, clock):
     for i in range(4):
         s.add_page(cid, f"I like hiking {i}", "nice", embedding=mix(dim, 3, 50 + i, 0.95))
         clock.advance(60)
-    s.add_page(cid, "unrelated", "ok", embedding=basis(dim, 200))   # pushes the last hiking page out of STM
+    s.add_page(cid, "unrelated", "ok", embedding=basis(dim, 200))  # pushes the last hiking page out of STM
     seg = s.list_segments(tier="mtm", order_by="page_count", limit=1)[0]
     before = seg.n_visit
     r = s.retrieve("hiking", None, RetrievalBudget(pages=3))
@@ -87,8 +96,11 @@ def test_deep_pages_equal_shallow_pages_for_every_order(open_store):
 
 def test_count_knowledge_with_text(open_store):
     s = open_store()
-    for owner, text in [("user", "Loves hiking in the Alps"), ("user", "Owns a cat"),
-                        ("assistant", "Suggested hiking boots")]:
+    for owner, text in [
+        ("user", "Loves hiking in the Alps"),
+        ("user", "Owns a cat"),
+        ("assistant", "Suggested hiking boots"),
+    ]:
         s.add_knowledge(owner, text)
     assert s.count_knowledge(text="hiking") == 2
     assert s.count_knowledge("user", text="hiking") == 1

@@ -1,5 +1,6 @@
 """Persisted job queue: idempotent enqueue, run_pending, crash (SIGKILL) recovery without duplicates,
 and the LLM steps (schema, validation, fallback)."""
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,7 @@ def test_enqueue_is_idempotent_by_key(open_store):
     j2 = s.enqueue("add_page", payload, key="turn:1")
     assert j1 == j2 and s.pending_jobs() == 1
     assert s.run_pending() == 1
-    assert s.enqueue("add_page", payload, key="turn:1") == j1     # done jobs keep their key
+    assert s.enqueue("add_page", payload, key="turn:1") == j1  # done jobs keep their key
     assert s.run_pending() == 0
     assert s.count_pages() == 1
 
@@ -42,8 +43,8 @@ def test_run_pending_max_jobs_and_failures(open_store):
     bad = s.enqueue("no_such_kind", {})
     assert s.run_pending(max_jobs=2) == 2
     assert s.pending_jobs() == 2
-    assert s.run_pending() == 1                   # the bad job fails once, stays pending
-    assert s.run_pending() == 0                   # second failure: marked failed
+    assert s.run_pending() == 1  # the bad job fails once, stays pending
+    assert s.run_pending() == 0  # second failure: marked failed
     assert [j.id for j in s.list_jobs("failed")] == [bad]
     assert "unknown job kind" in s.list_jobs("failed")[0].error
     assert s.pending_jobs() == 0 and s.count_pages() == 3
@@ -53,10 +54,14 @@ def test_add_page_job_dedupes_by_assistant_message(open_store):
     s = open_store()
     cid = s.create_conversation()
     mid = s.add_message(cid, "assistant", "Sure.")
-    payload = {"conversation_id": cid, "user_text": "Remind me to call mom", "assistant_text": "Sure.",
-               "assistant_message_id": mid}
+    payload = {
+        "conversation_id": cid,
+        "user_text": "Remind me to call mom",
+        "assistant_text": "Sure.",
+        "assistant_message_id": mid,
+    }
     s.enqueue("add_page", payload)
-    s.enqueue("add_page", payload)        # e.g. enqueued twice by a retry without a key
+    s.enqueue("add_page", payload)  # e.g. enqueued twice by a retry without a key
     assert s.run_pending() == 2
     assert s.count_pages() == 1
 
@@ -76,8 +81,13 @@ _CHILD = textwrap.dedent("""
 
 def _run_and_kill(db: Path, checkpoint: str, params: dict) -> None:
     env = dict(os.environ, MNEMO_MEMORY_CHECKPOINT=checkpoint)
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(repo=str(REPO), db=str(db), params=params)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD.format(repo=str(REPO), db=str(db), params=params)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -103,13 +113,20 @@ def test_sigkilled_add_page_job_completes_after_restart(open_store, tmp_path):
     s = open_store(db, stm_capacity=0)
     cid = s.create_conversation()
     s.add_page(cid, "Earlier page about gardening tomatoes", "Nice.")
-    s.enqueue("add_page", {"conversation_id": cid, "user_text": "I adopted a cat named Miso",
-                           "assistant_text": "Congratulations on Miso!"}, key="turn:42")
+    s.enqueue(
+        "add_page",
+        {
+            "conversation_id": cid,
+            "user_text": "I adopted a cat named Miso",
+            "assistant_text": "Congratulations on Miso!",
+        },
+        key="turn:42",
+    )
     s.close()
     # the child inserts the page (and moves it to MTM) inside the job's transaction, then is killed
     _run_and_kill(db, "add_page:after_insert", {"stm_capacity": 0})
     s = open_store(db, stm_capacity=0)
-    assert s.pending_jobs() == 1 and s.count_pages() == 1          # nothing half-written survived
+    assert s.pending_jobs() == 1 and s.count_pages() == 1  # nothing half-written survived
     assert s.run_pending() == 1
     assert s.run_pending() == 0
     pages = s.list_pages(order_by="id", descending=False)
@@ -145,6 +162,7 @@ def test_sigkilled_promotion_completes_without_duplicate_rows(open_store, tmp_pa
 
 # --- LLM steps -----------------------------------------------------------------------------------
 
+
 class ScriptedLLM:
     """Stands in for the chat model's complete_json(messages, schema): returns queued replies."""
 
@@ -166,12 +184,20 @@ def _hot_segment(s, cid):
 
 
 def test_llm_promotion_uses_schema_and_stores_valid_items(open_store):
-    llm = ScriptedLLM({
-        "traits": [{"dimension": "Pets", "value": "a beagle called Rex", "evidence": "I adopted a beagle",
-                    "confidence": 0.9}],
-        "user_knowledge": ["The user walks Rex by the lake every morning"],
-        "assistant_knowledge": [],
-    })
+    llm = ScriptedLLM(
+        {
+            "traits": [
+                {
+                    "dimension": "Pets",
+                    "value": "a beagle called Rex",
+                    "evidence": "I adopted a beagle",
+                    "confidence": 0.9,
+                }
+            ],
+            "user_knowledge": ["The user walks Rex by the lake every morning"],
+            "assistant_knowledge": [],
+        }
+    )
     s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
     cid = s.create_conversation()
     _hot_segment(s, cid)
@@ -183,16 +209,19 @@ def test_llm_promotion_uses_schema_and_stores_valid_items(open_store):
     assert (t.dimension, t.value, t.model) == ("pets", "a beagle called Rex", "tiny-llm")
     k = s.list_knowledge("user")[0]
     assert k.text == "The user walks Rex by the lake every morning" and k.model == "tiny-llm"
-    assert k.source_page_ids                     # provenance attributed to the matching page(s)
+    assert k.source_page_ids  # provenance attributed to the matching page(s)
 
 
-@pytest.mark.parametrize("bad", [
-    "not json at all",
-    {"traits": "oops"},
-    {"user_knowledge": ["x"]},
-    RuntimeError("model crashed"),
-    ["a", "list"],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not json at all",
+        {"traits": "oops"},
+        {"user_knowledge": ["x"]},
+        RuntimeError("model crashed"),
+        ["a", "list"],
+    ],
+)
 def test_bad_llm_output_falls_back_and_logs(open_store, bad, caplog):
     s = open_store(llm=ScriptedLLM(bad), llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
     cid = s.create_conversation()
@@ -206,14 +235,18 @@ def test_bad_llm_output_falls_back_and_logs(open_store, bad, caplog):
 
 
 def test_junk_items_in_valid_llm_output_are_dropped(open_store):
-    llm = ScriptedLLM({
-        "traits": [{"dimension": "", "value": "x", "confidence": 0.5},
-                   {"dimension": "pet", "value": "N/A", "confidence": 0.5},
-                   {"dimension": "pet", "value": "{\"name\": \"Rex\"}", "confidence": 0.5},
-                   {"dimension": "pet", "value": "beagle", "confidence": 7}],
-        "user_knowledge": ["Error: context window exceeded", "```json", "", "The user owns a beagle named Rex"],
-        "assistant_knowledge": ["<|im_end|>"],
-    })
+    llm = ScriptedLLM(
+        {
+            "traits": [
+                {"dimension": "", "value": "x", "confidence": 0.5},
+                {"dimension": "pet", "value": "N/A", "confidence": 0.5},
+                {"dimension": "pet", "value": '{"name": "Rex"}', "confidence": 0.5},
+                {"dimension": "pet", "value": "beagle", "confidence": 7},
+            ],
+            "user_knowledge": ["Error: context window exceeded", "```json", "", "The user owns a beagle named Rex"],
+            "assistant_knowledge": ["<|im_end|>"],
+        }
+    )
     s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
     cid = s.create_conversation()
     _hot_segment(s, cid)
@@ -224,24 +257,33 @@ def test_junk_items_in_valid_llm_output_are_dropped(open_store):
 
 def test_items_the_conversation_does_not_state_are_dropped(open_store):
     # the twelve copies and the date "dimensions" are what the bundled 135M model answered (2026-11-30)
-    llm = ScriptedLLM({
-        "traits": [{"dimension": "the_name_of_the_rose", "value": "The name of the Rose", "confidence": 0.9}] * 6
-        + [{"dimension": "2023-11-14", "value": "2023-11-15", "confidence": 0.5},
-           {"dimension": "pet", "value": "a beagle called Rex", "confidence": 0.8},
-           {"dimension": "pet", "value": "a beagle called Rex", "confidence": 0.8},
-           {"dimension": "occupation", "value": "astronaut", "confidence": 0.8},
-           {"dimension": "likes", "value": "Peaceful", "confidence": 0.8}],           # the assistant's word
-        "user_knowledge": ["The user is a famous astronaut", "The user walks Rex by the lake every morning",
-                           "The user walks Rex by the lake every morning"],
-        "assistant_knowledge": ["The assistant will book a flight to Mars", "The assistant found it lovely"],
-    })
+    llm = ScriptedLLM(
+        {
+            "traits": [{"dimension": "the_name_of_the_rose", "value": "The name of the Rose", "confidence": 0.9}] * 6
+            + [
+                {"dimension": "2023-11-14", "value": "2023-11-15", "confidence": 0.5},
+                {"dimension": "pet", "value": "a beagle called Rex", "confidence": 0.8},
+                {"dimension": "pet", "value": "a beagle called Rex", "confidence": 0.8},
+                {"dimension": "occupation", "value": "astronaut", "confidence": 0.8},
+                {"dimension": "likes", "value": "Peaceful", "confidence": 0.8},
+            ],  # the assistant's word
+            "user_knowledge": [
+                "The user is a famous astronaut",
+                "The user walks Rex by the lake every morning",
+                "The user walks Rex by the lake every morning",
+            ],
+            "assistant_knowledge": ["The assistant will book a flight to Mars", "The assistant found it lovely"],
+        }
+    )
     s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
     cid = s.create_conversation()
     _hot_segment(s, cid)
     s.run_pending()
     assert [(t.dimension, t.value) for t in s.list_traits()] == [("pet", "a beagle called Rex")]
-    assert sorted(k.text for k in s.list_knowledge()) == ["The assistant found it lovely",
-                                                          "The user walks Rex by the lake every morning"]
+    assert sorted(k.text for k in s.list_knowledge()) == [
+        "The assistant found it lovely",
+        "The user walks Rex by the lake every morning",
+    ]
     assert not any(e.kind == "llm_fallback" for e in s.events(limit=100))
 
 
@@ -255,12 +297,11 @@ def test_an_answer_with_nothing_stated_falls_back_to_what_the_user_said(open_sto
     fallback = [e for e in s.events(limit=100) if e.kind == "llm_fallback"]
     assert fallback and "nothing in the model's answer" in fallback[0].detail["reason"]
     texts = [k.text for k in s.list_knowledge()]
-    assert 'The user said: "I adopted a beagle called Rex."' in texts      # quoted whole, closing quote kept
+    assert 'The user said: "I adopted a beagle called Rex."' in texts  # quoted whole, closing quote kept
     assert all(k.model == "extractive" for k in s.list_knowledge())
 
 
-def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_model_changes(open_store, tmp_path,
-                                                                                          clock):
+def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_model_changes(open_store, tmp_path, clock):
     from memory_core.lpm import LLM_RETRY_AFTER_S
 
     empty = {"traits": [], "user_knowledge": [], "assistant_knowledge": []}
@@ -272,34 +313,35 @@ def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_mode
 
     def promote_a_segment(k):
         s.add_page(cid, f"I adopted a beagle, number {k}.", "Lovely!", embedding=basis(D, (2 * k) % D))
-        s.add_page(cid, f"Beagle {k} and I walk by the lake.", "Nice.",
-                   embedding=mix(D, (2 * k) % D, (2 * k + 1) % D, 0.95))
+        s.add_page(
+            cid, f"Beagle {k} and I walk by the lake.", "Nice.", embedding=mix(D, (2 * k) % D, (2 * k + 1) % D, 0.95)
+        )
         s.run_pending()
 
     for k in range(4):
         promote_a_segment(k)
-    assert len(llm.calls) == 3                                   # the fourth promotion did not ask the model
+    assert len(llm.calls) == 3  # the fourth promotion did not ask the model
     assert len([e for e in s.events(limit=1000) if e.kind == "promoted"]) == 4
     fallbacks = [e for e in s.events(limit=1000) if e.kind == "llm_fallback"]
     assert sorted(e.detail["in_a_row"] for e in fallbacks) == [1, 2, 3]
     assert any("not asked again" in e.summary for e in fallbacks)
 
-    s.close()                                                    # a restart does not pay the three tries again
+    s.close()  # a restart does not pay the three tries again
     s = open_store(path, llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
     promote_a_segment(4)
     assert len(llm.calls) == 3
-    s.llm_model_id = "a-bigger-llm"                              # the user chose another model: it is asked
+    s.llm_model_id = "a-bigger-llm"  # the user chose another model: it is asked
     promote_a_segment(5)
     assert len(llm.calls) == 4
 
-    s.llm_model_id = "tiny-llm"                                  # a week later the first model gets one more try
+    s.llm_model_id = "tiny-llm"  # a week later the first model gets one more try
     clock.advance(LLM_RETRY_AFTER_S)
     promote_a_segment(6)
     assert len(llm.calls) == 5
-    promote_a_segment(7)                                         # rejected again: skipped for another week
+    promote_a_segment(7)  # rejected again: skipped for another week
     assert len(llm.calls) == 5
 
-    s.llm_model_id = "a-bigger-llm"                              # an accepted answer clears that model's count
+    s.llm_model_id = "a-bigger-llm"  # an accepted answer clears that model's count
     promote_a_segment(8)
     assert "The user adopted a beagle" in [k.text for k in s.list_knowledge()]
     assert "a-bigger-llm" not in s._llm_rejection_state()
@@ -308,8 +350,10 @@ def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_mode
 def test_a_deferred_llm_step_leaves_the_job_pending_and_uncounted(open_store):
     from memory_core import LLMDeferred
 
-    llm = ScriptedLLM(LLMDeferred("chat first"), {"traits": [], "user_knowledge": ["The user has a beagle, Rex"],
-                                                  "assistant_knowledge": []})
+    llm = ScriptedLLM(
+        LLMDeferred("chat first"),
+        {"traits": [], "user_knowledge": ["The user has a beagle, Rex"], "assistant_knowledge": []},
+    )
     s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
     cid = s.create_conversation()
     _hot_segment(s, cid)
@@ -317,7 +361,7 @@ def test_a_deferred_llm_step_leaves_the_job_pending_and_uncounted(open_store):
     job = s.list_jobs()[0]
     assert (job.kind, job.status, job.attempts, job.error) == ("promote_segment", "pending", 0, None)
     assert s.list_knowledge() == [] and not any(e.kind == "llm_fallback" for e in s.events(limit=100))
-    assert s.run_pending() == 1                  # later, the model answers: stored as the LLM's
+    assert s.run_pending() == 1  # later, the model answers: stored as the LLM's
     assert [k.text for k in s.list_knowledge()] == ["The user has a beagle, Rex"]
     assert s.list_jobs()[0].attempts == 1
 
@@ -339,6 +383,7 @@ def test_real_small_llm_promotion_never_stores_junk(open_store, chat_model):
     _hot_segment(s, cid)
     assert s.run_pending() == 1
     from memory_core.extract import clean_item
+
     for k in s.list_knowledge():
         assert clean_item(k.text) == k.text
     for t in s.list_traits():
@@ -349,21 +394,33 @@ def test_real_small_llm_promotion_never_stores_junk(open_store, chat_model):
 def test_the_llm_free_path_names_a_favourite_by_what_it_is():
     from memory_core.extract import PageText, extractive_extract
 
-    out = extractive_extract([PageText(1, "My favourite film is Spirited Away. My favorite hike is the Eiger trail.",
-                                       "Both are classics.", 0.0)])
-    assert [(t.dimension, t.value) for t in out.traits] == [("favorite_film", "Spirited Away"),
-                                                             ("favorite_hike", "the Eiger trail")]
+    out = extractive_extract(
+        [
+            PageText(
+                1, "My favourite film is Spirited Away. My favorite hike is the Eiger trail.", "Both are classics.", 0.0
+            )
+        ]
+    )
+    assert [(t.dimension, t.value) for t in out.traits] == [
+        ("favorite_film", "Spirited Away"),
+        ("favorite_hike", "the Eiger trail"),
+    ]
 
 
 def test_the_llm_free_path_skips_likes_and_goals_that_point_elsewhere():
     from memory_core.extract import PageText, extractive_extract
 
-    said = ("I love it so much. I love your turtles. I love how uncomplicated it is. I'm going to make it work. "
-            "I love creating art. I love watching them play. I'm trying to run a marathon. "
-            "I'm going to a transgender conference this month. I'm going to Lisbon next week.")   # trips, not goals
+    said = (
+        "I love it so much. I love your turtles. I love how uncomplicated it is. I'm going to make it work. "
+        "I love creating art. I love watching them play. I'm trying to run a marathon. "
+        "I'm going to a transgender conference this month. I'm going to Lisbon next week."
+    )  # trips, not goals
     out = extractive_extract([PageText(1, said, "", 0.0)])
-    assert [(t.dimension, t.value) for t in out.traits] == [("likes", "creating art"), ("likes", "watching them play"),
-                                                             ("goals", "run a marathon")]
+    assert [(t.dimension, t.value) for t in out.traits] == [
+        ("likes", "creating art"),
+        ("likes", "watching them play"),
+        ("goals", "run a marathon"),
+    ]
 
 
 def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_reactions():
@@ -371,48 +428,74 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
 
     # sentences as LoCoMo imports write them (speaker label first); the kept ones are about the speaker,
     # the dropped ones react to the listener or point at something said elsewhere (2026-11-30 dev split)
-    kept = ["Last weekend I joined a mentorship program for LGBTQ youth.",
-            "It's my birthday on Friday and I'm throwing a garden party.",
-            "It's important to me to put my words into action.",
-            "Dance gives me an escape to be myself.",
-            "I'm proud of researching visa requirements for countries I want to visit."]
-    dropped = ["It was so interesting and blew me away!", "The pic takes me back to summer camp.",
-               "I bet you were thrilled when everything finally worked out.",
-               "I'm so glad you met people who share your interests.", "Here's a pic of my fam at the beach.",
-               "Yeah, I agree with everything you said there.", "Your support and encouragement mean a lot to me.",
-               "I hope your injury heals soon, it must be hard.", "I'm keen to try your recipe for the stew.",
-               "Knowing you've got my back really helps keep me going.",
-               "It's tough, but I'm sure it'll be worth it in the end.", "I find it fulfilling and meaningful.",
-               "They boosted me through tough times and helped me grow."]
+    kept = [
+        "Last weekend I joined a mentorship program for LGBTQ youth.",
+        "It's my birthday on Friday and I'm throwing a garden party.",
+        "It's important to me to put my words into action.",
+        "Dance gives me an escape to be myself.",
+        "I'm proud of researching visa requirements for countries I want to visit.",
+    ]
+    dropped = [
+        "It was so interesting and blew me away!",
+        "The pic takes me back to summer camp.",
+        "I bet you were thrilled when everything finally worked out.",
+        "I'm so glad you met people who share your interests.",
+        "Here's a pic of my fam at the beach.",
+        "Yeah, I agree with everything you said there.",
+        "Your support and encouragement mean a lot to me.",
+        "I hope your injury heals soon, it must be hard.",
+        "I'm keen to try your recipe for the stew.",
+        "Knowing you've got my back really helps keep me going.",
+        "It's tough, but I'm sure it'll be worth it in the end.",
+        "I find it fulfilling and meaningful.",
+        "They boosted me through tough times and helped me grow.",
+    ]
     assert len(kept) <= MAX_USER_FACTS
-    pages = [PageText(i, f"Caroline: {s}", "Melanie: I'll send you the photos tomorrow.", 0.0)
-             for i, s in enumerate(dropped + kept)]
+    pages = [
+        PageText(i, f"Caroline: {s}", "Melanie: I'll send you the photos tomorrow.", 0.0)
+        for i, s in enumerate(dropped + kept)
+    ]
     out = extractive_extract(pages)
     quoted = sorted(f.text for f in out.facts if f.owner == "user")
     assert quoted == sorted(f'The user said: "{s}"' for s in kept)
-    assert [f.text for f in out.facts if f.owner == "assistant"][0] == \
-        'The assistant said: "I\'ll send you the photos tomorrow."'
+    assert [f.text for f in out.facts if f.owner == "assistant"][
+        0
+    ] == 'The assistant said: "I\'ll send you the photos tomorrow."'
     # a greeting or an interjection that opens the sentence is not quoted with it
-    greeted = extractive_extract([PageText(1, "Tim: Hey Nate, my favorite dessert is a raspberry tart. Yeah, I'm "
-                                              "hiking with some buddies this weekend. Well-rounded training keeps "
-                                              "me motivated for my marathon.", "", 0.0)])
+    greeted = extractive_extract(
+        [
+            PageText(
+                1,
+                "Tim: Hey Nate, my favorite dessert is a raspberry tart. Yeah, I'm "
+                "hiking with some buddies this weekend. Well-rounded training keeps "
+                "me motivated for my marathon.",
+                "",
+                0.0,
+            )
+        ]
+    )
     assert sorted(f.text for f in greeted.facts) == [
         'The user said: "I\'m hiking with some buddies this weekend."',
         'The user said: "My favorite dessert is a raspberry tart."',
-        'The user said: "Well-rounded training keeps me motivated for my marathon."']
+        'The user said: "Well-rounded training keeps me motivated for my marathon."',
+    ]
 
 
 def test_the_llm_free_path_keeps_a_like_or_goal_whole_and_without_filler():
     from memory_core.extract import PageText, extractive_extract
 
-    said = ("Connecting with the things I love makes writing fun. I love traveling too. "
-            "I like to just take a look at the sunset- it reminds me to slow down. "
-            "I'm trying to find a way to juggle studying with my fantasy reading hobby and my job at the bakery. "
-            "I love escaping to that world. I'm hoping to get my head around the visa requirements for some "
-            "places I want to visit.")
+    said = (
+        "Connecting with the things I love makes writing fun. I love traveling too. "
+        "I like to just take a look at the sunset- it reminds me to slow down. "
+        "I'm trying to find a way to juggle studying with my fantasy reading hobby and my job at the bakery. "
+        "I love escaping to that world. I'm hoping to get my head around the visa requirements for some "
+        "places I want to visit."
+    )
     out = extractive_extract([PageText(1, f"Tim: {said}", "", 0.0)])
     assert [(t.dimension, t.value) for t in out.traits] == [
-        ("likes", "traveling"), ("likes", "just take a look at the sunset"),
+        ("likes", "traveling"),
+        ("likes", "just take a look at the sunset"),
         ("goals", "find a way to juggle studying with my fantasy reading hobby"),
-        ("goals", "get my head around the visa requirements for some places I want")]
+        ("goals", "get my head around the visa requirements for some places I want"),
+    ]
     assert out.traits[0].evidence == "I love traveling too."

@@ -1,4 +1,5 @@
 """memory_core is Qt-free and model-free: it must never import PySide6, models, app or ui."""
+
 from __future__ import annotations
 
 import ast
@@ -23,8 +24,12 @@ def test_no_forbidden_imports_in_source():
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
-            elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in (
-                    "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+            elif (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("import_module", "__import__")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 names = [str(node.args[0].value)]
             for n in names:
                 if n.split(".")[0] in FORBIDDEN:
@@ -33,8 +38,10 @@ def test_no_forbidden_imports_in_source():
 
 
 def test_importing_memory_core_loads_no_forbidden_module():
-    code = ("import sys, json, memory_core, memory_core.store, memory_core.extract, memory_core.retrieval; "
-            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    code = (
+        "import sys, json, memory_core, memory_core.store, memory_core.extract, memory_core.retrieval; "
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=PKG.parent, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))

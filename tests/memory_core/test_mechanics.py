@@ -1,5 +1,6 @@
 """MemoryOS mechanics on a real database file: FIFO, chains, segmenting around theta, heat, eviction,
 promotion, versions, forget, wipe."""
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,7 @@ def test_stm_fifo(open_store):
     stm = s.list_pages(tier="stm", order_by="id", descending=False)
     assert [p.id for p in stm] == ids[-3:]
     moved = [e.item_id for e in s.events(limit=1000) if e.kind == "page_moved"]
-    assert moved == ids[:4]                      # first in, first out
+    assert moved == ids[:4]  # first in, first out
     assert all(s.get_page(i).tier == "mtm" for i in ids[:4])
     # STM is per conversation
     other = s.create_conversation()
@@ -51,11 +52,11 @@ def test_chain_links_and_summary(open_store, embedder, clock):
         ids.append(s.add_page(cid, u, a))
     p1, p2, p3, p4 = (s.get_page(i) for i in ids[:4])
     assert p1.prev_page_id is None
-    assert p2.prev_page_id == p1.id and p3.prev_page_id == p2.id        # the marathon thread continues
+    assert p2.prev_page_id == p1.id and p3.prev_page_id == p2.id  # the marathon thread continues
     assert p1.next_page_id == p2.id
     assert p1.chain_id == p2.chain_id == p3.chain_id is not None
     assert "marathon" in p3.chain_summary.lower()
-    assert p4.prev_page_id is None and p4.chain_id != p3.chain_id        # topic change breaks the chain
+    assert p4.prev_page_id is None and p4.chain_id != p3.chain_id  # topic change breaks the chain
     # a long pause breaks a chain even on the same topic
     clock.advance(48 * 3600)
     i6 = s.add_page(cid, "Back to marathon training: eighteen miles again today", "Nice consistency.")
@@ -78,8 +79,8 @@ def test_segment_join_vs_new_around_theta(open_store):
     # keywords disjoint from the segment's, so the score is the cosine alone
     above = s.add_page(cid, "delta echo", "foxtrot", embedding=mix(D, 0, 1, 0.62))
     below = s.add_page(cid, "golf hotel", "india", embedding=mix(D, 0, 2, 0.45))
-    assert s.get_page(above).segment_id == seg                     # 0.62 >= 0.6: joins
-    assert s.get_page(below).segment_id not in (None, seg)         # 0.45 < 0.6 (segment moved a bit): new
+    assert s.get_page(above).segment_id == seg  # 0.62 >= 0.6: joins
+    assert s.get_page(below).segment_id not in (None, seg)  # 0.45 < 0.6 (segment moved a bit): new
     # keyword Jaccard counts too: cos 0.45 + shared keywords crosses theta
     seg_kw = set(s.get_segment(seg).keywords)
     assert {"alpha", "bravo", "delta", "echo"} <= seg_kw
@@ -132,7 +133,7 @@ def test_eviction_moves_coldest_unpinned_to_archive(open_store, clock):
     # make segment 2 hotter by visiting it
     s.retrieve("glacier ice", None, RetrievalBudget(pages=1))
     assert s.get_segment(s2).n_visit == 1
-    s.pin("segment", s1)                          # the coldest is pinned: it must stay
+    s.pin("segment", s1)  # the coldest is pinned: it must stay
     clock.advance(10)
     p3 = s.add_page(cid, "desert sand", "dry", embedding=basis(D, 2))
     s3 = s.get_page(p3).segment_id
@@ -147,7 +148,7 @@ def test_eviction_moves_coldest_unpinned_to_archive(open_store, clock):
     r = s.retrieve("desert sand", None, RetrievalBudget(pages=3))
     assert r.pages[0].page.id == p3 and r.pages[0].tier == "archive" and "archive" in r.pages[0].reason
     s.pin("segment", s1, False)
-    s.pin("page", p1)                             # a pinned page protects its segment too
+    s.pin("page", p1)  # a pinned page protects its segment too
     clock.advance(10)
     s.add_page(cid, "forest trees", "green", embedding=basis(D, 3))
     assert s.get_segment(s1).tier == "mtm"
@@ -177,12 +178,16 @@ def test_promotion_fires_at_tau_and_resets_l_interaction(open_store):
     seg = s.get_segment(sid)
     assert seg.l_interaction == 4 and seg.heat >= 4.0
     jobs = s.list_jobs("pending")
-    assert [j.kind for j in jobs] == ["promote_segment"]           # fired once, at heat 4.0 (L=3 + recency 1)
+    assert [j.kind for j in jobs] == ["promote_segment"]  # fired once, at heat 4.0 (L=3 + recency 1)
     assert s.run_pending(allow_llm=False) == 1
     seg = s.get_segment(sid)
     assert seg.l_interaction == 0 and seg.promotions == 1
     traits = {(t.dimension, t.value) for t in s.list_traits()}
-    assert ("name", "Ann") in traits and ("location", "Berlin") in traits and ("occupation", "nurse at the city hospital") in traits
+    assert (
+        ("name", "Ann") in traits
+        and ("location", "Berlin") in traits
+        and ("occupation", "nurse at the city hospital") in traits
+    )
     loc = next(t for t in s.list_traits() if t.dimension == "location")
     assert loc.source_page_ids == [ids[0]] and loc.conversation_ids == [cid] and loc.model == "extractive"
     facts = s.list_knowledge("user")
@@ -206,7 +211,7 @@ def test_contradicting_trait_updates_and_archives_old_version(open_store):
     s.add_page(cid, "Munich is great, I moved to Munich for work.", "Good luck!", embedding=mix(D, 5, 6, 0.99))
     s.run_pending(allow_llm=False)
     loc = [t for t in s.list_traits(include_archived=True) if t.dimension == "location"]
-    assert len(loc) == 1 and loc[0].id == tid and loc[0].value == "Munich"   # updated, not a near-copy
+    assert len(loc) == 1 and loc[0].id == tid and loc[0].value == "Munich"  # updated, not a near-copy
     versions = s.item_versions("trait", tid)
     assert [v.text.split(",")[0] for v in versions][0] == "Berlin"
     assert versions[-1].text == "Munich" and versions[-1].archived_at is None
@@ -218,12 +223,12 @@ def test_duplicate_and_contradicting_facts_make_versions(open_store, clock):
     s = open_store()
     k1 = s.add_knowledge("user", "The user has a dog named Rex")
     clock.advance(5)
-    k2 = s.add_knowledge("user", "The user has a dog called Rex")          # duplicate -> confirmed
+    k2 = s.add_knowledge("user", "The user has a dog called Rex")  # duplicate -> confirmed
     assert k2 == k1
     assert s.count_knowledge() == 1
     assert s.get_knowledge(k1).text == "The user has a dog named Rex"
     k3 = s.add_knowledge("user", "The user lives in Berlin")
-    k4 = s.add_knowledge("user", "The user lives in Munich")                 # contradiction -> update
+    k4 = s.add_knowledge("user", "The user lives in Munich")  # contradiction -> update
     assert k4 == k3 and s.count_knowledge() == 2
     assert s.get_knowledge(k3).text == "The user lives in Munich"
     v = s.item_versions("knowledge", k3)
@@ -258,7 +263,7 @@ def test_a_new_value_of_the_same_attribute_updates_the_fact(open_store, clock):
     assert [v.text for v in s.item_versions("knowledge", home)] == ["I live in Porto.", "I live in Lyon now."]
     assert s.item_versions("knowledge", home)[-1].reason.startswith("updated by the user")
     assert s.get_knowledge(code).text == "my locker code is 9876"
-    assert s.add_knowledge("user", "I moved to Lisbon last spring") == home      # a move: the new home
+    assert s.add_knowledge("user", "I moved to Lisbon last spring") == home  # a move: the new home
     assert s.get_knowledge(home).text == "I moved to Lisbon last spring"
     # different facts that share an opening: both kept
     for text in ("I am allergic to cats", "My sister is in Leeds", "My sister lives in Leeds"):
@@ -281,17 +286,23 @@ def test_same_attribute_reads_the_opening_of_two_statements():
     assert same_attribute("My name is Ana", "My name is Anna")
     assert same_attribute("Our cat is called Miso", "Our cat is called Luna")
     assert same_attribute("My favourite colour is blue", "My favourite colour is green")
-    assert not same_attribute("I live in Porto", "I live in Porto.")              # the same value
-    assert not same_attribute("I have a dog", "I have a cat")                     # "have": not an attribute
-    assert not same_attribute("My sister is a nurse", "My sister is in Leeds")    # descriptions, not values
+    assert not same_attribute("I live in Porto", "I live in Porto.")  # the same value
+    assert not same_attribute("I have a dog", "I have a cat")  # "have": not an attribute
+    assert not same_attribute("My sister is a nurse", "My sister is in Leeds")  # descriptions, not values
     assert not same_attribute("I live in Porto", "I live")
     # a move to a named place is where one lives now
-    for moved in ("I moved to Lyon", "We've just moved to Lyon.", "I'm now living in Lyon", "I relocated to Lyon",
-                  "I have recently moved to Lyon", "I am currently living in Lyon"):
+    for moved in (
+        "I moved to Lyon",
+        "We've just moved to Lyon.",
+        "I'm now living in Lyon",
+        "I relocated to Lyon",
+        "I have recently moved to Lyon",
+        "I am currently living in Lyon",
+    ):
         assert same_attribute("I live in Porto.", moved), moved
         assert same_attribute(moved, "I live in Porto.") and not same_attribute(moved, "I live in Lyon"), moved
-    assert not same_attribute("I live in Porto", "I moved to a bigger flat")   # no place named: not a new home
-    assert not same_attribute("I live in Porto", "My sister moved to Lyon")     # somebody else's move
+    assert not same_attribute("I live in Porto", "I moved to a bigger flat")  # no place named: not a new home
+    assert not same_attribute("I live in Porto", "My sister moved to Lyon")  # somebody else's move
 
 
 def test_a_repeated_trait_or_fact_is_confirmed_not_copied(open_store, clock):
@@ -302,7 +313,7 @@ def test_a_repeated_trait_or_fact_is_confirmed_not_copied(open_store, clock):
     assert s.add_trait("hobby", "cycling") == t1
     assert s.add_knowledge("user", "The user has a dog named Rex") == k1
     for kind, item in (("trait", s.get_trait(t1)), ("knowledge", s.get_knowledge(k1))):
-        assert item.version == 2 and item.confidence == 0.99          # 0.9 as added, +0.1, at most 0.99
+        assert item.version == 2 and item.confidence == 0.99  # 0.9 as added, +0.1, at most 0.99
         versions = s.item_versions(kind, item.id)
         assert [v.version for v in versions] == [1, 2] and versions[0].archived_at is not None
         assert versions[1].reason.startswith("confirmed by")
@@ -320,7 +331,10 @@ def test_forget_removes_from_vector_and_keyword_search(open_store):
     p2 = s.add_page(cid, "I work as a carpenter in Oslo.", "Woodwork is great.")
     s.run_pending(allow_llm=False)
     assert any(p1 in k.source_page_ids for k in s.list_knowledge())
-    vec_hits = lambda: s._page_cache.search(s._embed(["secret password hint zebra lighthouse"])[0], 5)[0].tolist()
+
+    def vec_hits():
+        return s._page_cache.search(s._embed(["secret password hint zebra lighthouse"])[0], 5)[0].tolist()
+
     s._page_cache.sync(s._conn)
     assert p1 in vec_hits()
     assert s.forget("page", p1) == 1
@@ -373,7 +387,7 @@ def test_edit_page_reindexes(open_store):
     cid = s.create_conversation()
     p = s.add_page(cid, "My favourite fruit is mango", "Mangoes are tasty.")
     s.edit_page(p, user_text="My favourite fruit is papaya")
-    assert s._rows("SELECT rowid FROM page_fts WHERE page_fts MATCH 'mango'") == [(p,)]       # assistant text
+    assert s._rows("SELECT rowid FROM page_fts WHERE page_fts MATCH 'mango'") == [(p,)]  # assistant text
     assert s._rows("SELECT rowid FROM page_fts WHERE page_fts MATCH 'papaya'") == [(p,)]
     assert s.retrieve("papaya", None).pages[0].page.id == p
     seg = s.get_segment(s.get_page(p).segment_id)
@@ -391,8 +405,19 @@ def test_wipe_leaves_no_memory_rows(open_store):
     s.add_knowledge("assistant", "The assistant promised to send a recipe")
     s.enqueue("add_page", {"conversation_id": cid, "user_text": "pending", "assistant_text": "x"})
     s.wipe_memory()
-    for t in ("page", "segment", "chain", "trait", "knowledge", "item_version", "derivation", "job",
-              "page_vec", "segment_vec", "knowledge_vec"):
+    for t in (
+        "page",
+        "segment",
+        "chain",
+        "trait",
+        "knowledge",
+        "item_version",
+        "derivation",
+        "job",
+        "page_vec",
+        "segment_vec",
+        "knowledge_vec",
+    ):
         assert s._scalar(f"SELECT count(*) FROM {t}") == 0, t
     for t in ("page_fts", "page_tri", "knowledge_fts", "knowledge_tri"):
         assert s._rows(f"SELECT rowid FROM {t}") == [], t
@@ -409,27 +434,34 @@ def test_wipe_leaves_no_memory_rows(open_store):
 def test_forget_conversation_takes_its_pages_and_what_only_they_support(open_store):
     s = open_store(stm_capacity=1, tau=2.0)
     mine, other = s.create_conversation(), s.create_conversation()
-    secret = [s.add_page(mine, "My secret password hint is zebra-lighthouse.", "Understood."),
-              s.add_page(mine, "I work as a carpenter in Oslo.", "Woodwork is great."),
-              s.add_page(mine, "The zebra-lighthouse hint again, keep it safe.", "Kept.")]
+    secret = [
+        s.add_page(mine, "My secret password hint is zebra-lighthouse.", "Understood."),
+        s.add_page(mine, "I work as a carpenter in Oslo.", "Woodwork is great."),
+        s.add_page(mine, "The zebra-lighthouse hint again, keep it safe.", "Kept."),
+    ]
     kept = s.add_page(other, "I work as a carpenter in Oslo, building boats.", "Nice.")
-    s.add_page(other, "Anyway, what time is it in Tokyo?", "Evening.")   # moves `kept` on to mid-term memory
+    s.add_page(other, "Anyway, what time is it in Tokyo?", "Evening.")  # moves `kept` on to mid-term memory
     s.pin("page", secret[0])
     s.run_pending(allow_llm=False)
     s.enqueue("add_page", {"cid": mine, "user_text": "queued reply", "assistant_text": "x"}, key="page:999")
     s.enqueue("add_page", {"cid": other, "user_text": "other queued", "assistant_text": "y"}, key="page:998")
     # a persona item drawn from both chats stays; one drawn only from `mine` goes
-    only_mine = [(k, i) for k, i in s._x("SELECT DISTINCT item_kind, item_id FROM derivation").fetchall()
-                 if {p for (p,) in s._x("SELECT page_id FROM derivation WHERE item_kind = ? AND item_id = ?",
-                                        (k, i)).fetchall()} <= set(secret)]
-    shared = [(k, i) for k, i in s._x("SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id = ?",
-                                      (kept,)).fetchall()]
+    only_mine = [
+        (k, i)
+        for k, i in s._x("SELECT DISTINCT item_kind, item_id FROM derivation").fetchall()
+        if {p for (p,) in s._x("SELECT page_id FROM derivation WHERE item_kind = ? AND item_id = ?", (k, i)).fetchall()}
+        <= set(secret)
+    ]
+    shared = [
+        (k, i)
+        for k, i in s._x("SELECT DISTINCT item_kind, item_id FROM derivation WHERE page_id = ?", (kept,)).fetchall()
+    ]
     assert only_mine and shared, "the test needs an item drawn only from the forgotten chat, and one from both"
 
     preview = s.conversation_memory(mine)
     assert sorted(preview.page_ids) == sorted(secret) and preview.pinned_pages == 1
     assert preview.pending_pages == 1 and sorted(preview.items) == sorted(only_mine)
-    assert s.get_page(secret[0]) is not None           # a preview changes nothing
+    assert s.get_page(secret[0]) is not None  # a preview changes nothing
 
     gone = s.forget_conversation(mine)
     assert sorted(gone.page_ids) == sorted(secret) and gone.pending_pages == 1
@@ -446,8 +478,9 @@ def test_forget_conversation_takes_its_pages_and_what_only_they_support(open_sto
     s.run_pending(allow_llm=False)
     assert s.count_pages(conversation_id=mine) == 0 and s.count_pages(conversation_id=other) == 3
     ev = s.events(kinds=["forgotten"])
-    assert [(e.item_kind, e.item_id, e.detail["pages"]) for e in ev if e.item_kind == "conversation"] == \
-        [("conversation", mine, 3)]
+    assert [(e.item_kind, e.item_id, e.detail["pages"]) for e in ev if e.item_kind == "conversation"] == [
+        ("conversation", mine, 3)
+    ]
     assert s.check_integrity() == []
     # a deleted chat's pages stay, and can be found as such
     s.delete_conversation(other)
@@ -463,11 +496,11 @@ def test_undo_version_only_while_the_version_is_current(open_store):
     kid = s.add_knowledge("user", "I live in Porto.")
     assert s.add_knowledge("user", "I live in Lyon now.") == kid
     assert s.get_knowledge(kid).version == 2
-    assert not s.undo_version("knowledge", kid, 1)      # v1 is not current
+    assert not s.undo_version("knowledge", kid, 1)  # v1 is not current
     assert s.undo_version("knowledge", kid, 2)
     k = s.get_knowledge(kid)
     assert (k.version, k.text) == (1, "I live in Porto.")
     assert s.retrieve("Porto", None).knowledge[0].item.id == kid
-    assert not s.undo_version("knowledge", kid, 1)      # no earlier version to go back to
+    assert not s.undo_version("knowledge", kid, 1)  # no earlier version to go back to
     assert s.get_knowledge(kid).text == "I live in Porto."
     assert s.check_integrity() == []

@@ -1,4 +1,5 @@
 """Retrieval on a real store with the real embedder: hybrid ranking, reasons, traces, caches."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,12 @@ def test_finds_relevant_pages_with_reasons(open_store, clock):
     cid = s.create_conversation()
     ids = fill(s, cid, clock)
     other = s.create_conversation()
-    for q, expect in [("What is the name of my dog?", ids[0]), ("Where is Laura's wedding?", ids[1]),
-                      ("Which instrument am I learning?", ids[2]), ("What food allergy do I have?", ids[7])]:
+    for q, expect in [
+        ("What is the name of my dog?", ids[0]),
+        ("Where is Laura's wedding?", ids[1]),
+        ("Which instrument am I learning?", ids[2]),
+        ("What food allergy do I have?", ids[7]),
+    ]:
         r = s.retrieve(q, other, RetrievalBudget(pages=3))
         assert r.pages[0].page.id == expect, (q, [h.page.user_text for h in r.pages])
         assert r.pages[0].reason and r.pages[0].score > 0
@@ -85,7 +90,7 @@ def test_stm_budget_and_scope(open_store, clock):
     # older pages, STM or not, are recalled like any other ("garden vegetables": page 6 is the third newest)
     ranked = {h.page.id for h in r.pages}
     assert not ranked & set(ids[-2:]) and ids[-3] in ranked
-    assert r.pages and all("said earlier in this conversation" in h.reason for h in r.pages)   # one chat only
+    assert r.pages and all("said earlier in this conversation" in h.reason for h in r.pages)  # one chat only
     s.params.recall_own_after = 3
     assert not {h.page.id for h in s.retrieve("garden vegetables", cid, RetrievalBudget(pages=5)).pages} & set(ids[-3:])
     # without a conversation, STM pages of every conversation are searchable memory
@@ -139,11 +144,11 @@ def test_knowledge_and_traits(open_store, clock):
     s.pin("trait", t_b)
     r = s.retrieve("Can I eat shrimp?", None, RetrievalBudget(knowledge=1))
     assert [h.item.id for h in r.knowledge] == [k1]
-    assert [h.item.id for h in r.traits] == [t_a, t_b]          # stable order: by dimension
+    assert [h.item.id for h in r.traits] == [t_a, t_b]  # stable order: by dimension
     r2 = s.retrieve("completely different question", None)
     assert [h.item.id for h in r2.traits] == [t_a, t_b]
     r3 = s.retrieve("x", None, RetrievalBudget(traits=1))
-    assert [h.item.id for h in r3.traits] == [t_b]               # pinned first when the budget is short
+    assert [h.item.id for h in r3.traits] == [t_b]  # pinned first when the budget is short
 
 
 def test_cache_sees_writes_of_another_connection(open_store, clock):
@@ -197,6 +202,7 @@ def test_management_listing_filters_sorting_paging(open_store, clock):
 def test_neighbour_context_prefers_on_topic_passage(open_store):
     """Two identical pages: the one inside a passage about the topic (its neighbour is on the topic
     too) ranks above the one between unrelated small talk, by neighbor_context * neighbour score."""
+
     def build(s):
         t = datetime(2023, 7, 1, 10).timestamp()
         c1, c2 = s.create_conversation(), s.create_conversation()
@@ -205,12 +211,13 @@ def test_neighbour_context_prefers_on_topic_passage(open_store):
         s.add_page(c1, "The traffic was awful this morning.", "Ugh, sorry.", timestamp=t + 120)
         s.add_page(c2, "The weather was grey all week.", "Hope it clears up.", timestamp=t + 86400)
         ctx = s.add_page(c2, "I keep two beehives in the garden now.", "Nice!", timestamp=t + 86460)
-        s.add_page(c2, "The bees made their first honey, the hives are thriving.", "Fresh honey, lovely!",
-                   timestamp=t + 86520)
+        s.add_page(
+            c2, "The bees made their first honey, the hives are thriving.", "Fresh honey, lovely!", timestamp=t + 86520
+        )
         return lone, ctx
 
     for value in (0.0, 0.1):
-        s = open_store(stm_capacity=0, neighbor_context=value)   # the same file both times
+        s = open_store(stm_capacity=0, neighbor_context=value)  # the same file both times
         if value == 0.0:
             lone, ctx = build(s)
         r = s.retrieve("How many beehives do I keep in the garden?", None, RetrievalBudget(pages=6))
@@ -251,9 +258,11 @@ def test_an_earlier_asking_of_the_same_question_is_not_recalled(open_store, cloc
     assert answer in [h.page.id for h in r.pages] and not r.skipped
 
 
-ASKINGS = [("Where is my sister getting married?", "I'm not sure, I don't have that information."),
-           ("When is Laura's wedding?", "I don't know, you haven't told me."),
-           ("Who is my sister marrying?", "I'm sorry, I don't have that information.")]
+ASKINGS = [
+    ("Where is my sister getting married?", "I'm not sure, I don't have that information."),
+    ("When is Laura's wedding?", "I don't know, you haven't told me."),
+    ("Who is my sister marrying?", "I'm sorry, I don't have that information."),
+]
 
 
 def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_store, clock, tmp_path):
@@ -270,15 +279,20 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
         for q, a in ASKINGS:
             clock.advance(60)
             asked.append(s.add_page(s.create_conversation(), q, a))
-        r = s.retrieve("Where is my sister Laura's wedding going to be?", s.create_conversation(),
-                       RetrievalBudget(pages=4))
+        r = s.retrieve(
+            "Where is my sister Laura's wedding going to be?", s.create_conversation(), RetrievalBudget(pages=4)
+        )
         order = [h.page.id for h in r.pages]
         ranks[weight] = order.index(told)
         scores[weight] = {h.page.id: h.score for h in r.pages + r.skipped}
         matched |= {h.page.id for h in r.pages if h.page.id in asked and "keyword match" in h.reason}
         if weight == 0.5:
             reasons = {h.page.id: h.reason for h in r.pages}
-            assert all("a question asked in a chat (its keyword match not counted, × 0.5)" in reasons[a] for a in asked if a in reasons), reasons
+            assert all(
+                "a question asked in a chat (its keyword match not counted, × 0.5)" in reasons[a]
+                for a in asked
+                if a in reasons
+            ), reasons
             assert "question asked" not in reasons[told]
             # an asking is like the question because it asks the same: no standout to be quoted by
             standout = {h.page.id: h.standout for h in r.pages}
@@ -300,8 +314,12 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
     s.close()
 
     s = open_store(stm_capacity=1)
-    telling = s.add_page(s.create_conversation(), "Should I visit her more often now that my sister Laura is moving to "
-                         "Porto with her husband and the kids in May?", "Yes.")
+    telling = s.add_page(
+        s.create_conversation(),
+        "Should I visit her more often now that my sister Laura is moving to "
+        "Porto with her husband and the kids in May?",
+        "Yes.",
+    )
     imported = s.create_conversation("Ana & Ben", source="locomo", external_id="x")
     clock.advance(60)
     record = s.add_page(imported, "Ana: Where is Laura moving to?", "Ben: To Porto, in May.")
@@ -326,8 +344,13 @@ def test_words_on_most_pages_weigh_half_in_the_query_vector(open_store, clock):
     question's without such words; the retrieval says which words they were."""
     s = open_store()
     cid = s.create_conversation("imported")
-    s.add_pages(cid, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 60}
-                      for i, (u, a) in enumerate(DIALOGUE * 4)])   # 24 pages, "ana" and "ben" on each
+    s.add_pages(
+        cid,
+        [
+            {"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 60}
+            for i, (u, a) in enumerate(DIALOGUE * 4)
+        ],
+    )  # 24 pages, "ana" and "ben" on each
     q = "What did Ana bake for the school fair?"
     r = s.retrieve(q, None, RetrievalBudget(pages=3), record_visits=False)
     assert r.common_words == ["ana"] and json.loads(json.dumps(r.to_trace()))["common_words"] == ["ana"]
@@ -351,7 +374,7 @@ def test_words_on_most_pages_weigh_half_in_the_query_vector(open_store, clock):
 def test_a_small_memory_or_a_mix_of_0_has_no_common_words(open_store, clock):
     s = open_store()
     cid = s.create_conversation("imported")
-    s.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE * 3])   # 18 pages: too few
+    s.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE * 3])  # 18 pages: too few
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == []
     s.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE])
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == ["ana"]
@@ -366,15 +389,20 @@ def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_
     the arbitrary ones returned used to get a full one)."""
     s = open_store(keyword_candidates=10)
     cid = s.create_conversation("imported")
-    s.add_pages(cid, [{"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 60}
-                      for i, (u, a) in enumerate(DIALOGUE * 4)])   # 24 pages, "ana" and "ben" on each
+    s.add_pages(
+        cid,
+        [
+            {"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 60}
+            for i, (u, a) in enumerate(DIALOGUE * 4)
+        ],
+    )  # 24 pages, "ana" and "ben" on each
     r = s.retrieve("What did Ana tell Ben on 25 May 2022?", None, RetrievalBudget(pages=24), record_visits=False)
     assert r.pages and not any("keyword match" in h.reason for h in r.pages)
     # one word that tells pages apart brings the keyword search back, for the pages that hold it
     r = s.retrieve("What did Ana tell Ben about Oslo?", None, RetrievalBudget(pages=24), record_visits=False)
-    matched = [h for h in r.pages if "keyword match" in h.reason]        # and only those: not the names' pages
+    matched = [h for h in r.pages if "keyword match" in h.reason]  # and only those: not the names' pages
     assert len(matched) == 4 and all("Oslo" in h.page.user_text + h.page.assistant_text for h in matched)
-    assert all("'oslo'" in h.reason and "'ana'" not in h.reason for h in matched)      # the word searched for
+    assert all("'oslo'" in h.reason and "'ana'" not in h.reason for h in matched)  # the word searched for
     assert "Oslo" in r.pages[0].page.user_text
     # all of them returned: each keeps its match (the word says which pages hold it)
     s.params.keyword_candidates = 100

@@ -1,6 +1,7 @@
 """A page's two turns ranked one by one (Retrieval.sides): the side split of its tokens by hand, the side
 vectors the store keeps beside its word rows (add, edit, import, an older memory's backfill), and the
 ranking of sides with the real embedder."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,24 +20,27 @@ def _tokens(embedder, user, reply):
     return toks, len(embedder._tokenizer.encode(user.strip(), add_special_tokens=False).ids)
 
 
-@pytest.mark.parametrize("user,reply", [
-    ("I took a short trip to Rome last week.", "Rome is lovely in spring!"),
-    ("Café au lait in Zürich, naïvely priced", "Über-expensive!"),           # accents stripped by the tokenizer
-    ("Congrats, Gina! 🎉 So stoked for you", "Thanks!! 🙏🙏"),               # emoji: "[UNK]" in this vocabulary
-    ("line one\nline two\n\n  indented", "ok"),                            # newlines inside the user side
-    ("東京に行きました", "いいですね"),                                          # CJK: one token a character
-])
+@pytest.mark.parametrize(
+    "user,reply",
+    [
+        ("I took a short trip to Rome last week.", "Rome is lovely in spring!"),
+        ("Café au lait in Zürich, naïvely priced", "Über-expensive!"),  # accents stripped by the tokenizer
+        ("Congrats, Gina! 🎉 So stoked for you", "Thanks!! 🙏🙏"),  # emoji: "[UNK]" in this vocabulary
+        ("line one\nline two\n\n  indented", "ok"),  # newlines inside the user side
+        ("東京に行きました", "いいですね"),  # CJK: one token a character
+    ],
+)
 def test_side_split_finds_where_the_user_side_ends(embedder, user, reply):
     toks, truth = _tokens(embedder, user, reply)
     assert TM.side_split(toks, user) == truth
 
 
 def test_side_split_says_none_when_the_letters_do_not_line_up():
-    assert TM.side_split(["rome", "is", "nice"], "Paris") is None            # other words
-    assert TM.side_split(["rome"], "Rome") is None                            # no reply token (a page cut short)
-    assert TM.side_split(["[UNK]", "ok"], "abc") is None                      # an unknown word that is not a symbol
+    assert TM.side_split(["rome", "is", "nice"], "Paris") is None  # other words
+    assert TM.side_split(["rome"], "Rome") is None  # no reply token (a page cut short)
+    assert TM.side_split(["[UNK]", "ok"], "abc") is None  # an unknown word that is not a symbol
     assert TM.side_split(["rome", "ok"], "") is None
-    assert TM.side_split(["rome", "##o", "ok"], "Romeo") == 2                 # a continuation piece stays with its word
+    assert TM.side_split(["rome", "##o", "ok"], "Romeo") == 2  # a continuation piece stays with its word
 
 
 def test_pack_sides_pools_each_side_and_round_trips():
@@ -50,8 +54,8 @@ def test_pack_sides_pools_each_side_and_round_trips():
         assert float(row @ (mean / np.linalg.norm(mean))) > 0.999
     assert TM.pack_sides(v, None) == b"" and TM.pack_sides(v, 0) == b"" and TM.pack_sides(v, 5) == b""
     assert TM.unpack_sides(b"", 384) is None and TM.unpack_sides(None, 384) is None
-    assert TM.unpack_sides(blob[:-1], 384) is None                           # damaged: the page ranks whole
-    assert TM.page_sides(v, ["a"] * 5, "", "reply") == b""                    # one side only
+    assert TM.unpack_sides(blob[:-1], 384) is None  # damaged: the page ranks whole
+    assert TM.page_sides(v, ["a"] * 5, "", "reply") == b""  # one side only
 
 
 def _sides(store) -> dict[int, bytes | None]:
@@ -68,18 +72,21 @@ def test_the_store_keeps_side_vectors_from_the_page_pass(open_tok, embedder):
     s = open_tok()
     cid = s.create_conversation()
     a = s.add_page(cid, "My sister Clara lives in Lisbon.", "Lisbon is lovely!")
-    b = s.add_page(cid, "Hi!", "")                                            # one side: not split
+    b = s.add_page(cid, "Hi!", "")  # one side: not split
     (c,) = s.add_pages(cid, [{"user_text": "I run every Sunday.", "assistant_text": "Good for you."}])
     got = _sides(s)
     assert got[b] == b""
-    np.testing.assert_allclose(TM.unpack_sides(got[a], embedder.dim),
-                               _expected_sides(embedder, "My sister Clara lives in Lisbon.", "Lisbon is lovely!"),
-                               atol=0.02)
+    np.testing.assert_allclose(
+        TM.unpack_sides(got[a], embedder.dim),
+        _expected_sides(embedder, "My sister Clara lives in Lisbon.", "Lisbon is lovely!"),
+        atol=0.02,
+    )
     assert TM.unpack_sides(got[c], embedder.dim) is not None
     s.edit_page(a, assistant_text="Lisbon has great custard tarts.")
     new = TM.unpack_sides(_sides(s)[a], embedder.dim)
-    np.testing.assert_allclose(new, _expected_sides(embedder, "My sister Clara lives in Lisbon.",
-                                                    "Lisbon has great custard tarts."), atol=0.02)
+    np.testing.assert_allclose(
+        new, _expected_sides(embedder, "My sister Clara lives in Lisbon.", "Lisbon has great custard tarts."), atol=0.02
+    )
     s.forget("page", a)
     assert a not in _sides(s)
 
@@ -90,12 +97,12 @@ def test_an_older_memory_gets_its_side_vectors_in_the_background(open_tok, embed
     cid = s.create_conversation()
     ids = [s.add_page(cid, f"I planted {w} in the garden.", "Lovely!") for w in ("tulips", "roses", "basil")]
     rows_before = dict(s._rows("SELECT page_id, vecs FROM page_tok"))
-    s._x("UPDATE page_tok SET sides = NULL")                                  # rows written before schema 5
+    s._x("UPDATE page_tok SET sides = NULL")  # rows written before schema 5
     s.close()
     s = open_tok(path)
     assert s.pending_jobs(kinds=["index_tokens"]) == 1
     r = s.retrieve("Where did I plant basil?", record_visits=False)
-    assert all(u.side == "page" for u in r.sides)                             # whole pages meanwhile
+    assert all(u.side == "page" for u in r.sides)  # whole pages meanwhile
     s.run_pending()
     assert all(TM.unpack_sides(b, embedder.dim) is not None for b in _sides(s).values())
     assert dict(s._rows("SELECT page_id, vecs FROM page_tok")) == rows_before  # the word rows are the same

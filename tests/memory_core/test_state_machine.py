@@ -1,5 +1,6 @@
 """Random add/retrieve/edit/forget/pin/promote/evict sequences keep the store's invariants:
 every page in exactly one tier, base/vec/FTS tables agree, no orphan rows."""
+
 from __future__ import annotations
 
 import shutil
@@ -14,8 +15,28 @@ from memory_core import MemoryParams, MemoryStore, RetrievalBudget
 
 from .conftest import Clock
 
-WORDS = ["dog", "cat", "hiking", "Berlin", "coffee", "guitar", "marathon", "nurse", "garden", "tomato", "chess",
-         "rain", "python", "sushi", "violin", "I live in Paris", "I love painting", "my name is Zoe", "東京", "寿司"]
+WORDS = [
+    "dog",
+    "cat",
+    "hiking",
+    "Berlin",
+    "coffee",
+    "guitar",
+    "marathon",
+    "nurse",
+    "garden",
+    "tomato",
+    "chess",
+    "rain",
+    "python",
+    "sushi",
+    "violin",
+    "I live in Paris",
+    "I love painting",
+    "my name is Zoe",
+    "東京",
+    "寿司",
+]
 text_st = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
 
 
@@ -28,8 +49,13 @@ def make_machine(embedder):
             self.dir = Path(tempfile.mkdtemp(prefix="mnemo-sm-"))
             self.clock = Clock()
             self.store = MemoryStore.open(
-                self.dir / "m.db", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim,
-                params=MemoryParams(stm_capacity=2, mtm_capacity=3, tau=2.5, theta=0.6), clock=self.clock)
+                self.dir / "m.db",
+                embedder.embed,
+                embed_model_id=embedder.model_id,
+                dim=embedder.dim,
+                params=MemoryParams(stm_capacity=2, mtm_capacity=3, tau=2.5, theta=0.6),
+                clock=self.clock,
+            )
             self.convs = [self.store.create_conversation("a"), self.store.create_conversation("b")]
             self.alive: set[int] = set()
 
@@ -113,15 +139,21 @@ def make_machine(embedder):
                 assert self.store.count_pages(tier="stm", conversation_id=cid) <= 2
             unpinned_mtm = self.store._scalar(
                 "SELECT count(*) FROM segment s WHERE tier = 'mtm' AND pinned = 0 AND NOT EXISTS "
-                "(SELECT 1 FROM page p WHERE p.segment_id = s.id AND p.pinned = 1)")
+                "(SELECT 1 FROM page p WHERE p.segment_id = s.id AND p.pinned = 1)"
+            )
             if self.store.count_segments(tier="mtm") > 3:
-                assert unpinned_mtm == 0        # over capacity only when everything left is pinned
+                assert unpinned_mtm == 0  # over capacity only when everything left is pinned
 
     return MemoryMachine
 
 
 def test_memory_state_machine(embedder):
     machine = make_machine(embedder)
-    machine.TestCase.settings = settings(max_examples=20, stateful_step_count=40, deadline=None,
-                                         suppress_health_check=list(HealthCheck), derandomize=True)
+    machine.TestCase.settings = settings(
+        max_examples=20,
+        stateful_step_count=40,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+    )
     machine.TestCase().runTest()

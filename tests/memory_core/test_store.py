@@ -1,12 +1,12 @@
 """Store plumbing: schema, WAL, dimension guard, transactions, listeners, conversations and messages."""
+
 from __future__ import annotations
 
 import threading
 
-import apsw
 import pytest
 
-from memory_core import EmbeddingMismatchError, MemoryStore
+from memory_core import EmbeddingMismatchError, MemoryStore, StoreClosedError
 from memory_core.db import SCHEMA_VERSION
 
 
@@ -16,8 +16,24 @@ def test_schema_wal_foreign_keys_and_meta(open_store, tmp_path, embedder):
     assert s._scalar("PRAGMA journal_mode").lower() == "wal"
     assert s._scalar("PRAGMA foreign_keys") == 1
     tables = {r[0] for r in s._rows("SELECT name FROM sqlite_master WHERE type IN ('table')")}
-    for t in ("conversation", "message", "page", "segment", "trait", "knowledge", "job", "event", "meta",
-              "page_vec", "segment_vec", "knowledge_vec", "page_fts", "page_tri", "knowledge_fts", "chain"):
+    for t in (
+        "conversation",
+        "message",
+        "page",
+        "segment",
+        "trait",
+        "knowledge",
+        "job",
+        "event",
+        "meta",
+        "page_vec",
+        "segment_vec",
+        "knowledge_vec",
+        "page_fts",
+        "page_tri",
+        "knowledge_fts",
+        "chain",
+    ):
         assert t in tables
     st = s.stats()
     assert st["embed_model_id"] == embedder.model_id and st["embed_dim"] == embedder.dim
@@ -39,8 +55,9 @@ def test_same_dim_new_model_queues_reembed_and_reports_progress(open_store, tmp_
     s.add_page(cid, "I like green tea", "Noted.")
     s.add_pages(cid, [{"user_text": f"note {i}", "assistant_text": "ok"} for i in range(299)])
     s.close()
-    s2 = MemoryStore.open(tmp_path / "memory.db", embedder.embed, embed_model_id="another-model", dim=embedder.dim,
-                          clock=clock)
+    s2 = MemoryStore.open(
+        tmp_path / "memory.db", embedder.embed, embed_model_id="another-model", dim=embedder.dim, clock=clock
+    )
     try:
         assert "reembed" in [j.kind for j in s2.list_jobs("pending")]
         seen = []
@@ -48,68 +65,84 @@ def test_same_dim_new_model_queues_reembed_and_reports_progress(open_store, tmp_
         s2.run_pending(kinds=["reembed"])
         assert s2.pending_jobs(kinds=["reembed"]) == 0
         # two jobs of 256 and 44 pages; where the second starts is said once, not again after the first
-        assert seen == [("re-embedding memory", 0, 300), ("re-embedding memory", 256, 300),
-                        ("re-embedding memory", 300, 300)]
+        assert seen == [
+            ("re-embedding memory", 0, 300),
+            ("re-embedding memory", 256, 300),
+            ("re-embedding memory", 300, 300),
+        ]
         assert s2.stats()["embed_model_id"] == "another-model"
         assert s2.check_integrity() == []
     finally:
         s2.close()
 
 
-def test_a_changed_model_reembeds_batch_by_batch_resumes_and_ranks_only_what_it_can(open_store, tmp_path, embedder,
-                                                                                     clock):
+def test_a_changed_model_reembeds_batch_by_batch_resumes_and_ranks_only_what_it_can(
+    open_store, tmp_path, embedder, clock
+):
     """Each batch commits alone and queues the next, so a closed app resumes. Meanwhile a page not done yet
     holds the old model's vector, which cannot be compared with a query the new model embedded: its cosine is
     left out (keywords still find it); pages done, and pages written since, rank by meaning."""
     import numpy as np
 
-    from memory_core import RetrievalBudget
+    from memory_core import MemoryParams, RetrievalBudget
     from memory_core.types import page_text
-    from memory_core import MemoryParams
-    s = open_store(stm_capacity=2)                    # most pages paged out to mid-term segments
+
+    s = open_store(stm_capacity=2)  # most pages paged out to mid-term segments
     cid = s.create_conversation()
     texts = [(f"Day {i}: the tomato seedlings by the fence got {i} litres of water.", "Noted.") for i in range(6)]
     ids = [s.add_page(cid, u, a) for u, a in texts]
     kid = s.add_knowledge("user", "The user grows tomato seedlings by the fence.")
     s.close()
 
-    def other_model(batch):               # a model of the same dimension whose space is not the old one's
+    def other_model(batch):  # a model of the same dimension whose space is not the old one's
         return np.ascontiguousarray(embedder.embed(batch)[:, ::-1])
 
     def reopen():
-        store = MemoryStore.open(tmp_path / "memory.db", other_model, embed_model_id="other-model", dim=embedder.dim,
-                                 clock=clock, params=MemoryParams(stm_capacity=2))
+        store = MemoryStore.open(
+            tmp_path / "memory.db",
+            other_model,
+            embed_model_id="other-model",
+            dim=embedder.dim,
+            clock=clock,
+            params=MemoryParams(stm_capacity=2),
+        )
         store.REEMBED_BATCH = 4
         return store
 
     def similarity(store):
-        hits = store.retrieve("How much water did the tomato seedlings get?", budget=RetrievalBudget(pages=10),
-                              record_visits=False).pages
+        hits = store.retrieve(
+            "How much water did the tomato seedlings get?", budget=RetrievalBudget(pages=10), record_visits=False
+        ).pages
         return {h.page.id: h.similarity for h in hits}
 
     s2 = reopen()
     assert s2._reembedding() == (0, ids[-1])
     found = similarity(s2)
-    assert set(found) >= set(ids) and all(found[i] is None for i in ids)     # by keywords alone: meaning unknown
+    assert set(found) >= set(ids) and all(found[i] is None for i in ids)  # by keywords alone: meaning unknown
     # (so the quoting floor goes by their score alone, not refusing them for a cosine of 0), and the trace says so
     hits = s2.retrieve("How much water did the tomato seedlings get?", record_visits=False).pages
     assert all(h.standout is None and "re-embedding" in h.reason for h in hits if h.page.id in ids)
     new = s2.add_page(cid, "The tomato seedlings need water every day.", "Sure.")
-    assert similarity(s2)[new] > 0.3                                          # written by the new model
+    assert similarity(s2)[new] > 0.3  # written by the new model
     # and how far it stands out is measured against the pages it can be compared with (none other yet)
     from memory_core.retrieval import typical_cosine
-    hit = next(h for h in s2.retrieve("How much water did the tomato seedlings get?", record_visits=False).pages
-               if h.page.id == new)
+
+    hit = next(
+        h
+        for h in s2.retrieve("How much water did the tomato seedlings get?", record_visits=False).pages
+        if h.page.id == new
+    )
     assert hit.standout == pytest.approx(hit.similarity - typical_cosine(np.zeros(0)), abs=1e-6)
     assert s2.run_pending(max_jobs=1, kinds=["reembed"]) == 1
     assert s2._reembedding() == (ids[3], ids[-1])
-    s2.close()                                                                # the app closes after one batch
+    s2.close()  # the app closes after one batch
     s3 = reopen()
-    assert s3.pending_jobs(kinds=["reembed"]) == 1 and s3._reembedding() == (ids[3], ids[-1])     # resumed
+    assert s3.pending_jobs(kinds=["reembed"]) == 1 and s3._reembedding() == (ids[3], ids[-1])  # resumed
     found = similarity(s3)
     assert all(found[i] > 0.3 for i in ids[:4]) and all(found[i] is None for i in ids[4:])
-    knowledge = np.frombuffer(s3._one("SELECT embedding FROM knowledge_vec WHERE knowledge_id = ?", (kid,))[0],
-                              np.float32)
+    knowledge = np.frombuffer(
+        s3._one("SELECT embedding FROM knowledge_vec WHERE knowledge_id = ?", (kid,))[0], np.float32
+    )
     np.testing.assert_allclose(knowledge, other_model(["The user grows tomato seedlings by the fence."])[0], atol=1e-5)
     assert s3.run_pending(kinds=["reembed"]) == 1
     assert s3._reembedding() is None and s3.pending_jobs(kinds=["reembed"]) == 0
@@ -117,7 +150,7 @@ def test_a_changed_model_reembeds_batch_by_batch_resumes_and_ranks_only_what_it_
     assert all(v > 0.3 for v in similarity(s3).values())
     segments = {p.segment_id for p in s3.list_pages() if p.segment_id is not None}
     assert segments
-    for sid in segments:                              # each segment's vector is its pages' new ones summed
+    for sid in segments:  # each segment's vector is its pages' new ones summed
         stored = np.frombuffer(s3._one("SELECT emb_sum FROM segment WHERE id = ?", (sid,))[0], np.float32)
         members = [p.id for p in s3.list_pages() if p.segment_id == sid]
         np.testing.assert_allclose(stored, sum(s3._page_vec(i) for i in members), atol=1e-5)
@@ -186,13 +219,13 @@ def test_conversations_crud_search_and_flags(open_store, clock):
     s.add_message(a, "user", "東京タワーに行きました")
     clock.advance(10)
     s.add_message(b, "user", "buy oat milk and bananas")
-    assert [c.id for c in s.list_conversations()] == [b, a]           # newest updated first
+    assert [c.id for c in s.list_conversations()] == [b, a]  # newest updated first
     assert s.find_conversation("import", "x1").id == a
     assert s.find_conversation("import", "nope") is None
     hits = s.search_conversations("oat milk")
     assert [c.id for c, _ in hits] == [b] and "oat milk" in hits[0][1]
-    assert [c.id for c, _ in s.search_conversations("kyoto")] == [a]       # title, case-insensitive
-    assert [c.id for c, _ in s.search_conversations("東京タワー")] == [a]     # CJK substring (trigram)
+    assert [c.id for c, _ in s.search_conversations("kyoto")] == [a]  # title, case-insensitive
+    assert [c.id for c, _ in s.search_conversations("東京タワー")] == [a]  # CJK substring (trigram)
     s.rename_conversation(b, "Shopping")
     assert s.get_conversation(b).title == "Shopping"
     s.set_conversation_flags(b, memory_paused=True, incognito=True)
@@ -211,13 +244,13 @@ def test_message_branches(open_store):
     a1 = s.add_message(cid, "assistant", "5", meta={"tokens": 1})
     assert [m.id for m in s.list_messages(cid)] == [u1, a1]
     assert s.get_message(a1).parent_id == u1
-    a2 = s.add_message(cid, "assistant", "4", parent_id=u1)             # regenerate
+    a2 = s.add_message(cid, "assistant", "4", parent_id=u1)  # regenerate
     assert [m.id for m in s.message_children(u1)] == [a1, a2]
     assert [m.content for m in s.list_messages(cid)] == ["What is 2+2?", "4"]
     assert [m.content for m in s.list_messages(cid, leaf_id=a1)] == ["What is 2+2?", "5"]
-    u2 = s.add_message(cid, "user", "What is 3+3?", parent_id=None)    # edit of the root: a new root
+    u2 = s.add_message(cid, "user", "What is 3+3?", parent_id=None)  # edit of the root: a new root
     assert [m.id for m in s.list_messages(cid)] == [u2]
-    sib = s.message_siblings(cid)                                      # what ‹ i/n › shows
+    sib = s.message_siblings(cid)  # what ‹ i/n › shows
     assert sib == {a1: [a1, a2], a2: [a1, a2], u1: [u1, u2], u2: [u1, u2]}
     s.update_message(a1, content="five", status="error", meta={"trace": {"x": 1}})
     m = s.get_message(a1)
@@ -261,7 +294,7 @@ def test_pause_globally_and_per_conversation(open_store):
 def test_closed_store_raises(open_store):
     s = open_store()
     s.close()
-    with pytest.raises(Exception):
+    with pytest.raises(StoreClosedError):
         s.list_conversations()
 
 
@@ -284,14 +317,16 @@ def test_agent_helpers(open_store):
 
 def test_migrates_a_version_1_database(tmp_path, embedder, clock):
     from memory_core import db as D
+
     conn = D.connect(tmp_path / "old.db")
     conn.execute("BEGIN")
     D.MIGRATIONS[0](conn, embedder.dim)
     conn.execute("PRAGMA user_version=1")
     conn.execute("COMMIT")
     conn.close()
-    s = MemoryStore.open(tmp_path / "old.db", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim,
-                         clock=clock)
+    s = MemoryStore.open(
+        tmp_path / "old.db", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim, clock=clock
+    )
     try:
         assert s._scalar("PRAGMA user_version") == D.SCHEMA_VERSION >= 2
         assert s._scalar("SELECT count(*) FROM sqlite_master WHERE name = 'page_pinned'") == 1
@@ -311,12 +346,12 @@ def test_many_connections_creating_one_new_file_at_once(tmp_path):
     for trial in range(10):
         path = tmp_path / f"new-{trial}.db"
 
-        def open_and_migrate():
+        def open_and_migrate(path=path):
             try:
                 conn = connect(path)
                 migrate(conn, 384)
                 conn.close()
-            except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            except Exception as exc:
                 errors.append(repr(exc))
 
         threads = [threading.Thread(target=open_and_migrate) for _ in range(4)]
@@ -341,7 +376,7 @@ def test_a_damaged_file_raises_a_clear_error_and_is_left_as_it_was(open_store, t
         for extra in ("-wal", "-shm"):
             (tmp_path / f"damaged.db{extra}").unlink(missing_ok=True)
         raw = bytearray(path.read_bytes())
-        raw[16:24] = b"\xff" * 8                 # page size and format bytes of the header
+        raw[16:24] = b"\xff" * 8  # page size and format bytes of the header
         path.write_bytes(bytes(raw))
     before = path.read_bytes()
     with pytest.raises(DamagedDatabaseError) as err:
@@ -354,12 +389,14 @@ def test_only_asks_is_a_short_question_and_nothing_more():
     from memory_core.text import only_asks
 
     assert only_asks("What was the name of my first dog?")
-    assert only_asks("Hi! whats my sisters name")                       # a greeting beside it, no "?"
+    assert only_asks("Hi! whats my sisters name")  # a greeting beside it, no "?"
     assert only_asks("Where did I park? Was it level 2?")
     assert not only_asks("My sister's name is Ana.")
-    assert not only_asks("Ana's birthday is on May 3. What should I get her?")   # it tells something too
-    assert not only_asks("Should I take the job offer in Berlin at Siemens, given that my wife Ana would "
-                         "rather stay in Lyon near her parents?")          # long: it tells things
+    assert not only_asks("Ana's birthday is on May 3. What should I get her?")  # it tells something too
+    assert not only_asks(
+        "Should I take the job offer in Berlin at Siemens, given that my wife Ana would "
+        "rather stay in Lyon near her parents?"
+    )  # long: it tells things
     assert not only_asks("Hi!") and not only_asks("")
 
 
@@ -368,11 +405,11 @@ def test_repeats_question_needs_a_question_with_the_same_content_words():
 
     assert repeats_question("What is my sister's name?", "what's my sisters name??")
     assert repeats_question("Where did I park the car", "Where did I park the car?")
-    assert not repeats_question("What is my sister's name?", "My sister's name is Ana.")      # a statement
+    assert not repeats_question("What is my sister's name?", "My sister's name is Ana.")  # a statement
     assert not repeats_question("What is my brother's name?", "What is my sister's name?")
     assert not repeats_question("What's my sister's name and where does she live?", "What is my sister's name?")
     assert not repeats_question("?", "?")
     # typed without a question mark
     assert repeats_question("whats my sisters name", "whats my sisters name")
     assert repeats_question("What is my sister's name?", "what is my sisters name")
-    assert not repeats_question("my sisters name", "my sisters name")                    # not a question
+    assert not repeats_question("my sisters name", "my sisters name")  # not a question

@@ -1,6 +1,7 @@
 """Word-by-word matching (memory_core.token_match, page_tok): the functions by hand, then the store with
 the real embedder's token vectors: rows kept through add/edit/forget/wipe, the score it adds, the
 background indexing of older memories, and a changed embedding model."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,25 @@ from memory_core.types import page_text
 
 
 def test_content_positions_keep_words_that_carry_topic():
-    toks = ["melanie", "'", "s", "pot", "##tery", "class", ",", "and", "the", "kids", "loved", "it", "!",
-            "a", "2023", "东", "京"]
+    toks = [
+        "melanie",
+        "'",
+        "s",
+        "pot",
+        "##tery",
+        "class",
+        ",",
+        "and",
+        "the",
+        "kids",
+        "loved",
+        "it",
+        "!",
+        "a",
+        "2023",
+        "东",
+        "京",
+    ]
     kept = [toks[i] for i in TM.content_positions(toks)]
     assert kept == ["melanie", "pot", "##tery", "class", "kids", "loved", "2023", "东", "京"]
     assert [toks[i] for i in TM.content_positions(toks, drop=["Melanie"])][:2] == ["pot", "##tery"]
@@ -29,11 +47,11 @@ def test_pack_keeps_the_cosines_and_unpack_renormalises():
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     toks = ["rome", "the", "trip", "week", "!", "short"]
     blob = TM.pack(v, toks)
-    assert len(blob) == 4 * 192                      # "the" and "!" are not kept; two values a byte
+    assert len(blob) == 4 * 192  # "the" and "!" are not kept; two values a byte
     back = TM.unpack(blob, 384)
     np.testing.assert_allclose(np.linalg.norm(back, axis=1), 1.0, atol=1e-5)
     cos = np.sum(back * v[[0, 2, 3, 5]], axis=1)
-    assert cos.min() > 0.97                          # 4 bits a value (MiniLM's token rows: 0.98-0.99)
+    assert cos.min() > 0.97  # 4 bits a value (MiniLM's token rows: 0.98-0.99)
     # the largest value of each row comes back exactly, its sign too
     big = np.argmax(np.abs(v[[0, 2, 3, 5]]), axis=1)
     assert np.array_equal(np.sign(back[range(4), big]), np.sign(v[[0, 2, 3, 5]][range(4), big]))
@@ -45,8 +63,8 @@ def test_pack_keeps_the_cosines_and_unpack_renormalises():
 
 def test_maxsim_by_hand():
     q = np.array([[1, 0, 0], [0, 1, 0]], dtype=np.float32)
-    page_a = np.array([[1, 0, 0], [0.6, 0.8, 0]], dtype=np.float32)     # best: 1.0 and 0.8
-    page_b = np.array([[0, 0, 1]], dtype=np.float32)                     # best: 0 and 0
+    page_a = np.array([[1, 0, 0], [0.6, 0.8, 0]], dtype=np.float32)  # best: 1.0 and 0.8
+    page_b = np.array([[0, 0, 1]], dtype=np.float32)  # best: 0 and 0
     empty = np.zeros((0, 3), dtype=np.float32)
     np.testing.assert_allclose(TM.maxsim(q, [page_a, empty, page_b]), [0.9, 0.0, 0.0], atol=1e-6)
     assert TM.maxsim(q, []).shape == (0,)
@@ -58,13 +76,17 @@ def test_maxsim_by_hand():
     pages = [p / np.linalg.norm(p, axis=1, keepdims=True) if len(p) else p for p in pages]
     qq = rng.normal(size=(4, 16)).astype(np.float32)
     packed = [TM.pack(p, ["word"] * len(p)) for p in pages]
-    np.testing.assert_allclose(TM.maxsim_packed(qq, packed, 16),
-                               TM.maxsim(qq, [TM.unpack(b, 16) for b in packed]), atol=1e-5)
+    np.testing.assert_allclose(
+        TM.maxsim_packed(qq, packed, 16), TM.maxsim(qq, [TM.unpack(b, 16) for b in packed]), atol=1e-5
+    )
     assert TM.maxsim_packed(qq, [], 16).shape == (0,) and TM.maxsim_packed(qq, [b""], 16).tolist() == [0.0]
     # a damaged row cut short keeps its whole rows and does not fail the query
     cut = [packed[0][:-3], packed[2]]
-    np.testing.assert_allclose(TM.maxsim_packed(qq, cut, 16),
-                               TM.maxsim(qq, [TM.unpack(packed[0][:16], 16), TM.unpack(packed[2], 16)]), atol=1e-5)
+    np.testing.assert_allclose(
+        TM.maxsim_packed(qq, cut, 16),
+        TM.maxsim(qq, [TM.unpack(packed[0][:16], 16), TM.unpack(packed[2], 16)]),
+        atol=1e-5,
+    )
     assert TM.query_matrix(q, ["how", "are"]) is None
 
 
@@ -77,22 +99,25 @@ def test_token_rows_follow_pages_through_add_edit_forget_and_wipe(open_tok, embe
     cid = s.create_conversation()
     a = s.add_page(cid, "I took a short trip to Rome last week.", "Rome is lovely in spring!")
     b = s.add_page(cid, "Oh, is it?", "Yes, it is. Me too!")
-    s.add_pages(cid, [{"user_text": f"Imported message {i} about gardening", "assistant_text": "Nice."}
-                      for i in range(3)])
+    s.add_pages(
+        cid, [{"user_text": f"Imported message {i} about gardening", "assistant_text": "Nice."} for i in range(3)]
+    )
     rows = _rows(s)
     assert set(rows) == {p.id for p in s.list_pages()} and s.pending_jobs(kinds=["index_tokens"]) == 0
-    vecs, per_text = embedder.embed_with_tokens([page_text("I took a short trip to Rome last week.",
-                                                           "Rome is lovely in spring!")])
-    assert rows[a] == TM.pack(*per_text[0])          # the vectors of the pass that embedded the page
-    assert rows[b] == b""                            # "Oh, is it? Yes, it is. Me too!": no content word
+    vecs, per_text = embedder.embed_with_tokens(
+        [page_text("I took a short trip to Rome last week.", "Rome is lovely in spring!")]
+    )
+    assert rows[a] == TM.pack(*per_text[0])  # the vectors of the pass that embedded the page
+    assert rows[b] == b""  # "Oh, is it? Yes, it is. Me too!": no content word
     stats = s.stats()
-    sides = dict(s._rows("SELECT page_id, sides FROM page_tok"))       # and each page's two side vectors
+    sides = dict(s._rows("SELECT page_id, sides FROM page_tok"))  # and each page's two side vectors
     assert stats["pages_word_indexed"] == 5
     assert stats["word_index_bytes"] == sum(len(v) for v in rows.values()) + sum(len(v) for v in sides.values())
     s.edit_page(a, user_text="I took a long trip to Lisbon last month.")
     edited = TM.unpack(_rows(s)[a], embedder.dim)
-    _, per_new = embedder.embed_with_tokens([page_text("I took a long trip to Lisbon last month.",
-                                                       "Rome is lovely in spring!")])
+    _, per_new = embedder.embed_with_tokens(
+        [page_text("I took a long trip to Lisbon last month.", "Rome is lovely in spring!")]
+    )
     assert edited.shape[0] == len(TM.content_positions(per_new[0][1]))
     s.forget("page", a)
     assert a not in _rows(s)
@@ -110,7 +135,7 @@ def test_retrieval_adds_the_word_by_word_score(open_tok, embedder, tmp_path):
     scores, hits = {}, {}
     for w in (0.0, 1.0):
         st = open_tok(w_tokens=w)
-        hit, = st.retrieve(query, budget=RetrievalBudget(pages=5), record_visits=False).pages
+        (hit,) = st.retrieve(query, budget=RetrievalBudget(pages=5), record_visits=False).pages
         scores[w], hits[w] = hit.score, hit
         assert ("word by word" in hit.reason) == (w > 0)
     # the quoting floor reads the score without the match (app.prompting.QuoteFloor)
@@ -122,7 +147,7 @@ def test_retrieval_adds_the_word_by_word_score(open_tok, embedder, tmp_path):
     assert scores[1.0] - scores[0.0] == pytest.approx(expected, abs=1e-4)
     # without a token embedder the store ranks as before, whatever w_tokens says
     plain = open_tok(tokens=False)
-    hit, = plain.retrieve(query, budget=RetrievalBudget(pages=5), record_visits=False).pages
+    (hit,) = plain.retrieve(query, budget=RetrievalBudget(pages=5), record_visits=False).pages
     assert hit.score == pytest.approx(scores[0.0], abs=1e-6) and "word by word" not in hit.reason
 
 
@@ -139,13 +164,13 @@ def test_an_older_memory_is_indexed_in_the_background_with_progress(open_tok):
     assert s.pending_jobs(kinds=["index_tokens"]) == 1 and s.pending_jobs(kinds=["read_in_context"]) == 0
     seen = []
     s.on_progress = lambda what, done, total: seen.append((what, done, total))
-    s.TOKEN_INDEX_BATCH = 3                     # three jobs, each queueing the next
+    s.TOKEN_INDEX_BATCH = 3  # three jobs, each queueing the next
     assert s.run_pending() == 3
     assert len(_rows(s)) == 7 and s.pending_jobs() == 0
     words = [x for x in seen if x[0] == "indexing words"]
     assert words[0] == ("indexing words", 0, 7) and words[-1] == ("indexing words", 7, 7)
     s.close()
-    assert open_tok(tokens=True).pending_jobs() == 0      # nothing left to index: nothing queued
+    assert open_tok(tokens=True).pending_jobs() == 0  # nothing left to index: nothing queued
 
 
 def test_pages_without_rows_are_scored_on_the_spot_when_few(open_tok):
@@ -154,15 +179,17 @@ def test_pages_without_rows_are_scored_on_the_spot_when_few(open_tok):
     for i in range(30):
         s.add_page(cid, f"Note {i}: the tomato seedlings need water every {i} days.", "Got it.")
     ids = [p.id for p in s.list_pages()]
-    s._x("DELETE FROM page_tok WHERE page_id = ?", (ids[0],))       # one page of 30 not indexed yet
-    hits = s.retrieve("How often do the tomato seedlings need water?", budget=RetrievalBudget(pages=30),
-                      record_visits=False).pages
+    s._x("DELETE FROM page_tok WHERE page_id = ?", (ids[0],))  # one page of 30 not indexed yet
+    hits = s.retrieve(
+        "How often do the tomato seedlings need water?", budget=RetrievalBudget(pages=30), record_visits=False
+    ).pages
     assert all("word by word" in h.reason for h in hits)
     with s.transaction():
         s._x("DELETE FROM page_tok WHERE page_id IN (SELECT value FROM json_each(?))", (str(ids[:15]),))
-    hits = s.retrieve("How often do the tomato seedlings need water?", budget=RetrievalBudget(pages=30),
-                      record_visits=False).pages
-    assert hits and not any("word by word" in h.reason for h in hits)     # half missing: nobody scored
+    hits = s.retrieve(
+        "How often do the tomato seedlings need water?", budget=RetrievalBudget(pages=30), record_visits=False
+    ).pages
+    assert hits and not any("word by word" in h.reason for h in hits)  # half missing: nobody scored
 
 
 def test_a_changed_embedding_model_drops_the_token_rows(open_tok):
@@ -181,6 +208,7 @@ def test_a_changed_embedding_model_drops_the_token_rows(open_tok):
 
 def test_migration_adds_the_token_table(tmp_path, embedder, clock):
     from memory_core import db as D
+
     conn = D.connect(tmp_path / "v3.db")
     for i in range(3):
         conn.execute("BEGIN")
@@ -189,8 +217,14 @@ def test_migration_adds_the_token_table(tmp_path, embedder, clock):
         conn.execute("COMMIT")
     assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'page_tok'").fetchone()
     conn.close()
-    s = MemoryStore.open(tmp_path / "v3.db", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim,
-                         clock=clock, embed_tokens=embedder.embed_with_tokens)
+    s = MemoryStore.open(
+        tmp_path / "v3.db",
+        embedder.embed,
+        embed_model_id=embedder.model_id,
+        dim=embedder.dim,
+        clock=clock,
+        embed_tokens=embedder.embed_with_tokens,
+    )
     try:
         assert s._scalar("PRAGMA user_version") == D.SCHEMA_VERSION == 5
         cid = s.create_conversation()
@@ -201,9 +235,11 @@ def test_migration_adds_the_token_table(tmp_path, embedder, clock):
 
 
 # ---------------------------------------------------------------- what a page is read after (late chunking)
-TURTLES = [("Look how cute my two turtles are!", "Aww, adorable! How long have you had them?"),
-           ("I've had them for 3 years now.", "They must bring you a lot of joy."),
-           ("They do. I walk them every Sunday.", "Ha, that's sweet!")]
+TURTLES = [
+    ("Look how cute my two turtles are!", "Aww, adorable! How long have you had them?"),
+    ("I've had them for 3 years now.", "They must bring you a lot of joy."),
+    ("They do. I walk them every Sunday.", "Ha, that's sweet!"),
+]
 
 
 def _read_after(embedder, user, reply, context):
@@ -247,7 +283,7 @@ def test_every_way_in_reads_the_same_context(open_tok, embedder, tmp_path):
     chunked = open_tok(tmp_path / "chunked.db")
     pre = [dict(it) for it in items]
     chunked.embed_pages(pre[:2])
-    chunked.embed_pages(pre[2:], before=pre[1])         # a later chunk: read after the chunk before
+    chunked.embed_pages(pre[2:], before=pre[1])  # a later chunk: read after the chunk before
     by_chunk = chunked.add_pages(chunked.create_conversation(), pre)
     jobs = open_tok(tmp_path / "jobs.db")
     jcid = jobs.create_conversation()
@@ -269,11 +305,11 @@ def test_editing_or_forgetting_a_page_reads_the_next_one_again(open_tok, embedde
     vec_b, rows_b = _read_after(embedder, *TURTLES[1], "Aww! How old are they?")
     np.testing.assert_allclose(s._page_vec(b), vec_b, atol=1e-6)
     assert _rows(s)[b] == rows_b
-    s.forget("page", b)                     # c was read after b's words: now after a's
+    s.forget("page", b)  # c was read after b's words: now after a's
     vec_c, rows_c = _read_after(embedder, *TURTLES[2], "Aww! How old are they?")
     np.testing.assert_allclose(s._page_vec(c), vec_c, atol=1e-6)
     assert _rows(s)[c] == rows_c
-    s.forget("page", a)                     # nothing before c any more
+    s.forget("page", a)  # nothing before c any more
     np.testing.assert_allclose(s._page_vec(c), embedder.embed([page_text(*TURTLES[2])])[0], atol=1e-6)
 
 
@@ -306,15 +342,17 @@ def test_an_older_memory_is_read_in_context_again_in_the_background(open_tok, em
     assert _rows(s)[ids[1]] == _read_after(embedder, *TURTLES[1], TURTLES[0][1])[1]
     s.close()
     again = open_tok(path)
-    assert again.pending_jobs(kinds=["read_in_context"]) == 0            # once
+    assert again.pending_jobs(kinds=["read_in_context"]) == 0  # once
     fresh = open_tok(tmp_path / "fresh.db")
     fresh.add_page(fresh.create_conversation(), *TURTLES[0])
     assert fresh.pending_jobs(kinds=["read_in_context"]) == 0
 
 
 def _tomato_pages(n: int) -> list[tuple[str, str]]:
-    return [(f"Day {i}: I planted {i} tomato seedlings by the fence.", f"Reply {i}: lovely, water them well!")
-            for i in range(n)]
+    return [
+        (f"Day {i}: I planted {i} tomato seedlings by the fence.", f"Reply {i}: lovely, water them well!")
+        for i in range(n)
+    ]
 
 
 def test_reading_an_older_memory_in_context_goes_batch_by_batch_and_resumes(open_tok, embedder, tmp_path):
@@ -322,13 +360,13 @@ def test_reading_an_older_memory_in_context_goes_batch_by_batch_and_resumes(open
     page keeps its old vector and word rows (the same model's), so the memory ranks meanwhile; its segment's
     vector follows its pages."""
     path = tmp_path / "batches.db"
-    old = open_tok(path, tokens=False, stm_capacity=2)      # most pages paged out to mid-term segments
+    old = open_tok(path, tokens=False, stm_capacity=2)  # most pages paged out to mid-term segments
     cid = old.create_conversation()
     for u, a in _tomato_pages(7):
         old.add_page(cid, u, a)
     old.close()
     first = open_tok(path, stm_capacity=2)
-    index = first._job_index_tokens(0, {})          # word rows for every page, as a memory from before had
+    index = first._job_index_tokens(0, {})  # word rows for every page, as a memory from before had
     with first.transaction():
         index()
     rows = _rows(first)
@@ -337,23 +375,22 @@ def test_reading_an_older_memory_in_context_goes_batch_by_batch_and_resumes(open
     seen = []
     first.on_progress = lambda what, done, total: seen.append((what, done, total))
     assert first.run_pending(max_jobs=1, kinds=["read_in_context"]) == 1
-    first.close()                                   # the app closes after one batch
+    first.close()  # the app closes after one batch
     assert ("re-embedding memory", 3, 7) in seen
     ids = sorted(rows)
     ctx = {ids[i]: _tomato_pages(7)[i - 1][1] for i in range(1, 7)}
     pages = dict(zip(ids, _tomato_pages(7)))
     s = open_tok(path, stm_capacity=2)
-    assert s.pending_jobs(kinds=["read_in_context"]) == 1            # resumed, not started again
-    assert _rows(s) == rows                                          # nothing dropped meanwhile
+    assert s.pending_jobs(kinds=["read_in_context"]) == 1  # resumed, not started again
+    assert _rows(s) == rows  # nothing dropped meanwhile
     plain_last = s._page_vec(ids[-1])
     np.testing.assert_allclose(s._page_vec(ids[1]), _read_after(embedder, *pages[ids[1]], ctx[ids[1]])[0], atol=1e-6)
     assert s.retrieve("tomato seedlings by the fence", record_visits=False).pages
     s.READ_IN_CONTEXT_BATCH = 3
     events = []
     s.add_listener(events.append)
-    assert s.run_pending(kinds=["read_in_context"]) == 2             # pages 4-6, then 7
-    np.testing.assert_allclose(s._page_vec(ids[-1]), _read_after(embedder, *pages[ids[-1]], ctx[ids[-1]])[0],
-                               atol=1e-6)
+    assert s.run_pending(kinds=["read_in_context"]) == 2  # pages 4-6, then 7
+    np.testing.assert_allclose(s._page_vec(ids[-1]), _read_after(embedder, *pages[ids[-1]], ctx[ids[-1]])[0], atol=1e-6)
     assert float(s._page_vec(ids[-1]) @ plain_last) < 0.9999
     assert s.pending_jobs(kinds=["read_in_context", "index_tokens", "reembed"]) == 0
     done = [e for e in events if e.kind == "reembedded"]
@@ -383,8 +420,11 @@ def test_a_page_edited_while_its_batch_was_read_keeps_the_edit(open_tok, embedde
         apply()
     for pid in ids[:2]:
         np.testing.assert_allclose(s._page_vec(pid), edited[pid], atol=1e-6)
-    np.testing.assert_allclose(s._page_vec(ids[1]), _read_after(embedder, *_tomato_pages(3)[1],
-                                                               "Reply 0: those need shade in July.")[0], atol=1e-6)
+    np.testing.assert_allclose(
+        s._page_vec(ids[1]),
+        _read_after(embedder, *_tomato_pages(3)[1], "Reply 0: those need shade in July.")[0],
+        atol=1e-6,
+    )
 
 
 def test_pages_added_while_words_were_off_are_read_in_context_again(open_tok, embedder, tmp_path):
@@ -395,7 +435,7 @@ def test_pages_added_while_words_were_off_are_read_in_context_again(open_tok, em
     cid = s.create_conversation()
     s.add_page(cid, *TURTLES[0])
     s.close()
-    untouched = open_tok(path, tokens=False)          # opened without adding anything: nothing to redo
+    untouched = open_tok(path, tokens=False)  # opened without adding anything: nothing to redo
     untouched.close()
     assert open_tok(path).pending_jobs(kinds=["read_in_context"]) == 0
     off = open_tok(path, tokens=False)
@@ -419,8 +459,10 @@ def test_pages_added_while_words_were_off_are_read_in_context_again(open_tok, em
 
 
 def _context_job_starts(store) -> list[int]:
-    return [int(json.loads(p)["after"]) for (p,) in store._rows(
-        "SELECT payload FROM job WHERE status = 'pending' AND kind = 'read_in_context'")]
+    return [
+        int(json.loads(p)["after"])
+        for (p,) in store._rows("SELECT payload FROM job WHERE status = 'pending' AND kind = 'read_in_context'")
+    ]
 
 
 def test_reading_in_context_again_starts_at_the_first_page_embedded_alone(open_tok, embedder, tmp_path):
@@ -434,14 +476,14 @@ def test_reading_in_context_again_starts_at_the_first_page_embedded_alone(open_t
     s.close()
     off = open_tok(path, tokens=False)
     ids.append(off.add_page(cid, *pages[5]))
-    off.forget("page", ids[3])                       # ids[4] was read after it
+    off.forget("page", ids[3])  # ids[4] was read after it
     off.close()
     on = open_tok(path)
     assert _context_job_starts(on) == [ids[4] - 1]
     seen = []
     on.on_progress = lambda what, done, total: seen.append((what, done, total))
     on.run_pending()
-    assert seen[0] == ("re-embedding memory", 3, 5)             # the three pages before it are not redone
+    assert seen[0] == ("re-embedding memory", 3, 5)  # the three pages before it are not redone
     np.testing.assert_allclose(on._page_vec(ids[4]), _read_after(embedder, *pages[4], pages[2][1])[0], atol=1e-6)
     np.testing.assert_allclose(on._page_vec(ids[5]), _read_after(embedder, *pages[5], pages[4][1])[0], atol=1e-6)
     assert _rows(on)[ids[5]] == _read_after(embedder, *pages[5], pages[4][1])[1]
@@ -465,16 +507,16 @@ def test_reading_in_context_resumes_after_an_opening_without_words(open_tok, emb
     assert _context_job_starts(first) == [ids[2]]
     first.close()
     off = open_tok(path, tokens=False)
-    assert off.run_pending(kinds=["read_in_context"]) == 1      # runs, but cannot read anything in context
+    assert off.run_pending(kinds=["read_in_context"]) == 1  # runs, but cannot read anything in context
     off.close()
     again = open_tok(path)
-    assert _context_job_starts(again) == [ids[2]]               # resumed, not started from the first page
+    assert _context_job_starts(again) == [ids[2]]  # resumed, not started from the first page
     again.close()
     off = open_tok(path, tokens=False)
     off.edit_page(ids[1], assistant_text="Reply 1: they need shade in July.")
     off.close()
     s = open_tok(path)
-    assert _context_job_starts(s) == [ids[0]]                   # one job, from the edited page
+    assert _context_job_starts(s) == [ids[0]]  # one job, from the edited page
     s.run_pending()
     edited = ("Day 1: I planted 1 tomato seedlings by the fence.", "Reply 1: they need shade in July.")
     np.testing.assert_allclose(s._page_vec(ids[1]), _read_after(embedder, *edited, pages[0][1])[0], atol=1e-6)

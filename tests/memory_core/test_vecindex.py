@@ -1,4 +1,5 @@
 """The in-memory matrix cache: incremental sync from vec_log, and the prefiltered search at scale."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +11,7 @@ def _embedding_like(n, dim, seed=0):
     """Unit vectors with a decaying spectrum, like sentence embeddings (most variance in a few
     dozen directions), plus isotropic noise."""
     rng = np.random.default_rng(seed)
-    basis = rng.standard_normal((dim, 96)) / np.sqrt(dim)       # nearly orthonormal columns
+    basis = rng.standard_normal((dim, 96)) / np.sqrt(dim)  # nearly orthonormal columns
     scales = 1.0 / np.sqrt(np.arange(1, 97))
     x = (rng.standard_normal((n, 96)) * scales) @ basis.T + 0.03 * rng.standard_normal((n, dim))
     x = x.astype(np.float32)
@@ -24,7 +25,7 @@ def test_prefiltered_search_matches_exact_top_results(monkeypatch):
     for i, v in enumerate(x):
         cache._put(i + 1, v)
     cache._remove(5)
-    assert cache.basis is None                      # fitted lazily once past the threshold
+    assert cache.basis is None  # fitted lazily once past the threshold
     rng = np.random.default_rng(1)
     recalls = []
     for _ in range(20):
@@ -37,7 +38,7 @@ def test_prefiltered_search_matches_exact_top_results(monkeypatch):
         recalls.append(len(set(ids.tolist()) & set(truth)) / 20)
         assert 5 not in ids and 7 not in ids
         assert np.all(np.diff(scores) <= 1e-6)
-        assert np.allclose(scores, x[ids - 1] @ q, atol=1e-5)     # rescored exactly
+        assert np.allclose(scores, x[ids - 1] @ q, atol=1e-5)  # rescored exactly
     assert np.mean(recalls) >= 0.97
 
 
@@ -50,11 +51,11 @@ def test_sample_scores_reads_live_rows_or_an_even_sample():
     for i, v in enumerate(x):
         cache._put(i + 1, v)
     cache._remove(10)
-    cache._put(3, x[40])            # an update: the new vector is scored
+    cache._put(3, x[40])  # an update: the new vector is scored
     q = x[7]
     ids, cos = cache.sample_scores(q)
     assert sorted(ids.tolist()) == [i for i in range(1, 51) if i != 10]
     expect = {i: float((x[40] if i == 3 else x[i - 1]) @ q) for i in ids.tolist()}
     assert all(abs(c - expect[i]) < 1e-5 for i, c in zip(ids.tolist(), cos.tolist()))
-    ids, cos = cache.sample_scores(q, limit=7)       # a large memory: rows spread over the matrix
+    ids, cos = cache.sample_scores(q, limit=7)  # a large memory: rows spread over the matrix
     assert len(ids) == 7 and 10 not in ids.tolist() and ids[0] == 1 and ids[-1] == 50

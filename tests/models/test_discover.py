@@ -1,6 +1,7 @@
 """Finding the GGUF chat models other local-LLM apps keep: real folder layouts in a temp home, the real
 bundled GGUF behind them (linked, as the Hugging Face cache links its files), and llama.cpp loading what
 was found."""
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ def write_gguf(path: Path, meta: dict, pad: int = 0) -> Path:
         if isinstance(value, str):
             v = value.encode()
             out += struct.pack("<IQ", 8, len(v)) + v
-        elif isinstance(value, list):                         # an array of strings, skipped by the reader
+        elif isinstance(value, list):  # an array of strings, skipped by the reader
             out += struct.pack("<IIQ", 9, 8, len(value))
             for item in value:
                 b = item.encode()
@@ -49,20 +50,30 @@ def home(tmp_path) -> Path:
     link(real, h / ".lmstudio/models/lmstudio-community/SmolLM2-135M-Instruct-GGUF/SmolLM2-135M-Instruct-Q4_1.gguf")
     blob = link(real, h / ".cache/huggingface/hub/models--bartowski--SmolLM2/blobs/7c1e0d")
     link(blob, h / ".cache/huggingface/hub/models--bartowski--SmolLM2/snapshots/abc123/SmolLM2-135M-Q4_1.gguf")
-    link(real, h / ".ollama/models/blobs/sha256-9f4e")     # Ollama: a content-addressed blob, no .gguf
+    link(real, h / ".ollama/models/blobs/sha256-9f4e")  # Ollama: a content-addressed blob, no .gguf
     manifest = h / ".ollama/models/manifests/registry.ollama.ai/library/smollm2/135m"
     manifest.parent.mkdir(parents=True)
-    manifest.write_text(json.dumps({"layers": [
-        {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:0000"},
-        {"mediaType": "application/vnd.ollama.image.model", "digest": "sha256:9f4e"}]}))
+    manifest.write_text(
+        json.dumps(
+            {
+                "layers": [
+                    {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:0000"},
+                    {"mediaType": "application/vnd.ollama.image.model", "digest": "sha256:9f4e"},
+                ]
+            }
+        )
+    )
     dl = h / "Downloads"
-    write_gguf(dl / "Qwen2.5-7B-Instruct-Q4_K_M-00001-of-00002.gguf",
-               {"general.architecture": "qwen2", "general.tags": ["chat", "text"], "qwen2.context_length": 32768},
-               pad=1000)
+    write_gguf(
+        dl / "Qwen2.5-7B-Instruct-Q4_K_M-00001-of-00002.gguf",
+        {"general.architecture": "qwen2", "general.tags": ["chat", "text"], "qwen2.context_length": 32768},
+        pad=1000,
+    )
     write_gguf(dl / "Qwen2.5-7B-Instruct-Q4_K_M-00002-of-00002.gguf", {"split.no": 1}, pad=3000)
     write_gguf(dl / "mmproj-model-f16.gguf", {"general.architecture": "clip", "general.type": "mmproj"})
-    write_gguf(dl / "nomic-embed-text-v1.5.Q8_0.gguf", {"general.architecture": "nomic-bert",
-                                                         "nomic-bert.pooling_type": 1})
+    write_gguf(
+        dl / "nomic-embed-text-v1.5.Q8_0.gguf", {"general.architecture": "nomic-bert", "nomic-bert.pooling_type": 1}
+    )
     write_gguf(dl / "gte-small.gguf", {"general.architecture": "bert", "bert.pooling_type": 1})
     (dl / "notes.gguf").write_text("not a model")
     (dl / "deep/a/b/c/d/e/f/g").mkdir(parents=True)
@@ -75,13 +86,12 @@ def test_finds_the_chat_models_other_apps_keep_and_only_those(home):
     by_source = sorted((m.source, m.name) for m in found)
     # the LM Studio file, the Hugging Face snapshot link and the Ollama blob are one file: listed once,
     # under the first app that holds it
-    assert by_source == [("Downloads", "Qwen2.5-7B-Instruct-Q4_K_M"),
-                         ("LM Studio", "SmolLM2-135M-Instruct-Q4_1")]
+    assert by_source == [("Downloads", "Qwen2.5-7B-Instruct-Q4_K_M"), ("LM Studio", "SmolLM2-135M-Instruct-Q4_1")]
     smol = next(m for m in found if m.source == "LM Studio")
     assert smol.architecture == "llama" and smol.context_length == 8192
     assert smol.size_bytes == default_gguf_path().stat().st_size
     qwen = next(m for m in found if m.source == "Downloads")
-    assert qwen.path.endswith("-00001-of-00002.gguf")                      # llama.cpp loads a split by part 1
+    assert qwen.path.endswith("-00001-of-00002.gguf")  # llama.cpp loads a split by part 1
     assert qwen.context_length == 32768 and qwen.architecture == "qwen2"
     parts = sorted((home / "Downloads").glob("Qwen*.gguf"))
     assert qwen.size_bytes == sum(p.stat().st_size for p in parts)
@@ -95,14 +105,16 @@ def test_each_app_is_found_on_its_own(home):
     assert sorted(m.source for m in find_models(home, env={})) == ["Downloads", "Hugging Face"]
     shutil.rmtree(home / ".cache")
     found = find_models(home, env={})
-    assert sorted((m.source, m.name) for m in found) == [("Downloads", "Qwen2.5-7B-Instruct-Q4_K_M"),
-                                                         ("Ollama", "smollm2:135m")]
+    assert sorted((m.source, m.name) for m in found) == [
+        ("Downloads", "Qwen2.5-7B-Instruct-Q4_K_M"),
+        ("Ollama", "smollm2:135m"),
+    ]
     assert Path(next(m.path for m in found if m.source == "Ollama")).name == "sha256-9f4e"
 
 
 def test_folders_named_by_environment_variables_are_searched(tmp_path, home):
     elsewhere = tmp_path / "models-on-another-disk"
-    write_gguf(elsewhere / "manifests/registry.ollama.ai/library/x/latest", {})   # not JSON: skipped
+    write_gguf(elsewhere / "manifests/registry.ollama.ai/library/x/latest", {})  # not JSON: skipped
     write_gguf(elsewhere / "blobs/sha256-1", {"general.architecture": "gemma3"})
     m = elsewhere / "manifests/registry.ollama.ai/acme/tiny/q4"
     m.parent.mkdir(parents=True)
@@ -128,18 +140,22 @@ def test_the_walk_is_bounded(home):
 
 def test_headers_that_are_not_gguf_or_are_cut_short(tmp_path):
     assert read_gguf_header(tmp_path / "missing.gguf") is None
-    assert read_gguf_header(write_gguf(tmp_path / "ok.gguf", {"general.architecture": "llama"})) == \
-        {"general.architecture": "llama"}
+    assert read_gguf_header(write_gguf(tmp_path / "ok.gguf", {"general.architecture": "llama"})) == {
+        "general.architecture": "llama"
+    }
     cut = tmp_path / "cut.gguf"
-    cut.write_bytes(write_gguf(tmp_path / "full.gguf", {"general.architecture": "phi3",
-                                                        "general.name": "x" * 100}).read_bytes()[:80])
-    assert read_gguf_header(cut) == {"general.architecture": "phi3"}       # what was readable is kept
+    cut.write_bytes(
+        write_gguf(tmp_path / "full.gguf", {"general.architecture": "phi3", "general.name": "x" * 100}).read_bytes()[
+            :80
+        ]
+    )
+    assert read_gguf_header(cut) == {"general.architecture": "phi3"}  # what was readable is kept
 
 
 def test_a_model_found_in_ollamas_store_loads_and_answers(home):
-    from models.llama_cpp_backend import LlamaCppChatModel
-
     import shutil
+
+    from models.llama_cpp_backend import LlamaCppChatModel
 
     shutil.rmtree(home / ".lmstudio")
     shutil.rmtree(home / ".cache")
@@ -157,9 +173,9 @@ def test_finds_the_openai_compatible_servers_running_here(server_url):
     from models.discover import find_servers
 
     port = urlparse(server_url).port
-    found = find_servers(known=[("Ollama", port)])             # as if it served on Ollama's port
+    found = find_servers(known=[("Ollama", port)])  # as if it served on Ollama's port
     assert [(s.url, s.app, s.models) for s in found] == [(server_url, "Ollama", ("smollm2",))]
-    found = find_servers([(server_url + "/", "")], known=[])    # the URL in settings, trailing "/" or not
+    found = find_servers([(server_url + "/", "")], known=[])  # the URL in settings, trailing "/" or not
     assert [(s.app, s.models) for s in found] == [("configured", ("smollm2",))]
 
 
@@ -172,7 +188,7 @@ def test_ports_where_nothing_or_something_else_answers_are_left_out():
     from tests.conftest import free_port
 
     class Page(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's naming
+        def do_GET(self):
             body = b"<html>a web app, not a model server</html>"
             self.send_response(200)
             self.send_header("Content-Type", "text/html")

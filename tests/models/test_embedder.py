@@ -1,4 +1,5 @@
 """The real bundled ONNX embedder: shape, norms, semantics, batching, threads, bad files."""
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -87,8 +88,14 @@ def test_embedding_leaves_no_telemetry_behind(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")}
     env["HOME"] = str(tmp_path)
     code = "from models.embedder import OnnxEmbedder; print(OnnxEmbedder().embed(['hello']).shape)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0 and "(1, 384)" in out.stdout, out.stderr
     assert [str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")] == []
 
@@ -104,7 +111,7 @@ def test_token_vectors_come_from_the_same_pass(embedder):
     assert rome[0].shape == (len(rome[1]), 384) and rome[0].dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(rome[0], axis=1), 1.0, atol=1e-5)
     assert hi[1] == ["hi"]
-    assert len(long[1]) == embedder.max_length - 2          # truncated like the sentence vector
+    assert len(long[1]) == embedder.max_length - 2  # truncated like the sentence vector
     assert empty[0].shape == (0, 384) and empty[1] == []
     # the pooled vector is the mean of the token states (with the specials): the tokens are the
     # states the page vector is made of, not another model's
@@ -118,12 +125,12 @@ def test_a_context_is_read_before_the_text_and_left_out_of_both_results(embedder
     texts = ["Nate: I've had them for 3 years now and they bring me tons of joy!", "hi"]
     plain, plain_tok = embedder.embed_with_tokens(texts)
     none, none_tok = embedder.embed_with_tokens(texts, ["", ""])
-    np.testing.assert_array_equal(none, plain)                      # no context: exactly `embed`
+    np.testing.assert_array_equal(none, plain)  # no context: exactly `embed`
     np.testing.assert_array_equal(none_tok[0][0], plain_tok[0][0])
     read, read_tok = embedder.embed_with_tokens(texts, ["Nate: Look how cute my two turtles are!", ""])
-    assert read_tok[0][1] == plain_tok[0][1]                        # the text's own tokens, no "turtles"
-    assert float(read[0] @ plain[0]) < 0.95                         # read in context: another vector
-    np.testing.assert_allclose(read[1], plain[1], atol=1e-6)        # a neighbour in the batch: unchanged
+    assert read_tok[0][1] == plain_tok[0][1]  # the text's own tokens, no "turtles"
+    assert float(read[0] @ plain[0]) < 0.95  # read in context: another vector
+    np.testing.assert_allclose(read[1], plain[1], atol=1e-6)  # a neighbour in the batch: unchanged
     turtles = embedder.embed(["turtles"])[0]
     assert float(read[0] @ turtles) > float(plain[0] @ turtles) + 0.05
     # a context too long for max_length loses its beginning, never the text

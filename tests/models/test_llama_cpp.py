@@ -1,4 +1,5 @@
 """The bundled SmolLM2 GGUF through llama.cpp: streaming, cancellation, JSON schema, bad files."""
+
 from __future__ import annotations
 
 import threading
@@ -123,8 +124,10 @@ def test_corrupt_gguf_names_file(tmp_path):
 def _long_chat(n: int = 5) -> list[dict]:
     msgs = [{"role": "system", "content": "You are a helpful assistant."}]
     for i in range(n):
-        msgs += [{"role": "user", "content": f"Question {i}: how do gardens handle drought in region {i}?"},
-                 {"role": "assistant", "content": "Mulch, deep watering, native plants and shade. " * 4}]
+        msgs += [
+            {"role": "user", "content": f"Question {i}: how do gardens handle drought in region {i}?"},
+            {"role": "assistant", "content": "Mulch, deep watering, native plants and shade. " * 4},
+        ]
     return msgs
 
 
@@ -144,7 +147,7 @@ class _CancelAfter(CancelToken):
 def test_prefill_caches_the_prompt_beginning_and_never_changes_the_reply(chat_model):
     chat = _long_chat()
     question = [{"role": "user", "content": "What keeps the soil moist?"}]
-    chat_model._llm.reset()                                   # nothing cached: a fresh start
+    chat_model._llm.reset()  # nothing cached: a fresh start
     cold = "".join(chat_model.stream(chat + question, max_tokens=12, temperature=0.0))
     assert chat_model.last_stats.cached_prompt_tokens == 0
     chat_model._llm.reset()
@@ -152,16 +155,16 @@ def test_prefill_caches_the_prompt_beginning_and_never_changes_the_reply(chat_mo
     assert n > 300 and chat_model._llm.n_tokens == n
     warm = "".join(chat_model.stream(chat + question, max_tokens=12, temperature=0.0))
     stats = chat_model.last_stats
-    assert stats.cached_prompt_tokens == n and stats.prompt_tokens > n     # only the question was left
+    assert stats.cached_prompt_tokens == n and stats.prompt_tokens > n  # only the question was left
     assert warm == cold
-    assert chat_model.prefill(chat) == n                      # already cached: nothing to do
+    assert chat_model.prefill(chat) == n  # already cached: nothing to do
 
 
 def test_prefill_stops_between_chunks_and_what_it_did_still_counts(chat_model):
     chat = _long_chat()
     chat_model._llm.reset()
-    assert chat_model.prefill(chat, chunk_tokens=32, cancel=_CancelAfter(3)) == 96   # three chunks
-    assert chat_model.prefill(chat, chunk_tokens=32, cancel=_CancelAfter(0)) == 96   # nothing more
+    assert chat_model.prefill(chat, chunk_tokens=32, cancel=_CancelAfter(3)) == 96  # three chunks
+    assert chat_model.prefill(chat, chunk_tokens=32, cancel=_CancelAfter(0)) == 96  # nothing more
     full = chat_model.prefill(chat, chunk_tokens=32)
     assert full > 96
     list(chat_model.stream(chat + [{"role": "user", "content": "Hi"}], max_tokens=2))

@@ -1,5 +1,6 @@
 """llama.cpp off its AMX path where that crashes (models.llama_runtime): the decision, and the real
 library in a child process, where a segfault fails one test instead of killing the run."""
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ def test_build_without_amx_keeps_them():
 def test_the_variable_overrides_either_way():
     assert R.extra_buffers_wanted(AMX_INFO, "1") == (True, f"{R.ENV}=1")
     assert R.extra_buffers_wanted(PLAIN_INFO, " 0 ") == (False, f"{R.ENV}=0")
-    assert R.extra_buffers_wanted(AMX_INFO, "yes")[0] is False     # not 0/1: the automatic choice
+    assert R.extra_buffers_wanted(AMX_INFO, "yes")[0] is False  # not 0/1: the automatic choice
 
 
 def _child(code: str, env_value: str | None = None) -> subprocess.CompletedProcess:
@@ -36,15 +37,16 @@ def _child(code: str, env_value: str | None = None) -> subprocess.CompletedProce
     env.pop(R.ENV, None)
     if env_value is not None:
         env[R.ENV] = env_value
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_apply_sets_the_real_default_params():
-    code = ("import json, llama_cpp.llama_cpp as lc\n"
-            "from models import llama_runtime as R\n"
-            "s = R.apply()\n"
-            "print(json.dumps([s['extra_buffers'], lc.llama_model_default_params().use_extra_bufts]))\n")
+    code = (
+        "import json, llama_cpp.llama_cpp as lc\n"
+        "from models import llama_runtime as R\n"
+        "s = R.apply()\n"
+        "print(json.dumps([s['extra_buffers'], lc.llama_model_default_params().use_extra_bufts]))\n"
+    )
     for value, expect in (("0", False), ("1", True)):
         out = _child(code, value)
         assert out.returncode == 0, out.stderr[-2000:]
@@ -53,11 +55,13 @@ def test_apply_sets_the_real_default_params():
 
 def test_bundled_model_evaluates_a_prompt_in_a_child_process():
     # a prompt of many tokens is what took ggml's AMX matrix path and crashed (SIGSEGV, rc -11)
-    code = ("from models.llama_cpp_backend import LlamaCppChatModel\n"
-            "m = LlamaCppChatModel(n_ctx=1024, seed=1)\n"
-            "msgs = [{'role': 'user', 'content': 'Tell me three facts about the moon, please. ' * 8}]\n"
-            "print(m.prefill(msgs))\n"
-            "print(repr(''.join(m.stream(msgs, max_tokens=8, temperature=0.0))))\n")
+    code = (
+        "from models.llama_cpp_backend import LlamaCppChatModel\n"
+        "m = LlamaCppChatModel(n_ctx=1024, seed=1)\n"
+        "msgs = [{'role': 'user', 'content': 'Tell me three facts about the moon, please. ' * 8}]\n"
+        "print(m.prefill(msgs))\n"
+        "print(repr(''.join(m.stream(msgs, max_tokens=8, temperature=0.0))))\n"
+    )
     out = _child(code)
     assert out.returncode == 0, f"rc {out.returncode}: {out.stderr[-2000:]}"
     lines = out.stdout.strip().splitlines()

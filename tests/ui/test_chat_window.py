@@ -1,4 +1,5 @@
 """The chat window end to end, offscreen, with the real bundled GGUF and the real embedder."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
@@ -136,7 +137,7 @@ def test_versions_navigator_switches_between_regenerated_replies(make_window, ch
     win = make_window(max_tokens=12)
     first = chat.send(win, "Name a fruit.").result
     reply = win.chat_view.last()
-    assert not reply.branch_label.isVisibleTo(win)          # one version: no navigator
+    assert not reply.branch_label.isVisibleTo(win)  # one version: no navigator
     with qtbot.waitSignal(win.backend.turnFinished, timeout=120_000):
         qtbot.mouseClick(reply.regenerate_button, Qt.MouseButton.LeftButton)
     second = win.backend.turn.result
@@ -150,11 +151,10 @@ def test_versions_navigator_switches_between_regenerated_replies(make_window, ch
     assert older.next_branch.isEnabled() and not older.prev_branch.isEnabled()
     third = chat.send(win, "And a vegetable?").result
     user = win.backend.db(lambda s: s.get_message(third.user_message_id)).result(timeout=30)
-    assert user.parent_id == first.assistant_message_id      # continues the version on screen
+    assert user.parent_id == first.assistant_message_id  # continues the version on screen
     qtbot.mouseClick(win.chat_view.messages()[1].next_branch, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: win.chat_view.messages()[1].message_id == second.assistant_message_id,
-                    timeout=10_000)
-    assert len(win.chat_view.messages()) == 2               # that version has no follow-up
+    qtbot.waitUntil(lambda: win.chat_view.messages()[1].message_id == second.assistant_message_id, timeout=10_000)
+    assert len(win.chat_view.messages()) == 2  # that version has no follow-up
 
 
 def test_edit_and_resend_branches_from_the_edited_message(make_window, chat, qtbot):
@@ -172,10 +172,13 @@ def test_edit_and_resend_branches_from_the_edited_message(make_window, chat, qtb
     assert not win.edit_banner.isVisible() and win.editing_id is None
     shown = win.chat_view.messages()
     assert [(w.role, w.message_id) for w in shown] == [
-        ("user", second.user_message_id), ("assistant", second.assistant_message_id)]
+        ("user", second.user_message_id),
+        ("assistant", second.assistant_message_id),
+    ]
     assert shown[0].text == "My cat is called Felix."
-    old, new = win.backend.db(lambda s: (s.get_message(first.user_message_id),
-                                         s.get_message(second.user_message_id))).result(timeout=30)
+    old, new = win.backend.db(
+        lambda s: (s.get_message(first.user_message_id), s.get_message(second.user_message_id))
+    ).result(timeout=30)
     assert old.content == "My cat is called Tom." and new.parent_id == old.parent_id  # siblings
 
 
@@ -203,15 +206,19 @@ def test_switching_conversations_shows_each_ones_messages(make_window, chat, qtb
     item = win.sidebar.list.item(1)
     rect = win.sidebar.list.visualItemRect(item)
     qtbot.mouseClick(win.sidebar.list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    qtbot.waitUntil(lambda: bool(win.chat_view.messages()) and win.chat_view.messages()[0].text == "First conversation here.",
-                    timeout=30_000)
+    qtbot.waitUntil(
+        lambda: bool(win.chat_view.messages()) and win.chat_view.messages()[0].text == "First conversation here.",
+        timeout=30_000,
+    )
     assert win.current_id == a.conversation_id
     assert win.title_label.text() == "First conversation here."
     assert [w.message_id for w in win.chat_view.messages()] == [a.user_message_id, a.assistant_message_id]
     # And back; a new message goes to the conversation on screen.
     win.open_conversation(b.conversation_id)
-    qtbot.waitUntil(lambda: bool(win.chat_view.messages()) and win.chat_view.messages()[0].text == "Second conversation here.",
-                    timeout=30_000)
+    qtbot.waitUntil(
+        lambda: bool(win.chat_view.messages()) and win.chat_view.messages()[0].text == "Second conversation here.",
+        timeout=30_000,
+    )
     c = chat.send(win, "More in the second.").result
     assert c.conversation_id == b.conversation_id
     assert len(win.chat_view.messages()) == 4
@@ -227,12 +234,19 @@ def test_switching_away_while_streaming_keeps_the_reply(make_window, chat, qtbot
     turn = win.backend.turn
     qtbot.waitUntil(lambda: turn.first_token_at is not None and turn.conversation_id is not None, timeout=120_000)
     win.open_conversation(a.conversation_id)
-    qtbot.waitUntil(lambda: [w.message_id for w in win.chat_view.messages()] ==
-                    [a.user_message_id, a.assistant_message_id], timeout=30_000)
+    qtbot.waitUntil(
+        lambda: [w.message_id for w in win.chat_view.messages()] == [a.user_message_id, a.assistant_message_id],
+        timeout=30_000,
+    )
     # Back to the conversation that is still streaming: the reply so far is shown and keeps growing.
     win.open_conversation(turn.conversation_id)
-    qtbot.waitUntil(lambda: len(win.chat_view.messages()) == 2 and win.chat_view.messages()[0].text ==
-                    "Tell me a long story about the sea.", timeout=30_000)
+    qtbot.waitUntil(
+        lambda: (
+            len(win.chat_view.messages()) == 2
+            and win.chat_view.messages()[0].text == "Tell me a long story about the sea."
+        ),
+        timeout=30_000,
+    )
     if win.backend.busy:
         shown = len(win.chat_view.last().text)
         qtbot.waitUntil(lambda: not win.backend.busy or len(win.chat_view.last().text) > shown, timeout=30_000)
@@ -315,18 +329,24 @@ def test_a_reply_cut_short_says_why(qtbot):
     qtbot.addWidget(looped)
     looped.set_final("complete", stats={**stats, "finish_reason": "repetition"})
     assert looped.stats_label.text().endswith("stopped: the model began repeating itself")
-    long = MessageWidget("assistant", "Once upon a time", status="complete", message_id=7,
-                         meta={"stats": {**stats, "finish_reason": "length"}})   # as loaded from the database
+    long = MessageWidget(
+        "assistant",
+        "Once upon a time",
+        status="complete",
+        message_id=7,
+        meta={"stats": {**stats, "finish_reason": "length"}},
+    )  # as loaded from the database
     qtbot.addWidget(long)
     assert "cut off at the reply length limit" in long.stats_label.text()
-    done = MessageWidget("assistant", "Rome.", status="complete", message_id=8,
-                         meta={"stats": {**stats, "finish_reason": "stop"}})
+    done = MessageWidget(
+        "assistant", "Rome.", status="complete", message_id=8, meta={"stats": {**stats, "finish_reason": "stop"}}
+    )
     qtbot.addWidget(done)
     assert done.stats_label.text() == "41 tokens · 60 tok/s · first token 0.3 s"
 
 
 def test_asking_to_remember_keeps_the_fact_and_the_reply_links_to_it(make_window, chat, qtbot, monkeypatch):
-    """"Remember that …" keeps the fact at once; the reply's footer link shows it in the inspector;
+    """ "Remember that …" keeps the fact at once; the reply's footer link shows it in the inspector;
     Memory ▸ Remember something… opens Persona ▸ Add…."""
     from ui.inspector.panel import InspectorPanel
 
@@ -339,12 +359,15 @@ def test_asking_to_remember_keeps_the_fact_and_the_reply_links_to_it(make_window
     reply.stats_label.linkActivated.emit(f"remembered:knowledge:{kept['id']}")
     panel = win.inspector
     try:
-        qtbot.waitUntil(lambda: panel.persona.item is not None and panel.persona.item[1].id == kept["id"],
-                        timeout=20_000)
+        qtbot.waitUntil(
+            lambda: panel.persona.item is not None and panel.persona.item[1].id == kept["id"], timeout=20_000
+        )
         assert panel.tabs.currentWidget() is panel.persona
-        monkeypatch.setattr(InspectorPanel, "ask_new_item",
-                            lambda self, dims: {"kind": "trait", "dimension": "hobbies", "value": "beekeeping",
-                                                "pin": False})
+        monkeypatch.setattr(
+            InspectorPanel,
+            "ask_new_item",
+            lambda self, dims: {"kind": "trait", "dimension": "hobbies", "value": "beekeeping", "pin": False},
+        )
         win.remember_action.trigger()
         qtbot.waitUntil(lambda: any(t.value == "beekeeping" for t in panel.persona.traits.traits()), timeout=20_000)
         assert panel.status_label.text().startswith("Remembered as trait")

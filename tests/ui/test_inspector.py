@@ -4,13 +4,21 @@ For each view: what is shown equals the database; edit, pin and forget act on th
 the view refreshes; forgotten items disappear from retrieval; the trace of a chat reply lists
 the pages its prompt contained. Dialogs are answered by replacing the panel's confirm/edit hooks.
 """
+
 from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QItemSelectionModel, Qt
 
 from tests.ui.test_inspector_fixtures import (  # noqa: F401  (fixtures)
-    ctx, fill_store, filled, load_all, panel_factory, random_items, settle, store,
+    ctx,
+    fill_store,
+    filled,
+    load_all,
+    panel_factory,
+    random_items,
+    settle,
+    store,
 )
 from ui.inspector.dialogs import WIPE_PHRASE, TypedConfirmDialog
 
@@ -23,8 +31,9 @@ def _select_rows(table, rows):
     sm = table.selectionModel()
     sm.clearSelection()
     for r in rows:
-        sm.select(table.model().index(r, 0), QItemSelectionModel.SelectionFlag.Select |
-                  QItemSelectionModel.SelectionFlag.Rows)
+        sm.select(
+            table.model().index(r, 0), QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
+        )
     sm.setCurrentIndex(table.model().index(rows[0], 0), QItemSelectionModel.SelectionFlag.NoUpdate)
 
 
@@ -41,23 +50,25 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
     evs = store.events(0, 100000)
     shown = ov.events.records()
     assert len(shown) == min(300, len(evs))
-    assert [e.id for e in shown] == [e.id for e in reversed(evs)][: len(shown)]   # newest first
+    assert [e.id for e in shown] == [e.id for e in reversed(evs)][: len(shown)]  # newest first
     from ui.inspector import fmt
 
-    assert st["pages_word_indexed"] == st["pages_total"] > 0     # the app stores token vectors as it adds pages
+    assert st["pages_word_indexed"] == st["pages_total"] > 0  # the app stores token vectors as it adds pages
     words = f"words of {st['pages_word_indexed']:,} pages indexed ({fmt.size(st['word_index_bytes'])})"
     assert ov.cards["store"].sub.text().replace("\u200b", "").endswith(words)
 
 
-
 def test_overview_says_what_background_work_is_waiting_for(qtbot, store, filled, panel_factory):
-    """"2 pending" alone leaves a user wondering; the card says what the queued jobs do."""
-    store.enqueue("promote_segment", {"segment_id": 10 ** 9})
-    store.enqueue("promote_segment", {"segment_id": 10 ** 9 + 1})
+    """ "2 pending" alone leaves a user wondering; the card says what the queued jobs do."""
+    store.enqueue("promote_segment", {"segment_id": 10**9})
+    store.enqueue("promote_segment", {"segment_id": 10**9 + 1})
     assert store.stats()["pending_by_kind"] == {"promote_segment": 2}
     card = panel_factory("overview").overview.cards["jobs"]
     assert card.value.text() == "2 pending"
-    assert card.sub.text().replace("\u200b", "") == "2 hot segments to learn persona facts from, when the chat model is free"
+    assert (
+        card.sub.text().replace("\u200b", "")
+        == "2 hot segments to learn persona facts from, when the chat model is free"
+    )
 
 
 @pytest.mark.parametrize("width, columns", [(1000, 3), (420, 2)])
@@ -71,13 +82,14 @@ def test_overview_cards_reflow_so_their_figures_are_not_cut_off(qtbot, store, fi
     for card in ov.cards.values():
         assert card.value.width() >= card.value.sizeHint().width(), card.title.text()
         assert card.title.width() >= card.title.minimumSizeHint().width(), card.title.text()
-    sub = ov.cards["store"].sub   # a long model id breaks into lines instead of widening the card
+    sub = ov.cards["store"].sub  # a long model id breaks into lines instead of widening the card
     assert sub.width() >= sub.minimumSizeHint().width()
     assert sub.text().replace("\u200b", "").startswith("embedding model all-MiniLM-L6-v2, int8 (bundled) (384-d);")
     from ui.inspector import fmt
 
-    assert fmt.embedder_name("bge-small-models-0123456789-384d") == "bge-small-models" and fmt.embedder_name(None) == "?"
-
+    assert (
+        fmt.embedder_name("bge-small-models-0123456789-384d") == "bge-small-models" and fmt.embedder_name(None) == "?"
+    )
 
 
 def test_the_events_say_what_happened_without_scrolling_in_a_docked_panel(qtbot, store, filled, panel_factory):
@@ -119,24 +131,33 @@ def test_column_titles_align_as_their_cells(qtbot, store, panel_factory):
 
     panel = panel_factory("trace")
     model = panel.trace.in_prompt
-    align = lambda key: model.headerData(model.column_index(key), Qt.Orientation.Horizontal,  # noqa: E731
-                                         Qt.ItemDataRole.TextAlignmentRole)
-    assert align("reason") == ALIGN_LEFT and align("score") is None     # None: the header's own (centred)
+
+    def align(key):
+        return model.headerData(
+            model.column_index(key),
+            Qt.Orientation.Horizontal,
+            Qt.ItemDataRole.TextAlignmentRole,
+        )
+
+    assert align("reason") == ALIGN_LEFT and align("score") is None  # None: the header's own (centred)
 
 
 def test_no_button_is_cut_off_in_a_docked_panel(qtbot, store, filled, panel_factory):
     from PySide6.QtWidgets import QPushButton
 
     panel = panel_factory("pages")
-    panel.setFixedSize(panel.minimumWidth(), 800)   # as narrow as the window may dock it
+    panel.setFixedSize(panel.minimumWidth(), 800)  # as narrow as the window may dock it
     panel.show()
     qtbot.waitExposed(panel)
     cut = []
     for tab in (panel.overview, panel.segments, panel.pages, panel.persona, panel.trace):
         panel.tabs.setCurrentWidget(tab)
         qtbot.wait(50)
-        cut += [(type(tab).__name__, b.text(), b.width(), b.sizeHint().width())
-                for b in panel.findChildren(QPushButton) if b.isVisible() and b.width() < b.sizeHint().width()]
+        cut += [
+            (type(tab).__name__, b.text(), b.width(), b.sizeHint().width())
+            for b in panel.findChildren(QPushButton)
+            if b.isVisible() and b.width() < b.sizeHint().width()
+        ]
     assert not cut
 
 
@@ -145,9 +166,10 @@ def test_pages_table_equals_the_database_and_sorts_and_filters_in_sql(qtbot, sto
     m = panel.pages.model
     assert m.rowCount() == store.count_pages()
     shown = load_all(m, panel)
-    assert _ids(shown) == _ids(store.list_pages(limit=10_000))        # default: newest first
-    assert [m.index(r, m.column_index("user")).data() for r in range(3)] == \
-        [" ".join(p.user_text.split()) for p in store.list_pages(limit=3)]
+    assert _ids(shown) == _ids(store.list_pages(limit=10_000))  # default: newest first
+    assert [m.index(r, m.column_index("user")).data() for r in range(3)] == [
+        " ".join(p.user_text.split()) for p in store.list_pages(limit=3)
+    ]
     # click the "Page" header: ascending id, then descending
     header = panel.pages.table.horizontalHeader()
     col = m.column_index("id")
@@ -199,8 +221,9 @@ def test_page_detail_chain_navigation_and_links(qtbot, store, filled, panel_fact
     panel.segments.pages_btn.click()
     settle(panel)
     assert panel.current_tab() == "pages" and view.model.filters == {"segment_id": p.segment_id}
-    assert sorted(_ids(load_all(view.model, panel))) == sorted(_ids(store.list_pages(segment_id=p.segment_id,
-                                                                                        limit=10_000)))
+    assert sorted(_ids(load_all(view.model, panel))) == sorted(
+        _ids(store.list_pages(segment_id=p.segment_id, limit=10_000))
+    )
     # link to the conversation message
     got = []
     panel.message_requested.connect(lambda cid, mid: got.append((cid, mid)))
@@ -219,13 +242,19 @@ def test_segments_table_heat_and_charts_equal_the_database(qtbot, store, filled,
     m = sv.model
     db = store.list_segments(limit=10_000)
     shown = load_all(m, panel)
-    assert _ids(shown) == _ids(db)                                  # hottest first
+    assert _ids(shown) == _ids(db)  # hottest first
     for a, b in zip(shown, db):
-        assert (a.n_visit, a.l_interaction, a.page_count, a.tier, a.pinned) == \
-            (b.n_visit, b.l_interaction, b.page_count, b.tier, b.pinned)
+        assert (a.n_visit, a.l_interaction, a.page_count, a.tier, a.pinned) == (
+            b.n_visit,
+            b.l_interaction,
+            b.page_count,
+            b.tier,
+            b.pinned,
+        )
         assert a.heat == pytest.approx(b.heat, abs=1e-3)
     heat_col = m.column_index("heat")
     from ui.inspector.models import BarRole
+
     assert m.index(0, heat_col).data(BarRole) == pytest.approx(db[0].heat, abs=1e-3)
     assert sv.table.itemDelegateForColumn(heat_col) is sv.delegate
     # the chart of all segments: the hottest mid-term ones (hottest drawn at the top)
@@ -254,8 +283,10 @@ def test_a_heat_just_below_tau_is_not_shown_as_tau(qtbot, store, filled, panel_f
 
     seg = store.list_segments(tier="mtm", limit=1)[0]
     with store.transaction():
-        store._x("UPDATE segment SET n_visit = 0, l_interaction = ?, last_access = ?, pinned = 0 WHERE id = ?",
-                 (int(store.params.tau / store.params.beta) - 1, time.time() - 0.001 * store.params.mu, seg.id))
+        store._x(
+            "UPDATE segment SET n_visit = 0, l_interaction = ?, last_access = ?, pinned = 0 WHERE id = ?",
+            (int(store.params.tau / store.params.beta) - 1, time.time() - 0.001 * store.params.mu, seg.id),
+        )
     heat = store.get_segment(seg.id).heat
     assert store.params.tau - 0.01 < heat < store.params.tau
     panel = panel_factory("segments")
@@ -376,7 +407,7 @@ def test_multi_select_forget_pages_needs_confirmation_and_leaves_retrieval(qtbot
     view.forget_btn.click()
     settle(panel)
     assert asked and "3 pages" in asked[0]
-    assert all(store.get_page(i) is not None for i in victims)           # cancelled: nothing forgotten
+    assert all(store.get_page(i) is not None for i in victims)  # cancelled: nothing forgotten
     panel.confirm = lambda title, text, action="Forget": True
     view.forget_btn.click()
     settle(panel)
@@ -418,7 +449,7 @@ def test_edit_pin_forget_persona_items(qtbot, store, filled, panel_factory):
     settle(panel)
     t2 = store.get_trait(t.id)
     assert t2.value == "mountain hiking and glaciers" and t2.version == t.version + 1
-    assert [v.version for v in pv.versions.records()][0] == t2.version            # newest first
+    assert [v.version for v in pv.versions.records()][0] == t2.version  # newest first
     assert any(v.text.endswith(t.value) or v.text == t.value for v in pv.versions.records())
     pv.pin_btn.click()
     settle(panel)
@@ -516,7 +547,7 @@ def test_live_refresh_keeps_selection_and_scroll(qtbot, store, panel_factory):
     sel = sorted(m.peek(i.row()).id for i in table.selectionModel().selectedRows())
     assert sel == chosen
     assert m.peek(table.currentIndex().row()).id == current and view.page.id == current
-    assert m.peek(table.rowAt(0)).id == top_id                      # the same record stays at the top
+    assert m.peek(table.rowAt(0)).id == top_id  # the same record stays at the top
 
 
 # ---------------------------------------------------------------------- retrieval trace
@@ -552,17 +583,19 @@ def test_trace_shows_a_page_quoted_by_one_side(qtbot, store, filled, panel_facto
     from app.agent import ChatAgent
 
     store.params.recall_turns = 3
-    result = ChatAgent(store, chat_model).send(store.create_conversation("q"), "What happened with my cat Luna at the vet?")
+    result = ChatAgent(store, chat_model).send(
+        store.create_conversation("q"), "What happened with my cat Luna at the vet?"
+    )
     half = result.trace["half_pages"]
     assert half and len(result.trace["included"]["pages"]) <= 3, result.trace["included"]
     pid, side = next(iter(half.items()))
     page = store.get_page(int(pid))
-    said, other = ((page.user_text, page.assistant_text) if side == "user" else (page.assistant_text, page.user_text))
+    said, other = (page.user_text, page.assistant_text) if side == "user" else (page.assistant_text, page.user_text)
     label = "User: " if side == "user" else "Assistant: "
     (block,) = [b for b in result.prompt.messages[-2]["content"].split("\n\n") if f"(page {pid})" in b]
     lines = block.splitlines()
     start = next(i for i, line in enumerate(lines) if line.endswith(f"(page {pid})"))
-    assert lines[start + 1:] == [label + said.strip()] and other.strip() not in block
+    assert lines[start + 1 :] == [label + said.strip()] and other.strip() not in block
     panel = panel_factory()
     panel.show_trace_for_message(result.assistant_message_id)
     settle(panel)
@@ -595,7 +628,7 @@ def test_trace_shows_an_earlier_asking_of_the_question_as_left_out(qtbot, store,
     col = tv.in_prompt.column_index("score")
     best = max(r["score"] for m in (tv.in_prompt, tv.not_in_prompt) for r in m.records())
     assert [v.itemDelegateForColumn(col).scale() for v in (tv.in_prompt_view, tv.not_in_prompt_view)] == [best, best]
-    tv.query.setText(question)                  # the test-query box says the same
+    tv.query.setText(question)  # the test-query box says the same
     tv.run_btn.click()
     settle(panel)
     assert [r["left_out"] for r in tv.not_in_prompt.records() if r["page_id"] == asked.id] == [row["left_out"]]
@@ -605,8 +638,10 @@ def test_trace_says_why_a_recalled_page_was_not_quoted(qtbot, store, filled, pan
     from app.agent import ChatAgent
     from app.prompting import QuoteFloor
 
-    store.params.recall_min_score = 2.0          # a high floor: most recalled pages stay out of the prompt
-    result = ChatAgent(store, chat_model).send(store.create_conversation("q"), "What happened with my cat Luna at the vet?")
+    store.params.recall_min_score = 2.0  # a high floor: most recalled pages stay out of the prompt
+    result = ChatAgent(store, chat_model).send(
+        store.create_conversation("q"), "What happened with my cat Luna at the vet?"
+    )
     panel = panel_factory()
     panel.show_trace_for_message(result.assistant_message_id)
     settle(panel)
@@ -615,9 +650,12 @@ def test_trace_says_why_a_recalled_page_was_not_quoted(qtbot, store, filled, pan
     floor = QuoteFloor.from_params(store.params)
     refused = [r for r in rows if r["page_id"] in hits and not floor.admits(_ns(hits[r["page_id"]]))]
     assert refused, [(r["page_id"], r["left_out"], hits.get(r["page_id"])) for r in rows]
-    assert all(r["left_out"] == floor.refusal(_ns(hits[r["page_id"]])) for r in refused), [(r["left_out"], floor.refusal(_ns(hits[r["page_id"]]))) for r in refused]
-    assert all("under the quoting floor" in r["left_out"] or "too far from the message" in r["left_out"]
-               for r in refused), refused
+    assert all(r["left_out"] == floor.refusal(_ns(hits[r["page_id"]])) for r in refused), [
+        (r["left_out"], floor.refusal(_ns(hits[r["page_id"]]))) for r in refused
+    ]
+    assert all(
+        "under the quoting floor" in r["left_out"] or "too far from the message" in r["left_out"] for r in refused
+    ), refused
     assert not any(r["left_out"] == "not used" for r in refused)
     # the reason is on screen in a docked-width panel, without scrolling sideways
     panel.resize(520, 720)
@@ -627,7 +665,9 @@ def test_trace_says_why_a_recalled_page_was_not_quoted(qtbot, store, filled, pan
     col = panel.trace.not_in_prompt.column_index("left_out")
     assert not view.isColumnHidden(col)
     assert view.columnViewportPosition(col) + 120 <= view.viewport().width(), (
-        view.columnViewportPosition(col), view.viewport().width())
+        view.columnViewportPosition(col),
+        view.viewport().width(),
+    )
 
 
 def _ns(hit: dict):
@@ -653,8 +693,9 @@ def test_test_query_box_recalls_like_the_store_without_visits(qtbot, store, fill
     assert tv.listed_page_ids("not_in_prompt") == expected
     assert all(r["reason"] for r in tv.not_in_prompt.records())
     assert {s.id: s.n_visit for s in store.list_segments(limit=10_000)} == visits
-    assert tv.segs.rowCount() > 0 and tv.items.rowCount() == len(store.retrieve(q, record_visits=False).traits) + \
-        len(store.retrieve(q, record_visits=False).knowledge)
+    assert tv.segs.rowCount() > 0 and tv.items.rowCount() == len(store.retrieve(q, record_visits=False).traits) + len(
+        store.retrieve(q, record_visits=False).knowledge
+    )
 
 
 def test_export_from_the_inspector(qtbot, store, filled, panel_factory, tmp_path, monkeypatch):
@@ -664,14 +705,16 @@ def test_export_from_the_inspector(qtbot, store, filled, panel_factory, tmp_path
 
     panel = panel_factory("overview")
     target = tmp_path / "memory.json"
-    monkeypatch.setattr(QFileDialog, "getSaveFileName",
-                        staticmethod(lambda *a, **k: (str(target), "JSON, complete (*.json)")))
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "JSON, complete (*.json)"))
+    )
     with qtbot.waitSignal(panel.exported, timeout=30_000) as sig:
         panel.export_btn.click()
     assert sig.args == [str(target)] and panel.export_btn.isEnabled()
     doc = json.loads(target.read_text(encoding="utf-8"))
-    assert [p["id"] for p in doc["pages"]] == [p.id for p in store.list_pages(order_by="id", descending=False,
-                                                                             limit=100_000)]
+    assert [p["id"] for p in doc["pages"]] == [
+        p.id for p in store.list_pages(order_by="id", descending=False, limit=100_000)
+    ]
     assert "Exported" in panel.status_label.text()
     # a file that cannot be written: a message, no file, the button back
     (tmp_path / "a-file").write_text("")
@@ -699,7 +742,7 @@ def test_add_remembers_a_fact_and_a_trait_the_user_writes(qtbot, store, filled, 
     assert k.id in _ids(pv.knowledge["user"].records())
     assert panel.status_label.text() == f"Remembered as fact {k.id}: I am allergic to peanuts."
     assert offered == pv.traits.dimensions()
-    assert pv.item is not None and pv.item[0] == "knowledge" and pv.item[1].id == k.id   # selected, details shown
+    assert pv.item is not None and pv.item[0] == "knowledge" and pv.item[1].id == k.id  # selected, details shown
     assert "I am allergic to peanuts." in pv.detail.toPlainText() and "by the user" in pv.detail.toPlainText()
     hits = store.retrieve("Can I eat peanut butter?", record_visits=False).knowledge
     assert k.id in [h.item.id for h in hits]
@@ -755,8 +798,18 @@ def test_trace_items_show_score_and_prompt_use_without_scrolling(qtbot, store, p
     panel.resize(520, 700)
     tv = panel.trace
     tv.tabs.setCurrentIndex(1)
-    tv.items.set_rows([{"kind": "user knowledge", "key": ("knowledge", 1), "text": "my sister Ana lives in Porto",
-                        "score": 0.69, "reason": "similar (cos 0.69)", "in_prompt": "yes"}])
+    tv.items.set_rows(
+        [
+            {
+                "kind": "user knowledge",
+                "key": ("knowledge", 1),
+                "text": "my sister Ana lives in Porto",
+                "score": 0.69,
+                "reason": "similar (cos 0.69)",
+                "in_prompt": "yes",
+            }
+        ]
+    )
     settle(panel)
     view = tv.items_view
     for key in ("score", "in_prompt"):

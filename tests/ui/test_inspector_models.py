@@ -1,5 +1,6 @@
 """QAbstractItemModelTester on every inspector model, through loads, sorts, filters, live refreshes,
 forgetting and wiping; the heat-history replay; the dock `attach()` contract."""
+
 from __future__ import annotations
 
 import time
@@ -11,7 +12,15 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow
 
 from memory_core import Event, MemoryParams
 from tests.ui.test_inspector_fixtures import (  # noqa: F401  (fixtures)
-    ctx, fill_store, filled, load_all, model_tester, panel_factory, random_items, settle, store,
+    ctx,
+    fill_store,
+    filled,
+    load_all,
+    model_tester,
+    panel_factory,
+    random_items,
+    settle,
+    store,
 )
 from ui.inspector.charts import heat_history, segment_events
 
@@ -57,9 +66,18 @@ def test_list_and_tree_models_pass_model_tester(qtbot, store, filled, panel_fact
     panel = panel_factory("persona")
     persona = panel.persona
     panel.show_tab("trace")
-    with model_tester(persona.traits, persona.knowledge["user"], persona.knowledge["assistant"], persona.versions,
-                      panel.overview.events, panel.trace.in_prompt, panel.trace.not_in_prompt, panel.trace.stm,
-                      panel.trace.items, panel.trace.segs):
+    with model_tester(
+        persona.traits,
+        persona.knowledge["user"],
+        persona.knowledge["assistant"],
+        persona.versions,
+        panel.overview.events,
+        panel.trace.in_prompt,
+        panel.trace.not_in_prompt,
+        panel.trace.stm,
+        panel.trace.items,
+        panel.trace.segs,
+    ):
         panel.trace.query.setText("hiking boots in the mountains")
         panel.trace.run_query()
         settle(panel)
@@ -93,7 +111,7 @@ def test_heat_history_replays_events():
         Event(1, 100.0, "segment_created", "segment", 7, "", {"page_id": 1}),
         Event(2, 100.0, "page_moved", "page", 1, "", {"segment_id": 7, "how": "created"}),
         Event(3, 200.0, "page_moved", "page", 2, "", {"segment_id": 7, "how": "joined"}),
-        Event(4, 250.0, "page_moved", "page", 9, "", {"segment_id": 8, "how": "joined"}),   # another segment
+        Event(4, 250.0, "page_moved", "page", 9, "", {"segment_id": 8, "how": "joined"}),  # another segment
         Event(5, 300.0, "page_moved", "page", 3, "", {"segment_id": 7, "how": "joined"}),
         Event(6, 400.0, "promoted", "segment", 7, "", {}),
         Event(7, 500.0, "page_moved", "page", 4, "", {"segment_id": 7, "how": "joined"}),
@@ -101,6 +119,7 @@ def test_heat_history_replays_events():
     assert [e.id for e in segment_events(ev, 7)] == [1, 2, 3, 5, 6, 7]
     now = 600.0
     import math
+
     rec = math.exp(-(now - 500.0) / p.mu)
     seg = SimpleNamespace(id=7, heat=1.0 + rec, n_visit=0, l_interaction=1, last_access=500.0)
     h = heat_history(ev, seg, p, now=now)
@@ -114,7 +133,7 @@ def test_heat_history_replays_events():
     seg2 = SimpleNamespace(id=7, heat=3.0 + rec, n_visit=2, l_interaction=1, last_access=500.0)
     h2 = heat_history(ev, seg2, p, now=now)
     assert any("N_visit" in n for n in h2.notes)
-    assert h2.now == (now, seg2.heat) and h2.points[-1][1] == pytest.approx(1.0 + rec)   # the line: no visits
+    assert h2.now == (now, seg2.heat) and h2.points[-1][1] == pytest.approx(1.0 + rec)  # the line: no visits
 
 
 def test_heat_history_of_a_real_segment_matches_the_store(store, filled):
@@ -155,7 +174,7 @@ def test_attach_creates_one_right_dock_and_listens(qtbot, ctx, store, filled):
         settle(panel)
         before = panel.overview.stats.get("pages_total")
         store.add_pages(filled["cat"], random_items(3, store.dim, start=1_800_000_000.0))
-        main.memory_event.emit(object())            # the main window's re-emitted scheduler event
+        main.memory_event.emit(object())  # the main window's re-emitted scheduler event
         deadline = time.monotonic() + 10
         while panel.overview.stats.get("pages_total") == before and time.monotonic() < deadline:
             settle(panel)
@@ -186,9 +205,11 @@ def test_the_ui_thread_never_touches_the_store_and_no_sql_in_the_ui(qtbot, ctx, 
         def __getattr__(self, name):
             attr = getattr(self._inner, name)
             if callable(attr):
+
                 def wrapped(*a, **kw):
                     calls.append((name, threading.current_thread().name))
                     return attr(*a, **kw)
+
                 return wrapped
             return attr
 
@@ -217,7 +238,7 @@ def test_the_ui_thread_never_touches_the_store_and_no_sql_in_the_ui(qtbot, ctx, 
     src = "\n".join(f.read_text(encoding="utf-8") for f in pathlib.Path("ui/inspector").glob("*.py"))
     assert "import apsw" not in src and "import sqlite3" not in src
     assert not re.search(r"\b(SELECT|INSERT|UPDATE|DELETE)\s+[\w*]", src.replace("ON DELETE", ""))
-    assert not re.search(r"\b(store|st|s)\._\w", src)     # only the public API of the memory core
+    assert not re.search(r"\b(store|st|s)\._\w", src)  # only the public API of the memory core
 
 
 def test_the_real_main_window_opens_the_inspector_dock(make_window, qtbot):
@@ -246,18 +267,18 @@ def test_a_block_arriving_redraws_only_rows_shown_as_placeholders(qtbot, store, 
     ahead (prefetch) must not announce itself; rows painted as placeholders must be redrawn."""
     panel = panel_factory("pages")
     pages = panel.pages.model
-    pages.BLOCK, pages.PREFETCH = 4, 2           # 48 pages: twelve small blocks, the view shows a few
+    pages.BLOCK, pages.PREFETCH = 4, 2  # 48 pages: twelve small blocks, the view shows a few
     pages.reload()
     settle(panel)
-    u = min(b for b in range(12) if b not in pages._disp)    # the first block the view did not need
+    u = min(b for b in range(12) if b not in pages._disp)  # the first block the view did not need
     assert u - 1 in pages._disp and u + 3 < 12
     changed = []
     pages.dataChanged.connect(lambda a, b, roles=None: changed.append((a.row(), b.row())))
-    pages.paint_info(u * 4 - 1, 0)               # the last row of a loaded block: its neighbour is fetched ahead
+    pages.paint_info(u * 4 - 1, 0)  # the last row of a loaded block: its neighbour is fetched ahead
     settle(panel)
-    assert u in pages._disp and changed == []    # nothing on screen changed
+    assert u in pages._disp and changed == []  # nothing on screen changed
     row = (u + 3) * 4
-    text, *_ = pages.paint_info(row + 1, 0)      # rows of an unloaded block, painted as placeholders
+    text, *_ = pages.paint_info(row + 1, 0)  # rows of an unloaded block, painted as placeholders
     assert text == "…"
     pages.paint_info(row + 2, 1)
     settle(panel)
@@ -274,8 +295,9 @@ def test_the_window_grows_to_make_room_for_the_dock_as_far_as_the_screen_allows(
     # room on the screen: the chat keeps its width, the dock gets its own
     assert room_for_dock(QRect(100, 50, 1100, 720), screen) == QRect(100, 50, 1100 + DOCK_WIDTH, 720)
     # near the right edge: moved left to stay on screen
-    assert room_for_dock(QRect(1000, 50, 1100, 720), screen) == QRect(1920 - 1100 - DOCK_WIDTH, 50,
-                                                                      1100 + DOCK_WIDTH, 720)
+    assert room_for_dock(QRect(1000, 50, 1100, 720), screen) == QRect(
+        1920 - 1100 - DOCK_WIDTH, 50, 1100 + DOCK_WIDTH, 720
+    )
     # a small screen: as wide as the screen, never wider; never narrower than it was
     assert room_for_dock(QRect(0, 0, 1100, 720), QRect(0, 0, 1440, 900)) == QRect(0, 0, 1440, 720)
     assert room_for_dock(QRect(0, 0, 1600, 720), QRect(0, 0, 1440, 900)) == QRect(0, 0, 1600, 720)

@@ -1,5 +1,6 @@
 """PySide6 6.12.0 loses a reference to None on every void call (and to True on every emit) on
 Python < 3.12; ui.pyside_fix must keep a long-running window alive."""
+
 from __future__ import annotations
 
 import sys

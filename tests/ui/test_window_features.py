@@ -1,4 +1,5 @@
 """Sidebar, settings, model-load errors, themes, accessibility, big pastes, inspector hook."""
+
 from __future__ import annotations
 
 import sys
@@ -40,7 +41,8 @@ def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs
     assert s.ui.enter_sends is False and s.ui.theme == "dark"
     assert s.chat.temperature == pytest.approx(0.35) and s.chat.max_tokens == 333
     assert s.chat.min_p == pytest.approx(0.2) and s.chat.repeat_penalty == pytest.approx(1.0)
-    from app.backends import build_chat_model   # the llama backend gets them (loaded for real)
+    from app.backends import build_chat_model  # the llama backend gets them (loaded for real)
+
     s.chat.backend = "llama"
     model = build_chat_model(s.chat)
     assert (model.config.min_p, model.config.repeat_penalty, model.config.temperature) == (0.2, 1.0, 0.35)
@@ -70,10 +72,23 @@ def test_settings_dialog_has_every_required_field(make_window, qtbot, monkeypatc
     qtbot.addWidget(dlg)
     for name in ("stm_capacity", "mtm_capacity", "theta", "alpha", "beta", "gamma", "mu", "tau"):
         assert name in dlg.param_edits
-    for w in (dlg.gguf_edit, dlg.url_edit, dlg.server_model_edit, dlg.key_edit, dlg.ctx_spin, dlg.threads_spin,
-              dlg.gpu_spin, dlg.temp_spin, dlg.top_p_spin, dlg.min_p_spin, dlg.repeat_spin, dlg.self_repeat_spin,
-              dlg.max_tokens_spin,
-              dlg.onnx_edit, dlg.tokenizer_edit):
+    for w in (
+        dlg.gguf_edit,
+        dlg.url_edit,
+        dlg.server_model_edit,
+        dlg.key_edit,
+        dlg.ctx_spin,
+        dlg.threads_spin,
+        dlg.gpu_spin,
+        dlg.temp_spin,
+        dlg.top_p_spin,
+        dlg.min_p_spin,
+        dlg.repeat_spin,
+        dlg.self_repeat_spin,
+        dlg.max_tokens_spin,
+        dlg.onnx_edit,
+        dlg.tokenizer_edit,
+    ):
         assert w is not None
     opened = []
     monkeypatch.setattr("ui.settings_dialog.QDesktopServices.openUrl", lambda url: opened.append(url) or True)
@@ -127,7 +142,7 @@ def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(ma
     win.resize(900, 700)
     qtbot.waitUntil(lambda: win.title_label.text() != title, timeout=5000)
     shown = win.title_label.text()
-    assert shown.endswith("…") and title.startswith(shown[:-1])          # cut, not clipped mid-letter
+    assert shown.endswith("…") and title.startswith(shown[:-1])  # cut, not clipped mid-letter
     assert win.title_label.fontMetrics().horizontalAdvance(shown) <= win.title_label.contentsRect().width()
     assert win.title_label.toolTip() == plain.tip(title) and win.title_label.accessibleName() == title
     for button in (win.incognito_button, win.memory_button, win.settings_button):
@@ -142,7 +157,7 @@ def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(ma
     assert win.title_label.textFormat() == Qt.TextFormat.PlainText and title.startswith(win.title_label.text()[:-1])
     tip = QTextDocument()
     tip.setHtml(win.title_label.toolTip())
-    assert tip.toPlainText() == title                                   # the whole title, tags and all
+    assert tip.toPlainText() == title  # the whole title, tags and all
     w = win.chat_view.add_message("assistant", "x")
     w.set_final("failed", error="server error 502: <html><body>Bad gateway</body></html>")
     assert w.error_label.textFormat() == Qt.TextFormat.PlainText and "<html>" in w.error_label.text()
@@ -158,7 +173,7 @@ def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch)
 
     def answer(box, button, tick):
         boxes.append((box.text(), box.informativeText(), box.checkBox() and box.checkBox().text()))
-        assert box.textFormat() == Qt.TextFormat.PlainText          # a chat named "<b>…" is text
+        assert box.textFormat() == Qt.TextFormat.PlainText  # a chat named "<b>…" is text
         assert box.button(QMessageBox.StandardButton.Yes).text() in ("Delete", "Forget")
         assert box.defaultButton() is box.button(QMessageBox.StandardButton.Cancel)
         if box.checkBox() is not None:
@@ -169,8 +184,9 @@ def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch)
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Yes, True))
     assert win.ask_delete("Soup", held) == (True, True)
     assert boxes[-1][0] == "Delete “Soup” and its messages?"
-    assert boxes[-1][2] == ("Also forget what Mnemo learned from it: 3 pages (1 pinned) and 1 persona item drawn "
-                            "only from them")
+    assert boxes[-1][2] == (
+        "Also forget what Mnemo learned from it: 3 pages (1 pinned) and 1 persona item drawn only from them"
+    )
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Yes, False))
     assert win.ask_delete("Soup", held) == (True, False)
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Cancel, True))
@@ -204,11 +220,13 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     win.sidebar.memoryRequested.emit(a.conversation_id)
     panel = win.inspector
     pages = panel.pages
-    qtbot.waitUntil(lambda: panel.tabs.currentWidget() is pages and pages.model.ready
-                    and pages.model.rowCount() == 2, timeout=30_000)
+    qtbot.waitUntil(
+        lambda: panel.tabs.currentWidget() is pages and pages.model.ready and pages.model.rowCount() == 2,
+        timeout=30_000,
+    )
     assert {pages.model.record(r).conversation_id for r in range(2)} == {a.conversation_id}
     assert pages.chat_chip.isVisible() and pages.chat_chip.text().startswith("Chat: Remember that my locker")
-    pages.chat_chip.click()                                           # the chip clears the filter
+    pages.chat_chip.click()  # the chip clears the filter
     qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 4, timeout=30_000)
     assert not pages.chat_chip.isVisible()
     win.sidebar.memoryRequested.emit(a.conversation_id)
@@ -225,9 +243,9 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     qtbot.waitUntil(lambda: "Forgot what Mnemo learned" in win.statusBar().currentMessage(), timeout=30_000)
     assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 0
     assert ask(lambda s: s.get_knowledge(a.stats["remembered"]["id"])) is None
-    assert ask(lambda s: len(s.all_messages(a.conversation_id))) == 4       # the chat stays
+    assert ask(lambda s: len(s.all_messages(a.conversation_id))) == 4  # the chat stays
     assert a.conversation_id in win.sidebar.ids()
-    qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 0, timeout=30_000)   # the inspector follows
+    qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 0, timeout=30_000)  # the inspector follows
     # nothing left: saying so instead of asking
     told = []
     monkeypatch.setattr(win, "tell", lambda title, text: told.append(text))
@@ -264,8 +282,9 @@ def test_broken_model_file_shows_an_error_and_the_app_stays_usable(make_window, 
     ctx.save()
     win = make_window(ctx=ctx, share_model=False)
     assert win.backend.model_error and "broken.gguf" in win.backend.model_error
-    qtbot.waitUntil(lambda: getattr(win, "model_error_box", None) is not None and win.model_error_box.isVisible(),
-                    timeout=10_000)
+    qtbot.waitUntil(
+        lambda: getattr(win, "model_error_box", None) is not None and win.model_error_box.isVisible(), timeout=10_000
+    )
     assert "broken.gguf" in win.model_error_box.informativeText()
     assert win.model_label.text() == "Model: not loaded"
     assert not win.load_progress.isVisible()
@@ -344,8 +363,7 @@ def test_a_one_megabyte_paste_does_not_freeze_the_ui(make_window, chat, qtbot):
 def test_icon_only_buttons_have_accessible_names(make_window, chat):
     win = make_window(max_tokens=8)
     chat.send(win, "Hello.")
-    missing = [b for b in win.findChildren(QAbstractButton)
-               if not b.text().strip() and not b.accessibleName().strip()]
+    missing = [b for b in win.findChildren(QAbstractButton) if not b.text().strip() and not b.accessibleName().strip()]
     assert missing == []
     assert win.memory_button.accessibleName() == "Memory inspector"
     assert win.settings_button.accessibleName() == "Settings"
@@ -458,8 +476,10 @@ def test_go_to_message_opens_its_branch_and_trace_goes_to_the_inspector(make_win
     win.new_chat()
     # The inspector's "go to message" lands on the older branch, highlighted.
     win.show_message(first.conversation_id, first.assistant_message_id)
-    qtbot.waitUntil(lambda: [w.message_id for w in win.chat_view.messages()] ==
-                    [first.user_message_id, first.assistant_message_id], timeout=30_000)
+    qtbot.waitUntil(
+        lambda: [w.message_id for w in win.chat_view.messages()] == [first.user_message_id, first.assistant_message_id],
+        timeout=30_000,
+    )
     assert win.current_id == first.conversation_id
     assert win.chat_view.last().property("highlight") == "true"
     # "What this reply recalled" asks the inspector for that message's trace.
@@ -480,7 +500,7 @@ def test_one_pause_switch_for_menu_inspector_and_store(make_window, chat, qtbot,
     win = make_window()
     qtbot.waitUntil(lambda: win.pause_action.isEnabled(), timeout=10_000)
     assert not win.pause_action.isChecked()
-    win.pause_action.trigger()                                   # the menu pauses the store
+    win.pause_action.trigger()  # the menu pauses the store
     probe = AppContext.create().open_store()
     try:
         qtbot.waitUntil(probe.is_paused, timeout=10_000)
@@ -488,9 +508,9 @@ def test_one_pause_switch_for_menu_inspector_and_store(make_window, chat, qtbot,
         probe.close()
     panel = win.show_inspector()
     assert panel.wait_idle()
-    qtbot.waitUntil(lambda: panel.pause_box.isChecked(), timeout=10_000)   # the inspector shows it
-    panel.pause_box.setChecked(False)                            # the inspector resumes ...
-    qtbot.waitUntil(lambda: not win.pause_action.isChecked(), timeout=10_000)   # ... and the menu follows
+    qtbot.waitUntil(lambda: panel.pause_box.isChecked(), timeout=10_000)  # the inspector shows it
+    panel.pause_box.setChecked(False)  # the inspector resumes ...
+    qtbot.waitUntil(lambda: not win.pause_action.isChecked(), timeout=10_000)  # ... and the menu follows
     probe = AppContext.create().open_store()
     try:
         assert not probe.is_paused()
@@ -503,7 +523,7 @@ def test_a_pause_saved_by_an_old_settings_file_moves_to_the_store(mnemo_dirs, em
 
     ctx = AppContext.create()
     ctx._embedder = embedder
-    ctx.settings.memory_paused = True          # what version 0.1 saved
+    ctx.settings.memory_paused = True  # what version 0.1 saved
     ctx.save()
     ctx = AppContext.create()
     ctx._embedder = embedder
@@ -529,7 +549,7 @@ def test_import_conversations_from_the_app_with_progress_and_cancel(make_window,
 
     first = ImportDialog(win.ctx, fixture, win)
     qtbot.addWidget(first)
-    first.cancel()                            # cancelled before it could write anything
+    first.cancel()  # cancelled before it could write anything
     with qtbot.waitSignal(first.finished_import, timeout=60_000):
         first.start()
     assert first.job.phase == "cancelled" and "import the same file again" in first.status.text()
@@ -537,14 +557,14 @@ def test_import_conversations_from_the_app_with_progress_and_cancel(make_window,
     written = win.backend.db(lambda s: (s.stats()["conversations"], s.check_integrity())).result(timeout=30)
     assert written == (0, [])
     monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(fixture), "")))
-    win.import_action.trigger()               # the menu entry, as a user would
+    win.import_action.trigger()  # the menu entry, as a user would
     dlg = win.import_window
     with qtbot.waitSignal(dlg.finished_import, timeout=60_000) as sig:
         pass
     job = sig.args[0]
     assert job.phase == "done" and job.report.count("imported") == 3
     assert "3 conversation(s) imported" in dlg.status.text() and dlg.close_button.isVisible()
-    assert dlg.details.isVisible() and "skipped" in dlg.details.toPlainText()   # malformed records listed
+    assert dlg.details.isVisible() and "skipped" in dlg.details.toPlainText()  # malformed records listed
     qtbot.waitUntil(lambda: win.sidebar.list.count() >= 3, timeout=10_000)
     dlg.accept()
     again = win.import_file(str(fixture))
@@ -560,8 +580,10 @@ def test_import_of_a_claude_export_zip_from_the_app(make_window, qtbot, tmp_path
 
     export = tmp_path / "data-2024-04-03.zip"
     with zipfile.ZipFile(export, "w") as zf:
-        zf.writestr("conversations.json",
-                    (Path(__file__).parents[1] / "app" / "fixtures" / "claude_conversations.json").read_bytes())
+        zf.writestr(
+            "conversations.json",
+            (Path(__file__).parents[1] / "app" / "fixtures" / "claude_conversations.json").read_bytes(),
+        )
     win = make_window(start=True)
     dlg = win.import_file(str(export))
     with qtbot.waitSignal(dlg.finished_import, timeout=60_000):
@@ -582,17 +604,21 @@ def test_export_the_chat_on_screen_from_the_menu_and_the_sidebar(make_window, ch
     turn = chat.send(win, "My cat is called Miso.")
     assert turn.result.status == "complete"
     chat.wait_db(win)
-    answers = iter([(str(tmp_path / "miso"), "JSON, every field (*.json)"),
-                    (str(tmp_path / "miso.md"), "Markdown transcript (*.md)")])
+    answers = iter(
+        [
+            (str(tmp_path / "miso"), "JSON, every field (*.json)"),
+            (str(tmp_path / "miso.md"), "Markdown transcript (*.md)"),
+        ]
+    )
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: next(answers)))
-    win.export_chat_action.trigger()                        # Chat ▸ Export chat…
-    qtbot.waitUntil(lambda: (tmp_path / "miso.json").exists(), timeout=30_000)   # the suffix of the chosen type
+    win.export_chat_action.trigger()  # Chat ▸ Export chat…
+    qtbot.waitUntil(lambda: (tmp_path / "miso.json").exists(), timeout=30_000)  # the suffix of the chosen type
     doc = json.loads((tmp_path / "miso.json").read_text(encoding="utf-8"))
     assert [m["role"] for m in doc["messages"]] == ["user", "assistant"]
     assert doc["messages"][0]["content"] == "My cat is called Miso."
     assert doc["messages"][1]["content"] == win.chat_view.messages()[-1].text
     qtbot.waitUntil(lambda: "Exported" in win.statusBar().currentMessage(), timeout=10_000)
-    win.sidebar.exportRequested.emit(win.current_id)        # the sidebar's Export…
+    win.sidebar.exportRequested.emit(win.current_id)  # the sidebar's Export…
     qtbot.waitUntil(lambda: (tmp_path / "miso.md").exists(), timeout=30_000)
     assert "**User:** My cat is called Miso." in (tmp_path / "miso.md").read_text(encoding="utf-8")
     win.export_conversation(None)
@@ -618,16 +644,18 @@ def test_a_full_disk_keeps_the_typed_message_and_says_why(full_disk, make_window
     full_disk.full = True
     turn = chat.send(win, "And my dog is called Tofu.")
     assert turn.result is None and "disk is full" in turn.error
-    assert win.composer.text() == "And my dog is called Tofu."          # nothing typed is lost
+    assert win.composer.text() == "And my dog is called Tofu."  # nothing typed is lost
     assert "disk is full" in win.statusBar().currentMessage()
     full_disk.full = False
-    turn = chat.send(win, win.composer.text())                          # space freed: send again
+    turn = chat.send(win, win.composer.text())  # space freed: send again
     assert turn.result is not None and turn.result.status == "complete", turn.error
     msgs = win.backend.db(lambda s: s.list_messages(turn.conversation_id)).result(timeout=60)
     assert [m.content for m in msgs if m.role == "user"] == ["My cat is called Miso.", "And my dog is called Tofu."]
     # the failed try is gone from the view: one bubble per message actually sent
     assert [w.text for w in win.chat_view.messages() if w.role == "user"] == [
-        "My cat is called Miso.", "And my dog is called Tofu."]
+        "My cat is called Miso.",
+        "And my dog is called Tofu.",
+    ]
     assert all(w.status != "failed" for w in win.chat_view.messages())
 
 
@@ -638,8 +666,10 @@ def test_unreadable_settings_are_reported_once_and_kept(make_window, qtbot, mnem
     (mnemo_dirs["config"] / "settings.json").write_text('{"chat": {"n_ctx": 2048,')
     ctx = AppContext.create()
     win = make_window(ctx=ctx)
-    qtbot.waitUntil(lambda: getattr(win, "settings_notes_box", None) is not None
-                    and win.settings_notes_box.isVisible(), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: getattr(win, "settings_notes_box", None) is not None and win.settings_notes_box.isVisible(),
+        timeout=10_000,
+    )
     text = win.settings_notes_box.informativeText()
     assert "settings.json.broken" in text and "default settings are used" in text
     assert (mnemo_dirs["config"] / "settings.json.broken").read_text() == '{"chat": {"n_ctx": 2048,'
@@ -653,8 +683,9 @@ def test_a_damaged_memory_database_is_explained_and_left_untouched(make_window, 
     junk = b"this is no database" * 400
     db.write_bytes(junk)
     win = make_window(wait=False)
-    qtbot.waitUntil(lambda: getattr(win, "store_error_box", None) is not None and win.store_error_box.isVisible(),
-                    timeout=60_000)
+    qtbot.waitUntil(
+        lambda: getattr(win, "store_error_box", None) is not None and win.store_error_box.isVisible(), timeout=60_000
+    )
     box = win.store_error_box
     assert box.text() == "The memory file is damaged, or is not a Mnemo memory."
     assert str(db) in box.informativeText() and "left exactly as it was" in box.informativeText()
@@ -662,10 +693,10 @@ def test_a_damaged_memory_database_is_explained_and_left_untouched(make_window, 
     assert "DamagedDatabaseError" in box.detailedText()
     assert win.restore_button is None and win.jobs_label.text() == "Memory: unavailable"
     win.store_error_box.close()
-    qtbot.waitUntil(lambda: bool(win.backend.model_id), timeout=120_000)   # the model still loads
+    qtbot.waitUntil(lambda: bool(win.backend.model_id), timeout=120_000)  # the model still loads
     assert win.backend.model_error is None
     win.composer.set_text("Hello?")
-    win.send()                                             # refused, with the reason; the text stays
+    win.send()  # refused, with the reason; the text stays
     assert not win.backend.busy and win.composer.text() == "Hello?"
     assert "memory database could not be opened" in win.statusBar().currentMessage()
     assert db.read_bytes() == junk
@@ -675,8 +706,9 @@ def test_re_embedding_after_a_model_change_shows_progress(make_window, qtbot, mn
     from memory_core import MemoryStore
 
     mnemo_dirs["data"].mkdir(parents=True, exist_ok=True)
-    old = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id="an-older-model",
-                           dim=embedder.dim)
+    old = MemoryStore.open(
+        mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id="an-older-model", dim=embedder.dim
+    )
     cid = old.create_conversation()
     old.add_pages(cid, [{"user_text": f"note {i} about tea", "assistant_text": "ok"} for i in range(300)])
     old.close()
@@ -686,29 +718,32 @@ def test_re_embedding_after_a_model_change_shows_progress(make_window, qtbot, mn
     win.start_background_loading()
     qtbot.waitUntil(lambda: bool(seen) and seen[-1][1] == seen[-1][2], timeout=120_000)
     # two jobs (256 pages, then 44): where each starts and ends, the second's start said once
-    assert [s[:3] for s in seen] == [("re-embedding memory", 0, 300),
-                                     ("re-embedding memory", 256, 300),
-                                     ("re-embedding memory", 300, 300)]
+    assert [s[:3] for s in seen] == [
+        ("re-embedding memory", 0, 300),
+        ("re-embedding memory", 256, 300),
+        ("re-embedding memory", 300, 300),
+    ]
     assert seen[1][3] == "Re-embedding memory: 256/300 pages (85%)"
-    qtbot.waitUntil(lambda: win.jobs_label.text() in ("Memory: up to date",) or
-                    win.jobs_label.text().startswith("Memory jobs:"), timeout=60_000)
+    qtbot.waitUntil(
+        lambda: win.jobs_label.text() in ("Memory: up to date",) or win.jobs_label.text().startswith("Memory jobs:"),
+        timeout=60_000,
+    )
 
 
-def test_an_unsent_message_survives_quitting_and_a_sent_one_does_not_come_back(make_window, chat, qtbot,
-                                                                                 mnemo_dirs):
+def test_an_unsent_message_survives_quitting_and_a_sent_one_does_not_come_back(make_window, chat, qtbot, mnemo_dirs):
     from app.context import AppContext
 
     win = make_window(max_tokens=4)
     win.composer.edit.setFocus()
     qtbot.keyClicks(win.composer.edit, "half-written thought about tea")
     draft = mnemo_dirs["data"] / "draft.txt"
-    qtbot.waitUntil(draft.exists, timeout=5_000)                      # saved shortly after typing stops
+    qtbot.waitUntil(draft.exists, timeout=5_000)  # saved shortly after typing stops
     assert draft.read_text(encoding="utf-8") == "half-written thought about tea"
     win.close()
     again = make_window(ctx=AppContext.create())
     assert again.composer.text() == "half-written thought about tea"
     chat.send(again, again.composer.text())
-    assert not draft.exists()                                          # sent: no longer a draft
+    assert not draft.exists()  # sent: no longer a draft
     again.close()
     third = make_window(ctx=AppContext.create())
     assert third.composer.text() == ""
@@ -718,14 +753,14 @@ def test_the_window_makes_the_daily_backup_in_the_background(make_window, qtbot,
     from app import backups
     from app.settings import Paths
 
-    monkeypatch.setattr(backups, "START_DELAY_S", 0.5)    # a minute after start in the app
+    monkeypatch.setattr(backups, "START_DELAY_S", 0.5)  # a minute after start in the app
     win = make_window()
     paths = Paths(mnemo_dirs["config"], mnemo_dirs["data"])
     qtbot.waitUntil(lambda: len(backups.list_backups(paths)) == 1, timeout=30_000)
     made = backups.list_backups(paths)[0]
     assert made.stat().st_size > 0
     win.close()
-    again = make_window()                       # the next start the same day makes none
+    again = make_window()  # the next start the same day makes none
     qtbot.wait(2500)
     assert backups.list_backups(paths) == [made]
     again.close()
@@ -749,19 +784,19 @@ def test_export_memory_from_the_memory_menu(make_window, chat, qtbot, tmp_path, 
     win = make_window(max_tokens=4)
     assert chat.send(win, "Remember that my bike is red.").result.status == "complete"
     target = tmp_path / "memory.json"
-    monkeypatch.setattr(QFileDialog, "getSaveFileName",
-                        staticmethod(lambda *a, **k: (str(target), "JSON, complete (*.json)")))
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "JSON, complete (*.json)"))
+    )
     win.export_action.trigger()
     panel = win.inspector
     qtbot.waitUntil(target.exists, timeout=30_000)
     qtbot.waitUntil(lambda: "Exported" in panel.status_label.text(), timeout=30_000)
     pages = json.loads(target.read_text(encoding="utf-8"))["pages"]
     assert [p["user_text"] for p in pages] == ["Remember that my bike is red."]
-    assert panel.isVisible()                           # the export's progress and outcome show there
+    assert panel.isVisible()  # the export's progress and outcome show there
 
 
-def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(make_window, qtbot, mnemo_dirs,
-                                                                             embedder):
+def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(make_window, qtbot, mnemo_dirs, embedder):
     from app import backups
     from app.settings import Paths
     from memory_core import MemoryStore
@@ -775,8 +810,9 @@ def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(mak
         paths.db_file.with_name(paths.db_file.name + extra).unlink(missing_ok=True)
     paths.db_file.write_bytes(b"ruined" * 1000)
     win = make_window(wait=False)
-    qtbot.waitUntil(lambda: getattr(win, "store_error_box", None) is not None and win.store_error_box.isVisible(),
-                    timeout=60_000)
+    qtbot.waitUntil(
+        lambda: getattr(win, "store_error_box", None) is not None and win.store_error_box.isVisible(), timeout=60_000
+    )
     assert win.restore_button is not None and "Restore the backup of" in win.restore_button.text()
     win.restore_button.click()
     qtbot.waitUntil(lambda: win.reopen_notice is not None and not win.isVisible(), timeout=30_000)
@@ -802,11 +838,13 @@ def test_restore_from_the_menu_refuses_a_file_that_is_not_a_mnemo_memory(make_wi
     assert dialog.list.count() == 0 and dialog.empty_label.isVisible() and not dialog.restore_button.isEnabled()
     junk = tmp_path / "notes.db"
     junk.write_text("my shopping list")
-    dialog.add_file(junk)                              # what "Choose another file…" does with the pick
+    dialog.add_file(junk)  # what "Choose another file…" does with the pick
     assert dialog.restore_button.isEnabled()
     dialog.restore_button.click()
-    qtbot.waitUntil(lambda: getattr(win, "restore_refused_box", None) is not None
-                    and win.restore_refused_box.isVisible(), timeout=30_000)
+    qtbot.waitUntil(
+        lambda: getattr(win, "restore_refused_box", None) is not None and win.restore_refused_box.isVisible(),
+        timeout=30_000,
+    )
     assert "not a Mnemo memory" in win.restore_refused_box.informativeText()
     assert "left as it was" in win.restore_refused_box.informativeText()
     win.restore_refused_box.close()
@@ -816,7 +854,8 @@ def test_restore_from_the_menu_refuses_a_file_that_is_not_a_mnemo_memory(make_wi
 
 
 def test_restoring_while_a_reply_streams_stops_it_and_keeps_both_in_the_file_set_aside(
-        make_window, chat, qtbot, mnemo_dirs, embedder, chat_model):
+    make_window, chat, qtbot, mnemo_dirs, embedder, chat_model
+):
     from app import backups
     from memory_core import MemoryStore
 
@@ -826,14 +865,18 @@ def test_restoring_while_a_reply_streams_stops_it_and_keeps_both_in_the_file_set
     # the tests before this one, and some draws end the story within a second or two
     chat_model.set_seed(11)
     chat.send(win, "Tell me a very long story about a lighthouse keeper named Ada.", wait=False)
-    qtbot.waitUntil(lambda: win.backend.turn is not None and win.backend.turn.first_token_at is not None,
-                    timeout=120_000)
-    qtbot.wait(300)                                    # the first token is saved at once (app.agent)
+    qtbot.waitUntil(
+        lambda: win.backend.turn is not None and win.backend.turn.first_token_at is not None, timeout=120_000
+    )
+    qtbot.wait(300)  # the first token is saved at once (app.agent)
     win._restore_backup(saved)
     qtbot.waitUntil(lambda: win.reopen_notice is not None and not win.isVisible(), timeout=60_000)
     assert win.reopen_notice[1].endswith("was restored.")
-    aside = [p for p in win.ctx.paths.data_dir.iterdir() if p.name.startswith("mnemo.sqlite3.before-restore-")
-             and not p.name.endswith(("-wal", "-shm"))]
+    aside = [
+        p
+        for p in win.ctx.paths.data_dir.iterdir()
+        if p.name.startswith("mnemo.sqlite3.before-restore-") and not p.name.endswith(("-wal", "-shm"))
+    ]
     old = MemoryStore.open(aside[0], embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
     try:
         msgs = [m for c in old.list_conversations() for m in old.list_messages(c.id)]
@@ -842,7 +885,7 @@ def test_restoring_while_a_reply_streams_stops_it_and_keeps_both_in_the_file_set
         old.close()
     assert "Tell me a very long story about a lighthouse keeper named Ada." in texts
     replies = [m for m in msgs if m.role == "assistant"]
-    assert [m.status for m in replies] == ["stopped"] and replies[0].content.strip()   # the part streamed
+    assert [m.status for m in replies] == ["stopped"] and replies[0].content.strip()  # the part streamed
 
 
 def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, mnemo_dirs, embedder, chat_model):
@@ -863,7 +906,7 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
     s.add_message(bees, "user", "I keep bees.")
     s.add_page(bees, "I keep bees.", "Lovely.")
     saved = backups.make_backup(s, paths)
-    s.add_page(s.create_conversation("Tea"), "I drink green tea.", "Nice.")    # after the backup
+    s.add_page(s.create_conversation("Tea"), "I drink green tea.", "Nice.")  # after the backup
     s.close()
     ctx = AppContext.create()
     ctx._embedder, ctx._chat_model = embedder, chat_model
@@ -885,17 +928,17 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
                 return
             win = shown[0]
             if len(seen["windows"]) == 1 and win.current_id is None:
-                win.open_conversation(bees)                               # the chat on screen
+                win.open_conversation(bees)  # the chat on screen
             elif len(seen["windows"]) == 1 and getattr(win, "restore_dialog", None) is None:
                 win.restore_action.trigger()
-                assert win.restore_dialog.selected() == saved          # the newest backup, preselected
+                assert win.restore_dialog.selected() == saved  # the newest backup, preselected
                 win.restore_dialog.restore_button.click()
             elif len(seen["windows"]) == 2 and titles(win) and getattr(win, "notice_box", None):
                 seen["titles"] = titles(win)
                 seen["notice"] = win.notice_box.text()
                 seen["chat"] = (win.current_id, win.current_title)
                 win.close()
-        except Exception as exc:  # noqa: BLE001 - reported below; never leave the event loop running
+        except Exception as exc:
             seen["error"] = exc
             for w in windows():
                 w.close()
@@ -903,7 +946,7 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
     timer = QTimer()
     timer.timeout.connect(step)
     timer.start(50)
-    QTimer.singleShot(180_000, lambda: [w.close() for w in windows()])      # a watchdog
+    QTimer.singleShot(180_000, lambda: [w.close() for w in windows()])  # a watchdog
     try:
         code = run_gui(ctx)
     finally:
@@ -911,7 +954,7 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
     assert seen["error"] is None, seen["error"]
     assert code == 0 and len(seen["windows"]) == 2
     assert seen["titles"] == ["Bees"] and seen["notice"].endswith("was restored.")
-    assert seen["chat"] == (bees, "Bees")                                  # the same chat, reopened
+    assert seen["chat"] == (bees, "Bees")  # the same chat, reopened
     assert [p.name for p in paths.data_dir.iterdir() if ".before-restore-" in p.name]
 
 
@@ -919,8 +962,9 @@ def _open_warmed_chat(make_window, qtbot, mnemo_dirs, embedder, *, exchanges: in
     """A window showing a chat of `exchanges` long exchanges, once the model has prepared its prompt."""
     from memory_core import MemoryStore
 
-    s = MemoryStore.open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id,
-                         dim=embedder.dim)
+    s = MemoryStore.open(
+        mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim
+    )
     cid = s.create_conversation("Drought")
     for i in range(exchanges):
         s.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
@@ -928,24 +972,29 @@ def _open_warmed_chat(make_window, qtbot, mnemo_dirs, embedder, *, exchanges: in
     s.close()
     win = make_window(max_tokens=4)
     win.open_conversation(cid)
-    qtbot.waitUntil(lambda: win.backend.last_warm is not None and win.backend.last_warm.done()
-                    and win.backend.last_warm.result() > at_least, timeout=120_000)
+    qtbot.waitUntil(
+        lambda: (
+            win.backend.last_warm is not None
+            and win.backend.last_warm.done()
+            and win.backend.last_warm.result() > at_least
+        ),
+        timeout=120_000,
+    )
     return win
 
 
-def test_opening_a_chat_prepares_its_prompt_so_the_reply_starts_sooner(make_window, chat, qtbot, mnemo_dirs,
-                                                                      embedder):
+def test_opening_a_chat_prepares_its_prompt_so_the_reply_starts_sooner(make_window, chat, qtbot, mnemo_dirs, embedder):
     win = _open_warmed_chat(make_window, qtbot, mnemo_dirs, embedder, exchanges=4, at_least=200)
     warmed = win.backend.last_warm.result()
     turn = chat.send(win, "What keeps the soil moist?")
     assert turn.result.status == "complete"
     assert turn.result.stats["cached_prompt_tokens"] >= warmed - 2
     assert "already processed" in win.speed_label.toolTip()
-    win.show_trace(turn.result.assistant_message_id)           # the inspector's trace says it too
+    win.show_trace(turn.result.assistant_message_id)  # the inspector's trace says it too
     header = win.inspector.trace.header
     qtbot.waitUntil(lambda: "already processed" in header.text(), timeout=30_000)
     assert f"({turn.result.stats['cached_prompt_tokens']:,} already processed)" in header.text()
-    qtbot.waitUntil(lambda: win.backend.last_warm.done(), timeout=120_000)   # after the reply: warmed again
+    qtbot.waitUntil(lambda: win.backend.last_warm.done(), timeout=120_000)  # after the reply: warmed again
     assert win.backend.last_warm.result() > warmed
 
 
@@ -958,7 +1007,7 @@ def test_preparing_replies_can_be_switched_off_in_settings(make_window, qtbot, m
     win = make_window(ctx=ctx)
     win.open_conversation(None)
     qtbot.wait(300)
-    assert win.backend.last_warm is None                    # nothing was sent to the model
+    assert win.backend.last_warm is None  # nothing was sent to the model
     win.open_settings()
     dlg = win.settings_dialog
     assert not dlg.prepare_check.isChecked()
@@ -967,16 +1016,17 @@ def test_preparing_replies_can_be_switched_off_in_settings(make_window, qtbot, m
     dlg.close()
     win.new_chat()
     qtbot.waitUntil(lambda: win.backend.last_warm is not None and win.backend.last_warm.done(), timeout=60_000)
-    assert win.backend.last_warm.result() > 0               # the system prompt at least
+    assert win.backend.last_warm.result() > 0  # the system prompt at least
 
 
-def test_the_chat_is_prepared_again_after_memory_work_used_the_model(make_window, qtbot, mnemo_dirs, embedder,
-                                                                     chat_model):
+def test_the_chat_is_prepared_again_after_memory_work_used_the_model(
+    make_window, qtbot, mnemo_dirs, embedder, chat_model
+):
     win = _open_warmed_chat(make_window, qtbot, mnemo_dirs, embedder, exchanges=3, at_least=100)
     first = win.backend.last_warm
-    win.backend.submit(lambda store, model: model._llm.reset()).result(timeout=30)   # as a memory job would
+    win.backend.submit(lambda store, model: model._llm.reset()).result(timeout=30)  # as a memory job would
     win.backend.jobsChanged.emit(1)
-    win.backend.jobsChanged.emit(0)                       # the memory work is done
+    win.backend.jobsChanged.emit(0)  # the memory work is done
     assert win.backend.last_warm is not first
     qtbot.waitUntil(lambda: win.backend.last_warm.done(), timeout=120_000)
     assert win.backend.last_warm.result() == first.result()
@@ -990,8 +1040,9 @@ def _home_for_model_search(monkeypatch, home) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
-def test_settings_offer_the_models_other_apps_keep_and_the_window_switches_to_one(make_window, qtbot, tmp_path,
-                                                                                  monkeypatch):
+def test_settings_offer_the_models_other_apps_keep_and_the_window_switches_to_one(
+    make_window, qtbot, tmp_path, monkeypatch
+):
     import os
 
     from models.resolve import default_gguf_path
@@ -1008,18 +1059,18 @@ def test_settings_offer_the_models_other_apps_keep_and_the_window_switches_to_on
     qtbot.addWidget(dlg)
     dlg.server_radio.setChecked(True)
     combo = dlg.found_combo
-    qtbot.waitUntil(lambda: combo.isEnabled(), timeout=10_000)        # searched on a thread of its own
+    qtbot.waitUntil(lambda: combo.isEnabled(), timeout=10_000)  # searched on a thread of its own
     assert [combo.itemText(i) for i in range(combo.count())][0] == "1 GGUF chat model found: choose one"
     assert combo.itemText(1).startswith("Tiny-Chat-Q4_1 (LM Studio, ")
     dlg.show()
     dlg.tabs.setCurrentIndex(0)
     dlg.grab().save(str(tmp_path / "settings-found.png"))
     combo.setCurrentIndex(1)
-    combo.activated.emit(1)                                           # what a click on the item sends
+    combo.activated.emit(1)  # what a click on the item sends
     assert dlg.gguf_edit.text() == str(found) and dlg.local_radio.isChecked()
     assert "chat" in win.apply_settings(dlg)
     assert win.ctx.settings.chat.gguf_path == str(found)
-    qtbot.waitUntil(lambda: win.backend.model_id == "Tiny-Chat-Q4_1.gguf", timeout=60_000)   # reloaded
+    qtbot.waitUntil(lambda: win.backend.model_id == "Tiny-Chat-Q4_1.gguf", timeout=60_000)  # reloaded
 
 
 def test_settings_say_when_no_model_is_found(make_window, qtbot, tmp_path, monkeypatch):
@@ -1042,7 +1093,7 @@ def test_the_empty_chat_says_when_better_models_are_on_this_computer(make_window
 
     home = tmp_path / "home"
     write_gguf(home / "models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", {"general.architecture": "qwen2"}, pad=4096)
-    bundled_copy = home / ".lmstudio/models/x/SmolLM2-135M-Instruct-Q4_1.gguf"   # the bundled file itself
+    bundled_copy = home / ".lmstudio/models/x/SmolLM2-135M-Instruct-Q4_1.gguf"  # the bundled file itself
     bundled_copy.parent.mkdir(parents=True)
     os.symlink(default_gguf_path(), bundled_copy)
     _home_for_model_search(monkeypatch, home)
@@ -1050,17 +1101,17 @@ def test_the_empty_chat_says_when_better_models_are_on_this_computer(make_window
     win = make_window(share_model=False)
     hint = win.chat_view.empty.models_hint
     qtbot.waitUntil(hint.isVisible, timeout=10_000)
-    assert "<b>Qwen2.5-7B-Instruct-Q4_K_M</b> (~/models)" in hint.text()   # not the bundled file again
+    assert "<b>Qwen2.5-7B-Instruct-Q4_K_M</b> (~/models)" in hint.text()  # not the bundled file again
     assert "SmolLM2" not in hint.text()
     win.chat_view.empty.grab().save(str(tmp_path / "empty-hint.png"))
-    hint.linkActivated.emit("settings")                                         # a click on the link
+    hint.linkActivated.emit("settings")  # a click on the link
     dlg = win.settings_dialog
     assert dlg.isVisible() and dlg.tabs.currentIndex() == 0
     combo = dlg.found_combo
-    qtbot.waitUntil(lambda: combo.count() == 3, timeout=10_000)                # heading + the two files
+    qtbot.waitUntil(lambda: combo.count() == 3, timeout=10_000)  # heading + the two files
     combo.activated.emit(combo.findText("SmolLM2-135M-Instruct-Q4_1 (LM Studio", Qt.MatchFlag.MatchStartsWith))
     assert "chat" in win.apply_settings(dlg)
-    assert not hint.isVisible()                          # a model of the user's choice: nothing to suggest
+    assert not hint.isVisible()  # a model of the user's choice: nothing to suggest
     qtbot.waitUntil(lambda: win.backend.model_id == "SmolLM2-135M-Instruct-Q4_1.gguf", timeout=60_000)
     dlg.reject()
 
@@ -1068,9 +1119,9 @@ def test_the_empty_chat_says_when_better_models_are_on_this_computer(make_window
 def test_the_empty_chat_names_a_server_running_here(make_window, qtbot, tmp_path, monkeypatch, server_url):
     from app.context import AppContext
 
-    _home_for_model_search(monkeypatch, tmp_path / "empty-home")   # no files: only the server is found
+    _home_for_model_search(monkeypatch, tmp_path / "empty-home")  # no files: only the server is found
     ctx = AppContext.create()
-    ctx.settings.chat.server_url = server_url          # typed once, but the bundled model still answers
+    ctx.settings.chat.server_url = server_url  # typed once, but the bundled model still answers
     win = make_window(ctx=ctx)
     hint = win.chat_view.empty.models_hint
     qtbot.waitUntil(hint.isVisible, timeout=10_000)
@@ -1086,7 +1137,7 @@ def test_no_hint_when_a_model_of_ones_own_is_chosen(make_window, qtbot, tmp_path
     from app.context import AppContext
 
     ctx = AppContext.create()
-    ctx.settings.chat.backend = "openai"               # a server answers: nothing to suggest
+    ctx.settings.chat.backend = "openai"  # a server answers: nothing to suggest
     win = make_window(ctx=ctx, start=False)
     win.start_background_loading()
     assert not hasattr(win, "model_finder")
@@ -1097,7 +1148,7 @@ def test_settings_offer_the_servers_running_here_and_the_window_chats_through_on
     from ui.settings_dialog import SettingsDialog
 
     win = make_window(share_model=False)
-    win.ctx.settings.chat.server_url = server_url          # e.g. typed earlier; the usual ports are asked too
+    win.ctx.settings.chat.server_url = server_url  # e.g. typed earlier; the usual ports are asked too
     dlg = SettingsDialog(win.ctx, win)
     qtbot.addWidget(dlg)
     combo = dlg.server_combo
@@ -1109,7 +1160,7 @@ def test_settings_offer_the_servers_running_here_and_the_window_chats_through_on
     assert dlg.server_radio.isChecked() and dlg.url_edit.text() == server_url
     assert dlg.server_model_edit.text() == "smollm2"
     assert "chat" in win.apply_settings(dlg)
-    qtbot.waitUntil(lambda: win.backend.model_id == "smollm2", timeout=30_000)   # now answered by the server
+    qtbot.waitUntil(lambda: win.backend.model_id == "smollm2", timeout=30_000)  # now answered by the server
 
 
 def test_forgetting_a_chat_while_its_reply_streams_stops_it_first(make_window, chat, qtbot, monkeypatch):
@@ -1123,11 +1174,15 @@ def test_forgetting_a_chat_while_its_reply_streams_stops_it_first(make_window, c
     monkeypatch.setattr(win, "ask_forget", lambda name, held: True)
     win.forget_conversation_memory(first.conversation_id)
     qtbot.waitUntil(lambda: "Forgot what Mnemo learned" in win.statusBar().currentMessage(), timeout=120_000)
-    assert turn.done and turn.result.status == "stopped"          # stopped, then saved, then forgotten
+    assert turn.done and turn.result.status == "stopped"  # stopped, then saved, then forgotten
     assert win.backend.scheduler.wait_idle(timeout=60)
-    stored = win.backend.db(lambda s: (s.count_pages(conversation_id=first.conversation_id),
-                                       [j for j in s.list_jobs(status="pending") if j.kind == "add_page"],
-                                       [m.status for m in s.all_messages(first.conversation_id)])).result(timeout=30)
+    stored = win.backend.db(
+        lambda s: (
+            s.count_pages(conversation_id=first.conversation_id),
+            [j for j in s.list_jobs(status="pending") if j.kind == "add_page"],
+            [m.status for m in s.all_messages(first.conversation_id)],
+        )
+    ).result(timeout=30)
     assert stored == (0, [], ["complete", "complete", "complete", "stopped"])
 
 
@@ -1150,8 +1205,10 @@ def test_the_trace_tab_opens_on_the_newest_reply(make_window, chat, qtbot):
     panel = win.show_inspector()
     assert panel.wait_idle()
     panel.show_tab("trace")
-    qtbot.waitUntil(lambda: panel.trace.data is not None and panel.trace.data.message_id == second.assistant_message_id,
-                    timeout=30_000)
+    qtbot.waitUntil(
+        lambda: panel.trace.data is not None and panel.trace.data.message_id == second.assistant_message_id,
+        timeout=30_000,
+    )
     assert f"Reply {second.assistant_message_id}" in panel.trace.header.text()
     # an older reply's icon, with the tab empty: that reply, not the newest
     panel.trace.set_data(None)

@@ -14,6 +14,7 @@ The fix here does what 3.12 does: give None, True and False a huge reference cou
 leak can never reach zero. These objects are statically allocated and never freed, so an
 excess count is harmless. It is a no-op on CPython 3.12+ and on other interpreters.
 """
+
 from __future__ import annotations
 
 import ctypes

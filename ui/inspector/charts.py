@@ -10,22 +10,29 @@ database older than the `segment_visited` event, are not there: the view then sa
 replayed L_interaction or N_visit does not match the segment's) and draws the current heat at
 "now" from the segment itself.
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from PySide6.QtCharts import (
-    QBarCategoryAxis, QChart, QChartView, QDateTimeAxis, QHorizontalStackedBarSeries, QBarSet, QLineSeries,
-    QScatterSeries, QValueAxis,
+    QBarCategoryAxis,
+    QBarSet,
+    QChart,
+    QChartView,
+    QDateTimeAxis,
+    QHorizontalStackedBarSeries,
+    QLineSeries,
+    QScatterSeries,
+    QValueAxis,
 )
 from PySide6.QtCore import QDateTime, QMargins, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 
 from app.wording import heat
-
 
 VISIT_EVENTS = {"segment_visited", "visited"}
 C_VISIT = QColor("#8e24aa")
@@ -37,9 +44,9 @@ C_TAU = QColor("#c62828")
 # ====================================================================== reconstruction (pure, testable)
 @dataclass
 class HeatHistory:
-    points: list[tuple[float, float]] = field(default_factory=list)     # (unix time, heat) replayed from events
+    points: list[tuple[float, float]] = field(default_factory=list)  # (unix time, heat) replayed from events
     marks: list[tuple[float, float, str]] = field(default_factory=list)  # (time, heat, label) of notable events
-    now: tuple[float, float] | None = None    # (now, the segment's current heat, visits included)
+    now: tuple[float, float] | None = None  # (now, the segment's current heat, visits included)
     complete: bool = True
     notes: list[str] = field(default_factory=list)
 
@@ -123,11 +130,15 @@ def heat_history(events: Sequence, segment, params, now: float | None = None, sa
         # the visits the log does not hold, and anything pruned from it
         if l_int != segment.l_interaction:
             h.complete = False
-            h.notes.append(f"the event log replays L_interaction = {l_int}, the segment has {segment.l_interaction} "
-                           "(older events were pruned, or the segment changed outside logged events)")
+            h.notes.append(
+                f"the event log replays L_interaction = {l_int}, the segment has {segment.l_interaction} "
+                "(older events were pruned, or the segment changed outside logged events)"
+            )
         if segment.n_visit and n != segment.n_visit:
-            h.notes.append(f"N_visit = {segment.n_visit}: recalls are not in the event log, so the line shows "
-                           "β·L_interaction + γ·recency; the purple square 'now' is the full heat, recalls included")
+            h.notes.append(
+                f"N_visit = {segment.n_visit}: recalls are not in the event log, so the line shows "
+                "β·L_interaction + γ·recency; the purple square 'now' is the full heat, recalls included"
+            )
             if not h.points or h.points[-1][0] != now:
                 h.points.append((now, heat_at(now) if last is not None else 0.0))
         else:
@@ -156,11 +167,11 @@ def fit_to_width(chart: QChart, width: int) -> None:
 class _FittingChartView(QChartView):
     """A chart view that refits its chart (`fit_to_width`) when resized or given a new chart."""
 
-    def setChart(self, chart: QChart) -> None:  # noqa: N802 - Qt's name
+    def setChart(self, chart: QChart) -> None:
         fit_to_width(chart, self.width())
         super().setChart(chart)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+    def resizeEvent(self, event) -> None:
         fit_to_width(self.chart(), event.size().width())
         super().resizeEvent(event)
 
@@ -191,7 +202,7 @@ class SegmentsHeatChart(_FittingChartView):
         self.setMinimumHeight(220)
 
     def set_segments(self, segments: Sequence, params, total: int | None = None) -> None:
-        segs = list(segments)[::-1]        # hottest at the top of a horizontal bar chart
+        segs = list(segments)[::-1]  # hottest at the top of a horizontal bar chart
         self.segment_ids = [s.id for s in segs]
         total_txt = f" of {total} in mid-term" if total is not None else ""
         chart = _chart(f"Hottest segments ({len(segs)}{total_txt}) · τ = {params.tau:g}")
@@ -200,9 +211,11 @@ class SegmentsHeatChart(_FittingChartView):
             self.setChart(chart)
             return
         sets = []
-        for name, color, fn in (("visits", C_VISIT, lambda s: params.alpha * s.n_visit),
-                                ("new pages", C_INTER, lambda s: params.beta * s.l_interaction),
-                                ("recency", C_RECENCY, lambda s: params.gamma * s.recency)):
+        for name, color, fn in (
+            ("visits", C_VISIT, lambda s: params.alpha * s.n_visit),
+            ("new pages", C_INTER, lambda s: params.beta * s.l_interaction),
+            ("recency", C_RECENCY, lambda s: params.gamma * s.recency),
+        ):
             bs = QBarSet(name)
             bs.setColor(color)
             bs.setBorderColor(color.darker(120))
@@ -331,5 +344,4 @@ def history_note(history: HeatHistory | None) -> str:
     return "; ".join(history.notes)
 
 
-__all__ = ["HeatHistory", "heat_history", "segment_events", "SegmentsHeatChart", "SegmentHistoryChart",
-           "history_note"]
+__all__ = ["HeatHistory", "heat_history", "segment_events", "SegmentsHeatChart", "SegmentHistoryChart", "history_note"]

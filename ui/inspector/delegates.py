@@ -1,7 +1,8 @@
 """In-cell bars: segment heat (with the promotion threshold τ marked) and retrieval scores."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
@@ -20,8 +21,11 @@ HOT = QColor("#e53935")
 
 def _mix(a: QColor, b: QColor, t: float) -> QColor:
     t = max(0.0, min(1.0, t))
-    return QColor(int(a.red() + (b.red() - a.red()) * t), int(a.green() + (b.green() - a.green()) * t),
-                  int(a.blue() + (b.blue() - a.blue()) * t))
+    return QColor(
+        int(a.red() + (b.red() - a.red()) * t),
+        int(a.green() + (b.green() - a.green()) * t),
+        int(a.blue() + (b.blue() - a.blue()) * t),
+    )
 
 
 def heat_color(heat: float, tau: float) -> QColor:
@@ -41,8 +45,13 @@ class BarDelegate(QStyledItemDelegate):
     and decides the colour via `color(value, threshold)`.
     """
 
-    def __init__(self, scale: Callable[[], float], threshold: Callable[[], float | None] | None = None,
-                 color: Callable[[float, float | None], QColor] | None = None, parent=None):
+    def __init__(
+        self,
+        scale: Callable[[], float],
+        threshold: Callable[[], float | None] | None = None,
+        color: Callable[[float, float | None], QColor] | None = None,
+        parent=None,
+    ):
         super().__init__(parent)
         self.scale = scale
         self.threshold = threshold or (lambda: None)
@@ -54,8 +63,9 @@ class BarDelegate(QStyledItemDelegate):
             # fast path for the inspector's table models: no per-role data() round trips
             text, value = model.bar_info(index.row(), index.column())
             if value is None:
-                FastTextDelegate.paint_cell(painter, option, text, int(Qt.AlignmentFlag.AlignRight |
-                                                                       Qt.AlignmentFlag.AlignVCenter), None, False)
+                FastTextDelegate.paint_cell(
+                    painter, option, text, int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), None, False
+                )
                 return
             selected = option.state.value & _SELECTED
             if selected:
@@ -102,10 +112,12 @@ class BarDelegate(QStyledItemDelegate):
             painter.setPen(pen)
             painter.drawLine(int(x), int(r.top()) - 2, int(x), int(r.bottom()) + 2)
         painter.setPen(opt.palette.highlightedText().color() if selected else opt.palette.text().color())
-        painter.drawText(QRectF(cell.right() - text_w, cell.top(), text_w - 3, cell.height()),
-                         int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), text)
+        painter.drawText(
+            QRectF(cell.right() - text_w, cell.top(), text_w - 3, cell.height()),
+            int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
+            text,
+        )
         painter.restore()
-
 
 
 class FastTextDelegate(QStyledItemDelegate):

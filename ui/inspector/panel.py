@@ -1,15 +1,26 @@
 """The memory inspector panel, its stand-alone window, and `attach(main_window)` for the dock."""
+
 from __future__ import annotations
 
 import inspect
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QRect, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QApplication, QCheckBox, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QPushButton, QTabWidget, QVBoxLayout,
+    QApplication,
+    QCheckBox,
+    QDockWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -21,22 +32,22 @@ from ui.inspector.worker import StoreWorker
 
 log = logging.getLogger(__name__)
 
-POLL_MS = 1500             # how often the event log is checked for changes made elsewhere
+POLL_MS = 1500  # how often the event log is checked for changes made elsewhere
 REFRESH_DEBOUNCE_MS = 250  # coalesce bursts of memory events into one refresh
 OVERVIEW_EVENTS = 300
 
 
 class _Progress(QObject):
-    changed = Signal(int, int)   # (done, total)
+    changed = Signal(int, int)  # (done, total)
 
 
 class InspectorPanel(QWidget):
     """Everything the assistant remembers, and the controls to correct it."""
 
-    message_requested = Signal(int, int)   # (conversation_id, message_id): "show this message in the chat"
-    memory_changed = Signal()              # the panel changed memory (edit, pin, forget, pause, wipe)
-    paused_changed = Signal(bool)          # the panel's pause switch changed the store
-    exported = Signal(str)                 # an export finished: the file's path
+    message_requested = Signal(int, int)  # (conversation_id, message_id): "show this message in the chat"
+    memory_changed = Signal()  # the panel changed memory (edit, pin, forget, pause, wipe)
+    paused_changed = Signal(bool)  # the panel's pause switch changed the store
+    exported = Signal(str)  # an export finished: the file's path
 
     TABS = ("overview", "segments", "pages", "persona", "trace")
 
@@ -60,13 +71,12 @@ class InspectorPanel(QWidget):
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
-        top = QHBoxLayout()   # no title of its own: the dock's title bar says "Memory"
-        self.status_label = plain.label(QLabel(""))   # it quotes facts the user wrote
+        top = QHBoxLayout()  # no title of its own: the dock's title bar says "Memory"
+        self.status_label = plain.label(QLabel(""))  # it quotes facts the user wrote
         self.status_label.setStyleSheet("color: #777;")
         top.addWidget(self.status_label, 1)
         self.pause_box = QCheckBox("Pause memory")
-        self.pause_box.setToolTip("While paused, new conversations are not remembered (nothing already stored "
-                                  "changes)")
+        self.pause_box.setToolTip("While paused, new conversations are not remembered (nothing already stored changes)")
         self.pause_box.toggled.connect(self._on_pause_toggled)
         top.addWidget(self.pause_box)
         self.refresh_btn = QPushButton("Refresh")
@@ -82,7 +92,7 @@ class InspectorPanel(QWidget):
         self.wipe_btn.clicked.connect(self.wipe_all)
         top.addWidget(self.wipe_btn)
         lay.addLayout(top)
-        self._export_progress = _Progress()     # emitted from the worker thread, delivered in this one
+        self._export_progress = _Progress()  # emitted from the worker thread, delivered in this one
         self._export_progress.changed.connect(self._on_export_progress)
 
         self.tabs = QTabWidget()
@@ -91,8 +101,13 @@ class InspectorPanel(QWidget):
         self.pages = PagesView(self)
         self.persona = PersonaView(self)
         self.trace = TraceView(self)
-        for w, name in ((self.overview, "Overview"), (self.segments, "Segments"), (self.pages, "Pages"),
-                        (self.persona, "Persona"), (self.trace, "Retrieval trace")):
+        for w, name in (
+            (self.overview, "Overview"),
+            (self.segments, "Segments"),
+            (self.pages, "Pages"),
+            (self.persona, "Persona"),
+            (self.trace, "Retrieval trace"),
+        ):
             self.tabs.addTab(w, name)
         self.tabs.currentChanged.connect(self._on_tab)
         lay.addWidget(self.tabs, 1)
@@ -119,12 +134,19 @@ class InspectorPanel(QWidget):
         self._poll_timer.start()
 
     # ------------------------------------------------------------------ worker plumbing
-    def run(self, fn: Callable[[Any], Any], done: Callable[[Any], None] | None = None, *, label: str = "",
-            on_error: Callable[[BaseException], None] | None = None) -> None:
+    def run(
+        self,
+        fn: Callable[[Any], Any],
+        done: Callable[[Any], None] | None = None,
+        *,
+        label: str = "",
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self.worker.submit(fn, done, on_error=on_error, label=label)
 
-    def act(self, fn: Callable[[Any], Any], message: str | Callable[[Any], str],
-            after: Callable[[], None] | None = None) -> None:
+    def act(
+        self, fn: Callable[[Any], Any], message: str | Callable[[Any], str], after: Callable[[], None] | None = None
+    ) -> None:
         """Change memory on the worker, then refresh every view (selection and scroll are kept). `message`
         is the status line, or a function that writes it from what `fn` returned."""
         label = message if isinstance(message, str) else "changing memory"
@@ -182,12 +204,12 @@ class InspectorPanel(QWidget):
                 pass
         self.worker.stop()
 
-    def closeEvent(self, event) -> None:  # noqa: N802
+    def closeEvent(self, event) -> None:
         if self.isWindow():
             self.shutdown()
         super().closeEvent(event)
 
-    def showEvent(self, event) -> None:  # noqa: N802
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if getattr(self, "_hidden_since_poll", False) and not self._shut:
             self._hidden_since_poll = False
@@ -230,7 +252,7 @@ class InspectorPanel(QWidget):
         if hasattr(view, "ensure_loaded"):
             view.ensure_loaded()
         if name == "trace" and view.data is None and view.loading is None and self.latest_reply is not None:
-            mid = self.latest_reply()      # opened empty: what the newest reply on screen recalled
+            mid = self.latest_reply()  # opened empty: what the newest reply on screen recalled
             if mid is not None:
                 view.show_message(int(mid))
         if name in self._dirty:
@@ -239,8 +261,13 @@ class InspectorPanel(QWidget):
                 view.refresh()
 
     def _view(self, name: str):
-        return {"overview": self.overview, "segments": self.segments, "pages": self.pages, "persona": self.persona,
-                "trace": self.trace}.get(name)
+        return {
+            "overview": self.overview,
+            "segments": self.segments,
+            "pages": self.pages,
+            "persona": self.persona,
+            "trace": self.trace,
+        }.get(name)
 
     def current_tab(self) -> str:
         i = self.tabs.currentIndex()
@@ -296,7 +323,7 @@ class InspectorPanel(QWidget):
         if self._shut or self._poll_busy():
             return
         if self._last_event_id is not None and not self.isVisible():
-            self._hidden_since_poll = True      # a closed dock: check again when it is shown
+            self._hidden_since_poll = True  # a closed dock: check again when it is shown
             return
         last = self._last_event_id
 
@@ -320,8 +347,12 @@ class InspectorPanel(QWidget):
                 self._refresh_timer.start()
 
         self._polling = True
-        self.run(fetch, lambda r: (setattr(self, "_polling", False), done(r)), label="poll events",
-                 on_error=lambda exc: setattr(self, "_polling", False))
+        self.run(
+            fetch,
+            lambda r: (setattr(self, "_polling", False), done(r)),
+            label="poll events",
+            on_error=lambda exc: setattr(self, "_polling", False),
+        )
 
     def _poll_busy(self) -> bool:
         return getattr(self, "_polling", False)
@@ -372,7 +403,7 @@ class InspectorPanel(QWidget):
 
     def show_trace_for_message(self, message_id: int) -> None:
         """Show what was recalled for an assistant reply (called when the chat selects a message)."""
-        self.trace.show_message(int(message_id))     # first: the tab then does not open on the newest reply
+        self.trace.show_message(int(message_id))  # first: the tab then does not open on the newest reply
         self.show_tab("trace")
 
     # ------------------------------------------------------------------ global controls
@@ -382,14 +413,18 @@ class InspectorPanel(QWidget):
     def set_paused(self, paused: bool) -> None:
         """The global pause switch (in the store: the main window's Memory menu and the CLI share it)."""
         self.paused = paused
-        self.act(lambda s: s.set_paused(paused), "Memory paused: nothing new is remembered."
-                 if paused else "Memory resumed.", after=lambda: self.paused_changed.emit(paused))
+        self.act(
+            lambda s: s.set_paused(paused),
+            "Memory paused: nothing new is remembered." if paused else "Memory resumed.",
+            after=lambda: self.paused_changed.emit(paused),
+        )
 
     def export_dialog(self) -> None:
         """Ask where to save, then export on the worker (see `export_to`)."""
         default = Path.home() / f"mnemo-memory-{time.strftime('%Y-%m-%d')}.json"
-        path, chosen = QFileDialog.getSaveFileName(self, "Export memory", str(default),
-                                                   "JSON, complete (*.json);;Markdown, readable (*.md)")
+        path, chosen = QFileDialog.getSaveFileName(
+            self, "Export memory", str(default), "JSON, complete (*.json);;Markdown, readable (*.md)"
+        )
         if path:
             self.export_to(path, "markdown" if chosen.startswith("Markdown") else "json")
 
@@ -403,8 +438,10 @@ class InspectorPanel(QWidget):
 
         def done(result):
             self.export_btn.setEnabled(True)
-            self.status(f"Exported {count(result.pages, 'page')}, {count(result.segments, 'segment')}, "
-                        f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path}")
+            self.status(
+                f"Exported {count(result.pages, 'page')}, {count(result.segments, 'segment')}, "
+                f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path}"
+            )
             self.exported.emit(str(result.path))
 
         def failed(exc):
@@ -420,10 +457,11 @@ class InspectorPanel(QWidget):
 
     def wipe_all(self) -> None:
         if not self.confirm_typed(
-                "Wipe all memory",
-                "This forgets everything the assistant remembers: every page, segment, trait and fact, their "
-                "versions and the event log. Your conversations stay, but the assistant will not remember them. "
-                "This cannot be undone."):
+            "Wipe all memory",
+            "This forgets everything the assistant remembers: every page, segment, trait and fact, their "
+            "versions and the event log. Your conversations stay, but the assistant will not remember them. "
+            "This cannot be undone.",
+        ):
             return
 
         def wipe(store):
@@ -456,13 +494,13 @@ class InspectorWindow(QMainWindow):
         self.setCentralWidget(self.panel)
         self.resize(1280, 860)
 
-    def closeEvent(self, event) -> None:  # noqa: N802
+    def closeEvent(self, event) -> None:
         self.panel.shutdown()
         super().closeEvent(event)
 
 
 DOCK_ATTR = "_mnemo_inspector_dock"
-DOCK_WIDTH = 560   # the inspector's tables and charts need about this much to show their columns and labels
+DOCK_WIDTH = 560  # the inspector's tables and charts need about this much to show their columns and labels
 
 
 def room_for_dock(window: QRect, screen: QRect, want: int = DOCK_WIDTH) -> QRect:
@@ -480,8 +518,13 @@ def _connect_message_target(panel: InspectorPanel, main_window) -> None:
         if not callable(fn):
             continue
         try:
-            n = len([p for p in inspect.signature(fn).parameters.values()
-                     if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+            n = len(
+                [
+                    p
+                    for p in inspect.signature(fn).parameters.values()
+                    if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                ]
+            )
         except (TypeError, ValueError):
             n = 2
         if n >= 2:
@@ -503,7 +546,7 @@ def attach(main_window) -> InspectorPanel:
     if dock is not None:
         try:
             panel = dock.widget()
-        except RuntimeError:   # deleted
+        except RuntimeError:  # deleted
             dock = None
     if dock is None or not isinstance(panel, InspectorPanel):
         panel = InspectorPanel(main_window.ctx)
@@ -513,8 +556,10 @@ def attach(main_window) -> InspectorPanel:
         dock.setWidget(panel)
         main_window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         setattr(main_window, DOCK_ATTR, dock)
-        for sig in (getattr(main_window, "memory_event", None),
-                    getattr(getattr(main_window, "backend", None), "memoryEvent", None)):
+        for sig in (
+            getattr(main_window, "memory_event", None),
+            getattr(getattr(main_window, "backend", None), "memoryEvent", None),
+        ):
             if sig is not None and hasattr(sig, "connect"):
                 try:
                     sig.connect(panel.notify_memory_event)

@@ -1,6 +1,7 @@
 """A QTableView configured for the inspector's models: SQL-backed sorting through the header, fixed
 row heights (cheap with 100k rows), and a scroll anchor that keeps the first visible record in
 place when a live refresh inserts rows above it."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
@@ -11,7 +12,7 @@ from ui.inspector.models import KeyRole, LazyTableModel, ListModel
 
 
 class InspectorTable(QTableView):
-    current_key_changed = Signal(object)     # key of the new current row (None when cleared)
+    current_key_changed = Signal(object)  # key of the new current row (None when cleared)
     delete_pressed = Signal()
 
     def __init__(self, model, parent=None, *, multi: bool = True, sortable: bool = True):
@@ -23,8 +24,11 @@ class InspectorTable(QTableView):
             self._fast = FastTextDelegate(model, self)
             self.setItemDelegate(self._fast)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection if multi
-                              else QAbstractItemView.SelectionMode.SingleSelection)
+        self.setSelectionMode(
+            QAbstractItemView.SelectionMode.ExtendedSelection
+            if multi
+            else QAbstractItemView.SelectionMode.SingleSelection
+        )
         self.setAlternatingRowColors(True)
         self.setWordWrap(False)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
@@ -67,8 +71,9 @@ class InspectorTable(QTableView):
             hh = self.horizontalHeader()
             hh.blockSignals(True)
             if isinstance(m, LazyTableModel):
-                hh.setSortIndicator(m.sort_column(),
-                                    Qt.SortOrder.DescendingOrder if m.order[1] else Qt.SortOrder.AscendingOrder)
+                hh.setSortIndicator(
+                    m.sort_column(), Qt.SortOrder.DescendingOrder if m.order[1] else Qt.SortOrder.AscendingOrder
+                )
             else:
                 hh.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
             hh.blockSignals(False)
@@ -121,6 +126,7 @@ class InspectorTable(QTableView):
             return False
         idx = m.index(row, 0)
         self.selectionModel().setCurrentIndex(
-            idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+            idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+        )
         self.scrollTo(idx)
         return True

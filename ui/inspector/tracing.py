@@ -3,6 +3,7 @@
 These functions run on the inspector's worker thread: they read a handful of rows through the
 memory core's API (get_message, get_page, get_segment, retrieve) and never touch the UI.
 """
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -10,7 +11,6 @@ from typing import Any
 
 from app.prompting import QuoteFloor
 from memory_core import RetrievalBudget
-
 from ui.inspector.models import TraceData, finite
 
 # a stored trace's page hit as QuoteFloor reads it (traces written before similarities were kept lack them)
@@ -45,9 +45,15 @@ def _row(hit: dict, rank: int, pages: dict) -> dict:
     pid = int(hit.get("page_id"))
     page = pages.get(pid)
     row = {
-        "rank": rank, "page_id": pid, "score": finite(hit.get("score")), "reason": hit.get("reason") or "",
-        "tier": hit.get("tier"), "segment_id": hit.get("segment_id"), "timestamp": hit.get("timestamp"),
-        "conversation_id": hit.get("conversation_id"), "meta": hit.get("meta") or {},
+        "rank": rank,
+        "page_id": pid,
+        "score": finite(hit.get("score")),
+        "reason": hit.get("reason") or "",
+        "tier": hit.get("tier"),
+        "segment_id": hit.get("segment_id"),
+        "timestamp": hit.get("timestamp"),
+        "conversation_id": hit.get("conversation_id"),
+        "meta": hit.get("meta") or {},
     }
     if page is None:
         row["text"] = "(this page has been forgotten since)"
@@ -75,14 +81,27 @@ def _items(trace: dict, included: dict | None) -> list[dict]:
     prompt = included is not None
     rows = []
     for t in trace.get("traits", []) or []:
-        rows.append({"kind": f"trait · {t.get('dimension', '')}", "key": ("trait", t.get("trait_id")),
-                     "text": f"{t.get('dimension', '')}: {t.get('value', '')}", "score": finite(t.get("score")),
-                     "reason": t.get("reason") or "", "in_prompt": ("yes" if t.get("trait_id") in inc_t else "no")
-                     if prompt else "—"})
+        rows.append(
+            {
+                "kind": f"trait · {t.get('dimension', '')}",
+                "key": ("trait", t.get("trait_id")),
+                "text": f"{t.get('dimension', '')}: {t.get('value', '')}",
+                "score": finite(t.get("score")),
+                "reason": t.get("reason") or "",
+                "in_prompt": ("yes" if t.get("trait_id") in inc_t else "no") if prompt else "—",
+            }
+        )
     for k in trace.get("knowledge", []) or []:
-        rows.append({"kind": f"{k.get('owner', '')} knowledge", "key": ("knowledge", k.get("knowledge_id")),
-                     "text": k.get("text", ""), "score": finite(k.get("score")), "reason": k.get("reason") or "",
-                     "in_prompt": ("yes" if k.get("knowledge_id") in inc_k else "no") if prompt else "—"})
+        rows.append(
+            {
+                "kind": f"{k.get('owner', '')} knowledge",
+                "key": ("knowledge", k.get("knowledge_id")),
+                "text": k.get("text", ""),
+                "score": finite(k.get("score")),
+                "reason": k.get("reason") or "",
+                "in_prompt": ("yes" if k.get("knowledge_id") in inc_k else "no") if prompt else "—",
+            }
+        )
     return rows
 
 
@@ -95,9 +114,15 @@ def _segments(store, trace: dict, hits: list[dict]) -> list[dict]:
     for s in trace.get("segments", []) or []:
         sid = s.get("segment_id")
         seg = store.get_segment(int(sid)) if sid is not None else None
-        rows.append({"segment_id": sid, "score": finite(s.get("score")), "reason": s.get("reason") or "",
-                     "summary": seg.summary if seg is not None else "(forgotten since)",
-                     "pages_used": used.get(sid, 0)})
+        rows.append(
+            {
+                "segment_id": sid,
+                "score": finite(s.get("score")),
+                "reason": s.get("reason") or "",
+                "summary": seg.summary if seg is not None else "(forgotten since)",
+                "pages_used": used.get(sid, 0),
+            }
+        )
     return rows
 
 
@@ -133,7 +158,7 @@ def trace_for_message(store, message_id: int) -> TraceData:
     hit_of = {int(h["page_id"]): h for h in hits}
     # pages quoted by one side only (a budget of turns: the other side ranked lower)
     half = {int(k): v for k, v in (trace.get("half_pages") or {}).items()}
-    for pid in inc_pages:       # prompt order (chronological), as the model read them
+    for pid in inc_pages:  # prompt order (chronological), as the model read them
         hit = hit_of.get(pid) or {"page_id": pid, "score": 0.0, "reason": "(not in the ranked list)"}
         row = _row(hit, rank_of.get(pid, 0), pages)
         row["quoted"] = QUOTED.get(half.get(pid), QUOTED[None])
@@ -142,8 +167,11 @@ def trace_for_message(store, message_id: int) -> TraceData:
         data.in_prompt.append(row)
     inc_set = set(inc_pages)
     # the rule the reply was composed under; a trace from before it was stored: the current settings
-    floor = (QuoteFloor.from_dict(trace["quote_floor"]) if isinstance(trace.get("quote_floor"), dict)
-             else QuoteFloor.from_params(store.params))
+    floor = (
+        QuoteFloor.from_dict(trace["quote_floor"])
+        if isinstance(trace.get("quote_floor"), dict)
+        else QuoteFloor.from_params(store.params)
+    )
     for h in hits:
         pid = int(h["page_id"])
         if pid in inc_set:
@@ -153,12 +181,17 @@ def trace_for_message(store, message_id: int) -> TraceData:
         # the floor first: an older page of this chat may be quoted again (MemoryParams.recall_own_after)
         if (refused := floor.refusal(SimpleNamespace(**{**_HIT_DEFAULTS, **h}))) is not None:
             row["left_out"] = refused
-        elif page is not None and page.conversation_id == msg.conversation_id and page.assistant_message_id \
-                and page.assistant_message_id < msg.id:
+        elif (
+            page is not None
+            and page.conversation_id == msg.conversation_id
+            and page.assistant_message_id
+            and page.assistant_message_id < msg.id
+        ):
             row["left_out"] = "already in the dialogue shown to the model"
         elif h.get("inherited_from") is not None:
-            row["left_out"] = ("ranked for the page next to it in its conversation; quoted with it only as a "
-                               "question and its answer")
+            row["left_out"] = (
+                "ranked for the page next to it in its conversation; quoted with it only as a question and its answer"
+            )
         elif (data.dropped or {}).get("pages"):
             row["left_out"] = "did not fit the prompt's budget (its tokens, or the turns it quotes of recalled pages)"
         else:
@@ -177,15 +210,25 @@ def trace_for_message(store, message_id: int) -> TraceData:
     return data
 
 
-def trace_for_query(store, query: str, conversation_id: int | None = None,
-                    budget: RetrievalBudget | None = None) -> TraceData:
+def trace_for_query(
+    store, query: str, conversation_id: int | None = None, budget: RetrievalBudget | None = None
+) -> TraceData:
     """Run retrieval without chatting (and without counting it as a visit)."""
     # the agent's budget: the best `recall_turns` pages, whose turns a reply's prompt quotes from
-    r = store.retrieve(query, conversation_id=conversation_id,
-                       budget=budget or RetrievalBudget(pages=store.params.recall_turns), record_visits=False)
+    r = store.retrieve(
+        query,
+        conversation_id=conversation_id,
+        budget=budget or RetrievalBudget(pages=store.params.recall_turns),
+        record_visits=False,
+    )
     trace = r.to_trace()
-    data = TraceData("query", query, conversation_id=conversation_id, timings_ms=trace.get("timings_ms") or {},
-                     common_words=list(trace.get("common_words") or []))
+    data = TraceData(
+        "query",
+        query,
+        conversation_id=conversation_id,
+        timings_ms=trace.get("timings_ms") or {},
+        common_words=list(trace.get("common_words") or []),
+    )
     pages = {h.page.id: h.page for h in list(r.pages) + list(r.stm) + list(r.skipped)}
     for i, h in enumerate(trace.get("pages") or []):
         row = _row(h, i + 1, pages)

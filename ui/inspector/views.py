@@ -4,6 +4,7 @@ Each view reads through the panel's worker (`panel.run(fn, done)`: `fn(store)` r
 worker thread, `done(result)` back in the UI thread) and changes memory only through the
 memory core's management API (edit_*, pin, forget, set_paused, wipe_memory).
 """
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, QUrl, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QComboBox, QFrame, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-    QProgressBar, QPushButton, QSplitter, QTabWidget, QTextBrowser, QTreeView, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QTextBrowser,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
 )
 
 from app.remember import remember_fact, remember_trait
@@ -22,8 +38,17 @@ from ui.inspector import fmt
 from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_history, history_note
 from ui.inspector.delegates import BarDelegate
 from ui.inspector.models import (
-    ListModel, PagesModel, SegmentsModel, TraceData, TraitTreeModel, event_columns, knowledge_columns,
-    trace_item_columns, trace_page_columns, trace_segment_columns, version_columns,
+    ListModel,
+    PagesModel,
+    SegmentsModel,
+    TraceData,
+    TraitTreeModel,
+    event_columns,
+    knowledge_columns,
+    trace_item_columns,
+    trace_page_columns,
+    trace_segment_columns,
+    version_columns,
 )
 from ui.inspector.tables import InspectorTable
 
@@ -96,8 +121,9 @@ class _PinAndForget:
         if it is None:
             return
         new, kind = not it.pinned, self.KIND
-        self.panel.act(lambda s: s.pin(kind, it.id, new),
-                       f"{kind.capitalize()} {it.id} {'pinned' if new else 'unpinned'}.")
+        self.panel.act(
+            lambda s: s.pin(kind, it.id, new), f"{kind.capitalize()} {it.id} {'pinned' if new else 'unpinned'}."
+        )
 
     def forget_selected(self) -> None:
         rows = self.table.selected_rows()
@@ -157,21 +183,30 @@ class _Card(QFrame):
 
 
 class OverviewView(QWidget):
-    def __init__(self, panel: "InspectorPanel"):
+    def __init__(self, panel: InspectorPanel):
         super().__init__()
         self.panel = panel
         self.stats: dict = {}
         lay = QVBoxLayout(self)
         self.banner = QLabel("Memory is paused: new conversations are not being remembered.")
-        self.banner.setStyleSheet("background: #fff3e0; color: #e65100; border: 1px solid #ffb74d; padding: 6px;"
-                                  " font-weight: 600;")
+        self.banner.setStyleSheet(
+            "background: #fff3e0; color: #e65100; border: 1px solid #ffb74d; padding: 6px; font-weight: 600;"
+        )
         self.banner.hide()
         lay.addWidget(self.banner)
         self.grid = QGridLayout()
         self.grid.setSpacing(8)
-        self.cards = {k: _Card(t) for k, t in (
-            ("stm", "Short-term memory (STM)"), ("mtm", "Mid-term memory (MTM)"), ("archive", "Archive"),
-            ("lpm", "Long-term persona (LPM)"), ("store", "Storage"), ("jobs", "Background work"))}
+        self.cards = {
+            k: _Card(t)
+            for k, t in (
+                ("stm", "Short-term memory (STM)"),
+                ("mtm", "Mid-term memory (MTM)"),
+                ("archive", "Archive"),
+                ("lpm", "Long-term persona (LPM)"),
+                ("store", "Storage"),
+                ("jobs", "Background work"),
+            )
+        }
         self.columns = 0
         self._reflow(3)
         lay.addLayout(self.grid)
@@ -194,9 +229,9 @@ class OverviewView(QWidget):
         for i, key in enumerate(("stm", "mtm", "archive", "lpm", "store", "jobs")):
             self.grid.addWidget(self.cards[key], i // columns, i % columns)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event) -> None:
         width = event.size().width()
-        self._reflow(3 if width >= 640 else 2)   # the panel's buttons keep it wider than ~400 px
+        self._reflow(3 if width >= 640 else 2)  # the panel's buttons keep it wider than ~400 px
         super().resizeEvent(event)
 
     def apply(self, stats: dict, events: list, params) -> None:
@@ -206,29 +241,44 @@ class OverviewView(QWidget):
         know = stats.get("knowledge", {})
         convs = stats.get("conversations", 0) or 0
         self.banner.setVisible(bool(stats.get("paused")))
-        self.cards["stm"].set(count(pages.get("stm"), "page"),
-                              f"recent dialogue of {count(convs, 'conversation')}; "
-                              f"up to {params.stm_capacity} pages each, then the oldest moves to mid-term (FIFO)")
-        self.cards["mtm"].set(count(segs.get("mtm"), "segment"),
-                              f"{count(pages.get('mtm'), 'page')}; the coldest segment is archived above capacity",
-                              used=segs.get("mtm", 0), cap=params.mtm_capacity)
-        self.cards["archive"].set(count(segs.get("archive"), "segment"),
-                                  f"{count(pages.get('archive'), 'page')}; still searchable when hot tiers miss")
-        self.cards["lpm"].set(count(stats.get("traits"), "trait"),
-                              f"{count(know.get('user'), 'fact')} about the user, {know.get('assistant', 0):,} about the "
-                              f"assistant; hot segments (heat ≥ τ = {params.tau:g}) are promoted here",
-                              used=stats.get("traits", 0), cap=getattr(params, "max_traits", None))
-        self.cards["store"].set(fmt.size(stats.get("db_size_bytes")),
-                                f"embedding model {fmt.embedder_name(stats.get('embed_model_id'))} "
-                                f"({stats.get('embed_dim')}-d); "
-                                f"schema v{stats.get('schema_version')}; {count(stats.get('pages_total'), 'page')}, "
-                                f"{count(stats.get('messages'), 'message')}; words of "
-                                f"{stats.get('pages_word_indexed', 0):,} pages indexed "
-                                f"({fmt.size(stats.get('word_index_bytes', 0))})")
+        self.cards["stm"].set(
+            count(pages.get("stm"), "page"),
+            f"recent dialogue of {count(convs, 'conversation')}; "
+            f"up to {params.stm_capacity} pages each, then the oldest moves to mid-term (FIFO)",
+        )
+        self.cards["mtm"].set(
+            count(segs.get("mtm"), "segment"),
+            f"{count(pages.get('mtm'), 'page')}; the coldest segment is archived above capacity",
+            used=segs.get("mtm", 0),
+            cap=params.mtm_capacity,
+        )
+        self.cards["archive"].set(
+            count(segs.get("archive"), "segment"),
+            f"{count(pages.get('archive'), 'page')}; still searchable when hot tiers miss",
+        )
+        self.cards["lpm"].set(
+            count(stats.get("traits"), "trait"),
+            f"{count(know.get('user'), 'fact')} about the user, {know.get('assistant', 0):,} about the "
+            f"assistant; hot segments (heat ≥ τ = {params.tau:g}) are promoted here",
+            used=stats.get("traits", 0),
+            cap=getattr(params, "max_traits", None),
+        )
+        self.cards["store"].set(
+            fmt.size(stats.get("db_size_bytes")),
+            f"embedding model {fmt.embedder_name(stats.get('embed_model_id'))} "
+            f"({stats.get('embed_dim')}-d); "
+            f"schema v{stats.get('schema_version')}; {count(stats.get('pages_total'), 'page')}, "
+            f"{count(stats.get('messages'), 'message')}; words of "
+            f"{stats.get('pages_word_indexed', 0):,} pages indexed "
+            f"({fmt.size(stats.get('word_index_bytes', 0))})",
+        )
         pend = stats.get("pending_jobs", 0) or 0
-        self.cards["jobs"].set("paused" if stats.get("paused") else (f"{pend:,} pending" if pend else "idle"),
-                               (pending_work(stats.get("pending_by_kind")) or "memory updates waiting to run")
-                               if pend else "all memory updates are done")
+        self.cards["jobs"].set(
+            "paused" if stats.get("paused") else (f"{pend:,} pending" if pend else "idle"),
+            (pending_work(stats.get("pending_by_kind")) or "memory updates waiting to run")
+            if pend
+            else "all memory updates are done",
+        )
         self.events.set_rows(list(reversed(events)))
 
     def _open_event(self, index: QModelIndex) -> None:
@@ -247,10 +297,10 @@ class OverviewView(QWidget):
 class PagesView(_PinAndForget, QWidget):
     KIND = "page"
 
-    def __init__(self, panel: "InspectorPanel"):
+    def __init__(self, panel: InspectorPanel):
         super().__init__()
         self.panel = panel
-        self.page = None             # the page in the detail pane
+        self.page = None  # the page in the detail pane
         self.page_context: dict = {}
         self.model = PagesModel(panel.worker)
         self.model.error.connect(panel.status_error)
@@ -274,7 +324,7 @@ class PagesView(_PinAndForget, QWidget):
         self.chat_chip.clicked.connect(lambda: self.set_chat_filter(None))
         self.chat_chip.hide()
         self.chat_filter: int | None = None
-        self.deleted_chats = False    # pages of chats deleted without forgetting what they taught
+        self.deleted_chats = False  # pages of chats deleted without forgetting what they taught
         self.count = QLabel("")
         for w in (self.search,):
             bar.addWidget(w, 2)
@@ -283,7 +333,7 @@ class PagesView(_PinAndForget, QWidget):
         bar.addStretch(1)
         bar.addWidget(self.count)
         lay.addLayout(bar)
-        chips = QHBoxLayout()   # a row of its own: in the dock the search box would shrink to "S…"
+        chips = QHBoxLayout()  # a row of its own: in the dock the search box would shrink to "S…"
         chips.addWidget(self.segment_chip)
         chips.addWidget(self.chat_chip)
         chips.addStretch(1)
@@ -305,8 +355,11 @@ class PagesView(_PinAndForget, QWidget):
         self.edit_btn = _button("Edit…", "Correct this page's text (re-embedded and re-indexed)", self.edit_current)
         self.pin_btn = _button("Pin", "Pinned pages keep their segment out of the archive", self.toggle_pin)
         self.forget_btn = _button("Forget…", "Forget the selected pages for good (Delete)", self.forget_selected)
-        _button_rows(dl, (self.prev_btn, self.next_btn, self.seg_btn, self.msg_btn),
-                     (self.edit_btn, self.pin_btn, self.forget_btn))
+        _button_rows(
+            dl,
+            (self.prev_btn, self.next_btn, self.seg_btn, self.msg_btn),
+            (self.edit_btn, self.pin_btn, self.forget_btn),
+        )
         self.detail = _browser()
         self.detail.anchorClicked.connect(self._on_link)
         dl.addWidget(self.detail, 1)
@@ -319,9 +372,14 @@ class PagesView(_PinAndForget, QWidget):
 
     # -------------------------------------------------------------- filters / loading
     def _apply_filters(self) -> None:
-        self.model.set_filters(text=self.search.text().strip() or None, tier=self.tier.currentData(),
-                               pinned=True if self.pinned.isChecked() else None, segment_id=self.segment_filter,
-                               conversation_id=self.chat_filter, deleted_chats=self.deleted_chats or None)
+        self.model.set_filters(
+            text=self.search.text().strip() or None,
+            tier=self.tier.currentData(),
+            pinned=True if self.pinned.isChecked() else None,
+            segment_id=self.segment_filter,
+            conversation_id=self.chat_filter,
+            deleted_chats=self.deleted_chats or None,
+        )
         self.table.scrollToTop()
 
     def set_chat_filter(self, cid: int | None, title: str = "", *, deleted: bool = False) -> None:
@@ -332,10 +390,14 @@ class PagesView(_PinAndForget, QWidget):
         name = title if len(title) <= 48 else title[:47] + "…"
         on = deleted or cid is not None
         self.chat_chip.setText("From deleted chats  ✕" if deleted else f"Chat: {name or cid}  ✕" if on else "")
-        self.chat_chip.setToolTip(plain.tip("Showing the pages of chats that were deleted without forgetting what "
-                                            "they taught; click to show all pages" if deleted else
-                                            f"Showing what memory holds from “{title or cid}”; click to show all "
-                                            "pages"))
+        self.chat_chip.setToolTip(
+            plain.tip(
+                "Showing the pages of chats that were deleted without forgetting what "
+                "they taught; click to show all pages"
+                if deleted
+                else f"Showing what memory holds from “{title or cid}”; click to show all pages"
+            )
+        )
         self.chat_chip.setVisible(on)
         if on:
             self.segment_filter = None
@@ -426,9 +488,11 @@ class PagesView(_PinAndForget, QWidget):
         self.msg_btn.setEnabled(has and (p.assistant_message_id or p.user_message_id) is not None)
         if not has:
             self.pin_btn.setText("Pin")
-            self.detail.setHtml(f"<p style='color:#777'>{fmt.esc(note) if note else 'Select a page to read it in full.'}"
-                                "</p><p style='color:#777'>A page is one exchange: what the user said and what the "
-                                "assistant replied.</p>")
+            self.detail.setHtml(
+                f"<p style='color:#777'>{fmt.esc(note) if note else 'Select a page to read it in full.'}"
+                "</p><p style='color:#777'>A page is one exchange: what the user said and what the "
+                "assistant replied.</p>"
+            )
             return
         self.pin_btn.setText("Unpin" if p.pinned else "Pin")
         ctx = self.page_context
@@ -442,8 +506,10 @@ class PagesView(_PinAndForget, QWidget):
             t = f" “{fmt.esc(fmt.one_line(title, 60))}”" if title else ""
             mid = p.assistant_message_id or p.user_message_id
             if mid:
-                links.append(f"<a href='message:{p.conversation_id}:{mid}'>conversation {p.conversation_id}{t}, "
-                             f"message {mid}</a>")
+                links.append(
+                    f"<a href='message:{p.conversation_id}:{mid}'>conversation {p.conversation_id}{t}, "
+                    f"message {mid}</a>"
+                )
             else:
                 links.append(f"conversation {p.conversation_id}{t}")
         chain = []
@@ -458,8 +524,11 @@ class PagesView(_PinAndForget, QWidget):
             f"<h3 style='margin:0'>Page {p.id} <span style='font-weight:normal;color:#555'>· {fmt.tier(p.tier)} · "
             f"{fmt.when(p.timestamp)}{pinned}</span></h3>",
             f"<p style='margin:4px 0'>{' · '.join(links)}</p>" if links else "",
-            (f"<p style='margin:4px 0'><b>Dialogue chain</b> {' '.join(chain) or '(not linked)'}"
-             + (f" — <i>{fmt.esc(p.chain_summary)}</i>" if p.chain_summary else "") + "</p>"),
+            (
+                f"<p style='margin:4px 0'><b>Dialogue chain</b> {' '.join(chain) or '(not linked)'}"
+                + (f" — <i>{fmt.esc(p.chain_summary)}</i>" if p.chain_summary else "")
+                + "</p>"
+            ),
             f"<p style='margin:4px 0;color:#555'><b>Keywords</b> {fmt.esc(', '.join(p.keywords)) or '—'}</p>",
             f"<p style='margin:8px 0 2px 0'><b>User</b></p><div>{fmt.paragraphs(p.user_text)}</div>",
             f"<p style='margin:8px 0 2px 0'><b>Assistant</b></p><div>{fmt.paragraphs(p.assistant_text)}</div>",
@@ -493,9 +562,11 @@ class PagesView(_PinAndForget, QWidget):
         p = self.page
         if p is None:
             return
-        vals = self.panel.edit_texts(f"Edit page {p.id}", [("User said", p.user_text),
-                                                            ("Assistant replied", p.assistant_text)],
-                                     "The page is re-embedded and re-indexed; its segment summary is refreshed.")
+        vals = self.panel.edit_texts(
+            f"Edit page {p.id}",
+            [("User said", p.user_text), ("Assistant replied", p.assistant_text)],
+            "The page is re-embedded and re-indexed; its segment summary is refreshed.",
+        )
         if vals is None:
             return
         u, a = vals
@@ -506,17 +577,19 @@ class PagesView(_PinAndForget, QWidget):
 
     def _forget_question(self, ids: list[int]) -> tuple[str, str]:
         what = f"page {ids[0]}" if len(ids) == 1 else f"these {len(ids)} pages"
-        return ("Forget pages",
-                f"Forget {what} for good?\n\nThey are removed from every memory tier, from search and from "
-                "retrieval, together with persona traits and facts that came only from them. "
-                "This cannot be undone.")
+        return (
+            "Forget pages",
+            f"Forget {what} for good?\n\nThey are removed from every memory tier, from search and from "
+            "retrieval, together with persona traits and facts that came only from them. "
+            "This cannot be undone.",
+        )
 
 
 # ====================================================================== Segments
 class SegmentsView(_PinAndForget, QWidget):
     KIND = "segment"
 
-    def __init__(self, panel: "InspectorPanel"):
+    def __init__(self, panel: InspectorPanel):
         super().__init__()
         self.panel = panel
         self.params = panel.params
@@ -541,9 +614,11 @@ class SegmentsView(_PinAndForget, QWidget):
         # the key and the count on a line of their own: beside the filters they squeezed the search box
         # to a few letters in a docked panel
         key = QHBoxLayout()
-        legend = QLabel(f"<span style='color:#64b5f6'>■</span> cold  <span style='color:#ffb300'>■</span> warming  "
-                        f"<span style='color:#e53935'>■</span> ≥ τ  <span style='color:#b71c1c'>|</span> τ = "
-                        f"{self.params.tau:g}")
+        legend = QLabel(
+            f"<span style='color:#64b5f6'>■</span> cold  <span style='color:#ffb300'>■</span> warming  "
+            f"<span style='color:#e53935'>■</span> ≥ τ  <span style='color:#b71c1c'>|</span> τ = "
+            f"{self.params.tau:g}"
+        )
         legend.setToolTip("Heat bars: a segment is promoted into the persona when its heat reaches τ")
         key.addWidget(legend)
         key.addStretch(1)
@@ -574,8 +649,9 @@ class SegmentsView(_PinAndForget, QWidget):
         self.pages_btn = _button("Its pages", "List this segment's pages", self.show_pages)
         self.restore_btn = _button("Restore", "Bring this archived segment back to mid-term memory", self.restore)
         self.pin_btn = _button("Pin", "Pinned segments are never archived", self.toggle_pin)
-        self.forget_btn = _button("Forget…", "Forget the selected segments and their pages (Delete)",
-                                  self.forget_selected)
+        self.forget_btn = _button(
+            "Forget…", "Forget the selected segments and their pages (Delete)", self.forget_selected
+        )
         _button_rows(rl, (self.pages_btn, self.restore_btn), (self.pin_btn, self.forget_btn))
         self.detail = _browser()
         self.detail.anchorClicked.connect(lambda u: self.panel.follow_link(u.toString()))
@@ -591,8 +667,11 @@ class SegmentsView(_PinAndForget, QWidget):
         self._show_segment(None)
 
     def _apply_filters(self) -> None:
-        self.model.set_filters(text=self.search.text().strip() or None, tier=self.tier.currentData(),
-                               pinned=True if self.pinned.isChecked() else None)
+        self.model.set_filters(
+            text=self.search.text().strip() or None,
+            tier=self.tier.currentData(),
+            pinned=True if self.pinned.isChecked() else None,
+        )
         self.table.scrollToTop()
 
     def _on_loaded(self) -> None:
@@ -653,10 +732,12 @@ class SegmentsView(_PinAndForget, QWidget):
         if not has:
             self.history.clear()
             self.history_note.setText("")
-            self.detail.setHtml(f"<p style='color:#777'>{fmt.esc(note) or 'Select a segment.'}</p>"
-                                "<p style='color:#777'>A segment groups related pages of mid-term memory. Its heat "
-                                "rises when its pages are recalled (N_visit) or new pages join it (L_interaction), "
-                                "and fades with time since its last access.</p>")
+            self.detail.setHtml(
+                f"<p style='color:#777'>{fmt.esc(note) or 'Select a segment.'}</p>"
+                "<p style='color:#777'>A segment groups related pages of mid-term memory. Its heat "
+                "rises when its pages are recalled (N_visit) or new pages join it (L_interaction), "
+                "and fades with time since its last access.</p>"
+            )
             return
         p = self.params
         self.pin_btn.setText("Unpin" if seg.pinned else "Pin")
@@ -667,11 +748,14 @@ class SegmentsView(_PinAndForget, QWidget):
         if seg.heat < p.tau:
             status = f"{heat_gap(to_go)} below τ = {p.tau:g}"
         elif seg.l_interaction == 0 and seg.promotions:
-            status = (f"<b style='color:#c62828'>at or above τ</b>; promoted {seg.promotions}×, no new pages to "
-                      "promote since")
+            status = (
+                f"<b style='color:#c62828'>at or above τ</b>; promoted {seg.promotions}×, no new pages to promote since"
+            )
         else:
-            status = ("<b style='color:#c62828'>at or above τ: its new pages are analysed into the persona by the "
-                      "next memory job</b>")
+            status = (
+                "<b style='color:#c62828'>at or above τ: its new pages are analysed into the persona by the "
+                "next memory job</b>"
+            )
         self.detail.setHtml(
             f"<h3 style='margin:0'>Segment {seg.id} <span style='font-weight:normal;color:#555'>· {fmt.tier(seg.tier)}"
             f"{' · <b>pinned</b>' if seg.pinned else ''}</span></h3>"
@@ -681,7 +765,8 @@ class SegmentsView(_PinAndForget, QWidget):
             f"created {fmt.when(seg.created_at)}; promoted {seg.promotions}×; "
             f"<a href='segpages:{seg.id}'>{seg.page_count} page{'s' if seg.page_count != 1 else ''}</a></p>"
             f"<p style='margin:4px 0'><b>Keywords</b> {fmt.esc(', '.join(seg.keywords)) or '—'}</p>"
-            f"<p style='margin:6px 0 0 0'><b>Summary</b></p><div>{fmt.paragraphs(seg.summary)}</div>")
+            f"<p style='margin:6px 0 0 0'><b>Summary</b></p><div>{fmt.paragraphs(seg.summary)}</div>"
+        )
 
     # -------------------------------------------------------------- controls
     def show_pages(self) -> None:
@@ -700,29 +785,33 @@ class SegmentsView(_PinAndForget, QWidget):
         recs = {r.id: r for r in self.model.loaded_records()}
         pages = sum(recs[i].page_count for i in ids if i in recs)
         what = f"segment {ids[0]}" if len(ids) == 1 else f"these {len(ids)} segments"
-        return ("Forget segments",
-                f"Forget {what} and {'its' if len(ids) == 1 else 'their'} {pages} page{'s' if pages != 1 else ''} "
-                "for good?\n\nThe pages leave every tier, search and retrieval, with persona traits and facts "
-                "that came only from them. This cannot be undone.")
+        return (
+            "Forget segments",
+            f"Forget {what} and {'its' if len(ids) == 1 else 'their'} {pages} page{'s' if pages != 1 else ''} "
+            "for good?\n\nThe pages leave every tier, search and retrieval, with persona traits and facts "
+            "that came only from them. This cannot be undone.",
+        )
 
 
 # ====================================================================== Persona
 class PersonaView(QWidget):
-    def __init__(self, panel: "InspectorPanel"):
+    def __init__(self, panel: InspectorPanel):
         super().__init__()
         self.panel = panel
-        self.item = None            # ("trait" | "knowledge", record)
+        self.item = None  # ("trait" | "knowledge", record)
         self.loaded = False
         self._order = {"user": ("updated_at", True), "assistant": ("updated_at", True)}
-        self._select_next: tuple[str, int] | None = None   # (kind, id) to select after a reload
+        self._select_next: tuple[str, int] | None = None  # (kind, id) to select after a reload
         lay = QVBoxLayout(self)
         self.archived = QCheckBox("Show archived items")
         self.archived.toggled.connect(lambda _: self.refresh())
         lay.addWidget(self.archived)
-        self.add_btn = _button("Add…", "Tell Mnemo something to remember: a fact about you or the assistant, "
-                               "or a trait", self.add_item)
-        self.edit_btn = _button("Edit…", "Correct the selected trait or fact (the old text is kept as a version)",
-                                self.edit_current)
+        self.add_btn = _button(
+            "Add…", "Tell Mnemo something to remember: a fact about you or the assistant, or a trait", self.add_item
+        )
+        self.edit_btn = _button(
+            "Edit…", "Correct the selected trait or fact (the old text is kept as a version)", self.edit_current
+        )
         self.pin_btn = _button("Pin", "Pinned items are never changed by automatic updates", self.toggle_pin)
         self.forget_btn = _button("Forget…", "Forget the selected items for good (Delete)", self.forget_selected)
         _button_rows(lay, (self.add_btn, self.edit_btn, self.pin_btn, self.forget_btn))
@@ -809,8 +898,12 @@ class PersonaView(QWidget):
 
         def fetch(store):
             traits = store.list_traits(include_archived=arch, limit=5000)
-            know = {o: store.list_knowledge(owner=o, include_archived=arch, order_by=order[o][0],
-                                            descending=order[o][1], limit=5000) for o in ("user", "assistant")}
+            know = {
+                o: store.list_knowledge(
+                    owner=o, include_archived=arch, order_by=order[o][0], descending=order[o][1], limit=5000
+                )
+                for o in ("user", "assistant")
+            }
             return traits, know
 
         self.panel.run(fetch, self._apply, label="persona")
@@ -819,8 +912,11 @@ class PersonaView(QWidget):
         traits, know = result
         self.loaded = True
         key = self.traits.key_of(self.tree.currentIndex())
-        expanded = {self.traits.key_of(self.traits.index(r, 0)) for r in range(self.traits.rowCount())
-                    if self.tree.isExpanded(self.traits.index(r, 0))}
+        expanded = {
+            self.traits.key_of(self.traits.index(r, 0))
+            for r in range(self.traits.rowCount())
+            if self.tree.isExpanded(self.traits.index(r, 0))
+        }
         sel = [self.traits.key_of(i) for i in self.tree.selectionModel().selectedRows()]
         first = not self.traits.rowCount()
         self.traits.set_traits(traits)
@@ -838,8 +934,10 @@ class PersonaView(QWidget):
             if idx.isValid():
                 sm.setCurrentIndex(idx, sm.SelectionFlag.NoUpdate)
         n_dims = len(self.traits.dimensions())
-        self.traits_label.setText(f"Traits, by dimension — {len(traits)} trait{'s' if len(traits) != 1 else ''}"
-                                  f" in {n_dims} dimension{'s' if n_dims != 1 else ''}")
+        self.traits_label.setText(
+            f"Traits, by dimension — {len(traits)} trait{'s' if len(traits) != 1 else ''}"
+            f" in {n_dims} dimension{'s' if n_dims != 1 else ''}"
+        )
         for owner, rows in know.items():
             self.knowledge[owner].set_rows(rows)
             lab = self.kviews[owner].parentWidget().property("title_label")
@@ -860,8 +958,10 @@ class PersonaView(QWidget):
             hh = self.kviews[owner].horizontalHeader()
             hh.blockSignals(True)
             o, d = self._order[owner]
-            hh.setSortIndicator(model.column_index(o) if o != "text" else model.column_index("text"),
-                                Qt.SortOrder.DescendingOrder if d else Qt.SortOrder.AscendingOrder)
+            hh.setSortIndicator(
+                model.column_index(o) if o != "text" else model.column_index("text"),
+                Qt.SortOrder.DescendingOrder if d else Qt.SortOrder.AscendingOrder,
+            )
             hh.blockSignals(False)
             return
         self._order[owner] = (key, order == Qt.SortOrder.DescendingOrder)
@@ -896,7 +996,7 @@ class PersonaView(QWidget):
 
         def done(result):
             rec, versions = result
-            if rec is None:   # forgotten (a link in an old reply, or an item shown while it went)
+            if rec is None:  # forgotten (a link in an old reply, or an item shown while it went)
                 if select or (self.item is not None and self.item[1].id == iid and self.item[0] == kind):
                     what = "fact" if kind == "knowledge" else kind
                     self._show_item(None, note=f"{what.capitalize()} {iid} is no longer in memory: it was forgotten.")
@@ -925,19 +1025,25 @@ class PersonaView(QWidget):
         self.pin_btn.setEnabled(has)
         if not has:
             self.versions.set_rows([])
-            self.detail.setHtml(f"<p style='color:#777'>{fmt.esc(note) or 'Select a trait or a fact.'}</p>"
-                                "<p style='color:#777'>Traits and facts are distilled from hot segments, or added "
-                                "with Add…; each keeps where it came from and every earlier version.</p>")
+            self.detail.setHtml(
+                f"<p style='color:#777'>{fmt.esc(note) or 'Select a trait or a fact.'}</p>"
+                "<p style='color:#777'>Traits and facts are distilled from hot segments, or added "
+                "with Add…; each keeps where it came from and every earlier version.</p>"
+            )
             return
         kind, r = item
         self.pin_btn.setText("Unpin" if r.pinned else "Pin")
-        srcs = " ".join(f"<a href='page:{p}'>page {p}</a>" for p in r.source_page_ids) or \
-            "none (written or edited by the user)"
+        srcs = (
+            " ".join(f"<a href='page:{p}'>page {p}</a>" for p in r.source_page_ids)
+            or "none (written or edited by the user)"
+        )
         convs = ", ".join(str(c) for c in (r.conversation_ids or [])) or "—"
         if kind == "trait":
             head = f"Trait {r.id}: {fmt.esc(r.dimension)}"
-            body = (f"<p style='margin:4px 0'><b>Value</b> {fmt.esc(r.value)}</p>"
-                    f"<p style='margin:4px 0'><b>Evidence</b> {fmt.paragraphs(r.evidence) if r.evidence else '—'}</p>")
+            body = (
+                f"<p style='margin:4px 0'><b>Value</b> {fmt.esc(r.value)}</p>"
+                f"<p style='margin:4px 0'><b>Evidence</b> {fmt.paragraphs(r.evidence) if r.evidence else '—'}</p>"
+            )
         else:
             head = f"{'User' if r.owner == 'user' else 'Assistant'} knowledge {r.id}"
             body = f"<p style='margin:4px 0'>{fmt.paragraphs(r.text)}</p>"
@@ -947,7 +1053,8 @@ class PersonaView(QWidget):
             f"<p style='margin:4px 0'><b>Confidence</b> {r.confidence:.2f} · <b>model</b> {fmt.esc(r.model) or '—'} · "
             f"<b>updated</b> {fmt.when(r.updated_at)}</p>"
             f"<p style='margin:4px 0'><b>Source pages</b> {srcs}</p>"
-            f"<p style='margin:4px 0;color:#555'><b>Conversations</b> {convs}</p>")
+            f"<p style='margin:4px 0;color:#555'><b>Conversations</b> {convs}</p>"
+        )
         if versions is not None:
             self.versions.set_rows(list(reversed(versions)))
 
@@ -972,13 +1079,17 @@ class PersonaView(QWidget):
             return
         kind, r = self.item
         if kind == "trait":
-            vals = self.panel.edit_texts(f"Edit trait {r.id} ({r.dimension})", [("Value", r.value)],
-                                         "The old value is kept in the version history.")
+            vals = self.panel.edit_texts(
+                f"Edit trait {r.id} ({r.dimension})",
+                [("Value", r.value)],
+                "The old value is kept in the version history.",
+            )
             if vals is not None:
                 self.panel.act(lambda s: s.edit_trait(r.id, vals[0]), f"Trait {r.id} edited.")
         else:
-            vals = self.panel.edit_texts(f"Edit fact {r.id}", [("Fact", r.text)],
-                                         "The old text is kept in the version history.")
+            vals = self.panel.edit_texts(
+                f"Edit fact {r.id}", [("Fact", r.text)], "The old text is kept in the version history."
+            )
             if vals is not None:
                 self.panel.act(lambda s: s.edit_knowledge(r.id, vals[0]), f"Fact {r.id} edited.")
 
@@ -988,9 +1099,11 @@ class PersonaView(QWidget):
         if got is None:
             return
         if got["kind"] == "trait":
+
             def fn(s):
                 return remember_trait(s, got["dimension"], got["value"], pin=got["pin"])
         else:
+
             def fn(s):
                 return remember_fact(s, got["text"], about=got["about"], pin=got["pin"])
 
@@ -1006,16 +1119,21 @@ class PersonaView(QWidget):
             return
         kind, r = self.item
         new = not r.pinned
-        self.panel.act(lambda s: s.pin(kind, r.id, new), f"{kind.capitalize()} {r.id} {'pinned' if new else 'unpinned'}.")
+        self.panel.act(
+            lambda s: s.pin(kind, r.id, new), f"{kind.capitalize()} {r.id} {'pinned' if new else 'unpinned'}."
+        )
 
     def forget_selected(self) -> None:
         items = self._selected()
         if not items:
             return
         n = len(items)
-        if not self.panel.confirm("Forget persona items",
-                                  f"Forget {'this item' if n == 1 else f'these {n} items'} for good, with all "
-                                  "earlier versions? The pages they came from stay. This cannot be undone.", "Forget"):
+        if not self.panel.confirm(
+            "Forget persona items",
+            f"Forget {'this item' if n == 1 else f'these {n} items'} for good, with all "
+            "earlier versions? The pages they came from stay. This cannot be undone.",
+            "Forget",
+        ):
             return
         traits = [i for k, i in items if k == "trait"]
         know = [i for k, i in items if k == "knowledge"]
@@ -1031,17 +1149,18 @@ class PersonaView(QWidget):
 
 # ====================================================================== Retrieval trace
 class TraceView(QWidget):
-    def __init__(self, panel: "InspectorPanel"):
+    def __init__(self, panel: InspectorPanel):
         super().__init__()
         self.panel = panel
         self.data: TraceData | None = None
-        self.loading: int | None = None     # the message whose trace is being read
+        self.loading: int | None = None  # the message whose trace is being read
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Test a query:"))
         self.query = QLineEdit()
-        self.query.setPlaceholderText("Type what you would ask, and see what memory would recall (nothing is sent "
-                                      "to the model, no heat changes)")
+        self.query.setPlaceholderText(
+            "Type what you would ask, and see what memory would recall (nothing is sent to the model, no heat changes)"
+        )
         self.query.returnPressed.connect(self.run_query)
         bar.addWidget(self.query, 1)
         self.scope = QComboBox()
@@ -1065,10 +1184,12 @@ class TraceView(QWidget):
         self.stm = ListModel(trace_page_columns(in_prompt=False), key=lambda r: r["page_id"])
         # one retrieval's pages: both tables draw their score bars on the same scale (the best score)
         recalled = (self.in_prompt, self.not_in_prompt)
-        self.in_prompt_view, box1, self.in_prompt_label = self._table_box(self.in_prompt, "Pages in the prompt",
-                                                                          recalled)
+        self.in_prompt_view, box1, self.in_prompt_label = self._table_box(
+            self.in_prompt, "Pages in the prompt", recalled
+        )
         self.not_in_prompt_view, box2, self.not_in_prompt_label = self._table_box(
-            self.not_in_prompt, "Recalled, not in the prompt", recalled)
+            self.not_in_prompt, "Recalled, not in the prompt", recalled
+        )
         self.stm_view, box3, self.stm_label = self._table_box(self.stm, "Short-term memory of the conversation")
         for b in (box1, box2, box3):
             pages.addWidget(b)
@@ -1079,7 +1200,8 @@ class TraceView(QWidget):
         self.segs = ListModel(trace_segment_columns(), key=lambda r: r["segment_id"])
         self.segs_view, sbox, self.segs_label = self._table_box(self.segs, "Segments searched (best match first)")
         self.segs_view.doubleClicked.connect(
-            lambda idx: self.panel.show_segment(self.segs.record(idx.row())["segment_id"]))
+            lambda idx: self.panel.show_segment(self.segs.record(idx.row())["segment_id"])
+        )
         self.tabs.addTab(sbox, "Segments")
         split.addWidget(self.tabs)
         self.detail = _browser()
@@ -1102,8 +1224,10 @@ class TraceView(QWidget):
         view = InspectorTable(model, multi=False, sortable=False)
         if "score" in [c.key for c in model.columns]:
             models = scale_models or (model,)
-            view.setItemDelegateForColumn(model.column_index("score"), BarDelegate(
-                lambda: max([r["score"] for m in models for r in m.records()] + [1e-6]), parent=view))
+            view.setItemDelegateForColumn(
+                model.column_index("score"),
+                BarDelegate(lambda: max([r["score"] for m in models for r in m.records()] + [1e-6]), parent=view),
+            )
         view.current_key_changed.connect(lambda key, v=view: self._on_row(v))
         if "page_id" in [c.key for c in model.columns]:
             view.doubleClicked.connect(lambda idx, m=model: self.panel.show_page(m.record(idx.row())["page_id"]))
@@ -1144,10 +1268,13 @@ class TraceView(QWidget):
         if data is None:
             for m in (self.in_prompt, self.not_in_prompt, self.stm, self.items, self.segs):
                 m.set_rows([])
-            self.header.setText("Select an assistant message in the chat to see what its prompt recalled, or test "
-                                "a query above.")
-            self.detail.setHtml("<p style='color:#777'>Each recalled page shows its score and why it was chosen: "
-                                "embedding similarity (cos), keyword matches, and the segment it belongs to.</p>")
+            self.header.setText(
+                "Select an assistant message in the chat to see what its prompt recalled, or test a query above."
+            )
+            self.detail.setHtml(
+                "<p style='color:#777'>Each recalled page shows its score and why it was chosen: "
+                "embedding similarity (cos), keyword matches, and the segment it belongs to.</p>"
+            )
             return
         if data.conversation_id is not None and self.scope.findData(data.conversation_id) < 0:
             self.scope.addItem(f"+ short-term of conversation {data.conversation_id}", data.conversation_id)
@@ -1159,11 +1286,14 @@ class TraceView(QWidget):
         self.segs.set_rows(data.segments)
         self.in_prompt_view.parentWidget().setVisible(reply)
         self.not_in_prompt_view.setColumnHidden(self.not_in_prompt.column_index("left_out"), not reply)
-        self.in_prompt_label.setText(f"Pages in the prompt ({len(data.in_prompt)}) — what the model read, in prompt "
-                                     "order")
+        self.in_prompt_label.setText(
+            f"Pages in the prompt ({len(data.in_prompt)}) — what the model read, in prompt order"
+        )
         self.not_in_prompt_label.setText(
-            (f"Recalled but not in the prompt ({len(data.not_in_prompt)})" if reply else
-             f"Recalled pages ({len(data.not_in_prompt)}), best first"))
+            f"Recalled but not in the prompt ({len(data.not_in_prompt)})"
+            if reply
+            else f"Recalled pages ({len(data.not_in_prompt)}), best first"
+        )
         self.stm_label.setText(f"Short-term memory of the conversation ({len(data.stm)})")
         self.stm_view.parentWidget().setVisible(bool(data.stm))
         self.items_label.setText(f"Persona traits and knowledge recalled ({len(data.items)})")
@@ -1173,18 +1303,23 @@ class TraceView(QWidget):
             if tok and data.cached_prompt_tokens is not None:
                 tok += f" ({data.cached_prompt_tokens:,} already processed)"
             dropped = ", ".join(f"{v} {k}" for k, v in (data.dropped or {}).items() if v)
-            head = (f"<b>Reply {data.message_id}</b> to “{fmt.esc(fmt.one_line(data.query, 140))}”{tok}; "
-                    f"{len(data.in_prompt)} recalled page{'s' if len(data.in_prompt) != 1 else ''} in the prompt"
-                    + (f"; left out for the budget: {dropped}" if dropped else ""))
+            head = (
+                f"<b>Reply {data.message_id}</b> to “{fmt.esc(fmt.one_line(data.query, 140))}”{tok}; "
+                f"{len(data.in_prompt)} recalled page{'s' if len(data.in_prompt) != 1 else ''} in the prompt"
+                + (f"; left out for the budget: {dropped}" if dropped else "")
+            )
         else:
-            head = (f"<b>Test query</b> “{fmt.esc(fmt.one_line(data.query, 140))}”: "
-                    f"{count(len(data.not_in_prompt), 'page')}, {count(len(data.items), 'persona item')}")
+            head = (
+                f"<b>Test query</b> “{fmt.esc(fmt.one_line(data.query, 140))}”: "
+                f"{count(len(data.not_in_prompt), 'page')}, {count(len(data.items), 'persona item')}"
+            )
         total = (data.timings_ms or {}).get("total")
         if total:
             head += f"; retrieval {total:.0f} ms"
         if data.common_words:
-            head += (f"<br>On most pages, so half left out of the query's meaning: "
-                     f"{fmt.esc(', '.join(data.common_words))}")
+            head += (
+                f"<br>On most pages, so half left out of the query's meaning: {fmt.esc(', '.join(data.common_words))}"
+            )
         if data.note:
             head += f"<br><span style='color:#c62828'>{fmt.esc(data.note)}</span>"
         self.header.setText(head)
@@ -1207,20 +1342,29 @@ class TraceView(QWidget):
         if r is None:
             return
         if "page_id" in r:
-            seg = (f" · <a href='segment:{r['segment_id']}'>segment {r['segment_id']}</a>"
-                   if r.get("segment_id") is not None else "")
-            left = f"<p style='margin:2px 0;color:#777'>Not in the prompt: {fmt.esc(r['left_out'])}</p>" \
-                if r.get("left_out") else ""
+            seg = (
+                f" · <a href='segment:{r['segment_id']}'>segment {r['segment_id']}</a>"
+                if r.get("segment_id") is not None
+                else ""
+            )
+            left = (
+                f"<p style='margin:2px 0;color:#777'>Not in the prompt: {fmt.esc(r['left_out'])}</p>"
+                if r.get("left_out")
+                else ""
+            )
             self.detail.setHtml(
                 f"<h3 style='margin:0'><a href='page:{r['page_id']}'>Page {r['page_id']}</a> "
                 f"<span style='font-weight:normal;color:#555'>· {fmt.tier(r.get('tier'))} · "
                 f"{fmt.when(r.get('timestamp'))}{seg} · rank {r['rank']} · score {r['score']:.3f}</span></h3>"
                 f"<p style='margin:4px 0'><b>Why:</b> {fmt.esc(r['reason'])}</p>{left}"
-                f"<div>{fmt.paragraphs(r['text'])}</div>")
+                f"<div>{fmt.paragraphs(r['text'])}</div>"
+            )
         else:
-            self.detail.setHtml(f"<h3 style='margin:0'>{fmt.esc(r['kind'])}</h3>"
-                                f"<p><b>Why:</b> {fmt.esc(r['reason'])} · in prompt: {r['in_prompt']}</p>"
-                                f"<div>{fmt.paragraphs(r['text'])}</div>")
+            self.detail.setHtml(
+                f"<h3 style='margin:0'>{fmt.esc(r['kind'])}</h3>"
+                f"<p><b>Why:</b> {fmt.esc(r['reason'])} · in prompt: {r['in_prompt']}</p>"
+                f"<div>{fmt.paragraphs(r['text'])}</div>"
+            )
 
 
 __all__ = ["OverviewView", "PagesView", "SegmentsView", "PersonaView", "TraceView"]

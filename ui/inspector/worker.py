@@ -9,6 +9,7 @@ Requests can carry a `wanted()` predicate: a request that is no longer wanted wh
 comes (the user scrolled on, re-sorted, closed the panel) is skipped, so a burst of scrolling
 never builds a queue of stale queries.
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,8 +17,9 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 
@@ -41,7 +43,7 @@ class _Relay(QObject):
 
     done = Signal(object)
 
-    def __init__(self, owner: "StoreWorker"):
+    def __init__(self, owner: StoreWorker):
         super().__init__()
         self._owner = owner
         self.done.connect(self._dispatch)
@@ -63,12 +65,12 @@ class StoreWorker:
         self._store = None
         self._stopped = False
         self._submitted = 0
-        self._finished = 0          # delivered (or skipped) in the UI thread
+        self._finished = 0  # delivered (or skipped) in the UI thread
         self._lock = threading.Lock()
-        self.on_error: Callable[[str, BaseException], None] | None = None   # default error sink (UI thread)
+        self.on_error: Callable[[str, BaseException], None] | None = None  # default error sink (UI thread)
         self.busy_changed: Callable[[bool], None] | None = None
         self.last_error: str | None = None
-        self.timings: list[tuple[str, float]] = []   # (label, seconds) of the last requests (diagnostics)
+        self.timings: list[tuple[str, float]] = []  # (label, seconds) of the last requests (diagnostics)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -101,9 +103,16 @@ class StoreWorker:
         return self._stopped
 
     # ------------------------------------------------------------------ API (UI thread)
-    def submit(self, fn: Callable[[Any], Any], on_done: Callable[[Any], None] | None = None, *,
-               on_error: Callable[[BaseException], None] | None = None, wanted: Callable[[], bool] | None = None,
-               on_skip: Callable[[], None] | None = None, label: str = "") -> None:
+    def submit(
+        self,
+        fn: Callable[[Any], Any],
+        on_done: Callable[[Any], None] | None = None,
+        *,
+        on_error: Callable[[BaseException], None] | None = None,
+        wanted: Callable[[], bool] | None = None,
+        on_skip: Callable[[], None] | None = None,
+        label: str = "",
+    ) -> None:
         """Run `fn(store)` in the worker thread; `on_done(result)` / `on_error(exc)` run in the UI thread.
 
         `wanted()` is checked (in the worker thread) just before running: when it returns False the
@@ -158,7 +167,7 @@ class StoreWorker:
                     if self._store is None:
                         self._store = self._open_store()
                     result = req.fn(self._store)
-            except BaseException as exc:  # noqa: BLE001 - handed to the UI thread
+            except BaseException as exc:
                 ok, result = False, exc
                 log.warning("inspector request %s failed: %s", req.label, exc, exc_info=exc)
             dt = time.perf_counter() - t0
@@ -167,7 +176,7 @@ class StoreWorker:
                 del self.timings[:-200]
             try:
                 self._relay.done.emit((req, ok, result, skipped))
-            except RuntimeError:   # the relay was deleted (application shutting down)
+            except RuntimeError:  # the relay was deleted (application shutting down)
                 break
         store, self._store = self._store, None
         if store is not None:
