@@ -241,7 +241,7 @@ class SettingsDialog(QDialog):
         return page
 
     def _memory_tab(self, s) -> QWidget:
-        from memory_core.types import MemoryParams
+        from memory_core import MemoryParams
 
         self._param_defaults = MemoryParams()
         current = copy.deepcopy(self._param_defaults)
