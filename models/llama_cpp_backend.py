@@ -153,7 +153,7 @@ class LlamaCppChatModel:
             llm = self._llm
             if not tokens or len(tokens) >= self.n_ctx:
                 return 0
-            done = llm.longest_token_prefix(llm._input_ids, tokens)
+            done = llm.longest_token_prefix(llm._input_ids.tolist(), tokens)
             if llm.n_tokens > done:
                 llm.n_tokens = done  # eval() and generate() drop the cache past n_tokens
                 llm._requires_eval = True  # the last logits are not of token `done`
@@ -215,9 +215,10 @@ class LlamaCppChatModel:
                     kwargs["logits_processor"] = LogitsProcessorList([self.last_self_repeat])
             prompt = self._prompt_tokens(messages)
             stats.prompt_tokens = len(prompt)
-            stats.cached_prompt_tokens = self._llm.longest_token_prefix(self._llm._input_ids, prompt)
+            stats.cached_prompt_tokens = self._llm.longest_token_prefix(self._llm._input_ids.tolist(), prompt)
             try:
-                gen = self._llm.create_chat_completion(**kwargs)
+                # stream=True: an iterator of chunks (llama-cpp-python's types say either shape)
+                gen: Any = self._llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than the context
                 raise ModelError(str(exc)) from exc
             try:
@@ -284,4 +285,4 @@ class LlamaCppChatModel:
             llm = getattr(self, "_llm", None)
             if llm is not None:
                 llm.close()
-                self._llm = None
+                self._llm = None  # type: ignore[assignment]  # closed: no model until a new backend
