@@ -14,10 +14,16 @@ import numpy as np
 
 from . import text as T
 from . import token_match
-from .codec import from_json as _pj
-from .codec import vec_blob as _blob
+from .codec import from_json, vec_blob
+from .database import Database
 from .db import is_storage_full
+from .embedding import Embedding
+from .pages import Pages
+from .persona import TRAIT_COLS, Persona
+from .segments import Segments
 from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, SideHit, TraitHit
+from .upkeep import Upkeep
+from .vecindex import MatrixCache
 
 log = logging.getLogger("memory_core")
 
@@ -36,7 +42,28 @@ def typical_cosine(others: np.ndarray) -> float:
     return float(np.median(np.concatenate([others, np.full(UNRELATED_PRIOR_PAGES, UNRELATED_COSINE)])))
 
 
-class RetrievalMixin:
+class Retriever:
+    """Recall: the conversation's STM, the best other pages, facts and the persona for a query."""
+
+    def __init__(
+        self,
+        db: Database,
+        embedding: Embedding,
+        pages: Pages,
+        segments: Segments,
+        persona: Persona,
+        upkeep: Upkeep,
+        page_cache: MatrixCache,
+    ):
+        self.db = db
+        self.embedding = embedding
+        self.pages = pages
+        self.segments = segments
+        self.persona = persona
+        self.upkeep = upkeep
+        self._page_cache = page_cache
+        self._porter_tok = None
+
     def retrieve(
         self,
         query: str,
@@ -69,19 +96,19 @@ class RetrievalMixin:
         t1 = time.perf_counter()
         timings["embed"] = (t1 - t0) * 1000 - timings.get("common_words", 0.0)
         out = Retrieval(query=query, common_words=common)
-        with self._lock:
-            self._check()
+        with self.db.lock:
+            self.db.check()
             # --- STM of this conversation
             stm_ids: list[int] = []
             if conversation_id is not None:
                 stm_ids = [
                     r[0]
-                    for r in self._x(
+                    for r in self.db.execute(
                         "SELECT id FROM page WHERE tier = 'stm' AND conversation_id = ? ORDER BY id", (conversation_id,)
                     ).fetchall()
                 ]
                 shown = stm_ids if budget.stm is None else (stm_ids[-budget.stm :] if budget.stm > 0 else [])
-                pages = self._pages_by_ids(shown)
+                pages = self.pages.by_ids(shown)
                 out.stm = [
                     PageHit(pages[i], 1.0, "short-term memory (recent dialogue of this conversation)", "stm")
                     for i in shown
@@ -91,7 +118,9 @@ class RetrievalMixin:
             timings["stm"] = (t2 - t1) * 1000
             if budget.pages > 0:
                 # the newest exchanges are the dialogue above the message; older ones are memory
-                recent = set(stm_ids[-self.params.recall_own_after :]) if self.params.recall_own_after > 0 else set()
+                recent = (
+                    set(stm_ids[-self.db.params.recall_own_after :]) if self.db.params.recall_own_after > 0 else set()
+                )
                 out.pages, out.segments, visited, out.skipped = self._rank_pages(
                     query, q, recent, budget.pages, timings, conversation_id, doc_counts, q_tokens
                 )
@@ -107,9 +136,9 @@ class RetrievalMixin:
                 out.traits = self._select_traits(budget.traits)
             t4 = time.perf_counter()
             timings["lpm"] = (t4 - t3) * 1000
-            if record_visits and visited and not self.in_transaction:
+            if record_visits and visited and not self.db.in_transaction:
                 try:
-                    self._record_visits(visited)
+                    self.segments.record_visits(visited)
                 except Exception as exc:
                     if not is_storage_full(exc):
                         raise
@@ -123,10 +152,10 @@ class RetrievalMixin:
     def warm_up(self) -> None:
         """Load the in-memory page matrix now (a few seconds at 100k pages) instead of at the first
         retrieval; call it from a background thread at start-up."""
-        with self._lock:
-            self._check()
-            if not self.in_transaction:
-                self._page_cache.sync(self._conn)
+        with self.db.lock:
+            self.db.check()
+            if not self.db.in_transaction:
+                self._page_cache.sync(self.db.conn)
 
     # ------------------------------------------------------------------ pages
     def _rank_pages(
@@ -140,10 +169,10 @@ class RetrievalMixin:
         doc_counts: dict[str, int] | None = None,
         q_tokens: np.ndarray | None = None,
     ):
-        p = self.params
+        p = self.db.params
         ta = time.perf_counter()
-        if not self.in_transaction:
-            self._page_cache.sync(self._conn)
+        if not self.db.in_transaction:
+            self._page_cache.sync(self.db.conn)
         tb = time.perf_counter()
         timings["cache_sync"] = (tb - ta) * 1000
 
@@ -151,7 +180,7 @@ class RetrievalMixin:
         #    While a changed embedding model re-embeds the memory, the pages not done yet hold the old
         #    model's vectors: their cosine means nothing against this query and is left out (keywords and
         #    word rows still find them), and so are segment vectors, which mix both models.
-        stale = self._reembedding()
+        stale = self.upkeep.reembedding()
 
         def fresh(scores: dict[int, float]) -> dict[int, float]:
             return scores if stale is None else {i: c for i, c in scores.items() if not stale[0] < i <= stale[1]}
@@ -172,9 +201,9 @@ class RetrievalMixin:
         seg_score: dict[int, float] = {}
         seg_reason: dict[int, str] = {}
         knn = (
-            self._x(
+            self.db.execute(
                 "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
-                (_blob(q), max(1, p.segment_candidates)),
+                (vec_blob(q), max(1, p.segment_candidates)),
             ).fetchall()
             if stale is None
             else []
@@ -183,10 +212,12 @@ class RetrievalMixin:
         if knn:
             marks = ",".join("?" * len(knn))
             seg_kw = dict(
-                self._x(f"SELECT id, keywords FROM segment WHERE id IN ({marks})", [sid for sid, _ in knn]).fetchall()
+                self.db.execute(
+                    f"SELECT id, keywords FROM segment WHERE id IN ({marks})", [sid for sid, _ in knn]
+                ).fetchall()
             )
         for sid, dist in knn:
-            kw = _pj(seg_kw.get(sid), [])
+            kw = from_json(seg_kw.get(sid), [])
             cos = 1.0 - float(dist)
             jac = T.jaccard(qkw, kw)
             seg_score[sid] = cos + jac
@@ -201,7 +232,7 @@ class RetrievalMixin:
         kw_of: dict[int, float] = {}
         fq, scale, kw_words = self._keyword_query(query, doc_counts)
         if fq:
-            rows = self._x(
+            rows = self.db.execute(
                 "SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
                 (fq, p.keyword_candidates),
             ).fetchall()
@@ -212,7 +243,7 @@ class RetrievalMixin:
                     kw_of[pid] = min(1.0, max(0.0, sc) / scale) if scale > 0 else 0.0
         tq = T.fts_trigram_query(query)
         if tq:
-            rows = self._x(
+            rows = self.db.execute(
                 "SELECT rowid, -bm25(page_tri) FROM page_tri WHERE page_tri MATCH ? ORDER BY rank LIMIT ?",
                 (tq, p.keyword_candidates),
             ).fetchall()
@@ -228,14 +259,14 @@ class RetrievalMixin:
         pool = set(cos_of) | set(kw_of)
         if seg_order:
             marks = ",".join("?" * min(3, len(seg_order)))
-            for (pid,) in self._x(
+            for (pid,) in self.db.execute(
                 f"SELECT id FROM page WHERE segment_id IN ({marks}) ORDER BY id DESC LIMIT 100", seg_order[:3]
             ).fetchall():
                 if pid not in exclude:
                     pool.add(pid)
         info: dict[int, tuple] = {}
         self._page_info(pool, info)
-        windows = T.date_windows(query, self.clock())
+        windows = T.date_windows(query, self.db.clock())
 
         # word by word: each content word of the query against the page's words (token_match)
         tq = time.perf_counter()
@@ -266,7 +297,7 @@ class RetrievalMixin:
         if p.neighbor_prev > 0 or p.neighbor_next > 0:
             strong = sorted(score, key=lambda i: -score[i])[: max(30, 3 * n)]
             new_ids: set[int] = set()
-            rows = self._x(
+            rows = self.db.execute(
                 "SELECT p.id, (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id AND q.id < p.id "
                 "ORDER BY q.id DESC LIMIT 1), (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id "
                 "AND q.id > p.id ORDER BY q.id LIMIT 1) FROM page p WHERE p.id IN (SELECT value FROM json_each(?)) "
@@ -353,12 +384,12 @@ class RetrievalMixin:
         while len(chosen) < n and start < len(ranked):
             batch = ranked[start : start + n - len(chosen) + 4]
             start += len(batch)
-            pages.update(self._pages_by_ids(batch))
+            pages.update(self.pages.by_ids(batch))
             asked = [pid for pid in batch if pid in pages and T.repeats_question(query, pages[pid].user_text)]
             imported = (
                 {
                     cid
-                    for (cid,) in self._x(
+                    for (cid,) in self.db.execute(
                         "SELECT id FROM conversation WHERE source IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
                         (json.dumps([pages[pid].conversation_id for pid in asked]),),
                     )
@@ -444,11 +475,11 @@ class RetrievalMixin:
         """The turns of the ranked pages one by one: a page's side nearer the query keeps the page's score,
         the other scores `other_side_drop` + `other_side_spread` x their cosine gap less (MemoryParams);
         a page without side vectors stays whole. Sets each hit's `side_similarity`."""
-        p = self.params
+        p = self.db.params
         ids = [h.page.id for h in hits]
         blobs = (
             dict(
-                self._x(
+                self.db.execute(
                     "SELECT page_id, sides FROM page_tok WHERE page_id IN (SELECT value FROM json_each(?))",
                     (json.dumps(ids),),
                 ).fetchall()
@@ -458,7 +489,7 @@ class RetrievalMixin:
         )
         units: list[tuple[float, int, SideHit]] = []
         for rank, h in enumerate(hits):
-            sides = token_match.unpack_sides(blobs.get(h.page.id), self.dim)
+            sides = token_match.unpack_sides(blobs.get(h.page.id), self.db.dim)
             if sides is None:
                 units.append((h.score, 2 * rank, SideHit(h, "page", h.score)))
                 continue
@@ -486,18 +517,20 @@ class RetrievalMixin:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rows.update(self._x(f"SELECT page_id, vecs FROM page_tok WHERE page_id IN ({marks})", chunk).fetchall())
+            rows.update(
+                self.db.execute(f"SELECT page_id, vecs FROM page_tok WHERE page_id IN ({marks})", chunk).fetchall()
+            )
         missing = [i for i in ids if i not in rows]
         if missing:
-            if self._embed_tokens_fn is None or len(missing) > self.TOKEN_MISSING_MAX * len(ids):
+            if self.embedding.embed_tokens_fn is None or len(missing) > self.TOKEN_MISSING_MAX * len(ids):
                 return {}
-            texts = self._x(
+            texts = self.db.execute(
                 "SELECT id, user_text, assistant_text FROM page WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps(missing),),
             ).fetchall()
-            rows.update(zip([pid for pid, _, _ in texts], [b for b, _ in self._page_token_blobs(texts)]))
+            rows.update(zip([pid for pid, _, _ in texts], [b for b, _ in self.upkeep.page_token_blobs(texts)]))
         known = [i for i in ids if i in rows]
-        sims = token_match.maxsim_packed(q_tokens, [rows[i] for i in known], self.dim)
+        sims = token_match.maxsim_packed(q_tokens, [rows[i] for i in known], self.db.dim)
         return {pid: float(v) for pid, v in zip(known, sims)}
 
     def _keyword_query(
@@ -521,7 +554,7 @@ class RetrievalMixin:
             # Only stop words ("Hi!", "How are you?"): no keyword search. Its scores are relative to the
             # best match, so a page holding "his" (porter: "hi") would get a full keyword score.
             return (T.fts_or_query(query), 0.0, content) if content else (None, 0.0, [])
-        n = len(self._page_cache) or self._x("SELECT count(*) FROM page").fetchone()[0]
+        n = len(self._page_cache) or self.db.execute("SELECT count(*) FROM page").fetchone()[0]
         df_of = doc_counts if doc_counts is not None else {}
         terms: list[tuple[str, list[str]]] = []
         for w in words[:24]:
@@ -544,7 +577,7 @@ class RetrievalMixin:
             # a word on half the pages or more adds nothing to BM25 beside these (its IDF is clamped to 1e-6),
             # but would make every page holding it a candidate "keyword match": left out
             terms = telling
-        elif max(df_of[st] for _, stems in terms for st in stems) > self.params.keyword_candidates:
+        elif max(df_of[st] for _, stems in terms for st in stems) > self.db.params.keyword_candidates:
             # every term is on half the pages or more (a speaker's name in every imported message): BM25 can
             # only say which pages hold them, and when more pages do than the search returns, which
             # `keyword_candidates` it returns is arbitrary (the shortest): scaled by the clamped IDF, each
@@ -559,12 +592,12 @@ class RetrievalMixin:
         """The query's content words that are in at least `params.common_word_df` of the pages (a memory
         of 20 pages or more): in the query vector they match every page alike, and the one speaker a
         question names pulls it toward the pages where the other speaker says that name."""
-        p = self.params
+        p = self.db.params
         if p.common_word_mix <= 0 or p.common_word_df <= 0:
             return []
-        if not self.in_transaction:
-            self._page_cache.sync(self._conn)  # the page count now, not at the last query
-        n = len(self._page_cache) or self._x("SELECT count(*) FROM page").fetchone()[0]
+        if not self.db.in_transaction:
+            self._page_cache.sync(self.db.conn)  # the page count now, not at the last query
+        n = len(self._page_cache) or self.db.execute("SELECT count(*) FROM page").fetchone()[0]
         if n < 20:
             return []
         common = []
@@ -578,13 +611,13 @@ class RetrievalMixin:
         """`word` as the keyword index's porter tokenizer writes it (its terms)."""
         tok = getattr(self, "_porter_tok", None)
         if tok is None:
-            tok = self._porter_tok = self._conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+            tok = self._porter_tok = self.db.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
         return [t[2] for t in tok(word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)]
 
     def _page_doc_count(self, term: str, memo: dict[str, int]) -> int:
         """How many pages hold `term` (the keyword index's own count), kept in `memo` for the query."""
         if term not in memo:
-            row = self._x("SELECT doc FROM page_fts_vocab WHERE term = ?", (term,)).fetchone()
+            row = self.db.execute("SELECT doc FROM page_fts_vocab WHERE term = ?", (term,)).fetchone()
             memo[term] = row[0] if row else 0
         return memo[term]
 
@@ -596,21 +629,21 @@ class RetrievalMixin:
         query's content-token rows from the same pass, its common words left out (token_match; None
         without a token embedder or for a query without content words)."""
         t0 = time.perf_counter()
-        with self._lock:
-            self._check()
+        with self.db.lock:
+            self.db.check()
             common.extend(self._common_words(query, doc_counts))
         timings["common_words"] = (time.perf_counter() - t0) * 1000
         stripped = T.without_words(query, common) if common else ""
         if not T.content_words(stripped):  # "Tell me about Melanie": the common word is all it asks about
             common.clear()
-            vecs, per_text = self._embed_with_tokens([query])
+            vecs, per_text = self.embedding.embed_with_tokens([query])
         else:
-            vecs, per_text = self._embed_with_tokens([query, stripped])
+            vecs, per_text = self.embedding.embed_with_tokens([query, stripped])
         tokens = token_match.query_matrix(*per_text[0], drop=common) if per_text is not None else None
         q = vecs[0]
         if len(vecs) == 1:
             return q, tokens
-        v = (1.0 - self.params.common_word_mix) * q + self.params.common_word_mix * vecs[1]
+        v = (1.0 - self.db.params.common_word_mix) * q + self.db.params.common_word_mix * vecs[1]
         norm = float(np.linalg.norm(v))
         return (v / norm if norm > 0 else q), tokens
 
@@ -634,14 +667,14 @@ class RetrievalMixin:
                 return scaled
             checked.update(unread)
             for pid in self._askings(unread, query):
-                final[pid] = max(0.0, unechoed(pid)) * self.params.asked_weight
+                final[pid] = max(0.0, unechoed(pid)) * self.db.params.asked_weight
                 scaled.add(pid)
 
     def _askings(self, ids, query: str) -> set[int]:
         """Of these pages, those of Mnemo's own chats (not imported: there a question and its reply
         are the record) whose user side only asks a short question (`T.only_asks`). A page the user
         pinned keeps its score; a long message is more than a question, so its text is not read."""
-        rows = self._x(
+        rows = self.db.execute(
             "SELECT p.id, p.user_text FROM page p JOIN conversation c ON c.id = p.conversation_id "
             "WHERE c.source IS NULL AND p.pinned = 0 AND length(p.user_text) <= 400 "
             "AND p.id IN (SELECT value FROM json_each(?))",
@@ -654,7 +687,7 @@ class RetrievalMixin:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for r in self._x(
+            for r in self.db.execute(
                 f"SELECT id, segment_id, tier, conversation_id, timestamp FROM page WHERE id IN ({marks})", chunk
             ).fetchall():
                 info[r[0]] = r
@@ -671,14 +704,14 @@ class RetrievalMixin:
         statement = T.valid_text(statement).strip()
         if not statement:
             return [], []
-        bar = self.params.update_threshold if min_cos is None else min_cos
+        bar = self.db.params.update_threshold if min_cos is None else min_cos
         said = " ".join(T.words(statement))
-        q = self._embed([statement])[0]
+        q = self.embedding.embed([statement])[0]
         facts = []
-        for kid, dist in self._x(
-            "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8", (_blob(q),)
+        for kid, dist in self.db.execute(
+            "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8", (vec_blob(q),)
         ).fetchall():
-            item = self.get_knowledge(kid)
+            item = self.persona.get_knowledge(kid)
             if item is None or item.owner != owner or item.status != "active":
                 continue
             cos, text = 1.0 - float(dist), " ".join(T.words(item.text))
@@ -691,7 +724,7 @@ class RetrievalMixin:
             try:
                 pages = [
                     r[0]
-                    for r in self._x(
+                    for r in self.db.execute(
                         "SELECT rowid FROM page_fts WHERE page_fts MATCH ? LIMIT ?", (match, page_limit)
                     ).fetchall()
                 ]
@@ -701,24 +734,24 @@ class RetrievalMixin:
 
     # ------------------------------------------------------------------ knowledge and traits
     def _rank_knowledge(self, query: str, q: np.ndarray, n: int) -> list[KnowledgeHit]:
-        p = self.params
+        p = self.db.params
         k = max(20, 4 * n)
         dense = {
             kid: 1.0 - float(d)
-            for kid, d in self._x(
-                "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = ?", (_blob(q), k)
+            for kid, d in self.db.execute(
+                "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = ?", (vec_blob(q), k)
             )
         }
         kw: dict[int, int] = {}
         fq = T.fts_or_query(query)
         if fq:
-            for (kid,) in self._x(
+            for (kid,) in self.db.execute(
                 "SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH ? ORDER BY rank LIMIT ?", (fq, k)
             ).fetchall():
                 kw.setdefault(kid, len(kw))
         tq = T.fts_trigram_query(query)
         if tq:
-            for (kid,) in self._x(
+            for (kid,) in self.db.execute(
                 "SELECT rowid FROM knowledge_tri WHERE knowledge_tri MATCH ? ORDER BY rank LIMIT ?", (tq, k)
             ).fetchall():
                 kw.setdefault(kid, len(kw))
@@ -737,7 +770,7 @@ class RetrievalMixin:
         scored.sort(key=lambda x: (-x[0], x[1]))
         out: list[KnowledgeHit] = []
         for _s, kid in scored:
-            item = self.get_knowledge(kid)
+            item = self.persona.get_knowledge(kid)
             if item is None or item.status != "active":
                 continue
             parts = []
@@ -755,14 +788,12 @@ class RetrievalMixin:
     def _select_traits(self, n: int) -> list[TraitHit]:
         """The active persona: pinned first, then most confident; returned in a stable order
         (dimension, id) so the prompt prefix stays byte-identical between turns."""
-        from .store import TRAIT_COLS
-
-        rows = self._x(
+        rows = self.db.execute(
             f"SELECT {TRAIT_COLS} FROM trait t WHERE t.status = 'active' "
             "ORDER BY t.pinned DESC, t.confidence DESC, t.id LIMIT ?",
             (n,),
         ).fetchall()
-        items = sorted((self._trait(r) for r in rows), key=lambda t: (t.dimension, t.id))
+        items = sorted((self.persona.trait_from_row(r) for r in rows), key=lambda t: (t.dimension, t.id))
         return [
             TraitHit(
                 t,

@@ -1,0 +1,255 @@
+"""What the user does to memory directly: correct a page, pin an item, forget items or everything one
+conversation taught (with what was drawn only from them), undo a version, wipe memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import text as T
+from .codec import from_json, to_json
+from .database import Database
+from .embedding import Embedding
+from .fts import fts_del, fts_put
+from .pages import Pages
+from .segments import Segments
+from .types import ITEM_KINDS, ConversationMemory, page_text
+from .versions import Versions
+
+# a reply of conversation ? still waiting to become a page (agents queue {"cid": …}; imports and
+# older jobs {"conversation_id": …})
+_PENDING_PAGE_OF = (
+    "status = 'pending' AND kind = 'add_page' AND "
+    "coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?"
+)
+
+
+class Curation:
+    def __init__(self, db: Database, embedding: Embedding, pages: Pages, segments: Segments, versions: Versions):
+        self.db = db
+        self.embedding = embedding
+        self.pages = pages
+        self.segments = segments
+        self.versions = versions
+
+    def edit_page(self, pid: int, user_text: str | None = None, assistant_text: str | None = None) -> None:
+        """Correct a page's text: re-embeds, re-indexes, refreshes its segment and chain."""
+        page = self.pages.get(pid)
+        if page is None:
+            raise KeyError(f"no page {pid}")
+        u = page.user_text if user_text is None else user_text
+        a = page.assistant_text if assistant_text is None else assistant_text
+        body = page_text(u, a)
+        if not body.strip():
+            raise ValueError("a page needs some text")
+        with self.db.lock:
+            ctx = self.pages.context_before(page.conversation_id, pid, page.timestamp)
+        vec = self.embedding.embed_pages([(u, a)], [ctx])[0]
+        with self.db.transaction():
+            kws = T.keywords(body, self.db.params.page_keywords)
+            self.db.execute(
+                "UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?",
+                (u, a, to_json(kws), pid),
+            )
+            self.pages.vec_put(pid, vec, body)
+            fts_put(self.db, "page_fts", "page_tri", pid, body)
+            if page.segment_id is not None:
+                self.segments.rebuild(page.segment_id)
+            if page.chain_id is not None:
+                self.segments.refresh_chain(page.chain_id)
+            self.segments.recontext(self.pages.pages_after([pid]))  # the next page was read after the old words
+            self.db.emit("edited", "page", pid, f"page {pid} edited by the user")
+
+    def pin(self, kind: str, item_id: int, pinned: bool = True) -> None:
+        """Pin (protect from eviction and automatic updates) or unpin a page, segment, knowledge item or trait."""
+        if kind not in ITEM_KINDS:
+            raise ValueError(f"kind must be one of {ITEM_KINDS}")
+        with self.db.transaction():
+            self.db.execute(f"UPDATE {kind} SET pinned = ? WHERE id = ?", (int(pinned), item_id))
+            if self.db.changes():
+                self.db.emit(
+                    "pinned" if pinned else "unpinned",
+                    kind,
+                    item_id,
+                    f"{kind} {item_id} {'pinned' if pinned else 'unpinned'}",
+                )
+
+    def forget(self, kind: str, ids: int | Sequence[int]) -> int:
+        """Remove items for good: base rows, vectors, FTS entries, and what was derived only from them.
+
+        Forgetting a segment forgets its pages. Forgetting pages removes traits/knowledge whose every
+        source page is gone, drops their versions that came only from those pages, and reverts an
+        item to its newest surviving version when its current one came only from them. Returns the
+        number of items removed.
+        """
+        if kind not in ITEM_KINDS:
+            raise ValueError(f"kind must be one of {ITEM_KINDS}")
+        id_list = [ids] if isinstance(ids, int) else list(ids)
+        if not id_list:
+            return 0
+        with self.db.transaction():
+            marks = ",".join("?" * len(id_list))
+            if kind == "page":
+                found = [
+                    r[0] for r in self.db.execute(f"SELECT id FROM page WHERE id IN ({marks})", id_list).fetchall()
+                ]
+                self._forget_pages(found)
+            elif kind == "segment":
+                found = [
+                    r[0] for r in self.db.execute(f"SELECT id FROM segment WHERE id IN ({marks})", id_list).fetchall()
+                ]
+                if found:
+                    m2 = ",".join("?" * len(found))
+                    pids = [
+                        r[0]
+                        for r in self.db.execute(f"SELECT id FROM page WHERE segment_id IN ({m2})", found).fetchall()
+                    ]
+                    self._forget_pages(pids)
+                    for sid in found:  # (already gone when it lost its last page)
+                        self.db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
+                        self.db.execute("DELETE FROM segment WHERE id = ?", (sid,))
+            else:
+                found = [
+                    r[0] for r in self.db.execute(f"SELECT id FROM {kind} WHERE id IN ({marks})", id_list).fetchall()
+                ]
+                for iid in found:
+                    self.versions.delete_item(kind, iid)
+            for iid in found:
+                self.db.emit("forgotten", kind, iid, f"{kind} {iid} forgotten by the user")
+            return len(found)
+
+    def conversation_memory(self, cid: int) -> ConversationMemory:
+        """What memory holds from one conversation: its pages (every tier), how many are pinned, and
+        the persona items that would go with them (every source page among them). Read-only: what
+        `forget_conversation` would remove, for a confirmation that names it."""
+        with self.db.lock:
+            rows = self.db.execute(
+                "SELECT id, pinned FROM page WHERE conversation_id = ? ORDER BY id", (cid,)
+            ).fetchall()
+            ids = [r[0] for r in rows]
+            return ConversationMemory(
+                cid,
+                ids,
+                sum(1 for r in rows if r[1]),
+                self.versions.derived_only_from(set(ids)),
+                self._pending_pages_of(cid),
+            )
+
+    def forget_conversation(self, cid: int) -> ConversationMemory:
+        """Forget what memory learned from one conversation: every page of it in every tier (pinned
+        ones too: the user asked for this chat's memory to go), the persona items drawn only from
+        those pages, and its replies still waiting to become pages. Items other pages also support
+        stay, losing these sources (see `forget`). The conversation and its messages are not touched;
+        user-written facts have no source pages and stay. Returns what was removed."""
+        with self.db.transaction():
+            gone = self.conversation_memory(cid)
+            self.db.execute("DELETE FROM job WHERE " + _PENDING_PAGE_OF, (cid,))
+            self._forget_pages(gone.page_ids)
+            for kind in ("trait", "knowledge"):  # items that stay no longer name it as a source
+                for iid, cids in self.db.execute(
+                    f"SELECT id, conversation_ids FROM {kind} WHERE EXISTS "
+                    "(SELECT 1 FROM json_each(conversation_ids) WHERE value = ?)",
+                    (cid,),
+                ).fetchall():
+                    self.db.execute(
+                        f"UPDATE {kind} SET conversation_ids = ? WHERE id = ?",
+                        (to_json([c for c in from_json(cids, []) if c != cid]), iid),
+                    )
+            if gone.page_ids or gone.pending_pages:
+                self.db.emit(
+                    "forgotten",
+                    "conversation",
+                    cid,
+                    f"memory of conversation {cid} forgotten by the user: {len(gone.page_ids)} pages",
+                    {
+                        "pages": len(gone.page_ids),
+                        "pending": gone.pending_pages,
+                        "items": [f"{k} {i}" for k, i in gone.items],
+                    },
+                )
+            return gone
+
+    def _pending_pages_of(self, cid: int) -> int:
+        return self.db.execute("SELECT count(*) FROM job WHERE " + _PENDING_PAGE_OF, (cid,)).fetchone()[0]
+
+    def _forget_pages(self, ids: Sequence[int]) -> None:
+        ids = sorted(set(ids))
+        if not ids:
+            return
+        gone = set(ids)
+        self.versions.forget_derived(gone)
+        marks = ",".join("?" * len(ids))
+        info = self.db.execute(
+            f"SELECT id, prev_page_id, segment_id, chain_id FROM page WHERE id IN ({marks})", ids
+        ).fetchall()
+        prev_of = {r[0]: r[1] for r in info}
+        after = self.pages.pages_after(ids)  # they were read after a forgotten page
+        # relink chains across the forgotten pages
+        for child, prev in self.db.execute(
+            f"SELECT id, prev_page_id FROM page WHERE prev_page_id IN ({marks})", ids
+        ).fetchall():
+            if child in gone:
+                continue
+            while prev in gone:
+                prev = prev_of.get(prev)
+            self.db.execute("UPDATE page SET prev_page_id = ? WHERE id = ?", (prev, child))
+        for pid in ids:
+            self.pages.vec_del(pid)
+            fts_del(self.db, "page_fts", "page_tri", pid)
+        self.db.execute(f"DELETE FROM page WHERE id IN ({marks})", ids)
+        for sid in sorted({r[2] for r in info if r[2] is not None}):
+            self.segments.rebuild(sid)
+        for chain_id in sorted({r[3] for r in info if r[3] is not None}):
+            self.segments.refresh_chain(chain_id)
+        self.segments.recontext(after)
+
+    def undo_version(self, kind: str, iid: int, version: int) -> bool:
+        """Make a trait's or fact's previous version current again, if `version` is still its current
+        one (nothing has confirmed or changed it since). Returns whether it was reverted; an item
+        without an earlier version is left as it is (forget it instead)."""
+        if kind not in ("trait", "knowledge"):
+            raise ValueError("kind must be 'trait' or 'knowledge'")
+        with self.db.transaction():
+            row = self.db.execute(f"SELECT version FROM {kind} WHERE id = ?", (iid,)).fetchone()
+            earlier = self.db.execute(
+                "SELECT 1 FROM item_version WHERE item_kind = ? AND item_id = ? AND version < ?", (kind, iid, version)
+            ).fetchone()
+            if row is None or row[0] != version or earlier is None:
+                return False
+            self.versions.revert(kind, iid, reason="reverted by the user: the chat that changed it was forgotten")
+            self.db.emit(
+                "edited",
+                kind,
+                iid,
+                f"{kind} {iid} reverted to its previous version by the user",
+                {"from_version": version},
+            )
+            return True
+
+    def wipe_memory(self) -> None:
+        """Delete every memory row (pages, segments, chains, traits, knowledge, versions, vectors, FTS,
+        pending memory jobs, events). Conversations and messages stay."""
+        with self.db.transaction():
+            for sql in (
+                "DELETE FROM derivation",
+                "DELETE FROM item_version",
+                "DELETE FROM trait",
+                "DELETE FROM knowledge",
+                "DELETE FROM knowledge_vec",
+                "UPDATE page SET prev_page_id = NULL WHERE prev_page_id IS NOT NULL",
+                "DELETE FROM page",
+                "DELETE FROM chain",
+                "DELETE FROM segment",
+                "DELETE FROM page_vec",
+                "DELETE FROM segment_vec",
+                "DELETE FROM page_tok",
+                "INSERT INTO page_fts(page_fts) VALUES ('delete-all')",
+                "INSERT INTO page_tri(page_tri) VALUES ('delete-all')",
+                "INSERT INTO knowledge_fts(knowledge_fts) VALUES ('delete-all')",
+                "INSERT INTO knowledge_tri(knowledge_tri) VALUES ('delete-all')",
+                "DELETE FROM job",
+                "DELETE FROM event",
+                "DELETE FROM vec_log",
+                "INSERT INTO vec_log(kind, item_id, op) VALUES ('*', 0, 'reset')",
+            ):
+                self.db.execute(sql)
+            self.db.emit("wiped", None, None, "all memory wiped by the user")

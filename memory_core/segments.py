@@ -1,0 +1,445 @@
+"""Mid-term memory: segments (pages grouped by topic), dialogue chains, heat, the promotion trigger,
+eviction of the coldest segment to the archive, and restoring it."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import text as T
+from .codec import from_json, to_json, unit, vec_blob
+from .database import Database, like_pattern
+from .embedding import Embedding
+from .jobs import Jobs
+from .pages import Pages
+from .types import Segment, page_text
+
+SEG_COLS = (
+    "s.id, s.tier, s.summary, s.keywords, s.n_visit, s.l_interaction, s.last_access, s.created_at, "
+    "s.updated_at, s.page_count, s.pinned, s.promotions"
+)
+
+
+class Segments:
+    def __init__(self, db: Database, embedding: Embedding, pages: Pages, jobs: Jobs):
+        self.db = db
+        self.embedding = embedding
+        self.pages = pages
+        self.jobs = jobs
+
+    # ------------------------------------------------------------------ reading
+    def heat_sql(self, now: float) -> tuple[str, dict]:
+        p = self.db.params
+        return (
+            "(:alpha * s.n_visit + :beta * s.l_interaction + :gamma * exp(-(max(:now - s.last_access, 0.0)) / :mu))",
+            {"alpha": p.alpha, "beta": p.beta, "gamma": p.gamma, "now": now, "mu": p.mu},
+        )
+
+    def segment_from_row(self, r: tuple, now: float) -> Segment:
+        p = self.db.params
+        recency = math.exp(-max(now - r[6], 0.0) / p.mu)
+        heat = p.alpha * r[4] + p.beta * r[5] + p.gamma * recency
+        return Segment(
+            id=r[0],
+            tier=r[1],
+            summary=r[2],
+            keywords=from_json(r[3], []),
+            n_visit=r[4],
+            l_interaction=r[5],
+            last_access=r[6],
+            created_at=r[7],
+            updated_at=r[8],
+            page_count=r[9],
+            pinned=bool(r[10]),
+            promotions=r[11],
+            recency=recency,
+            heat=heat,
+        )
+
+    _SEG_ORDER = {
+        "heat": "heat",
+        "last_access": "s.last_access",
+        "created_at": "s.created_at",
+        "id": "s.id",
+        "n_visit": "s.n_visit",
+        "l_interaction": "s.l_interaction",
+        "page_count": "s.page_count",
+        "updated_at": "s.updated_at",
+    }
+
+    def list_segments(
+        self,
+        *,
+        tier: str | None = None,
+        text: str | None = None,
+        pinned: bool | None = None,
+        order_by: str = "heat",
+        descending: bool = True,
+        limit: int = 100,
+        offset: int = 0,
+        after_id: int | None = None,
+    ) -> list[Segment]:
+        if order_by not in self._SEG_ORDER:
+            raise ValueError(f"order_by must be one of {sorted(self._SEG_ORDER)}")
+        now = self.db.clock()
+        heat, hargs = self.heat_sql(now)
+        where, args = self._filters(tier, text, pinned)
+        if after_id is not None:  # keyset paging (see list_pages)
+            where = (where + " AND" if where else " WHERE") + " s.id > :after_id"
+            args["after_id"] = after_id
+        d = "DESC" if descending else "ASC"
+        rows = self.db.rows(
+            f"SELECT {SEG_COLS}, {heat} AS heat FROM segment s{where} "
+            f"ORDER BY {self._SEG_ORDER[order_by]} {d}, s.id {d} LIMIT :limit OFFSET :offset",
+            {**hargs, **args, "limit": limit, "offset": offset},
+        )
+        return [self.segment_from_row(r, now) for r in rows]
+
+    def _filters(self, tier, text, pinned) -> tuple[str, dict]:
+        where, args = [], {}
+        if tier is not None:
+            where.append("s.tier = :tier")
+            args["tier"] = tier
+        if pinned is not None:
+            where.append("s.pinned = :pinned")
+            args["pinned"] = int(pinned)
+        if text:
+            where.append("(s.summary LIKE :like ESCAPE '\\' OR s.keywords LIKE :like ESCAPE '\\')")
+            args["like"] = like_pattern(text)
+        return (" WHERE " + " AND ".join(where)) if where else "", args
+
+    def count_segments(
+        self, *, tier: str | None = None, text: str | None = None, pinned: bool | None = None, **_: Any
+    ) -> int:
+        where, args = self._filters(tier, text, pinned)
+        return self.db.scalar(f"SELECT count(*) FROM segment s{where}", args)
+
+    def get(self, sid: int) -> Segment | None:
+        now = self.db.clock()
+        r = self.db.one(f"SELECT {SEG_COLS} FROM segment s WHERE s.id = ?", (sid,))
+        return self.segment_from_row(r, now) if r else None
+
+    # ------------------------------------------------------------------ STM -> MTM
+    def stm_overflow(self, cid: int | None) -> None:
+        cap = max(0, int(self.db.params.stm_capacity))
+        rows = self.db.execute(
+            "SELECT id FROM page WHERE tier = 'stm' AND conversation_id IS ? ORDER BY id", (cid,)
+        ).fetchall()
+        for (pid,) in rows[: max(0, len(rows) - cap)]:
+            self.move_to_mtm(pid)
+
+    def move_to_mtm(self, pid: int) -> int:
+        """Move STM page `pid` to MTM: link it into its conversation's dialogue chain, join it to the best
+        MTM segment or start one, then promote a segment made hot and evict the coldest over capacity.
+        Returns the segment id (0 when the page is not in STM)."""
+        row = self.db.execute(
+            "SELECT conversation_id, timestamp, keywords FROM page WHERE id = ? AND tier = 'stm'", (pid,)
+        ).fetchone()
+        if row is None:
+            return 0
+        cid, ts, kws_s = row
+        kws = from_json(kws_s, [])
+        vec = self.pages.page_vec(pid)
+        now = self.db.clock()
+        chain_id, link_detail = self._link_chain(pid, cid, ts, kws, vec, now)
+        best_sid, best_score, best_cos, best_jac = self._best_segment(vec, kws)
+        if best_sid is not None and best_score >= self.db.params.theta:
+            sid = best_sid
+            self._join_segment(sid, pid, vec, kws, now)
+            how = "joined"
+        else:
+            sid = self._start_segment(pid, vec, kws, now)
+            how = "created"
+        if chain_id is not None:
+            self.refresh_chain(chain_id)
+        self.db.emit(
+            "page_moved",
+            "page",
+            pid,
+            f"page {pid} moved to mid-term memory ({how} segment {sid})",
+            {
+                "segment_id": sid,
+                "how": how,
+                "score": round(best_score, 4),
+                "cos": round(best_cos, 4),
+                "jaccard": round(best_jac, 4),
+                "chain_id": chain_id,
+                **link_detail,
+            },
+        )
+        self.maybe_promote(sid)
+        self.evict_if_needed()
+        return sid
+
+    def _link_chain(
+        self, pid: int, cid: int | None, ts: float, kws: list[str], vec: np.ndarray, now: float
+    ) -> tuple[int | None, dict[str, Any]]:
+        """Dialogue chain: link the page to the previous moved page of its conversation when it continues
+        the topic. Returns the chain joined (None) and what the event says of the link."""
+        p = self.db.params
+        prev = self.db.execute(
+            "SELECT id, chain_id, timestamp, keywords FROM page WHERE conversation_id IS ? AND id < ? "
+            "AND tier != 'stm' ORDER BY id DESC LIMIT 1",
+            (cid, pid),
+        ).fetchone()
+        if prev is None or cid is None or abs(ts - prev[2]) > p.chain_max_gap_s:
+            return None, {}
+        cont = float(self.pages.page_vec(prev[0]) @ vec) + T.jaccard(kws, from_json(prev[3], []))
+        link_detail = {"prev_page_id": prev[0], "continuity": round(cont, 4)}
+        if cont < p.chain_theta:
+            return None, link_detail
+        chain_id = prev[1]
+        if chain_id is None:
+            self.db.execute("INSERT INTO chain(summary, keywords, updated_at) VALUES ('', '[]', ?)", (now,))
+            chain_id = self.db.last_insert_rowid()
+            self.db.execute("UPDATE page SET chain_id = ? WHERE id = ?", (chain_id, prev[0]))
+        self.db.execute("UPDATE page SET prev_page_id = ?, chain_id = ? WHERE id = ?", (prev[0], chain_id, pid))
+        return chain_id, link_detail
+
+    def _best_segment(self, vec: np.ndarray, kws: list[str]) -> tuple[int | None, float, float, float]:
+        """The MTM segment nearest the page by cos + keyword Jaccard: (id, score, cos, Jaccard)."""
+        best_sid, best_score, best_cos, best_jac = None, -1.0, 0.0, 0.0
+        knn = self.db.execute(
+            "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
+            (vec_blob(vec), max(1, self.db.params.segment_candidates)),
+        ).fetchall()
+        seg_kw = (
+            dict(
+                self.db.execute(
+                    "SELECT id, keywords FROM segment WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps([sid for sid, _ in knn]),),
+                ).fetchall()
+            )
+            if knn
+            else {}
+        )
+        for sid, dist in knn:
+            skw = from_json(seg_kw.get(sid), [])
+            cos = 1.0 - float(dist)
+            jac = T.jaccard(kws, skw)
+            if cos + jac > best_score:
+                best_sid, best_score, best_cos, best_jac = sid, cos + jac, cos, jac
+        return best_sid, best_score, best_cos, best_jac
+
+    def _join_segment(self, sid: int, pid: int, vec: np.ndarray, kws: list[str], now: float) -> None:
+        srow = self.db.execute("SELECT emb_sum, kw_counts FROM segment WHERE id = ?", (sid,)).fetchone()
+        acc = np.frombuffer(srow[0], dtype=np.float32) + vec
+        counts: dict = from_json(srow[1], {})
+        self._count_keywords(counts, kws)
+        self.db.execute("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
+        self.db.execute(
+            "UPDATE segment SET emb_sum = ?, kw_counts = ?, keywords = ?, page_count = page_count + 1, "
+            "l_interaction = l_interaction + 1, last_access = ?, updated_at = ? WHERE id = ?",
+            (vec_blob(acc), to_json(counts), to_json(self._top_keywords(counts)), now, now, sid),
+        )
+        self.db.execute("UPDATE segment_vec SET embedding = ? WHERE segment_id = ?", (vec_blob(unit(acc)), sid))
+        self.refresh_summary(sid)
+
+    def _start_segment(self, pid: int, vec: np.ndarray, kws: list[str], now: float) -> int:
+        counts: dict = {}
+        self._count_keywords(counts, kws)
+        self.db.execute(
+            "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, "
+            "last_access, created_at, updated_at, page_count) VALUES ('mtm', '', ?, ?, ?, 0, 1, ?, ?, ?, 1)",
+            (to_json(kws[: self.db.params.segment_keywords]), to_json(counts), vec_blob(vec), now, now, now),
+        )
+        sid = self.db.last_insert_rowid()
+        self.db.execute("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
+        self.vec_put(sid, "mtm", vec)
+        self.refresh_summary(sid)
+        self.db.emit("segment_created", "segment", sid, f"segment {sid} created", {"page_id": pid})
+        return sid
+
+    @staticmethod
+    def _count_keywords(counts: dict, kws: list[str]) -> None:
+        """counts: stem -> [count, surface form shown to the user]."""
+        for k in kws:
+            st = T.stem(k)
+            c = counts.get(st)
+            if c is None:
+                counts[st] = [1, k]
+            else:
+                c[0] += 1
+
+    def _top_keywords(self, counts: dict) -> list[str]:
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        return [v[1] for _, v in ranked[: self.db.params.segment_keywords]]
+
+    def refresh_summary(self, sid: int) -> None:
+        rows = self.db.execute(
+            "SELECT user_text, assistant_text FROM page WHERE segment_id = ? ORDER BY id DESC LIMIT 5", (sid,)
+        ).fetchall()
+        first = self.db.execute(
+            "SELECT user_text, assistant_text FROM page WHERE segment_id = ? ORDER BY id LIMIT 1", (sid,)
+        ).fetchone()
+        texts = [page_text(u, a) for u, a in reversed(rows)]
+        if first is not None and page_text(*first) not in texts:
+            texts.insert(0, page_text(*first))
+        kws = from_json(self.db.execute("SELECT keywords FROM segment WHERE id = ?", (sid,)).fetchone()[0], [])
+        summary = T.extractive_summary(texts, kws, self.db.params.summary_chars)
+        self.db.execute("UPDATE segment SET summary = ? WHERE id = ?", (summary, sid))
+
+    def refresh_chain(self, chain_id: int) -> None:
+        rows = self.db.execute(
+            "SELECT user_text, assistant_text, keywords FROM page WHERE chain_id = ? ORDER BY id DESC LIMIT 6",
+            (chain_id,),
+        ).fetchall()
+        if not rows:
+            self.db.execute("DELETE FROM chain WHERE id = ?", (chain_id,))
+            return
+        kws = T.merge_keywords([from_json(k, []) for _, _, k in reversed(rows)], 8)
+        texts = [page_text(u, a) for u, a, _ in reversed(rows)]
+        summary = T.extractive_summary(texts, kws, max(80, self.db.params.summary_chars // 2))
+        label = T.topic_label(kws)
+        self.db.execute(
+            "UPDATE chain SET summary = ?, keywords = ?, updated_at = ? WHERE id = ?",
+            (f"[{label}] {summary}" if label else summary, to_json(kws), self.db.clock(), chain_id),
+        )
+
+    def rebuild(self, sid: int) -> bool:
+        """Recompute a segment's embedding, keywords, count and summary from its pages; delete it when empty."""
+        rows = self.db.execute("SELECT id, keywords FROM page WHERE segment_id = ?", (sid,)).fetchall()
+        if not rows:
+            self.db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
+            self.db.execute("DELETE FROM segment WHERE id = ?", (sid,))
+            return False
+        counts: dict = {}
+        for _, k in rows:
+            self._count_keywords(counts, from_json(k, []))
+        self.db.execute(
+            "UPDATE segment SET kw_counts = ?, keywords = ?, page_count = ?, updated_at = ? WHERE id = ?",
+            (to_json(counts), to_json(self._top_keywords(counts)), len(rows), self.db.clock(), sid),
+        )
+        self.refresh_vector(sid)
+        self.refresh_summary(sid)
+        return True
+
+    def refresh_vector(self, sid: int) -> None:
+        """A segment's summed vector and its index row from its pages' current vectors (all a re-embedding
+        changes of a segment; `_rebuild_segment` does the rest when its pages change)."""
+        row = self.db.execute("SELECT tier FROM segment WHERE id = ?", (sid,)).fetchone()
+        if row is None:
+            return
+        acc = np.zeros(self.db.dim, np.float32)
+        for (pid,) in self.db.execute("SELECT id FROM page WHERE segment_id = ?", (sid,)).fetchall():
+            acc += self.pages.page_vec(pid)
+        self.db.execute("UPDATE segment SET emb_sum = ? WHERE id = ?", (vec_blob(acc), sid))
+        self.vec_put(sid, row[0], unit(acc))
+
+    def vec_put(self, sid: int, tier: str, vec: np.ndarray) -> None:
+        self.db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
+        self.db.execute(
+            "INSERT INTO segment_vec(segment_id, tier, embedding) VALUES (?, ?, ?)", (sid, tier, vec_blob(vec))
+        )
+
+    def recontext(self, ids: Sequence[int]) -> None:
+        """Embed these pages again after the page before them changed or went (edited, forgotten): their
+        vectors and words were read after it. Their segments follow. Inside the caller's transaction."""
+        ids = sorted(set(ids))
+        if not ids:
+            return
+        if not self.embedding.has_tokens:
+            self.pages.note_read_alone(ids[0])  # read in context again when a token embedder is back
+            return
+        rows = self.db.execute(
+            "SELECT id, user_text, assistant_text, segment_id FROM page WHERE id IN "
+            "(SELECT value FROM json_each(?)) ORDER BY id",
+            (json.dumps(ids),),
+        ).fetchall()
+        found, bodies, _, vecs = self.pages.embed_stored([r[:3] for r in rows])
+        for pid, vec, body in zip(found, vecs, bodies):
+            self.pages.vec_put(pid, vec, body)
+        for sid in sorted({r[3] for r in rows if r[3] is not None}):
+            self.rebuild(sid)
+
+    # ------------------------------------------------------------------ heat, eviction
+    def heat(self, sid: int) -> float | None:
+        heat, args = self.heat_sql(self.db.clock())
+        row = self.db.execute(f"SELECT {heat} FROM segment s WHERE s.id = :sid", {**args, "sid": sid}).fetchone()
+        return None if row is None else float(row[0])
+
+    def record_visits(self, sids: list[int]) -> None:
+        """One short write after a retrieval: N_visit + 1 and a fresh last access for each segment
+        that supplied a page, a `segment_visited` event each (so a segment's heat history can be
+        replayed from the log), then promotion if the visit made a segment hot enough."""
+        now = self.db.clock()
+        with self.db.transaction():
+            marks = ",".join("?" * len(sids))
+            rows = self.db.execute(
+                f"UPDATE segment SET n_visit = n_visit + 1, last_access = ? WHERE id IN ({marks}) "
+                "RETURNING id, n_visit",
+                [now, *sids],
+            ).fetchall()
+            for sid, n_visit in sorted(rows):
+                self.db.emit(
+                    "segment_visited",
+                    "segment",
+                    sid,
+                    f"segment {sid} recalled (N_visit {n_visit})",
+                    {"count": 1, "n_visit": n_visit},
+                )
+            for sid in sids:
+                self.maybe_promote(sid)
+
+    def maybe_promote(self, sid: int) -> None:
+        if self.db.memory_paused():
+            return
+        heat = self.heat(sid)
+        if heat is None or heat < self.db.params.tau:
+            return
+        row = self.db.execute("SELECT promotions, tier FROM segment WHERE id = ?", (sid,)).fetchone()
+        fresh = self.db.execute("SELECT 1 FROM page WHERE segment_id = ? AND analyzed = 0 LIMIT 1", (sid,)).fetchone()
+        if row and fresh:
+            self.jobs.enqueue("promote_segment", {"segment_id": sid}, key=f"promote_segment:{sid}:{row[0]}")
+
+    def evict_if_needed(self) -> None:
+        cap = int(self.db.params.mtm_capacity)
+        n = self.db.execute("SELECT count(*) FROM segment WHERE tier = 'mtm'").fetchone()[0]
+        heat, args = self.heat_sql(self.db.clock())
+        while n > cap:
+            row = self.db.execute(
+                f"SELECT s.id, {heat} AS h FROM segment s WHERE s.tier = 'mtm' AND s.pinned = 0 AND NOT EXISTS "
+                "(SELECT 1 FROM page p INDEXED BY page_pinned WHERE p.segment_id = s.id AND p.pinned = 1) "
+                "ORDER BY h, s.last_access, s.id "
+                "LIMIT 1",
+                args,
+            ).fetchone()
+            if row is None:
+                break  # everything left is pinned
+            self.archive(row[0], heat=row[1])
+            n -= 1
+
+    def archive(self, sid: int, heat: float | None = None) -> None:
+        now = self.db.clock()
+        self.db.execute("UPDATE segment SET tier = 'archive', archived_at = ? WHERE id = ?", (now, sid))
+        self.db.execute("UPDATE page SET tier = 'archive' WHERE segment_id = ?", (sid,))
+        vec = np.frombuffer(
+            self.db.execute("SELECT emb_sum FROM segment WHERE id = ?", (sid,)).fetchone()[0], np.float32
+        )
+        self.vec_put(sid, "archive", unit(vec))
+        self.db.emit(
+            "segment_archived",
+            "segment",
+            sid,
+            f"segment {sid} moved to the archive (coldest)",
+            {"heat": None if heat is None else round(float(heat), 4)},
+        )
+
+    def restore(self, sid: int) -> None:
+        """Bring an archived segment back to MTM (the coldest unpinned one may be archived in turn)."""
+        with self.db.transaction():
+            row = self.db.execute("SELECT tier, emb_sum FROM segment WHERE id = ?", (sid,)).fetchone()
+            if not row or row[0] != "archive":
+                return
+            now = self.db.clock()
+            self.db.execute(
+                "UPDATE segment SET tier = 'mtm', archived_at = NULL, last_access = ? WHERE id = ?", (now, sid)
+            )
+            self.db.execute("UPDATE page SET tier = 'mtm' WHERE segment_id = ?", (sid,))
+            self.vec_put(sid, "mtm", unit(np.frombuffer(row[1], np.float32)))
+            self.db.emit("segment_restored", "segment", sid, f"segment {sid} restored to mid-term memory")
+            self.evict_if_needed()
