@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.prompting import ComposedPrompt, MarkupFilter, QuoteFloor, compose_prompt
 from app.quoted_turns import QuotedPage, QuotedTurnFilter, asks_for_dialogue
@@ -73,6 +74,38 @@ class TurnResult:
     trace: dict = field(default_factory=dict)
     error: str | None = None
     stats: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Turn:
+    """One reply being made: what `ChatAgent._reply`'s steps hand each other."""
+
+    conversation_id: int
+    user_id: int
+    query: str
+    history: list = field(default_factory=list)
+    retrieval: Any = None
+    floor: Any = None
+    budget: int = 0
+    prompt: Any = None
+    exact: int = 0
+    trace: dict = field(default_factory=dict)
+    remembered: dict | None = None
+    forgot: dict | None = None
+    retrieve_s: float = 0.0
+    compose_s: float = 0.0
+
+
+@dataclass
+class _Streamed:
+    """What the model streamed, and the filters that shaped it (they say why it ended)."""
+
+    turns: QuotedTurnFilter
+    guard: RepetitionGuard | None = None
+    markup: MarkupFilter = field(default_factory=MarkupFilter)
+    parts: list[str] = field(default_factory=list)
+    status: str = STATUS_COMPLETE
+    error: str | None = None
 
 
 class ChatAgent:
@@ -245,39 +278,60 @@ class ChatAgent:
     def _reply(
         self, conversation_id: int, user_id: int, query: str, *, on_token, cancel, new_message: bool = False
     ) -> TurnResult:
+        """The reply to user message `user_id`: memory requests, recall, prompt, stream, save, queue."""
         cancel = cancel or CancelToken()
+        turn = _Turn(conversation_id, user_id, query)
         read, write = self._memory_mode(conversation_id)
-        remembered = self._remember_if_asked(query) if write and new_message else None
-        to_forget = forget_request(query)  # never also a request to remember (the two openings differ)
-        forgot = self._forget_asked(to_forget) if to_forget and read and new_message else None
-        if to_forget:
-            write = False  # this exchange repeats what was to be forgotten (so does a regenerate of it)
-        t0 = time.perf_counter()
-        branch = self.store.list_messages_to(user_id)
-        history = [m for m in branch if m.id != user_id]
-        params = self.store.params
-        retrieval = (
-            self.store.retrieve(query, conversation_id, RetrievalBudget(pages=params.recall_turns)) if read else None
-        )
-        t_retrieve = time.perf_counter() - t0
-
-        budget = max(256, self.model.n_ctx - self.reply_reserve)
-        floor = QuoteFloor.from_params(self.store.params)
-
-        def compose(budget_tokens: int = budget):
-            return compose_prompt(
-                query,
-                retrieval=retrieval,
-                history=history,
-                count_tokens=self.model.count_tokens,
-                budget_tokens=budget_tokens,
-                recall_at_end=self._recall_at_end,
-                floor=floor,
-                requote_after=params.recall_own_after,
-                max_turns=params.recall_turns,
+        write = self._carry_out_requests(turn, read, write, new_message)
+        self._recall(turn, read)
+        self._compose(turn)
+        with _disk_full_means(REPLY_NOT_STARTED):
+            assistant_id = self.store.add_message(
+                conversation_id, "assistant", "", parent_id=user_id, status=STATUS_STREAMING, meta={"trace": turn.trace}
             )
+        streamed = self._stream(turn, assistant_id, on_token, cancel)
+        return self._save(turn, assistant_id, streamed, write)
 
-        prompt = compose()
+    def _carry_out_requests(self, turn: _Turn, read: bool, write: bool, new_message: bool) -> bool:
+        """ "Remember that …" and "Forget that …" are done before recall (so this reply sees them);
+        returns whether the exchange may be remembered (a request to forget repeats what goes)."""
+        if write and new_message:
+            turn.remembered = self._remember_if_asked(turn.query)
+        to_forget = forget_request(turn.query)  # never also a request to remember (the two openings differ)
+        if to_forget and read and new_message:
+            turn.forgot = self._forget_asked(to_forget)
+        return write and not to_forget  # so does a regenerate of a request to forget
+
+    def _recall(self, turn: _Turn, read: bool) -> None:
+        """The branch up to the message, and what memory recalls for it (nothing when memory is off)."""
+        t0 = time.perf_counter()
+        branch = self.store.list_messages_to(turn.user_id)
+        turn.history = [m for m in branch if m.id != turn.user_id]
+        budget = RetrievalBudget(pages=self.store.params.recall_turns)
+        turn.retrieval = self.store.retrieve(turn.query, turn.conversation_id, budget) if read else None
+        turn.retrieve_s = time.perf_counter() - t0
+
+    def _prompt(self, turn: _Turn, budget_tokens: int) -> ComposedPrompt:
+        params = self.store.params
+        return compose_prompt(
+            turn.query,
+            retrieval=turn.retrieval,
+            history=turn.history,
+            count_tokens=self.model.count_tokens,
+            budget_tokens=budget_tokens,
+            recall_at_end=self._recall_at_end,
+            floor=turn.floor,
+            requote_after=params.recall_own_after,
+            max_turns=params.recall_turns,
+        )
+
+    def _compose(self, turn: _Turn) -> None:
+        """The prompt within the token budget, counted with the model's own chat template; its trace."""
+        t0 = time.perf_counter()
+        budget = max(256, self.model.n_ctx - self.reply_reserve)
+        turn.budget = budget
+        turn.floor = QuoteFloor.from_params(self.store.params)
+        prompt = self._prompt(turn, budget)
         try:
             exact = self.model.count_messages_tokens(prompt.messages)
         except Exception as exc:
@@ -285,115 +339,131 @@ class ChatAgent:
                 raise
             log.info("the chat template refused a second system message (%s); recall goes first", exc)
             self._recall_at_end = False
-            prompt = compose()
+            prompt = self._prompt(turn, budget)
             exact = self.model.count_messages_tokens(prompt.messages)
         shrink = 0
         while exact > budget and shrink < 4:  # the template cost more than estimated: tighten and redo
             shrink += 1
-            prompt = compose(budget - (exact - budget) - 32 * shrink)
+            prompt = self._prompt(turn, budget - (exact - budget) - 32 * shrink)
             exact = self.model.count_messages_tokens(prompt.messages)
         prompt.prompt_tokens = exact
-        t_compose = time.perf_counter() - t0 - t_retrieve
-
-        trace = retrieval.to_trace() if retrieval is not None else {"query": query, "memory": "off"}
+        turn.prompt, turn.exact = prompt, exact
+        turn.compose_s = time.perf_counter() - t0
+        trace = turn.retrieval.to_trace() if turn.retrieval is not None else {"query": turn.query, "memory": "off"}
         trace["included"] = prompt.included
         trace["dropped"] = prompt.dropped
         trace["half_pages"] = prompt.half_pages_trace()
-        trace["quote_floor"] = floor.to_dict()  # the rule applied then (the inspector says why a page is out)
+        trace["quote_floor"] = turn.floor.to_dict()  # the rule applied then (the inspector says why a page is out)
         trace["prompt_tokens"] = exact
         trace["query_truncated"] = prompt.query_truncated
-        with _disk_full_means(REPLY_NOT_STARTED):
-            assistant_id = self.store.add_message(
-                conversation_id, "assistant", "", parent_id=user_id, status=STATUS_STREAMING, meta={"trace": trace}
-            )
-        parts: list[str] = []
-        status, error = STATUS_COMPLETE, None
-        last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
-        guard = RepetitionGuard() if self.repetition_guard else None
-        markup = MarkupFilter()
-        # the quoted pages' notation ("User: …", "[date] (page 6)") written back: app.quoted_turns
-        turns = QuotedTurnFilter(
-            active=bool(prompt.included.get("pages") or prompt.included.get("knowledge"))
-            and not asks_for_dialogue(query),
-            quoted=self._quoted_pages(prompt, retrieval),
+        turn.trace = trace
+
+    def _recompose_recall_first(self, turn: _Turn) -> None:
+        """A server whose chat template refuses a second system message: recall goes in the first."""
+        self._recall_at_end = False
+        turn.prompt = self._prompt(turn, turn.budget)
+        turn.exact = self.model.count_messages_tokens(turn.prompt.messages)
+        turn.trace.update(
+            included=turn.prompt.included,
+            dropped=turn.prompt.dropped,
+            prompt_tokens=turn.exact,
+            half_pages=turn.prompt.half_pages_trace(),
+        )
+
+    def _stream(self, turn: _Turn, assistant_id: int, on_token, cancel: CancelToken) -> _Streamed:
+        """Stream the reply through the filters, saving it as it grows; a refused prompt is retried once
+        with recall first."""
+        out = _Streamed(
+            guard=RepetitionGuard() if self.repetition_guard else None,
+            # the quoted pages' notation ("User: …", "[date] (page 6)") written back: app.quoted_turns
+            turns=QuotedTurnFilter(
+                active=bool(turn.prompt.included.get("pages") or turn.prompt.included.get("knowledge"))
+                and not asks_for_dialogue(turn.query),
+                quoted=self._quoted_pages(turn.prompt, turn.retrieval),
+            ),
         )
         for attempt in (1, 2):
             try:
-                stream = self.model.stream(prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
-                for chunk in stream:
-                    chunk = turns.feed(markup.feed(chunk))  # the prompt's <memory> tags are dropped too
-                    if chunk:
-                        parts.append(chunk)
-                        if on_token is not None:
-                            on_token(chunk)
-                    if turns.ended:
-                        stream.close()  # the reply began writing a turn nobody said: it ends before it
-                        parts = ["".join(parts).rstrip()]
-                        break
-                    if not chunk:
-                        continue
-                    if guard is not None and guard.feed(chunk):
-                        stream.close()  # ends the generation; the reply keeps what came before the loop
-                        parts = [guard.kept()]
-                        break
-                    if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
-                        last_flush = self._flush_partial(assistant_id, parts)
-                else:
-                    held = turns.feed(markup.rest()) + turns.rest()  # held starts that were nothing after all
-                    if held:
-                        parts.append(held)
-                        if on_token is not None:
-                            on_token(held)
+                self._stream_once(turn, assistant_id, out, on_token, cancel)
                 if self.model.last_stats.stopped or cancel.cancelled:
-                    status = STATUS_STOPPED
+                    out.status = STATUS_STOPPED
             except ModelError as exc:
-                if attempt == 1 and not parts and any(m["role"] == "system" for m in prompt.messages[1:]):
-                    # a server whose chat template refuses a second system message: recall goes first
+                if attempt == 1 and not out.parts and any(m["role"] == "system" for m in turn.prompt.messages[1:]):
                     log.info("the model refused the prompt (%s); retrying with recall in the first system message", exc)
-                    self._recall_at_end = False
-                    prompt = compose()
-                    exact = self.model.count_messages_tokens(prompt.messages)
-                    trace.update(
-                        included=prompt.included,
-                        dropped=prompt.dropped,
-                        prompt_tokens=exact,
-                        half_pages=prompt.half_pages_trace(),
-                    )
+                    self._recompose_recall_first(turn)
                     continue
-                status, error = STATUS_FAILED, str(exc)
+                out.status, out.error = STATUS_FAILED, str(exc)
                 log.warning("generation failed: %s", exc)
             break
-        text = "".join(parts)
-        if turns.removed:  # a recitation or a label line that closed the reply leaves its line break
-            text = text.rstrip()
+        return out
+
+    def _stream_once(self, turn: _Turn, assistant_id: int, out: _Streamed, on_token, cancel: CancelToken) -> None:
+        guard, turns, markup = out.guard, out.turns, out.markup
+        last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
+        stream = self.model.stream(turn.prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
+        for chunk in stream:
+            chunk = turns.feed(markup.feed(chunk))  # the prompt's <memory> tags are dropped too
+            if chunk:
+                out.parts.append(chunk)
+                if on_token is not None:
+                    on_token(chunk)
+            if turns.ended:
+                stream.close()  # the reply began writing a turn nobody said: it ends before it
+                out.parts[:] = ["".join(out.parts).rstrip()]
+                return
+            if not chunk:
+                continue
+            if guard is not None and guard.feed(chunk):
+                stream.close()  # ends the generation; the reply keeps what came before the loop
+                out.parts[:] = [guard.kept()]
+                return
+            if time.perf_counter() - last_flush > PARTIAL_FLUSH_S:
+                last_flush = self._flush_partial(assistant_id, out.parts)
+        held = turns.feed(markup.rest()) + turns.rest()  # held starts that were nothing after all
+        if held:
+            out.parts.append(held)
+            if on_token is not None:
+                on_token(held)
+
+    def _stats(self, turn: _Turn, out: _Streamed) -> dict:
         st = self.model.last_stats
         stats = {
-            "prompt_tokens": exact,
+            "prompt_tokens": turn.exact,
             "cached_prompt_tokens": st.cached_prompt_tokens,
             "completion_tokens": st.completion_tokens,
             "time_to_first_token_s": round(st.time_to_first_token_s, 4),
             "total_s": round(st.total_s, 4),
             "tokens_per_s": round(st.tokens_per_s, 2),
-            "retrieve_ms": round(t_retrieve * 1000, 2),
-            "compose_ms": round(t_compose * 1000, 2),
+            "retrieve_ms": round(turn.retrieve_s * 1000, 2),
+            "compose_ms": round(turn.compose_s * 1000, 2),
             "model": self.model.model_id,
             "finish_reason": (
                 "repetition"
-                if guard is not None and guard.looping
+                if out.guard is not None and out.guard.looping
                 else "invented_turn"
-                if turns.ended
+                if out.turns.ended
                 else st.finish_reason
             ),
         }
-        if remembered:
-            stats["remembered"] = remembered
-        if forgot is not None:
-            stats["forgot"] = forgot
-        if markup.removed:
-            stats["markup_removed"] = markup.removed
-        if turns.removed:
-            stats["quoting_removed"] = turns.removed
-        meta = {"trace": trace, "stats": stats}
+        if turn.remembered:
+            stats["remembered"] = turn.remembered
+        if turn.forgot is not None:
+            stats["forgot"] = turn.forgot
+        if out.markup.removed:
+            stats["markup_removed"] = out.markup.removed
+        if out.turns.removed:
+            stats["quoting_removed"] = out.turns.removed
+        return stats
+
+    def _save(self, turn: _Turn, assistant_id: int, out: _Streamed, write: bool) -> TurnResult:
+        """Store the reply with its trace and stats; queue its memory update when it may be remembered."""
+        cid, user_id = turn.conversation_id, turn.user_id
+        text = "".join(out.parts)
+        if out.turns.removed:  # a recitation or a label line that closed the reply leaves its line break
+            text = text.rstrip()
+        stats = self._stats(turn, out)
+        status, error = out.status, out.error
+        meta = {"trace": turn.trace, "stats": stats}
         if error:
             meta["error"] = error
         try:
@@ -405,17 +475,17 @@ class ChatAgent:
             # and queues its memory update (recover_interrupted)
             log.warning("the reply could not be saved: %s", exc)
             return TurnResult(
-                conversation_id, user_id, assistant_id, text, STATUS_FAILED, prompt, trace, REPLY_NOT_SAVED, stats
+                cid, user_id, assistant_id, text, STATUS_FAILED, turn.prompt, turn.trace, REPLY_NOT_SAVED, stats
             )
         if write and text.strip() and status != STATUS_FAILED:
             try:
-                self._enqueue_page(conversation_id, self.store.get_message(user_id), assistant_id, text)
+                self._enqueue_page(cid, self.store.get_message(user_id), assistant_id, text)
             except Exception as exc:
                 if not is_storage_full(exc):
                     raise
                 log.warning("the reply was saved but its memory update could not be queued: %s", exc)
                 error = MEMORY_NOT_QUEUED
-        return TurnResult(conversation_id, user_id, assistant_id, text, status, prompt, trace, error, stats)
+        return TurnResult(cid, user_id, assistant_id, text, status, turn.prompt, turn.trace, error, stats)
 
     def _quoted_pages(self, prompt: ComposedPrompt, retrieval) -> list[QuotedPage]:
         """The pages the prompt quotes, with their conversations' sources (who said what: a recited

@@ -13,15 +13,14 @@ reported through callbacks so a UI can show progress and "memory updated".
 
 from __future__ import annotations
 
-import itertools
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from app.tasks import TaskQueue
 from memory_core import LLMDeferred
 from models.chat import CancelToken
 
@@ -59,14 +58,17 @@ class Scheduler:
         self.idle_work_delay_s = idle_work_delay_s
         self.idle_s = idle_s
         self.poll_s = poll_s
-        self._tasks: queue.PriorityQueue = queue.PriorityQueue()
-        self._counter = itertools.count()
-        self._wake_memory = threading.Event()
+        # the two threads (app.tasks): the LLM one polls for idle LLM jobs, the memory one for jobs
+        self._llm = TaskQueue(
+            "mnemo-llm", open_resource=self._open_llm_store, on_idle=self._idle_llm_work, idle_s=poll_s
+        )
+        self._memory = TaskQueue(
+            "mnemo-memory", open_resource=self._open_memory_store, on_idle=self._memory_round, idle_s=poll_s
+        )
         self._stop = threading.Event()
+        self._started_at = 0.0
         self._last_chat = 0.0
         self._busy_chat = False
-        self._threads: list[threading.Thread] = []
-        self.llm_store = None
         self.model = None
         self.model_error: Exception | None = None
         self.last_error: str | None = None
@@ -75,28 +77,46 @@ class Scheduler:
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
-        for name, target in (("mnemo-llm", self._llm_loop), ("mnemo-memory", self._memory_loop)):
-            t = threading.Thread(target=target, name=name, daemon=True)
-            t.start()
-            self._threads.append(t)
+        self._started_at = time.monotonic()
+        self._llm.start()
+        self._memory.start()
+        self._llm.submit(lambda store: None, label="open")  # the LLM thread's store, at once
+        self._memory.wake()  # the memory thread's store and page index, at once
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         self._preempt_job()
-        self._wake_memory.set()
-        self._tasks.put((-1, next(self._counter), None, None))
-        for t in self._threads:
-            t.join(timeout=timeout)
-        self._threads.clear()
+        self._llm.stop(0, drop_pending=True)
+        self._memory.stop(0, drop_pending=True)
+        self._llm.join(timeout)
+        self._memory.join(timeout)
+
+    @property
+    def llm_store(self):
+        """The LLM thread's store (None before it opened, or when it could not be opened)."""
+        return self._llm.resource
 
     # -- API ------------------------------------------------------------------------
     def submit(self, fn: Callable[[Any, Any], Any], *, priority: int = PRIORITY_CHAT) -> Future:
         """Run `fn(store, model)` on the LLM thread; chat tasks (priority 0) go first."""
-        future: Future = Future()
-        self._tasks.put((priority, next(self._counter), fn, future))
+        future = self._llm.submit(lambda store: self._chat_task(lambda: fn(store, self._model())), priority=priority)
         if priority <= PRIORITY_CHAT:
             self._preempt_job()
         return future
+
+    def submit_raw(self, fn: Callable[[Any], Any], *, priority: int = PRIORITY_CHAT) -> Future:
+        """Run `fn(store)` on the LLM thread without loading the model first."""
+        return self._llm.submit(lambda store: self._chat_task(lambda: fn(store)), priority=priority)
+
+    def _chat_task(self, run: Callable[[], Any]) -> Any:
+        """On the LLM thread: chat is busy while `run` runs; afterwards the memory thread may go on."""
+        self._busy_chat = True
+        try:
+            return run()
+        finally:
+            self._busy_chat = False
+            self._last_chat = time.monotonic()
+            self._memory.wake()
 
     def _preempt_job(self) -> None:
         """Stop the LLM memory job that is generating (if any): chat goes first."""
@@ -106,9 +126,9 @@ class Scheduler:
 
     def notify_jobs(self) -> None:
         """Wake the memory thread (call after enqueueing a job)."""
-        self._wake_memory.set()
+        self._memory.wake()
 
-    # -- threads --------------------------------------------------------------------
+    # -- the LLM thread ---------------------------------------------------------------
     def _model(self):
         """The chat model, loaded on first use; a failed load is remembered (see `reset_model`)."""
         if self.model is None and self._get_model is not None:
@@ -124,22 +144,16 @@ class Scheduler:
     def reset_model(self, get_model: Callable[[], Any] | None = None) -> Future:
         """Drop the loaded model (after the user changed settings); the next use loads it anew."""
 
-        def reset(store, model_unused=None):
+        def reset(store):
             if get_model is not None:
                 self._get_model = get_model
             self.model, self.model_error = None, None
 
         return self.submit_raw(reset)
 
-    def submit_raw(self, fn: Callable[[Any], Any], *, priority: int = PRIORITY_CHAT) -> Future:
-        """Run `fn(store)` on the LLM thread without loading the model first."""
-        future: Future = Future()
-        self._tasks.put((priority, next(self._counter), ("raw", fn), future))
-        return future
-
     def _complete_json(self, messages, schema):
         token = self._job_cancel
-        if token is not None and (token.cancelled or self._stop.is_set() or not self._tasks.empty()):
+        if token is not None and (token.cancelled or self._stop.is_set() or self._llm.pending()):
             self.jobs_deferred += 1
             raise LLMDeferred("a chat task is waiting for the model")
         model = self._model()
@@ -156,55 +170,30 @@ class Scheduler:
             raise LLMDeferred("preempted by a chat task")
         return result
 
-    def _llm_loop(self) -> None:
+    def _open_llm_store(self):
         try:
-            self.llm_store = self._open_store(llm=self._complete_json)
-            self._subscribe(self.llm_store)
+            store = self._open_store(llm=self._complete_json)
         except Exception as exc:
             # Without the store, tasks that need it fail on their own; loading the model does not.
-            self.llm_store = None
             self.last_error = str(exc)
             log.error("the LLM thread works without the memory store: %s", exc)
-        try:
-            while not self._stop.is_set():
-                try:
-                    _, _, fn, future = self._tasks.get(timeout=self.poll_s)
-                except queue.Empty:
-                    self._idle_llm_work()
-                    continue
-                if fn is None:
-                    break
-                if not future.set_running_or_notify_cancel():
-                    continue
-                self._busy_chat = True
-                try:
-                    if isinstance(fn, tuple):  # submit_raw: no model needed
-                        future.set_result(fn[1](self.llm_store))
-                    else:
-                        future.set_result(fn(self.llm_store, self._model()))
-                except BaseException as exc:
-                    future.set_exception(exc)
-                finally:
-                    self._busy_chat = False
-                    self._last_chat = time.monotonic()
-                    self._wake_memory.set()
-        finally:
-            if self.llm_store is not None:
-                self.llm_store.close()
+            return None
+        self._subscribe(store)
+        return store
 
-    def _idle_llm_work(self) -> None:
+    def _idle_llm_work(self, store) -> None:
         """Memory jobs that want the LLM, one at a time, only when chat has been idle a while."""
-        if self.llm_store is None or time.monotonic() - self._last_chat < self.idle_s or not self._tasks.empty():
+        if store is None or time.monotonic() - self._last_chat < self.idle_s or self._llm.pending():
             return
         try:
-            if self.llm_store.pending_jobs(kinds=LLM_JOB_KINDS):
-                self._name_model(self.llm_store)
+            if store.pending_jobs(kinds=LLM_JOB_KINDS):
+                self._name_model(store)
                 self._job_cancel = CancelToken()
                 try:
-                    self.llm_store.run_pending(max_jobs=1, allow_llm=True, kinds=LLM_JOB_KINDS)
+                    store.run_pending(max_jobs=1, allow_llm=True, kinds=LLM_JOB_KINDS)
                 finally:
                     self._job_cancel = None
-                self._report_jobs(self.llm_store)
+                self._report_jobs(store)
         except Exception as exc:  # a broken job must not kill the thread
             self.last_error = str(exc)
             log.exception("memory job on the LLM thread failed")
@@ -218,55 +207,57 @@ class Scheduler:
             return
         store.llm_model_id = getattr(model, "model_id", None)
 
-    def _memory_loop(self) -> None:
+    # -- the memory thread ------------------------------------------------------------
+    def _open_memory_store(self):
         try:
             store = self._open_store(llm=None)
         except Exception as exc:
             self.last_error = str(exc)
             log.error("memory jobs cannot run: %s", exc)
-            return
+            return None
         self._subscribe(store)
         store.on_progress = self.on_progress
+        try:  # load the page-vector matrix now (seconds at 100k pages), not at the first reply
+            store.warm_up()
+        except Exception:
+            log.exception("warming up the memory index failed")
+        return store
+
+    def _memory_round(self, store) -> None:
+        """Woken by a new job or a finished chat task, or every `poll_s`: the idle work when due, then
+        the LLM-free jobs, yielding the CPU to a reply that is streaming."""
+        if store is None or self._stop.is_set():
+            return
+        self._maybe_idle_work(store)
+        exclude = LLM_JOB_KINDS if self._get_model is not None else None
         try:
-            if hasattr(store, "warm_up"):
-                try:  # load the page-vector matrix now (seconds at 100k pages), not at the first reply
-                    store.warm_up()
-                except Exception:
-                    log.exception("warming up the memory index failed")
-            started = time.monotonic()
-            idle_work = self.idle_work
-            while not self._stop.is_set():
-                self._wake_memory.wait(timeout=self.poll_s)
-                self._wake_memory.clear()
-                if self._stop.is_set():
-                    break
-                if (
-                    idle_work is not None
-                    and time.monotonic() - started >= self.idle_work_delay_s
-                    and not self._busy_chat
-                    and time.monotonic() - self._last_chat >= self.idle_s
-                ):
-                    work, idle_work = idle_work, None
-                    try:
-                        work(store)
-                    except Exception as exc:
-                        self.last_error = str(exc)
-                        log.exception("idle memory work failed")
-                exclude = LLM_JOB_KINDS if self._get_model is not None else None
-                try:
-                    while store.run_pending(max_jobs=8, allow_llm=False, exclude_kinds=exclude):
-                        self._report_jobs(store)
-                        if self._busy_chat:  # yield the CPU to a streaming reply
-                            time.sleep(0.02)
-                    self._report_jobs(store)
-                except Exception as exc:
-                    self.last_error = str(exc)
-                    log.exception("memory job failed")
-        finally:
-            store.close()
+            while store.run_pending(max_jobs=8, allow_llm=False, exclude_kinds=exclude):
+                self._report_jobs(store)
+                if self._busy_chat:  # yield the CPU to a streaming reply
+                    time.sleep(0.02)
+            self._report_jobs(store)
+        except Exception as exc:
+            self.last_error = str(exc)
+            log.exception("memory job failed")
+
+    def _maybe_idle_work(self, store) -> None:
+        work = self.idle_work
+        if (
+            work is None
+            or time.monotonic() - self._started_at < self.idle_work_delay_s
+            or self._busy_chat
+            or time.monotonic() - self._last_chat < self.idle_s
+        ):
+            return
+        self.idle_work = None  # once per start
+        try:
+            work(store)
+        except Exception as exc:
+            self.last_error = str(exc)
+            log.exception("idle memory work failed")
 
     def _subscribe(self, store) -> None:
-        if self.on_event is not None and hasattr(store, "add_listener"):
+        if self.on_event is not None:
             store.add_listener(self.on_event)
 
     def _report_jobs(self, store) -> None:

@@ -6,11 +6,12 @@ import signal
 import sys
 import threading
 
-from app.agent import ChatAgent, DiskFullError
-from app.chat_memory import chat_memory, forget_chat_memory
+from app import operations
+from app.agent import DiskFullError
 from app.commands._common import fail, print_json
 from app.importers.progress import ProgressBar
-from app.remember import footnote, forget_note, remember_fact
+from app.remember import footnote, forget_note
+from app.session import ChatOptions, ChatSession
 from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
@@ -21,17 +22,17 @@ HELP = (
 )
 
 
-def _agent(ctx, store):
+def _open_session(ctx, store, conversation_id: int | None):
+    """The chat model and the session of the chat to talk in (a new one: created now)."""
     model = ctx.chat_model()
-    agent = ChatAgent(
-        store, model, reply_reserve=ctx.settings.chat.reply_reserve, max_tokens=ctx.settings.chat.max_tokens
-    )
-    if agent.recover_interrupted():  # a reply was cut short by a crash: keep it, queue its memory
+    session = ChatSession(conversation_id, options=ChatOptions.from_settings(ctx.settings))
+    if operations.recover_interrupted(session, store, model):  # a reply cut short by a crash: keep it
         _settle(store)
-    return agent
+    session.open(store)
+    return session, model
 
 
-def _stream_turn(agent, cid, text, *, quiet=False):
+def _stream_turn(session, store, model, text, *, quiet=False):
     """Stream one reply to stdout; None when the disk is full (the error is printed)."""
     cancel = CancelToken()
     previous = signal.getsignal(signal.SIGINT)
@@ -44,7 +45,7 @@ def _stream_turn(agent, cid, text, *, quiet=False):
             sys.stdout.flush()
 
     try:
-        result = agent.send(cid, text, on_token=on_token, cancel=cancel)
+        result = operations.send(session, store, model, text, on_token=on_token, cancel=cancel)
     except DiskFullError as exc:
         print(f"\n[error: {exc}]", file=sys.stderr)
         return None
@@ -95,12 +96,12 @@ def _settle(store):
 def run_ask(args, ctx) -> int:
     try:
         store = ctx.open_store()
-        agent = _agent(ctx, store)
+        session, model = _open_session(ctx, store, args.conversation or None)
     except ModelError as exc:
         return fail(str(exc))
     try:
-        cid = args.conversation or agent.new_conversation()
-        result = _stream_turn(agent, cid, args.text, quiet=args.json)
+        cid = session.conversation_id
+        result = _stream_turn(session, store, model, args.text, quiet=args.json)
         if result is None:  # the disk is full: nothing to print but the error
             return 1
         _settle(store)
@@ -126,14 +127,14 @@ def _remember(store, text: str) -> None:
         print("usage: /remember TEXT  (e.g. /remember I am allergic to peanuts)")
         return
     try:
-        print(remember_fact(store, text).describe())
+        print(operations.remember(store, text).describe())
     except ValueError as exc:
         print(f"nothing remembered: {exc}")
 
 
 def _forget(store, cid: int) -> None:
     """/forget: what memory learned from this chat goes (asked first); the chat goes on."""
-    held = chat_memory(store, cid)
+    held = operations.chat_taught(store, cid)
     if held.empty:
         print("memory holds nothing from this chat")
         return
@@ -141,16 +142,16 @@ def _forget(store, cid: int) -> None:
     if answer != "forget":
         print("nothing forgotten")
         return
-    print(f"forgot {forget_chat_memory(store, cid).describe()}; what you say from now on is remembered again")
+    print(f"forgot {operations.forget_chat(store, cid).describe()}; what you say from now on is remembered again")
 
 
 def run_chat(args, ctx) -> int:
     try:
         store = ctx.open_store()
-        agent = _agent(ctx, store)
+        session, model = _open_session(ctx, store, args.conversation or None)
     except ModelError as exc:
         return fail(str(exc))
-    cid = args.conversation or agent.new_conversation()
+    cid = session.conversation_id
     print(f"Mnemo chat — conversation {cid}. {HELP}")
     try:
         while True:
@@ -164,7 +165,8 @@ def run_chat(args, ctx) -> int:
             if text in ("/quit", "/exit"):
                 break
             if text == "/new":
-                cid = agent.new_conversation()
+                session = ChatSession(options=session.options)
+                cid = session.open(store)
                 print(f"conversation {cid}")
                 continue
             if text == "/stop":
@@ -185,7 +187,7 @@ def run_chat(args, ctx) -> int:
                     print(f"  {key}: {value}")
                 continue
             sys.stdout.write("mnemo> ")
-            _stream_turn(agent, cid, line)
+            _stream_turn(session, store, model, line)
             _settle(store)
     finally:
         store.close()

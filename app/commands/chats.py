@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 
-from app.chat_memory import chat_memory, forget_chat_memory
+from app import operations
 from app.commands._common import fail, print_json
 from app.wording import count
 
@@ -44,7 +44,7 @@ def _list(store, args) -> int:
 
 
 def _export(store, args) -> int:
-    from app.chat_export import export_chat, format_for, render_chat
+    from app.chat_export import format_for, render_chat
 
     to_stdout = args.file in (None, "-")
     try:
@@ -52,7 +52,7 @@ def _export(store, args) -> int:
         if to_stdout:
             sys.stdout.write(render_chat(store, args.id, fmt)[2])
             return 0
-        result = export_chat(store, args.id, args.file, fmt=fmt)
+        result = operations.export_chat(store, args.id, args.file, fmt=fmt)
     except ValueError as exc:
         return fail(str(exc))
     except LookupError:
@@ -64,12 +64,12 @@ def _export(store, args) -> int:
 
 
 def _rename(store, args) -> int:
-    title = " ".join(args.title.split())
-    if store.get_conversation(args.id) is None:
+    try:
+        title = operations.rename_chat(store, args.id, args.title)
+    except LookupError:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
-    if not title:
-        return fail("a title needs some text")
-    store.rename_conversation(args.id, title)
+    except ValueError as exc:
+        return fail(str(exc))
     print(f"chat {args.id} is now “{title}”")
     return 0
 
@@ -89,7 +89,7 @@ def _delete(store, args) -> int:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
     also = ""
     if args.forget:
-        held = chat_memory(store, args.id)
+        held = operations.chat_taught(store, args.id)
         also = "" if held.empty else f", and forget what memory learned from it ({held.describe()})"
     refused = _refused(
         args,
@@ -100,9 +100,7 @@ def _delete(store, args) -> int:
     )
     if refused is not None:
         return refused
-    with store.transaction():
-        gone = forget_chat_memory(store, args.id) if args.forget else None
-        store.delete_conversation(args.id)
+    gone = operations.delete_chat(store, args.id, forget=args.forget)
     if gone is None:
         print(
             f"deleted “{conv.title}”; what memory learned from it stays (forget it in the memory inspector, "
@@ -117,7 +115,7 @@ def _forget(store, args) -> int:
     conv = store.get_conversation(args.id)
     if conv is None:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
-    held = chat_memory(store, args.id)
+    held = operations.chat_taught(store, args.id)
     if held.empty:
         if args.json:
             print_json(held.to_json())
@@ -133,7 +131,7 @@ def _forget(store, args) -> int:
     )
     if refused is not None:
         return refused
-    gone = forget_chat_memory(store, args.id)
+    gone = operations.forget_chat(store, args.id)
     if args.json:
         print_json(gone.to_json())
     else:

@@ -8,8 +8,9 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from app import operations
 from app.commands._common import fail, print_json
-from app.wording import count, heat
+from app.wording import heat
 
 KINDS = ("page", "segment", "trait", "knowledge")
 
@@ -73,16 +74,14 @@ def _print_record(data: dict, as_json: bool) -> None:
 
 def _add(store, args) -> int:
     """`mnemo memory add fact TEXT…` / `add trait DIMENSION VALUE…`: remember something directly."""
-    from app.remember import remember_fact, remember_trait
-
     words = [w for w in args.words if w.strip()]
     try:
         if args.what == "fact":
-            done = remember_fact(store, " ".join(words), about=args.about, pin=args.pin)
+            done = operations.remember(store, " ".join(words), about=args.about, pin=args.pin)
         else:
             if len(words) < 2:
                 return fail("a trait needs a dimension and a value, e.g. `mnemo memory add trait likes jazz`")
-            done = remember_trait(store, words[0], " ".join(words[1:]), pin=args.pin)
+            done = operations.remember_a_trait(store, words[0], " ".join(words[1:]), pin=args.pin)
     except ValueError as exc:
         return fail(f"nothing remembered: {exc}")
     if args.json:
@@ -104,16 +103,14 @@ def _export(store, args) -> int:
             print(f"\rexporting… {done:,}/{total:,}", end="", file=sys.stderr, flush=True)
 
     try:
-        result = store.export(args.file, fmt=args.format, on_progress=progress if sys.stderr.isatty() else None)
+        result = operations.export_memory(
+            store, args.file, fmt=args.format, on_progress=progress if sys.stderr.isatty() else None
+        )
     except OSError as exc:
         return fail(f"could not write {args.file}: {exc.strerror or exc} (nothing was written)", 1)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    print(
-        f"exported {count(result.pages, 'page')}, {count(result.segments, 'segment')}, "
-        f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path} "
-        f"({result.bytes / 1e6:.1f} MB)"
-    )
+    print(f"exported {operations.describe_memory_export(result)} to {result.path} ({result.bytes / 1e6:.1f} MB)")
     return 0
 
 
@@ -214,10 +211,7 @@ def run(args, ctx) -> int:
             return 0
         if action == "pause":
             on = args.state == "on"
-            if args.conversation:
-                store.set_conversation_flags(args.conversation, memory_paused=on)
-            else:
-                store.set_paused(on)
+            operations.set_memory_paused(store, on, cid=args.conversation or None)
             print(
                 f"memory {'paused' if on else 'resumed'}"
                 + (f" for conversation {args.conversation}" if args.conversation else "")

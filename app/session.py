@@ -1,0 +1,55 @@
+"""`ChatSession`: one open chat, across all its turns, with no Qt in it.
+
+A chat turn needs the store and the chat model of the thread that runs it (the desktop app's LLM
+thread, the terminal's main thread); the session is what stays between turns: which conversation
+it is (created with the first message), how replies are bounded, and the `ChatAgent` whose
+learned state outlives a turn (a chat template that refused recall as a second system message is
+not asked again). The desktop app and `mnemo chat` both keep one per open chat and pass it to the
+turn operations in `app.operations`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.agent import ChatAgent
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    """How a reply is bounded (the `chat` settings): tokens kept free for it, and its longest length."""
+
+    reply_reserve: int = 512
+    max_tokens: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings) -> ChatOptions:
+        return cls(reply_reserve=settings.chat.reply_reserve, max_tokens=settings.chat.max_tokens)
+
+
+class ChatSession:
+    """One open chat: its conversation id (None until the first message creates it) and its agent."""
+
+    def __init__(
+        self, conversation_id: int | None = None, *, options: ChatOptions | None = None, incognito: bool = False
+    ):
+        self.conversation_id = conversation_id
+        self.options = options or ChatOptions()
+        self.incognito = incognito  # only for the conversation this session creates
+        self._agent: ChatAgent | None = None
+
+    def open(self, store) -> int:
+        """The conversation's id; the first call of a new chat creates it."""
+        if self.conversation_id is None:
+            self.conversation_id = store.create_conversation("New chat", incognito=self.incognito)
+        return self.conversation_id
+
+    def agent(self, store, model) -> ChatAgent:
+        """The agent for this store and model: the same one turn after turn, so what it learned about
+        the model stays; another model (the settings changed) or store gets a new one."""
+        agent = self._agent
+        if agent is None or agent.store is not store or agent.model is not model:
+            agent = self._agent = ChatAgent(store, model)
+        agent.reply_reserve = self.options.reply_reserve
+        agent.max_tokens = self.options.max_tokens
+        return agent
