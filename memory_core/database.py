@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import apsw
 
@@ -27,6 +27,17 @@ log = logging.getLogger("memory_core")
 CHECKPOINT_ENV = "MNEMO_MEMORY_CHECKPOINT"  # test hook: "<name>" -> sleep forever at that checkpoint
 
 SqlParams = Sequence[Any] | dict[str, Any]
+
+
+class Cursor(Protocol):
+    """An apsw cursor as the components read it: the types of a row's values are the query's columns,
+    which the query (not the type checker) knows, so rows are typed Any."""
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
 
 
 def checkpoint(name: str) -> None:
@@ -199,16 +210,16 @@ class Database:
             )
 
     # ------------------------------------------------------------------ small SQL helpers
-    def execute(self, sql: str, params: SqlParams = ()) -> apsw.Cursor:
+    def execute(self, sql: str, params: SqlParams = ()) -> Cursor:
         """A cursor over `sql`, without taking the lock: for use inside a transaction (or the lock)."""
         return self.conn.execute(sql, params)
 
-    def rows(self, sql: str, params: SqlParams = ()) -> list[tuple]:
+    def rows(self, sql: str, params: SqlParams = ()) -> list[Any]:
         with self.lock:
             self.check()
             return self.conn.execute(sql, params).fetchall()
 
-    def one(self, sql: str, params: SqlParams = ()) -> tuple | None:
+    def one(self, sql: str, params: SqlParams = ()) -> Any:
         with self.lock:
             self.check()
             return self.conn.execute(sql, params).fetchone()

@@ -136,6 +136,7 @@ class Intake:
                     vecs[i] = self.embedding.check_vec(it["embedding"])
             with self.db.transaction():
                 for it, vec, txt in zip(chunk, vecs, texts):
+                    assert vec is not None  # every item has its vector by now (embedded or given)
                     if not txt.strip():
                         ids.append(0)
                         continue

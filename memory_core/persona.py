@@ -182,11 +182,11 @@ class Persona:
             (kind, item_id),
         ):
             out.append(ItemVersion(kind, item_id, r[0], r[1], r[2], r[3], r[4], from_json(r[5], {})))
-        cur = self.get_trait(item_id) if kind == "trait" else self.get_knowledge(item_id)
+        cur: Trait | Knowledge | None = self.get_trait(item_id) if kind == "trait" else self.get_knowledge(item_id)
         if cur is not None:
-            text = cur.value if kind == "trait" else cur.text
+            text = cur.value if isinstance(cur, Trait) else cur.text
             detail = {"confidence": cur.confidence, "source_page_ids": cur.source_page_ids, "model": cur.model}
-            if kind == "trait":
+            if isinstance(cur, Trait):
                 detail.update(dimension=cur.dimension, evidence=cur.evidence)
             reason = self.db.scalar(f"SELECT reason FROM {kind} WHERE id = ?", (item_id,)) or ""
             out.append(ItemVersion(kind, item_id, cur.version, text, cur.updated_at, None, reason, detail))
@@ -201,9 +201,10 @@ class Persona:
         word for word is left as it is (None): importing the same file again confirms nothing."""
         if owner not in ("user", "assistant"):
             raise ValueError("owner must be 'user' or 'assistant'")
-        text = X.clean_item(text)
-        if not text:
+        clean = X.clean_item(text)
+        if not clean:
             raise ValueError("not a usable fact")
+        text = clean
         if (
             skip_existing
             and self.db.execute(

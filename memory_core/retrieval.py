@@ -62,7 +62,7 @@ class Retriever:
         self.persona = persona
         self.upkeep = upkeep
         self._page_cache = page_cache
-        self._porter_tok = None
+        self._porter_tok: apsw.FTS5Tokenizer | None = None  # made at the first query
 
     def retrieve(
         self,

@@ -24,7 +24,7 @@ import numpy as np
 from . import integrity
 from .conversations import Conversations
 from .curation import Curation
-from .database import Database
+from .database import Cursor, Database
 from .db import SCHEMA_VERSION, connect, migrate
 from .embedding import Embedding
 from .events import EventLog
@@ -233,7 +233,7 @@ class MemoryStore:
         )
         db = store.db
         with db.transaction():
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            meta: dict[str, str] = dict(db.rows("SELECT key, value FROM meta"))
             if "embed_dim" not in meta:
                 db.set_meta("embed_dim", str(dim))
                 db.set_meta("embed_model_id", embed_model_id)
@@ -417,13 +417,13 @@ class MemoryStore:
     def _page_cache(self) -> MatrixCache:
         return self.retrieval._page_cache
 
-    def _x(self, sql: str, params: Sequence | dict = ()) -> apsw.Cursor:
+    def _x(self, sql: str, params: Sequence | dict = ()) -> Cursor:
         return self.db.execute(sql, params)
 
-    def _rows(self, sql: str, params: Sequence | dict = ()) -> list[tuple]:
+    def _rows(self, sql: str, params: Sequence | dict = ()) -> list[Any]:
         return self.db.rows(sql, params)
 
-    def _one(self, sql: str, params: Sequence | dict = ()) -> tuple | None:
+    def _one(self, sql: str, params: Sequence | dict = ()) -> Any:
         return self.db.one(sql, params)
 
     def _scalar(self, sql: str, params: Sequence | dict = ()) -> Any:
