@@ -71,7 +71,7 @@ def check_file(path: str | Path) -> str | None:
     except apsw.Error as exc:
         return f"{p} cannot be opened ({exc})"
     try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        version = _user_version(conn)
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         missing = [t for t in CORE_TABLES if t not in names]
         if version < 1 or missing:
@@ -324,9 +324,15 @@ MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4, 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _user_version(conn: apsw.Connection) -> int:
+    """The schema version SQLite keeps in the file header (PRAGMA always returns one row)."""
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0]) if row else 0
+
+
 def migrate(conn: apsw.Connection, dim: int) -> int:
     """Bring the schema up to SCHEMA_VERSION, one transaction per step. Returns the final version."""
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version = _user_version(conn)
     if version > SCHEMA_VERSION:
         raise RuntimeError(
             f"this memory database has schema version {version}, newer than this program knows "
@@ -336,7 +342,7 @@ def migrate(conn: apsw.Connection, dim: int) -> int:
         conn.execute("BEGIN IMMEDIATE")
         try:
             # re-read inside the write lock: another connection may have migrated meanwhile
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            version = _user_version(conn)
             if version < SCHEMA_VERSION:
                 MIGRATIONS[version](conn, dim)
                 version += 1

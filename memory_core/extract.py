@@ -140,7 +140,7 @@ def load_prompt(name: str, default: str) -> str:
 
 
 def _format_pages(pages: list[PageText], max_chars: int = 6000) -> str:
-    parts = []
+    parts: list[str] = []
     used = 0
     for p in pages:
         day = time.strftime("%Y-%m-%d", time.gmtime(p.timestamp))
@@ -293,7 +293,8 @@ def llm_extract(llm, pages: list[PageText], model_id: str | None) -> Extraction:
     if not out.traits and not out.facts:
         raise ValueError("nothing in the model's answer is stated by the conversation")
     # attribute each item to the pages whose text shares the most words with it (provenance)
-    for item in [*out.traits, *out.facts]:
+    items: list[TraitItem | FactItem] = [*out.traits, *out.facts]
+    for item in items:
         text = item.value if isinstance(item, TraitItem) else item.text
         item.page_ids = _best_sources(text, pages) or [p.id for p in pages]
     out.model = model_id or "llm"
@@ -485,10 +486,13 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
                     if _in_relative_clause(s, m.start()):
                         continue
                     dim = pattern_dim if m.lastindex == 1 else f"{pattern_dim}_{_slug(m.group(1))}"
-                    end = m.end(m.lastindex)
-                    val = _trim_value(m.group(m.lastindex), end < len(s) and s[end].isalnum())
-                    val = clean_item(val, 120)
-                    if not val or len(content_words(val)) == 0 or _vague(val):
+                    last = m.lastindex or 0  # every pattern has a group
+                    end = m.end(last)
+                    cleaned = clean_item(_trim_value(m.group(last) or "", end < len(s) and s[end].isalnum()), 120)
+                    if not cleaned:
+                        continue
+                    val = cleaned
+                    if len(content_words(val)) == 0 or _vague(val):
                         continue
                     key = (dim, val.lower())
                     if key in seen_traits:
