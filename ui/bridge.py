@@ -1,23 +1,23 @@
 """The Qt side of the background workers: every LLM, embedding and database call runs here, off the UI thread.
 
-Two kinds of worker:
+Two kinds of worker, both on `app.tasks`:
 
 - the `app.scheduler.Scheduler` (one LLM thread that owns the chat model and runs chat
   turns, one memory thread for memory jobs);
-- a small database thread with its own `MemoryStore` connection for what the window
-  reads and edits (conversation list, messages, search, renames, flags), so switching
+- a database worker (`ui.tasks.UiWorker`) with its own `MemoryStore` connection for what the
+  window reads and edits (conversation list, messages, search, renames, flags), so switching
   conversations never waits behind a reply that is streaming.
 
-Workers report back through Qt signals of `Backend`, which lives on the UI thread, so
-Qt queues every callback onto the UI thread. Streamed tokens are not sent one signal
-per token: the LLM thread appends them to a `Turn` buffer and the window drains it on a
-timer (every ~40 ms), which keeps the event loop free however fast the model is.
+A chat turn is the `app.operations` call for its kind on the chat's `app.session.ChatSession`
+(kept here, one per chat opened). Workers report back through Qt signals of `Backend`, which
+lives on the UI thread, so Qt queues every callback onto the UI thread. Streamed tokens are not
+sent one signal per token: the LLM thread appends them to a `Turn` buffer and the window drains
+it on a timer (every ~40 ms), which keeps the event loop free however fast the model is.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +27,10 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from app import operations
+from app.session import ChatOptions, ChatSession
 from models.chat import CancelToken
+from ui.tasks import UiWorker
 
 log = logging.getLogger(__name__)
 
@@ -80,56 +83,6 @@ class Turn:
             return len(self._parts)
 
 
-class _DbThread(threading.Thread):
-    """Runs `fn(store)` jobs in order on one connection of its own."""
-
-    def __init__(self, open_store: Callable[[], Any], on_open: Callable[[Exception | None], None]):
-        super().__init__(name="mnemo-ui-db", daemon=True)
-        self._open_store = open_store
-        self._on_open = on_open
-        self._queue: queue.Queue = queue.Queue()
-        self.store = None
-        self.open_error: Exception | None = None
-
-    def run(self) -> None:
-        try:
-            self.store = self._open_store()
-            if hasattr(self.store, "mark_interrupted_messages"):  # replies cut short by a crash
-                self.store.mark_interrupted_messages()
-        except Exception as exc:
-            log.exception("could not open the memory store")
-            self.open_error = exc
-        self._on_open(self.open_error)
-        while True:
-            item = self._queue.get()
-            if item is None:
-                break
-            fn, future = item
-            if not future.set_running_or_notify_cancel():
-                continue
-            if self.store is None:
-                future.set_exception(RuntimeError(f"the memory database could not be opened: {self.open_error}"))
-                continue
-            try:
-                future.set_result(fn(self.store))
-            except BaseException as exc:
-                future.set_exception(exc)
-        if self.store is not None:
-            try:
-                self.store.close()
-            except Exception:
-                log.exception("closing the UI store failed")
-
-    def submit(self, fn: Callable[[Any], Any]) -> Future:
-        future: Future = Future()
-        self._queue.put((fn, future))
-        return future
-
-    def stop(self, timeout: float) -> None:
-        self._queue.put(None)
-        self.join(timeout)
-
-
 class Backend(QObject):
     """Owns the workers; everything the window asks of the model or the database goes through here."""
 
@@ -145,14 +98,14 @@ class Backend(QObject):
     firstToken = Signal(object)  # Turn
     turnFinished = Signal(object)  # Turn (result or error set); `busy` is False from here on
     _turnDone = Signal(object)
-    _deliver = Signal(object, object, object)  # callback, value, error
 
     def __init__(self, ctx, parent: QObject | None = None, *, scheduler_factory: Callable | None = None):
         super().__init__(parent)
         self.ctx = ctx
         self._scheduler_factory = scheduler_factory
         self.scheduler = None
-        self._db: _DbThread | None = None
+        self._db: UiWorker | None = None
+        self._db_open_error: Exception | None = None
         self._started = False
         self._closed = False
         self.store_ok: bool | None = None
@@ -164,7 +117,7 @@ class Backend(QObject):
         self._active = False
         self._warm_cancel: CancelToken | None = None  # the prompt-cache warming in flight, if any
         self.last_warm: Future | None = None  # its outcome: tokens cached (for tests, diagnostics)
-        self._deliver.connect(self._on_deliver)
+        self._sessions: dict[int, ChatSession] = {}  # the chats opened since the start, by id
         self._turnDone.connect(self._on_turn_done)
 
     # -- lifecycle ------------------------------------------------------------------
@@ -176,8 +129,8 @@ class Backend(QObject):
         from app import backups
         from app.scheduler import Scheduler
 
-        self._db = _DbThread(self.ctx.open_store, self._db_opened)
-        self._db.start()
+        self._db = UiWorker(self._open_db_store, name="mnemo-ui-db")
+        self._db.submit(lambda store: store.pending_jobs(), self._db_opened, on_error=self._db_failed, label="open")
         factory = self._scheduler_factory or Scheduler
         self.scheduler = factory(
             open_store=self._open_scheduler_store,
@@ -202,7 +155,7 @@ class Backend(QObject):
         if self.scheduler is not None:
             self.scheduler.stop(timeout=timeout)
         if self._db is not None:
-            self._db.stop(timeout)
+            self._db.stop(timeout, drop_pending=False)  # edits asked for before closing are still saved
 
     @property
     def started(self) -> bool:
@@ -215,13 +168,27 @@ class Backend(QObject):
             self._store_failed(exc)
             raise
 
-    def _db_opened(self, error: Exception | None) -> None:
-        self.store_ok = error is None
-        if error is None:
-            self._emit(self.storeReady)
-            self._emit(self.jobsChanged, self._db.store.pending_jobs())
-        else:
-            self._store_failed(error)
+    def _open_db_store(self):
+        """The database worker's connection; a failed open is not tried again (every call says why)."""
+        if self._db_open_error is not None:
+            raise RuntimeError(f"the memory database could not be opened: {self._db_open_error}")
+        try:
+            store = self.ctx.open_store()
+            store.mark_interrupted_messages()  # replies cut short by a crash
+        except Exception as exc:
+            log.exception("could not open the memory store")
+            self._db_open_error = exc
+            raise
+        return store
+
+    def _db_opened(self, pending: int) -> None:
+        self.store_ok = True
+        self._emit(self.storeReady)
+        self._emit(self.jobsChanged, pending)
+
+    def _db_failed(self, error: BaseException) -> None:
+        self.store_ok = False
+        self._store_failed(error)
 
     def _store_failed(self, error: Exception) -> None:
         """Any worker that could not open the store: keep the error (its type says what to offer)."""
@@ -268,30 +235,7 @@ class Backend(QObject):
         """Run `fn(store)` on the database thread; `on_done(value)` / `on_error(exc)` run on the UI thread."""
         if self._db is None:
             raise RuntimeError("backend not started")
-        future = self._db.submit(fn)
-        if on_done is not None or on_error is not None:
-            future.add_done_callback(lambda f: self._handoff(f, on_done, on_error))
-        return future
-
-    def _handoff(self, future: Future, on_done, on_error) -> None:
-        exc = future.exception()
-        if exc is not None:
-            self._emit(self._deliver, on_error, None, exc)
-        else:
-            self._emit(self._deliver, on_done, future.result(), None)
-
-    @Slot(object, object, object)
-    def _on_deliver(self, callback, value, error) -> None:
-        if self._closed:
-            return
-        if error is not None:
-            if callback is not None:
-                callback(error)
-            else:
-                log.error("background call failed: %s", error)
-            return
-        if callback is not None:
-            callback(value)
+        return self._db.submit(fn, on_done, on_error=on_error)
 
     # -- the LLM thread ---------------------------------------------------------------
     def submit(self, fn: Callable[[Any, Any], Any]) -> Future:
@@ -327,19 +271,10 @@ class Backend(QObject):
     def reload_model(self) -> Future:
         """Drop the loaded model (after the settings changed) and load the configured one."""
         sched = self.scheduler
-        if sched is not None and hasattr(sched, "submit_raw") and hasattr(sched, "reset_model"):
+        if sched is not None:
             # On the LLM thread, which owns the model: close it, then forget it (and a failed load).
             sched.submit_raw(lambda store: self.ctx.reset_chat_model())
             sched.reset_model()
-        elif sched is not None and sched.model is None:
-            self.ctx.reset_chat_model()  # nothing loaded (a failed load): safe from here
-        elif sched is not None:
-
-            def drop(store, model):  # on the LLM thread, which owns the model
-                sched.model = None
-                self.ctx.reset_chat_model()
-
-            self.submit(drop)
         return self.load_model()
 
     def warm(self, conversation_id: int | None, leaf_id: int | None = None) -> None:
@@ -350,16 +285,13 @@ class Backend(QObject):
             return
         self._stop_warming()
         token = self._warm_cancel = CancelToken()
-        ctx = self.ctx
+        session = self.session(conversation_id)
 
         def task(store, model):
             if token.cancelled or store is None:
                 return 0
-            from app.agent import ChatAgent
-
-            agent = ChatAgent(store, model, reply_reserve=ctx.settings.chat.reply_reserve)
             t0 = time.perf_counter()
-            n = agent.warm(conversation_id, leaf_id=leaf_id, cancel=token)
+            n = operations.warm(session, store, model, leaf_id=leaf_id, cancel=token)
             log.debug(
                 "warmed %s tokens of conversation %s in %.2f s%s",
                 n,
@@ -384,6 +316,17 @@ class Backend(QObject):
         if self._warm_cancel is not None:
             self._warm_cancel.cancel()
 
+    def session(self, conversation_id: int | None, *, incognito: bool = False) -> ChatSession:
+        """The session of chat `conversation_id` (kept from turn to turn); None: a new chat's, which its
+        first message creates (`incognito` then says how). Its options follow the settings now."""
+        session = self._sessions.get(conversation_id) if conversation_id is not None else None
+        if session is None:
+            session = ChatSession(conversation_id, incognito=incognito)
+            if conversation_id is not None:
+                self._sessions[conversation_id] = session
+        session.options = ChatOptions.from_settings(self.ctx.settings)
+        return session
+
     def start_turn(self, turn: Turn) -> Turn:
         """Run one chat turn (send / regenerate / edit-and-resend) on the LLM thread."""
         if self._active:
@@ -391,28 +334,28 @@ class Backend(QObject):
         self._stop_warming()
         self.turn = turn
         self._active = True
-        ctx = self.ctx
+        session = self.session(turn.conversation_id, incognito=turn.incognito)
 
         def task(store, model):
-            from app.agent import ChatAgent
-
-            if turn.conversation_id is None:
-                turn.conversation_id = store.create_conversation("New chat", incognito=turn.incognito)
+            if session.conversation_id is None:
+                turn.conversation_id = session.open(store)
+                self._sessions[turn.conversation_id] = session
                 self._emit(self.conversationCreated, turn)
-            agent = ChatAgent(
-                store, model, reply_reserve=ctx.settings.chat.reply_reserve, max_tokens=ctx.settings.chat.max_tokens
-            )
 
             def on_token(chunk: str) -> None:
                 if turn.push(chunk):
                     self._emit(self.firstToken, turn)
 
             if turn.kind == REGENERATE:
-                return agent.regenerate(turn.message_id, on_token=on_token, cancel=turn.cancel)
+                return operations.regenerate(
+                    session, store, model, turn.message_id, on_token=on_token, cancel=turn.cancel
+                )
             if turn.kind == EDIT:
-                return agent.edit_and_resend(turn.message_id, turn.text, on_token=on_token, cancel=turn.cancel)
-            return agent.send(
-                turn.conversation_id, turn.text, parent_id=turn.parent_id, on_token=on_token, cancel=turn.cancel
+                return operations.edit(
+                    session, store, model, turn.message_id, turn.text, on_token=on_token, cancel=turn.cancel
+                )
+            return operations.send(
+                session, store, model, turn.text, parent_id=turn.parent_id, on_token=on_token, cancel=turn.cancel
             )
 
         def finished(future: Future) -> None:

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.chat_memory import chat_memory, forget_chat_memory
+from app import operations
 from app.wording import count
 from models.discover import find_models, find_servers
 from models.resolve import default_gguf_path
@@ -684,7 +684,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                 self._update_header()
             self.refresh_conversations()
 
-        self.backend.db(lambda s: s.rename_conversation(cid, title), done, self._db_error)
+        self.backend.db(lambda s: operations.rename_chat(s, cid, title), done, self._db_error)
 
     def export_conversation(self, cid: int | None, path: str | None = None, fmt: str | None = None) -> None:
         """Chat ▸ Export chat… and the sidebar's Export…: the branch on screen (another chat: its newest
@@ -713,9 +713,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         leaf = shown[-1] if cid == self.current_id and shown else None
 
         def work(store):
-            from app.chat_export import export_chat
-
-            return export_chat(store, cid, path, fmt=fmt, leaf_id=leaf)
+            return operations.export_chat(store, cid, path, fmt=fmt, leaf_id=leaf)
 
         def done(result):
             self.statusBar().showMessage(
@@ -788,7 +786,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         if cid is None:
             return
         name = self.sidebar.title_of(cid) or self.current_title
-        self.backend.db(lambda s: chat_memory(s, cid), lambda held: then(name, held), self._db_error)
+        self.backend.db(lambda s: operations.chat_taught(s, cid), lambda held: then(name, held), self._db_error)
 
     def delete_conversation(self, cid: int | None) -> None:
         def ask(name, held) -> None:
@@ -824,15 +822,9 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             self.refresh_conversations()
             self.statusBar().showMessage(f"Forgot what Mnemo learned from “{name}”: {gone.describe()}", 8000)
 
-        self.backend.db(lambda s: forget_chat_memory(s, cid), done, self._db_error)
+        self.backend.db(lambda s: operations.forget_chat(s, cid), done, self._db_error)
 
     def _delete_now(self, cid: int, *, forget: bool = False) -> None:
-        def work(store):
-            with store.transaction():
-                gone = forget_chat_memory(store, cid) if forget else None
-                store.delete_conversation(cid)
-            return gone
-
         def done(gone):
             if cid == self.current_id:
                 self.new_chat()
@@ -844,7 +836,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                 8000,
             )
 
-        self.backend.db(work, done, self._db_error)
+        self.backend.db(lambda s: operations.delete_chat(s, cid, forget=forget), done, self._db_error)
 
     def set_incognito(self, on: bool) -> None:
         if self.incognito_action.isChecked() != on:
@@ -856,7 +848,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         cid = self.current_id
         if cid is not None and self.backend.started:
             self.backend.db(
-                lambda s: s.set_conversation_flags(cid, incognito=on),
+                lambda s: operations.set_incognito(s, cid, on),
                 lambda _: self.refresh_conversations(),
                 self._db_error,
             )
@@ -1143,7 +1135,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             self.sync_memory_paused()
             self.statusBar().showMessage(f"Could not change the pause switch: {exc}", 6000)
 
-        self.backend.db(lambda store: store.set_paused(paused), done, failed)
+        self.backend.db(lambda store: operations.set_memory_paused(store, paused), done, failed)
 
     def sync_memory_paused(self) -> None:
         """Read the pause switch from the store (at start, and after another view changed it)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,13 +25,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.wording import count
+from app import operations
 from ui import plain
 from ui.inspector import dialogs
 from ui.inspector.views import OverviewView, PagesView, PersonaView, SegmentsView, TraceView
-from ui.inspector.worker import StoreWorker
+from ui.tasks import UiWorker
 
 log = logging.getLogger(__name__)
+SWITCH_INTERVAL_S = 0.001
 
 POLL_MS = 1500  # how often the event log is checked for changes made elsewhere
 REFRESH_DEBOUNCE_MS = 250  # coalesce bursts of memory events into one refresh
@@ -55,7 +57,12 @@ class InspectorPanel(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.params = ctx.memory_params()
-        self.worker = StoreWorker(lambda: ctx.open_store())
+        # A Python-busy worker thread makes the UI thread wait for the GIL at every Qt → Python call
+        # (data(), paint...), up to the switch interval each time (5 ms by default): keep that wait
+        # short so the tables stay fluid while the worker runs.
+        if sys.getswitchinterval() > SWITCH_INTERVAL_S:
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
+        self.worker = UiWorker(lambda: ctx.open_store(), name="mnemo-inspector-db")
         self.worker.on_error = lambda label, exc: self.status_error(f"{label}: {exc}")
         self.worker.busy_changed = self._on_busy
         self._last_event_id: int | None = None
@@ -414,7 +421,7 @@ class InspectorPanel(QWidget):
         """The global pause switch (in the store: the main window's Memory menu and the CLI share it)."""
         self.paused = paused
         self.act(
-            lambda s: s.set_paused(paused),
+            lambda s: operations.set_memory_paused(s, paused),
             "Memory paused: nothing new is remembered." if paused else "Memory resumed.",
             after=lambda: self.paused_changed.emit(paused),
         )
@@ -434,14 +441,11 @@ class InspectorPanel(QWidget):
         progress = self._export_progress
 
         def work(store):
-            return store.export(path, fmt=fmt, on_progress=progress.changed.emit)
+            return operations.export_memory(store, path, fmt=fmt, on_progress=progress.changed.emit)
 
         def done(result):
             self.export_btn.setEnabled(True)
-            self.status(
-                f"Exported {count(result.pages, 'page')}, {count(result.segments, 'segment')}, "
-                f"{count(result.traits, 'trait')} and {count(result.knowledge, 'fact')} to {result.path}"
-            )
+            self.status(f"Exported {operations.describe_memory_export(result)} to {result.path}")
             self.exported.emit(str(result.path))
 
         def failed(exc):

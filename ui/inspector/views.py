@@ -8,7 +8,7 @@ memory core's management API (edit_*, pin, forget, set_paused, wipe_memory).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, QUrl, Signal
 from PySide6.QtWidgets import (
@@ -31,12 +31,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.remember import remember_fact, remember_trait
+from app import operations
 from app.wording import count, heat, heat_gap, pending_work
 from ui import plain
 from ui.inspector import fmt
 from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_history, history_note
 from ui.inspector.delegates import BarDelegate
+from ui.inspector.host import PanelHost
 from ui.inspector.models import (
     ListModel,
     PagesModel,
@@ -51,9 +52,6 @@ from ui.inspector.models import (
     version_columns,
 )
 from ui.inspector.tables import InspectorTable
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ui.inspector.panel import InspectorPanel
 
 TIER_FILTERS = [("All tiers", None), ("Short-term (STM)", "stm"), ("Mid-term (MTM)", "mtm"), ("Archive", "archive")]
 SEG_TIER_FILTERS = [("All segments", None), ("Mid-term (MTM)", "mtm"), ("Archive", "archive")]
@@ -183,7 +181,7 @@ class _Card(QFrame):
 
 
 class OverviewView(QWidget):
-    def __init__(self, panel: InspectorPanel):
+    def __init__(self, panel: PanelHost):
         super().__init__()
         self.panel = panel
         self.stats: dict = {}
@@ -297,7 +295,7 @@ class OverviewView(QWidget):
 class PagesView(_PinAndForget, QWidget):
     KIND = "page"
 
-    def __init__(self, panel: InspectorPanel):
+    def __init__(self, panel: PanelHost):
         super().__init__()
         self.panel = panel
         self.page = None  # the page in the detail pane
@@ -589,7 +587,7 @@ class PagesView(_PinAndForget, QWidget):
 class SegmentsView(_PinAndForget, QWidget):
     KIND = "segment"
 
-    def __init__(self, panel: InspectorPanel):
+    def __init__(self, panel: PanelHost):
         super().__init__()
         self.panel = panel
         self.params = panel.params
@@ -795,7 +793,7 @@ class SegmentsView(_PinAndForget, QWidget):
 
 # ====================================================================== Persona
 class PersonaView(QWidget):
-    def __init__(self, panel: InspectorPanel):
+    def __init__(self, panel: PanelHost):
         super().__init__()
         self.panel = panel
         self.item = None  # ("trait" | "knowledge", record)
@@ -1101,11 +1099,11 @@ class PersonaView(QWidget):
         if got["kind"] == "trait":
 
             def fn(s):
-                return remember_trait(s, got["dimension"], got["value"], pin=got["pin"])
+                return operations.remember_a_trait(s, got["dimension"], got["value"], pin=got["pin"])
         else:
 
             def fn(s):
-                return remember_fact(s, got["text"], about=got["about"], pin=got["pin"])
+                return operations.remember(s, got["text"], about=got["about"], pin=got["pin"])
 
         def said(done) -> str:
             # the reload that follows selects the item, so its details and versions show
@@ -1149,7 +1147,7 @@ class PersonaView(QWidget):
 
 # ====================================================================== Retrieval trace
 class TraceView(QWidget):
-    def __init__(self, panel: InspectorPanel):
+    def __init__(self, panel: PanelHost):
         super().__init__()
         self.panel = panel
         self.data: TraceData | None = None
