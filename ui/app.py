@@ -45,6 +45,7 @@ def run_gui(ctx, *, self_test: bool = False, timings: bool = False, started: flo
     started = started if started is not None else time.perf_counter()
     tune_interpreter()
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)  # instance() is typed QCoreApplication; the GUI always makes a QApplication
     app.setApplicationName("Mnemo")
     app.setOrganizationName("Mnemo")
     app.setDesktopFileName("mnemo")
@@ -77,13 +78,13 @@ def run_gui(ctx, *, self_test: bool = False, timings: bool = False, started: flo
         if self_test:
             return _self_test(app, window, ctx, probe, timings)
         if notice is not None:
-            window.show_notice(notice)
+            window.backups.show_notice(notice)
         if reopen_chat is not None:
             window.open_conversation(reopen_chat)  # a new chat instead if the restored memory lacks it
         code = app.exec()
         # A window that closed to reopen (a backup was restored): a fresh one on the swapped file,
         # in the same process, so the models stay loaded and this process keeps the instance lock.
-        notice, reopen_chat = window.reopen_notice, window.current_id
+        notice, reopen_chat = window.backups.reopen_notice, window.current_id
         window.deleteLater()
         if notice is None:
             return code

@@ -1,61 +1,105 @@
 """The main window's memory-file safety: backups, restoring one, and the damaged-file dialog.
 
-A mixin of `ui.main_window.MainWindow` (it uses the window's backend, settings, status bar and
-actions), kept apart because it is one flow of its own: check a copy in the background, stop the
-workers, swap the file, and reopen the window on it.
+A component the window holds (`MainWindow.backups`), kept apart because it is one flow of its
+own: check a copy in the background, stop the workers, swap the file, and reopen the window on it.
+What it needs of the window is named by `BackupHost`.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QLabel, QMenuBar, QMessageBox, QPushButton, QStatusBar, QWidget
 
 from app.messages import DAMAGED_DB_ADVICE
 
+if TYPE_CHECKING:
+    from app.context import AppContext
+    from ui.bridge import Backend
+    from ui.restore_dialog import RestoreDialog
+
 log = logging.getLogger("ui.main_window")
 
+# (icon, text, informative text): a message for the window that replaces this one after a restore
+Notice = tuple[QMessageBox.Icon, str, str]
+T = TypeVar("T")
 
-class BackupRestoreMixin:
+
+class BackupHost(Protocol):
+    """What the component uses of the main window: its context, workers, actions and chrome."""
+
+    ctx: AppContext
+    backend: Backend
+    backup_action: QAction
+    restore_action: QAction
+    jobs_label: QLabel
+
+    def statusBar(self) -> QStatusBar: ...
+    def centralWidget(self) -> QWidget | None: ...
+    def menuBar(self) -> QMenuBar: ...
+    def close(self) -> bool: ...
+    def show_db_error(self, exc: BaseException) -> None: ...
+
+
+class BackupRestore:
+    """Backups, restores and the damaged-file dialog of one window; `parent` owns its dialogs."""
+
+    def __init__(self, host: BackupHost, parent: QWidget) -> None:
+        self.host = host
+        self.parent = parent
+        self.last_backup: Path | None = None  # where Memory ▸ Back up memory now last wrote
+        self.restored_from: Path | None = None  # the backup last put back
+        self.reopen_notice: Notice | None = None  # set when the window closes to reopen (restore)
+        self.store_error_box: QMessageBox | None = None
+        self.restore_button: QPushButton | None = None
+        self.restore_dialog: RestoreDialog | None = None
+        self.restore_refused_box: QMessageBox | None = None
+        self.notice_box: QMessageBox | None = None
+
     def backup_now(self) -> None:
         """Memory ▸ Back up memory now: a copy in <data dir>/backups on the database thread."""
         from app import backups
 
-        self.backup_action.setEnabled(False)
-        self.statusBar().showMessage("Backing up memory…", 0)
-        keep = max(1, self.ctx.settings.backup_keep)
+        host = self.host
+        host.backup_action.setEnabled(False)
+        host.statusBar().showMessage("Backing up memory…", 0)
+        keep = max(1, host.ctx.settings.backup_keep)
 
-        def done(path) -> None:
-            self.backup_action.setEnabled(True)
+        def done(path: Path) -> None:
+            host.backup_action.setEnabled(True)
             self.last_backup = path
-            self.statusBar().showMessage(f"Memory backed up to {path}", 10000)
+            host.statusBar().showMessage(f"Memory backed up to {path}", 10000)
 
-        def failed(exc) -> None:
-            self.backup_action.setEnabled(True)
-            self._db_error(exc)
+        def failed(exc: BaseException) -> None:
+            host.backup_action.setEnabled(True)
+            host.show_db_error(exc)
 
-        self.backend.db(lambda store: backups.make_backup(store, self.ctx.paths, keep=keep), done, failed)
+        host.backend.db(lambda store: backups.make_backup(store, host.ctx.paths, keep=keep), done, failed)
 
-    def _store_failed(self, message: str) -> None:
-        self.statusBar().showMessage("The memory database could not be opened", 0)
-        self.jobs_label.setText("Memory: unavailable")
-        if getattr(self, "store_error_box", None) is not None:
+    def store_failed(self, message: str) -> None:
+        """The store could not be opened: say so, and offer the latest backup if the file is damaged."""
+        host = self.host
+        host.statusBar().showMessage("The memory database could not be opened", 0)
+        host.jobs_label.setText("Memory: unavailable")
+        if self.store_error_box is not None:
             return  # both workers report the same failure; one dialog is enough
         from app import backups
         from memory_core import DamagedDatabaseError
 
         self.restore_button = None
-        db = self.ctx.paths.db_file
-        if isinstance(self.backend.store_error, DamagedDatabaseError):
-            found = backups.list_backups(self.ctx.paths)
-            box = QMessageBox(
+        paths = host.ctx.paths
+        if isinstance(host.backend.store_error, DamagedDatabaseError):
+            found = backups.list_backups(paths)
+            box = self._box(
                 QMessageBox.Icon.Critical,
                 "Mnemo — memory database",
                 "The memory file is damaged, or is not a Mnemo memory.",
-                QMessageBox.StandardButton.Close,
-                self,
             )
             what_now = (
                 "Restore the latest backup (below), or move the file away to start with an empty memory "
@@ -64,45 +108,46 @@ class BackupRestoreMixin:
                 else "There is no backup yet. Move the file away to start with an empty memory (Mnemo creates "
                 "a new one), or put back a copy you keep elsewhere."
             )
-            box.setInformativeText(f"{db}\n\nIt was left exactly as it was. {what_now}")
-            box.setDetailedText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}\n{DAMAGED_DB_ADVICE}.")
+            box.setInformativeText(f"{paths.db_file}\n\nIt was left exactly as it was. {what_now}")
+            box.setDetailedText(f"{message}\n\nData folder: {paths.data_dir}\n{DAMAGED_DB_ADVICE}.")
             if found:
                 # Nothing holds the damaged file open (every worker failed to open it): safe to swap now.
                 made = backups.made_at(found[0])
-                self.restore_button = box.addButton(f"Restore the backup of {made}", QMessageBox.ButtonRole.ActionRole)
-                self.restore_button.clicked.connect(lambda: self._restore_backup(found[0]))
+                button = box.addButton(f"Restore the backup of {made}", QMessageBox.ButtonRole.ActionRole)
+                button.clicked.connect(lambda: self.restore_backup(found[0]))
+                self.restore_button = button
         else:
-            box = QMessageBox(
-                QMessageBox.Icon.Critical,
-                "Mnemo — memory database",
-                "The memory database could not be opened.",
-                QMessageBox.StandardButton.Close,
-                self,
+            box = self._box(
+                QMessageBox.Icon.Critical, "Mnemo — memory database", "The memory database could not be opened."
             )
-            box.setInformativeText(f"{message}\n\nData folder: {self.ctx.paths.data_dir}")
+            box.setInformativeText(f"{message}\n\nData folder: {paths.data_dir}")
         self.store_error_box = box
         box.open()  # not modal: the window stays responsive
 
     def restore_from_backup(self) -> None:
-        """Memory ▸ Restore from a backup…: choose a copy; `_restore_backup` checks and swaps it in."""
+        """Memory ▸ Restore from a backup…: choose a copy; `restore_backup` checks and swaps it in."""
         from app import backups
         from ui.restore_dialog import RestoreDialog
 
-        dialog = RestoreDialog(backups.list_backups(self.ctx.paths), self.ctx.paths.db_file, self)
+        paths = self.host.ctx.paths
+        dialog = RestoreDialog(backups.list_backups(paths), paths.db_file, self.parent)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.chosen.connect(self._restore_backup)
+        dialog.chosen.connect(self.restore_backup)
         self.restore_dialog = dialog
         dialog.open()
 
-    def _in_background(self, fn, on_done, on_error) -> None:
+    def _box(self, icon: QMessageBox.Icon, title: str, text: str) -> QMessageBox:
+        return QMessageBox(icon, title, text, QMessageBox.StandardButton.Close, self.parent)
+
+    def _in_background(
+        self, fn: Callable[[], T], on_done: Callable[[T], None], on_error: Callable[[BaseException], None]
+    ) -> None:
         """Run `fn()` on a thread of its own (file copies and checks take seconds for a big memory);
         the outcome comes back here on the UI thread (the window polls for it)."""
-        import concurrent.futures
-
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mnemo-restore")
         future = pool.submit(fn)
         pool.shutdown(wait=False)
-        timer = QTimer(self)
+        timer = QTimer(self.parent)
         timer.setInterval(50)
 
         def check() -> None:
@@ -119,7 +164,7 @@ class BackupRestoreMixin:
         timer.timeout.connect(check)
         timer.start()
 
-    def _restore_backup(self, backup: Path) -> None:
+    def restore_backup(self, backup: Path) -> None:
         """Put `backup` back as the memory, then reopen the window on it.
 
         First the file is checked while everything keeps running (a file that is not a sound Mnemo
@@ -129,35 +174,32 @@ class BackupRestoreMixin:
         memory (the models stay loaded)."""
         from app import backups
 
-        self.restore_action.setEnabled(False)
-        self.statusBar().showMessage(f"Checking {backup.name}…", 0)
+        host = self.host
+        host.restore_action.setEnabled(False)
+        host.statusBar().showMessage(f"Checking {backup.name}…", 0)
 
         def refused(exc: BaseException) -> None:
-            self.restore_action.setEnabled(True)
-            self.statusBar().showMessage("The backup was not restored", 10000)
-            box = QMessageBox(
-                QMessageBox.Icon.Warning,
-                "Mnemo — restore",
-                "This file cannot be restored.",
-                QMessageBox.StandardButton.Close,
-                self,
-            )
+            host.restore_action.setEnabled(True)
+            host.statusBar().showMessage("The backup was not restored", 10000)
+            box = self._box(QMessageBox.Icon.Warning, "Mnemo — restore", "This file cannot be restored.")
             box.setInformativeText(f"{exc}\n\nYour memory was left as it was.")
             box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             self.restore_refused_box = box
             box.open()
 
-        def swap(_checked) -> None:
+        def swap(_checked: Any) -> None:
             made = backups.made_at(backup)
-            self.statusBar().showMessage(f"Restoring the backup of {made}…", 0)
-            self.centralWidget().setEnabled(False)  # nothing to send to while the memory is swapped
-            self.menuBar().setEnabled(False)
+            host.statusBar().showMessage(f"Restoring the backup of {made}…", 0)
+            central = host.centralWidget()
+            assert central is not None  # the window sets its central widget when it is built
+            central.setEnabled(False)  # nothing to send to while the memory is swapped
+            host.menuBar().setEnabled(False)
 
             def stop_then_restore() -> Path:
                 # a reply and both workers stop (joining them can take a moment: not on the UI thread);
                 # then no connection holds the file
-                self.backend.shutdown()
-                return backups.restore(self.ctx.paths, backup)
+                host.backend.shutdown()
+                return backups.restore(host.ctx.paths, backup)
 
             def done(aside: Path) -> None:
                 self.restored_from = backup
@@ -166,7 +208,7 @@ class BackupRestoreMixin:
                     f"The backup of {made} was restored.",
                     f"Restored: {backup}\nThe memory it replaced is kept as {aside}.",
                 )
-                self.close()
+                host.close()
 
             def failed(exc: BaseException) -> None:
                 log.error("restoring %s failed: %s", backup, exc)
@@ -174,18 +216,18 @@ class BackupRestoreMixin:
                     QMessageBox.Icon.Warning,
                     "The backup could not be restored.",
                     f"{exc}\n\nThe memory file was not replaced, or is kept beside it as "
-                    f"{self.ctx.paths.db_file.name}.before-restore-….",
+                    f"{host.ctx.paths.db_file.name}.before-restore-….",
                 )
-                self.close()
+                host.close()
 
             self._in_background(stop_then_restore, done, failed)
 
         self._in_background(lambda: backups.check(backup), swap, refused)
 
-    def show_notice(self, notice: tuple) -> None:
+    def show_notice(self, notice: Notice) -> None:
         """A message carried over from the window this one replaced (after a restore); not modal."""
         icon, text, info = notice
-        box = QMessageBox(icon, "Mnemo — restore", text, QMessageBox.StandardButton.Close, self)
+        box = self._box(icon, "Mnemo — restore", text)
         box.setInformativeText(info)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.notice_box = box

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -31,6 +31,9 @@ from app import operations
 from app.session import ChatOptions, ChatSession
 from models.chat import CancelToken
 from ui.tasks import UiWorker
+
+if TYPE_CHECKING:
+    from app.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +106,13 @@ class Backend(QObject):
         super().__init__(parent)
         self.ctx = ctx
         self._scheduler_factory = scheduler_factory
-        self.scheduler = None
+        self.scheduler: Scheduler | None = None
         self._db: UiWorker | None = None
         self._db_open_error: Exception | None = None
         self._started = False
         self._closed = False
         self.store_ok: bool | None = None
-        self.store_error: Exception | None = None  # why the store could not be opened (any worker)
+        self.store_error: BaseException | None = None  # why the store could not be opened (any worker)
         self.model_id: str | None = None
         self.model_error: str | None = None
         self.model_loading = False
@@ -190,7 +193,7 @@ class Backend(QObject):
         self.store_ok = False
         self._store_failed(error)
 
-    def _store_failed(self, error: Exception) -> None:
+    def _store_failed(self, error: BaseException) -> None:
         """Any worker that could not open the store: keep the error (its type says what to offer)."""
         self.store_error = error
         self._emit(self.storeFailed, f"{type(error).__name__}: {error}")

@@ -1,7 +1,7 @@
 """The main window: conversation sidebar, chat view, composer, menus, status bar.
 
 Everything slow happens in `ui.bridge.Backend` workers; this module only draws and routes.
-Backups, restoring one and the damaged-file dialog live in `ui.backup_restore` (a mixin).
+Backups, restoring one and the damaged-file dialog live in `ui.backup_restore` (`self.backups`).
 Construction is cheap on purpose (no model, no database), so the window paints at once;
 `start_background_loading()` then opens the store and loads the models off the UI thread.
 """
@@ -41,7 +41,7 @@ ensure_refcount_fix()  # before any widget work: PySide6 6.12 + Python 3.11 woul
 # The imports below build widgets, so they come after the fix above (E402 knowingly).
 
 from ui import plain, theme  # noqa: E402  (after ensure_refcount_fix)
-from ui.backup_restore import BackupRestoreMixin  # noqa: E402  (after ensure_refcount_fix)
+from ui.backup_restore import BackupRestore  # noqa: E402  (after ensure_refcount_fix)
 from ui.bridge import EDIT, REGENERATE, SEND, Backend, Turn  # noqa: E402  (after ensure_refcount_fix)
 from ui.chat_view import ChatView, MessageWidget  # noqa: E402  (after ensure_refcount_fix)
 from ui.composer import Composer  # noqa: E402  (after ensure_refcount_fix)
@@ -97,7 +97,7 @@ def _header_button(
     return b
 
 
-class MainWindow(BackupRestoreMixin, QMainWindow):
+class MainWindow(QMainWindow):
     def __init__(self, ctx, *, backend: Backend | None = None):
         super().__init__()
         self.ctx = ctx
@@ -108,6 +108,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.themes.apply()
 
         self.backend = backend or Backend(ctx, self)
+        self.backups = BackupRestore(self, self)
         self.current_id: int | None = None
         self.current_title = "New chat"
         self.current_incognito = False
@@ -311,8 +312,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         memory.addSeparator()
         self.export_action = self._action("&Export memory…", self.export_memory, menu=memory)
         memory.addSeparator()
-        self.backup_action = self._action("&Back up memory now", self.backup_now, menu=memory)
-        self.restore_action = self._action("Res&tore from a backup…", self.restore_from_backup, menu=memory)
+        self.backup_action = self._action("&Back up memory now", self.backups.backup_now, menu=memory)
+        self.restore_action = self._action("Res&tore from a backup…", self.backups.restore_from_backup, menu=memory)
 
         view = mb.addMenu("&View")
         themes = view.addMenu("&Theme")
@@ -346,10 +347,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         self.speed_label.setAccessibleName("Speed of the last reply")
         self.jobs_label = QLabel("", self)
         self._job_progress_shown = False
+        self.jobs_pending = 0  # memory jobs waiting, as the backend last said
         self._unsent_widget: MessageWidget | None = None  # a message whose send failed before it was stored
-        self.last_backup: Path | None = None  # where Memory ▸ Back up memory now last wrote
-        self.restored_from: Path | None = None  # the backup last put back
-        self.reopen_notice: tuple | None = None  # set when the window closes to reopen (restore)
         self.jobs_label.setAccessibleName("Memory jobs pending")
         self.memory_notice = QPushButton("Memory updated", self)
         self.memory_notice.setObjectName("memoryNotice")
@@ -367,7 +366,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
     def _connect_backend(self) -> None:
         b = self.backend
         b.storeReady.connect(self._store_ready)
-        b.storeFailed.connect(self._store_failed)
+        b.storeFailed.connect(self.backups.store_failed)
         b.modelLoading.connect(self._model_loading)
         b.modelLoaded.connect(self._model_loaded)
         b.modelFailed.connect(self._model_failed)
@@ -504,7 +503,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         return c.gguf_path or "the bundled SmolLM2-135M (GGUF)"
 
     def _set_jobs(self, n: int) -> None:
-        if n == 0 and getattr(self, "jobs_pending", 0):
+        if n == 0 and self.jobs_pending:
             # memory work just finished: one that used the model replaced its cache, one that changed
             # the persona changed the prompt; either way, prepare the open chat again (cheap when not)
             self._warm()
@@ -589,7 +588,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             return self.new_chat()
         if cid == self.current_id and not self.chat_view.is_empty and focus_message is None:
             return
-        if focus_message is not None and self.backend.busy and self.backend.turn.conversation_id == cid:
+        turn = self.backend.turn
+        if focus_message is not None and self.backend.busy and turn is not None and turn.conversation_id == cid:
             focus_message = None  # keep the streaming branch on screen
         self.cancel_edit()
         self._load_seq += 1
@@ -625,7 +625,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                 self.chat_view.reveal(focus_message)
             self._warm()
 
-        self.backend.db(load, shown, self._db_error)
+        self.backend.db(load, shown, self.show_db_error)
 
     def show_branch(self, message_id: int) -> None:
         """Switch to another version of a message (‹ › on a regenerated reply or an edited message)."""
@@ -647,7 +647,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             for w in self.chat_view.messages():
                 w.set_siblings(siblings.get(w.message_id, []))
 
-        self.backend.db(lambda store: store.message_siblings(cid), shown, self._db_error)
+        self.backend.db(lambda store: store.message_siblings(cid), shown, self.show_db_error)
 
     def latest_reply_id(self) -> int | None:
         """The newest saved reply of the chat on screen (the inspector's trace opens on it)."""
@@ -658,7 +658,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         """Open a conversation at one message (the memory inspector's "go to message")."""
         self.open_conversation(conversation_id, focus_message=message_id)
 
-    def _db_error(self, exc: BaseException) -> None:
+    def show_db_error(self, exc: BaseException) -> None:
         log.error("database call failed: %s", exc)
         from memory_core import is_storage_full
 
@@ -684,7 +684,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                 self._update_header()
             self.refresh_conversations()
 
-        self.backend.db(lambda s: operations.rename_chat(s, cid, title), done, self._db_error)
+        self.backend.db(lambda s: operations.rename_chat(s, cid, title), done, self.show_db_error)
 
     def export_conversation(self, cid: int | None, path: str | None = None, fmt: str | None = None) -> None:
         """Chat ▸ Export chat… and the sidebar's Export…: the branch on screen (another chat: its newest
@@ -780,15 +780,16 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             "Forget",
         )[0]
 
-    def _with_chat_memory(self, cid: int | None, then) -> None:
+    def _with_chat_memory(self, cid: int, then) -> None:
         """`then(name, held)` on the UI thread, once the database thread has read what memory holds from
         chat `cid` (app.chat_memory.chat_memory), for a question that names it."""
-        if cid is None:
-            return
         name = self.sidebar.title_of(cid) or self.current_title
-        self.backend.db(lambda s: operations.chat_taught(s, cid), lambda held: then(name, held), self._db_error)
+        self.backend.db(lambda s: operations.chat_taught(s, cid), lambda held: then(name, held), self.show_db_error)
 
     def delete_conversation(self, cid: int | None) -> None:
+        if cid is None:
+            return
+
         def ask(name, held) -> None:
             yes, forget = self.ask_delete(name, held)
             if yes:
@@ -798,6 +799,8 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
 
     def forget_conversation_memory(self, cid: int | None) -> None:
         """Forget what memory learned from a chat (app.chat_memory); the chat and its messages stay."""
+        if cid is None:
+            return
 
         def ask(name, held) -> None:
             if held.empty:
@@ -822,7 +825,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             self.refresh_conversations()
             self.statusBar().showMessage(f"Forgot what Mnemo learned from “{name}”: {gone.describe()}", 8000)
 
-        self.backend.db(lambda s: operations.forget_chat(s, cid), done, self._db_error)
+        self.backend.db(lambda s: operations.forget_chat(s, cid), done, self.show_db_error)
 
     def _delete_now(self, cid: int, *, forget: bool = False) -> None:
         def done(gone):
@@ -836,7 +839,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                 8000,
             )
 
-        self.backend.db(lambda s: operations.delete_chat(s, cid, forget=forget), done, self._db_error)
+        self.backend.db(lambda s: operations.delete_chat(s, cid, forget=forget), done, self.show_db_error)
 
     def set_incognito(self, on: bool) -> None:
         if self.incognito_action.isChecked() != on:
@@ -850,7 +853,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
             self.backend.db(
                 lambda s: operations.set_incognito(s, cid, on),
                 lambda _: self.refresh_conversations(),
-                self._db_error,
+                self.show_db_error,
             )
 
     def _update_header(self) -> None:
@@ -1073,7 +1076,7 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
                 self.current_title = conv.title
                 self._update_header()
 
-        self.backend.db(lambda s: s.get_conversation(cid), done, self._db_error)
+        self.backend.db(lambda s: s.get_conversation(cid), done, self.show_db_error)
 
     # ------------------------------------------------------------------ dialogs and menus
     def open_settings(self) -> None:
@@ -1166,7 +1169,12 @@ class MainWindow(BackupRestoreMixin, QMainWindow):
         from ui.import_dialog import ImportDialog
 
         dlg = ImportDialog(self.ctx, path, self)
-        dlg.finished_import.connect(lambda job: (self.refresh_conversations(), self.backend.notify_jobs()))
+
+        def imported(_job) -> None:
+            self.refresh_conversations()
+            self.backend.notify_jobs()
+
+        dlg.finished_import.connect(imported)
         self.import_window = dlg
         dlg.open()
         dlg.start()

@@ -9,12 +9,15 @@ all reach such widgets, so they go through here.
 from __future__ import annotations
 
 import html
+from typing import TypeVar
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMessageBox
 
+W = TypeVar("W", QLabel, QMessageBox)
 
-def label(widget: QLabel | QMessageBox) -> QLabel | QMessageBox:
+
+def label(widget: W) -> W:
     """Make a label (or a message box) show its text as plain text, whatever it holds."""
     widget.setTextFormat(Qt.TextFormat.PlainText)
     return widget

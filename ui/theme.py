@@ -195,7 +195,7 @@ class ThemeManager(QObject):
         c = resolve(self.mode)
         _current = c
         app = QApplication.instance()
-        if app is not None:
+        if isinstance(app, QApplication):  # a widget application (instance() is typed QCoreApplication)
             if app.style().name().lower() != "fusion":
                 app.setStyle("Fusion")
             app.setPalette(palette_for(c))

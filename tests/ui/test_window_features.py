@@ -684,15 +684,16 @@ def test_a_damaged_memory_database_is_explained_and_left_untouched(make_window, 
     db.write_bytes(junk)
     win = make_window(wait=False)
     qtbot.waitUntil(
-        lambda: getattr(win, "store_error_box", None) is not None and win.store_error_box.isVisible(), timeout=60_000
+        lambda: getattr(win.backups, "store_error_box", None) is not None and win.backups.store_error_box.isVisible(),
+        timeout=60_000,
     )
-    box = win.store_error_box
+    box = win.backups.store_error_box
     assert box.text() == "The memory file is damaged, or is not a Mnemo memory."
     assert str(db) in box.informativeText() and "left exactly as it was" in box.informativeText()
     assert "There is no backup yet. Move the file away" in box.informativeText()
     assert "DamagedDatabaseError" in box.detailedText()
-    assert win.restore_button is None and win.jobs_label.text() == "Memory: unavailable"
-    win.store_error_box.close()
+    assert win.backups.restore_button is None and win.jobs_label.text() == "Memory: unavailable"
+    win.backups.store_error_box.close()
     qtbot.waitUntil(lambda: bool(win.backend.model_id), timeout=120_000)  # the model still loads
     assert win.backend.model_error is None
     win.composer.set_text("Hello?")
@@ -770,8 +771,10 @@ def test_back_up_memory_now_from_the_menu(make_window, chat, qtbot, mnemo_dirs):
     win = make_window(max_tokens=4)
     assert chat.send(win, "Remember that my bike is red.").result.status == "complete"
     win.backup_action.trigger()
-    qtbot.waitUntil(lambda: getattr(win, "last_backup", None) is not None, timeout=30_000)
-    assert win.last_backup.parent == mnemo_dirs["data"] / "backups" and win.last_backup.stat().st_size > 0
+    qtbot.waitUntil(lambda: getattr(win.backups, "last_backup", None) is not None, timeout=30_000)
+    assert (
+        win.backups.last_backup.parent == mnemo_dirs["data"] / "backups" and win.backups.last_backup.stat().st_size > 0
+    )
     assert "Memory backed up to" in win.statusBar().currentMessage()
     assert win.backup_action.isEnabled()
 
@@ -811,14 +814,15 @@ def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(mak
     paths.db_file.write_bytes(b"ruined" * 1000)
     win = make_window(wait=False)
     qtbot.waitUntil(
-        lambda: getattr(win, "store_error_box", None) is not None and win.store_error_box.isVisible(), timeout=60_000
+        lambda: getattr(win.backups, "store_error_box", None) is not None and win.backups.store_error_box.isVisible(),
+        timeout=60_000,
     )
-    assert win.restore_button is not None and "Restore the backup of" in win.restore_button.text()
-    win.restore_button.click()
-    qtbot.waitUntil(lambda: win.reopen_notice is not None and not win.isVisible(), timeout=30_000)
-    icon, text, info = win.reopen_notice
+    assert win.backups.restore_button is not None and "Restore the backup of" in win.backups.restore_button.text()
+    win.backups.restore_button.click()
+    qtbot.waitUntil(lambda: win.backups.reopen_notice is not None and not win.isVisible(), timeout=30_000)
+    icon, text, info = win.backups.reopen_notice
     assert text.startswith("The backup of") and text.endswith("was restored.") and "kept as" in info
-    assert win.restored_from == saved
+    assert win.backups.restored_from == saved
     assert paths.db_file.read_bytes() == saved.read_bytes()
     kept = [p for p in paths.data_dir.iterdir() if ".before-restore-" in p.name]
     assert [p.read_bytes() for p in kept] == [b"ruined" * 1000]
@@ -833,7 +837,7 @@ def test_restore_from_the_menu_refuses_a_file_that_is_not_a_mnemo_memory(make_wi
     win = make_window()
     before = win.ctx.paths.db_file.read_bytes()
     win.restore_action.trigger()
-    dialog = win.restore_dialog
+    dialog = win.backups.restore_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=5_000)
     assert dialog.list.count() == 0 and dialog.empty_label.isVisible() and not dialog.restore_button.isEnabled()
     junk = tmp_path / "notes.db"
@@ -842,13 +846,16 @@ def test_restore_from_the_menu_refuses_a_file_that_is_not_a_mnemo_memory(make_wi
     assert dialog.restore_button.isEnabled()
     dialog.restore_button.click()
     qtbot.waitUntil(
-        lambda: getattr(win, "restore_refused_box", None) is not None and win.restore_refused_box.isVisible(),
+        lambda: (
+            getattr(win.backups, "restore_refused_box", None) is not None
+            and win.backups.restore_refused_box.isVisible()
+        ),
         timeout=30_000,
     )
-    assert "not a Mnemo memory" in win.restore_refused_box.informativeText()
-    assert "left as it was" in win.restore_refused_box.informativeText()
-    win.restore_refused_box.close()
-    assert win.backend.started and win.restore_action.isEnabled() and win.reopen_notice is None
+    assert "not a Mnemo memory" in win.backups.restore_refused_box.informativeText()
+    assert "left as it was" in win.backups.restore_refused_box.informativeText()
+    win.backups.restore_refused_box.close()
+    assert win.backend.started and win.restore_action.isEnabled() and win.backups.reopen_notice is None
     assert win.ctx.paths.db_file.read_bytes() == before
     assert not [p for p in win.ctx.paths.data_dir.iterdir() if "before-restore" in p.name]
 
@@ -869,9 +876,9 @@ def test_restoring_while_a_reply_streams_stops_it_and_keeps_both_in_the_file_set
         lambda: win.backend.turn is not None and win.backend.turn.first_token_at is not None, timeout=120_000
     )
     qtbot.wait(300)  # the first token is saved at once (app.agent)
-    win._restore_backup(saved)
-    qtbot.waitUntil(lambda: win.reopen_notice is not None and not win.isVisible(), timeout=60_000)
-    assert win.reopen_notice[1].endswith("was restored.")
+    win.backups.restore_backup(saved)
+    qtbot.waitUntil(lambda: win.backups.reopen_notice is not None and not win.isVisible(), timeout=60_000)
+    assert win.backups.reopen_notice[1].endswith("was restored.")
     aside = [
         p
         for p in win.ctx.paths.data_dir.iterdir()
@@ -929,13 +936,13 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
             win = shown[0]
             if len(seen["windows"]) == 1 and win.current_id is None:
                 win.open_conversation(bees)  # the chat on screen
-            elif len(seen["windows"]) == 1 and getattr(win, "restore_dialog", None) is None:
+            elif len(seen["windows"]) == 1 and getattr(win.backups, "restore_dialog", None) is None:
                 win.restore_action.trigger()
-                assert win.restore_dialog.selected() == saved  # the newest backup, preselected
-                win.restore_dialog.restore_button.click()
-            elif len(seen["windows"]) == 2 and titles(win) and getattr(win, "notice_box", None):
+                assert win.backups.restore_dialog.selected() == saved  # the newest backup, preselected
+                win.backups.restore_dialog.restore_button.click()
+            elif len(seen["windows"]) == 2 and titles(win) and getattr(win.backups, "notice_box", None):
                 seen["titles"] = titles(win)
-                seen["notice"] = win.notice_box.text()
+                seen["notice"] = win.backups.notice_box.text()
                 seen["chat"] = (win.current_id, win.current_title)
                 win.close()
         except Exception as exc:
