@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
@@ -26,6 +28,9 @@ from PySide6.QtWidgets import (
 
 from app.remember import footnote, forget_note
 from ui import markdown, plain, theme
+
+if TYPE_CHECKING:
+    from models.discover import FoundModel, FoundServer
 
 MAX_RENDERED = 60  # messages rendered at once; older ones behind "Show earlier messages"
 FIRST_RENDER = 4  # of those, built before the chat shows (the newest: what is on screen) ...
@@ -147,6 +152,8 @@ class MessageWidget(QFrame):
         self._text = text
         self._elided = False
         self._pending = False
+        # what the chat column lays out: this widget, or a row that right-aligns it (ChatView._build)
+        self.holder: QWidget = self
         self.setObjectName("userBubble" if role == "user" else "assistantBubble")
         self.setAccessibleName("Your message" if role == "user" else "Assistant reply")
         lay = QVBoxLayout(self)
@@ -254,11 +261,12 @@ class MessageWidget(QFrame):
     def set_siblings(self, ids: list[int]) -> None:
         """The ids of this message and its alternatives, oldest first (shows ‹ i/n › when n > 1)."""
         self.siblings = list(ids)
-        shown = len(self.siblings) > 1 and self.message_id in self.siblings
+        mid = self.message_id
+        i = self.siblings.index(mid) if mid is not None and mid in self.siblings else -1
+        shown = len(self.siblings) > 1 and i >= 0
         for w in (self.prev_branch, self.branch_label, self.next_branch):
             w.setVisible(shown)
         if shown:
-            i = self.siblings.index(self.message_id)
             self.branch_label.setText(f"{i + 1}/{len(self.siblings)}")
             self.branch_label.setAccessibleName(f"Version {i + 1} of {len(self.siblings)}")
             self.prev_branch.setEnabled(i > 0)
@@ -477,7 +485,7 @@ class EmptyState(QWidget):
         lay.addWidget(self.models_hint)
         lay.addStretch(3)
 
-    def show_models_hint(self, found: list, servers: list = ()) -> None:
+    def show_models_hint(self, found: Sequence[FoundModel], servers: Sequence[FoundServer] = ()) -> None:
         """Say that chat models were found in other apps' folders (`models.discover.FoundModel`s) or are
         served here (`FoundServer`s), and link to Settings, where they are listed ("settings" link)."""
         served = [(srv, name) for srv in servers for name in srv.models]
@@ -518,11 +526,11 @@ class ChatView(QStackedWidget):
         self.empty = EmptyState(self)
         self.addWidget(self.empty)
 
-        self.scroll = QScrollArea(self)
-        self.scroll.setObjectName("chatScroll")
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area = QScrollArea(self)
+        self.scroll_area.setObjectName("chatScroll")
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         outer = QWidget()
         outer.setObjectName("chatColumn")
         row = QHBoxLayout(outer)
@@ -543,8 +551,8 @@ class ChatView(QStackedWidget):
         self.earlier_button.hide()
         self.col_layout.addWidget(self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self.col_layout.addStretch(1)
-        self.scroll.setWidget(outer)
-        self.addWidget(self.scroll)
+        self.scroll_area.setWidget(outer)
+        self.addWidget(self.scroll_area)
 
         self._widgets: list[MessageWidget] = []
         self._pool: dict[str, list[MessageWidget]] = {"user": [], "assistant": []}
@@ -554,7 +562,7 @@ class ChatView(QStackedWidget):
         self._generation = 0  # bumped by clear(): stale batches stop
         self._busy = False
         self._stick = True
-        bar = self.scroll.verticalScrollBar()
+        bar = self.scroll_area.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
         bar.rangeChanged.connect(self._on_range)
         self.setCurrentWidget(self.empty)
@@ -616,7 +624,7 @@ class ChatView(QStackedWidget):
 
     def _insert_older(self, messages: list) -> None:
         """Insert `messages` (oldest first) above the shown ones; the view keeps its place."""
-        bar = self.scroll.verticalScrollBar()
+        bar = self.scroll_area.verticalScrollBar()
         from_bottom = bar.maximum() - bar.value()
         new = [self._make_from(m) for m in messages]
         for k, w in enumerate(new):
@@ -641,8 +649,6 @@ class ChatView(QStackedWidget):
             h.addStretch(1)
             h.addWidget(w, 0)
             w.holder = holder
-        else:
-            w.holder = w
         return w
 
     def _make(self, role, text, mid, status, meta) -> MessageWidget:
@@ -669,7 +675,7 @@ class ChatView(QStackedWidget):
         w.holder.show()
         if index is None:
             self._widgets.append(w)
-        self.setCurrentWidget(self.scroll)
+        self.setCurrentWidget(self.scroll_area)
         self._fit_user_width(w)
 
     def add_message(
@@ -710,7 +716,7 @@ class ChatView(QStackedWidget):
                 return w
         return None
 
-    def find(self, message_id: int) -> MessageWidget | None:
+    def widget_of(self, message_id: int) -> MessageWidget | None:
         for w in self._widgets:
             if w.message_id == message_id:
                 return w
@@ -749,29 +755,29 @@ class ChatView(QStackedWidget):
 
     def reveal(self, message_id: int) -> MessageWidget | None:
         """Scroll to a message (rendering older ones when needed) and highlight it."""
-        if self.find(message_id) is None and any(m.id == message_id for m in self._pending):
+        if self.widget_of(message_id) is None and any(m.id == message_id for m in self._pending):
             self._flush_pending()
-        if self.find(message_id) is None and any(m.id == message_id for m in self._hidden_messages):
+        if self.widget_of(message_id) is None and any(m.id == message_id for m in self._hidden_messages):
             self._show_earlier()
-        w = self.find(message_id)
+        w = self.widget_of(message_id)
         if w is None:
             return None
         self._stick = False
-        QTimer.singleShot(0, lambda: self.scroll.ensureWidgetVisible(w.holder, 0, 40))
+        QTimer.singleShot(0, lambda: self.scroll_area.ensureWidgetVisible(w.holder, 0, 40))
         w.flash()
         return w
 
     def scroll_to_bottom(self) -> None:
-        bar = self.scroll.verticalScrollBar()
+        bar = self.scroll_area.verticalScrollBar()
         bar.setValue(bar.maximum())
 
     def _on_scrolled(self, value: int) -> None:
-        bar = self.scroll.verticalScrollBar()
+        bar = self.scroll_area.verticalScrollBar()
         self._stick = value >= bar.maximum() - 24
 
     def _on_range(self, _lo: int, hi: int) -> None:
         if self._stick:
-            self.scroll.verticalScrollBar().setValue(hi)
+            self.scroll_area.verticalScrollBar().setValue(hi)
 
     def _fit_user_width(self, w: MessageWidget) -> None:
         if w.role == "user":

@@ -877,7 +877,7 @@ class MainWindow(QMainWindow):
             return
         if self.editing_id is not None:
             mid = self.editing_id
-            old = self.chat_view.find(mid)
+            old = self.chat_view.widget_of(mid)
             self.cancel_edit(keep_text=True)
             if old is not None:
                 self.chat_view.remove_from(old)
@@ -903,7 +903,7 @@ class MainWindow(QMainWindow):
         if self.backend.busy:
             return
         self.cancel_edit()
-        old = self.chat_view.find(assistant_id)
+        old = self.chat_view.widget_of(assistant_id)
         if old is not None:
             self.chat_view.remove_from(old)
         self._start_turn(Turn(REGENERATE, self.current_id, message_id=assistant_id), None)

@@ -47,18 +47,18 @@ def escape_html(text: str) -> str:
     apart: chat models fence their code."""
     out: list[str] = []
     prose: list[str] = []  # lines outside fences, escaped together (a code span may cross lines)
-    fence = None
+    fence: str | None = None  # the marker of the open code fence
     for line in text.split("\n"):
         m = _FENCE.match(line)
-        if fence is None and not m:
+        if fence is None and m is None:
             prose.append(line)
             continue
         if prose:
             out.append(_escape_outside_spans("\n".join(prose)))
             prose = []
-        if fence is None:
+        if m is not None and fence is None:
             fence = m.group(1)
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+        elif m is not None and fence is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
             fence = None
         out.append(line)
     if prose:

@@ -292,6 +292,7 @@ class SettingsDialog(QDialog):
         default = getattr(self._param_defaults, name)
         if isinstance(default, bool):
             raise TypeError(name)
+        w: QSpinBox | QDoubleSpinBox
         if isinstance(default, int):
             w = _spin(0, 10_000_000, int(value))
         else:

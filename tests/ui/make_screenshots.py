@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     _pump(app, 0.3)
     win.chat_view.scroll_to_bottom()
     _pump(app, 0.2)
-    win.chat_view.scroll.verticalScrollBar().setValue(0)
+    win.chat_view.scroll_area.verticalScrollBar().setValue(0)
     _pump(app, 0.2)
     _save(win, out / "conversation.png")
 
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     win.set_theme("dark", save=False)
     _pump(app, 0.3)
-    win.chat_view.scroll.verticalScrollBar().setValue(0)
+    win.chat_view.scroll_area.verticalScrollBar().setValue(0)
     _pump(app, 0.2)
     _save(win, out / "dark.png")
 

@@ -51,7 +51,7 @@ def test_the_newest_messages_show_at_once_and_the_older_ones_follow_in_order(vie
     assert view.earlier_button.isVisible() and view.earlier_button.text() == "Show 10 earlier messages"
     qtbot.waitUntil(lambda: len(view.messages()) == MAX_RENDERED, timeout=10_000)
     assert _ids(view) == [m.id for m in msgs[-MAX_RENDERED:]]
-    bar = view.scroll.verticalScrollBar()
+    bar = view.scroll_area.verticalScrollBar()
     qtbot.waitUntil(lambda: bar.value() == bar.maximum(), timeout=5_000)  # still at the newest message
     view.earlier_button.click()
     assert _ids(view) == [m.id for m in msgs]
@@ -61,7 +61,7 @@ def test_revealing_or_showing_earlier_builds_what_is_still_waiting(view, qtbot):
     msgs = _chat(MAX_RENDERED + 4)
     view.set_messages(msgs)
     old = msgs[MAX_RENDERED // 2 + 4]  # rendered later, not yet
-    assert view.find(old.id) is None
+    assert view.widget_of(old.id) is None
     assert view.reveal(old.id) is not None and _ids(view) == [m.id for m in msgs[-MAX_RENDERED:]]
     view.set_messages(msgs)
     view.earlier_button.click()  # before the batches ran

@@ -34,6 +34,6 @@ def immortalize_singletons() -> bool:
         return False
     for obj in (None, True, False):
         ctypes.c_ssize_t.from_address(id(obj)).value += _BOOST
-    sys._mnemo_singletons_immortal = True
+    setattr(sys, "_mnemo_singletons_immortal", True)  # noqa: B010  (a process-wide mark; sys declares no such attribute)
     _done = True
     return True

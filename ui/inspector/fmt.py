@@ -54,12 +54,12 @@ def ago(ts: float | None, now: float | None = None) -> str:
 
 
 def size(n: int | None) -> str:
-    n = int(n or 0)
+    value: float = int(n or 0)
     for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value} B"
 
 
 def one_line(text: str | None, limit: int = 160) -> str:

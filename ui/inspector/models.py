@@ -71,6 +71,7 @@ class _ColumnsMixin:
     """data()/headerData() from a list of Column specs over records returned by `_record(row)`."""
 
     columns: list[Column] = []
+    _count: int  # the rows the view knows of; each model keeps it
 
     def _record(self, row: int):  # pragma: no cover - overridden
         raise NotImplementedError
@@ -431,10 +432,14 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
                 if last >= first:
                     self.dataChanged.emit(self.index(first, 0), self.index(last, len(self.columns) - 1))
 
+        def failed(exc: BaseException) -> None:
+            self._pending.discard(b)
+            self._report(exc)
+
         self._worker.submit(
             fetch,
             done,
-            on_error=lambda exc: (self._pending.discard(b), self._report(exc)),
+            on_error=failed,
             wanted=lambda: self._wanted_block(b, gen, ver),
             on_skip=lambda: self._pending.discard(b),
             label=f"{type(self).__name__}.block{b}",
@@ -545,7 +550,7 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
         for b, (rows, _) in blocks.items():
             for i, rec in enumerate(rows):
                 new_rows[self._key(rec)] = b * self.BLOCK + i
-        old_keys = set()
+        old_keys: set[Any] = set()
         for rows in old_blocks.values():
             old_keys.update(self._key(r) for r in rows)
         # a key that was loaded and is not in the re-read blocks may only have moved out of view;
@@ -821,7 +826,7 @@ class ListModel(_ColumnsMixin, QAbstractTableModel):
     def set_rows(self, rows: Sequence) -> None:
         rows = list(rows)
         old = self._rows
-        new_index = {}
+        new_index: dict[Any, int] = {}
         for i, r in enumerate(rows):
             new_index.setdefault(self._key(r), i)
         gone = {self._key(r) for r in old} - set(new_index)

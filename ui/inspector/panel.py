@@ -353,13 +353,15 @@ class InspectorPanel(QWidget):
             if what in ("new", "reset"):
                 self._refresh_timer.start()
 
+        def polled(result) -> None:
+            self._polling = False
+            done(result)
+
+        def poll_failed(_exc: BaseException) -> None:
+            self._polling = False
+
         self._polling = True
-        self.run(
-            fetch,
-            lambda r: (setattr(self, "_polling", False), done(r)),
-            label="poll events",
-            on_error=lambda exc: setattr(self, "_polling", False),
-        )
+        self.run(fetch, polled, label="poll events", on_error=poll_failed)
 
     def _poll_busy(self) -> bool:
         return getattr(self, "_polling", False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from ui.inspector.models import KeyRole, LazyTableModel, ListModel
 
@@ -15,9 +15,17 @@ class InspectorTable(QTableView):
     current_key_changed = Signal(object)  # key of the new current row (None when cleared)
     delete_pressed = Signal()
 
-    def __init__(self, model, parent=None, *, multi: bool = True, sortable: bool = True):
+    def __init__(
+        self,
+        model: LazyTableModel | ListModel,
+        parent: QWidget | None = None,
+        *,
+        multi: bool = True,
+        sortable: bool = True,
+    ):
         super().__init__(parent)
         self.setModel(model)
+        self._model = model  # model() is typed QAbstractItemModel; this keeps the records' type
         if hasattr(model, "paint_info"):
             from ui.inspector.delegates import FastTextDelegate
 
@@ -62,6 +70,10 @@ class InspectorTable(QTableView):
         sc.setContext(Qt.ShortcutContext.WidgetShortcut)
         sc.activated.connect(self.delete_pressed.emit)
 
+    def table_model(self) -> LazyTableModel | ListModel:
+        """The model of records this table shows (what `model()` returns, typed)."""
+        return self._model
+
     # ------------------------------------------------------------------ sorting in SQL
     def _on_sort_indicator(self, column: int, order) -> None:
         m = self.model()
@@ -99,7 +111,7 @@ class InspectorTable(QTableView):
         if anchor is None:
             return
         key, old_top = anchor
-        row = self.model().row_of_key(key) if hasattr(self.model(), "row_of_key") else None
+        row = self._model.row_of_key(key)
         if row is None or row == old_top:
             return
         self.updateGeometries()

@@ -42,7 +42,7 @@ def _pages(store, ids) -> dict[int, Any]:
 
 
 def _row(hit: dict, rank: int, pages: dict) -> dict:
-    pid = int(hit.get("page_id"))
+    pid = int(hit["page_id"])
     page = pages.get(pid)
     row = {
         "rank": rank,

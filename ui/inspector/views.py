@@ -8,6 +8,7 @@ memory core's management API (edit_*, pin, forget, set_paused, wipe_memory).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, QUrl, Signal
@@ -39,6 +40,7 @@ from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_his
 from ui.inspector.delegates import BarDelegate
 from ui.inspector.host import PanelHost
 from ui.inspector.models import (
+    LazyTableModel,
     ListModel,
     PagesModel,
     SegmentsModel,
@@ -107,18 +109,32 @@ class _DebouncedLine(QLineEdit):
         self.textChanged.connect(lambda _: self._t.start())
 
 
-class _PinAndForget:
-    """Pin/unpin and forget (one item, or the table's selection) for the pages and segments views:
-    `KIND` is the memory_core item kind, `current_item()` the record in the detail pane and
-    `_forget_question(ids)` the (title, text) of the confirmation."""
+class PinAndForget:
+    """Pin/unpin and forget (one item, or the table's selection) for the pages and segments views,
+    which each hold one: `kind` is the memory_core item kind, `current_item()` the record in the
+    detail pane and `forget_question(ids)` the (title, text) of the confirmation."""
 
-    KIND = ""
+    def __init__(
+        self,
+        kind: str,
+        panel: PanelHost,
+        table: InspectorTable,
+        model: LazyTableModel,
+        current_item: Callable[[], Any],
+        forget_question: Callable[[list[int]], tuple[str, str]],
+    ) -> None:
+        self.kind = kind
+        self.panel = panel
+        self.table = table
+        self.model = model
+        self.current_item = current_item
+        self.forget_question = forget_question
 
     def toggle_pin(self) -> None:
         it = self.current_item()
         if it is None:
             return
-        new, kind = not it.pinned, self.KIND
+        new, kind = not it.pinned, self.kind
         self.panel.act(
             lambda s: s.pin(kind, it.id, new), f"{kind.capitalize()} {it.id} {'pinned' if new else 'unpinned'}."
         )
@@ -135,10 +151,10 @@ class _PinAndForget:
         ids = sorted(set(i for i in ids if i is not None))
         if not ids:
             return
-        title, text = self._forget_question(ids)
+        title, text = self.forget_question(ids)
         if not self.panel.confirm(title, text, "Forget"):
             return
-        kind, n = self.KIND, len(ids)
+        kind, n = self.kind, len(ids)
         self.panel.act(lambda s: s.forget(kind, ids), f"Forgot {n} {kind}{'s' if n != 1 else ''}.")
 
 
@@ -292,9 +308,7 @@ class OverviewView(QWidget):
 
 
 # ====================================================================== Pages
-class PagesView(_PinAndForget, QWidget):
-    KIND = "page"
-
+class PagesView(QWidget):
     def __init__(self, panel: PanelHost):
         super().__init__()
         self.panel = panel
@@ -324,8 +338,7 @@ class PagesView(_PinAndForget, QWidget):
         self.chat_filter: int | None = None
         self.deleted_chats = False  # pages of chats deleted without forgetting what they taught
         self.count = QLabel("")
-        for w in (self.search,):
-            bar.addWidget(w, 2)
+        bar.addWidget(self.search, 2)
         for w in (self.tier, self.pinned):
             bar.addWidget(w)
         bar.addStretch(1)
@@ -339,8 +352,9 @@ class PagesView(_PinAndForget, QWidget):
 
         split = QSplitter(Qt.Orientation.Vertical)
         self.table = InspectorTable(self.model)
+        self.pins = PinAndForget("page", panel, self.table, self.model, lambda: self.page, self._forget_question)
         self.table.current_key_changed.connect(self._on_current)
-        self.table.delete_pressed.connect(self.forget_selected)
+        self.table.delete_pressed.connect(self.pins.forget_selected)
         split.addWidget(self.table)
         detail = QWidget()
         dl = QVBoxLayout(detail)
@@ -351,8 +365,8 @@ class PagesView(_PinAndForget, QWidget):
         self.seg_btn = _button("Its segment", "Show this page's segment and its heat", self.go_segment)
         self.msg_btn = _button("Its message", "Show this exchange in its conversation", self.go_message)
         self.edit_btn = _button("Edit…", "Correct this page's text (re-embedded and re-indexed)", self.edit_current)
-        self.pin_btn = _button("Pin", "Pinned pages keep their segment out of the archive", self.toggle_pin)
-        self.forget_btn = _button("Forget…", "Forget the selected pages for good (Delete)", self.forget_selected)
+        self.pin_btn = _button("Pin", "Pinned pages keep their segment out of the archive", self.pins.toggle_pin)
+        self.forget_btn = _button("Forget…", "Forget the selected pages for good (Delete)", self.pins.forget_selected)
         _button_rows(
             dl,
             (self.prev_btn, self.next_btn, self.seg_btn, self.msg_btn),
@@ -570,9 +584,6 @@ class PagesView(_PinAndForget, QWidget):
         u, a = vals
         self.panel.act(lambda s: s.edit_page(p.id, user_text=u, assistant_text=a), f"Page {p.id} edited.")
 
-    def current_item(self):
-        return self.page
-
     def _forget_question(self, ids: list[int]) -> tuple[str, str]:
         what = f"page {ids[0]}" if len(ids) == 1 else f"these {len(ids)} pages"
         return (
@@ -584,9 +595,7 @@ class PagesView(_PinAndForget, QWidget):
 
 
 # ====================================================================== Segments
-class SegmentsView(_PinAndForget, QWidget):
-    KIND = "segment"
-
+class SegmentsView(QWidget):
     def __init__(self, panel: PanelHost):
         super().__init__()
         self.panel = panel
@@ -625,10 +634,11 @@ class SegmentsView(_PinAndForget, QWidget):
 
         split = QSplitter(Qt.Orientation.Vertical)
         self.table = InspectorTable(self.model)
+        self.pins = PinAndForget("segment", panel, self.table, self.model, lambda: self.segment, self._forget_question)
         self.delegate = BarDelegate(self.model.heat_scale, lambda: self.params.tau, parent=self.table)
         self.table.setItemDelegateForColumn(self.model.column_index("heat"), self.delegate)
         self.table.current_key_changed.connect(self._on_current)
-        self.table.delete_pressed.connect(self.forget_selected)
+        self.table.delete_pressed.connect(self.pins.forget_selected)
         split.addWidget(self.table)
 
         bottom = QSplitter(Qt.Orientation.Horizontal)
@@ -646,9 +656,9 @@ class SegmentsView(_PinAndForget, QWidget):
         rl.addWidget(self.history_note)
         self.pages_btn = _button("Its pages", "List this segment's pages", self.show_pages)
         self.restore_btn = _button("Restore", "Bring this archived segment back to mid-term memory", self.restore)
-        self.pin_btn = _button("Pin", "Pinned segments are never archived", self.toggle_pin)
+        self.pin_btn = _button("Pin", "Pinned segments are never archived", self.pins.toggle_pin)
         self.forget_btn = _button(
-            "Forget…", "Forget the selected segments and their pages (Delete)", self.forget_selected
+            "Forget…", "Forget the selected segments and their pages (Delete)", self.pins.forget_selected
         )
         _button_rows(rl, (self.pages_btn, self.restore_btn), (self.pin_btn, self.forget_btn))
         self.detail = _browser()
@@ -775,9 +785,6 @@ class SegmentsView(_PinAndForget, QWidget):
         s = self.segment
         if s is not None:
             self.panel.act(lambda st: st.restore_segment(s.id), f"Segment {s.id} restored to mid-term memory.")
-
-    def current_item(self):
-        return self.segment
 
     def _forget_question(self, ids: list[int]) -> tuple[str, str]:
         recs = {r.id: r for r in self.model.loaded_records()}
@@ -938,7 +945,8 @@ class PersonaView(QWidget):
         )
         for owner, rows in know.items():
             self.knowledge[owner].set_rows(rows)
-            lab = self.kviews[owner].parentWidget().property("title_label")
+            box = self.kviews[owner].parentWidget()
+            lab = box.property("title_label") if box is not None else None
             if lab is not None:
                 base = lab.text().split(" — ")[0]
                 lab.setText(f"{base} — {len(rows)} fact{'s' if len(rows) != 1 else ''}")
@@ -1065,7 +1073,7 @@ class PersonaView(QWidget):
                 out.append(("trait", t.id))
         for v in self.kviews.values():
             for row in v.selected_rows():
-                rec = v.model().record(row)
+                rec = v.table_model().record(row)
                 if rec is not None:
                     out.append(("knowledge", rec.id))
         if not out and self.item is not None:
@@ -1336,7 +1344,7 @@ class TraceView(QWidget):
         idx = view.currentIndex()
         if not idx.isValid():
             return
-        r = view.model().record(idx.row())
+        r = view.table_model().record(idx.row())
         if r is None:
             return
         if "page_id" in r:
