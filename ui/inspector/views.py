@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, QUrl, Signal
@@ -109,26 +110,18 @@ class _DebouncedLine(QLineEdit):
         self.textChanged.connect(lambda _: self._t.start())
 
 
+@dataclass
 class PinAndForget:
     """Pin/unpin and forget (one item, or the table's selection) for the pages and segments views,
     which each hold one: `kind` is the memory_core item kind, `current_item()` the record in the
     detail pane and `forget_question(ids)` the (title, text) of the confirmation."""
 
-    def __init__(
-        self,
-        kind: str,
-        panel: PanelHost,
-        table: InspectorTable,
-        model: LazyTableModel,
-        current_item: Callable[[], Any],
-        forget_question: Callable[[list[int]], tuple[str, str]],
-    ) -> None:
-        self.kind = kind
-        self.panel = panel
-        self.table = table
-        self.model = model
-        self.current_item = current_item
-        self.forget_question = forget_question
+    kind: str
+    panel: PanelHost
+    table: InspectorTable
+    model: LazyTableModel
+    current_item: Callable[[], Any]
+    forget_question: Callable[[list[int]], tuple[str, str]]
 
     def toggle_pin(self) -> None:
         it = self.current_item()
