@@ -463,7 +463,7 @@ class ChatAgent:
             text = text.rstrip()
         stats = self._stats(turn, out)
         status, error = out.status, out.error
-        meta = {"trace": turn.trace, "stats": stats}
+        meta: dict[str, Any] = {"trace": turn.trace, "stats": stats}
         if error:
             meta["error"] = error
         try:

@@ -10,6 +10,7 @@ local socket, ui/single_instance.py): this module stays Qt-free for the CLI.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 LOCK_NAME = "mnemo.lock"
@@ -50,7 +51,7 @@ def app_is_running(data_dir: Path) -> bool:
     return True
 
 
-if os.name == "nt":  # pragma: no cover - Windows
+if sys.platform == "win32":  # pragma: no cover - Windows
     import msvcrt
 
     def _lock(fd: int) -> None:

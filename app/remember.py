@@ -161,11 +161,14 @@ def footnote(kept: dict) -> str:
     """The few words under a reply whose message asked to remember something (the chat view's link,
     `mnemo chat`): `kept` is the dict the agent stores in the reply's stats."""
     what = f"{'fact' if kept.get('kind') == 'knowledge' else 'trait'} {kept.get('id')}"
-    return {
+    outcome = kept.get("outcome")
+    phrases = {
         "confirmed": f"already remembered ({what})",
         "updated": f"updated {what}",
         "kept": f"{what} is pinned, not changed",
-    }.get(kept.get("outcome"), f"remembered as {what}")
+    }
+    phrase = phrases.get(outcome) if isinstance(outcome, str) else None
+    return phrase or f"remembered as {what}"
 
 
 def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:

@@ -172,6 +172,7 @@ class TaskQueue:
 
     def _ensure_open(self) -> Any:
         if not self._opened:
+            assert self._open_resource is not None  # _opened starts True when there is none to open
             self.resource = self._open_resource()
             self._opened = True
         return self.resource

@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import sys
 from pathlib import Path
+from typing import Any
 
 from app import operations
 from app.commands._common import fail, print_json
@@ -118,7 +119,9 @@ def _list_backups(ctx, as_json: bool) -> int:
     from app import backups
 
     found = backups.list_backups(ctx.paths)
-    rows = [{"path": str(p), "bytes": p.stat().st_size, "made": backups.made_at(p)} for p in found]
+    rows: list[dict[str, Any]] = [
+        {"path": str(p), "bytes": p.stat().st_size, "made": backups.made_at(p)} for p in found
+    ]
     if as_json:
         print_json(rows)
     elif not rows:

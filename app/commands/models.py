@@ -16,6 +16,7 @@ def run(args, ctx) -> int:
 
     found = find_models()
     current = ctx.settings.chat.gguf_path if ctx.settings.chat.backend == "llama" else None
+    current_path = Path(current) if current else None  # the GGUF file in use, if one is
     if args.use:
         choice = args.use
         if choice.isdigit() and 1 <= int(choice) <= len(found):
@@ -39,7 +40,7 @@ def run(args, ctx) -> int:
     if args.json:
         print_json(
             {
-                "files": [dict(asdict(m), in_use=bool(current) and Path(current) == Path(m.path)) for m in found],
+                "files": [dict(asdict(m), in_use=current_path == Path(m.path)) for m in found],
                 "servers": [dict(asdict(s), models=list(s.models)) for s in servers],
             }
         )
@@ -54,7 +55,7 @@ def run(args, ctx) -> int:
     else:
         width = max(len(m.name) for m in found)
         for i, m in enumerate(found, 1):
-            mark = "*" if current and Path(current) == Path(m.path) else " "
+            mark = "*" if current_path == Path(m.path) else " "
             ctx_txt = f"ctx {m.context_length:>7,}" if m.context_length else " " * 11
             print(f"{mark}{i:3}  {m.name:<{width}}  {format_size(m.size_bytes):>9}  {ctx_txt}  {m.source}")
             print(f"      {m.path}")

@@ -50,6 +50,11 @@ def looks_like_chatgpt(data: Any) -> bool:
     return isinstance(data, list) and any(isinstance(c, dict) and "mapping" in c for c in data[:50])
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (an export's optional parts vary)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _num(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
@@ -94,13 +99,12 @@ def custom_instructions(data: list) -> tuple[list[str], list[str]]:
             continue
         when = _num(record.get("create_time")) or 0.0
         for node in mapping.values():
-            msg = node.get("message") if isinstance(node, dict) else None
-            content = msg.get("content") if isinstance(msg, dict) else None
+            msg = _object(node.get("message") if isinstance(node, dict) else None)
+            content = msg.get("content")
             if not isinstance(content, dict) or content.get("content_type") != "user_editable_context":
                 continue
-            meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
-            given = meta.get("user_context_message_data")
-            given = given if isinstance(given, dict) else {}
+            meta = _object(msg.get("metadata"))
+            given = _object(meta.get("user_context_message_data"))
             for kind, key, field_, prefix in (
                 (0, "about_user_message", "user_profile", _ABOUT_PREFIX),
                 (1, "about_model_message", "user_instructions", _STYLE_PREFIX),
@@ -111,7 +115,8 @@ def custom_instructions(data: list) -> tuple[list[str], list[str]]:
                     text = text.strip() if isinstance(text, str) else ""
                     text = text[len(prefix) :] if text.startswith(prefix) else text
                 text = text.strip()
-                if text and (newest[kind] is None or (when, text) > newest[kind]):
+                best = newest[kind]
+                if text and (best is None or (when, text) > best):
                     newest[kind] = (when, text)
     about, style = ([found[1]] if found else [] for found in newest)
     return about, style
@@ -156,7 +161,7 @@ def _current_branch(record: dict, mapping: dict, where: str, issues: list[Import
         )
     chain: list[tuple[str, dict]] = []
     seen: set[str] = set()
-    node_id = current
+    node_id: str | None = current
     while node_id is not None:
         if node_id in seen:
             issues.append(
@@ -207,7 +212,7 @@ def _node_turn(node_id: str, node: dict, where: str, issues: list[ImportIssue]) 
     if role not in _KEEP_ROLES:
         issues.append(ImportIssue(where, f"message has an unknown author role {role!r}"))
         return None
-    meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+    meta = _object(msg.get("metadata"))
     if meta.get("is_visually_hidden_from_conversation"):
         return None
     recipient = msg.get("recipient")

@@ -165,7 +165,8 @@ def _message_turn(msg: Any, position: int, where: str, issues: list[ImportIssue]
     if not isinstance(msg, dict):
         issues.append(ImportIssue(where, f"is a JSON {type(msg).__name__}, not an object"))
         return None
-    role = _ROLES.get(msg.get("sender"))
+    sender = msg.get("sender")
+    role = _ROLES.get(sender) if isinstance(sender, str) else None
     if role is None:
         issues.append(ImportIssue(where, f"has an unknown sender {msg.get('sender')!r}"))
         return None
@@ -202,5 +203,6 @@ def _message_turn(msg: Any, position: int, where: str, issues: list[ImportIssue]
     if not text:
         return None  # a turn that only called tools, or an empty retry: nothing said
     ts = parse_iso(msg.get("created_at"))
-    turn_id = msg.get("uuid") if isinstance(msg.get("uuid"), str) and msg.get("uuid") else f"M{position + 1}"
+    uuid = msg.get("uuid")
+    turn_id = uuid if isinstance(uuid, str) and uuid else f"M{position + 1}"
     return Turn(role, text, float("nan") if ts is None else ts, turn_id)

@@ -39,7 +39,7 @@ def looks_like_locomo(data: Any) -> bool:
     return any(isinstance(s, dict) and isinstance(s.get("conversation"), dict) for s in samples[:20])
 
 
-def parse_locomo_datetime(text: str) -> float | None:
+def parse_locomo_datetime(text: object) -> float | None:
     """ "1:56 pm on 8 May, 2023" → Unix seconds (the naive time read as UTC); None if unreadable."""
     if not isinstance(text, str):
         return None

@@ -85,8 +85,9 @@ def parse_text(
             h = None if m else _HEADING_SPEAKER.match(line)
             if strict and not _timed_bold(m):
                 m = h = None
-            if m or h:
-                who = (m or h).group("who").lower()
+            speaker = m or h
+            if speaker is not None:
+                who = speaker.group("who").lower()
                 ts = None
                 if m and m.group("ts"):
                     ts = parse_time(m.group("ts"))

@@ -148,8 +148,8 @@ def write_conversation(
             ids.append(mid)
             parent_id = mid
         items, capped = page_items(turns, ids, plans, source=conv.source, limit=max_side_chars)
-        for it, done in zip(items, draft):
-            it["embedding"] = done["embedding"]
+        for it, drafted in zip(items, draft):
+            it["embedding"] = drafted["embedding"]
         for n in capped:
             first = turns[plans[n].indices[0]]
             issues.append(
