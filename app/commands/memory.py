@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -158,88 +159,118 @@ def _restore(ctx, args) -> int:
     return 0
 
 
+def _backup(ctx, store, args) -> int:
+    from app import backups
+
+    path = (
+        store.backup(args.file)
+        if args.file
+        else backups.make_backup(store, ctx.paths, keep=max(ctx.settings.backup_keep, 1))
+    )
+    print(f"memory backed up to {path} ({Path(path).stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+def _list_items(ctx, store, args) -> int:
+    items = _list(store, args)
+    if args.json:
+        print_json([dataclasses.asdict(i) for i in items])
+    else:
+        for item in items:
+            print(_row(args.kind, item))
+    return 0
+
+
+def _show(ctx, store, args) -> int:
+    item = _get(store, args.kind, args.id)
+    if item is None:
+        return fail(f"no {args.kind} with id {args.id}", 1)
+    data = dataclasses.asdict(item)
+    if args.kind in ("trait", "knowledge"):
+        data["versions"] = [dataclasses.asdict(v) for v in store.item_versions(args.kind, args.id)]
+    _print_record(data, args.json)
+    return 0
+
+
+def _forget(ctx, store, args) -> int:
+    store.forget(args.kind, args.ids)
+    print(f"forgot {len(args.ids)} {args.kind}(s)")
+    return 0
+
+
+def _pin(ctx, store, args) -> int:
+    store.pin(args.kind, args.id, not args.unpin)
+    print(f"{'unpinned' if args.unpin else 'pinned'} {args.kind} {args.id}")
+    return 0
+
+
+def _wipe(ctx, store, args) -> int:
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return fail("wipe deletes all memory; pass --yes to confirm")
+        if input("Type 'wipe' to delete all memory: ").strip() != "wipe":
+            return fail("not wiped", 1)
+    store.wipe_memory()
+    print("all memory wiped (conversations are kept)")
+    return 0
+
+
+def _pause(ctx, store, args) -> int:
+    on = args.state == "on"
+    operations.set_memory_paused(store, on, cid=args.conversation or None)
+    print(
+        f"memory {'paused' if on else 'resumed'}"
+        + (f" for conversation {args.conversation}" if args.conversation else "")
+    )
+    return 0
+
+
+def _events(ctx, store, args) -> int:
+    if args.segment is not None:
+        events = store.segment_events(args.segment)[-args.limit :]
+    else:
+        kinds = args.kind or None
+        events = store.events(since_id=args.since or 0, limit=args.limit, kinds=kinds, newest=args.since is None)
+    if args.json:
+        print_json([dataclasses.asdict(e) for e in events])
+    else:
+        for e in events:
+            print(f"{e.id:>6} {_when(e.at)} {e.kind:<18} {e.summary}")
+    return 0
+
+
+def _stats(ctx, store, args) -> int:
+    _print_record(store.stats(), args.json)
+    return 0
+
+
+# The actions that work on an open store: action -> handler(ctx, store, args), returning the exit code.
+_STORE_ACTIONS: dict[str, Callable[[Any, Any, Any], int]] = {
+    "backup": _backup,
+    "list": _list_items,
+    "show": _show,
+    "add": lambda ctx, store, args: _add(store, args),
+    "forget": _forget,
+    "pin": _pin,
+    "wipe": _wipe,
+    "pause": _pause,
+    "events": _events,
+    "export": lambda ctx, store, args: _export(store, args),
+    "stats": _stats,
+}
+
+
 def run(args, ctx) -> int:
     if args.action == "backups":
         return _list_backups(ctx, args.json)
     if args.action == "restore":
-        return _restore(ctx, args)
+        return _restore(ctx, args)  # without opening the store: it may be the damaged one
+    handler = _STORE_ACTIONS.get(args.action)
     store = ctx.open_store()
     try:
-        action = args.action
-        if action == "backup":
-            from app import backups
-
-            path = (
-                store.backup(args.file)
-                if args.file
-                else backups.make_backup(store, ctx.paths, keep=max(ctx.settings.backup_keep, 1))
-            )
-            print(f"memory backed up to {path} ({Path(path).stat().st_size / 1e6:.1f} MB)")
-            return 0
-        if action == "list":
-            items = _list(store, args)
-            if args.json:
-                print_json([dataclasses.asdict(i) for i in items])
-            else:
-                for item in items:
-                    print(_row(args.kind, item))
-            return 0
-        if action == "show":
-            item = _get(store, args.kind, args.id)
-            if item is None:
-                return fail(f"no {args.kind} with id {args.id}", 1)
-            data = dataclasses.asdict(item)
-            if args.kind in ("trait", "knowledge"):
-                data["versions"] = [dataclasses.asdict(v) for v in store.item_versions(args.kind, args.id)]
-            _print_record(data, args.json)
-            return 0
-        if action == "add":
-            return _add(store, args)
-        if action == "forget":
-            store.forget(args.kind, args.ids)
-            print(f"forgot {len(args.ids)} {args.kind}(s)")
-            return 0
-        if action == "pin":
-            store.pin(args.kind, args.id, not args.unpin)
-            print(f"{'unpinned' if args.unpin else 'pinned'} {args.kind} {args.id}")
-            return 0
-        if action == "wipe":
-            if not args.yes:
-                if not sys.stdin.isatty():
-                    return fail("wipe deletes all memory; pass --yes to confirm")
-                if input("Type 'wipe' to delete all memory: ").strip() != "wipe":
-                    return fail("not wiped", 1)
-            store.wipe_memory()
-            print("all memory wiped (conversations are kept)")
-            return 0
-        if action == "pause":
-            on = args.state == "on"
-            operations.set_memory_paused(store, on, cid=args.conversation or None)
-            print(
-                f"memory {'paused' if on else 'resumed'}"
-                + (f" for conversation {args.conversation}" if args.conversation else "")
-            )
-            return 0
-        if action == "events":
-            if args.segment is not None:
-                events = store.segment_events(args.segment)[-args.limit :]
-            else:
-                kinds = args.kind or None
-                events = store.events(
-                    since_id=args.since or 0, limit=args.limit, kinds=kinds, newest=args.since is None
-                )
-            if args.json:
-                print_json([dataclasses.asdict(e) for e in events])
-            else:
-                for e in events:
-                    print(f"{e.id:>6} {_when(e.at)} {e.kind:<18} {e.summary}")
-            return 0
-        if action == "export":
-            return _export(store, args)
-        if action == "stats":
-            _print_record(store.stats(), args.json)
-            return 0
-        return fail(f"unknown action {action}")
+        if handler is None:
+            return fail(f"unknown action {args.action}")
+        return handler(ctx, store, args)
     finally:
         store.close()
 
