@@ -1,13 +1,14 @@
 """Import past conversations (a ChatGPT or Claude export, LoCoMo JSON, a text transcript) from the app.
 
-The import runs on a worker thread with its own database connection (`app.importers.job`);
-this dialog polls its progress on a timer, so the window stays responsive and the chat can
-be used meanwhile. Cancel keeps what was written; importing the file again finishes it.
+The import runs as a task on a queue of its own (`app.tasks.TaskQueue`; `app.importers.job`
+opens its own database connection); this dialog polls its progress on a timer and hears of
+the outcome on the UI thread (`ui.tasks.MainThread`), so the window stays responsive and the
+chat can be used meanwhile. Cancel keeps what was written; importing the file again finishes it.
 """
 
 from __future__ import annotations
 
-import threading
+import logging
 import time
 from pathlib import Path
 
@@ -24,6 +25,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.importers.job import ImportJob, run_import
+from app.tasks import TaskQueue
+from ui.tasks import MainThread
+
+log = logging.getLogger(__name__)
 
 FILE_FILTER = "Conversations (*.json *.zip *.txt *.md *.markdown);;All files (*)"
 POLL_MS = 100
@@ -34,6 +39,7 @@ class ImportDialog(QDialog):
 
     def __init__(self, ctx, path: str | Path, parent: QWidget | None = None):
         super().__init__(parent)
+        self._ctx = ctx
         self.setWindowTitle("Import conversations")
         self.setMinimumWidth(520)
         self.job = ImportJob(Path(path))
@@ -60,13 +66,15 @@ class ImportDialog(QDialog):
         self.close_button.clicked.connect(self.accept)
         self.close_button.hide()
         lay.addWidget(self.buttons)
-        self._thread = threading.Thread(target=run_import, args=(ctx, self.job), name="mnemo-import", daemon=True)
+        self._tasks = TaskQueue("mnemo-import", deliver=MainThread(self))
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self._poll)
 
     def start(self) -> None:
-        self._thread.start()
+        ctx, job = self._ctx, self.job
+        self._tasks.submit(lambda _resource: run_import(ctx, job), self._finished, self._failed, label="import")
+        self._tasks.stop(timeout=0)  # no more tasks: its thread ends once the import is done
         self._timer.start()
 
     def cancel(self) -> None:
@@ -93,9 +101,17 @@ class ImportDialog(QDialog):
             eta = f", about {(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
             if not self.job.cancelled:
                 self.status.setText(f"{done:,} of {total:,} turns{eta}" + (f" — {note}" if note else ""))
-        if self.job.finished:
-            self._timer.stop()
-            self._show_result()
+
+    def _finished(self, _job: ImportJob) -> None:
+        self._timer.stop()
+        self._poll()  # the last progress
+        self._show_result()
+
+    def _failed(self, exc: BaseException) -> None:
+        # run_import reports its own failures in the job: an exception here is a bug in it
+        log.error("the import of %s failed: %s", self.job.path, exc)
+        self.job.error, self.job.phase = f"{type(exc).__name__}: {exc}", "failed"
+        self._finished(self.job)
 
     def _show_result(self) -> None:
         job = self.job
