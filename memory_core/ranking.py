@@ -47,7 +47,23 @@ def typical_cosine(others: np.ndarray) -> float:
     """The usual cosine of a query to the memory's other pages: their median, with
     UNRELATED_PRIOR_PAGES pages at UNRELATED_COSINE beside them. A median, because the pages on the
     query's topic (earlier askings of it above all) must not raise what "usual" means."""
-    return float(np.median(np.concatenate([others, np.full(UNRELATED_PRIOR_PAGES, UNRELATED_COSINE)])))
+    return float(np.median(_with_prior(others)))
+
+
+def _with_prior(cosines: np.ndarray) -> np.ndarray:
+    return np.concatenate([cosines, np.full(UNRELATED_PRIOR_PAGES, UNRELATED_COSINE)])
+
+
+def typical_cosine_without(ordered: np.ndarray, value: float) -> float:
+    """`typical_cosine` of a sample less one of its pages, from the sample with its prior sorted once
+    (`ordered`) and that page's cosine `value`: the same median, without a new array per page."""
+    r = int(np.searchsorted(ordered, value))  # an occurrence of value: the rest lie on either side
+
+    def at(i: int) -> np.float64:
+        return ordered[i] if i < r else ordered[i + 1]
+
+    m = len(ordered) - 1
+    return float(at(m // 2)) if m % 2 else float((at(m // 2 - 1) + at(m // 2)) / 2)
 
 
 @dataclass
@@ -87,6 +103,7 @@ class Candidates:
     sample_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     sample_cos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     usual: float = UNRELATED_COSINE  # typical_cosine of the sample
+    sample_sorted: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the sample and its prior, sorted
     seg_score: dict[int, float] = field(default_factory=dict)  # segment -> cos + keyword Jaccard
     seg_reason: dict[int, str] = field(default_factory=dict)
     seg_order: list[int] = field(default_factory=list)  # segments, best first
@@ -119,6 +136,7 @@ def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         sample_ids, sample_cos = sample_ids[keep], sample_cos[keep]
     c.sample_ids, c.sample_cos = sample_ids, sample_cos
     c.usual = typical_cosine(sample_cos)
+    c.sample_sorted = np.sort(_with_prior(sample_cos))
 
 
 def segments(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
@@ -462,11 +480,13 @@ def _similarity(
     cos = c.cos_of.get(pid, 0.0)
     # An earlier asking gets no standout: it is like the question because it asks the same
     # thing, which says nothing of the answer (it is quoted only on its demoted score)
-    standout = (
-        None
-        if pid in c.askings
-        else cos - (typical_cosine(c.sample_cos[c.sample_ids != pid]) if pid in sampled else c.usual)
-    )
+    if pid in c.askings:
+        standout = None
+    elif pid in sampled:
+        own = c.sample_cos[np.flatnonzero(c.sample_ids == pid)[0]]
+        standout = cos - typical_cosine_without(c.sample_sorted, float(own))
+    else:
+        standout = cos - c.usual
     return cos, standout, [f"cos {cos:.2f}" + (f" ({standout:+.2f} over the usual)" if standout is not None else "")]
 
 
@@ -476,7 +496,7 @@ def _reasons(pid: int, page: Page, c: Candidates, pq: ParsedQuery, d: RankingDep
         parts.append(f"word by word {c.tok_of[pid]:.2f}")
     if page.segment_id in c.seg_score:
         parts.append(c.seg_reason[page.segment_id])
-    if pq.windows and pq.in_window(page.timestamp):
+    if pq.windows and "date" not in d.off and pq.in_window(page.timestamp):
         parts.append("date named in the question")
     if pid in c.via:
         parts.append(f"{'follows' if c.via[pid] < pid else 'precedes'} page {c.via[pid]}")
