@@ -66,6 +66,9 @@ class MatrixCache:
         self.basis: np.ndarray | None = None  # (dim, r) principal directions, or None
         self.mean: np.ndarray | None = None
         self.coarse = np.zeros((0, 0), dtype=np.float32)  # rows projected on the basis
+        # sample_scores' rows (limit, ids, their vectors), kept until a row changes: gathering 2,048
+        # rows spread over the matrix costs more than their product with the query
+        self._sample: tuple[int, np.ndarray, np.ndarray] | None = None
 
     # --- sync -----------------------------------------------------------------------------------
     def sync(self, conn: apsw.Connection) -> None:
@@ -115,6 +118,7 @@ class MatrixCache:
             self.seq = hi
 
     def _full_load(self, conn: apsw.Connection) -> None:
+        self._sample = None
         hi = conn.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()[0]
         ids: list[int] = []
         blobs: list[bytes] = []
@@ -153,6 +157,7 @@ class MatrixCache:
         self.coarse[:n][self.ids[:n] < 0] = 0.0
 
     def _put(self, item_id: int, vec: np.ndarray) -> None:
+        self._sample = None
         r = self.row_of.get(item_id)
         if r is None:
             if self.free:
@@ -178,6 +183,7 @@ class MatrixCache:
             self.coarse[r] = (vec - self.mean) @ self.basis
 
     def _remove(self, item_id: int) -> None:
+        self._sample = None
         r = self.row_of.pop(item_id, None)
         if r is None:
             return
@@ -242,10 +248,13 @@ class MatrixCache:
         matrix: what pages typically score against a query, so recall can tell a page that stands out
         (one product of at most `limit` rows: ~0.1 ms at 2,048)."""
         with self.lock:
-            live = np.flatnonzero(self.ids[: self.n] >= 0)
-            if len(live) > limit:
-                live = live[np.linspace(0, len(live) - 1, limit).astype(np.int64)]
-            return self.ids[live].copy(), self.matrix[live] @ q.astype(np.float32, copy=False)
+            if self._sample is None or self._sample[0] != limit:
+                live = np.flatnonzero(self.ids[: self.n] >= 0)
+                if len(live) > limit:
+                    live = live[np.linspace(0, len(live) - 1, limit).astype(np.int64)]
+                self._sample = (limit, self.ids[live].copy(), self.matrix[live])
+            _, ids, rows = self._sample
+            return ids.copy(), rows @ q.astype(np.float32, copy=False)
 
     def scores_for(self, q: np.ndarray, item_ids) -> dict[int, float]:
         with self.lock:
