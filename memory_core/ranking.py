@@ -381,9 +381,8 @@ def base_score(pid: int, c: Candidates, pq: ParsedQuery, d: RankingDeps) -> floa
     score, + date_boost inside a date the query names (rule "date")."""
     p = d.params
     _, sid, _, _, ts = c.info[pid]
-    s = (0.0 if "dense" in d.off else p.w_dense * c.cos_of.get(pid, 0.0)) + (
-        p.w_keyword * c.kw_of.get(pid, 0.0) + p.w_tokens * c.tok_of.get(pid, 0.0)
-    )
+    dense_part = 0.0 if "dense" in d.off else p.w_dense * c.cos_of.get(pid, 0.0)
+    s = dense_part + p.w_keyword * c.kw_of.get(pid, 0.0) + p.w_tokens * c.tok_of.get(pid, 0.0)
     if sid in c.seg_score:
         s += p.w_segment * c.seg_score[sid]
     if pq.windows and "date" not in d.off and pq.in_window(ts):

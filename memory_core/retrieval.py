@@ -73,7 +73,9 @@ class RetrievalMixin:
             if budget.pages > 0:
                 # the newest exchanges are the dialogue above the message; older ones are memory
                 recent = set(stm_ids[-self.params.recall_own_after :]) if self.params.recall_own_after > 0 else set()
+                tr = time.perf_counter()
                 deps = self._ranking_deps(off)
+                timings["deps"] = (time.perf_counter() - tr) * 1000
                 out.pages, out.segments, visited, out.skipped = self._rank_pages(
                     pq, recent, budget.pages, timings, conversation_id, deps
                 )
@@ -137,8 +139,10 @@ class RetrievalMixin:
         ta = time.perf_counter()
         if not self.in_transaction:
             self._page_cache.sync(self._conn)
-        timings["cache_sync"] = (time.perf_counter() - ta) * 1000
+        tb = time.perf_counter()
+        timings["cache_sync"] = (tb - ta) * 1000
         pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), self.params)
+        timings["keyword_query"] = (time.perf_counter() - tb) * 1000
         return rank_pages(pq, exclude, n, deps, timings, conversation_id)
 
     def _term_stats(self, counts: dict[str, int]) -> TermStats:
