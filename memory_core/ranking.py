@@ -7,6 +7,20 @@ switched off are SWITCHABLE; each one's docstring lists the MemoryParams fields 
 
 Nothing here holds store state: the store's helpers come in as `RankingDeps`, built in one place
 (`RetrievalMixin._ranking_deps`).
+
+The MemoryParams each stage reads:
+    dense        dense_candidates
+    segments     segment_candidates (the trace only)
+    keyword      keyword_candidates (and, in parsing, the keyword query: memory_core.query)
+    trigram      keyword_candidates
+    tokens       w_tokens
+    fuse         w_dense, w_keyword, w_tokens, date_boost ("date")
+    neighbours   neighbor_prev, neighbor_next, neighbor_max_gap_s
+    finalize     neighbor_prev, neighbor_next, neighbor_context ("neighbour_context")
+    askings      asked_weight, w_keyword, w_tokens
+    select       none ("repeats" passes over earlier askings)
+    rank_sides   other_side_drop, other_side_spread ("sides")
+    (parsing)    common_word_df, common_word_mix ("common_words")
 """
 
 from __future__ import annotations
@@ -37,10 +51,6 @@ UNRELATED_PRIOR_PAGES = 5
 # share of a query's candidate pages that may lack token vectors (computed on the spot); above
 # it the word-by-word match waits for the "index_tokens" job, so no page is ranked on it alone
 TOKEN_MISSING_MAX = 0.1
-
-# pages of the best segments that join the candidates, and how many segments give theirs
-SEGMENT_POOL_PAGES = 100
-SEGMENT_POOL_SEGMENTS = 3
 
 
 def typical_cosine(others: np.ndarray) -> float:
@@ -140,9 +150,11 @@ def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
 
 
 def segments(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
-    """MTM segments by cosine + keyword Jaccard (MemoryOS); their pages get a mild boost in `fuse`.
-    Reads segment_candidates."""
-    if "segments" in d.off or d.stale is not None:  # segment vectors mix both models while re-embedding
+    """The MTM segments nearest the query, by cosine + keyword Jaccard (MemoryOS), for the trace
+    (`Retrieval.segments`, the inspector's "segments searched"). They do not weigh in the ranking: neither
+    a boost of their pages nor their pages as candidates showed any worth in the benchmarks (the
+    ablation in docs/eval.md), the pages' own scores already say it. Reads segment_candidates."""
+    if d.stale is not None:  # segment vectors mix both models while re-embedding
         return
     knn = d.execute(
         "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
@@ -194,17 +206,9 @@ def trigram(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
 
 
 def pool(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
-    """The candidates: dense and keyword matches and the newest pages of the best segments, with their
-    page rows (segment, tier, conversation, time). Reads no parameter."""
+    """The candidates: dense and keyword matches, with their page rows (segment, tier, conversation,
+    time). Reads no parameter."""
     c.pool = set(c.cos_of) | set(c.kw_of)
-    if c.seg_order:
-        best = c.seg_order[:SEGMENT_POOL_SEGMENTS]
-        marks = ",".join("?" * len(best))
-        for (pid,) in d.execute(
-            f"SELECT id FROM page WHERE segment_id IN ({marks}) ORDER BY id DESC LIMIT {SEGMENT_POOL_PAGES}", best
-        ).fetchall():
-            if pid not in c.exclude:
-                c.pool.add(pid)
     page_info(c.pool, c.info, d)
 
 
@@ -217,7 +221,7 @@ def tokens(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
 
 def fuse(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """The base score of every candidate (see `base_score`); the cosine of candidates the KNN did not
-    return is read from the matrix. Reads w_dense, w_keyword, w_tokens, w_segment, date_boost."""
+    return is read from the matrix. Reads w_dense, w_keyword, w_tokens, date_boost."""
     missing = [i for i in c.pool if i not in c.cos_of]
     if missing:
         c.cos_of.update(d.fresh(d.page_cache.scores_for(pq.vector, missing)))
@@ -266,7 +270,8 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
 
 
 def finalize(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
-    """Every candidate's final score from its base score and its neighbours' (`final_score`)."""
+    """Every candidate's final score from its base score and its neighbours' (`final_score`). Reads
+    neighbor_prev, neighbor_next, neighbor_context."""
     c.final = {pid: final_score(pid, s, c, d) for pid, s in c.score.items()}
 
 
@@ -320,7 +325,7 @@ def select(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
                 c.chosen.append(pid)
 
 
-# The stages in the order they run; "date", "neighbour_context", "archive" and "repeats" are rules inside
+# The stages in the order they run; "date", "neighbour_context" and "repeats" are rules inside
 # fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
 STAGE_ORDER: tuple[tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]], ...] = (
     ("dense", dense),
@@ -338,14 +343,12 @@ STAGE_ORDER: tuple[tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], N
 SWITCHABLE = (
     "common_words",
     "dense",
-    "segments",
     "keyword",
     "trigram",
     "tokens",
     "date",
     "neighbours",
     "neighbour_context",
-    "archive",
     "askings",
     "repeats",
     "sides",
@@ -377,14 +380,12 @@ def run_stages(c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str
 
 # ---------------------------------------------------------------------------------------------- scores
 def base_score(pid: int, c: Candidates, pq: ParsedQuery, d: RankingDeps) -> float:
-    """w_dense x cosine + w_keyword x keyword + w_tokens x word by word, + w_segment x its segment's
-    score, + date_boost inside a date the query names (rule "date")."""
+    """w_dense x cosine + w_keyword x keyword + w_tokens x word by word, + date_boost inside a date the
+    query names (rule "date")."""
     p = d.params
-    _, sid, _, _, ts = c.info[pid]
+    ts = c.info[pid][4]
     dense_part = 0.0 if "dense" in d.off else p.w_dense * c.cos_of.get(pid, 0.0)
     s = dense_part + p.w_keyword * c.kw_of.get(pid, 0.0) + p.w_tokens * c.tok_of.get(pid, 0.0)
-    if sid in c.seg_score:
-        s += p.w_segment * c.seg_score[sid]
     if pq.windows and "date" not in d.off and pq.in_window(ts):
         s += p.date_boost
     return s
@@ -396,8 +397,8 @@ def final_score(
     """A page's score from its own base score `own` and its dialogue neighbours' (`score`, default the
     base scores): it inherits neighbor_prev / neighbor_next of a neighbour's score when that is more
     (`track` records in `c.via` which neighbour), adds neighbor_context of the better neighbour's score
-    (rule "neighbour_context": pages inside an on-topic passage rank above isolated look-alikes), and an
-    archive page is scaled by archive_penalty (rule "archive")."""
+    (rule "neighbour_context": pages inside an on-topic passage rank above isolated look-alikes). An
+    archive page ranks as any other: a penalty for the tier showed no worth in the benchmarks."""
     p = d.params
     score = c.score if score is None else score
     best = own
@@ -416,8 +417,6 @@ def final_score(
     if p.neighbor_context > 0 and "neighbour_context" not in d.off:
         ctx = max((score[o] for o in (pr, nx) if o is not None and o in score), default=0.0)
         best += p.neighbor_context * max(0.0, ctx)
-    if c.info[pid][2] == "archive" and "archive" not in d.off:
-        best *= p.archive_penalty
     return best
 
 
@@ -493,8 +492,6 @@ def _reasons(pid: int, page: Page, c: Candidates, pq: ParsedQuery, d: RankingDep
     parts = []
     if pid in c.tok_of:
         parts.append(f"word by word {c.tok_of[pid]:.2f}")
-    if page.segment_id in c.seg_score:
-        parts.append(c.seg_reason[page.segment_id])
     if pq.windows and "date" not in d.off and pq.in_window(page.timestamp):
         parts.append("date named in the question")
     if pid in c.via:
