@@ -1,4 +1,9 @@
-"""Retrieval: STM of the conversation + hybrid page ranking (dense KNN, segments, FTS5 BM25) + LPM."""
+"""Retrieval: STM of the conversation + hybrid page ranking + LPM (facts and persona traits).
+
+The query is parsed once (memory_core.query.ParsedQuery); pages are ranked by the named stages of
+memory_core.ranking (dense KNN, FTS5 BM25, word by word, dates, dialogue neighbours, askings, sides),
+which reach the store only through the RankingDeps built in `_ranking_deps`.
+"""
 
 from __future__ import annotations
 
