@@ -274,6 +274,79 @@ def _choose_turns(
     return page_sides, remaining
 
 
+def _fit_query(
+    query: str, system: str, cost: CountFn, count_tokens: CountFn, budget_tokens: int, template_overhead: int
+) -> tuple[str, bool, int]:
+    """The query as it fits beside the system prompt (cut in the middle when it alone takes more than half
+    of what is left), whether it was cut, and the tokens remaining after both."""
+    remaining = budget_tokens - cost(system) - template_overhead
+    query_budget = max(32, remaining // 2) if cost(query) > remaining // 2 else remaining
+    truncated = False
+    if cost(query) > query_budget:
+        query = _truncate_middle(query, count_tokens, query_budget - template_overhead)
+        truncated = True
+    return query, truncated, remaining - cost(query)
+
+
+def _last_exchange(turns: list, cost: CountFn, remaining: int) -> tuple[list, int]:
+    """The dialogue's last two turns that fit, in order, and the tokens remaining."""
+    recent: list = []
+    for msg in reversed(turns[-2:]):
+        c = cost(msg.content)
+        if c <= remaining:
+            recent.insert(0, msg)
+            remaining -= c
+    return recent, remaining
+
+
+def _recallable(retrieval, turns: list, floor: QuoteFloor, requote_after: int) -> tuple[list, list, list]:
+    """The retrieval's traits, quotable pages and knowledge: pages the floor admits, not of the
+    dialogue's last `requote_after` exchanges (right above the message), `quotable_pages`."""
+    if retrieval is None:
+        return [], [], []
+    recent_ids = {m.id for m in turns[-2 * requote_after :]} if requote_after > 0 else set()
+    pages = [h for h in retrieval.pages if floor.admits(h)]
+    # the last exchanges are right above the message: their pages are not quoted again
+    pages = [
+        h for h in pages if h.page.user_message_id not in recent_ids and h.page.assistant_message_id not in recent_ids
+    ]
+    return list(retrieval.traits), quotable_pages(pages), list(retrieval.knowledge)
+
+
+def _messages(
+    system: str,
+    recent: list,
+    query: str,
+    traits: list,
+    knowledge: list,
+    pages: list,
+    page_sides: dict[int, list[str]],
+    recall_at_end: bool,
+) -> list[dict]:
+    """The chat messages: the system prompt with the persona (the cached prefix), the dialogue, the
+    recalled facts and turns (a system message before the query, or inside the first one), the query."""
+    system_text = system
+    if traits:  # the persona: stable between turns, so it belongs to the cached prefix
+        persona = "About the user:\n" + "\n".join(f"- {h.item.dimension}: {h.item.value}" for h in traits)
+        system_text += "\n\n" + prompts.load("memory_context").format(sections=persona)
+    recalled = []  # recalled for this message: placed with it, after the cached dialogue
+    if knowledge:
+        recalled.append(FACTS_HEADING + "\n" + "\n".join(f"- ({h.item.owner}) {h.item.text}" for h in knowledge))
+    if pages:
+        recalled.append(PAGES_HEADING + "\n" + "\n\n".join(_page_block(h.page, page_sides[h.page.id]) for h in pages))
+    recall_text = prompts.load("memory_context").format(sections="\n\n".join(recalled)) if recalled else ""
+    if recall_text and not recall_at_end:  # for chat templates that allow one system message only
+        system_text += "\n\n" + recall_text
+    messages = [{"role": "system", "content": system_text}]
+    messages += [{"role": m.role, "content": m.content} for m in recent]
+    if recall_text and recall_at_end:
+        # a system message of its own just before the question: in the question's own text the
+        # bundled 135M model started answering about "the memory" instead (LoCoMo QA F1 3.8 vs 7.9)
+        messages.append({"role": "system", "content": recall_text})
+    messages.append({"role": "user", "content": query})
+    return messages
+
+
 def compose_prompt(
     query: str,
     *,
@@ -306,38 +379,16 @@ def compose_prompt(
     def cost(text: str) -> int:
         return count_tokens(text) + template_overhead
 
-    remaining = budget_tokens - cost(system) - template_overhead
-    query_budget = max(32, remaining // 2) if cost(query) > remaining // 2 else remaining
-    truncated = False
-    if cost(query) > query_budget:
-        query = _truncate_middle(query, count_tokens, query_budget - template_overhead)
-        truncated = True
-    remaining -= cost(query)
-
+    query, truncated, remaining = _fit_query(query, system, cost, count_tokens, budget_tokens, template_overhead)
     included: dict[str, list[int]] = {"pages": [], "knowledge": [], "traits": [], "messages": []}
     dropped: dict[str, int] = {"pages": 0, "knowledge": 0, "traits": 0, "messages": 0}
 
     turns = [m for m in history if m.role in ("user", "assistant") and m.content]
-    recent: list = []
     # the last exchange first (so a reply to "and then?" has its context)
-    for msg in reversed(turns[-2:]):
-        c = cost(msg.content)
-        if c <= remaining:
-            recent.insert(0, msg)
-            remaining -= c
+    recent, remaining = _last_exchange(turns, cost, remaining)
     older = turns[:-2]
 
-    recent_ids = {m.id for m in turns[-2 * requote_after :]} if requote_after > 0 else set()
-    traits = list(retrieval.traits) if retrieval is not None else []
-    floor = floor or QuoteFloor()
-    pages = [h for h in retrieval.pages if floor.admits(h)] if retrieval is not None else []
-    knowledge = list(retrieval.knowledge) if retrieval is not None else []
-    # the last exchanges are right above the message: their pages are not quoted again
-    pages = [
-        h for h in pages if h.page.user_message_id not in recent_ids and h.page.assistant_message_id not in recent_ids
-    ]
-    pages = quotable_pages(pages)
-
+    traits, pages, knowledge = _recallable(retrieval, turns, floor or QuoteFloor(), requote_after)
     if traits or pages or knowledge:  # the <memory> wrappers (persona; recalled) and headings cost tokens too
         remaining -= 2 * count_tokens(prompts.load("memory_context").format(sections="")) + 3 * 6
     chosen_traits, remaining, dropped["traits"] = _fit(
@@ -361,27 +412,9 @@ def compose_prompt(
     chosen_traits.sort(key=lambda h: (h.item.dimension, h.item.id))
     chosen_knowledge.sort(key=lambda h: (h.item.owner, h.item.id))
     chosen_pages.sort(key=lambda h: (h.page.timestamp or 0, h.page.id))  # chronological reads naturally
-    system_text = system
-    if chosen_traits:  # the persona: stable between turns, so it belongs to the cached prefix
-        persona = "About the user:\n" + "\n".join(f"- {h.item.dimension}: {h.item.value}" for h in chosen_traits)
-        system_text += "\n\n" + prompts.load("memory_context").format(sections=persona)
-    recalled = []  # recalled for this message: placed with it, after the cached dialogue
-    if chosen_knowledge:
-        recalled.append(FACTS_HEADING + "\n" + "\n".join(f"- ({h.item.owner}) {h.item.text}" for h in chosen_knowledge))
-    if chosen_pages:
-        recalled.append(
-            PAGES_HEADING + "\n" + "\n\n".join(_page_block(h.page, page_sides[h.page.id]) for h in chosen_pages)
-        )
-    recall_text = prompts.load("memory_context").format(sections="\n\n".join(recalled)) if recalled else ""
-    if recall_text and not recall_at_end:  # for chat templates that allow one system message only
-        system_text += "\n\n" + recall_text
-    messages = [{"role": "system", "content": system_text}]
-    messages += [{"role": m.role, "content": m.content} for m in recent]
-    if recall_text and recall_at_end:
-        # a system message of its own just before the question: in the question's own text the
-        # bundled 135M model started answering about "the memory" instead (LoCoMo QA F1 3.8 vs 7.9)
-        messages.append({"role": "system", "content": recall_text})
-    messages.append({"role": "user", "content": query})
+    messages = _messages(
+        system, recent, query, chosen_traits, chosen_knowledge, chosen_pages, page_sides, recall_at_end
+    )
 
     included["traits"] = [h.item.id for h in chosen_traits]
     included["knowledge"] = [h.item.id for h in chosen_knowledge]

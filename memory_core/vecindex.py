@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import apsw
 import numpy as np
@@ -66,6 +67,9 @@ class MatrixCache:
         self.basis: np.ndarray | None = None  # (dim, r) principal directions, or None
         self.mean: np.ndarray | None = None
         self.coarse = np.zeros((0, 0), dtype=np.float32)  # rows projected on the basis
+        # sample_scores' rows (limit, ids, their vectors), kept until a row changes: gathering 2,048
+        # rows spread over the matrix costs more than their product with the query
+        self._sample: tuple[int, np.ndarray, np.ndarray] | None = None
 
     # --- sync -----------------------------------------------------------------------------------
     def sync(self, conn: apsw.Connection) -> None:
@@ -86,7 +90,7 @@ class MatrixCache:
             if hi < self.seq or (lo is not None and lo > self.seq + 1):
                 self._full_load(conn)  # log was pruned or reset past us
                 return
-            changes = conn.execute(
+            changes: list[Any] = conn.execute(  # rows of (seq, item id, op)
                 "SELECT seq, item_id, op FROM vec_log WHERE seq > ? AND kind IN (?, '*') ORDER BY seq",
                 (self.seq, self.kind),
             ).fetchall()
@@ -115,7 +119,9 @@ class MatrixCache:
             self.seq = hi
 
     def _full_load(self, conn: apsw.Connection) -> None:
-        hi = conn.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()[0]
+        self._sample = None
+        row = conn.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()
+        hi = row[0] if row else 0
         ids: list[int] = []
         blobs: list[bytes] = []
         for item_id, blob in conn.execute(f"SELECT {self.id_col}, embedding FROM {self.table}"):
@@ -153,6 +159,7 @@ class MatrixCache:
         self.coarse[:n][self.ids[:n] < 0] = 0.0
 
     def _put(self, item_id: int, vec: np.ndarray) -> None:
+        self._sample = None
         r = self.row_of.get(item_id)
         if r is None:
             if self.free:
@@ -178,6 +185,7 @@ class MatrixCache:
             self.coarse[r] = (vec - self.mean) @ self.basis
 
     def _remove(self, item_id: int) -> None:
+        self._sample = None
         r = self.row_of.pop(item_id, None)
         if r is None:
             return
@@ -227,6 +235,7 @@ class MatrixCache:
 
     def _search_prefiltered(self, q: np.ndarray, k: int, cands: int, exclude: set[int] | None):
         n = self.n
+        assert self.basis is not None and self.coarse is not None  # prefiltering runs once the basis is built
         approx = self._masked(self.coarse[:n] @ (self.basis.T @ q), exclude)
         ids = self.ids[:n]
         rows = np.argpartition(-approx, cands - 1)[:cands]
@@ -242,10 +251,13 @@ class MatrixCache:
         matrix: what pages typically score against a query, so recall can tell a page that stands out
         (one product of at most `limit` rows: ~0.1 ms at 2,048)."""
         with self.lock:
-            live = np.flatnonzero(self.ids[: self.n] >= 0)
-            if len(live) > limit:
-                live = live[np.linspace(0, len(live) - 1, limit).astype(np.int64)]
-            return self.ids[live].copy(), self.matrix[live] @ q.astype(np.float32, copy=False)
+            if self._sample is None or self._sample[0] != limit:
+                live = np.flatnonzero(self.ids[: self.n] >= 0)
+                if len(live) > limit:
+                    live = live[np.linspace(0, len(live) - 1, limit).astype(np.int64)]
+                self._sample = (limit, self.ids[live].copy(), self.matrix[live])
+            _, ids, rows = self._sample
+            return ids.copy(), rows @ q.astype(np.float32, copy=False)
 
     def scores_for(self, q: np.ndarray, item_ids) -> dict[int, float]:
         with self.lock:

@@ -59,6 +59,11 @@ def register(subparsers) -> None:
         help="ask each question once before, in a chat of its own, with a non-answer reply; then measure "
         "(all: every question of a sample asked before any is measured)",
     )
+    lp.add_argument(
+        "--ablate",
+        action="store_true",
+        help="also report mnemo's recall at each k with each ranking stage switched off in turn",
+    )
     lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -114,6 +119,8 @@ def run_locomo(args, ctx) -> int:
         if hasattr(time, "tzset"):
             time.tzset()
     qa_model = ctx.chat_model() if args.qa else None
+    if args.ablate and "mnemo" not in retrievers:
+        retrievers = ["mnemo", *retrievers]
     needs_memory = "mnemo" in retrievers or (args.qa and "memory" in modes)
     runner = LocomoEval(
         ctx.embedder(),
@@ -125,6 +132,7 @@ def run_locomo(args, ctx) -> int:
         qa_turns=args.qa_turns,
         progress=not args.no_progress,
         asked_before=args.asked_before,
+        ablate=args.ablate,
     )
     report = runner.run(samples, limit=args.limit, data_path=args.data)
     if args.out:

@@ -188,6 +188,17 @@ def _latency(ms: Sequence[float]) -> dict:
     }
 
 
+@dataclass
+class _Rankers:
+    """One sample's retrievers: the store (mnemo), the baselines' indexes and the questions' vectors."""
+
+    store: Any
+    dense: Any
+    bm25: Any
+    qvecs: Any
+    q_embed_ms: float
+
+
 ASKED_BEFORE_REPLY = "I'm not sure, I don't have that information."
 
 
@@ -206,6 +217,7 @@ class LocomoEval:
         progress: bool = True,
         log: Callable[[str], None] | None = None,
         asked_before: str | None = None,
+        ablate: bool = False,
     ):
         self.embedder = embedder
         self.memory_params = memory_params
@@ -221,6 +233,8 @@ class LocomoEval:
         if asked_before not in (None, "same", "all"):
             raise ValueError(f"asked_before must be 'same' or 'all', not {asked_before!r}")
         self.asked_before = asked_before  # None, "same" (that question) or "all" (every question of a sample)
+        # mnemo's recall with each ranking stage switched off in turn (memory_core.ranking.SWITCHABLE)
+        self.ablate = ablate
 
     # -- stores ------------------------------------------------------------------------------
     def _open_store(self, path: Path):
@@ -241,10 +255,13 @@ class LocomoEval:
 
         return self.memory_params or MemoryParams()
 
-    def _retrieve(self, store, question: str, pages: int):
+    def _retrieve(self, store, question: str, pages: int, off: Sequence[str] = ()):
         from memory_core import RetrievalBudget
 
-        return store.retrieve(question, conversation_id=None, budget=RetrievalBudget(pages=pages), record_visits=False)
+        budget = RetrievalBudget(pages=pages)
+        if off:
+            return store.retrieve(question, conversation_id=None, budget=budget, record_visits=False, off=off)
+        return store.retrieve(question, conversation_id=None, budget=budget, record_visits=False)
 
     def _ask_before(self, store, question: str) -> tuple[int, int]:
         """--asked-before: the question was asked once already, in a chat of its own, and got a
@@ -294,31 +311,15 @@ class LocomoEval:
         timings: dict,
         bar: ProgressBar,
     ) -> list[dict]:
-        conv = sample.conversation
-        turn_ids = [t.turn_id for t in conv.turns]
-        turn_texts = [t.text for t in conv.turns]
-        max_k = max(self.ks)
-        store = dense = bm25 = None
+        store = bm25 = None
         try:
-            if need_store:
-                t0 = time.perf_counter()
-                store = self.store_factory(tmp / f"{sample.sample_id}.sqlite3")
-                write_conversation(store, conv)
-                timings["ingest_s"][sample.sample_id] = round(time.perf_counter() - t0, 3)
-            t0 = time.perf_counter()
-            dense = (
-                FlatDense(turn_ids, turn_texts, self.embedder.embed)
-                if {"flat-dense", "hybrid"} & set(self.retrievers)
-                else None
-            )
-            bm25 = BM25Turns(turn_ids, turn_texts) if {"bm25", "hybrid"} & set(self.retrievers) else None
-            timings["baseline_index_s"][sample.sample_id] = round(time.perf_counter() - t0, 3)
+            store, dense, bm25 = self._open_sample(sample, tmp, need_store, timings)
             t0 = time.perf_counter()
             qvecs = self.embedder.embed([q.question for q in questions]) if dense is not None else None
             # the questions are embedded in one batch; each dense ranking is charged its share
             q_embed_ms = (time.perf_counter() - t0) * 1000.0 / max(1, len(questions)) if dense is not None else 0.0
-
-            known = set(turn_ids)
+            rankers = _Rankers(store, dense, bm25, qvecs, q_embed_ms)
+            known = {t.turn_id for t in sample.conversation.turns}
             rows: list[dict] = []
             retrievals: list[Any] = []
             # --asked-before all: every question of the sample was asked once already, each in a chat of its
@@ -329,56 +330,15 @@ class LocomoEval:
                 else set()
             )
             for qi, q in enumerate(questions):
-                ranked: dict[str, list[list[str]]] = {}
-                dense_rank = bm25_rank = None
-                spent: dict[str, float] = {}
                 asked = (
                     self._ask_before(store, q.question) if self.asked_before == "same" and store is not None else None
                 )
-                for name in self.retrievers:
-                    t0 = time.perf_counter()
-                    if name == "mnemo":
-                        r = self._retrieve(store, q.question, max_k)
-                        ranked[name] = [_side_turns(u) for u in r.sides]
-                        retrievals.append(r)
-                    elif name == "flat-dense":
-                        dense_rank = dense.rank(qvecs[qi], BASELINE_DEPTH)
-                        ranked[name] = [[d] for d in dense_rank]
-                        t0 -= q_embed_ms / 1000.0
-                    elif name == "bm25":
-                        bm25_rank = bm25.rank(q.question, BASELINE_DEPTH)
-                        ranked[name] = [[d] for d in bm25_rank]
-                    elif name == "hybrid":
-                        dr = dense_rank if dense_rank is not None else dense.rank(qvecs[qi], BASELINE_DEPTH)
-                        br = bm25_rank if bm25_rank is not None else bm25.rank(q.question, BASELINE_DEPTH)
-                        ranked[name] = [[d] for d in rrf_fuse([dr, br], n=BASELINE_DEPTH)]
-                    spent[name] = (time.perf_counter() - t0) * 1000.0
-                    if name == "hybrid":  # its latency includes the two rankings it fuses, even when reused
-                        spent[name] += (spent["flat-dense"] if "flat-dense" in spent else q_embed_ms) + spent.get(
-                            "bm25", 0.0
-                        )
-                    timings["retrieval_ms"][name].append(spent[name])
+                ranked = self._rank_question(rankers, qi, q, timings, retrievals)
                 if need_store and "mnemo" not in self.retrievers:
                     retrievals.append(self._retrieve(store, q.question, self.qa_turns))
-                row = {
-                    "sample_id": q.sample_id,
-                    "qa_index": q.index,
-                    "question": q.question,
-                    "category": q.category,
-                    "answer": q.answer if q.category != 5 else None,
-                    "adversarial_answer": q.adversarial_answer,
-                    "evidence_raw": q.evidence_raw,
-                    "evidence": q.evidence,
-                    "evidence_not_in_conversation": [e for e in q.evidence if e not in known],
-                    "retrieved": {},
-                    "recall": {},
-                }
-                for name, units in ranked.items():
-                    got = metrics.fill_turn_budget(units, max_k)
-                    row["retrieved"][name] = got
-                    row["recall"][name] = {
-                        str(k): metrics.recall_acc(q.evidence, metrics.fill_turn_budget(units, k)) for k in self.ks
-                    }
+                row = self._question_row(q, ranked, known)
+                if self.ablate and store is not None:
+                    row["ablation"] = self._ablation_recall(store, q)
                 if asked is not None:
                     cid, pid = asked
                     recalled = any(t.startswith(f"page:{pid}:") for u in ranked.get("mnemo", []) for t in u)
@@ -400,6 +360,94 @@ class LocomoEval:
                 bm25.close()
             if store is not None:
                 store.close()
+
+    def _open_sample(self, sample: Sample, tmp: Path, need_store: bool, timings: dict):
+        """The sample's store (imported) and the baselines' indexes that the retrievers asked for need."""
+        conv = sample.conversation
+        turn_ids = [t.turn_id for t in conv.turns]
+        turn_texts = [t.text for t in conv.turns]
+        store = None
+        if need_store:
+            t0 = time.perf_counter()
+            store = self.store_factory(tmp / f"{sample.sample_id}.sqlite3")
+            write_conversation(store, conv)
+            timings["ingest_s"][sample.sample_id] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+        dense = (
+            FlatDense(turn_ids, turn_texts, self.embedder.embed)
+            if {"flat-dense", "hybrid"} & set(self.retrievers)
+            else None
+        )
+        bm25 = BM25Turns(turn_ids, turn_texts) if {"bm25", "hybrid"} & set(self.retrievers) else None
+        timings["baseline_index_s"][sample.sample_id] = round(time.perf_counter() - t0, 3)
+        return store, dense, bm25
+
+    def _rank_question(
+        self, rk: _Rankers, qi: int, q: Question, timings: dict, retrievals: list
+    ) -> dict[str, list[list[str]]]:
+        """Each retriever's ranked units for question `qi`, its latency added to `timings`; mnemo's
+        Retrieval appended to `retrievals` (the QA prompt's memory)."""
+        ranked: dict[str, list[list[str]]] = {}
+        dense_rank = bm25_rank = None
+        spent: dict[str, float] = {}
+        for name in self.retrievers:
+            t0 = time.perf_counter()
+            if name == "mnemo":
+                r = self._retrieve(rk.store, q.question, max(self.ks))
+                ranked[name] = [_side_turns(u) for u in r.sides]
+                retrievals.append(r)
+            elif name == "flat-dense":
+                dense_rank = rk.dense.rank(rk.qvecs[qi], BASELINE_DEPTH)
+                ranked[name] = [[d] for d in dense_rank]
+                t0 -= rk.q_embed_ms / 1000.0
+            elif name == "bm25":
+                bm25_rank = rk.bm25.rank(q.question, BASELINE_DEPTH)
+                ranked[name] = [[d] for d in bm25_rank]
+            elif name == "hybrid":
+                dr = dense_rank if dense_rank is not None else rk.dense.rank(rk.qvecs[qi], BASELINE_DEPTH)
+                br = bm25_rank if bm25_rank is not None else rk.bm25.rank(q.question, BASELINE_DEPTH)
+                ranked[name] = [[d] for d in rrf_fuse([dr, br], n=BASELINE_DEPTH)]
+            spent[name] = (time.perf_counter() - t0) * 1000.0
+            if name == "hybrid":  # its latency includes the two rankings it fuses, even when reused
+                spent[name] += (spent["flat-dense"] if "flat-dense" in spent else rk.q_embed_ms) + spent.get(
+                    "bm25", 0.0
+                )
+            timings["retrieval_ms"][name].append(spent[name])
+        return ranked
+
+    def _question_row(self, q: Question, ranked: dict[str, list[list[str]]], known: set[str]) -> dict:
+        """The report's row of one question: what each retriever returned within the largest budget, and
+        its recall at each k."""
+        row = {
+            "sample_id": q.sample_id,
+            "qa_index": q.index,
+            "question": q.question,
+            "category": q.category,
+            "answer": q.answer if q.category != 5 else None,
+            "adversarial_answer": q.adversarial_answer,
+            "evidence_raw": q.evidence_raw,
+            "evidence": q.evidence,
+            "evidence_not_in_conversation": [e for e in q.evidence if e not in known],
+            "retrieved": {},
+            "recall": {},
+        }
+        for name, units in ranked.items():
+            row["retrieved"][name] = metrics.fill_turn_budget(units, max(self.ks))
+            row["recall"][name] = self._recall_at_ks(q, units)
+        return row
+
+    def _recall_at_ks(self, q: Question, units: list[list[str]]) -> dict[str, float]:
+        return {str(k): metrics.recall_acc(q.evidence, metrics.fill_turn_budget(units, k)) for k in self.ks}
+
+    def _ablation_recall(self, store, q: Question) -> dict[str, dict[str, float]]:
+        """--ablate: mnemo's recall at each k with each ranking stage switched off in turn."""
+        from memory_core.ranking import SWITCHABLE
+
+        out = {}
+        for stage in SWITCHABLE:
+            r = self._retrieve(store, q.question, max(self.ks), off=(stage,))
+            out[stage] = self._recall_at_ks(q, [_side_turns(u) for u in r.sides])
+        return out
 
     def _answer_sample(
         self, sample: Sample, questions: list[Question], rows: list[dict], retrievals: list, qa, bar: ProgressBar
@@ -426,6 +474,16 @@ class LocomoEval:
                 bar.update(1, note=f"{sample.sample_id} {mode}")
 
     # -- report ------------------------------------------------------------------------------------
+    def _ablation_summary(self, rows: list[dict]) -> dict:
+        """Recall summaries by k of mnemo with every stage ("none" off) and with each stage off in turn."""
+        from memory_core.ranking import SWITCHABLE
+
+        rows = [r for r in rows if "ablation" in r]
+        out = {"none": {f"k{k}": summarize(rows, lambda r, k=k: r["recall"]["mnemo"][str(k)]) for k in self.ks}}
+        for stage in SWITCHABLE:
+            out[stage] = {f"k{k}": summarize(rows, lambda r, s=stage, k=k: r["ablation"][s][str(k)]) for k in self.ks}
+        return out
+
     def _report(self, samples, chosen, rows, timings, total_s, data_path) -> dict:
         retrieval = {}
         for name in self.retrievers:
@@ -467,6 +525,7 @@ class LocomoEval:
                 if self.asked_before
                 else None
             ),
+            "ablation": self._ablation_summary(rows) if self.ablate else None,
             "qa": qa_summary,
             "timings": {
                 "total_s": round(total_s, 2),
@@ -579,6 +638,8 @@ def format_tables(report: dict) -> str:
             f"ingest (fresh store per sample): {sum(ing.values()):.1f} s total "
             f"({', '.join(f'{k} {v:.1f}s' for k, v in ing.items())})"
         )
+    if report.get("ablation"):
+        lines += ["", *format_ablation(report["ablation"], ks)]
     if report.get("qa"):
         lines.append("")
         lines.append(
@@ -602,6 +663,32 @@ def format_tables(report: dict) -> str:
         )
     lines.append(f"total {report['timings']['total_s']:.1f} s")
     return "\n".join(lines)
+
+
+def format_ablation(ablation: dict, ks: Sequence[int]) -> list[str]:
+    """The ablation table: mnemo's recall (categories 1-5) at each k with every stage, then with each
+    stage off (memory_core.ranking.SWITCHABLE), and the change against every stage on."""
+    head = (
+        f"{'stage off':<18} "
+        + " ".join(f"{'R@' + str(k):>6}" for k in ks)
+        + "   "
+        + " ".join(f"{'Δ@' + str(k):>6}" for k in ks)
+    )
+    lines = ["mnemo recall_acc (%, categories 1-5) with one ranking stage switched off:", head, "-" * len(head)]
+    base = ablation["none"]
+    for stage, by_k in ablation.items():
+        vals = [by_k[f"k{k}"]["overall_1_5"] for k in ks]
+        deltas = [
+            None if v is None or base[f"k{k}"]["overall_1_5"] is None else v - base[f"k{k}"]["overall_1_5"]
+            for v, k in zip(vals, ks)
+        ]
+        lines.append(
+            f"{stage:<18} "
+            + " ".join(f"{_f(v):>6}" for v in vals)
+            + "   "
+            + " ".join(f"{'' if x is None else f'{x:+.1f}':>6}" for x in deltas)
+        )
+    return lines
 
 
 def write_json(report: dict, path: str | Path) -> None:

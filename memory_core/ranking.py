@@ -1,0 +1,620 @@
+"""Page ranking as named stages over one `Candidates` object.
+
+`rank_pages` runs STAGE_ORDER in turn; each stage reads the `ParsedQuery` and what earlier stages left in
+`Candidates`, and adds its own part. A stage named in `RankingDeps.off` is switched off (the ablation of
+`mnemo eval locomo --ablate`): it adds nothing, and the ranking goes on without it. The stages that can be
+switched off are SWITCHABLE; each one's docstring lists the MemoryParams fields it reads.
+
+Nothing here holds store state: the store's helpers come in as `RankingDeps`, built in one place
+(`RetrievalMixin._ranking_deps`).
+
+The MemoryParams each stage reads:
+    dense        dense_candidates
+    segments     segment_candidates (the trace only)
+    keyword      keyword_candidates (and, in parsing, the keyword query: memory_core.query)
+    trigram      keyword_candidates
+    tokens       w_tokens
+    fuse         w_dense, w_keyword, w_tokens, date_boost ("date")
+    neighbours   neighbor_prev, neighbor_next, neighbor_max_gap_s
+    finalize     neighbor_prev, neighbor_next, neighbor_context ("neighbour_context")
+    askings      asked_weight, w_keyword, w_tokens
+    select       none ("repeats" passes over earlier askings)
+    rank_sides   other_side_drop, other_side_spread ("sides")
+    (parsing)    common_word_df, common_word_mix ("common_words")
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import text as T
+from . import token_match
+from .codec import from_json as _pj
+from .codec import vec_blob as _blob
+from .query import ParsedQuery
+from .types import MemoryParams, Page, PageHit, SideHit
+from .vecindex import MatrixCache
+
+# What an unrelated page's cosine to a query usually is with the bundled all-MiniLM-L6-v2 (0.02-0.12
+# over the pages of tests/bench/quote_floor.py): counted as this many pages beside the memory's own, so a
+# memory of a few pages, one of them an earlier asking of the same question, still has a sensible usual
+UNRELATED_COSINE = 0.1
+UNRELATED_PRIOR_PAGES = 5
+
+# share of a query's candidate pages that may lack token vectors (computed on the spot); above
+# it the word-by-word match waits for the "index_tokens" job, so no page is ranked on it alone
+TOKEN_MISSING_MAX = 0.1
+
+
+def typical_cosine(others: np.ndarray) -> float:
+    """The usual cosine of a query to the memory's other pages: their median, with
+    UNRELATED_PRIOR_PAGES pages at UNRELATED_COSINE beside them. A median, because the pages on the
+    query's topic (earlier askings of it above all) must not raise what "usual" means."""
+    return float(np.median(_with_prior(others)))
+
+
+def _with_prior(cosines: np.ndarray) -> np.ndarray:
+    return np.concatenate([cosines, np.full(UNRELATED_PRIOR_PAGES, UNRELATED_COSINE)])
+
+
+def typical_cosine_without(ordered: np.ndarray, value: float) -> float:
+    """`typical_cosine` of a sample less one of its pages, from the sample with its prior sorted once
+    (`ordered`) and that page's cosine `value`: the same median, without a new array per page."""
+    r = int(np.searchsorted(ordered, value))  # an occurrence of value: the rest lie on either side
+
+    def at(i: int) -> np.float64:
+        return ordered[i] if i < r else ordered[i + 1]
+
+    m = len(ordered) - 1
+    return float(at(m // 2)) if m % 2 else float((at(m // 2 - 1) + at(m // 2)) / 2)
+
+
+@dataclass
+class RankingDeps:
+    """The store's helpers that ranking calls (see `RetrievalMixin._ranking_deps`).
+
+    execute(sql, params) -> cursor; pages_by_ids(ids) -> {id: Page}; page_cache: the in-memory page
+    matrix (synced by the caller); embed_page_tokens(rows of (id, user, assistant)) -> [(token blob,
+    sides blob)] or None without a token embedder; stale: (last page done, last to do) while a changed
+    model re-embeds (those pages' cosines mean nothing); off: the stages switched off."""
+
+    execute: Callable[[str, Any], Any]
+    pages_by_ids: Callable[[Sequence[int]], dict[int, Page]]
+    page_cache: MatrixCache
+    params: MemoryParams
+    dim: int
+    embed_page_tokens: Callable[[Sequence[tuple[int, str, str]]], list[tuple[bytes, bytes]]] | None = None
+    stale: tuple[int, int] | None = None
+    off: frozenset[str] = frozenset()
+
+    def is_stale(self, pid: int) -> bool:
+        return self.stale is not None and self.stale[0] < pid <= self.stale[1]
+
+    def fresh(self, scores: dict[int, float]) -> dict[int, float]:
+        """`scores` without the pages whose vectors are still the old model's."""
+        return scores if self.stale is None else {i: c for i, c in scores.items() if not self.is_stale(i)}
+
+
+@dataclass
+class Candidates:
+    """The pages under consideration and every stage's part of their scores."""
+
+    n: int  # pages asked for
+    exclude: set[int]  # pages never returned (the dialogue above the message)
+    conversation_id: int | None
+    cos_of: dict[int, float] = field(default_factory=dict)  # page -> cosine to the query
+    sample_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    sample_cos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    usual: float = UNRELATED_COSINE  # typical_cosine of the sample
+    sample_sorted: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the sample and its prior, sorted
+    seg_score: dict[int, float] = field(default_factory=dict)  # segment -> cos + keyword Jaccard
+    seg_reason: dict[int, str] = field(default_factory=dict)
+    seg_order: list[int] = field(default_factory=list)  # segments, best first
+    kw_of: dict[int, float] = field(default_factory=dict)  # page -> scaled BM25 (0..1)
+    tok_of: dict[int, float] = field(default_factory=dict)  # page -> word-by-word score
+    pool: set[int] = field(default_factory=set)
+    info: dict[int, tuple] = field(default_factory=dict)  # page -> (id, segment_id, tier, conversation_id, ts)
+    score: dict[int, float] = field(default_factory=dict)  # fused base score
+    prev_of: dict[int, int] = field(default_factory=dict)  # dialogue neighbours within neighbor_max_gap_s
+    next_of: dict[int, int] = field(default_factory=dict)
+    via: dict[int, int] = field(default_factory=dict)  # page -> the neighbour whose score it inherited
+    final: dict[int, float] = field(default_factory=dict)
+    askings: set[int] = field(default_factory=set)  # pages demoted as askings
+    chosen: list[int] = field(default_factory=list)
+    repeats: list[int] = field(default_factory=list)  # earlier askings of this question, passed over
+    pages: dict[int, Page] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------- stages
+def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """Dense KNN over every page (the in-memory matrix), so segmentation never hides a page, and the
+    cosine of a sample of pages (what "usual" is, for each page's standout). Pages whose vectors are the
+    old model's are left out (keywords and word rows still find them). Reads dense_candidates."""
+    if "dense" not in d.off:
+        ids, scores = d.page_cache.search(pq.vec, max(d.params.dense_candidates, 4 * c.n), c.exclude)
+        c.cos_of = d.fresh({int(i): float(s) for i, s in zip(ids, scores)})
+    sample_ids, sample_cos = d.page_cache.sample_scores(pq.vec)
+    if d.stale is not None:  # the usual cosine of pages the query can be compared with
+        keep = ~((sample_ids > d.stale[0]) & (sample_ids <= d.stale[1]))
+        sample_ids, sample_cos = sample_ids[keep], sample_cos[keep]
+    c.sample_ids, c.sample_cos = sample_ids, sample_cos
+    c.usual = typical_cosine(sample_cos)
+    c.sample_sorted = np.sort(_with_prior(sample_cos))
+
+
+def segments(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The MTM segments nearest the query, by cosine + keyword Jaccard (MemoryOS), for the trace
+    (`Retrieval.segments`, the inspector's "segments searched"). They do not weigh in the ranking: neither
+    a boost of their pages nor their pages as candidates showed any worth in the benchmarks (the
+    ablation in docs/eval.md), the pages' own scores already say it. Reads segment_candidates."""
+    if d.stale is not None:  # segment vectors mix both models while re-embedding
+        return
+    knn = d.execute(
+        "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
+        (_blob(pq.vec), max(1, d.params.segment_candidates)),
+    ).fetchall()
+    if not knn:
+        return
+    marks = ",".join("?" * len(knn))
+    seg_kw = dict(d.execute(f"SELECT id, keywords FROM segment WHERE id IN ({marks})", [s for s, _ in knn]).fetchall())
+    for sid, dist in knn:
+        cos = 1.0 - float(dist)
+        jac = T.jaccard(pq.keywords, _pj(seg_kw.get(sid), []))
+        c.seg_score[sid] = cos + jac
+        c.seg_reason[sid] = f"segment {sid} (cos {cos:.2f}" + (f", keywords {jac:.2f})" if jac else ")")
+    c.seg_order = sorted(c.seg_score, key=lambda s: -c.seg_score[s])
+
+
+def keyword(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """BM25 over the query's OR query of content words (porter). BM25 is scaled by the summed IDF of
+    the query's terms (the score of a page that holds each term once), so a page matching only a common
+    word stays low, whatever the best page scored. Reads keyword_candidates."""
+    if "keyword" in d.off or not pq.keyword.fts:
+        return
+    rows = d.execute(
+        "SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
+        (pq.keyword.fts, d.params.keyword_candidates),
+    ).fetchall()
+    rows = [(pid, sc) for pid, sc in rows if pid not in c.exclude]
+    if rows:
+        scale = pq.keyword.scale or max(sc for _, sc in rows)
+        for pid, sc in rows:
+            c.kw_of[pid] = min(1.0, max(0.0, sc) / scale) if scale > 0 else 0.0
+
+
+def trigram(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The trigram table for CJK text (unicode61 keeps a CJK run as one token): scaled by the best
+    match, it adds to the keyword score (max). Reads keyword_candidates."""
+    if "trigram" in d.off or not pq.trigram:
+        return
+    rows = d.execute(
+        "SELECT rowid, -bm25(page_tri) FROM page_tri WHERE page_tri MATCH ? ORDER BY rank LIMIT ?",
+        (pq.trigram, d.params.keyword_candidates),
+    ).fetchall()
+    rows = [(pid, sc) for pid, sc in rows if pid not in c.exclude]
+    top = max((sc for _, sc in rows), default=0.0)
+    if top > 0:
+        for pid, sc in rows:
+            c.kw_of[pid] = max(c.kw_of.get(pid, 0.0), sc / top)
+
+
+def pool(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The candidates: dense and keyword matches, with their page rows (segment, tier, conversation,
+    time). Reads no parameter."""
+    c.pool = set(c.cos_of) | set(c.kw_of)
+    page_info(c.pool, c.info, d)
+
+
+def tokens(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """Word by word: each content word of the query against the page's words (token_match). Reads w_tokens."""
+    if "tokens" in d.off or pq.tokens is None or d.params.w_tokens <= 0:
+        return
+    c.tok_of = token_scores(pq.tokens, c.pool, d)
+
+
+def fuse(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The base score of every candidate (see `base_score`); the cosine of candidates the KNN did not
+    return is read from the matrix. Reads w_dense, w_keyword, w_tokens, date_boost."""
+    missing = [i for i in c.pool if i not in c.cos_of]
+    if missing:
+        c.cos_of.update(d.fresh(d.page_cache.scores_for(pq.vec, missing)))
+    c.score = {pid: base_score(pid, c, pq, d) for pid in c.info}
+
+
+def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """Dialogue neighbours: the page before/after each strong page in the same conversation (within
+    neighbor_max_gap_s) joins the candidates, so `finalize` can pass scores between them. Reads
+    neighbor_prev, neighbor_next, neighbor_max_gap_s."""
+    p = d.params
+    if "neighbours" in d.off or (p.neighbor_prev <= 0 and p.neighbor_next <= 0):
+        return
+    strong = sorted(c.score, key=lambda i: -c.score[i])[: max(30, 3 * c.n)]
+    rows = d.execute(
+        "SELECT p.id, (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id AND q.id < p.id "
+        "ORDER BY q.id DESC LIMIT 1), (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id "
+        "AND q.id > p.id ORDER BY q.id LIMIT 1) FROM page p WHERE p.id IN (SELECT value FROM json_each(?)) "
+        "AND p.conversation_id IS NOT NULL",
+        (json.dumps(strong),),
+    ).fetchall()
+    new_ids = {o for _, pr, nx in rows for o in (pr, nx) if o is not None and o not in c.info and o not in c.exclude}
+    if new_ids:
+        page_info(new_ids, c.info, d)
+
+    def near(pid: int, other: int | None) -> bool:
+        return (
+            other is not None
+            and other in c.info
+            and other not in c.exclude
+            and abs(c.info[other][4] - c.info[pid][4]) <= p.neighbor_max_gap_s
+        )
+
+    for pid, pr, nx in rows:
+        if near(pid, pr):
+            c.prev_of[pid], c.next_of[pr] = pr, pid
+        if near(pid, nx):
+            c.next_of[pid], c.prev_of[nx] = nx, pid
+    if new_ids:
+        c.cos_of.update(d.fresh(d.page_cache.scores_for(pq.vec, [i for i in new_ids if i not in c.cos_of])))
+        if c.tok_of and pq.tokens is not None:  # word scores exist only for a query with content-token rows
+            c.tok_of.update(token_scores(pq.tokens, new_ids, d))
+        for pid in new_ids:
+            if pid in c.info:
+                c.score[pid] = base_score(pid, c, pq, d)
+
+
+def finalize(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """Every candidate's final score from its base score and its neighbours' (`final_score`). Reads
+    neighbor_prev, neighbor_next, neighbor_context."""
+    c.final = {pid: final_score(pid, s, c, d) for pid, s in c.score.items()}
+
+
+def askings(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """Scale the askings among the best pages by `asked_weight`: a page of Mnemo's own chats that
+    only asks a short question holds the model's reply, not something the user said. Its keyword
+    match goes first (its score ranked without it): a question on the topic holds the new question's
+    words because it asks the same thing, which says nothing of an answer. An earlier asking of the
+    query itself keeps its score: `select` passes over it and lists it as skipped at its rank.
+    Only pages that could still be among the best n (with a margin) are read; a page a demotion
+    lets rise into them is read on the next pass. Reads asked_weight, w_keyword, w_tokens."""
+    p = d.params
+    if "askings" in d.off or p.asked_weight == 1.0:
+        return
+    checked: set[int] = set()
+    while True:
+        top = sorted(c.final, key=lambda i: (-c.final[i], i))[: c.n + 10]
+        unread = [pid for pid in top if pid not in checked]
+        if not unread:
+            return
+        checked.update(unread)
+        for pid in asking_pages(unread, pq.text, d):
+            unechoed = c.score[pid] - p.w_keyword * c.kw_of.get(pid, 0.0) - p.w_tokens * c.tok_of.get(pid, 0.0)
+            c.final[pid] = max(0.0, final_score(pid, unechoed, c, d)) * p.asked_weight
+            c.askings.add(pid)
+
+
+def select(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The best n pages, passing over earlier askings of this same question in Mnemo's own chats
+    (T.repeats_question; stage "repeats"): the reply there is what the model answered then. In an
+    imported dialogue (a conversation with a source) the reply is the record, e.g. the other person's
+    answer. Reads no parameter."""
+    ranked = sorted(c.final, key=lambda i: (-c.final[i], i))
+    start = 0
+    while len(c.chosen) < c.n and start < len(ranked):
+        batch = ranked[start : start + c.n - len(c.chosen) + 4]
+        start += len(batch)
+        c.pages.update(d.pages_by_ids(batch))
+        asked = (
+            []
+            if "repeats" in d.off
+            else [pid for pid in batch if pid in c.pages and T.repeats_question(pq.text, c.pages[pid].user_text)]
+        )
+        imported = imported_conversations([c.pages[pid].conversation_id for pid in asked], d) if asked else set()
+        for pid in batch:
+            if pid not in c.pages or len(c.chosen) >= c.n:
+                continue
+            if pid in asked and c.pages[pid].conversation_id not in imported:
+                c.repeats.append(pid)
+            else:
+                c.chosen.append(pid)
+
+
+# The stages in the order they run; "date", "neighbour_context" and "repeats" are rules inside
+# fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
+STAGE_ORDER: tuple[tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]], ...] = (
+    ("dense", dense),
+    ("segments", segments),
+    ("keyword", keyword),
+    ("trigram", trigram),
+    ("pool", pool),
+    ("tokens", tokens),
+    ("fuse", fuse),
+    ("neighbours", neighbours),
+    ("finalize", finalize),
+    ("askings", askings),
+    ("select", select),
+)
+SWITCHABLE = (
+    "common_words",
+    "dense",
+    "keyword",
+    "trigram",
+    "tokens",
+    "date",
+    "neighbours",
+    "neighbour_context",
+    "askings",
+    "repeats",
+    "sides",
+)
+# which timing key each stage's time goes to (the keys `Retrieval.timings_ms` has always had)
+_TIMING = {
+    "dense": "dense",
+    "segments": "segments",
+    "keyword": "keyword",
+    "trigram": "keyword",
+    "pool": "candidates",
+    "tokens": "tokens",
+    "fuse": "candidates",
+    "neighbours": "neighbours",
+    "finalize": "assemble",
+    "askings": "askings",
+    "select": "assemble",
+}
+
+
+def run_stages(c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str, float]) -> None:
+    """Every stage of STAGE_ORDER in turn, each one's time added to its timing key (ms)."""
+    for name, stage in STAGE_ORDER:
+        t = time.perf_counter()
+        stage(c, pq, d)
+        key = _TIMING[name]
+        timings[key] = timings.get(key, 0.0) + (time.perf_counter() - t) * 1000
+
+
+# ---------------------------------------------------------------------------------------------- scores
+def base_score(pid: int, c: Candidates, pq: ParsedQuery, d: RankingDeps) -> float:
+    """w_dense x cosine + w_keyword x keyword + w_tokens x word by word, + date_boost inside a date the
+    query names (rule "date")."""
+    p = d.params
+    ts = c.info[pid][4]
+    dense_part = 0.0 if "dense" in d.off else p.w_dense * c.cos_of.get(pid, 0.0)
+    s = dense_part + p.w_keyword * c.kw_of.get(pid, 0.0) + p.w_tokens * c.tok_of.get(pid, 0.0)
+    if pq.windows and "date" not in d.off and pq.in_window(ts):
+        s += p.date_boost
+    return s
+
+
+def final_score(
+    pid: int, own: float, c: Candidates, d: RankingDeps, score: dict[int, float] | None = None, track: bool = True
+) -> float:
+    """A page's score from its own base score `own` and its dialogue neighbours' (`score`, default the
+    base scores): it inherits neighbor_prev / neighbor_next of a neighbour's score when that is more
+    (`track` records in `c.via` which neighbour), adds neighbor_context of the better neighbour's score
+    (rule "neighbour_context": pages inside an on-topic passage rank above isolated look-alikes). An
+    archive page ranks as any other: a penalty for the tier showed no worth in the benchmarks."""
+    p = d.params
+    score = c.score if score is None else score
+    best = own
+    if track:
+        c.via.pop(pid, None)
+    pr = c.prev_of.get(pid)
+    if pr is not None and pr in score and p.neighbor_prev * score[pr] > best:
+        best = p.neighbor_prev * score[pr]
+        if track:
+            c.via[pid] = pr
+    nx = c.next_of.get(pid)
+    if nx is not None and nx in score and p.neighbor_next * score[nx] > best:
+        best = p.neighbor_next * score[nx]
+        if track:
+            c.via[pid] = nx
+    if p.neighbor_context > 0 and "neighbour_context" not in d.off:
+        ctx = max((score[o] for o in (pr, nx) if o is not None and o in score), default=0.0)
+        best += p.neighbor_context * max(0.0, ctx)
+    return best
+
+
+# ---------------------------------------------------------------------------------------------- hits
+def assemble(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> tuple[list[PageHit], list[int], list[PageHit]]:
+    """The chosen pages as PageHits with the reasons they were chosen; the segments that supplied them
+    (to be visited) and the earlier askings passed over (skipped)."""
+    p = d.params
+    # the same scores without the word-by-word match: what the quoting floor was measured on
+    # (every page matches a query's words somewhat, so the match says how alike, not whether)
+    wordless = {pid: s - p.w_tokens * c.tok_of.get(pid, 0.0) for pid, s in c.score.items()} if c.tok_of else c.score
+    word_re = {w: re.compile(r"\b" + re.escape(w), re.IGNORECASE) for w in pq.stems}
+    sampled = set(c.sample_ids.tolist())
+    hits: list[PageHit] = []
+    visited: list[int] = []
+    for pid in c.chosen:
+        page = c.pages.get(pid)
+        if page is None:
+            continue
+        cos, standout, parts = _similarity(pid, c, d, sampled)
+        if pid in c.kw_of:
+            matched = [w for w in word_re if word_re[w].search(page.text)][:4]
+            parts.append("keyword match " + ", ".join(f"'{m}'" for m in matched) if matched else "keyword match")
+        parts.extend(_reasons(pid, page, c, pq, d))
+        match = (
+            c.final[pid] if pid in c.askings or not c.tok_of else final_score(pid, wordless[pid], c, d, wordless, False)
+        )
+        hits.append(
+            PageHit(
+                page,
+                c.final[pid],
+                " + ".join(parts),
+                page.tier,
+                inherited_from=c.via.get(pid),
+                similarity=cos,
+                standout=standout,
+                match_score=match,
+            )
+        )
+        if page.segment_id is not None and page.segment_id not in visited:
+            visited.append(page.segment_id)
+    skipped = [
+        PageHit(
+            c.pages[pid], c.final[pid], "the same question, asked before: its reply is not evidence", c.pages[pid].tier
+        )
+        for pid in c.repeats
+    ]
+    return hits, visited, skipped
+
+
+def _similarity(
+    pid: int, c: Candidates, d: RankingDeps, sampled: set[int]
+) -> tuple[float | None, float | None, list[str]]:
+    """A chosen page's cosine, its standout over the usual cosine, and the reason's first part."""
+    if d.is_stale(pid):
+        # its vector is still the old model's: its meaning is not known yet, not 0 (the quoting
+        # floor then goes by the score alone, as for a page with no cosine of its own)
+        return None, None, ["meaning not compared yet (re-embedding)"]
+    cos = c.cos_of.get(pid, 0.0)
+    # An earlier asking gets no standout: it is like the question because it asks the same
+    # thing, which says nothing of the answer (it is quoted only on its demoted score)
+    if pid in c.askings:
+        standout = None
+    elif pid in sampled:
+        own = c.sample_cos[np.flatnonzero(c.sample_ids == pid)[0]]
+        standout = cos - typical_cosine_without(c.sample_sorted, float(own))
+    else:
+        standout = cos - c.usual
+    return cos, standout, [f"cos {cos:.2f}" + (f" ({standout:+.2f} over the usual)" if standout is not None else "")]
+
+
+def _reasons(pid: int, page: Page, c: Candidates, pq: ParsedQuery, d: RankingDeps) -> list[str]:
+    parts = []
+    if pid in c.tok_of:
+        parts.append(f"word by word {c.tok_of[pid]:.2f}")
+    if pq.windows and "date" not in d.off and pq.in_window(page.timestamp):
+        parts.append("date named in the question")
+    if pid in c.via:
+        parts.append(f"{'follows' if c.via[pid] < pid else 'precedes'} page {c.via[pid]}")
+    if page.tier == "archive":
+        parts.append("from the archive")
+    if c.conversation_id is not None and page.conversation_id == c.conversation_id:
+        parts.append("said earlier in this conversation")
+    if pid in c.askings:
+        parts.append(f"a question asked in a chat (its keyword match not counted, × {d.params.asked_weight:g})")
+    return parts
+
+
+def rank_sides(hits: list[PageHit], q: np.ndarray, d: RankingDeps) -> list[SideHit]:
+    """The turns of the ranked pages one by one: a page's side nearer the query keeps the page's score,
+    the other scores `other_side_drop` + `other_side_spread` x their cosine gap less; a page without side
+    vectors (or with the stage "sides" off) stays whole. Sets each hit's `side_similarity`.
+    Reads other_side_drop, other_side_spread."""
+    p = d.params
+    ids = [h.page.id for h in hits]
+    blobs = (
+        dict(
+            d.execute(
+                "SELECT page_id, sides FROM page_tok WHERE page_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            ).fetchall()
+        )
+        if ids and "sides" not in d.off
+        else {}
+    )
+    units: list[tuple[float, int, SideHit]] = []
+    for rank, h in enumerate(hits):
+        sides = token_match.unpack_sides(blobs.get(h.page.id), d.dim)
+        if sides is None:
+            units.append((h.score, 2 * rank, SideHit(h, "page", h.score)))
+            continue
+        cu, ca = (float(x) for x in sides @ q)
+        h.side_similarity = (cu, ca)
+        better, other = ("user", "assistant") if cu >= ca else ("assistant", "user")
+        lower = h.score - p.other_side_drop - p.other_side_spread * abs(cu - ca)
+        units.append((h.score, 2 * rank, SideHit(h, better, h.score)))
+        units.append((lower, 2 * rank + 1, SideHit(h, other, lower)))
+    units.sort(key=lambda u: (-u[0], u[1]))
+    return [u for _, _, u in units]
+
+
+# ---------------------------------------------------------------------------------------------- reads
+def page_info(ids: Iterable[int], info: dict[int, tuple], d: RankingDeps) -> None:
+    """(id, segment_id, tier, conversation_id, timestamp) of these pages, into `info`."""
+    ids = sorted(ids)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for r in d.execute(
+            f"SELECT id, segment_id, tier, conversation_id, timestamp FROM page WHERE id IN ({marks})", chunk
+        ).fetchall():
+            info[r[0]] = r
+
+
+def token_scores(q_tokens: np.ndarray, ids: Iterable[int], d: RankingDeps) -> dict[int, float]:
+    """token_match.maxsim of the query for these pages, from `page_tok`. Pages without a row
+    (indexing still running) are embedded now when they are few; when they are many, none is
+    scored (every page is ranked without the match alike)."""
+    ids = sorted(ids)
+    if not ids:
+        return {}
+    rows: dict[int, bytes] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows.update(d.execute(f"SELECT page_id, vecs FROM page_tok WHERE page_id IN ({marks})", chunk).fetchall())
+    missing = [i for i in ids if i not in rows]
+    if missing:
+        if d.embed_page_tokens is None or len(missing) > TOKEN_MISSING_MAX * len(ids):
+            return {}
+        texts = d.execute(
+            "SELECT id, user_text, assistant_text FROM page WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(missing),),
+        ).fetchall()
+        rows.update(zip([pid for pid, _, _ in texts], [b for b, _ in d.embed_page_tokens(texts)]))
+    known = [i for i in ids if i in rows]
+    sims = token_match.maxsim_packed(q_tokens, [rows[i] for i in known], d.dim)
+    return {pid: float(v) for pid, v in zip(known, sims)}
+
+
+def asking_pages(ids: Sequence[int], query: str, d: RankingDeps) -> set[int]:
+    """Of these pages, those of Mnemo's own chats (not imported: there a question and its reply
+    are the record) whose user side only asks a short question (`T.only_asks`). A page the user
+    pinned keeps its score; a long message is more than a question, so its text is not read."""
+    rows = d.execute(
+        "SELECT p.id, p.user_text FROM page p JOIN conversation c ON c.id = p.conversation_id "
+        "WHERE c.source IS NULL AND p.pinned = 0 AND length(p.user_text) <= 400 "
+        "AND p.id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ids)),),
+    ).fetchall()
+    return {pid for pid, text in rows if T.only_asks(text) and not T.repeats_question(query, text)}
+
+
+def imported_conversations(conversation_ids: Sequence[int | None], d: RankingDeps) -> set[int]:
+    """Which of these conversations were imported (have a source)."""
+    return {
+        cid
+        for (cid,) in d.execute(
+            "SELECT id FROM conversation WHERE source IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(conversation_ids)),),
+        )
+    }
+
+
+def rank_pages(
+    pq: ParsedQuery,
+    exclude: set[int],
+    n: int,
+    d: RankingDeps,
+    timings: dict[str, float],
+    conversation_id: int | None = None,
+) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
+    """The best `n` pages for the query (hits), the segments considered (trace rows), the segments
+    that supplied a hit (to be visited) and the earlier askings passed over."""
+    c = Candidates(n=n, exclude=exclude, conversation_id=conversation_id)
+    run_stages(c, pq, d, timings)
+    t = time.perf_counter()
+    hits, visited, skipped = assemble(c, pq, d)
+    timings["assemble"] = timings.get("assemble", 0.0) + (time.perf_counter() - t) * 1000
+    segs = [{"segment_id": s, "score": round(c.seg_score[s], 4), "reason": c.seg_reason[s]} for s in c.seg_order]
+    return hits, segs, visited, skipped
