@@ -60,7 +60,7 @@ class BM25Turns:
         rows = self.conn.execute(
             "SELECT dia FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT ?", (q, n)
         ).fetchall()
-        return [r[0] for r in rows]
+        return [str(r[0]) for r in rows]  # dia is a TEXT column
 
     def close(self) -> None:
         self.conn.close()

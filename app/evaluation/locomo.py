@@ -27,7 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,19 +148,33 @@ def _pct(values: Sequence[float]) -> float | None:
     return None if not values else round(100.0 * sum(values) / len(values), 2)
 
 
+def _present(values: Iterable[float | None]) -> list[float]:
+    """The values a question has (a category-5 question has no A-Mem score, for one)."""
+    return [v for v in values if v is not None]
+
+
+def _row_value(*path: str) -> Callable[[dict], float | None]:
+    """A `summarize` key: the row's value at the nested keys `path`, e.g. ("recall", "bm25", "10")."""
+
+    def key(row: dict) -> float | None:
+        value: Any = row
+        for name in path:
+            value = value[name]
+        return value
+
+    return key
+
+
 def summarize(rows: Sequence[dict], key: Callable[[dict], float | None]) -> dict:
     """Per category and overall (1–4, 1–5) means of `key(row)`, in percent, with counts."""
     by_cat: dict[str, float | None] = {}
     counts: dict[str, int] = {}
     for cat in CATEGORY_NAMES:
-        vals = [key(r) for r in rows if r["category"] == cat]
-        vals = [v for v in vals if v is not None]
+        vals = _present(key(r) for r in rows if r["category"] == cat)
         by_cat[str(cat)] = _pct(vals)
         counts[str(cat)] = len(vals)
-    v14 = [key(r) for r in rows if r["category"] in (1, 2, 3, 4)]
-    v15 = [key(r) for r in rows]
-    v14 = [v for v in v14 if v is not None]
-    v15 = [v for v in v15 if v is not None]
+    v14 = _present(key(r) for r in rows if r["category"] in (1, 2, 3, 4))
+    v15 = _present(key(r) for r in rows)
     return {
         "overall_1_4": _pct(v14),
         "overall_1_5": _pct(v15),
@@ -418,7 +432,7 @@ class LocomoEval:
     def _question_row(self, q: Question, ranked: dict[str, list[list[str]]], known: set[str]) -> dict:
         """The report's row of one question: what each retriever returned within the largest budget, and
         its recall at each k."""
-        row = {
+        row: dict[str, Any] = {
             "sample_id": q.sample_id,
             "qa_index": q.index,
             "question": q.question,
@@ -479,23 +493,23 @@ class LocomoEval:
         from memory_core.ranking import SWITCHABLE
 
         rows = [r for r in rows if "ablation" in r]
-        out = {"none": {f"k{k}": summarize(rows, lambda r, k=k: r["recall"]["mnemo"][str(k)]) for k in self.ks}}
+        out = {"none": {f"k{k}": summarize(rows, _row_value("recall", "mnemo", str(k))) for k in self.ks}}
         for stage in SWITCHABLE:
-            out[stage] = {f"k{k}": summarize(rows, lambda r, s=stage, k=k: r["ablation"][s][str(k)]) for k in self.ks}
+            out[stage] = {f"k{k}": summarize(rows, _row_value("ablation", stage, str(k))) for k in self.ks}
         return out
 
     def _report(self, samples, chosen, rows, timings, total_s, data_path) -> dict:
         retrieval = {}
         for name in self.retrievers:
-            retrieval[name] = {f"k{k}": summarize(rows, lambda r, n=name, k=k: r["recall"][n][str(k)]) for k in self.ks}
+            retrieval[name] = {f"k{k}": summarize(rows, _row_value("recall", name, str(k))) for k in self.ks}
         qa_summary = {}
         if rows and "qa" in rows[0]:
             for mode in self.qa_modes:
                 qrows = [r for r in rows if mode in r.get("qa", {})]
                 qa_summary[mode] = {
-                    "official_f1": summarize(qrows, lambda r, m=mode: r["qa"][m]["official_f1"]),
-                    "amem_f1": summarize(qrows, lambda r, m=mode: r["qa"][m]["amem_f1"]),
-                    "bleu1": summarize(qrows, lambda r, m=mode: r["qa"][m]["bleu1"]),
+                    "official_f1": summarize(qrows, _row_value("qa", mode, "official_f1")),
+                    "amem_f1": summarize(qrows, _row_value("qa", mode, "amem_f1")),
+                    "bleu1": summarize(qrows, _row_value("qa", mode, "bleu1")),
                     "prompt_tokens_mean": round(statistics.fmean(r["qa"][mode]["prompt_tokens"] for r in qrows), 1),
                     "answer_s_mean": round(statistics.fmean(r["qa"][mode]["seconds"] for r in qrows), 3),
                     "answer_s_total": round(sum(r["qa"][mode]["seconds"] for r in qrows), 2),

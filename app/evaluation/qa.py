@@ -71,7 +71,7 @@ class QAAnswerer:
         from memory_core import MemoryParams
 
         self.model = model
-        self.n_ctx = int(n_ctx or getattr(model, "n_ctx", 4096))
+        self.n_ctx = int(n_ctx) if n_ctx else int(getattr(model, "n_ctx", 4096))
         self.max_answer_tokens = max_answer_tokens
         # recalled turns quoted: the chat agent's budget unless told (MemoryParams.recall_turns)
         self.memory_turns = memory_turns or MemoryParams().recall_turns
