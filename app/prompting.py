@@ -10,7 +10,7 @@ DESIGN.md puts the recalled pages before the dialogue; but then each question's 
 invalidates the cached dialogue behind it, and the whole conversation is processed again
 at every turn. On a chat of 8 long exchanges (~1,650-token prompts) with the bundled model,
 the first token comes after 3.6 s instead of 8.8 s (`tests/bench/prompt_cache.py`); LoCoMo
-QA quality is the same (100 questions: official F1 7.8 before and after; docs/eval.md).
+QA quality is the same (docs/decisions/0004-recall-after-the-dialogue.md).
 Chat templates that accept a system message only at the start get the DESIGN.md layout
 (`recall_at_end=False`; the agent falls back by itself).
 Nothing time-of-now is put in the stable part. Memory is quoted as data inside <memory> tags.
@@ -160,7 +160,7 @@ class QuoteFloor:
     usual cosine of the memory's other pages, `PageHit.standout`), or when it clears `min_score` and is
     at least `keyword_min_similarity` close.
     A page ranked for its dialogue neighbour (it has no match of its own) needs `min_score` only.
-    Measured in docs/eval.md ("Which pages are quoted").
+    Why: docs/decisions/0011-quote-floor-by-standout.md.
     """
 
     min_score: float = float("-inf")
@@ -226,7 +226,7 @@ def quotable_pages(hits: list) -> list:
     context that helped the ranking, and to a small model a distraction: with every such page
     quoted, the bundled 135M model named the remembered detail in 54.7 % of 256 replies, with this
     rule in 68.0 % (`tests/bench/reply_quality.py --recall-only --seeds 16 --first-seed 3000`), at
-    the same LoCoMo QA scores (docs/eval.md).
+    the same LoCoMo QA scores (docs/decisions/0012-neighbour-pages-quoted-only-as-answers.md).
     """
     by_id = {h.page.id: h for h in hits}
     kept = []

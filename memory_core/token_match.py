@@ -5,7 +5,7 @@ to Rome") into the rest of what was said. The embedder's own token vectors keep 
 of the query takes its best cosine among the page's content words, and the page's token score is the
 mean over the query's words. The token vectors come from the same encoder pass that makes the pooled
 vector (`TokenEmbedFn`), so ingest costs no extra model time; they are stored as 4-bit rows (about
-24 content tokens, 4.6 KB, per LoCoMo page). LoCoMo dev, docs/eval.md (eleventh round).
+24 content tokens, 4.6 KB, per LoCoMo page). Why: docs/decisions/0001-pages-keep-their-word-vectors.md.
 
 Plain functions and small blobs: no state here, the store keeps the rows in `page_tok`.
 """
@@ -47,8 +47,7 @@ def content_positions(tokens: Sequence[str], drop: Iterable[str] = ()) -> list[i
 
 
 # Each value of a row is stored in 4 bits: -7..7 (as 1..15) times the row's largest value / 7, two values a
-# byte. LoCoMo dev recall is the same as with 8 bits (80.3 / 87.9 against 80.3 / 88.0 at 10 / 25 turns) for
-# half the bytes (docs/eval.md, eleventh round).
+# byte: recall as with 8 bits for half the bytes (docs/decisions/0001-pages-keep-their-word-vectors.md).
 LEVELS = 7
 
 
@@ -150,7 +149,7 @@ def _segment_maxsim(query: np.ndarray, rows: np.ndarray | None, sizes: np.ndarra
 # question. Each side's token vectors, from the page's own encoder pass (so each side is read beside
 # the other and after the page's context), are pooled into a side vector; retrieval ranks a page's
 # better side at the page's place and its other side lower, so the prompt's room for recalled turns
-# goes to more pages (docs/eval.md, sixteenth round).
+# goes to more pages (docs/decisions/0007-turns-ranked-one-by-one.md).
 
 
 def _normalised_letters(text: str) -> str:

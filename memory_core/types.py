@@ -50,8 +50,8 @@ class MemoryParams:
     update_threshold: float = 0.75  # same subject, new content -> update, archive the old version
     trait_update_threshold: float = 0.75
     max_traits: int = 200
-    # retrieval: score = w_dense*cos + w_keyword*min(1, bm25/sum(idf of query terms)) + w_segment*segment
-    # score + date boost,
+    # retrieval (memory_core/ranking.py): score = w_dense*cos + w_keyword*min(1, bm25/sum(idf of query
+    # terms)) + w_tokens*word-by-word + date boost,
     # then a page also inherits neighbor_prev * (score of the page before it in its conversation)
     # and neighbor_next * (score of the page after it): answers often follow the turn that matched;
     # then every page adds neighbor_context * (the better of its two neighbours' scores): a page in a
@@ -63,21 +63,18 @@ class MemoryParams:
     # a query word found in at least `common_word_df` of the pages (and 20 pages or more) tells no page
     # from another: the speakers' names of an imported dialogue are on every page ("Melanie: …"). The
     # query vector is then the mean of the query's and the query's without those words
-    # (`common_word_mix` of the latter; 0: off). LoCoMo dev R@5/10/25/50: 67.2/78.4/86.7/90.8 ->
-    # 68.1/78.7/87.7/91.8 (docs/eval.md, tenth round)
+    # (`common_word_mix` of the latter; 0: off). Why: docs/decisions/0008-common-words-weigh-half.md
     common_word_df: float = 0.5
     common_word_mix: float = 0.5
     w_keyword: float = 0.8
-    w_segment: float = 0.1
     # word-by-word match (token_match.maxsim: each query word's best cosine among the page's words,
-    # averaged), added w_tokens x to the score of every candidate page; needs a TokenEmbedFn. LoCoMo
-    # dev R@5/10/25/50 68.1/78.7/87.7/91.8 -> 70.7/80.3/87.9/92.4 (docs/eval.md, eleventh round)
+    # averaged), added w_tokens x to the score of every candidate page; needs a TokenEmbedFn.
+    # Why: docs/decisions/0001-pages-keep-their-word-vectors.md
     w_tokens: float = 1.0
     # a page's two turns are ranked one by one (Retrieval.sides): the side closer to the query in meaning
     # (its side vector, token_match.pack_sides) keeps the page's score, the other scores
     # `other_side_drop` + `other_side_spread` x the two sides' cosine gap less. So a budget of turns takes
-    # the better side of more pages before the other side of few. LoCoMo dev R@5/10/25/50, turns:
-    # 71.2/80.4/88.9/92.8 -> 73.9/82.1/90.6/93.8 (docs/eval.md, sixteenth round)
+    # the better side of more pages before the other side of few (docs/decisions/0007-turns-ranked-one-by-one.md)
     other_side_drop: float = 0.2
     other_side_spread: float = 1.0
     date_boost: float = 0.5  # pages inside a date the query names ("on 13 May 2023", "in June 2023")
@@ -85,7 +82,6 @@ class MemoryParams:
     neighbor_next: float = 0.5
     neighbor_context: float = 0.1
     neighbor_max_gap_s: float = 6 * 3600.0
-    archive_penalty: float = 0.85  # archive pages must beat hot ones by this factor ("when hot tiers miss")
     # a page of Mnemo's own chats whose user side only asks a question (T.only_asks) holds a question
     # and the model's reply, not something the user said: its score is multiplied by this, so earlier
     # askings on a topic do not crowd out what the user told (imported dialogues are the record: exempt)
@@ -110,10 +106,8 @@ class MemoryParams:
     # name of a dog said eight exchanges earlier: tests.bench.long_chat)
     recall_own_after: int = 2
     # a reply's prompt quotes at most this many turns of recalled pages, taken side by side in the order
-    # of Retrieval.sides (a page's better side first), from the best `recall_turns` pages. 14: the prompt
-    # as long as when it quoted up to ten whole pages (7.6 of them on average after the quoting floor;
-    # LoCoMo QA, 100 questions: 1,003 prompt tokens either way, official F1 7.2 -> 7.5; 20 turns: 7.8 at
-    # 1,351 tokens; docs/eval.md, sixteenth round)
+    # of Retrieval.sides (a page's better side first), from the best `recall_turns` pages. 14 keeps the
+    # prompt as long as when it quoted up to ten whole pages (docs/decisions/0007-turns-ranked-one-by-one.md)
     recall_turns: int = 14
     rrf_k: float = 60.0  # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
     # jobs / housekeeping
@@ -204,7 +198,7 @@ PAGE_CONTEXT = "last-side-1"
 def context_side(user_text: str, assistant_text: str) -> str:
     """What the page after this one is read after when it is embedded: this page's last side (its reply,
     or its message when it has none). "I've had them for 3 years now" means more after "Look how cute
-    my turtles are!" (late chunking; LoCoMo dev, docs/eval.md twelfth round)."""
+    my turtles are!" (late chunking; docs/decisions/0002-pages-embedded-in-context.md)."""
     return (assistant_text or "").strip() or (user_text or "").strip()
 
 
