@@ -307,7 +307,7 @@ class ChatAgent:
         t0 = time.perf_counter()
         branch = self.store.list_messages_to(turn.user_id)
         turn.history = [m for m in branch if m.id != turn.user_id]
-        budget = RetrievalBudget(pages=self.store.params.recall_turns)
+        budget = RetrievalBudget(pages=self.store.params.quoting.recall_turns)
         turn.retrieval = self.store.retrieve(turn.query, turn.conversation_id, budget) if read else None
         turn.retrieve_s = time.perf_counter() - t0
 
@@ -321,8 +321,8 @@ class ChatAgent:
             budget_tokens=budget_tokens,
             recall_at_end=self._recall_at_end,
             floor=turn.floor,
-            requote_after=params.recall_own_after,
-            max_turns=params.recall_turns,
+            requote_after=params.quoting.recall_own_after,
+            max_turns=params.quoting.recall_turns,
         )
 
     def _compose(self, turn: _Turn) -> None:

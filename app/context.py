@@ -51,8 +51,8 @@ class AppContext:
     def memory_params(self):
         from memory_core import MemoryParams
 
-        known = {k: v for k, v in self.settings.memory.items() if k in MemoryParams.__dataclass_fields__}
-        return MemoryParams(**known)
+        known = {k: v for k, v in self.settings.memory.items() if k in MemoryParams().flat()}
+        return MemoryParams.from_flat(known)
 
     def open_store(self, *, llm=None):
         """Open the profile's memory store on a new connection (one per thread)."""
@@ -69,7 +69,7 @@ class AppContext:
             params=params,
             llm=llm,
             # the word-by-word match needs each page's token vectors; w_tokens 0 keeps none (a smaller file)
-            embed_tokens=emb.embed_with_tokens if params.w_tokens > 0 else None,
+            embed_tokens=emb.embed_with_tokens if params.ranking.w_tokens > 0 else None,
         )
         if self.settings.memory_paused:  # an old settings file: the pause switch moves to the store
             store.set_paused(True)

@@ -178,10 +178,10 @@ class QuoteFloor:
     @classmethod
     def from_params(cls, params) -> QuoteFloor:
         return cls(
-            params.recall_min_score,
-            params.recall_keyword_min_similarity,
-            params.recall_min_similarity,
-            params.recall_min_standout,
+            params.quoting.recall_min_score,
+            params.quoting.recall_keyword_min_similarity,
+            params.quoting.recall_min_similarity,
+            params.quoting.recall_min_standout,
         )
 
     def admits(self, hit) -> bool:
@@ -372,7 +372,7 @@ def compose_prompt(
     space (QuoteFloor; None: every page). A page of
     the dialogue's last `requote_after` exchanges is not quoted again (it is right above the message);
     an older one is, beside the message, where a small model still sees it
-    (`MemoryParams.recall_own_after`).
+    (`MemoryParams.quoting.recall_own_after`).
     """
     system = system_prompt if system_prompt is not None else prompts.load("system")
 

@@ -45,7 +45,7 @@ class Curation:
             ctx = self.pages.context_before(page.conversation_id, pid, page.timestamp)
         vec = self.embedding.embed_pages([(u, a)], [ctx])[0]
         with self.db.transaction():
-            kws = T.keywords(body, self.db.params.page_keywords)
+            kws = T.keywords(body, self.db.params.segments.page_keywords)
             self.db.execute(
                 "UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?",
                 (u, a, to_json(kws), pid),

@@ -199,7 +199,7 @@ class Database:
                     log.exception("memory listener failed on event %s", ev.kind)
 
     def _prune_logs(self) -> None:
-        keep = max(100, self.params.events_keep)
+        keep = max(100, self.params.jobs.events_keep)
         with self.transaction():
             self.execute("DELETE FROM event WHERE id <= (SELECT max(id) FROM event) - ?", (keep,))
             self.execute("DELETE FROM vec_log WHERE seq < (SELECT max(seq) FROM vec_log) - 50000")

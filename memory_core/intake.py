@@ -116,7 +116,7 @@ class Intake:
             if self.pages.memory_off(cid):
                 return [0] * len(items)
         ids: list[int] = []
-        bs = max(1, self.db.params.import_batch)
+        bs = max(1, self.db.params.jobs.import_batch)
         for start in range(0, len(items), bs):
             chunk = list(items[start : start + bs])
             texts = [page_text(it.get("user_text", ""), it.get("assistant_text", "")) for it in chunk]
@@ -182,7 +182,7 @@ class Intake:
         now = self.db.clock()
         ts = now if timestamp is None else float(timestamp)
         body = page_text(user_text, assistant_text)
-        kws = T.keywords(body, self.db.params.page_keywords)
+        kws = T.keywords(body, self.db.params.segments.page_keywords)
         self.db.execute(
             "INSERT INTO page(conversation_id, user_text, assistant_text, timestamp, tier, keywords, "
             "user_message_id, assistant_message_id, meta, created_at, dedupe_key) "

@@ -168,7 +168,7 @@ class Jobs:
     def _failed(self, jid: int, kind: str, attempts: int, exc: Exception) -> None:
         """Count a failed attempt; the last allowed one marks the job failed and says so."""
         log.exception("memory job %s (%s) failed", jid, kind)
-        failed = attempts + 1 >= self.db.params.job_max_attempts
+        failed = attempts + 1 >= self.db.params.jobs.job_max_attempts
         with self.db.transaction():
             self.db.execute(
                 "UPDATE job SET attempts = attempts + 1, error = ?, updated_at = ?, status = ? WHERE id = ?",

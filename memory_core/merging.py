@@ -85,8 +85,8 @@ class PersonaMerge:
             old_text = best[2][3]
             same = normalize(old_text) == normalize(text)
             differs = not same and materially_different(old_text, text)
-            duplicate = same or (best[1] >= p.duplicate_threshold and not differs)
-            update = not duplicate and model != "extractive" and best[1] >= p.update_threshold
+            duplicate = same or (best[1] >= p.persona.duplicate_threshold and not differs)
+            update = not duplicate and model != "extractive" and best[1] >= p.persona.update_threshold
             if not duplicate and not update and model != "extractive":
                 match = next((c for c in near if same_attribute(c[2][3], text)), None)
                 if match is not None:
@@ -256,7 +256,11 @@ class PersonaMerge:
             sims = mat @ vec
             same = [i for i, r in enumerate(rows) if r[1] == dimension]
             exact = [i for i in same if normalize(rows[i][2]) == normalize(value)]
-            near = [i for i in same if sims[i] >= p.duplicate_threshold and not materially_different(rows[i][2], value)]
+            near = [
+                i
+                for i in same
+                if sims[i] >= p.persona.duplicate_threshold and not materially_different(rows[i][2], value)
+            ]
             if exact:
                 target, cos, duplicate = rows[exact[0]], float(sims[exact[0]]), True
             elif near:
@@ -264,7 +268,7 @@ class PersonaMerge:
                 target, cos, duplicate = rows[j], float(sims[j]), True
             elif same:
                 j = max(same, key=lambda i: sims[i])
-                if dimension in X.SINGLE_VALUED or sims[j] >= p.trait_update_threshold:
+                if dimension in X.SINGLE_VALUED or sims[j] >= p.persona.trait_update_threshold:
                     target, cos, duplicate = rows[j], float(sims[j]), False
         return target, cos, duplicate
 
@@ -361,7 +365,7 @@ class PersonaMerge:
         p = self.db.params
         # cap the persona: archive the least confident unpinned trait when full
         n = self.db.execute("SELECT count(*) FROM trait WHERE status = 'active'").fetchone()[0]
-        if n >= p.max_traits:
+        if n >= p.persona.max_traits:
             old = self.db.execute(
                 "SELECT id FROM trait WHERE status = 'active' AND pinned = 0 ORDER BY confidence, updated_at LIMIT 1"
             ).fetchone()

@@ -235,7 +235,7 @@ class Pages:
         """Queue an "index_tokens" job when some page has no token vectors yet (a memory from before
         them, pages stored with vectors of their own, a changed embedding model); `missing` True when
         the caller knows (no scan of the pages then). Inside a transaction."""
-        if not self.embedding.has_tokens or self.db.params.w_tokens <= 0:
+        if not self.embedding.has_tokens or self.db.params.ranking.w_tokens <= 0:
             return
         if self.db.execute(
             "SELECT 1 FROM job WHERE status = 'pending' AND kind IN ('index_tokens', 'read_in_context', "
@@ -254,7 +254,7 @@ class Pages:
         (a new session starts afresh). "" without a token embedder: a plain embedding function reads none."""
         if prev is None or not self.embedding.has_tokens:
             return ""
-        if abs(float(ts) - float(prev[2])) > self.db.params.neighbor_max_gap_s:
+        if abs(float(ts) - float(prev[2])) > self.db.params.ranking.neighbor_max_gap_s:
             return ""
         return context_side(prev[0], prev[1])
 

@@ -99,15 +99,15 @@ def parse_text(text: str, now: float) -> ParsedQuery:
 
 
 def common_words(pq: ParsedQuery, stats: TermStats, params: MemoryParams) -> list[str]:
-    """The query's content words that are in at least `params.common_word_df` of the pages (a memory
+    """The query's content words that are in at least `params.ranking.common_word_df` of the pages (a memory
     of COMMON_MIN_PAGES pages or more): in the query vector they match every page alike, and the one
     speaker a question names pulls it toward the pages where the other speaker says that name."""
-    if params.common_word_mix <= 0 or params.common_word_df <= 0 or stats.pages < COMMON_MIN_PAGES:
+    if params.ranking.common_word_mix <= 0 or params.ranking.common_word_df <= 0 or stats.pages < COMMON_MIN_PAGES:
         return []
     common = []
     for w in dict.fromkeys(pq.content_words):
         dfs = [stats.doc_count(st) for st in stats.stems(w)]
-        if dfs and min(dfs) >= params.common_word_df * stats.pages:
+        if dfs and min(dfs) >= params.ranking.common_word_df * stats.pages:
             common.append(w)
     return common
 
@@ -134,7 +134,7 @@ def set_vectors(pq: ParsedQuery, vecs: np.ndarray, per_text, params: MemoryParam
     if len(vecs) == 1:
         pq.vector = q
         return
-    v = (1.0 - params.common_word_mix) * q + params.common_word_mix * vecs[1]
+    v = (1.0 - params.ranking.common_word_mix) * q + params.ranking.common_word_mix * vecs[1]
     norm = float(np.linalg.norm(v))
     pq.vector = v / norm if norm > 0 else q
 
@@ -178,7 +178,7 @@ def keyword_query(pq: ParsedQuery, stats: TermStats, params: MemoryParams) -> Ke
         # a word on half the pages or more adds nothing to BM25 beside these (its IDF is clamped to 1e-6),
         # but would make every page holding it a candidate "keyword match": left out
         terms = telling
-    elif max(df(st) for _, stems in terms for st in stems) > params.keyword_candidates:
+    elif max(df(st) for _, stems in terms for st in stems) > params.ranking.keyword_candidates:
         # every term is on half the pages or more (a speaker's name in every imported message): BM25 can
         # only say which pages hold them, and when more pages do than the search returns, which
         # `keyword_candidates` it returns is arbitrary (the shortest): scaled by the clamped IDF, each

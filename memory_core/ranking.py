@@ -138,7 +138,7 @@ def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     cosine of a sample of pages (what "usual" is, for each page's standout). Pages whose vectors are the
     old model's are left out (keywords and word rows still find them). Reads dense_candidates."""
     if "dense" not in d.off:
-        ids, scores = d.page_cache.search(pq.vec, max(d.params.dense_candidates, 4 * c.n), c.exclude)
+        ids, scores = d.page_cache.search(pq.vec, max(d.params.ranking.dense_candidates, 4 * c.n), c.exclude)
         c.cos_of = d.fresh({int(i): float(s) for i, s in zip(ids, scores)})
     sample_ids, sample_cos = d.page_cache.sample_scores(pq.vec)
     if d.stale is not None:  # the usual cosine of pages the query can be compared with
@@ -158,7 +158,7 @@ def segments(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         return
     knn = d.execute(
         "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
-        (_blob(pq.vec), max(1, d.params.segment_candidates)),
+        (_blob(pq.vec), max(1, d.params.ranking.segment_candidates)),
     ).fetchall()
     if not knn:
         return
@@ -180,7 +180,7 @@ def keyword(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         return
     rows = d.execute(
         "SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
-        (pq.keyword.fts, d.params.keyword_candidates),
+        (pq.keyword.fts, d.params.ranking.keyword_candidates),
     ).fetchall()
     rows = [(pid, sc) for pid, sc in rows if pid not in c.exclude]
     if rows:
@@ -196,7 +196,7 @@ def trigram(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         return
     rows = d.execute(
         "SELECT rowid, -bm25(page_tri) FROM page_tri WHERE page_tri MATCH ? ORDER BY rank LIMIT ?",
-        (pq.trigram, d.params.keyword_candidates),
+        (pq.trigram, d.params.ranking.keyword_candidates),
     ).fetchall()
     rows = [(pid, sc) for pid, sc in rows if pid not in c.exclude]
     top = max((sc for _, sc in rows), default=0.0)
@@ -214,7 +214,7 @@ def pool(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
 
 def tokens(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """Word by word: each content word of the query against the page's words (token_match). Reads w_tokens."""
-    if "tokens" in d.off or pq.tokens is None or d.params.w_tokens <= 0:
+    if "tokens" in d.off or pq.tokens is None or d.params.ranking.w_tokens <= 0:
         return
     c.tok_of = token_scores(pq.tokens, c.pool, d)
 
@@ -233,7 +233,7 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     neighbor_max_gap_s) joins the candidates, so `finalize` can pass scores between them. Reads
     neighbor_prev, neighbor_next, neighbor_max_gap_s."""
     p = d.params
-    if "neighbours" in d.off or (p.neighbor_prev <= 0 and p.neighbor_next <= 0):
+    if "neighbours" in d.off or (p.ranking.neighbor_prev <= 0 and p.ranking.neighbor_next <= 0):
         return
     strong = sorted(c.score, key=lambda i: -c.score[i])[: max(30, 3 * c.n)]
     rows = d.execute(
@@ -252,7 +252,7 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
             other is not None
             and other in c.info
             and other not in c.exclude
-            and abs(c.info[other][4] - c.info[pid][4]) <= p.neighbor_max_gap_s
+            and abs(c.info[other][4] - c.info[pid][4]) <= p.ranking.neighbor_max_gap_s
         )
 
     for pid, pr, nx in rows:
@@ -284,7 +284,7 @@ def askings(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     Only pages that could still be among the best n (with a margin) are read; a page a demotion
     lets rise into them is read on the next pass. Reads asked_weight, w_keyword, w_tokens."""
     p = d.params
-    if "askings" in d.off or p.asked_weight == 1.0:
+    if "askings" in d.off or p.ranking.asked_weight == 1.0:
         return
     checked: set[int] = set()
     while True:
@@ -294,8 +294,10 @@ def askings(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
             return
         checked.update(unread)
         for pid in asking_pages(unread, pq.text, d):
-            unechoed = c.score[pid] - p.w_keyword * c.kw_of.get(pid, 0.0) - p.w_tokens * c.tok_of.get(pid, 0.0)
-            c.final[pid] = max(0.0, final_score(pid, unechoed, c, d)) * p.asked_weight
+            unechoed = (
+                c.score[pid] - p.ranking.w_keyword * c.kw_of.get(pid, 0.0) - p.ranking.w_tokens * c.tok_of.get(pid, 0.0)
+            )
+            c.final[pid] = max(0.0, final_score(pid, unechoed, c, d)) * p.ranking.asked_weight
             c.askings.add(pid)
 
 
@@ -384,10 +386,10 @@ def base_score(pid: int, c: Candidates, pq: ParsedQuery, d: RankingDeps) -> floa
     query names (rule "date")."""
     p = d.params
     ts = c.info[pid][4]
-    dense_part = 0.0 if "dense" in d.off else p.w_dense * c.cos_of.get(pid, 0.0)
-    s = dense_part + p.w_keyword * c.kw_of.get(pid, 0.0) + p.w_tokens * c.tok_of.get(pid, 0.0)
+    dense_part = 0.0 if "dense" in d.off else p.ranking.w_dense * c.cos_of.get(pid, 0.0)
+    s = dense_part + p.ranking.w_keyword * c.kw_of.get(pid, 0.0) + p.ranking.w_tokens * c.tok_of.get(pid, 0.0)
     if pq.windows and "date" not in d.off and pq.in_window(ts):
-        s += p.date_boost
+        s += p.ranking.date_boost
     return s
 
 
@@ -405,18 +407,18 @@ def final_score(
     if track:
         c.via.pop(pid, None)
     pr = c.prev_of.get(pid)
-    if pr is not None and pr in score and p.neighbor_prev * score[pr] > best:
-        best = p.neighbor_prev * score[pr]
+    if pr is not None and pr in score and p.ranking.neighbor_prev * score[pr] > best:
+        best = p.ranking.neighbor_prev * score[pr]
         if track:
             c.via[pid] = pr
     nx = c.next_of.get(pid)
-    if nx is not None and nx in score and p.neighbor_next * score[nx] > best:
-        best = p.neighbor_next * score[nx]
+    if nx is not None and nx in score and p.ranking.neighbor_next * score[nx] > best:
+        best = p.ranking.neighbor_next * score[nx]
         if track:
             c.via[pid] = nx
-    if p.neighbor_context > 0 and "neighbour_context" not in d.off:
+    if p.ranking.neighbor_context > 0 and "neighbour_context" not in d.off:
         ctx = max((score[o] for o in (pr, nx) if o is not None and o in score), default=0.0)
-        best += p.neighbor_context * max(0.0, ctx)
+        best += p.ranking.neighbor_context * max(0.0, ctx)
     return best
 
 
@@ -427,7 +429,9 @@ def assemble(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> tuple[list[PageH
     p = d.params
     # the same scores without the word-by-word match: what the quoting floor was measured on
     # (every page matches a query's words somewhat, so the match says how alike, not whether)
-    wordless = {pid: s - p.w_tokens * c.tok_of.get(pid, 0.0) for pid, s in c.score.items()} if c.tok_of else c.score
+    wordless = (
+        {pid: s - p.ranking.w_tokens * c.tok_of.get(pid, 0.0) for pid, s in c.score.items()} if c.tok_of else c.score
+    )
     word_re = {w: re.compile(r"\b" + re.escape(w), re.IGNORECASE) for w in pq.stems}
     sampled = set(c.sample_ids.tolist())
     hits: list[PageHit] = []
@@ -501,7 +505,7 @@ def _reasons(pid: int, page: Page, c: Candidates, pq: ParsedQuery, d: RankingDep
     if c.conversation_id is not None and page.conversation_id == c.conversation_id:
         parts.append("said earlier in this conversation")
     if pid in c.askings:
-        parts.append(f"a question asked in a chat (its keyword match not counted, × {d.params.asked_weight:g})")
+        parts.append(f"a question asked in a chat (its keyword match not counted, × {d.params.ranking.asked_weight:g})")
     return parts
 
 
@@ -531,7 +535,7 @@ def rank_sides(hits: list[PageHit], q: np.ndarray, d: RankingDeps) -> list[SideH
         cu, ca = (float(x) for x in sides @ q)
         h.side_similarity = (cu, ca)
         better, other = ("user", "assistant") if cu >= ca else ("assistant", "user")
-        lower = h.score - p.other_side_drop - p.other_side_spread * abs(cu - ca)
+        lower = h.score - p.ranking.other_side_drop - p.ranking.other_side_spread * abs(cu - ca)
         units.append((h.score, 2 * rank, SideHit(h, better, h.score)))
         units.append((lower, 2 * rank + 1, SideHit(h, other, lower)))
     units.sort(key=lambda u: (-u[0], u[1]))

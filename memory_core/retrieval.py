@@ -67,7 +67,7 @@ class Retriever:
 
         - stm: the conversation's short-term pages, oldest first (all, or the newest `budget.stm`);
         - pages: the best other pages (MTM and archive, any conversation, including other
-          conversations' STM and this one's older than its last `params.recall_own_after`
+          conversations' STM and this one's older than its last `params.quoting.recall_own_after`
           exchanges), best first, each with a score and the reason it was chosen;
         - knowledge: the best user/assistant facts; traits: the active persona, in a stable order.
         Segments that supplied a page get a visit (N_visit + 1) in one short write.
@@ -106,7 +106,9 @@ class Retriever:
             if budget.pages > 0 and pq is not None:
                 # the newest exchanges are the dialogue above the message; older ones are memory
                 recent = (
-                    set(stm_ids[-self.db.params.recall_own_after :]) if self.db.params.recall_own_after > 0 else set()
+                    set(stm_ids[-self.db.params.quoting.recall_own_after :])
+                    if self.db.params.quoting.recall_own_after > 0
+                    else set()
                 )
                 tr = time.perf_counter()
                 deps = self._ranking_deps(off)
@@ -204,7 +206,7 @@ class Retriever:
         p = self.db.params
         with self.db.lock:
             self.db.check()
-            if p.common_word_mix > 0 and p.common_word_df > 0 and "common_words" not in off:
+            if p.ranking.common_word_mix > 0 and p.ranking.common_word_df > 0 and "common_words" not in off:
                 if not self.db.in_transaction:
                     self._page_cache.sync(self.db.conn)  # the page count now, not at the last query
                 pq.common_words = common_words(pq, self._term_stats(pq.term_counts), p)
@@ -225,7 +227,7 @@ class Retriever:
         statement = T.valid_text(statement).strip()
         if not statement:
             return [], []
-        bar = self.db.params.update_threshold if min_cos is None else min_cos
+        bar = self.db.params.persona.update_threshold if min_cos is None else min_cos
         said = " ".join(T.words(statement))
         q = self.embedding.embed([statement])[0]
         facts = []
@@ -285,9 +287,9 @@ class Retriever:
         for kid in cands:
             s = 0.0
             if kid in d_rank:
-                s += p.w_dense / (p.rrf_k + d_rank[kid])
+                s += p.ranking.w_dense / (p.ranking.rrf_k + d_rank[kid])
             if kid in kw:
-                s += p.w_keyword / (p.rrf_k + kw[kid])
+                s += p.ranking.w_keyword / (p.ranking.rrf_k + kw[kid])
             scored.append((s, kid))
         scored.sort(key=lambda x: (-x[0], x[1]))
         out: list[KnowledgeHit] = []

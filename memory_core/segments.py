@@ -36,13 +36,13 @@ class Segments:
         p = self.db.params
         return (
             "(:alpha * s.n_visit + :beta * s.l_interaction + :gamma * exp(-(max(:now - s.last_access, 0.0)) / :mu))",
-            {"alpha": p.alpha, "beta": p.beta, "gamma": p.gamma, "now": now, "mu": p.mu},
+            {"alpha": p.heat.alpha, "beta": p.heat.beta, "gamma": p.heat.gamma, "now": now, "mu": p.heat.mu},
         )
 
     def segment_from_row(self, r: tuple, now: float) -> Segment:
         p = self.db.params
-        recency = math.exp(-max(now - r[6], 0.0) / p.mu)
-        heat = p.alpha * r[4] + p.beta * r[5] + p.gamma * recency
+        recency = math.exp(-max(now - r[6], 0.0) / p.heat.mu)
+        heat = p.heat.alpha * r[4] + p.heat.beta * r[5] + p.heat.gamma * recency
         return Segment(
             id=r[0],
             tier=r[1],
@@ -125,7 +125,7 @@ class Segments:
 
     # ------------------------------------------------------------------ STM -> MTM
     def stm_overflow(self, cid: int | None) -> None:
-        cap = max(0, int(self.db.params.stm_capacity))
+        cap = max(0, int(self.db.params.tiers.stm_capacity))
         rows = self.db.execute(
             "SELECT id FROM page WHERE tier = 'stm' AND conversation_id IS ? ORDER BY id", (cid,)
         ).fetchall()
@@ -147,7 +147,7 @@ class Segments:
         now = self.db.clock()
         chain_id, link_detail = self._link_chain(pid, cid, ts, kws, vec, now)
         best_sid, best_score, best_cos, best_jac = self._best_segment(vec, kws)
-        if best_sid is not None and best_score >= self.db.params.theta:
+        if best_sid is not None and best_score >= self.db.params.segments.theta:
             sid = best_sid
             self._join_segment(sid, pid, vec, kws, now)
             how = "joined"
@@ -186,11 +186,11 @@ class Segments:
             "AND tier != 'stm' ORDER BY id DESC LIMIT 1",
             (cid, pid),
         ).fetchone()
-        if prev is None or cid is None or abs(ts - prev[2]) > p.chain_max_gap_s:
+        if prev is None or cid is None or abs(ts - prev[2]) > p.segments.chain_max_gap_s:
             return None, {}
         cont = float(self.pages.page_vec(prev[0]) @ vec) + T.jaccard(kws, from_json(prev[3], []))
         link_detail = {"prev_page_id": prev[0], "continuity": round(cont, 4)}
-        if cont < p.chain_theta:
+        if cont < p.segments.chain_theta:
             return None, link_detail
         chain_id = prev[1]
         if chain_id is None:
@@ -205,7 +205,7 @@ class Segments:
         best_sid, best_score, best_cos, best_jac = None, -1.0, 0.0, 0.0
         knn = self.db.execute(
             "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
-            (vec_blob(vec), max(1, self.db.params.segment_candidates)),
+            (vec_blob(vec), max(1, self.db.params.ranking.segment_candidates)),
         ).fetchall()
         seg_kw = (
             dict(
@@ -245,7 +245,7 @@ class Segments:
         self.db.execute(
             "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, "
             "last_access, created_at, updated_at, page_count) VALUES ('mtm', '', ?, ?, ?, 0, 1, ?, ?, ?, 1)",
-            (to_json(kws[: self.db.params.segment_keywords]), to_json(counts), vec_blob(vec), now, now, now),
+            (to_json(kws[: self.db.params.segments.segment_keywords]), to_json(counts), vec_blob(vec), now, now, now),
         )
         sid = self.db.last_insert_rowid()
         self.db.execute("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
@@ -267,7 +267,7 @@ class Segments:
 
     def _top_keywords(self, counts: dict) -> list[str]:
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))
-        return [v[1] for _, v in ranked[: self.db.params.segment_keywords]]
+        return [v[1] for _, v in ranked[: self.db.params.segments.segment_keywords]]
 
     def refresh_summary(self, sid: int) -> None:
         rows = self.db.execute(
@@ -280,7 +280,7 @@ class Segments:
         if first is not None and page_text(*first) not in texts:
             texts.insert(0, page_text(*first))
         kws = from_json(self.db.execute("SELECT keywords FROM segment WHERE id = ?", (sid,)).fetchone()[0], [])
-        summary = T.extractive_summary(texts, kws, self.db.params.summary_chars)
+        summary = T.extractive_summary(texts, kws, self.db.params.segments.summary_chars)
         self.db.execute("UPDATE segment SET summary = ? WHERE id = ?", (summary, sid))
 
     def refresh_chain(self, chain_id: int) -> None:
@@ -293,7 +293,7 @@ class Segments:
             return
         kws = T.merge_keywords([from_json(k, []) for _, _, k in reversed(rows)], 8)
         texts = [page_text(u, a) for u, a, _ in reversed(rows)]
-        summary = T.extractive_summary(texts, kws, max(80, self.db.params.summary_chars // 2))
+        summary = T.extractive_summary(texts, kws, max(80, self.db.params.segments.summary_chars // 2))
         label = T.topic_label(kws)
         self.db.execute(
             "UPDATE chain SET summary = ?, keywords = ?, updated_at = ? WHERE id = ?",
@@ -389,7 +389,7 @@ class Segments:
         if self.db.memory_paused():
             return
         heat = self.heat(sid)
-        if heat is None or heat < self.db.params.tau:
+        if heat is None or heat < self.db.params.heat.tau:
             return
         row = self.db.execute("SELECT promotions, tier FROM segment WHERE id = ?", (sid,)).fetchone()
         fresh = self.db.execute("SELECT 1 FROM page WHERE segment_id = ? AND analyzed = 0 LIMIT 1", (sid,)).fetchone()
@@ -397,7 +397,7 @@ class Segments:
             self.jobs.enqueue("promote_segment", {"segment_id": sid}, key=f"promote_segment:{sid}:{row[0]}")
 
     def evict_if_needed(self) -> None:
-        cap = int(self.db.params.mtm_capacity)
+        cap = int(self.db.params.tiers.mtm_capacity)
         n = self.db.execute("SELECT count(*) FROM segment WHERE tier = 'mtm'").fetchone()[0]
         heat, args = self.heat_sql(self.db.clock())
         while n > cap:

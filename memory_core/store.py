@@ -195,7 +195,7 @@ class MemoryStore:
 
         `embed_tokens`, when given, is the same embedder returning token vectors too: the store then
         embeds with it, keeps each page's content-token vectors (`page_tok`) and matches queries word
-        by word (`params.w_tokens`); pages stored without them are indexed by an "index_tokens" job.
+        by word (`params.ranking.w_tokens`); pages stored without them are indexed by an "index_tokens" job.
 
         Raises EmbeddingMismatchError when the file was built with another embedding dimension.
         A different model id of the same dimension is accepted: the store records it and queues a

@@ -198,7 +198,7 @@ def only_asks(text: str, max_words: int = 20) -> bool:
     `max_words` words, and every sentence of three words or more a question ("Hi! What was the name
     of my first dog?"). Such a page holds the user's question and the model's answer, not something
     the user told: ranked as evidence for a later question on the topic, askings crowd out what was
-    said (see `MemoryParams.asked_weight`). A longer question ("Should I take the job offer in Berlin,
+    said (see `MemoryParams.ranking.asked_weight`). A longer question ("Should I take the job offer in Berlin,
     given that my wife Ana would rather stay in Lyon near her parents?") tells things too, and so does
     a statement beside a question ("Ana's birthday is on May 3. What should I get her?")."""
     if len(words(text)) > max_words:

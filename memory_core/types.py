@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -24,20 +24,20 @@ ITEM_KINDS = ("page", "segment", "knowledge", "trait")
 
 
 @dataclass
-class MemoryParams:
-    """Every tunable of the memory engine, with the defaults of DESIGN.md (MemoryOS paper values)."""
+class TierParams:
+    """How many pages and segments each tier holds."""
 
     # tiers
     stm_capacity: int = 10  # pages of short-term memory per conversation
     mtm_capacity: int = 200  # mid-term segments before the coldest is archived
+
+
+@dataclass
+class SegmentParams:
+    """How pages join segments and dialogue chains, and what a segment keeps (the LLM-free path)."""
+
     # segmenting: join the best segment when cos + keyword Jaccard >= theta
     theta: float = 0.6
-    # heat = alpha*N_visit + beta*L_interaction + gamma*exp(-dt/mu)
-    alpha: float = 1.0
-    beta: float = 1.0
-    gamma: float = 1.0
-    mu: float = 1e7  # seconds
-    tau: float = 5.0  # promotion threshold on heat
     # dialogue chain: link a moved page to the previous one when cos + Jaccard >= chain_theta
     chain_theta: float = 0.45
     chain_max_gap_s: float = 6 * 3600.0  # never link across a pause longer than this
@@ -45,11 +45,35 @@ class MemoryParams:
     page_keywords: int = 10
     segment_keywords: int = 15
     summary_chars: int = 300
+
+
+@dataclass
+class HeatParams:
+    """Heat: what promotes a segment into the persona and what the archive takes first."""
+
+    # heat = alpha*N_visit + beta*L_interaction + gamma*exp(-dt/mu)
+    alpha: float = 1.0
+    beta: float = 1.0
+    gamma: float = 1.0
+    mu: float = 1e7  # seconds
+    tau: float = 5.0  # promotion threshold on heat
+
+
+@dataclass
+class PersonaParams:
+    """How a new trait or fact joins the persona (embedding cosines) and how many traits it keeps."""
+
     # LPM updating: similarity of a new fact to an existing one (embedding cosine)
     duplicate_threshold: float = 0.92  # same fact restated -> confirm (new version, higher confidence)
     update_threshold: float = 0.75  # same subject, new content -> update, archive the old version
     trait_update_threshold: float = 0.75
     max_traits: int = 200
+
+
+@dataclass
+class RankingParams:
+    """How pages are ranked for a query (memory_core/ranking.py; each stage names what it reads)."""
+
     # retrieval (memory_core/ranking.py): score = w_dense*cos + w_keyword*min(1, bm25/sum(idf of query
     # terms)) + w_tokens*word-by-word + date boost,
     # then a page also inherits neighbor_prev * (score of the page before it in its conversation)
@@ -86,6 +110,13 @@ class MemoryParams:
     # and the model's reply, not something the user said: its score is multiplied by this, so earlier
     # askings on a topic do not crowd out what the user told (imported dialogues are the record: exempt)
     asked_weight: float = 0.5
+    rrf_k: float = 60.0  # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
+
+
+@dataclass
+class QuotingParams:
+    """Which recalled pages a reply's prompt quotes, and how many turns (app/prompting.py QuoteFloor)."""
+
     # pages scoring under this are not put in a reply's prompt: small talk ("Hi!", "Thanks") recalls
     # nothing instead of the least unrelated pages (LoCoMo dev: 0.1 % of the top-10 evidence pages
     # score under 0.4; on-topic pages score 1+)
@@ -109,14 +140,82 @@ class MemoryParams:
     # of Retrieval.sides (a page's better side first), from the best `recall_turns` pages. 14 keeps the
     # prompt as long as when it quoted up to ten whole pages (docs/decisions/0007-turns-ranked-one-by-one.md)
     recall_turns: int = 14
-    rrf_k: float = 60.0  # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
+
+
+@dataclass
+class JobParams:
+    """Background jobs and housekeeping."""
+
     # jobs / housekeeping
     job_max_attempts: int = 3
     events_keep: int = 20000
     import_batch: int = 64
 
+
+# the groups of MemoryParams, in order: (attribute, dataclass)
+PARAM_GROUPS: tuple[tuple[str, type], ...] = (
+    ("tiers", TierParams),
+    ("segments", SegmentParams),
+    ("heat", HeatParams),
+    ("persona", PersonaParams),
+    ("ranking", RankingParams),
+    ("quoting", QuotingParams),
+    ("jobs", JobParams),
+)
+
+
+@dataclass
+class MemoryParams:
+    """Every tunable of the memory engine, in groups (`params.heat.tau`, `params.ranking.w_dense`), with the
+    defaults of docs/architecture.md (MemoryOS paper values where the paper has one).
+
+    Each field's name is unique across the groups, so settings.json's "memory" object and tests keep naming
+    them flat (`{"tau": 3}`): `MemoryParams.from_flat`, `flat`, `get` and `set` translate."""
+
+    tiers: TierParams = field(default_factory=TierParams)
+    segments: SegmentParams = field(default_factory=SegmentParams)
+    heat: HeatParams = field(default_factory=HeatParams)
+    persona: PersonaParams = field(default_factory=PersonaParams)
+    ranking: RankingParams = field(default_factory=RankingParams)
+    quoting: QuotingParams = field(default_factory=QuotingParams)
+    jobs: JobParams = field(default_factory=JobParams)
+
+    @staticmethod
+    def flat_fields() -> list[tuple[str, Field]]:
+        """(group attribute, field) of every parameter, group by group, in declaration order."""
+        return [(attr, f) for attr, cls in PARAM_GROUPS for f in fields(cls)]
+
+    @classmethod
+    def group_of(cls, name: str) -> str:
+        """The group attribute that holds the parameter `name`; KeyError for a name that is none."""
+        return _GROUP_OF[name]
+
+    @classmethod
+    def from_flat(cls, values: Mapping[str, Any] | None = None, /, **more: Any) -> MemoryParams:
+        """Parameters from flat names (settings.json, tests); an unknown name is a TypeError, as a
+        dataclass constructor would say."""
+        params = cls()
+        for name, value in {**(values or {}), **more}.items():
+            if name not in _GROUP_OF:
+                raise TypeError(f"MemoryParams has no parameter {name!r}")
+            params.set(name, value)
+        return params
+
+    def get(self, name: str) -> Any:
+        return getattr(getattr(self, _GROUP_OF[name]), name)
+
+    def set(self, name: str, value: Any) -> None:
+        setattr(getattr(self, _GROUP_OF[name]), name, value)
+
+    def flat(self) -> dict[str, Any]:
+        """Every parameter by its flat name."""
+        return {f.name: self.get(f.name) for _, f in self.flat_fields()}
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return self.flat()
+
+
+_GROUP_OF: dict[str, str] = {f.name: attr for attr, f in MemoryParams.flat_fields()}
 
 
 @dataclass

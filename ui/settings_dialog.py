@@ -4,7 +4,7 @@ memory parameters, interface, and the data folder. `apply()` writes into `ctx.se
 from __future__ import annotations
 
 import copy
-from dataclasses import fields
+from typing import Any
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
@@ -243,11 +243,10 @@ class SettingsDialog(QDialog):
     def _memory_tab(self, s) -> QWidget:
         from memory_core import MemoryParams
 
-        self._param_defaults = MemoryParams()
-        current = copy.deepcopy(self._param_defaults)
-        for k, v in s.memory.items():
-            if hasattr(current, k):
-                setattr(current, k, v)
+        # flat parameter names, as settings.json's "memory" object keeps them
+        self._param_defaults: dict[str, Any] = MemoryParams().flat()
+        current = dict(self._param_defaults)
+        current.update({k: v for k, v in s.memory.items() if k in current})
         outer = QWidget()
         olay = QVBoxLayout(outer)
         olay.setContentsMargins(0, 0, 0, 0)
@@ -263,21 +262,21 @@ class SettingsDialog(QDialog):
         main = QGroupBox("Memory tiers and heat", page)
         form = QFormLayout(main)
         for name, (label, tip) in MAIN_MEMORY_PARAMS.items():
-            if not hasattr(current, name):
+            if name not in current:
                 continue
-            w = self._param_widget(name, getattr(current, name))
+            w = self._param_widget(name, current[name])
             w.setToolTip(tip)
             w.setAccessibleName(label)
             form.addRow(label, w)
         lay.addWidget(main)
         adv = QGroupBox("Advanced", page)
         aform = QFormLayout(adv)
-        for f in fields(MemoryParams):
-            if f.name in MAIN_MEMORY_PARAMS:
+        for name, value in current.items():
+            if name in MAIN_MEMORY_PARAMS:
                 continue
-            w = self._param_widget(f.name, getattr(current, f.name))
-            w.setAccessibleName(f.name)
-            aform.addRow(f.name.replace("_", " "), w)
+            w = self._param_widget(name, value)
+            w.setAccessibleName(name)
+            aform.addRow(name.replace("_", " "), w)
         lay.addWidget(adv)
         reset = QPushButton("Restore defaults", page)
         reset.clicked.connect(self._reset_params)
@@ -289,7 +288,7 @@ class SettingsDialog(QDialog):
         return outer
 
     def _param_widget(self, name: str, value) -> QSpinBox | QDoubleSpinBox:
-        default = getattr(self._param_defaults, name)
+        default = self._param_defaults[name]
         if isinstance(default, bool):
             raise TypeError(name)
         w: QSpinBox | QDoubleSpinBox
@@ -303,7 +302,7 @@ class SettingsDialog(QDialog):
 
     def _reset_params(self) -> None:
         for name, w in self.param_edits.items():
-            w.setValue(getattr(self._param_defaults, name))
+            w.setValue(self._param_defaults[name])
 
     def _interface_tab(self, s) -> QWidget:
         page = QWidget()
@@ -459,7 +458,7 @@ class SettingsDialog(QDialog):
         s.embedding.tokenizer_path = self.tokenizer_edit.text().strip()
         overrides = {}
         for name, w in self.param_edits.items():
-            default = getattr(self._param_defaults, name)
+            default = self._param_defaults[name]
             value = int(w.value()) if isinstance(default, int) else float(w.value())
             if abs(value - default) > 1e-9 * max(1.0, abs(default)):
                 overrides[name] = value

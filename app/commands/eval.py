@@ -48,7 +48,7 @@ def register(subparsers) -> None:
         type=int,
         default=None,
         help="recalled turns offered to the model, a page's better side first, from as many pages "
-        "(default: the chat agent's, MemoryParams.recall_turns: 14)",
+        "(default: the chat agent's, MemoryParams.quoting.recall_turns: 14)",
     )
     lp.add_argument(
         "--asked-before",

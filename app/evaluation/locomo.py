@@ -239,8 +239,8 @@ class LocomoEval:
         self.ks = sorted(set(int(k) for k in ks))
         self.qa_model = qa_model
         self.qa_modes = list(qa_modes)
-        # the chat agent's own budget of recalled turns unless told (MemoryParams.recall_turns)
-        self.qa_turns = qa_turns or self._params().recall_turns
+        # the chat agent's own budget of recalled turns unless told (MemoryParams.quoting.recall_turns)
+        self.qa_turns = qa_turns or self._params().quoting.recall_turns
         self.store_factory = store_factory or self._open_store
         self.progress = progress
         self.log = log or (lambda msg: print(msg, file=sys.stderr))

@@ -73,8 +73,8 @@ class QAAnswerer:
         self.model = model
         self.n_ctx = int(n_ctx) if n_ctx else int(getattr(model, "n_ctx", 4096))
         self.max_answer_tokens = max_answer_tokens
-        # recalled turns quoted: the chat agent's budget unless told (MemoryParams.recall_turns)
-        self.memory_turns = memory_turns or MemoryParams().recall_turns
+        # recalled turns quoted: the chat agent's budget unless told (MemoryParams.quoting.recall_turns)
+        self.memory_turns = memory_turns or MemoryParams().quoting.recall_turns
         self.floor = floor  # as the chat agent: app.prompting.QuoteFloor.from_params(MemoryParams); None: every page
         self.budget = self.n_ctx - max_answer_tokens - 16
         self._full_cache: dict[str, str] = {}
@@ -180,7 +180,7 @@ class QAAnswerer:
 
 def _top_pages(retrieval, n: int):
     """A shallow copy of `retrieval` keeping its `n` best pages, whose turns the prompt quotes (`memory_turns`,
-    as the chat agent does with `MemoryParams.recall_turns`; the sides of pages left out are not quoted)."""
+    as the chat agent does with `MemoryParams.quoting.recall_turns`; the sides of pages left out are not quoted)."""
     import copy
 
     r = copy.copy(retrieval)

@@ -16,7 +16,7 @@ def store(tmp_path, embedder):
         embedder.embed,
         embed_model_id=embedder.model_id,
         dim=embedder.dim,
-        params=MemoryParams(stm_capacity=3),
+        params=MemoryParams.from_flat(stm_capacity=3),
     )
     yield s
     s.close()

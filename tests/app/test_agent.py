@@ -91,9 +91,9 @@ def test_a_reworded_question_quotes_the_page_that_shares_no_word_with_it(agent, 
     )
     result = agent.send(agent.new_conversation(), "What is the name of my dog?")
     hit = next(p for p in result.trace["pages"] if p["page_id"] == beagle.id)
-    assert hit["score"] < store.params.recall_min_score and "keyword" not in hit["reason"], hit
-    assert hit["similarity"] >= store.params.recall_min_similarity
-    assert hit["standout"] >= store.params.recall_min_standout
+    assert hit["score"] < store.params.quoting.recall_min_score and "keyword" not in hit["reason"], hit
+    assert hit["similarity"] >= store.params.quoting.recall_min_similarity
+    assert hit["standout"] >= store.params.quoting.recall_min_standout
     assert beagle.id in result.trace["included"]["pages"]
     assert "Pepper" in result.prompt.messages[-2]["content"]
 

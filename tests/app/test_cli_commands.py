@@ -207,7 +207,7 @@ def test_an_older_memory_is_embedded_again_with_its_words_and_a_progress_bar(mne
 
 def test_search_says_which_words_are_on_most_pages(mnemo_dirs, tmp_path):
     """An imported dialogue between two named people has both names on every page; `mnemo search` says
-    the name a query asks about was weighed half in its meaning (MemoryParams.common_word_mix)."""
+    the name a query asks about was weighed half in its meaning (MemoryParams.ranking.common_word_mix)."""
     said = [
         "I baked a lemon tart for the fair.",
         "My brother moved to Oslo.",

@@ -93,7 +93,7 @@ def test_recall_still_answers_when_the_disk_is_full(tmp_path, embedder, full_dis
         embedder.embed,
         embed_model_id=embedder.model_id,
         dim=embedder.dim,
-        params=MemoryParams(stm_capacity=1),
+        params=MemoryParams.from_flat(stm_capacity=1),
     )
     try:
         cid = s.create_conversation()

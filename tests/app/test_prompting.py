@@ -326,7 +326,7 @@ def test_quote_floor_admits_a_page_that_stands_out_without_a_keyword():
 def test_quote_floor_from_the_memory_params():
     from memory_core import MemoryParams
 
-    p = MemoryParams(
+    p = MemoryParams.from_flat(
         recall_min_score=0.5, recall_keyword_min_similarity=0.1, recall_min_similarity=0.35, recall_min_standout=0.22
     )
     assert QuoteFloor.from_params(p) == QuoteFloor(0.5, 0.1, 0.35, 0.22)

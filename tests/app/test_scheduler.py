@@ -37,7 +37,7 @@ def scheduler(tmp_path, embedder, chat_model):
             embedder.embed,
             embed_model_id=embedder.model_id,
             dim=embedder.dim,
-            params=MemoryParams(stm_capacity=2, tau=1.0),
+            params=MemoryParams.from_flat(stm_capacity=2, tau=1.0),
             llm=llm,
         )
 

@@ -75,7 +75,7 @@ def main(argv=None) -> dict:
             emb.embed,
             embed_model_id=emb.model_id,
             dim=emb.dim,
-            params=MemoryParams(stm_capacity=2),
+            params=MemoryParams.from_flat(stm_capacity=2),
             embed_tokens=emb.embed_with_tokens,
         )
         _history(store, FILLER * 4)

@@ -92,7 +92,7 @@ def main(argv=None) -> dict:
         "--recall-own-after",
         type=int,
         default=None,
-        help="MemoryParams.recall_own_after (99: the chat's own pages never quoted)",
+        help="MemoryParams.quoting.recall_own_after (99: the chat's own pages never quoted)",
     )
     parser.add_argument(
         "--chat",
@@ -127,7 +127,7 @@ def main(argv=None) -> dict:
         model.config.self_repeat_penalty = args.self_repeat_penalty
     params = MemoryParams()
     if args.recall_own_after is not None:
-        params.recall_own_after = args.recall_own_after
+        params.quoting.recall_own_after = args.recall_own_after
     rows = []
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory() as tmp:  # a fresh memory per seed: the chat is the user's first
@@ -182,7 +182,7 @@ def main(argv=None) -> dict:
         "max_tokens": max_tokens,
         "repetition_guard": not args.no_guard,
         "self_repeat_penalty": model.config.self_repeat_penalty,
-        "recall_own_after": params.recall_own_after,
+        "recall_own_after": params.quoting.recall_own_after,
         "copied_sentence_rate": round(sum(r["copied"] for r in rows) / total, 3) if total else 0.0,
         "replies_copying_rate": round(sum(r["copied"] > 0 for r in later) / len(later), 3),
         "recall_hit_rate": round(sum(recall) / len(recall), 3) if recall else None,

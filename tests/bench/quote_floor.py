@@ -250,7 +250,7 @@ def measure(store, floor, items, small_talk) -> dict:
 def main(argv=None) -> dict:
     from memory_core import MemoryParams
 
-    d = MemoryParams()
+    d = MemoryParams().quoting
     parser = argparse.ArgumentParser()
     parser.add_argument("--min-similarity", type=float, default=d.recall_min_similarity)
     parser.add_argument("--min-standout", type=float, default=d.recall_min_standout)
@@ -262,15 +262,18 @@ def main(argv=None) -> dict:
     from models.embedder import OnnxEmbedder
 
     emb = OnnxEmbedder()
-    params = MemoryParams(
+    params = MemoryParams.from_flat(
         recall_min_similarity=args.min_similarity,
         recall_min_standout=args.min_standout,
         recall_keyword_min_similarity=args.keyword_min_similarity,
     )
-    floors = {"score_floor_only": QuoteFloor(params.recall_min_score), "quote_floor": QuoteFloor.from_params(params)}
+    floors = {
+        "score_floor_only": QuoteFloor(params.quoting.recall_min_score),
+        "quote_floor": QuoteFloor.from_params(params),
+    }
     report: dict = {
         "params": {
-            k: getattr(params, k)
+            k: params.get(k)
             for k in (
                 "recall_min_score",
                 "recall_keyword_min_similarity",

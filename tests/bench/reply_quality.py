@@ -31,7 +31,7 @@ called Pepper"): whether the model names the detail once the right page may be q
 
 `--asked-before` first asks 16 other questions on the same topics ("What breed was my first dog?"),
 each in a chat of its own, so their pages (the model's answers, right or wrong) compete with what was
-said; `--asked-weight` sets `MemoryParams.asked_weight` (1.0: those pages at full score).
+said; `--asked-weight` sets `MemoryParams.ranking.asked_weight` (1.0: those pages at full score).
 
 Sampling options default to the app's own defaults (`app.settings.ChatModelSettings`).
 """
@@ -238,13 +238,13 @@ def main(argv=None) -> dict:
         "--recall-min-similarity",
         type=float,
         default=None,
-        help="MemoryParams.recall_min_similarity (a large value: no page quoted for its meaning alone)",
+        help="MemoryParams.quoting.recall_min_similarity (a large value: no page quoted for its meaning alone)",
     )
     parser.add_argument(
         "--recall-keyword-min-similarity",
         type=float,
         default=None,
-        help="MemoryParams.recall_keyword_min_similarity (-1: any page over the score floor)",
+        help="MemoryParams.quoting.recall_keyword_min_similarity (-1: any page over the score floor)",
     )
     parser.add_argument("--model", default=None, help="a GGUF file (default: the bundled model)")
     parser.add_argument("--recall-only", action="store_true", help="only the questions about earlier talk")
@@ -263,7 +263,7 @@ def main(argv=None) -> dict:
         "--asked-weight",
         type=float,
         default=None,
-        help="MemoryParams.asked_weight (default: the app's; 1.0 = askings at full score)",
+        help="MemoryParams.ranking.asked_weight (default: the app's; 1.0 = askings at full score)",
     )
     args = parser.parse_args(argv)
 
@@ -288,13 +288,13 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         params = MemoryParams()
         if args.recall_min_score is not None:
-            params.recall_min_score = args.recall_min_score
+            params.quoting.recall_min_score = args.recall_min_score
         if args.recall_min_similarity is not None:
-            params.recall_min_similarity = args.recall_min_similarity
+            params.quoting.recall_min_similarity = args.recall_min_similarity
         if args.recall_keyword_min_similarity is not None:
-            params.recall_keyword_min_similarity = args.recall_keyword_min_similarity
+            params.quoting.recall_keyword_min_similarity = args.recall_keyword_min_similarity
         if args.asked_weight is not None:
-            params.asked_weight = args.asked_weight
+            params.ranking.asked_weight = args.asked_weight
         store = MemoryStore.open(
             Path(tmp) / "bench.sqlite3",
             emb.embed,
@@ -371,10 +371,10 @@ def main(argv=None) -> dict:
             "repeat_penalty": args.repeat_penalty,
             "repetition_guard": not args.no_guard,
         },
-        "recall_min_score": params.recall_min_score,
-        "recall_min_similarity": params.recall_min_similarity,
-        "recall_keyword_min_similarity": params.recall_keyword_min_similarity,
-        "asked_weight": params.asked_weight,
+        "recall_min_score": params.quoting.recall_min_score,
+        "recall_min_similarity": params.quoting.recall_min_similarity,
+        "recall_keyword_min_similarity": params.quoting.recall_keyword_min_similarity,
+        "asked_weight": params.ranking.asked_weight,
         "asked_before": len(ASKED_BEFORE) if args.asked_before else 0,
         "runaway_rate": rate("runaway"),
         "loop_rate": rate("loop"),

@@ -203,7 +203,7 @@ def test_asked_before_all_asks_every_question_first(toy_path, embedder, mnemo_di
             ks=(2, 10),
             progress=False,
             asked_before="all",
-            memory_params=MemoryParams(asked_weight=w),
+            memory_params=MemoryParams.from_flat(asked_weight=w),
         ).run(samples)
         for w in (1.0, 0.5)
     }

@@ -40,7 +40,7 @@ def open_store(tmp_path, embedder, clock):
             embedder.embed,
             embed_model_id=embedder.model_id,
             dim=embedder.dim,
-            params=MemoryParams(**params),
+            params=MemoryParams.from_flat(**params),
             llm=llm,
             llm_model_id=llm_model_id,
             clock=clock,
@@ -80,7 +80,7 @@ def open_tok(tmp_path, embedder, clock):
             embedder.embed,
             embed_model_id=model_id or embedder.model_id,
             dim=embedder.dim,
-            params=MemoryParams(**params),
+            params=MemoryParams.from_flat(**params),
             clock=clock,
             embed_tokens=embedder.embed_with_tokens if tokens else None,
         )

@@ -73,7 +73,7 @@ _CHILD = textwrap.dedent("""
     from memory_core import MemoryStore, MemoryParams
     e = OnnxEmbedder()
     s = MemoryStore.open({db!r}, e.embed, embed_model_id=e.model_id, dim=e.dim,
-                         params=MemoryParams(**{params!r}))
+                         params=MemoryParams.from_flat(**{params!r}))
     s.run_pending(allow_llm=False)
     print("FINISHED", flush=True)
 """)

@@ -75,9 +75,12 @@ def test_small_talk_recalls_nothing_strongly(open_store, clock):
     for q in ("Hi!", "Thanks, that's helpful.", "How are you?"):
         r = s.retrieve(q, other, RetrievalBudget(pages=5))
         assert r.pages and all("keyword" not in h.reason for h in r.pages), q
-        assert max(h.score for h in r.pages) < s.params.recall_min_score, (q, [(h.score, h.reason) for h in r.pages])
+        assert max(h.score for h in r.pages) < s.params.quoting.recall_min_score, (
+            q,
+            [(h.score, h.reason) for h in r.pages],
+        )
     r = s.retrieve("Who is getting married in Lisbon?", other, RetrievalBudget(pages=5))
-    assert r.pages[0].score >= s.params.recall_min_score and "keyword" in r.pages[0].reason
+    assert r.pages[0].score >= s.params.quoting.recall_min_score and "keyword" in r.pages[0].reason
 
 
 def test_stm_budget_and_scope(open_store, clock):
@@ -91,7 +94,7 @@ def test_stm_budget_and_scope(open_store, clock):
     ranked = {h.page.id for h in r.pages}
     assert not ranked & set(ids[-2:]) and ids[-3] in ranked
     assert r.pages and all("said earlier in this conversation" in h.reason for h in r.pages)  # one chat only
-    s.params.recall_own_after = 3
+    s.params.quoting.recall_own_after = 3
     assert not {h.page.id for h in s.retrieve("garden vegetables", cid, RetrievalBudget(pages=5)).pages} & set(ids[-3:])
     # without a conversation, STM pages of every conversation are searchable memory
     r = s.retrieve("shellfish allergy", None)
@@ -300,7 +303,7 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
         s.close()
     assert ranks[1.0] > 0 and ranks[0.5] == 0
     # an asking's keyword match is the new question's words echoed: it goes before the scaling
-    w_kw = MemoryParams().w_keyword
+    w_kw = MemoryParams().ranking.w_keyword
     both = [a for a in matched if a in scores[0.5]]
     assert both, (matched, scores)
     for a in both:
@@ -378,7 +381,7 @@ def test_a_small_memory_or_a_mix_of_0_has_no_common_words(open_store, clock):
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == []
     s.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE])
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == ["ana"]
-    s.params.common_word_mix = 0.0
+    s.params.ranking.common_word_mix = 0.0
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == []
 
 
@@ -405,7 +408,7 @@ def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_
     assert all("'oslo'" in h.reason and "'ana'" not in h.reason for h in matched)  # the word searched for
     assert "Oslo" in r.pages[0].page.user_text
     # all of them returned: each keeps its match (the word says which pages hold it)
-    s.params.keyword_candidates = 100
+    s.params.ranking.keyword_candidates = 100
     r = s.retrieve("What did Ana tell Ben on 25 May 2022?", None, RetrievalBudget(pages=24), record_visits=False)
     assert all("keyword match" in h.reason for h in r.pages)
     # so does a small memory, where a word on one page of two is already on half the pages

@@ -130,7 +130,9 @@ def test_sides_rank_the_better_turn_of_each_page_first(open_tok):
         mine = {u.side: u.score for u in r.sides if u.hit is h}
         better, other = ("user", "assistant") if cu >= ca else ("assistant", "user")
         assert mine[better] == h.score
-        assert mine[other] == pytest.approx(h.score - p.other_side_drop - p.other_side_spread * abs(cu - ca))
+        assert mine[other] == pytest.approx(
+            h.score - p.ranking.other_side_drop - p.ranking.other_side_spread * abs(cu - ca)
+        )
     scores = [u.score for u in r.sides]
     assert scores == sorted(scores, reverse=True)
     # the trace keeps them, and the per-side cosines of each page

@@ -53,7 +53,7 @@ def make_machine(embedder):
                 embedder.embed,
                 embed_model_id=embedder.model_id,
                 dim=embedder.dim,
-                params=MemoryParams(stm_capacity=2, mtm_capacity=3, tau=2.5, theta=0.6),
+                params=MemoryParams.from_flat(stm_capacity=2, mtm_capacity=3, tau=2.5, theta=0.6),
                 clock=self.clock,
             )
             self.convs = [self.store.create_conversation("a"), self.store.create_conversation("b")]

@@ -104,7 +104,7 @@ def test_a_changed_model_reembeds_batch_by_batch_resumes_and_ranks_only_what_it_
             embed_model_id="other-model",
             dim=embedder.dim,
             clock=clock,
-            params=MemoryParams(stm_capacity=2),
+            params=MemoryParams.from_flat(stm_capacity=2),
         )
         store.REEMBED_BATCH = 4
         return store

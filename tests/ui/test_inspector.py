@@ -46,7 +46,7 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
     assert ov.cards["stm"].value.text() == f"{st['pages']['stm']:,} pages"
     assert ov.cards["mtm"].value.text() == f"{st['segments']['mtm']:,} segments"
     assert ov.cards["lpm"].value.text() == f"{st['traits']:,} traits"
-    assert ov.cards["mtm"].bar.maximum() == store.params.mtm_capacity
+    assert ov.cards["mtm"].bar.maximum() == store.params.tiers.mtm_capacity
     evs = store.events(0, 100000)
     shown = ov.events.records()
     assert len(shown) == min(300, len(evs))
@@ -285,10 +285,14 @@ def test_a_heat_just_below_tau_is_not_shown_as_tau(qtbot, store, filled, panel_f
     with store.transaction():
         store._x(
             "UPDATE segment SET n_visit = 0, l_interaction = ?, last_access = ?, pinned = 0 WHERE id = ?",
-            (int(store.params.tau / store.params.beta) - 1, time.time() - 0.001 * store.params.mu, seg.id),
+            (
+                int(store.params.heat.tau / store.params.heat.beta) - 1,
+                time.time() - 0.001 * store.params.heat.mu,
+                seg.id,
+            ),
         )
     heat = store.get_segment(seg.id).heat
-    assert store.params.tau - 0.01 < heat < store.params.tau
+    assert store.params.heat.tau - 0.01 < heat < store.params.heat.tau
     panel = panel_factory("segments")
     sv = panel.segments
     settle(panel)
@@ -582,7 +586,7 @@ def test_trace_shows_a_page_quoted_by_one_side(qtbot, store, filled, panel_facto
     by one side shows that side only in the trace, and says so."""
     from app.agent import ChatAgent
 
-    store.params.recall_turns = 3
+    store.params.quoting.recall_turns = 3
     result = ChatAgent(store, chat_model).send(
         store.create_conversation("q"), "What happened with my cat Luna at the vet?"
     )
@@ -638,7 +642,7 @@ def test_trace_says_why_a_recalled_page_was_not_quoted(qtbot, store, filled, pan
     from app.agent import ChatAgent
     from app.prompting import QuoteFloor
 
-    store.params.recall_min_score = 2.0  # a high floor: most recalled pages stay out of the prompt
+    store.params.quoting.recall_min_score = 2.0  # a high floor: most recalled pages stay out of the prompt
     result = ChatAgent(store, chat_model).send(
         store.create_conversation("q"), "What happened with my cat Luna at the vet?"
     )
@@ -687,9 +691,9 @@ def test_test_query_box_recalls_like_the_store_without_visits(qtbot, store, fill
     from memory_core import RetrievalBudget
 
     # the chat agent's budget: the best `recall_turns` pages, whose turns a reply quotes from
-    budget = RetrievalBudget(pages=store.params.recall_turns)
+    budget = RetrievalBudget(pages=store.params.quoting.recall_turns)
     expected = [h.page.id for h in store.retrieve(q, budget=budget, record_visits=False).pages]
-    assert len(expected) == store.params.recall_turns
+    assert len(expected) == store.params.quoting.recall_turns
     assert tv.listed_page_ids("not_in_prompt") == expected
     assert all(r["reason"] for r in tv.not_in_prompt.records())
     assert {s.id: s.n_visit for s in store.list_segments(limit=10_000)} == visits
@@ -819,7 +823,7 @@ def test_trace_items_show_score_and_prompt_use_without_scrolling(qtbot, store, p
 
 def test_trace_header_names_the_words_weighed_half(qtbot, store, panel_factory):
     """A query word on most pages (an imported dialogue's speaker names) counts half in the query's
-    vector (MemoryParams.common_word_mix); the trace says which."""
+    vector (MemoryParams.ranking.common_word_mix); the trace says which."""
     from ui.inspector.models import TraceData
 
     panel = panel_factory("trace")

@@ -120,7 +120,7 @@ def test_heat_history_replays_events():
     now = 600.0
     import math
 
-    rec = math.exp(-(now - 500.0) / p.mu)
+    rec = math.exp(-(now - 500.0) / p.heat.mu)
     seg = SimpleNamespace(id=7, heat=1.0 + rec, n_visit=0, l_interaction=1, last_access=500.0)
     h = heat_history(ev, seg, p, now=now)
     assert h.complete and not h.notes

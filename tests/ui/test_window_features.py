@@ -51,7 +51,7 @@ def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs
     s.chat.backend = "openai"
     assert s.chat.backend == "openai" and s.chat.server_url == "http://127.0.0.1:9999/v1"
     assert s.memory == {"stm_capacity": 7, "tau": 3.5}
-    assert ctx.memory_params().stm_capacity == 7
+    assert ctx.memory_params().tiers.stm_capacity == 7
     win2 = make_window(ctx=ctx, start=False)
     assert win2.composer.edit.enter_sends is False
     assert "Ctrl+Enter" in win2.composer.hint.text()

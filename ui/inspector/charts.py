@@ -5,7 +5,7 @@ What the event log lets us recover: pages joining a segment (`page_moved` with
 `detail.segment_id`; +1 L_interaction, resets last access), its creation, retrieval visits
 (`segment_visited`: +1 N_visit, resets last access), promotions (L_interaction → 0), archiving
 (the event records the exact heat), restoring. `MemoryStore.segment_events(sid)` reads them in
-SQL. Events older than the log's retention (`MemoryParams.events_keep`), and visits made by a
+SQL. Events older than the log's retention (`MemoryParams.jobs.events_keep`), and visits made by a
 database older than the `segment_visited` event, are not there: the view then says so (the
 replayed L_interaction or N_visit does not match the segment's) and draws the current heat at
 "now" from the segment itself.
@@ -66,7 +66,7 @@ def segment_events(events: Sequence, sid: int) -> list:
 def heat_history(events: Sequence, segment, params, now: float | None = None, samples: int = 16) -> HeatHistory:
     """Replay a segment's events into heat(t) = α·N_visit + β·L_interaction + γ·exp(−Δt/μ)."""
     now = time.time() if now is None else now
-    a, b, g, mu = params.alpha, params.beta, params.gamma, max(params.mu, 1e-9)
+    a, b, g, mu = params.heat.alpha, params.heat.beta, params.heat.gamma, max(params.heat.mu, 1e-9)
     h = HeatHistory()
     n = 0
     l_int = 0
@@ -205,16 +205,16 @@ class SegmentsHeatChart(_FittingChartView):
         segs = list(segments)[::-1]  # hottest at the top of a horizontal bar chart
         self.segment_ids = [s.id for s in segs]
         total_txt = f" of {total} in mid-term" if total is not None else ""
-        chart = _chart(f"Hottest segments ({len(segs)}{total_txt}) · τ = {params.tau:g}")
+        chart = _chart(f"Hottest segments ({len(segs)}{total_txt}) · τ = {params.heat.tau:g}")
         if not segs:
             chart.setTitle("No mid-term segments yet")
             self.setChart(chart)
             return
         sets = []
         for name, color, fn in (
-            ("visits", C_VISIT, lambda s: params.alpha * s.n_visit),
-            ("new pages", C_INTER, lambda s: params.beta * s.l_interaction),
-            ("recency", C_RECENCY, lambda s: params.gamma * s.recency),
+            ("visits", C_VISIT, lambda s: params.heat.alpha * s.n_visit),
+            ("new pages", C_INTER, lambda s: params.heat.beta * s.l_interaction),
+            ("recency", C_RECENCY, lambda s: params.heat.gamma * s.recency),
         ):
             bs = QBarSet(name)
             bs.setColor(color)
@@ -235,7 +235,7 @@ class SegmentsHeatChart(_FittingChartView):
         small.setPointSizeF(max(6.5, small.pointSizeF() * 0.8))
         ay.setLabelsFont(small)
         ax = QValueAxis()
-        top = max([s.heat for s in segs] + [params.tau]) * 1.1
+        top = max([s.heat for s in segs] + [params.heat.tau]) * 1.1
         ax.setRange(0, top)
         ax.setLabelFormat("%.1f")
         ax.setTitleText("heat")
@@ -244,13 +244,13 @@ class SegmentsHeatChart(_FittingChartView):
         series.attachAxis(ay)
         series.attachAxis(ax)
         tau = QLineSeries()
-        tau.setName(f"τ = {params.tau:g}")
+        tau.setName(f"τ = {params.heat.tau:g}")
         pen = QPen(C_TAU)
         pen.setWidthF(2.0)
         pen.setStyle(Qt.PenStyle.DashLine)
         tau.setPen(pen)
-        tau.append(QPointF(params.tau, -0.5))
-        tau.append(QPointF(params.tau, len(segs) - 0.5))
+        tau.append(QPointF(params.heat.tau, -0.5))
+        tau.append(QPointF(params.heat.tau, len(segs) - 0.5))
         chart.addSeries(tau)
         tau.attachAxis(ax)
         tau.attachAxis(ay)
@@ -273,7 +273,7 @@ class SegmentHistoryChart(_FittingChartView):
 
     def set_history(self, segment, history: HeatHistory, params) -> None:
         self.history = history
-        chart = _chart(f"Segment {segment.id} over time · now {heat(segment.heat)} · τ = {params.tau:g}")
+        chart = _chart(f"Segment {segment.id} over time · now {heat(segment.heat)} · τ = {params.heat.tau:g}")
         pts = history.points
         if not pts:
             chart.setTitle(f"Segment #{segment.id}: no heat history in the event log")
@@ -294,13 +294,13 @@ class SegmentHistoryChart(_FittingChartView):
             line.append(QPointF(t * 1000.0, hval))
         chart.addSeries(line)
         tau = QLineSeries()
-        tau.setName(f"τ = {params.tau:g}")
+        tau.setName(f"τ = {params.heat.tau:g}")
         tp = QPen(C_TAU)
         tp.setWidthF(1.8)
         tp.setStyle(Qt.PenStyle.DashLine)
         tau.setPen(tp)
-        tau.append(QPointF(t0 * 1000.0, params.tau))
-        tau.append(QPointF(t1 * 1000.0, params.tau))
+        tau.append(QPointF(t0 * 1000.0, params.heat.tau))
+        tau.append(QPointF(t1 * 1000.0, params.heat.tau))
         chart.addSeries(tau)
         extra = []
         if history.marks:
@@ -326,7 +326,7 @@ class SegmentHistoryChart(_FittingChartView):
         ax.setFormat("HH:mm:ss" if span < 3600 else ("MM-dd HH:mm" if span < 3 * 86400 else "yyyy-MM-dd"))
         ax.setRange(QDateTime.fromMSecsSinceEpoch(int(t0 * 1000)), QDateTime.fromMSecsSinceEpoch(int(t1 * 1000)))
         ay = QValueAxis()
-        top = max([hval for _, hval in pts] + [params.tau] + ([history.now[1]] if history.now else [])) * 1.15
+        top = max([hval for _, hval in pts] + [params.heat.tau] + ([history.now[1]] if history.now else [])) * 1.15
         ay.setRange(0, top)
         ay.setLabelFormat("%.1f")
         ay.setTitleText("heat")

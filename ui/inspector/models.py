@@ -1254,7 +1254,7 @@ class TraceData:
     prompt_tokens: int | None = None
     cached_prompt_tokens: int | None = None  # of those, already in the model's KV cache (warmed, reused)
     timings_ms: dict = field(default_factory=dict)
-    common_words: list = field(default_factory=list)  # query words on most pages (MemoryParams.common_word_df)
+    common_words: list = field(default_factory=list)  # query words on most pages (MemoryParams.ranking.common_word_df)
     included: dict = field(default_factory=dict)
     dropped: dict = field(default_factory=dict)
     note: str = ""

@@ -178,7 +178,7 @@ def trace_for_message(store, message_id: int) -> TraceData:
             continue
         row = _row(h, rank_of[pid], pages)
         page = pages.get(pid)
-        # the floor first: an older page of this chat may be quoted again (MemoryParams.recall_own_after)
+        # the floor first: an older page of this chat may be quoted again (MemoryParams.quoting.recall_own_after)
         if (refused := floor.refusal(SimpleNamespace(**{**_HIT_DEFAULTS, **h}))) is not None:
             row["left_out"] = refused
         elif (
@@ -218,7 +218,7 @@ def trace_for_query(
     r = store.retrieve(
         query,
         conversation_id=conversation_id,
-        budget=budget or RetrievalBudget(pages=store.params.recall_turns),
+        budget=budget or RetrievalBudget(pages=store.params.quoting.recall_turns),
         record_visits=False,
     )
     trace = r.to_trace()

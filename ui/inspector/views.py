@@ -251,13 +251,13 @@ class OverviewView(QWidget):
         self.cards["stm"].set(
             count(pages.get("stm"), "page"),
             f"recent dialogue of {count(convs, 'conversation')}; "
-            f"up to {params.stm_capacity} pages each, then the oldest moves to mid-term (FIFO)",
+            f"up to {params.tiers.stm_capacity} pages each, then the oldest moves to mid-term (FIFO)",
         )
         self.cards["mtm"].set(
             count(segs.get("mtm"), "segment"),
             f"{count(pages.get('mtm'), 'page')}; the coldest segment is archived above capacity",
             used=segs.get("mtm", 0),
-            cap=params.mtm_capacity,
+            cap=params.tiers.mtm_capacity,
         )
         self.cards["archive"].set(
             count(segs.get("archive"), "segment"),
@@ -266,9 +266,9 @@ class OverviewView(QWidget):
         self.cards["lpm"].set(
             count(stats.get("traits"), "trait"),
             f"{count(know.get('user'), 'fact')} about the user, {know.get('assistant', 0):,} about the "
-            f"assistant; hot segments (heat ≥ τ = {params.tau:g}) are promoted here",
+            f"assistant; hot segments (heat ≥ τ = {params.heat.tau:g}) are promoted here",
             used=stats.get("traits", 0),
-            cap=getattr(params, "max_traits", None),
+            cap=params.persona.max_traits,
         )
         self.cards["store"].set(
             fmt.size(stats.get("db_size_bytes")),
@@ -594,7 +594,7 @@ class SegmentsView(QWidget):
         self.panel = panel
         self.params = panel.params
         self.segment = None
-        self.model = SegmentsModel(panel.worker, tau=self.params.tau)
+        self.model = SegmentsModel(panel.worker, tau=self.params.heat.tau)
         self.model.error.connect(panel.status_error)
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
@@ -617,7 +617,7 @@ class SegmentsView(QWidget):
         legend = QLabel(
             f"<span style='color:#64b5f6'>■</span> cold  <span style='color:#ffb300'>■</span> warming  "
             f"<span style='color:#e53935'>■</span> ≥ τ  <span style='color:#b71c1c'>|</span> τ = "
-            f"{self.params.tau:g}"
+            f"{self.params.heat.tau:g}"
         )
         legend.setToolTip("Heat bars: a segment is promoted into the persona when its heat reaches τ")
         key.addWidget(legend)
@@ -628,7 +628,7 @@ class SegmentsView(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         self.table = InspectorTable(self.model)
         self.pins = PinAndForget("segment", panel, self.table, self.model, lambda: self.segment, self._forget_question)
-        self.delegate = BarDelegate(self.model.heat_scale, lambda: self.params.tau, parent=self.table)
+        self.delegate = BarDelegate(self.model.heat_scale, lambda: self.params.heat.tau, parent=self.table)
         self.table.setItemDelegateForColumn(self.model.column_index("heat"), self.delegate)
         self.table.current_key_changed.connect(self._on_current)
         self.table.delete_pressed.connect(self.pins.forget_selected)
@@ -745,9 +745,9 @@ class SegmentsView(QWidget):
         hist = heat_history(events or [], seg, p)
         self.history.set_history(seg, hist, p)
         self.history_note.setText(history_note(hist))
-        to_go = max(0.0, p.tau - seg.heat)
-        if seg.heat < p.tau:
-            status = f"{heat_gap(to_go)} below τ = {p.tau:g}"
+        to_go = max(0.0, p.heat.tau - seg.heat)
+        if seg.heat < p.heat.tau:
+            status = f"{heat_gap(to_go)} below τ = {p.heat.tau:g}"
         elif seg.l_interaction == 0 and seg.promotions:
             status = (
                 f"<b style='color:#c62828'>at or above τ</b>; promoted {seg.promotions}×, no new pages to promote since"
@@ -760,8 +760,8 @@ class SegmentsView(QWidget):
         self.detail.setHtml(
             f"<h3 style='margin:0'>Segment {seg.id} <span style='font-weight:normal;color:#555'>· {fmt.tier(seg.tier)}"
             f"{' · <b>pinned</b>' if seg.pinned else ''}</span></h3>"
-            f"<p style='margin:4px 0'><b>Heat {heat(seg.heat)}</b> = {p.alpha:g}·N_visit ({seg.n_visit}) + "
-            f"{p.beta:g}·L_interaction ({seg.l_interaction}) + {p.gamma:g}·recency ({seg.recency:.3f}); {status}.</p>"
+            f"<p style='margin:4px 0'><b>Heat {heat(seg.heat)}</b> = {p.heat.alpha:g}·N_visit ({seg.n_visit}) + "
+            f"{p.heat.beta:g}·L_interaction ({seg.l_interaction}) + {p.heat.gamma:g}·recency ({seg.recency:.3f}); {status}.</p>"
             f"<p style='margin:4px 0;color:#555'>Last access {fmt.when(seg.last_access)} ({fmt.ago(seg.last_access)}); "
             f"created {fmt.when(seg.created_at)}; promoted {seg.promotions}×; "
             f"<a href='segpages:{seg.id}'>{seg.page_count} page{'s' if seg.page_count != 1 else ''}</a></p>"
