@@ -524,7 +524,7 @@ class LocomoEval:
             "ks": self.ks,
             "retrievers": self.retrievers,
             "embed_model_id": getattr(self.embedder, "model_id", ""),
-            "memory_params": (self.memory_params.to_dict() if hasattr(self.memory_params, "to_dict") else None),
+            "memory_params": self.memory_params.to_dict() if self.memory_params is not None else None,
             "qa_model": getattr(self.qa_model, "model_id", None) if self.qa_model is not None else None,
             "qa_turns": self.qa_turns if self.qa_model is not None else None,
             "retrieval": retrieval,
