@@ -126,6 +126,7 @@ class ChatAgent:
         self.repetition_guard = repetition_guard  # stop a reply that loops (app.repetition)
         self.memory_enabled = memory_enabled  # global pause switch (settings)
         self._recall_at_end = True  # recall as a system message before the question (see app.prompting)
+        self.quoting_off: frozenset[str] = frozenset()  # app.prompting.QUOTING_RULES switched off (benchmarks)
 
     # -- conversations ------------------------------------------------------------
     def new_conversation(self, title: str = "New chat") -> int:
@@ -323,6 +324,7 @@ class ChatAgent:
             floor=turn.floor,
             requote_after=params.quoting.recall_own_after,
             max_turns=params.quoting.recall_turns,
+            off=self.quoting_off,
         )
 
     def _compose(self, turn: _Turn) -> None:

@@ -19,8 +19,8 @@ Nothing time-of-now is put in the stable part. Memory is quoted as data inside <
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from app import prompts
 
@@ -31,6 +31,18 @@ MEMORY_TAGS = ("<memory>", "</memory>")  # resources/prompts/memory_context.txt 
 ROLE_LABELS = ("User:", "Assistant:")  # the two sides of a quoted page
 FACTS_HEADING = "Known facts:"  # its lines: "- (user) …", "- (assistant) …"
 PAGES_HEADING = "Earlier conversations:"  # each page: "[2023-11-15 04:48] (page 6)", then its sides
+# the quoting rules that `compose_prompt(off=…)` switches off by name, so a benchmark can measure what each
+# is worth (docs/decisions/0015-quoting-rules-kept-by-ablation.md):
+QUOTING_RULES = (
+    "score_floor",  # QuoteFloor.min_score
+    "keyword_closeness",  # QuoteFloor.keyword_min_similarity: a page over the score floor must be this close
+    "standout",  # QuoteFloor.min_similarity + min_standout: a page quoted for its meaning alone
+    "neighbour_exemption",  # a page ranked for its dialogue neighbour needs the score floor only
+    "neighbours_as_answers",  # quotable_pages: such a page quoted only as the answer to its question
+    "requote_after",  # the dialogue's last exchanges' pages are not quoted again
+    "sides",  # a budget of turns takes each page's better side first (Retrieval.sides); off: whole pages
+    "turn_budget",  # at most `max_turns` turns quoted; off: as many as fit the tokens
+)
 
 
 class MarkupFilter:
@@ -67,6 +79,15 @@ def _partial_tag(text: str) -> int:
         if any(tag.startswith(text[-n:]) for tag in MEMORY_TAGS):
             return n
     return 0
+
+
+def switched_off(names: Iterable[str]) -> frozenset[str]:
+    """`names` as a set of QUOTING_RULES; a name that is none of them is an error (a typo would measure nothing)."""
+    off = frozenset(names)
+    unknown = off - set(QUOTING_RULES)
+    if unknown:
+        raise ValueError(f"unknown quoting rule(s) {sorted(unknown)}; the rules: {', '.join(QUOTING_RULES)}")
+    return off
 
 
 @dataclass
@@ -184,15 +205,27 @@ class QuoteFloor:
             params.quoting.recall_min_standout,
         )
 
-    def admits(self, hit) -> bool:
-        return self.refusal(hit) is None
+    def without(self, off: Iterable[str]) -> QuoteFloor:
+        """This floor with the rules named in `off` (QUOTING_RULES) switched off, for the ablation."""
+        off = set(off)
+        return replace(
+            self,
+            min_score=float("-inf") if "score_floor" in off else self.min_score,
+            keyword_min_similarity=None if "keyword_closeness" in off else self.keyword_min_similarity,
+            min_similarity=None if "standout" in off else self.min_similarity,
+            min_standout=None if "standout" in off else self.min_standout,
+        )
 
-    def refusal(self, hit) -> str | None:
-        """Why `hit` is not quoted, in words for the trace; None when it is admitted."""
+    def admits(self, hit, *, exempt_neighbours: bool = True) -> bool:
+        return self.refusal(hit, exempt_neighbours=exempt_neighbours) is None
+
+    def refusal(self, hit, *, exempt_neighbours: bool = True) -> str | None:
+        """Why `hit` is not quoted, in words for the trace; None when it is admitted. `exempt_neighbours`
+        False judges a page ranked for its neighbour by its own match too (the ablation)."""
         sim, standout = hit.similarity, hit.standout
         # the floor reads the score without the word-by-word match (PageHit.match_score)
         score = hit.score if hit.match_score is None else hit.match_score
-        if sim is None or hit.inherited_from is not None:
+        if sim is None or (exempt_neighbours and hit.inherited_from is not None):
             if score >= self.min_score:
                 return None
             return f"scored {score:.2f}, under the quoting floor of {self.min_score:g}"
@@ -235,6 +268,15 @@ def quotable_pages(hits: list) -> list:
         if h.inherited_from is None or (src is not None and _asks(min(h.page, src.page, key=lambda p: p.id))):
             kept.append(h)
     return kept
+
+
+def quoted_pages(hits: list, floor: QuoteFloor, off: Iterable[str] = ()) -> list:
+    """The recalled pages a prompt may quote: those `floor` admits, then `quotable_pages`; `off` names
+    QUOTING_RULES switched off (the floor's own, "neighbour_exemption", "neighbours_as_answers")."""
+    off = switched_off(off)
+    floor = floor.without(off)
+    admitted = [h for h in hits if floor.admits(h, exempt_neighbours="neighbour_exemption" not in off)]
+    return admitted if "neighbours_as_answers" in off else quotable_pages(admitted)
 
 
 def _fit(hits: Sequence, render: Callable, count_tokens: CountFn, remaining: int) -> tuple[list, int, int]:
@@ -299,18 +341,23 @@ def _last_exchange(turns: list, cost: CountFn, remaining: int) -> tuple[list, in
     return recent, remaining
 
 
-def _recallable(retrieval, turns: list, floor: QuoteFloor, requote_after: int) -> tuple[list, list, list]:
-    """The retrieval's traits, quotable pages and knowledge: pages the floor admits, not of the
-    dialogue's last `requote_after` exchanges (right above the message), `quotable_pages`."""
+def _recallable(
+    retrieval, turns: list, floor: QuoteFloor, requote_after: int, off: frozenset[str]
+) -> tuple[list, list, list]:
+    """The retrieval's traits, quotable pages and knowledge: pages of `quoted_pages`, not of the
+    dialogue's last `requote_after` exchanges (right above the message)."""
     if retrieval is None:
         return [], [], []
-    recent_ids = {m.id for m in turns[-2 * requote_after :]} if requote_after > 0 else set()
-    pages = [h for h in retrieval.pages if floor.admits(h)]
+    recent_ids = (
+        {m.id for m in turns[-2 * requote_after :]} if requote_after > 0 and "requote_after" not in off else set()
+    )
     # the last exchanges are right above the message: their pages are not quoted again
     pages = [
-        h for h in pages if h.page.user_message_id not in recent_ids and h.page.assistant_message_id not in recent_ids
+        h
+        for h in retrieval.pages
+        if h.page.user_message_id not in recent_ids and h.page.assistant_message_id not in recent_ids
     ]
-    return list(retrieval.traits), quotable_pages(pages), list(retrieval.knowledge)
+    return list(retrieval.traits), quoted_pages(pages, floor, off), list(retrieval.knowledge)
 
 
 def _messages(
@@ -360,6 +407,7 @@ def compose_prompt(
     floor: QuoteFloor | None = None,
     requote_after: int = 2,
     max_turns: int | None = None,
+    off: Iterable[str] = (),
 ) -> ComposedPrompt:
     """Build chat messages for `query` within `budget_tokens` (n_ctx minus the reply reserve).
 
@@ -372,8 +420,11 @@ def compose_prompt(
     space (QuoteFloor; None: every page). A page of
     the dialogue's last `requote_after` exchanges is not quoted again (it is right above the message);
     an older one is, beside the message, where a small model still sees it
-    (`MemoryParams.quoting.recall_own_after`).
+    (`MemoryParams.quoting.recall_own_after`). `off`: QUOTING_RULES switched off, for the ablation.
     """
+    off = switched_off(off)
+    if "turn_budget" in off:
+        max_turns = None
     system = system_prompt if system_prompt is not None else prompts.load("system")
 
     def cost(text: str) -> int:
@@ -388,13 +439,15 @@ def compose_prompt(
     recent, remaining = _last_exchange(turns, cost, remaining)
     older = turns[:-2]
 
-    traits, pages, knowledge = _recallable(retrieval, turns, floor or QuoteFloor(), requote_after)
+    traits, pages, knowledge = _recallable(retrieval, turns, floor or QuoteFloor(), requote_after, off)
     if traits or pages or knowledge:  # the <memory> wrappers (persona; recalled) and headings cost tokens too
         remaining -= 2 * count_tokens(prompts.load("memory_context").format(sections="")) + 3 * 6
     chosen_traits, remaining, dropped["traits"] = _fit(
         traits, lambda h: f"- {h.item.dimension}: {h.item.value}", count_tokens, remaining
     )
-    page_sides, remaining = _choose_turns(_side_units(retrieval, pages), count_tokens, remaining, max_turns)
+    page_sides, remaining = _choose_turns(
+        _side_units(None if "sides" in off else retrieval, pages), count_tokens, remaining, max_turns
+    )
     chosen_pages = [h for h in pages if h.page.id in page_sides]
     dropped["pages"] = len(pages) - len(chosen_pages)
     chosen_knowledge, remaining, dropped["knowledge"] = _fit(

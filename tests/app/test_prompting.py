@@ -363,3 +363,48 @@ def test_quote_floor_round_trips_through_a_trace():
     floor = QuoteFloor(0.4, 0.2, 0.3, 0.22)
     assert QuoteFloor.from_dict(json.loads(json.dumps(floor.to_dict()))) == floor
     assert QuoteFloor.from_dict({"min_score": 0.5}) == QuoteFloor(min_score=0.5)
+
+
+def test_each_quoting_rule_can_be_switched_off_by_name(chat_model):
+    import pytest
+
+    from app.prompting import QUOTING_RULES, quoted_pages
+
+    floor = QuoteFloor(min_score=0.4, keyword_min_similarity=0.2, min_similarity=0.3, min_standout=0.2)
+    assert not floor.admits(_hit(0.3, 0.25, 0.0))
+    assert floor.without({"score_floor"}).admits(_hit(0.3, 0.25, 0.0))  # the closeness floor still applies
+    assert not floor.without({"score_floor"}).admits(_hit(0.3, 0.1, 0.0))
+    assert not floor.admits(_hit(0.9, 0.07, 0.0))
+    assert floor.without({"keyword_closeness"}).admits(_hit(0.9, 0.07, 0.0))  # one shared word is enough
+    assert not floor.without({"standout"}).admits(_hit(0.33, 0.33, 0.25))  # meaning alone no longer quotes
+    assert floor.without(()) == floor
+    neighbour = _hit(0.5, 0.0, -0.1, inherited_from=7)
+    assert floor.admits(neighbour) and not floor.admits(neighbour, exempt_neighbours=False)  # judged by its own match
+    with pytest.raises(ValueError, match="unknown quoting rule"):
+        quoted_pages([], floor, {"no_such_rule"})
+
+    # quotable_pages: a neighbour page that answers no question is quoted too
+    def hit(pid, user, inherited_from=None):
+        page = Page(id=pid, conversation_id=1, user_text=user, assistant_text="Ok.", timestamp=pid * 60, tier="mtm")
+        return PageHit(page, 1.0, "dense", "mtm", inherited_from=inherited_from)
+
+    pair = [hit(20, "My dog is Pepper."), hit(21, "I love jazz.", inherited_from=20)]
+    assert [h.page.id for h in quoted_pages(pair, QuoteFloor())] == [20]
+    assert [h.page.id for h in quoted_pages(pair, QuoteFloor(), {"neighbours_as_answers"})] == [20, 21]
+
+    def compose(retrieval, history=(), **kw):
+        return compose_prompt(
+            "q", retrieval=retrieval, history=history, count_tokens=chat_model.count_tokens, budget_tokens=3000, **kw
+        )
+
+    # the dialogue's last exchanges are quoted again with requote_after off
+    last = [Msg(101, "user", "I visited city number 1"), Msg(201, "assistant", "Nice!")]
+    assert 1 not in compose(_retrieval(), last).included["pages"]
+    assert 1 in compose(_retrieval(), last, off={"requote_after"}).included["pages"]
+    # sides off: whole pages in their rank order; turn_budget off: every turn that fits
+    assert compose(_sided(5), max_turns=6).half_pages != {}
+    sided_off = compose(_sided(5), max_turns=6, off={"sides"})
+    assert sided_off.included["pages"] == [1, 2, 3] and sided_off.half_pages == {}
+    assert compose(_sided(5), max_turns=6, off={"turn_budget"}).included["pages"] == [1, 2, 3, 4, 5]
+    assert compose(_sided(5), max_turns=6, off={"turn_budget"}).half_pages == {}
+    assert len(QUOTING_RULES) == len(set(QUOTING_RULES)) == 8

@@ -13,7 +13,9 @@ defaults), a few seeds, and prints JSON:
 - `stopped_repeating_rate`, medians of completion tokens (overall and per turn) and seconds per reply.
 
     python -m tests.bench.long_chat [--seeds 3] [--first-seed 7000] [--chat tune|held-out] [--max-tokens 512]
-        [--self-repeat-penalty P] [--recall-own-after N] [--no-guard] [--show]
+        [--self-repeat-penalty P] [--recall-own-after N] [--off RULE,RULE] [--no-guard] [--show]
+
+`--off` switches quoting rules off by name (`app.prompting.QUOTING_RULES`), for the ablation.
 """
 
 from __future__ import annotations
@@ -95,6 +97,9 @@ def main(argv=None) -> dict:
         help="MemoryParams.quoting.recall_own_after (99: the chat's own pages never quoted)",
     )
     parser.add_argument(
+        "--off", default="", help="quoting rules switched off, comma-separated (app.prompting.QUOTING_RULES)"
+    )
+    parser.add_argument(
         "--chat",
         choices=("tune", "held-out"),
         default="tune",
@@ -105,6 +110,7 @@ def main(argv=None) -> dict:
     chat = CHAT if args.chat == "tune" else HELD_OUT
 
     from app.agent import ChatAgent
+    from app.prompting import switched_off
     from app.settings import ChatModelSettings
     from memory_core import MemoryParams, MemoryStore
     from models.embedder import OnnxEmbedder
@@ -142,6 +148,7 @@ def main(argv=None) -> dict:
             agent = ChatAgent(
                 store, model, reply_reserve=d.reply_reserve, max_tokens=max_tokens, repetition_guard=not args.no_guard
             )
+            agent.quoting_off = switched_off(filter(None, args.off.split(",")))
             model.set_seed(args.first_seed + seed)
             cid = agent.new_conversation()
             earlier: list[str] = []
@@ -183,6 +190,7 @@ def main(argv=None) -> dict:
         "repetition_guard": not args.no_guard,
         "self_repeat_penalty": model.config.self_repeat_penalty,
         "recall_own_after": params.quoting.recall_own_after,
+        "quoting_off": sorted(filter(None, args.off.split(","))),
         "copied_sentence_rate": round(sum(r["copied"] for r in rows) / total, 3) if total else 0.0,
         "replies_copying_rate": round(sum(r["copied"] > 0 for r in later) / len(later), 3),
         "recall_hit_rate": round(sum(recall) / len(recall), 3) if recall else None,

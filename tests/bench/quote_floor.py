@@ -13,6 +13,10 @@ rule before QuoteFloor) and for the current rule, it prints JSON per set:
 - `small_talk_recalling`: small-talk messages for which any page would be quoted, with the pages.
 
     python -m tests.bench.quote_floor [--min-similarity S] [--min-standout D] [--keyword-min-similarity K]
+        [--ablate]
+
+`--ablate` adds, for the current rule, a row per page-level quoting rule switched off
+(`app.prompting.QUOTING_RULES`; the turn-level ones choose no pages and are measured by reply_quality).
 """
 
 from __future__ import annotations
@@ -221,11 +225,15 @@ def write_chats(store, items) -> None:
     store.run_pending(allow_llm=False)
 
 
-def measure(store, floor, items, small_talk) -> dict:
-    from app.prompting import quotable_pages
+# the quoting rules that decide which pages are quoted (the others choose turns of them)
+PAGE_RULES = ("score_floor", "keyword_closeness", "standout", "neighbour_exemption", "neighbours_as_answers")
+
+
+def measure(store, floor, items, small_talk, off=()) -> dict:
+    from app.prompting import quoted_pages
 
     def quoted(query):
-        return quotable_pages([h for h in store.retrieve(query, None, record_visits=False).pages if floor.admits(h)])
+        return quoted_pages(store.retrieve(query, None, record_visits=False).pages, floor, off)
 
     targets = others = 0
     for statement, _, question in items:
@@ -255,6 +263,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--min-similarity", type=float, default=d.recall_min_similarity)
     parser.add_argument("--min-standout", type=float, default=d.recall_min_standout)
     parser.add_argument("--keyword-min-similarity", type=float, default=d.recall_keyword_min_similarity)
+    parser.add_argument("--ablate", action="store_true", help="also each page-level quoting rule off in turn")
     args = parser.parse_args(argv)
 
     from app.prompting import QuoteFloor
@@ -294,6 +303,9 @@ def main(argv=None) -> dict:
             )
             write_chats(store, items)
             report[name] = {floor: measure(store, f, items, small_talk) for floor, f in floors.items()}
+            if args.ablate:
+                for rule in PAGE_RULES:
+                    report[name][f"{rule}_off"] = measure(store, floors["quote_floor"], items, small_talk, {rule})
             store.close()
     print(json.dumps(report, indent=2))
     return report

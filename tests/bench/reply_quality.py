@@ -23,7 +23,9 @@ seeds each, and prints JSON:
     python -m tests.bench.reply_quality [--seeds 3] [--first-seed 1000] [--max-tokens 256] [--temperature T] [--top-p P]
         [--min-p P] [--repeat-penalty R] [--no-guard] [--recall-min-score S] [--recall-min-similarity S]
         [--recall-keyword-min-similarity S] [--model FILE.gguf] [--recall-only] [--show]
-        [--asked-before] [--asked-weight W] [--reworded]
+        [--asked-before] [--asked-weight W] [--reworded] [--off RULE,RULE]
+
+`--off` switches quoting rules off by name (`app.prompting.QUOTING_RULES`), for the ablation.
 
 `--reworded` puts tests.bench.quote_floor's 48 statements in memory (12 chats) and asks its 48 questions
 instead, each in other words than the statement ("What is the name of my dog?" / "I adopted a beagle
@@ -265,9 +267,13 @@ def main(argv=None) -> dict:
         default=None,
         help="MemoryParams.ranking.asked_weight (default: the app's; 1.0 = askings at full score)",
     )
+    parser.add_argument(
+        "--off", default="", help="quoting rules switched off, comma-separated (app.prompting.QUOTING_RULES)"
+    )
     args = parser.parse_args(argv)
 
     from app.agent import ChatAgent
+    from app.prompting import switched_off
     from memory_core import MemoryParams, MemoryStore
     from models.embedder import OnnxEmbedder
     from models.llama_cpp_backend import LlamaCppChatModel
@@ -314,6 +320,7 @@ def main(argv=None) -> dict:
         agent = ChatAgent(
             store, model, reply_reserve=512, max_tokens=args.max_tokens, repetition_guard=not args.no_guard
         )
+        agent.quoting_off = switched_off(filter(None, args.off.split(",")))
         if args.asked_before:
             model.set_seed(args.first_seed - 1)
             for text in ASKED_BEFORE:
@@ -376,6 +383,7 @@ def main(argv=None) -> dict:
         "recall_keyword_min_similarity": params.quoting.recall_keyword_min_similarity,
         "asked_weight": params.ranking.asked_weight,
         "asked_before": len(ASKED_BEFORE) if args.asked_before else 0,
+        "quoting_off": sorted(agent.quoting_off),
         "runaway_rate": rate("runaway"),
         "loop_rate": rate("loop"),
         "stopped_repeating_rate": rate("guarded"),
