@@ -85,22 +85,7 @@ class Retriever:
         out = Retrieval(query=query, common_words=list(pq.common_words) if pq is not None else [])
         with self.db.lock:
             self.db.check()
-            # --- STM of this conversation
-            stm_ids: list[int] = []
-            if conversation_id is not None:
-                stm_ids = [
-                    r[0]
-                    for r in self.db.execute(
-                        "SELECT id FROM page WHERE tier = 'stm' AND conversation_id = ? ORDER BY id", (conversation_id,)
-                    ).fetchall()
-                ]
-                shown = stm_ids if budget.stm is None else (stm_ids[-budget.stm :] if budget.stm > 0 else [])
-                pages = self.pages.by_ids(shown)
-                out.stm = [
-                    PageHit(pages[i], 1.0, "short-term memory (recent dialogue of this conversation)", "stm")
-                    for i in shown
-                    if i in pages
-                ]
+            stm_ids, out.stm = self._stm(conversation_id, budget.stm)
             t2 = time.perf_counter()
             timings["stm"] = (t2 - t1) * 1000
             if budget.pages > 0 and pq is not None:
@@ -140,6 +125,25 @@ class Retriever:
         timings["total"] = (time.perf_counter() - t0) * 1000
         out.timings_ms = timings
         return out
+
+    def _stm(self, conversation_id: int | None, shown_max: int | None) -> tuple[list[int], list[PageHit]]:
+        """The conversation's STM page ids, oldest first, and the newest `shown_max` (None: all) as hits."""
+        if conversation_id is None:
+            return [], []
+        stm_ids = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT id FROM page WHERE tier = 'stm' AND conversation_id = ? ORDER BY id", (conversation_id,)
+            ).fetchall()
+        ]
+        shown = stm_ids if shown_max is None else (stm_ids[-shown_max:] if shown_max > 0 else [])
+        pages = self.pages.by_ids(shown)
+        hits = [
+            PageHit(pages[i], 1.0, "short-term memory (recent dialogue of this conversation)", "stm")
+            for i in shown
+            if i in pages
+        ]
+        return stm_ids, hits
 
     def warm_up(self) -> None:
         """Load the in-memory page matrix now (a few seconds at 100k pages) instead of at the first
