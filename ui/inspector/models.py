@@ -190,7 +190,7 @@ class _ColumnsMixin:
         Rows added at the end are inserted before, rows lost at the end removed after, a
         layoutChanged in between moves persistent indexes to the new row of their record.
         """
-        model: QAbstractItemModel = self  # type: ignore[assignment]
+        model: QAbstractItemModel = self  # type: ignore[assignment]  # the mixin is only ever mixed into a QAbstractItemModel
         old_count = self._count
         if new_count > old_count:
             model.beginInsertRows(QModelIndex(), old_count, new_count - 1)
