@@ -453,13 +453,7 @@ def compose_prompt(
     chosen_knowledge, remaining, dropped["knowledge"] = _fit(
         knowledge, lambda h: f"- {h.item.text}", count_tokens, remaining
     )
-    for msg in reversed(older):
-        c = cost(msg.content)
-        if c > remaining:
-            dropped["messages"] += 1 + older.index(msg)
-            break
-        recent.insert(0, msg)
-        remaining -= c
+    recent, remaining, dropped["messages"] = _older_dialogue(older, recent, cost, remaining)
 
     # Stable order inside each section (ids), so the prefix is byte-identical between turns.
     chosen_traits.sort(key=lambda h: (h.item.dimension, h.item.id))
@@ -474,9 +468,28 @@ def compose_prompt(
     included["pages"] = [h.page.id for h in chosen_pages]
     included["messages"] = [m.id for m in recent]
     used = sum(cost(m["content"]) for m in messages)
-    half = {
+    return ComposedPrompt(
+        messages, used, budget_tokens, included, dropped, truncated, _half_pages(chosen_pages, page_sides)
+    )
+
+
+def _older_dialogue(older: list, recent: list, cost: Callable[[str], int], remaining: int) -> tuple[list, int, int]:
+    """The dialogue before the last exchange, newest first, as far as `remaining` tokens go: (the messages
+    kept, oldest first, the last exchange after them; tokens left; how many older messages were dropped)."""
+    kept = list(recent)
+    for i in range(len(older) - 1, -1, -1):
+        c = cost(older[i].content)
+        if c > remaining:
+            return kept, remaining, i + 1
+        kept.insert(0, older[i])
+        remaining -= c
+    return kept, remaining, 0
+
+
+def _half_pages(chosen_pages: list, page_sides: dict[int, list[str]]) -> dict[int, str]:
+    """The quoted pages of which only one side was quoted (both sides have text): page id -> that side."""
+    return {
         h.page.id: page_sides[h.page.id][0]
         for h in chosen_pages
         if len(page_sides[h.page.id]) == 1 and _side_line(h.page, "user") and _side_line(h.page, "assistant")
     }
-    return ComposedPrompt(messages, used, budget_tokens, included, dropped, truncated, half)
