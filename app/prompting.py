@@ -207,7 +207,9 @@ class QuoteFloor:
 
     def without(self, off: Iterable[str]) -> QuoteFloor:
         """This floor with the rules named in `off` (QUOTING_RULES) switched off, for the ablation."""
-        off = set(off)
+        off = set(off) & {"score_floor", "keyword_closeness", "standout"}
+        if not off:
+            return self  # the usual case (every reply's prompt): no copy
         return replace(
             self,
             min_score=float("-inf") if "score_floor" in off else self.min_score,

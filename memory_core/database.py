@@ -60,11 +60,6 @@ def like_pattern(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def marks(n: int) -> str:
-    """`n` comma-separated SQL placeholders."""
-    return ",".join("?" * n)
-
-
 class Database:
     """One connection to one memory file, shared by the components of a MemoryStore."""
 

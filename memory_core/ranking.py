@@ -6,7 +6,7 @@
 switched off are SWITCHABLE; each one's docstring lists the MemoryParams fields it reads.
 
 Nothing here holds store state: the store's helpers come in as `RankingDeps`, built in one place
-(`RetrievalMixin._ranking_deps`).
+(`Retriever._ranking_deps`).
 
 The MemoryParams each stage reads:
     dense        dense_candidates
@@ -78,7 +78,7 @@ def typical_cosine_without(ordered: np.ndarray, value: float) -> float:
 
 @dataclass
 class RankingDeps:
-    """The store's helpers that ranking calls (see `RetrievalMixin._ranking_deps`).
+    """The store's helpers that ranking calls (see `Retriever._ranking_deps`).
 
     execute(sql, params) -> cursor; pages_by_ids(ids) -> {id: Page}; page_cache: the in-memory page
     matrix (synced by the caller); embed_page_tokens(rows of (id, user, assistant)) -> [(token blob,
