@@ -15,6 +15,7 @@ import shutil
 import time
 from pathlib import Path
 
+from app.private_files import ensure_private_dir
 from app.settings import Paths
 from memory_core import check_file
 from memory_core.vecindex import drop_shared
@@ -51,6 +52,7 @@ def make_backup(
 ) -> Path:
     """Copy the database now; keep the newest `keep` backups (older ones are deleted)."""
     stamp = dt.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
+    ensure_private_dir(backup_dir(paths))
     for stale in backup_dir(paths).glob(f".{PREFIX}*.partial"):  # left by a killed process
         stale.unlink(missing_ok=True)
     path = store.backup(backup_dir(paths) / f"{PREFIX}{stamp}{SUFFIX}", on_progress=on_progress, cancelled=cancelled)

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.backends import build_chat_model, build_embedder
-from app.settings import Paths, Settings, load_settings, save_settings
+from app.instance_lock import LOCK_NAME
+from app.private_files import ensure_private_dir, secure_folder
+from app.settings import SETTINGS_FILE, Paths, Settings, load_settings, save_settings
 
 
 @dataclass
@@ -22,6 +24,10 @@ class AppContext:
     @classmethod
     def create(cls, config_dir=None, data_dir=None) -> AppContext:
         paths = Paths.resolve(config_dir, data_dir)
+        # owner-only, also what an older Mnemo made 0755/0644 ("backups": app.backups.BACKUP_DIR, not
+        # imported here, as it loads memory_core before the window paints)
+        secure_folder(paths.data_dir, folders=("backups",), files=(LOCK_NAME,))
+        secure_folder(paths.config_dir, files=(SETTINGS_FILE,))
         notes: list[str] = []
         return cls(paths=paths, settings=load_settings(paths, notes), settings_notes=notes)
 
@@ -59,7 +65,7 @@ class AppContext:
         from memory_core import MemoryStore
 
         emb = self.embedder()
-        self.paths.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self.paths.data_dir)
         params = self.memory_params()
         store = MemoryStore.open(
             self.paths.db_file,

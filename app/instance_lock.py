@@ -13,19 +13,22 @@ import os
 import sys
 from pathlib import Path
 
+from app.private_files import PRIVATE_FILE, ensure_private_dir, private_fd
+
 LOCK_NAME = "mnemo.lock"
 
 
 class InstanceLock:
-    def __init__(self, data_dir: Path):
-        self.path = Path(data_dir) / LOCK_NAME
+    def __init__(self, data_dir: Path, name: str = LOCK_NAME):
+        self.path = Path(data_dir) / name
         self._fd: int | None = None
 
     def acquire(self) -> bool:
         """Take the lock without waiting; False when another process (or handle) holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        ensure_private_dir(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
         try:
+            private_fd(fd)  # a lock file an older Mnemo made 0644
             _lock(fd)
         except OSError:
             os.close(fd)

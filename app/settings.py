@@ -15,6 +15,8 @@ from typing import Any
 
 import platformdirs
 
+from app.private_files import ensure_private_dir
+
 APP_NAME = "Mnemo"
 SETTINGS_FILE = "settings.json"
 DB_FILE = "mnemo.sqlite3"
@@ -160,8 +162,8 @@ def load_settings(paths: Paths, notes: list[str] | None = None) -> Settings:
 
 def save_settings(paths: Paths, settings: Settings) -> None:
     """Write settings atomically (temp file + rename), so a crash never leaves half a file."""
-    paths.config_dir.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(asdict(settings), indent=2, sort_keys=True)
+    ensure_private_dir(paths.config_dir)
+    text = json.dumps(asdict(settings), indent=2, sort_keys=True)  # mkstemp below: a 0600 file
     fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=paths.config_dir)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
