@@ -4,8 +4,9 @@ Markdown is a transcript that Mnemo's own importer reads back: a `# Title` line,
 `[2024-04-02T08:15:31Z] **User:** …` / `**Assistant:** …` line per message, times in UTC, so a
 chat can be kept as a readable file, edited by hand and imported into another memory. The importer
 splits such a file only at lines of that timed, bold form, so a message that quotes a "User: …"
-line reads back whole. JSON keeps every field: roles, times, the status of a stopped
-or interrupted reply, and the message meta (the model that answered, import ids).
+line reads back whole. A reply that is not whole says so, `**Assistant (interrupted):**` (or
+`stopped`, `failed`), and reads back with that status. JSON keeps every field: roles, times, the
+status of a stopped or interrupted reply, and the message meta (the model that answered, import ids).
 
 Both are written through memory_core's atomic file: a full disk or a crash leaves any earlier
 file of that name as it was, never half a file.
@@ -19,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from app.importers.text import CUT_SHORT
 from memory_core.export import atomic_file
 
 FORMAT = "mnemo-chat-export"
@@ -49,10 +51,17 @@ def format_for(path: str | Path, fmt: str | None = None) -> str:
     return "json" if Path(path).suffix.lower() == ".json" else "markdown"
 
 
+def _cut_short(message: Any) -> str:
+    """' (interrupted)' after the speaker of a reply that is not whole, else ''. A reply still being
+    written when the file is made ends there in the file: interrupted too."""
+    status = "interrupted" if message.status == "streaming" else message.status
+    return f" ({status})" if message.role == "assistant" and status in CUT_SHORT else ""
+
+
 def chat_markdown(conversation: Any, messages: list) -> str:
     lines = [f"# {' '.join(conversation.title.split()) or 'Untitled'}", ""]
     for m in messages:
-        who = _SPEAKER.get(m.role, m.role.capitalize())
+        who = _SPEAKER.get(m.role, m.role.capitalize()) + _cut_short(m)
         lines.append(f"[{_iso(m.created_at)}] **{who}:** {m.content.rstrip()}")
         lines.append("")
     return "\n".join(lines)

@@ -66,6 +66,10 @@ def run(args, ctx) -> int:
     progress = ProgressBar(total_turns, label="ingest", unit="turns", enabled=not args.no_progress)
     try:
         report = write_all(store, parsed, path=str(args.file), progress=progress, conversations=convs)
+    except ImportFatalError as exc:  # the same file being imported already: nothing was written
+        progress.close()
+        print(f"mnemo ingest: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     except Exception as exc:  # the failing conversation's transaction was rolled back
         from app.importers.job import DISK_FULL
         from memory_core import is_storage_full

@@ -15,6 +15,13 @@ from typing import Any
 from memory_core.text import valid_text
 
 
+def plain_text(text: str) -> str:
+    """Imported text as the store keeps it: a JSON "\\ud800" escape must not fail the whole import
+    (`valid_text`), and a JSON "\\u0000" escape is dropped, as a NUL byte in the file itself is
+    refused (app.importers.reading): no imported text holds a NUL."""
+    return valid_text(text).replace("\x00", "")
+
+
 class ImportFatalError(Exception):
     """The file cannot be imported at all (truncated JSON, wrong schema, binary, bad UTF-8).
 
@@ -47,9 +54,11 @@ class Turn:
     turn_id: str
     session: int = 0  # pages never span sessions (LoCoMo sessions are days apart)
     meta: dict[str, Any] = field(default_factory=dict)
+    # a reply cut short keeps saying so ("**Assistant (interrupted):**" in Mnemo's Markdown export)
+    status: str = "complete"
 
     def __post_init__(self) -> None:
-        self.text = valid_text(self.text)  # a JSON "\ud800" escape must not fail the whole import
+        self.text = plain_text(self.text)
 
 
 @dataclass
@@ -60,6 +69,9 @@ class ParsedConversation:
     created_at: float
     turns: list[Turn]
     position: str = ""  # where it is in the file, for messages
+
+    def __post_init__(self) -> None:
+        self.title = plain_text(self.title)
 
     @property
     def n_turns(self) -> int:

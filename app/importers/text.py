@@ -6,7 +6,8 @@ case, optionally bold `**User:**`, a heading `## Assistant`, a list bullet or a 
 inside are kept, trailing ones dropped. Speaker lines inside ``` code fences are text. A
 speaker line may start with a bracketed time, `[2024-03-01 14:05] User: ...`; otherwise
 turns are timed one second apart from the file's modification time. `System:` messages
-are skipped. A `# Title` line before the first speaker line names the conversation (else
+are skipped. A reply marked as cut short, `Assistant (interrupted):` (also `stopped`, `failed`), keeps
+that status. A `# Title` line before the first speaker line names the conversation (else
 the file name). The whole file is one conversation, identified by a hash of its text, so
 re-importing an unchanged file is a no-op.
 
@@ -26,10 +27,13 @@ from app.importers.base import ImportFatalError, ImportIssue, ParsedConversation
 SOURCE = "text"
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "system": "system"}
 _WHO = "|".join(_ROLES)
+# how a reply cut short is marked after its speaker, "**Assistant (interrupted):**" (app.chat_export)
+CUT_SHORT = ("interrupted", "stopped", "failed")
 _SPEAKER = re.compile(
     r"^\s*(?:>\s*)?(?:[-*+]\s+)?"
     r"(?:\[(?P<ts>[^\]]{6,40})\]\s*)?"
-    r"(?P<bold>\*\*|__)?\s*(?P<who>" + _WHO + r")\s*(?::\s*(?:\*\*|__)|(?:\*\*|__)\s*:|:)\s?(?P<rest>.*)$",
+    r"(?P<bold>\*\*|__)?\s*(?P<who>" + _WHO + r")\s*(?:\((?P<status>" + "|".join(CUT_SHORT) + r")\)\s*)?"
+    r"(?::\s*(?:\*\*|__)|(?:\*\*|__)\s*:|:)\s?(?P<rest>.*)$",
     re.IGNORECASE,
 )
 _HEADING_SPEAKER = re.compile(r"^\s*#{1,6}\s*(?P<who>" + _WHO + r")\s*:?\s*$", re.IGNORECASE)
@@ -99,7 +103,14 @@ def parse_text(
                                 skipped=False,
                             )
                         )
-                current = {"role": _ROLES[who], "line": number, "ts": ts, "lines": [m.group("rest")] if m else []}
+                status = (m.group("status") or "complete").lower() if m and _ROLES[who] == "assistant" else "complete"
+                current = {
+                    "role": _ROLES[who],
+                    "line": number,
+                    "ts": ts,
+                    "status": status,
+                    "lines": [m.group("rest")] if m else [],
+                }
                 messages.append(current)
                 if m and m.group("rest").lstrip().startswith("```"):
                     in_fence = not in_fence
@@ -135,7 +146,7 @@ def parse_text(
             continue
         ts = msg["ts"] if msg["ts"] is not None else (last_ts + 1.0 if turns else last_ts)
         last_ts = ts
-        turns.append(Turn(msg["role"], body, ts, f"L{msg['line']}", meta={"line": msg["line"]}))
+        turns.append(Turn(msg["role"], body, ts, f"L{msg['line']}", meta={"line": msg["line"]}, status=msg["status"]))
     result = ParseResult(format=SOURCE, conversations=[], issues=issues, records_seen=1)
     if not turns:
         issues.append(ImportIssue(name, "no non-empty User or Assistant messages"))

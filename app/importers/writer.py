@@ -16,9 +16,11 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from app.importers.base import ImportIssue, ParsedConversation, ParseResult
+from app.importers.claim import import_claim
 from app.importers.pages import MAX_SIDE_CHARS, page_items, plan_pages
 
 PAGE_CHUNK = 64  # pages per add_pages call (one embedding batch each)
@@ -92,6 +94,10 @@ def _meta_of(message: Any) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
+def _stored_turn_ids(store, cid: int) -> set:
+    return {_meta_of(m).get("turn_id") for m in store.list_messages(cid)}
+
+
 def write_conversation(
     store,
     conv: ParsedConversation,
@@ -134,36 +140,56 @@ def write_conversation(
         if on_turns:
             on_turns(sum(len(it["meta"]["turn_ids"]) for it in chunk))
     written_turns = sum(len(it["meta"]["turn_ids"]) for it in draft)
-    with store.transaction():
-        if existing is None:
-            cid = store.create_conversation(
-                conv.title, created_at=conv.created_at, source=conv.source, external_id=conv.external_id
-            )
-        else:
-            cid = existing.id
-        ids: list[int] = []
-        for t in turns:
-            meta = {"turn_id": t.turn_id, "import_source": conv.source, **t.meta}
-            mid = store.add_message(cid, t.role, t.text, parent_id=parent_id, created_at=t.timestamp, meta=meta)
-            ids.append(mid)
-            parent_id = mid
-        items, capped = page_items(turns, ids, plans, source=conv.source, limit=max_side_chars)
-        for it, drafted in zip(items, draft):
-            it["embedding"] = drafted["embedding"]
-        for n in capped:
-            first = turns[plans[n].indices[0]]
-            issues.append(
-                ImportIssue(
-                    f"{conv.position}, turn {first.turn_id}",
-                    f"message of {max(len(turns[i].text) for i in plans[n].indices):,} characters: imported in full, "
-                    f"but its memory page keeps only the first {max_side_chars:,}",
-                    skipped=False,
-                )
-            )
-        store.add_pages(cid, items)
+    try:
+        with store.transaction():
+            cid = _write_turns(store, conv, existing, turns, parent_id, plans, draft, issues, max_side_chars)
+    except _WrittenMeanwhile:  # another import (of an overlapping file) wrote it while this one embedded
+        return write_conversation(store, conv, issues=issues, max_side_chars=max_side_chars)
     if on_turns and written_turns < len(turns):
         on_turns(len(turns) - written_turns)
-    return ConversationOutcome(conv.position, conv.external_id, cid, status, len(turns), len(items))
+    return ConversationOutcome(conv.position, conv.external_id, cid, status, len(turns), len(draft))
+
+
+class _WrittenMeanwhile(Exception):
+    """Raised inside the transaction (rolling it back) when the conversation appeared since it was looked up."""
+
+
+def _write_turns(store, conv, existing, turns, parent_id, plans, draft, issues, max_side_chars) -> int:
+    """The SQL part of `write_conversation`, inside its transaction; returns the conversation id."""
+    # the write lock is held now: what another import wrote while this one embedded is there to see
+    if existing is None:
+        if store.find_conversation(conv.source, conv.external_id) is not None:
+            raise _WrittenMeanwhile
+        cid = store.create_conversation(
+            conv.title, created_at=conv.created_at, source=conv.source, external_id=conv.external_id
+        )
+    else:
+        cid = existing.id
+        if _stored_turn_ids(store, cid) & {t.turn_id for t in turns}:
+            raise _WrittenMeanwhile
+    ids: list[int] = []
+    for t in turns:
+        meta = {"turn_id": t.turn_id, "import_source": conv.source, **t.meta}
+        mid = store.add_message(
+            cid, t.role, t.text, parent_id=parent_id, created_at=t.timestamp, status=t.status, meta=meta
+        )
+        ids.append(mid)
+        parent_id = mid
+    items, capped = page_items(turns, ids, plans, source=conv.source, limit=max_side_chars)
+    for it, drafted in zip(items, draft):
+        it["embedding"] = drafted["embedding"]
+    for n in capped:
+        first = turns[plans[n].indices[0]]
+        issues.append(
+            ImportIssue(
+                f"{conv.position}, turn {first.turn_id}",
+                f"message of {max(len(turns[i].text) for i in plans[n].indices):,} characters: imported in full, "
+                f"but its memory page keeps only the first {max_side_chars:,}",
+                skipped=False,
+            )
+        )
+    store.add_pages(cid, items)
+    return cid
 
 
 def write_all(
@@ -177,14 +203,18 @@ def write_all(
     convs = list(conversations if conversations is not None else parsed.conversations)
     report = ImportReport(path=path, format=parsed.format, issues=list(parsed.issues), records_seen=parsed.records_seen)
     start = time.monotonic()
-    for conv in convs:
-        if progress is not None:
-            progress.note = conv.title[:40]
-        outcome = write_conversation(
-            store, conv, issues=report.issues, on_turns=(lambda n: progress.update(n)) if progress is not None else None
-        )
-        report.outcomes.append(outcome)
-    report.profile_added, report.profile_source = write_profile(store, parsed), parsed.profile_source
+    with import_claim(store, convs, Path(path).name if path else "this file"):  # a second import fails here
+        for conv in convs:
+            if progress is not None:
+                progress.note = conv.title[:40]
+            outcome = write_conversation(
+                store,
+                conv,
+                issues=report.issues,
+                on_turns=(lambda n: progress.update(n)) if progress is not None else None,
+            )
+            report.outcomes.append(outcome)
+        report.profile_added, report.profile_source = write_profile(store, parsed), parsed.profile_source
     report.seconds = time.monotonic() - start
     return report
 

@@ -32,13 +32,14 @@ def test_markdown_export_reimports_unchanged(store, embedder, tmp_path):
     assert out.messages == 4 and out.title == "Balcony garden: plans" and out.bytes == out.path.stat().st_size
     text = out.path.read_text(encoding="utf-8")
     assert text.startswith("# Balcony garden: plans\n\n[2024-04-02T08:15:31Z] **User:** My balcony faces north.")
-    assert "**Assistant:** Parsley, mint and chives." in text and "Mint and parsley." not in text  # newest branch
+    # the newest branch; its reply was stopped, and says so
+    assert "**Assistant (stopped):** Parsley, mint and chives." in text and "Mint and parsley." not in text
     parsed = load(out.path)
     assert parsed.format == "text" and not parsed.issues
     (conv,) = parsed.conversations
     assert conv.title == "Balcony garden: plans"
-    assert [(t.role, t.text, t.timestamp) for t in conv.turns] == [
-        (m.role, m.content, m.created_at) for m in store.list_messages(cid)
+    assert [(t.role, t.text, t.timestamp, t.status) for t in conv.turns] == [
+        (m.role, m.content, m.created_at, m.status) for m in store.list_messages(cid)
     ]
     # into another memory and out again: the same file
     from memory_core import MemoryStore
@@ -200,3 +201,34 @@ def test_chats_forget_and_delete_forget_take_what_memory_learned(mnemo_dirs, emb
         assert store.check_integrity() == []
     finally:
         store.close()
+
+
+def test_an_interrupted_reply_is_marked_in_markdown_and_reads_back_so(store, embedder, tmp_path):
+    """A reply cut short by a crash (left 'streaming', marked 'interrupted' at the next start) says so
+    after its speaker; a reply being written as the file is made ends there too: 'interrupted'."""
+    cid = store.create_conversation("Cut short", created_at=T0)
+    u1 = store.add_message(cid, "user", "Tell me about Porto.", created_at=T0)
+    a1 = store.add_message(
+        cid, "assistant", "Porto is a city on the Dou", parent_id=u1, created_at=T0 + 2, status="streaming"
+    )
+    assert store.mark_interrupted_messages() == 1  # what a start after the crash does
+    u2 = store.add_message(cid, "user", "Go on.", parent_id=a1, created_at=T0 + 60)
+    store.add_message(cid, "assistant", "It is known for", parent_id=u2, created_at=T0 + 61, status="streaming")
+    text = export_chat(store, cid, tmp_path / "cut.md").path.read_text(encoding="utf-8")
+    assert text == (
+        "# Cut short\n\n"
+        "[2024-04-02T08:15:31Z] **User:** Tell me about Porto.\n\n"
+        "[2024-04-02T08:15:33Z] **Assistant (interrupted):** Porto is a city on the Dou\n\n"
+        "[2024-04-02T08:16:31Z] **User:** Go on.\n\n"
+        "[2024-04-02T08:16:32Z] **Assistant (interrupted):** It is known for\n\n"
+    )
+    (conv,) = load(tmp_path / "cut.md").conversations
+    assert [(t.role, t.text, t.status) for t in conv.turns] == [
+        ("user", "Tell me about Porto.", "complete"),
+        ("assistant", "Porto is a city on the Dou", "interrupted"),
+        ("user", "Go on.", "complete"),
+        ("assistant", "It is known for", "interrupted"),
+    ]
+    write_conversation(store, conv)  # into a memory: the replies keep their status
+    copy = next(c for c in store.list_conversations() if c.source == "text")
+    assert [m.status for m in store.list_messages(copy.id)] == ["complete", "interrupted", "complete", "interrupted"]
