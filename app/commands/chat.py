@@ -16,6 +16,7 @@ from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
 
+NUL = "\x00"
 HELP = (
     "/new  new conversation   /memory  what is remembered   /remember TEXT  keep a fact about you   "
     "/forget  forget what this chat taught   /stop or Ctrl+C  stop a reply   /quit"
@@ -93,7 +94,32 @@ def _settle(store):
             bar.close()
 
 
+def _message_of(text: str) -> tuple[str | None, str]:
+    """(the message to ask, or None, and why not): `-` reads it from standard input, all of it, as
+    UTF-8, before any model loads, so a bad pipe fails at once."""
+    if text != "-":
+        return (text, "") if text.strip() else (None, "nothing to ask: the message is empty")
+    data = sys.stdin.buffer.read()
+    try:
+        message = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, (
+            f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x} at byte {exc.start}); "
+            "convert it first, e.g. with iconv -t UTF-8"
+        )
+    message = message.removeprefix("\ufeff").rstrip("\r\n")
+    if NUL in message:
+        return None, f"standard input holds a NUL byte (character {message.index(NUL) + 1}), so it is not text"
+    if not message.strip():
+        return None, "nothing to ask: standard input is empty (e.g. echo 'Hello' | mnemo ask -)"
+    return message, ""
+
+
 def run_ask(args, ctx) -> int:
+    text, problem = _message_of(args.text)
+    if text is None:
+        print(f"mnemo ask: error: {problem}", file=sys.stderr)
+        return 2
     try:
         store = ctx.open_store()
         session, model = _open_session(ctx, store, args.conversation or None)
@@ -101,7 +127,7 @@ def run_ask(args, ctx) -> int:
         return fail(str(exc))
     try:
         cid = session.conversation_id
-        result = _stream_turn(session, store, model, args.text, quiet=args.json)
+        result = _stream_turn(session, store, model, text, quiet=args.json)
         if result is None:  # the disk is full: nothing to print but the error
             return 1
         _settle(store)
@@ -199,7 +225,7 @@ def register(sub) -> None:
     p.add_argument("--conversation", type=int, help="continue this conversation id")
     p.set_defaults(func=run_chat)
     p = sub.add_parser("ask", help="ask one question and print the reply")
-    p.add_argument("text")
+    p.add_argument("text", help="the message; - reads it from standard input (e.g. a file: mnemo ask - < notes.txt)")
     p.add_argument("--conversation", type=int, help="ask inside this conversation id")
     p.add_argument("--json", action="store_true", help="print the reply, its stats and retrieval trace as JSON")
     p.set_defaults(func=run_ask)
