@@ -17,8 +17,10 @@ from typing import Any
 
 from app.prompting import ComposedPrompt, MarkupFilter, QuoteFloor, compose_prompt
 from app.quoted_turns import QuotedPage, QuotedTurnFilter, asks_for_dialogue
+from app.recovery import recover_interrupted
 from app.remember import forget_request, forget_statement, remember_fact, remember_request
 from app.repetition import RepetitionGuard
+from app.turn_memory import memory_mode, queue_exchange_page
 from memory_core import RetrievalBudget, is_storage_full
 from memory_core.text import valid_text
 from models.chat import CancelToken
@@ -27,12 +29,13 @@ from models.errors import ModelError
 log = logging.getLogger(__name__)
 
 TokenCallback = Callable[[str], None]
-STATUS_COMPLETE, STATUS_STOPPED, STATUS_STREAMING, STATUS_FAILED, STATUS_INTERRUPTED = (
+STATUS_COMPLETE, STATUS_STOPPED, STATUS_STREAMING, STATUS_FAILED, STATUS_INTERRUPTED, STATUS_PENDING = (
     "complete",
     "stopped",
     "streaming",
     "failed",
     "interrupted",
+    "pending",  # a user message whose reply has not begun (app.recovery)
 )
 PARTIAL_FLUSH_S = 1.0  # how often a streaming reply is saved, so a crash loses at most this much
 
@@ -45,7 +48,6 @@ REPLY_NOT_SAVED = (
     "The disk is full: this reply is shown but could not be saved. Free some disk space; "
     "the part saved before the disk filled is kept."
 )
-MEMORY_NOT_QUEUED = "The disk is full: the reply was saved, but it could not be added to memory. Free some disk space."
 
 
 class DiskFullError(RuntimeError):
@@ -133,30 +135,10 @@ class ChatAgent:
         return self.store.create_conversation(title)
 
     def recover_interrupted(self) -> int:
-        """After a crash: replies left 'streaming' become 'interrupted' (their flushed text is kept)
-        and the exchange's memory update is queued, as it would have been had the turn finished."""
-        stuck = self.store.list_messages_with_status(STATUS_STREAMING)
-        for msg in stuck:
-            user = self.store.get_message(msg.parent_id) if msg.parent_id else None
-            self.store.update_message(msg.id, status=STATUS_INTERRUPTED)
-            _, write = self._memory_mode(msg.conversation_id)
-            if write and user is not None and msg.content.strip() and forget_request(user.content) is None:
-                self._enqueue_page(msg.conversation_id, user, msg.id, msg.content)
-        return len(stuck)
-
-    def _enqueue_page(self, conversation_id: int, user, assistant_id: int, reply: str) -> None:
-        self.store.enqueue(
-            "add_page",
-            {
-                "cid": conversation_id,
-                "user_text": user.content,
-                "assistant_text": reply,
-                "user_message_id": user.id,
-                "assistant_message_id": assistant_id,
-                "timestamp": user.created_at,
-            },
-            key=f"page:{assistant_id}",
-        )
+        """After a crash: what was cut short is kept and its memory queued (`app.recovery`); returns
+        how many replies and unanswered messages it found."""
+        done = recover_interrupted(self.store, self.memory_enabled)
+        return done.replies + done.unanswered
 
     # -- turns --------------------------------------------------------------------
     def send(
@@ -169,15 +151,20 @@ class ChatAgent:
         cancel: CancelToken | None = None,
     ) -> TurnResult:
         """Send `text` as the next user message (after `parent_id`, default: the current leaf)."""
-        text = valid_text(text)
-        if parent_id is None:
-            branch = self.store.list_messages(conversation_id)
-            parent_id = branch[-1].id if branch else None
-        with _disk_full_means(MESSAGE_NOT_SAVED):
-            user_id = self.store.add_message(conversation_id, "user", text, parent_id=parent_id)
-        with _disk_full_means(REPLY_NOT_STARTED):
-            self._maybe_title(conversation_id, text)
-        return self._reply(conversation_id, user_id, text, on_token=on_token, cancel=cancel, new_message=True)
+        user_id = post_message(self.store, conversation_id, text, parent_id=parent_id)
+        return self.reply_to(user_id, on_token=on_token, cancel=cancel)
+
+    def reply_to(
+        self, user_message_id: int, *, on_token: TokenCallback | None = None, cancel: CancelToken | None = None
+    ) -> TurnResult:
+        """The reply to a user message stored by `post_message` or `post_edit` (a new message: a
+        request to remember or forget in it is carried out)."""
+        user = self.store.get_message(user_message_id)
+        if user is None or user.role != "user":
+            raise ValueError(f"message {user_message_id} is not a user message")
+        return self._reply(
+            user.conversation_id, user.id, user.content, on_token=on_token, cancel=cancel, new_message=True
+        )
 
     def regenerate(
         self, assistant_message_id: int, *, on_token: TokenCallback | None = None, cancel: CancelToken | None = None
@@ -199,15 +186,8 @@ class ChatAgent:
         cancel: CancelToken | None = None,
     ) -> TurnResult:
         """A new user message beside the edited one (a new branch); the old exchange's page is forgotten."""
-        old = self.store.get_message(user_message_id)
-        if old is None or old.role != "user":
-            raise ValueError(f"message {user_message_id} is not a user message")
-        for child in self.store.message_children(user_message_id):
-            self._forget_pages_of(child.id)
-        new_text = valid_text(new_text)
-        with _disk_full_means(MESSAGE_NOT_SAVED):
-            user_id = self.store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id)
-        return self._reply(old.conversation_id, user_id, new_text, on_token=on_token, cancel=cancel, new_message=True)
+        user_id = post_edit(self.store, user_message_id, new_text)
+        return self.reply_to(user_id, on_token=on_token, cancel=cancel)
 
     def warm(
         self, conversation_id: int | None, *, leaf_id: int | None = None, cancel: CancelToken | None = None
@@ -239,12 +219,7 @@ class ChatAgent:
 
     # -- internals ----------------------------------------------------------------
     def _memory_mode(self, conversation_id: int) -> tuple[bool, bool]:
-        """(read, write): incognito turns neither read nor write memory; paused ones only read."""
-        conv = self.store.get_conversation(conversation_id)
-        if conv is not None and conv.incognito:
-            return False, False
-        paused = (conv is not None and conv.memory_paused) or not self.memory_enabled() or self.store.is_paused()
-        return True, not paused
+        return memory_mode(self.store, conversation_id, self.memory_enabled)
 
     def _remember_if_asked(self, text: str) -> dict | None:
         """A message that asks to be remembered ("Remember that …", "…, so remember that.") keeps its
@@ -286,10 +261,11 @@ class ChatAgent:
         write = self._carry_out_requests(turn, read, write, new_message)
         self._recall(turn, read)
         self._compose(turn)
-        with _disk_full_means(REPLY_NOT_STARTED):
+        with _disk_full_means(REPLY_NOT_STARTED), self.store.transaction():
             assistant_id = self.store.add_message(
                 conversation_id, "assistant", "", parent_id=user_id, status=STATUS_STREAMING, meta={"trace": turn.trace}
             )
+            self._mark_answered(user_id)
         streamed = self._stream(turn, assistant_id, on_token, cancel)
         return self._save(turn, assistant_id, streamed, write)
 
@@ -468,25 +444,21 @@ class ChatAgent:
         meta: dict[str, Any] = {"trace": turn.trace, "stats": stats}
         if error:
             meta["error"] = error
+        remember = write and bool(text.strip()) and status != STATUS_FAILED
         try:
-            self.store.update_message(assistant_id, content=text, status=status, meta=meta)
+            with self.store.transaction():  # the reply and its memory job commit together, or neither does
+                self.store.update_message(assistant_id, content=text, status=status, meta=meta)
+                if remember:
+                    queue_exchange_page(self.store, cid, self.store.get_message(user_id), assistant_id, text)
         except Exception as exc:
             if not is_storage_full(exc):
                 raise
             # the row keeps what was flushed, marked 'streaming': the next start marks it interrupted
-            # and queues its memory update (recover_interrupted)
+            # and queues its memory update (app.recovery)
             log.warning("the reply could not be saved: %s", exc)
             return TurnResult(
                 cid, user_id, assistant_id, text, STATUS_FAILED, turn.prompt, turn.trace, REPLY_NOT_SAVED, stats
             )
-        if write and text.strip() and status != STATUS_FAILED:
-            try:
-                self._enqueue_page(cid, self.store.get_message(user_id), assistant_id, text)
-            except Exception as exc:
-                if not is_storage_full(exc):
-                    raise
-                log.warning("the reply was saved but its memory update could not be queued: %s", exc)
-                error = MEMORY_NOT_QUEUED
         return TurnResult(cid, user_id, assistant_id, text, status, turn.prompt, turn.trace, error, stats)
 
     def _quoted_pages(self, prompt: ComposedPrompt, retrieval) -> list[QuotedPage]:
@@ -517,16 +489,71 @@ class ChatAgent:
         return time.perf_counter()
 
     def _forget_pages_of(self, assistant_message_id: int) -> None:
-        """Forget the memory of a reply the user replaced (regenerated or edited away)."""
-        self.store.cancel_jobs(key=f"page:{assistant_message_id}")
-        pages = self.store.list_pages(assistant_message_id=assistant_message_id, limit=100)
-        if pages:
-            self.store.forget("page", [p.id for p in pages])
+        forget_pages_of(self.store, assistant_message_id)
 
-    def _maybe_title(self, conversation_id: int, text: str) -> None:
-        conv = self.store.get_conversation(conversation_id)
-        if conv is not None and conv.title in ("", "New chat"):
-            self.store.rename_conversation(conversation_id, title_from(text))
+    def _mark_answered(self, user_id: int) -> None:
+        """The user message's reply has begun: no longer 'pending' (see `post_message`)."""
+        user = self.store.get_message(user_id)
+        if user is not None and user.status == STATUS_PENDING:
+            self.store.update_message(user_id, status=STATUS_COMPLETE)
+
+
+def post_message(store, conversation_id: int, text: str, *, parent_id: int | None = None) -> int:
+    """Store `text` as the user's next message of the chat (after `parent_id`, default its newest
+    message), before anything waits on the model: a crash from here on keeps it. It stays 'pending'
+    until its reply begins, so a crash in between leaves a mark `app.recovery` finds. A new chat's
+    first message also titles it. DiskFullError when it cannot be stored."""
+    text = valid_text(text)
+    if parent_id is None:
+        branch = store.list_messages(conversation_id)
+        parent_id = branch[-1].id if branch else None
+    with _disk_full_means(MESSAGE_NOT_SAVED):
+        user_id = store.add_message(conversation_id, "user", text, parent_id=parent_id, status=STATUS_PENDING)
+    with _disk_full_means(REPLY_NOT_STARTED):
+        _maybe_title(store, conversation_id, text)
+    return user_id
+
+
+def post_edit(store, user_message_id: int, new_text: str) -> int:
+    """Store `new_text` as a new user message beside `user_message_id` (a new branch, 'pending' like
+    `post_message`); the memory of the old branch's replies is forgotten."""
+    old = store.get_message(user_message_id)
+    if old is None or old.role != "user":
+        raise ValueError(f"message {user_message_id} is not a user message")
+    for child in store.message_children(user_message_id):
+        forget_pages_of(store, child.id)
+    new_text = valid_text(new_text)
+    with _disk_full_means(MESSAGE_NOT_SAVED):
+        return store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id, status=STATUS_PENDING)
+
+
+def record_failed_reply(store, user_message_id: int, error: str) -> int:
+    """The turn failed before its reply began (the model could not be loaded): a 'failed' reply that
+    says why, so the stored message is answered by something the user can regenerate."""
+    user = store.get_message(user_message_id)
+    if user is None:
+        raise ValueError(f"no message {user_message_id}")
+    with store.transaction():
+        aid = store.add_message(
+            user.conversation_id, "assistant", "", parent_id=user.id, status=STATUS_FAILED, meta={"error": error}
+        )
+        if user.status == STATUS_PENDING:
+            store.update_message(user.id, status=STATUS_COMPLETE)
+    return aid
+
+
+def forget_pages_of(store, assistant_message_id: int) -> None:
+    """Forget the memory of a reply the user replaced (regenerated or edited away)."""
+    store.cancel_jobs(key=f"page:{assistant_message_id}")
+    pages = store.list_pages(assistant_message_id=assistant_message_id, limit=100)
+    if pages:
+        store.forget("page", [p.id for p in pages])
+
+
+def _maybe_title(store, conversation_id: int, text: str) -> None:
+    conv = store.get_conversation(conversation_id)
+    if conv is not None and conv.title in ("", "New chat"):
+        store.rename_conversation(conversation_id, title_from(text))
 
 
 def title_from(text: str, limit: int = 60) -> str:

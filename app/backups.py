@@ -69,6 +69,29 @@ def maybe_backup(store, paths: Paths, *, keep: int = KEEP, now: float | None = N
     return make_backup(store, paths, now=now, keep=keep, cancelled=cancelled)
 
 
+def checkpoint_and_close(db: Path) -> None:
+    """Fold the database's write-ahead log into the file itself (no connection may be open). A
+    damaged file is left as it is."""
+    import apsw
+
+    try:
+        conn = apsw.Connection(str(db))
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    except apsw.Error:
+        pass
+
+
+def _keep_aside(db: Path, aside: Path) -> None:
+    """`aside` becomes a second name of `db` (a copy where hard links are not allowed)."""
+    try:
+        os.link(db, aside)
+    except OSError:
+        shutil.copyfile(db, aside)
+
+
 class UnusableBackupError(ValueError):
     """The chosen file is not a Mnemo memory, or is damaged: nothing was changed."""
 
@@ -95,8 +118,8 @@ def made_at(backup: Path) -> str:
 def restore(paths: Paths, backup: Path, *, now: float | None = None) -> Path:
     """Put `backup` back as the memory database; every connection to the current one must be
     closed. A file that is not a sound Mnemo memory is refused before anything changes. The
-    current database (with its -wal/-shm files) is moved aside first, never deleted; returns
-    where it went."""
+    current database (its write-ahead log folded in) is kept aside, never deleted; returns where
+    it went."""
     backup = Path(backup)
     if not backup.is_file():
         raise FileNotFoundError(f"no such backup: {backup}")
@@ -107,12 +130,18 @@ def restore(paths: Paths, backup: Path, *, now: float | None = None) -> Path:
     paths.data_dir.mkdir(parents=True, exist_ok=True)
     tmp = db.with_name(f".{db.name}.restoring")
     shutil.copyfile(backup, tmp)  # copy first: a failure here leaves everything as it was
+    # Every step below leaves a whole memory in place whenever the process dies: the current file
+    # first takes in its write-ahead log (a crash may have left one), so the file alone is complete;
+    # it is then kept aside under a second name (a hard link) while still in place, and the backup
+    # replaces it in one rename. Never a moment without a database, or with another file's log.
     if db.exists():
-        os.replace(db, aside)
-    for extra in ("-wal", "-shm"):
+        checkpoint_and_close(db)
+        _keep_aside(db, aside)
+    for extra in ("-wal", "-shm"):  # gone after a checkpoint; a damaged file's are kept with it
         side = db.with_name(db.name + extra)
         if side.exists():
-            os.replace(side, aside.with_name(aside.name + extra))
+            _keep_aside(side, aside.with_name(aside.name + extra))
+            side.unlink()
     os.replace(tmp, db)
     drop_shared(str(db))  # this process's cached page vectors belong to the file that was replaced
     return aside

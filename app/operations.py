@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.agent import TokenCallback, TurnResult
+from app.agent import TokenCallback, TurnResult, post_edit, post_message, record_failed_reply
 from app.chat_export import ChatExport
 from app.chat_export import export_chat as _export_chat
 from app.chat_memory import ChatMemory, chat_memory, forget_chat_memory
+from app.recovery import Recovered
+from app.recovery import recover_interrupted as _recover_interrupted
 from app.remember import Remembered, remember_fact, remember_trait
 from app.session import ChatSession
 from app.wording import count
@@ -36,6 +38,37 @@ def send(
     """`text` as the next user message of the session's chat (created by its first message), and the reply."""
     cid = session.open(store)
     return session.agent(store, model).send(cid, text, parent_id=parent_id, on_token=on_token, cancel=cancel)
+
+
+def post(session: ChatSession, store, text: str, *, parent_id: int | None = None) -> int:
+    """Store `text` as the next user message of the session's chat (created by its first message),
+    without the model: the desktop app stores what was typed before the model has loaded, then asks
+    for the reply with `reply`."""
+    return post_message(store, session.open(store), text, parent_id=parent_id)
+
+
+def post_edited(store, user_message_id: int, text: str) -> int:
+    """Store `text` in place of user message `user_message_id` (a new branch), without the model."""
+    return post_edit(store, user_message_id, text)
+
+
+def reply(
+    session: ChatSession,
+    store,
+    model,
+    user_message_id: int,
+    *,
+    on_token: TokenCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> TurnResult:
+    """The reply to a user message stored by `post` or `post_edited`."""
+    return session.agent(store, model).reply_to(user_message_id, on_token=on_token, cancel=cancel)
+
+
+def reply_failed(store, user_message_id: int, error: str) -> int:
+    """The reply could not begin (the model did not load): a failed reply that says why, which the
+    user can regenerate. Returns its id."""
+    return record_failed_reply(store, user_message_id, error)
 
 
 def regenerate(
@@ -70,9 +103,10 @@ def warm(session: ChatSession, store, model, *, leaf_id: int | None = None, canc
     return session.agent(store, model).warm(session.conversation_id, leaf_id=leaf_id, cancel=cancel)
 
 
-def recover_interrupted(session: ChatSession, store, model) -> int:
-    """After a crash: keep the replies cut short and queue their memory (`ChatAgent.recover_interrupted`)."""
-    return session.agent(store, model).recover_interrupted()
+def recover_interrupted(store) -> Recovered:
+    """At start, before the first turn: keep what a crash cut short and queue its memory, once
+    (`app.recovery`; the desktop app and the terminal commands both run it)."""
+    return _recover_interrupted(store)
 
 
 # -- chats ------------------------------------------------------------------------------

@@ -48,6 +48,8 @@ class Turn:
     conversation_id: int | None
     text: str = ""
     message_id: int | None = None  # the assistant message (regenerate) or user message (edit)
+    user_message_id: int | None = None  # send / edit: the user message once stored (before the reply)
+    failed_reply_id: int | None = None  # the reply could not begin: the failed reply stored in its place
     parent_id: int | None = None  # send: the last message of the branch on screen (None: newest)
     incognito: bool = False
     cancel: CancelToken = field(default_factory=CancelToken)
@@ -177,7 +179,7 @@ class Backend(QObject):
             raise RuntimeError(f"the memory database could not be opened: {self._db_open_error}")
         try:
             store = self.ctx.open_store()
-            store.mark_interrupted_messages()  # replies cut short by a crash
+            operations.recover_interrupted(store)  # what a crash cut short: kept, its memory queued
         except Exception as exc:
             log.exception("could not open the memory store")
             self._db_open_error = exc
@@ -331,20 +333,50 @@ class Backend(QObject):
         return session
 
     def start_turn(self, turn: Turn) -> Turn:
-        """Run one chat turn (send / regenerate / edit-and-resend) on the LLM thread."""
+        """Run one chat turn (send / regenerate / edit-and-resend). What was typed is stored first, on
+        the database worker, so it is kept even when the app dies while the model loads; the reply
+        then runs on the LLM thread."""
         if self._active:
             raise RuntimeError("a reply is already being generated")
         self._stop_warming()
         self.turn = turn
         self._active = True
         session = self.session(turn.conversation_id, incognito=turn.incognito)
+        if turn.kind == REGENERATE:
+            self._reply(turn, session)
+            return turn
+
+        def post(store) -> int:
+            created = session.conversation_id is None
+            if turn.kind == EDIT:
+                assert turn.message_id is not None, "an edit names the message it replaces"
+                uid = operations.post_edited(store, turn.message_id, turn.text)
+            else:
+                uid = operations.post(session, store, turn.text, parent_id=turn.parent_id)
+            if created and session.conversation_id is not None:
+                turn.conversation_id = session.conversation_id
+                self._sessions[session.conversation_id] = session
+                self._emit(self.conversationCreated, turn)
+            return uid
+
+        def posted(uid: int) -> None:
+            turn.user_message_id = uid
+            if self._closed:
+                self._finish(turn, error="Mnemo closed before the reply began")
+            else:
+                self._reply(turn, session)
+
+        def not_posted(exc: BaseException) -> None:
+            log.warning("the message could not be stored: %s", exc)
+            self._finish(turn, error=str(exc) or type(exc).__name__)
+
+        self.db(post, posted, not_posted)
+        return turn
+
+    def _reply(self, turn: Turn, session: ChatSession) -> None:
+        """The LLM-thread half of a turn: the reply (to the stored message, or a regenerated one)."""
 
         def task(store, model):
-            if session.conversation_id is None:
-                turn.conversation_id = session.open(store)
-                self._sessions[turn.conversation_id] = session
-                self._emit(self.conversationCreated, turn)
-
             def on_token(chunk: str) -> None:
                 if turn.push(chunk):
                     self._emit(self.firstToken, turn)
@@ -353,29 +385,39 @@ class Backend(QObject):
                 return operations.regenerate(
                     session, store, model, turn.message_id, on_token=on_token, cancel=turn.cancel
                 )
-            if turn.kind == EDIT:
-                return operations.edit(
-                    session, store, model, turn.message_id, turn.text, on_token=on_token, cancel=turn.cancel
-                )
-            return operations.send(
-                session, store, model, turn.text, parent_id=turn.parent_id, on_token=on_token, cancel=turn.cancel
-            )
+            return operations.reply(session, store, model, turn.user_message_id, on_token=on_token, cancel=turn.cancel)
 
         def finished(future: Future) -> None:
             exc = future.exception()
             if exc is None:
-                turn.result = future.result()
-                if turn.result.status == "failed":
-                    turn.error = turn.result.error
-            else:
-                log.warning("chat turn failed: %s", exc)
-                turn.error = str(exc) or type(exc).__name__
-            turn.done = True
-            self.notify_jobs()
-            self._emit(self._turnDone, turn)
+                self._finish(turn, result=future.result())
+                return
+            log.warning("chat turn failed: %s", exc)
+            error = str(exc) or type(exc).__name__
+            uid = turn.user_message_id
+            if uid is None or self._closed or self._db is None:
+                self._finish(turn, error=error)
+                return
+
+            def answered(aid: int) -> None:  # the stored message gets a failed reply the user can regenerate
+                turn.failed_reply_id = aid
+                self._finish(turn, error=error)
+
+            self._db.submit(
+                lambda store: operations.reply_failed(store, uid, error),
+                answered,
+                on_error=lambda _: self._finish(turn, error=error),
+            )
 
         self.submit(task).add_done_callback(finished)
-        return turn
+
+    def _finish(self, turn: Turn, *, result=None, error: str | None = None) -> None:
+        """The turn is over (any thread): its outcome is kept and the window told on the UI thread."""
+        turn.result = result
+        turn.error = error if result is None else (result.error if result.status == "failed" else None)
+        turn.done = True
+        self.notify_jobs()
+        self._emit(self._turnDone, turn)
 
     @Slot(object)
     def _on_turn_done(self, turn: Turn) -> None:

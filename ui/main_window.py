@@ -1037,11 +1037,15 @@ class MainWindow(QMainWindow):
                 )
         else:
             if widget is not None:
-                widget.set_final("failed", error=turn.error)
-            if turn.kind in (SEND, EDIT) and not self.composer.text().strip():
-                self.composer.set_text(turn.text)  # nothing typed is lost
-            if user_widget is not None and user_widget.message_id is None:
-                self._unsent_widget = user_widget  # shown with its error until the next send
+                widget.set_final("failed", message_id=turn.failed_reply_id, error=turn.error)
+            if turn.user_message_id is not None:  # stored: kept in the chat, its failed reply can be regenerated
+                if user_widget is not None:
+                    user_widget.set_message_id(turn.user_message_id)
+            elif turn.kind in (SEND, EDIT):
+                if not self.composer.text().strip():
+                    self.composer.set_text(turn.text)  # nothing typed is lost
+                if user_widget is not None and user_widget.message_id is None:
+                    self._unsent_widget = user_widget  # shown with its error until the next send
             self.statusBar().showMessage(f"The reply failed: {turn.error}", 8000)
         self.chat_view.set_busy(False)
         QTimer.singleShot(100, self.chat_view.prepare)  # ready widgets for the next message

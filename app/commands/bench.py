@@ -20,6 +20,7 @@ BENCHMARKS = [
     "ui_latency",
     "app_startup",
     "inspector_scale",
+    "fault_injection",
 ]
 
 
@@ -47,7 +48,7 @@ def run(args, ctx) -> int:
 def register(sub) -> None:
     p = sub.add_parser(
         "bench",
-        help="run the benchmarks (retrieval, ingest, agent_overhead, reply_quality, long_chat, quote_floor, prompt_cache, warm_start, ui_latency, app_startup, inspector_scale; the last builds a 100k-page store the first time)",
+        help="run the benchmarks (retrieval, ingest, agent_overhead, reply_quality, long_chat, quote_floor, prompt_cache, warm_start, ui_latency, app_startup, inspector_scale, fault_injection; inspector_scale builds a 100k-page store the first time)",
     )
     p.add_argument("names", nargs="*", help="which ones (default: all)")
     p.add_argument("--extra", nargs="*", default=[], help="arguments passed to each benchmark")

@@ -25,10 +25,10 @@ HELP = (
 
 def _open_session(ctx, store, conversation_id: int | None):
     """The chat model and the session of the chat to talk in (a new one: created now)."""
+    if operations.recover_interrupted(store):  # what a crash cut short: kept, its memory queued
+        _settle(store)
     model = ctx.chat_model()
     session = ChatSession(conversation_id, options=ChatOptions.from_settings(ctx.settings))
-    if operations.recover_interrupted(session, store, model):  # a reply cut short by a crash: keep it
-        _settle(store)
     session.open(store)
     return session, model
 

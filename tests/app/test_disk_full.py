@@ -150,16 +150,22 @@ def test_mnemo_ingest_on_a_full_disk_says_so_and_finishes_when_run_again(mnemo_d
     assert "imported" in capsys.readouterr().out
 
 
-def test_a_reply_saved_just_before_the_disk_fills_says_it_is_not_in_memory(agent, store, monkeypatch):
+def test_the_disk_filling_as_the_reply_is_queued_for_memory_rolls_back_both(agent, store, monkeypatch):
+    """The reply's final save and its memory job commit together: when the job cannot be queued,
+    the reply row stays as a crash leaves it, and the next start keeps it and queues its memory."""
     import apsw
 
-    from app.agent import MEMORY_NOT_QUEUED
+    from app.recovery import recover_interrupted
 
-    def full(*args, **kwargs):  # the disk fills between saving the reply and queueing its page
+    def full(*args, **kwargs):  # the disk fills as the reply's page is queued
         raise apsw.FullError("database or disk is full")
 
     monkeypatch.setattr(store, "enqueue", full)
     cid = agent.new_conversation()
     result = agent.send(cid, "Hello there.")
-    assert result.status == "complete" and result.error == MEMORY_NOT_QUEUED
-    assert store.list_messages(cid)[1].content == result.text and store.list_messages(cid)[1].status == "complete"
+    assert result.status == "failed" and result.error == REPLY_NOT_SAVED
+    reply = store.list_messages(cid)[1]
+    assert reply.status == "streaming" and store.pending_jobs() == 0  # neither half committed
+    monkeypatch.undo()
+    done = recover_interrupted(store)
+    assert done.replies == 1 and done.queued == (1 if reply.content.strip() else 0)
