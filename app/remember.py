@@ -206,9 +206,15 @@ def forget_request(message: str) -> str | None:
     is 4312"), or None when it does not open with such a request (first sentence only, as for
     `remember_request`). "I forgot my keys" or "Don't forget to…" are not requests."""
     m = _FORGET.match(message or "")
-    if m is None:
-        return None
-    what = _bare(_first_sentence(m.group("rest")))
+    return None if m is None else statement_to_forget(m.group("rest"))
+
+
+def statement_to_forget(what: str) -> str | None:
+    """What to look for when asked to forget `what` (its first sentence, without a polite ending), or
+    None when it names nothing to look for: "it", "everything" (wiping memory is the inspector's,
+    behind a typed confirmation), one word, or more than a fact's length. The rule of "Forget that …"
+    in chat, and of the MCP server's forget tool."""
+    what = _bare(_first_sentence(what or ""))
     if _NOTHING_NAMED.match(what) or len(what.split()) < 2 or len(what) > MAX_FACT_CHARS:
         return None
     return what
@@ -248,12 +254,14 @@ def forget_statement(store, what: str) -> Forgot:
     return Forgot(what, [(k.id, k.text) for k, _ in facts], pages)
 
 
-def remember_fact(store, text: str, *, about: str = "user", pin: bool = False) -> Remembered:
-    """Keep `text` as a fact about the user (or the assistant). Raises ValueError for an empty fact."""
+def remember_fact(store, text: str, *, about: str = "user", pin: bool = False, source: str = "user") -> Remembered:
+    """Keep `text` as a fact about the user (or the assistant). `source` says who wrote it ("user": the
+    user in Mnemo; "via MCP: Claude Desktop": a tool of theirs), kept as the fact's origin and shown in
+    the inspector. Raises ValueError for an empty fact."""
     if about not in OWNERS:
         raise ValueError("a fact is about 'user' or 'assistant'")
     since = store.latest_event_id()
-    kid = store.add_knowledge(about, text, pinned=pin)
+    kid = store.add_knowledge(about, text, pinned=pin, source=source)
     return _outcome(store, "knowledge", kid, since)
 
 

@@ -21,10 +21,13 @@ def pages_label(ids: list[int]) -> str:
 
 def origin(verb: str, page_ids: list[int], source: str) -> str:
     """Why an item exists or has a new version: "extracted from pages 3, 4", "confirmed by pages 5", or,
-    without source pages, who wrote it: "added by the user", "updated from ChatGPT custom instructions"."""
+    without source pages, who wrote it: "added by the user", "updated from ChatGPT custom instructions",
+    "added via MCP: Claude Desktop" (a source that says its own preposition keeps it)."""
     if page_ids:
         return f"{verb} {'by' if verb == 'confirmed' else 'from'} {pages_label(page_ids)}"
-    return f"{verb} by the user" if source == "user" else f"{verb} from {source}"
+    if source == "user":
+        return f"{verb} by the user"
+    return f"{verb} {source}" if source.startswith("via ") else f"{verb} from {source}"
 
 
 class PersonaMerge:

@@ -11,4 +11,6 @@ COMMAND_MODULES = [
     "app.commands.eval",
     "app.commands.bench",
     "app.commands.models",
+    "app.commands.mcp",
+    "app.commands.serve",
 ]

@@ -1,0 +1,39 @@
+"""`mnemo mcp`: serve the memory to other assistants over the Model Context Protocol (app.mcp_server)."""
+
+from __future__ import annotations
+
+from app.commands._common import fail
+
+DEFAULT_PORT = 8765
+
+
+def run(args, ctx) -> int:
+    from app.api_access import is_loopback, load_token
+
+    if not args.http:
+        from app.mcp_server import run_stdio
+
+        return run_stdio(ctx)
+    if not is_loopback(args.host):
+        return fail(f"mcp --http listens on loopback addresses only (127.0.0.1, ::1, localhost), not {args.host}")
+    from app.mcp_server import run_http
+
+    try:
+        return run_http(ctx, args.host, args.port, load_token(ctx.paths.config_dir))
+    except OSError as exc:
+        return fail(f"mcp: cannot listen on {args.host}:{args.port}: {exc}", 1)
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "mcp",
+        help="serve the memory to other assistants (Claude Desktop, LM Studio, Cursor) over MCP",
+        description="A Model Context Protocol server on stdin/stdout (what MCP clients start), or with --http "
+        "its streamable HTTP transport on 127.0.0.1, every request with the token of <config dir>/api-token "
+        "(or $MNEMO_API_TOKEN). Tools: search_memory, remember, forget, get_persona, recent_memory; "
+        "resources mnemo://persona and mnemo://page/{id}. It runs beside an open Mnemo window.",
+    )
+    p.add_argument("--http", action="store_true", help="streamable HTTP on --host:--port instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="with --http: a loopback address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"with --http (default {DEFAULT_PORT}; 0: any)")
+    p.set_defaults(func=run)
