@@ -18,6 +18,9 @@ def bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # a response's header and body go out as separate writes; with Nagle's algorithm the body would
+        # wait for the client's delayed ACK (~40 ms a request). Accepted sockets inherit this (Linux).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host.strip("[]"), port))
         sock.listen(64)
     except OSError:

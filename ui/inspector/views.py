@@ -1032,10 +1032,8 @@ class PersonaView(QWidget):
             return
         kind, r = item
         self.pin_btn.setText("Unpin" if r.pinned else "Pin")
-        srcs = (
-            " ".join(f"<a href='page:{p}'>page {p}</a>" for p in r.source_page_ids)
-            or "none (written or edited by the user)"
-        )
+        written = f"written {r.model}" if (r.model or "").startswith("via ") else "written or edited by the user"
+        srcs = " ".join(f"<a href='page:{p}'>page {p}</a>" for p in r.source_page_ids) or f"none ({fmt.esc(written)})"
         convs = ", ".join(str(c) for c in (r.conversation_ids or [])) or "—"
         if kind == "trait":
             head = f"Trait {r.id}: {fmt.esc(r.dimension)}"
