@@ -152,6 +152,35 @@ def test_incognito_requests_leave_no_memory(served, app_ctx):
         store.close()
 
 
+@pytest.mark.slow
+def test_leaves_recovery_to_an_open_window(mnemo_dirs, app_ctx):
+    """A window holds the memory: its message waiting for the model is not taken for a crash's."""
+    from app.instance_lock import InstanceLock
+
+    store = app_ctx.open_store()
+    try:
+        cid = store.create_conversation("In the window")
+        waiting = store.add_message(cid, "user", "What is the capital of Peru?", status="pending")
+    finally:
+        store.close()
+    window = InstanceLock(mnemo_dirs["data"])
+    assert window.acquire()
+    s = _serve(mnemo_dirs)
+    try:
+        reply = s.client().chat.completions.create(
+            model="mnemo", messages=[{"role": "user", "content": "Hi."}], max_tokens=4
+        )
+        assert reply.choices[0].message.content is not None  # the server's start-up work is done by now
+    finally:
+        stop(s.proc)
+        window.release()
+    store = app_ctx.open_store()
+    try:
+        assert store.get_message(waiting).status == "pending" and store.message_children(waiting) == []
+    finally:
+        store.close()
+
+
 def test_requests_need_the_token_and_it_listens_on_loopback(served):
     host, port = served.base_url.removeprefix("http://").split("/")[0].rsplit(":", 1)
     assert host == "127.0.0.1"
