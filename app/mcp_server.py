@@ -55,8 +55,10 @@ class StoreThread:
     async def call(self, fn: Callable[[Any], T]) -> T:
         return await asyncio.wrap_future(self.queue.submit(fn))
 
-    def warm_up(self) -> None:
-        """Open the store and load the page matrix now, so the first search is as fast as the next."""
+    def open(self) -> None:
+        """Open the store now, on its thread (raising what opening raised: a damaged file, another
+        embedding dimension), and load its page matrix after, so the first search is as fast as the next."""
+        self.queue.submit(lambda store: None, label="open").result()
         self.queue.submit(lambda store: store.warm_up(), label="warm up")
 
     def stop(self) -> None:
@@ -202,10 +204,19 @@ def build_server(store: StoreThread) -> MCPServer:
     return server
 
 
+def _opened(ctx) -> StoreThread:
+    store = StoreThread(ctx.open_store)
+    try:
+        store.open()
+    except BaseException:
+        store.stop()
+        raise
+    return store
+
+
 def run_stdio(ctx) -> int:
     """Serve MCP on stdin/stdout until the client closes them."""
-    store = StoreThread(ctx.open_store)
-    store.warm_up()
+    store = _opened(ctx)
     server = build_server(store)
     print(f"mnemo mcp: serving {ctx.paths.db_file} over stdio", file=sys.stderr, flush=True)
     try:
@@ -220,12 +231,10 @@ def run_http(ctx, host: str, port: int, token: str) -> int:
     from app.api_access import require_token
     from app.local_http import bind, serve, url_of
 
-    store = StoreThread(ctx.open_store)
-    store.warm_up()
-    server = build_server(store)
-    app = require_token(server.streamable_http_app(host=host), token)
-    sock = bind(host, port)
+    store = _opened(ctx)
     try:
+        app = require_token(build_server(store).streamable_http_app(host=host), token)
+        sock = bind(host, port)
         serve(app, sock, ready_line=f"mnemo mcp: listening on {url_of(sock, '/mcp')} (bearer token required)")
     finally:
         store.stop()

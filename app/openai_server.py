@@ -222,7 +222,7 @@ def _failure(result) -> str | None:
 
 # ---------------------------------------------------------------------- the app
 def build_app(runner: TurnRunner, *, token: str | None) -> Any:
-    """The ASGI app: the two routes, behind the token (None: open), starting and stopping `runner`."""
+    """The ASGI app: the two routes, behind the token (None: open); `runner` (started) stops with it."""
     from contextlib import asynccontextmanager
 
     from app.api_access import require_token
@@ -245,7 +245,6 @@ def build_app(runner: TurnRunner, *, token: str | None) -> Any:
 
     @asynccontextmanager
     async def lifespan(_app) -> AsyncIterator[None]:
-        runner.start()
         try:
             yield
         finally:

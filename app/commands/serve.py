@@ -16,6 +16,7 @@ def run(args, ctx) -> int:
         return fail(f"serve: {refused}")
     from app.local_http import bind, serve, url_of
     from app.openai_server import TurnRunner, build_app
+    from models.errors import ModelError
 
     try:
         sock = bind(args.host, args.port)
@@ -26,7 +27,18 @@ def run(args, ctx) -> int:
         if token is None
         else f"bearer token required: the one in {ctx.paths.config_dir / TOKEN_FILE}"
     )
-    app = build_app(TurnRunner(ctx), token=token)
+    runner = TurnRunner(ctx)
+    try:
+        runner.start().result()  # the store opens and the model loads before the ready line
+    except ModelError as exc:
+        runner.stop()
+        sock.close()
+        return fail(f"serve: {exc}", 1)
+    except BaseException:
+        runner.stop()
+        sock.close()
+        raise
+    app = build_app(runner, token=token)
     serve(app, sock, ready_line=f"mnemo serve: listening on {url_of(sock, '/v1')} ({access})")
     return 0
 

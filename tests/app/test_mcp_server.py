@@ -329,3 +329,20 @@ def test_http_transport_stays_on_loopback(mnemo_dirs):
         timeout=120,
     )
     assert out.returncode == 2 and "loopback" in out.stderr
+
+
+def test_a_damaged_memory_is_refused_at_start_in_one_line(mnemo_dirs):
+    mnemo_dirs["data"].mkdir(parents=True)
+    (mnemo_dirs["data"] / "mnemo.sqlite3").write_bytes(b"not a database at all " * 512)
+    out = subprocess.run(
+        [sys.executable, "-m", "app", "mcp"],
+        cwd=REPO_ROOT,
+        env={**os.environ, **_env(mnemo_dirs)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.strip().splitlines()[-1].startswith("mnemo mcp: error:")
+    assert "Traceback" not in out.stderr
