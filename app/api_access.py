@@ -2,8 +2,8 @@
 
 A memory holds what someone told an assistant in confidence, and any program on the machine can
 open a port on 127.0.0.1, a web page in a browser included; so both servers want a token in every
-request, one kept owner-only in the config folder (made at the first use, printed at each start,
-so the user can paste it into their client's settings). Binding anywhere but the loopback
+request, one kept owner-only in the config folder (made at the first use; each start says where it
+is, so the user can paste it into their client's settings). Binding anywhere but the loopback
 interface would put the memory on the network: that takes an explicit flag and a token
 (`check_bind`).
 """
@@ -49,6 +49,11 @@ def load_token(config_dir: Path) -> str:
         f.write(token + "\n")
     make_private_file(path)
     return token
+
+
+def token_hint(config_dir: Path) -> str:
+    """Where the user finds the token, for the ready line (the token itself is not printed)."""
+    return f"${TOKEN_ENV}" if os.environ.get(TOKEN_ENV, "").strip() else str(Path(config_dir) / TOKEN_FILE)
 
 
 def is_loopback(host: str) -> bool:

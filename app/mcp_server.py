@@ -226,7 +226,7 @@ def run_stdio(ctx) -> int:
     return 0
 
 
-def run_http(ctx, host: str, port: int, token: str) -> int:
+def run_http(ctx, host: str, port: int, token: str, token_hint: str) -> int:
     """Serve MCP's streamable HTTP transport on http://host:port/mcp, every request with the token."""
     from app.api_access import require_token
     from app.local_http import bind, serve, url_of
@@ -235,7 +235,11 @@ def run_http(ctx, host: str, port: int, token: str) -> int:
     try:
         app = require_token(build_server(store).streamable_http_app(host=host), token)
         sock = bind(host, port)
-        serve(app, sock, ready_line=f"mnemo mcp: listening on {url_of(sock, '/mcp')} (bearer token required)")
+        serve(
+            app,
+            sock,
+            ready_line=f"mnemo mcp: listening on {url_of(sock, '/mcp')} (bearer token: the one in {token_hint})",
+        )
     finally:
         store.stop()
     return 0

@@ -8,7 +8,7 @@ DEFAULT_PORT = 8765
 
 
 def run(args, ctx) -> int:
-    from app.api_access import is_loopback, load_token
+    from app.api_access import is_loopback, load_token, token_hint
 
     if not args.http:
         from app.mcp_server import run_stdio
@@ -19,7 +19,7 @@ def run(args, ctx) -> int:
     from app.mcp_server import run_http
 
     try:
-        return run_http(ctx, args.host, args.port, load_token(ctx.paths.config_dir))
+        return run_http(ctx, args.host, args.port, load_token(ctx.paths.config_dir), token_hint(ctx.paths.config_dir))
     except OSError as exc:
         return fail(f"mcp: cannot listen on {args.host}:{args.port}: {exc}", 1)
 

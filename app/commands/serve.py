@@ -8,7 +8,7 @@ DEFAULT_PORT = 8766
 
 
 def run(args, ctx) -> int:
-    from app.api_access import TOKEN_FILE, check_bind, load_token
+    from app.api_access import check_bind, load_token, token_hint
 
     token = None if args.no_token else load_token(ctx.paths.config_dir)
     refused = check_bind(args.host, allow_remote=args.allow_remote, token=token)
@@ -25,7 +25,7 @@ def run(args, ctx) -> int:
     access = (
         "no token (--no-token): any program that reaches it can use the memory"
         if token is None
-        else f"bearer token required: the one in {ctx.paths.config_dir / TOKEN_FILE}"
+        else f"bearer token required: the one in {token_hint(ctx.paths.config_dir)}"
     )
     runner = TurnRunner(ctx)
     try:
