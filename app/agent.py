@@ -21,6 +21,7 @@ from app.recovery import recover_interrupted
 from app.remember import forget_request, forget_statement, remember_fact, remember_request
 from app.repetition import RepetitionGuard
 from app.turn_memory import memory_mode, queue_exchange_page
+from app.writer_lease import token as writer_token
 from memory_core import RetrievalBudget, is_storage_full
 from memory_core.text import valid_text
 from models.chat import CancelToken
@@ -263,7 +264,12 @@ class ChatAgent:
         self._compose(turn)
         with _disk_full_means(REPLY_NOT_STARTED), self.store.transaction():
             assistant_id = self.store.add_message(
-                conversation_id, "assistant", "", parent_id=user_id, status=STATUS_STREAMING, meta={"trace": turn.trace}
+                conversation_id,
+                "assistant",
+                "",
+                parent_id=user_id,
+                status=STATUS_STREAMING,
+                meta={"trace": turn.trace, "writer": writer_token(self.store)},
             )
             self._mark_answered(user_id)
         streamed = self._stream(turn, assistant_id, on_token, cancel)
@@ -508,7 +514,14 @@ def post_message(store, conversation_id: int, text: str, *, parent_id: int | Non
         branch = store.list_messages(conversation_id)
         parent_id = branch[-1].id if branch else None
     with _disk_full_means(MESSAGE_NOT_SAVED):
-        user_id = store.add_message(conversation_id, "user", text, parent_id=parent_id, status=STATUS_PENDING)
+        user_id = store.add_message(
+            conversation_id,
+            "user",
+            text,
+            parent_id=parent_id,
+            status=STATUS_PENDING,
+            meta={"writer": writer_token(store)},
+        )
     with _disk_full_means(REPLY_NOT_STARTED):
         _maybe_title(store, conversation_id, text)
     return user_id
@@ -524,7 +537,14 @@ def post_edit(store, user_message_id: int, new_text: str) -> int:
         forget_pages_of(store, child.id)
     new_text = valid_text(new_text)
     with _disk_full_means(MESSAGE_NOT_SAVED):
-        return store.add_message(old.conversation_id, "user", new_text, parent_id=old.parent_id, status=STATUS_PENDING)
+        return store.add_message(
+            old.conversation_id,
+            "user",
+            new_text,
+            parent_id=old.parent_id,
+            status=STATUS_PENDING,
+            meta={"writer": writer_token(store)},
+        )
 
 
 def record_failed_reply(store, user_message_id: int, error: str) -> int:

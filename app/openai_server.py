@@ -35,7 +35,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from app import operations
-from app.instance_lock import app_is_running
 from app.session import ChatOptions, ChatSession
 from app.tasks import TaskQueue
 from models.chat import CancelToken
@@ -136,13 +135,11 @@ class TurnRunner:
         self._sessions: dict[str, ChatSession] = {}  # touched on the worker thread only
 
     def start(self) -> Future:
-        """Open the store, keep what a crash cut short, load the model: before the first request. With a
-        window open on the memory, recovery is the window's (it ran it at its start): here it would take
-        the window's reply being streamed now, or its message waiting for the model, for a crash's."""
+        """Open the store, keep what a crash cut short, load the model: before the first request. What
+        a live window or terminal is writing now is theirs, not a crash's (`app.writer_lease`)."""
 
         def prepare(store):
-            if not app_is_running(self.ctx.paths.data_dir):
-                operations.recover_interrupted(store)
+            operations.recover_interrupted(store)
             self._settle(store)
             return self.ctx.chat_model().model_id
 

@@ -12,6 +12,10 @@ other. What a crash can leave:
   while the model loaded): it gets an empty 'interrupted' reply, so the chat shows what happened
   and offers to regenerate it.
 
+Rows a live process is still writing are left alone: each turn marks them with its process's
+writer token (`app.writer_lease`), so a window, `mnemo chat` and `mnemo serve` on one memory
+recover only what a dead one left.
+
 A reply that recovery handled carries `meta["recovered"]`, so running it again changes nothing
 (the memory job of a reply is also keyed by the reply's id, and a page already made from the reply
 is never queued again).
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 
 from app.remember import forget_request
 from app.turn_memory import memory_mode, queue_exchange_page
+from app.writer_lease import is_alive
 
 STREAMING, INTERRUPTED, PENDING, COMPLETE = "streaming", "interrupted", "pending", "complete"
 NOT_STARTED = "Mnemo closed before this reply began. Regenerate it to get an answer."
@@ -45,13 +50,14 @@ def recover_interrupted(store, memory_enabled: Callable[[], bool] = lambda: True
     """Keep what a crash cut short and queue its memory; idempotent (see the module docstring)."""
     replies = queued = unanswered = 0
     for msg in store.list_messages_with_status(STREAMING) + store.list_messages_with_status(INTERRUPTED):
-        if (msg.meta or {}).get("recovered"):
+        meta = msg.meta or {}
+        if meta.get("recovered") or (msg.status == STREAMING and is_alive(store, meta.get("writer"))):
             continue
         with store.transaction():
             replies += 1
             queued += _recover_reply(store, msg, memory_enabled)
     for msg in store.list_messages_with_status(PENDING):
-        if msg.role != "user":
+        if msg.role != "user" or is_alive(store, (msg.meta or {}).get("writer")):
             continue
         with store.transaction():
             store.add_message(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.agent import MESSAGE_NOT_SAVED, REPLY_NOT_SAVED, ChatAgent, DiskFullError
+from app.writer_lease import release as restart_here
 from memory_core import MemoryParams, MemoryStore, is_storage_full
 
 
@@ -64,6 +65,7 @@ def test_the_disk_filling_during_a_reply_keeps_what_was_saved(agent, store, full
     assert user.content == "Tell me about the sea."
     assert reply.status == "streaming" and reply.content == chunks[0]  # what the first flush saved
     # the next start marks it interrupted and queues its memory update, as after a crash
+    restart_here()
     assert ChatAgent(store, agent.model).recover_interrupted() == 1
     assert store.get_message(reply.id).status == "interrupted"
     assert store.run_pending(allow_llm=False) == 1
@@ -167,5 +169,6 @@ def test_the_disk_filling_as_the_reply_is_queued_for_memory_rolls_back_both(agen
     reply = store.list_messages(cid)[1]
     assert reply.status == "streaming" and store.pending_jobs() == 0  # neither half committed
     monkeypatch.undo()
+    restart_here()
     done = recover_interrupted(store)
     assert done.replies == 1 and done.queued == (1 if reply.content.strip() else 0)

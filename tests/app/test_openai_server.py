@@ -153,18 +153,21 @@ def test_incognito_requests_leave_no_memory(served, app_ctx):
 
 
 @pytest.mark.slow
-def test_leaves_recovery_to_an_open_window(mnemo_dirs, app_ctx):
-    """A window holds the memory: its message waiting for the model is not taken for a crash's."""
-    from app.instance_lock import InstanceLock
+def test_recovers_what_a_dead_process_left_but_not_what_a_live_one_writes(mnemo_dirs, app_ctx):
+    """A window (here: this test process) has a message waiting for the model: not a crash's. A
+    process that died left one too: the server's start gives it an interrupted reply."""
+    from app.writer_lease import token
 
     store = app_ctx.open_store()
     try:
         cid = store.create_conversation("In the window")
-        waiting = store.add_message(cid, "user", "What is the capital of Peru?", status="pending")
+        live = store.add_message(
+            cid, "user", "What is the capital of Peru?", status="pending", meta={"writer": token(store)}
+        )
+        crashed = store.create_conversation("In a process that died")
+        dead = store.add_message(crashed, "user", "And of Chile?", status="pending", meta={"writer": "0" * 32})
     finally:
         store.close()
-    window = InstanceLock(mnemo_dirs["data"])
-    assert window.acquire()
     s = _serve(mnemo_dirs)
     try:
         reply = s.client().chat.completions.create(
@@ -173,10 +176,10 @@ def test_leaves_recovery_to_an_open_window(mnemo_dirs, app_ctx):
         assert reply.choices[0].message.content is not None  # the server's start-up work is done by now
     finally:
         stop(s.proc)
-        window.release()
     store = app_ctx.open_store()
     try:
-        assert store.get_message(waiting).status == "pending" and store.message_children(waiting) == []
+        assert store.get_message(live).status == "pending" and store.message_children(live) == []
+        assert [m.status for m in store.message_children(dead)] == ["interrupted"]
     finally:
         store.close()
 

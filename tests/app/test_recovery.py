@@ -9,6 +9,7 @@ from app import operations
 from app.agent import post_message
 from app.recovery import NOT_STARTED, recover_interrupted
 from app.session import ChatSession
+from app.writer_lease import release as restart_here  # this process's turns now count as a dead one's
 
 
 def _cut_short(store, text="I keep bees on my roof.", reply="Bees on a roof, how", status="streaming"):
@@ -62,6 +63,8 @@ def test_a_message_stored_before_its_reply_began_gets_an_interrupted_reply(store
     cid = store.create_conversation()
     uid = post_message(store, cid, "Are you there?")
     assert store.get_message(uid).status == "pending"
+    assert not recover_interrupted(store)  # this process is still writing it
+    restart_here()
     done = recover_interrupted(store)
     assert done.unanswered == 1 and done.queued == 0
     user, reply = store.list_messages(cid)
@@ -99,3 +102,42 @@ def test_record_failed_reply_answers_the_stored_message(store):
 def test_finished_replies_are_left_alone(store, status):
     _cut_short(store, status=status)
     assert not recover_interrupted(store)
+
+
+CHILD = """
+import sys
+from app.agent import post_message
+from memory_core import MemoryStore
+from models.embedder import OnnxEmbedder
+e = OnnxEmbedder()
+store = MemoryStore.open(sys.argv[1], e.embed, embed_model_id=e.model_id, dim=e.dim)
+cid = store.create_conversation("Another process")
+print(post_message(store, cid, "Written by a live process."), flush=True)
+sys.stdin.read()  # alive until the test closes its stdin, or kills it
+"""
+
+
+def test_what_a_live_process_is_writing_is_left_to_it(store):
+    """A window and a terminal on one memory: recovery takes only what a dead process left."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, store.path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=root
+    )
+    try:
+        uid = int(child.stdout.readline())
+        assert store.get_message(uid).status == "pending"
+        assert not recover_interrupted(store)  # the child holds its writer lock: its turn, not a crash
+        assert store.get_message(uid).status == "pending"
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    assert recover_interrupted(store).unanswered == 1  # the lock went with the process
+    assert store.get_message(uid).status == "complete"
+    writers = Path(store.path).parent / "writers"
+    assert not (writers / f"{store.get_message(uid).meta['writer']}.lock").exists()  # a dead writer's file is swept
+    assert os.path.isdir(writers)
