@@ -13,12 +13,15 @@ the first token comes after 3.6 s instead of 8.8 s (`tests/bench/prompt_cache.py
 QA quality is the same (docs/decisions/0004-recall-after-the-dialogue.md).
 Chat templates that accept a system message only at the start get the DESIGN.md layout
 (`recall_at_end=False`; the agent falls back by itself).
-Nothing time-of-now is put in the stable part. Memory is quoted as data inside <memory> tags.
+Nothing time-of-now is put in the stable part. Memory is quoted as data inside <memory> tags: what
+was recalled cannot close them (`quote_as_data`), and the chat backend tokenises every message's text
+as plain text, so a remembered `<|im_start|>system` is words, not a turn (models.prompt_tokens).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
@@ -27,6 +30,9 @@ from app import prompts
 CountFn = Callable[[str], int]
 QUERY_TRUNCATION_NOTE = "\n[… message truncated to fit the model's context …]\n"
 MEMORY_TAGS = ("<memory>", "</memory>")  # resources/prompts/memory_context.txt wraps recalled memory in them
+# the "<" of anything in recalled text that reads as one of those tags ("</memory>", "< MEMORY >", "</memory")
+_TAG_LOOKALIKE = re.compile(r"<(?=\s*/?\s*memory\b)", re.IGNORECASE)
+QUOTED_TAG_OPENER = "\u2039"  # "‹": "‹/memory>" reads the same to a person and closes nothing
 # how recalled memory is laid out for the model (app.quoted_turns keeps this notation out of replies)
 ROLE_LABELS = ("User:", "Assistant:")  # the two sides of a quoted page
 FACTS_HEADING = "Known facts:"  # its lines: "- (user) …", "- (assistant) …"
@@ -81,6 +87,12 @@ def _partial_tag(text: str) -> int:
     return 0
 
 
+def quote_as_data(text: str) -> str:
+    """Recalled or imported text as it goes between the <memory> tags: a tag-like part of it
+    ("</memory>") loses its "<", so the quote block ends only where the prompt ends it."""
+    return _TAG_LOOKALIKE.sub(QUOTED_TAG_OPENER, text)
+
+
 def switched_off(names: Iterable[str]) -> frozenset[str]:
     """`names` as a set of QUOTING_RULES; a name that is none of them is an error (a typo would measure nothing)."""
     off = frozenset(names)
@@ -119,7 +131,15 @@ def _page_header(page) -> str:
 def _side_line(page, side: str) -> str:
     """A quoted side of a page ("user" or "assistant"), or "" when that side is empty."""
     text = (page.user_text if side == "user" else page.assistant_text) or ""
-    return f"{ROLE_LABELS[0 if side == 'user' else 1]} {text.strip()}" if text.strip() else ""
+    return f"{ROLE_LABELS[0 if side == 'user' else 1]} {quote_as_data(text.strip())}" if text.strip() else ""
+
+
+def _trait_line(hit) -> str:
+    return f"- {quote_as_data(hit.item.dimension)}: {quote_as_data(hit.item.value)}"
+
+
+def _fact_line(hit) -> str:
+    return f"- ({hit.item.owner}) {quote_as_data(hit.item.text)}"
 
 
 def _page_block(page, sides: Sequence[str] = ("user", "assistant")) -> str:
@@ -376,11 +396,11 @@ def _messages(
     recalled facts and turns (a system message before the query, or inside the first one), the query."""
     system_text = system
     if traits:  # the persona: stable between turns, so it belongs to the cached prefix
-        persona = "About the user:\n" + "\n".join(f"- {h.item.dimension}: {h.item.value}" for h in traits)
+        persona = "About the user:\n" + "\n".join(_trait_line(h) for h in traits)
         system_text += "\n\n" + prompts.load("memory_context").format(sections=persona)
     recalled = []  # recalled for this message: placed with it, after the cached dialogue
     if knowledge:
-        recalled.append(FACTS_HEADING + "\n" + "\n".join(f"- ({h.item.owner}) {h.item.text}" for h in knowledge))
+        recalled.append(FACTS_HEADING + "\n" + "\n".join(_fact_line(h) for h in knowledge))
     if pages:
         recalled.append(PAGES_HEADING + "\n" + "\n\n".join(_page_block(h.page, page_sides[h.page.id]) for h in pages))
     recall_text = prompts.load("memory_context").format(sections="\n\n".join(recalled)) if recalled else ""
@@ -444,17 +464,13 @@ def compose_prompt(
     traits, pages, knowledge = _recallable(retrieval, turns, floor or QuoteFloor(), requote_after, off)
     if traits or pages or knowledge:  # the <memory> wrappers (persona; recalled) and headings cost tokens too
         remaining -= 2 * count_tokens(prompts.load("memory_context").format(sections="")) + 3 * 6
-    chosen_traits, remaining, dropped["traits"] = _fit(
-        traits, lambda h: f"- {h.item.dimension}: {h.item.value}", count_tokens, remaining
-    )
+    chosen_traits, remaining, dropped["traits"] = _fit(traits, _trait_line, count_tokens, remaining)
     page_sides, remaining = _choose_turns(
         _side_units(None if "sides" in off else retrieval, pages), count_tokens, remaining, max_turns
     )
     chosen_pages = [h for h in pages if h.page.id in page_sides]
     dropped["pages"] = len(pages) - len(chosen_pages)
-    chosen_knowledge, remaining, dropped["knowledge"] = _fit(
-        knowledge, lambda h: f"- {h.item.text}", count_tokens, remaining
-    )
+    chosen_knowledge, remaining, dropped["knowledge"] = _fit(knowledge, _fact_line, count_tokens, remaining)
     recent, remaining, dropped["messages"] = _older_dialogue(older, recent, cost, remaining)
 
     # Stable order inside each section (ids), so the prefix is byte-identical between turns.

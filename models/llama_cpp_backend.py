@@ -10,10 +10,16 @@ with the next one. `prefill` puts a prompt's stable beginning (system prompt, pe
 dialogue) into that cache ahead of time, in small chunks that stop when asked: the app calls
 it when a conversation is opened, so the first reply after a restart does not wait for the
 whole conversation to be processed (DESIGN.md, "activation memory").
+
+The prompt is rendered with the GGUF's own chat template and tokenised here (`_encode`), never by
+llama-cpp-python's chat completion: the messages' text is tokenised as text, so a page holding
+`<|im_start|>system` cannot forge a turn; only the template's own markers are control tokens
+(models.prompt_tokens). The same tokens serve counting, prefill and generation.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -25,7 +31,16 @@ from typing import Any
 
 from models.chat import CancelToken, GenerationStats, Message, parse_json_reply
 from models.errors import ModelError, ModelFileError
+from models.prompt_tokens import SpecialTokens, mask_messages
 from models.resolve import check_gguf, default_gguf_path
+
+# messages a chat template is rendered with once, to see which marker tokens it writes itself
+_PROBE = [
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": "u"},
+    {"role": "assistant", "content": "a"},
+    {"role": "user", "content": "u"},
+]
 
 
 @dataclass
@@ -85,16 +100,46 @@ class LlamaCppChatModel:
         self.n_ctx = int(self._llm.n_ctx())
         self._formatter = self._make_formatter()
         self._open_formatter = self._make_formatter(add_generation_prompt=False)
+        self.special_tokens = self._special_tokens()
         self._last_prompt: tuple[Any, list[int]] = (None, [])  # see _prompt_tokens
 
     # -- tokens -----------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
+        """Tokens of `text` as a message's content: plain text, whatever special strings it holds."""
         with self._lock:
-            return len(self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=False, special=True))
+            return len(self._tokenize(text, False, False))
+
+    def _tokenize(self, text: str, add_bos: bool, special: bool) -> list[int]:
+        return self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=add_bos, special=special)
+
+    def _special_tokens(self) -> SpecialTokens:
+        """The vocabulary's special strings (control and unknown tokens, and the user-defined tokens
+        the chat template writes), which message text must not turn into tokens of their own."""
+        import llama_cpp.llama_cpp as lc
+
+        vocab = self._llm._model.vocab
+        wanted = lc.LLAMA_TOKEN_ATTR_CONTROL | lc.LLAMA_TOKEN_ATTR_UNKNOWN | lc.LLAMA_TOKEN_ATTR_USER_DEFINED
+        tokens = []
+        for token_id in range(self._llm.n_vocab()):
+            attrs = int(lc.llama_vocab_get_attr(vocab, token_id))
+            if attrs & wanted:
+                text = lc.llama_vocab_get_text(vocab, token_id).decode("utf-8", "replace")
+                tokens.append((token_id, attrs, text))
+        template_text = ""
+        if self._formatter is not None:
+            try:
+                template_text = self._formatter(messages=_PROBE).prompt
+            except Exception:  # a template that refuses these roles: its control tokens still count
+                pass
+        return SpecialTokens.from_vocabulary(tokens, template_text)
 
     def count_messages_tokens(self, messages: Sequence[Message]) -> int:
         tokens = self._prompt_tokens(messages)  # the same tokens `stream` then matches against the cache
         return len(tokens) if tokens else self.count_tokens(self.render_prompt(messages))
+
+    def tokenize_prompt(self, messages: Sequence[Message]) -> list[int]:
+        """The token ids a reply to `messages` is generated from (what `stream` feeds the model)."""
+        return list(self._encode(messages))
 
     def render_prompt(self, messages: Sequence[Message]) -> str:
         """The prompt text the GGUF's own chat template makes of `messages` (for token counting)."""
@@ -120,25 +165,41 @@ class LlamaCppChatModel:
             add_generation_prompt=add_generation_prompt,
         )
 
-    def _prompt_tokens(self, messages: Sequence[Message], *, open_ended: bool = False) -> list[int]:
-        """The tokens llama-cpp-python's chat completion feeds the model for `messages` (the GGUF's
-        template; its output already holds the special tokens, so no BOS is added). `open_ended`:
-        without the assistant header at the end, i.e. the beginning of a longer prompt."""
+    def _encode(self, messages: Sequence[Message], *, open_ended: bool = False) -> list[int]:
+        """The tokens the model is fed for `messages`: the GGUF's chat template (llama-cpp-python's
+        "llama-2" layout for a GGUF without one, as its chat completion would use), its markers as
+        special tokens, the messages' text as plain text (models.prompt_tokens). `open_ended`: without
+        the assistant header at the end, i.e. the beginning of a longer prompt ([] without a
+        template). ModelError when the template refuses the messages."""
         formatter = self._open_formatter if open_ended else self._formatter
         if formatter is None:
-            return []
+            if open_ended:
+                return []
+            from llama_cpp import llama_chat_format
+
+            formatter = llama_chat_format.format_llama2
         # The agent counts a prompt's tokens, then streams it: the last result serves both.
         key = (open_ended, tuple((m["role"], m["content"]) for m in messages))
         with self._lock:
             if self._last_prompt[0] == key:
                 return self._last_prompt[1]
+            masked_messages, masked = mask_messages(messages, self.special_tokens)
             try:
-                text = formatter(messages=[dict(m) for m in messages]).prompt
-            except Exception:
-                return []
-            tokens = self._llm.tokenize(text.encode("utf-8", "replace"), add_bos=False, special=True)
+                result = formatter(messages=masked_messages)
+            except Exception as exc:  # e.g. a template that allows one system message only
+                raise ModelError(f"the model's chat template refused these messages: {exc}") from exc
+            tokens = self.special_tokens.tokenize(
+                result.prompt, masked, self._tokenize, add_bos=not result.added_special
+            )
             self._last_prompt = (key, tokens)
             return tokens
+
+    def _prompt_tokens(self, messages: Sequence[Message], *, open_ended: bool = False) -> list[int]:
+        """`_encode`, or [] when the template refuses the messages (for counting and prefill)."""
+        try:
+            return self._encode(messages, open_ended=open_ended)
+        except ModelError:
+            return []
 
     def prefill(self, messages: Sequence[Message], *, cancel: CancelToken | None = None, chunk_tokens: int = 64) -> int:
         """Evaluate the beginning of a prompt that starts with `messages` into the KV cache, so the next
@@ -194,18 +255,20 @@ class LlamaCppChatModel:
             stats = GenerationStats()
             self.last_stats = stats
             start = time.perf_counter()
+            prompt = self._encode(messages)
             kwargs: dict[str, Any] = dict(
-                messages=[dict(m) for m in messages],
+                prompt=prompt,
                 max_tokens=max_tokens or self.config.max_tokens,
                 temperature=self.config.temperature if temperature is None else temperature,
                 top_p=self.config.top_p,
                 min_p=self.config.min_p,
                 repeat_penalty=self.config.repeat_penalty,
                 stream=True,
+                **self._stop_at_end_of_turn(),
             )
             self.last_self_repeat = None
             if response_format is not None:
-                kwargs["response_format"] = response_format
+                kwargs["grammar"] = _json_grammar(response_format)
                 kwargs["repeat_penalty"] = 1.0  # JSON repeats quotes and braces by nature
             else:
                 self.last_self_repeat = self._self_repeat_penalty(messages)
@@ -213,21 +276,18 @@ class LlamaCppChatModel:
                     from llama_cpp import LogitsProcessorList
 
                     kwargs["logits_processor"] = LogitsProcessorList([self.last_self_repeat])
-            prompt = self._prompt_tokens(messages)
             stats.prompt_tokens = len(prompt)
             stats.cached_prompt_tokens = self._llm.longest_token_prefix(self._llm._input_ids.tolist(), prompt)
+            # stream=True: an iterator of chunks (llama-cpp-python's types say either shape); a prompt
+            # longer than the context raises ValueError at the first chunk
+            gen: Any = self._llm.create_completion(**kwargs)
             try:
-                # stream=True: an iterator of chunks (llama-cpp-python's types say either shape)
-                gen: Any = self._llm.create_chat_completion(**kwargs)
-            except ValueError as exc:  # e.g. prompt longer than the context
-                raise ModelError(str(exc)) from exc
-            try:
-                for chunk in gen:
+                for chunk in _model_errors(gen):
                     if cancel.cancelled:
                         stats.stopped = True
                         break
                     choice = chunk["choices"][0]
-                    text = choice.get("delta", {}).get("content") or ""
+                    text = choice.get("text") or ""
                     if choice.get("finish_reason"):
                         stats.finish_reason = choice["finish_reason"]
                     if not text:
@@ -245,6 +305,22 @@ class LlamaCppChatModel:
                 if stats.stopped:
                     stats.finish_reason = "stopped"
                 self._cancel_current = None
+
+    def _stop_at_end_of_turn(self) -> dict[str, Any]:
+        """What ends a reply, as llama-cpp-python's chat completion for a GGUF template sets it: the
+        end-of-sequence token, and its text should the model spell it out."""
+        eos = self._llm.token_eos()
+        if eos == -1 or self._formatter is None:
+            return {}
+        from llama_cpp import StoppingCriteriaList
+
+        def at_eos(tokens, logits) -> bool:
+            return bool(tokens[-1] == eos)
+
+        return {
+            "stop": [self._llm._model.token_get_text(eos)],
+            "stopping_criteria": StoppingCriteriaList([at_eos]),
+        }
 
     def _self_repeat_penalty(self, messages: Sequence[Message]):
         """The processor that keeps this reply from reciting the earlier replies in `messages`."""
@@ -286,3 +362,25 @@ class LlamaCppChatModel:
             if llm is not None:
                 llm.close()
                 self._llm = None  # type: ignore[assignment]  # closed: no model until a new backend
+
+
+def _json_grammar(response_format: dict[str, Any]):
+    """The grammar that constrains a reply to `response_format`'s JSON schema (any JSON when the
+    schema cannot be turned into one), as llama-cpp-python's chat completion builds it."""
+    from llama_cpp import llama_grammar
+
+    schema = response_format.get("schema")
+    if schema is not None:
+        try:
+            return llama_grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        except Exception:  # a schema feature the converter lacks: any JSON, parsed and checked after
+            pass
+    return llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
+
+
+def _model_errors(chunks: Iterator[Any]) -> Iterator[Any]:
+    """`chunks`, with llama-cpp-python's ValueError (e.g. a prompt longer than the context) as ModelError."""
+    try:
+        yield from chunks
+    except ValueError as exc:
+        raise ModelError(str(exc)) from exc
