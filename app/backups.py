@@ -4,7 +4,13 @@ Once a day (a minute into the first start after 24 h, while chat is idle) the me
 copies the database into `<data dir>/backups/mnemo-YYYYmmdd-HHMMSS.sqlite3` with SQLite's online
 backup; the newest `KEEP` copies are kept. `mnemo memory backup` makes one now, `mnemo memory
 backups` lists them and `mnemo memory restore FILE` (with Mnemo closed) or Memory ▸ Restore from a
-backup… puts one back; the current file is kept aside.
+backup… puts one back; the current file is kept aside. Backups are the user's alone (0600).
+
+A backup copied before a forget still holds what was forgotten. Mnemo does not rewrite it (see
+docs/decisions/0017-backups-that-hold-forgotten-memory.md): after a forget the user is told which
+backups may still hold it (`holding_forgotten`: made while it existed, by the spans of time the memory
+records, memory_core.purge) and offered to delete them (`drop_forgotten`), a new backup being made at
+once so that one is always there.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import shutil
 import time
 from pathlib import Path
 
-from app.private_files import ensure_private_dir
+from app.private_files import ensure_private_dir, make_private_file
 from app.settings import Paths
 from memory_core import check_file
 from memory_core.vecindex import drop_shared
@@ -92,6 +98,48 @@ def _keep_aside(db: Path, aside: Path) -> None:
         shutil.copyfile(db, aside)
 
 
+def _made(backup: Path) -> float:
+    """When a backup's copy was finished: what it holds is the memory as it was then."""
+    return backup.stat().st_mtime
+
+
+def holding_forgotten(paths: Paths, spans: list[tuple[float, float]]) -> list[Path]:
+    """The backups, newest first, made while memory since forgotten existed (`spans`: from
+    `MemoryStore.forgotten_spans()`): each may still hold some of it."""
+    out = []
+    for backup in list_backups(paths):
+        try:
+            made = _made(backup)
+        except OSError:  # deleted meanwhile
+            continue
+        if any(start < made < end for start, end in spans):
+            out.append(backup)
+    return out
+
+
+def drop_forgotten(store, paths: Paths, *, keep: int = KEEP) -> tuple[list[Path], Path | None]:
+    """Delete the backups that may still hold forgotten memory; first, when backups are on (`keep` >
+    0), make a new one of the memory as it is now, so a backup is left whatever fails. Returns the
+    deleted backups and the new one."""
+    stale = holding_forgotten(paths, store.forgotten_spans())
+    if not stale:
+        return [], None
+    fresh = make_backup(store, paths, keep=max(keep, 1) + len(stale)) if keep > 0 else None
+    for backup in stale:
+        if backup != fresh:  # (one made in the same second has just been replaced by the new one)
+            backup.unlink(missing_ok=True)
+    if fresh is not None:
+        for old in list_backups(paths)[max(1, keep) :]:  # the usual number kept
+            old.unlink(missing_ok=True)
+    return stale, fresh
+
+
+def describe_holding(backups: list[Path]) -> str:
+    """'2 backups (of 2024-05-01 10:00 and 2024-05-02 10:00)'."""
+    n = len(backups)
+    return f"{n} backup{'s' if n != 1 else ''} (of {', '.join(made_at(b) for b in reversed(backups))})"
+
+
 class UnusableBackupError(ValueError):
     """The chosen file is not a Mnemo memory, or is damaged: nothing was changed."""
 
@@ -130,6 +178,7 @@ def restore(paths: Paths, backup: Path, *, now: float | None = None) -> Path:
     paths.data_dir.mkdir(parents=True, exist_ok=True)
     tmp = db.with_name(f".{db.name}.restoring")
     shutil.copyfile(backup, tmp)  # copy first: a failure here leaves everything as it was
+    make_private_file(tmp)
     # Every step below leaves a whole memory in place whenever the process dies: the current file
     # first takes in its write-ahead log (a crash may have left one), so the file alone is complete;
     # it is then kept aside under a second name (a hard link) while still in place, and the backup

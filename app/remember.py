@@ -229,7 +229,8 @@ class Forgot:
     pages: list[int]
 
     def to_stats(self) -> dict:
-        return {"what": self.what, "facts": [list(f) for f in self.facts], "pages": len(self.pages)}
+        """What the reply keeps of it: the facts' ids, never their text (it was forgotten)."""
+        return {"what": self.what, "facts": [[kid] for kid, _ in self.facts], "pages": len(self.pages)}
 
 
 def forget_note(forgot: dict) -> str:

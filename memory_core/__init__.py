@@ -6,6 +6,7 @@ token vectors (`TokenEmbedFn`) adds word-by-word matching to retrieval.
 """
 
 from .db import check_file, is_storage_full
+from .purge import read_forgotten_spans
 from .store import MemoryStore
 from .types import (
     CompleteJsonFn,
@@ -62,4 +63,5 @@ __all__ = [
     "LLMDeferred",
     "is_storage_full",
     "check_file",
+    "read_forgotten_spans",
 ]

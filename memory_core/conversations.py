@@ -49,14 +49,22 @@ class Conversations:
         """Delete a conversation and its messages.
 
         Memory derived from it stays (the user forgets memory explicitly): its STM pages move to
-        MTM first, and the pages' `conversation_id` becomes NULL.
+        MTM first, and the pages' `conversation_id` becomes NULL. The messages leave no text in the
+        file: their full-text entries are purged once this commits, and the span of time they
+        existed is recorded for the backups that still hold them (memory_core.purge).
         """
         with self.db.transaction():
+            made = self.db.execute("SELECT created_at FROM conversation WHERE id = ?", (cid,)).fetchone()
+            if made is None:
+                return
             for (pid,) in self.db.execute(
                 "SELECT id FROM page WHERE tier = 'stm' AND conversation_id = ? ORDER BY id", (cid,)
             ).fetchall():
                 self.segments.move_to_mtm(pid)
+            first = self.db.execute("SELECT min(created_at) FROM message WHERE conversation_id = ?", (cid,)).fetchone()
             self.db.execute("DELETE FROM conversation WHERE id = ?", (cid,))
+            self.db.purge.note_fts(("message_fts",))
+            self.db.purge.note_span(min(made[0], first[0]) if first[0] is not None else made[0])
 
     def get_conversation(self, cid: int) -> Conversation | None:
         r = self.db.one(f"SELECT {CONV_COLS} FROM conversation WHERE id = ?", (cid,))

@@ -15,12 +15,12 @@ from .segments import Segments
 from .types import ITEM_KINDS, ConversationMemory, page_text
 from .versions import Versions
 
-# a reply of conversation ? still waiting to become a page (agents queue {"cid": …}; imports and
-# older jobs {"conversation_id": …})
-_PENDING_PAGE_OF = (
-    "status = 'pending' AND kind = 'add_page' AND "
-    "coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?"
+# a reply of conversation ? waiting to become a page (agents queue {"cid": …}; imports and older jobs
+# {"conversation_id": …}); _PAGE_JOB_OF: also one that failed, which keeps the exchange's text
+_PAGE_JOB_OF = (
+    "kind = 'add_page' AND coalesce(json_extract(payload, '$.cid'), json_extract(payload, '$.conversation_id')) = ?"
 )
+_PENDING_PAGE_OF = "status = 'pending' AND " + _PAGE_JOB_OF
 
 
 class Curation:
@@ -52,6 +52,7 @@ class Curation:
             )
             self.pages.vec_put(pid, vec, body)
             fts_put(self.db, "page_fts", "page_tri", pid, body)
+            self.db.purge.note_fts(("page_fts", "page_tri"))  # the old words leave the index too
             if page.segment_id is not None:
                 self.segments.rebuild(page.segment_id)
             if page.chain_id is not None:
@@ -142,7 +143,7 @@ class Curation:
         user-written facts have no source pages and stay. Returns what was removed."""
         with self.db.transaction():
             gone = self.conversation_memory(cid)
-            self.db.execute("DELETE FROM job WHERE " + _PENDING_PAGE_OF, (cid,))
+            self.db.execute("DELETE FROM job WHERE " + _PAGE_JOB_OF, (cid,))
             self._forget_pages(gone.page_ids)
             for kind in ("trait", "knowledge"):  # items that stay no longer name it as a source
                 for iid, cids in self.db.execute(
@@ -182,6 +183,8 @@ class Curation:
             f"SELECT id, prev_page_id, segment_id, chain_id FROM page WHERE id IN ({marks})", ids
         ).fetchall()
         prev_of = {r[0]: r[1] for r in info}
+        since = self.db.execute(f"SELECT min(created_at) FROM page WHERE id IN ({marks})", ids).fetchone()[0]
+        self.db.purge.note("page", ids, since)  # replies' traces drop them; backups from since hold them
         after = self.pages.pages_after(ids)  # they were read after a forgotten page
         # relink chains across the forgotten pages
         for child, prev in self.db.execute(
@@ -227,8 +230,14 @@ class Curation:
 
     def wipe_memory(self) -> None:
         """Delete every memory row (pages, segments, chains, traits, knowledge, versions, vectors, FTS,
-        pending memory jobs, events). Conversations and messages stay."""
+        pending memory jobs, events) and what replies' traces quoted of it. Conversations and messages
+        stay. Once it commits the file is vacuumed (memory_core.purge): no text of memory is left in it."""
         with self.db.transaction():
+            since = self.db.execute(
+                "SELECT min(t) FROM (SELECT min(created_at) AS t FROM page UNION ALL "
+                "SELECT min(created_at) FROM knowledge UNION ALL SELECT min(created_at) FROM trait)"
+            ).fetchone()[0]
+            self.db.purge.note_wipe(since)
             for sql in (
                 "DELETE FROM derivation",
                 "DELETE FROM item_version",

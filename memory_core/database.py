@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import apsw
 
 from .codec import to_json
+from .purge import Purge
 from .types import Event, MemoryParams, StoreClosedError
 
 log = logging.getLogger("memory_core")
@@ -76,6 +77,8 @@ class Database:
         self._listeners: list[Callable[[Event], None]] = []
         self._closed = False
         self._events_since_prune = 0
+        # what the open transaction forgets, purged from the file once it commits (memory_core.purge)
+        self.purge = Purge(self)
 
     # ------------------------------------------------------------------ open / close
     def close(self) -> None:
@@ -118,6 +121,7 @@ class Database:
         self._depth = 1
         try:
             yield
+            forgotten = self.purge.seal()  # traces lose the forgotten text in this same transaction
         except BaseException:
             self._rollback()
             raise
@@ -128,11 +132,14 @@ class Database:
             raise
         self._depth = 0
         events, self.pending_events = self.pending_events, []
+        if forgotten is not None:
+            self.purge.finish(forgotten)
         self._after_commit(events)
 
     def _rollback(self) -> None:
         self._depth = 0
         self.pending_events = []
+        self.purge.discard()
         try:
             self.conn.execute("ROLLBACK")
         except apsw.Error:  # pragma: no cover - already rolled back by SQLite
@@ -141,7 +148,7 @@ class Database:
     @contextmanager
     def _savepoint(self) -> Iterator[None]:
         name = f"sp{self._depth}"
-        mark = len(self.pending_events)
+        mark, forgot_mark = len(self.pending_events), self.purge.mark()
         self.conn.execute(f"SAVEPOINT {name}")
         self._depth += 1
         try:
@@ -150,6 +157,7 @@ class Database:
             self.conn.execute(f"ROLLBACK TO {name}")
             self.conn.execute(f"RELEASE {name}")
             del self.pending_events[mark:]
+            self.purge.rollback_to(forgot_mark)
             raise
         else:
             self.conn.execute(f"RELEASE {name}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +17,14 @@ FTS_PORTER = "porter unicode61 remove_diacritics 2"
 
 
 def connect(path: str | Path, *, busy_timeout_ms: int = 10_000) -> apsw.Connection:
-    """Open `path` with sqlite-vec loaded, WAL journal, foreign keys on and a busy timeout."""
+    """Open `path` with sqlite-vec loaded, WAL journal, foreign keys on, secure delete and a busy timeout.
+
+    The file is the user's alone (0600), made so before SQLite first opens it; SQLite gives its -wal
+    and -shm files the database file's mode. Secure delete: what is deleted is overwritten with
+    zeros, so forgotten memory does not linger in free space of the file (memory_core.database
+    purges the rest after a forget)."""
+    if str(path) != ":memory:":
+        private_file(Path(path))
     conn = apsw.Connection(str(path))
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
@@ -34,10 +43,28 @@ def connect(path: str | Path, *, busy_timeout_ms: int = 10_000) -> apsw.Connecti
                 raise
             time.sleep(0.02)
     conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA secure_delete=ON")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA temp_store=MEMORY")
     conn.execute("PRAGMA cache_size=-32000")
     return conn
+
+
+def private_file(path: Path) -> None:
+    """Create `path` owner-only (0600) when it does not exist, or take away the group's and others'
+    permissions of an existing one (and of its -wal and -shm, which an older Mnemo left 0644). Best
+    effort: a file of another owner, or a system without POSIX modes, is left as it is."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    except OSError:  # a read-only folder, say: SQLite says what is wrong when it opens it
+        return
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = stat.S_IMODE(file.stat().st_mode)
+            if mode & 0o077:
+                os.chmod(file, mode & ~0o077)
+        except OSError:
+            pass
 
 
 def is_storage_full(exc: BaseException) -> bool:

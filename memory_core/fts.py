@@ -1,5 +1,8 @@
 """Full-text rows of pages and facts: the porter table for every text, the trigram table for CJK text
-(unicode61 keeps a CJK run as one token, so only trigrams find a word inside it)."""
+(unicode61 keeps a CJK run as one token, so only trigrams find a word inside it).
+
+A deleted row's words stay in the index until its segment is merged (memory_core.purge): deleting
+one notes the table, and the transaction's forget is purged after it commits."""
 
 from __future__ import annotations
 
@@ -18,3 +21,4 @@ def fts_put(db: Database, table: str, tri: str, rowid: int, body: str) -> None:
 def fts_del(db: Database, table: str, tri: str, rowid: int) -> None:
     db.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
     db.execute(f"DELETE FROM {tri} WHERE rowid = ?", (rowid,))
+    db.purge.note_fts((table, tri))

@@ -31,6 +31,7 @@ def backup(
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.partial")
     tmp.unlink(missing_ok=True)
+    os.close(os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))  # the user's alone, like the memory
     dest = apsw.Connection(str(tmp))
     try:
         with dest.backup("main", db.conn, "main") as b:

@@ -160,8 +160,11 @@ class Jobs:
             if apply is not None:
                 apply()
             checkpoint(f"job:{kind}:before_commit")
+            # a finished job keeps no text (an add_page payload is the whole exchange): its row stays,
+            # so its key still says the work was done
             db.execute(
-                "UPDATE job SET status = 'done', attempts = attempts + 1, updated_at = ?, error = NULL WHERE id = ?",
+                "UPDATE job SET status = 'done', payload = '{}', attempts = attempts + 1, updated_at = ?, "
+                "error = NULL WHERE id = ?",
                 (db.clock(), jid),
             )
 

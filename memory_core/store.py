@@ -165,6 +165,7 @@ class MemoryStore:
         self.edit_page, self.pin, self.forget = cur.edit_page, cur.pin, cur.forget
         self.conversation_memory, self.forget_conversation = cur.conversation_memory, cur.forget_conversation
         self.undo_version, self.wipe_memory = cur.undo_version, cur.wipe_memory
+        self.forgotten_spans = db.purge.spans  # when forgotten memory existed: the backups that may hold it
         # jobs
         self.enqueue, self.cancel_jobs = self.jobs.enqueue, self.jobs.cancel
         self.pending_jobs, self.list_jobs, self.run_pending = (
@@ -240,6 +241,7 @@ class MemoryStore:
                 db.set_meta("created_at", repr(db.clock()))
             store.upkeep.at_open(meta)
             db.set_meta("schema_version", str(SCHEMA_VERSION))
+        db.purge.at_open()  # a purge a crash left undone (memory_core.purge)
         return store
 
     def close(self) -> None:

@@ -51,6 +51,11 @@ class Versions:
             return
         version, text, detail_s = row
         detail = from_json(detail_s, {})
+        # the text it had goes: traces that quoted it drop it, and the full-text index its words
+        made = self.db.execute(f"SELECT created_at FROM {kind} WHERE id = ?", (iid,)).fetchone()
+        self.db.purge.note(kind, [iid], made[0] if made else None)
+        if kind == "knowledge":
+            self.db.purge.note_fts(("knowledge_fts", "knowledge_tri"))
         vec_text = text if kind == "knowledge" else f"{detail.get('dimension', '')}: {text}"
         vec = self.embedding.embed([vec_text])[0]
         now = self.db.clock()
@@ -85,6 +90,11 @@ class Versions:
         )
 
     def delete_item(self, kind: str, iid: int) -> None:
+        """Remove a trait or fact with its versions, vector and full-text rows (replies' traces drop its
+        text when the transaction commits: memory_core.purge)."""
+        row = self.db.execute(f"SELECT created_at FROM {kind} WHERE id = ?", (iid,)).fetchone()
+        if row is not None:
+            self.db.purge.note(kind, [iid], row[0])
         self.db.execute("DELETE FROM derivation WHERE item_kind = ? AND item_id = ?", (kind, iid))
         self.db.execute("DELETE FROM item_version WHERE item_kind = ? AND item_id = ?", (kind, iid))
         if kind == "knowledge":

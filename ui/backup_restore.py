@@ -61,6 +61,8 @@ class BackupRestore:
         self.restore_dialog: RestoreDialog | None = None
         self.restore_refused_box: QMessageBox | None = None
         self.notice_box: QMessageBox | None = None
+        self.forgotten_box: QMessageBox | None = None  # "backups still hold what you forgot"
+        self._forgotten_answered: tuple | None = None  # (backups, spans) the user last answered about
 
     def backup_now(self) -> None:
         """Memory ▸ Back up memory now: a copy in <data dir>/backups on the database thread."""
@@ -81,6 +83,70 @@ class BackupRestore:
             host.show_db_error(exc)
 
         host.backend.db(lambda store: backups.make_backup(store, host.ctx.paths, keep=keep), done, failed)
+
+    def offer_to_drop_forgotten(self) -> None:
+        """After a forget: when backups made before it may still hold what went, say which and offer
+        to delete them, a new backup being made first (app.backups.drop_forgotten). Asked once for
+        the same backups and the same forgets; not modal."""
+        from app import backups
+
+        host = self.host
+        if not host.backend.started or self.forgotten_box is not None:
+            return
+
+        def found(got: tuple[list[Path], list]) -> None:
+            held, spans = got
+            key = (tuple(held), tuple(spans))
+            if not held or key == self._forgotten_answered:
+                return
+            box = QMessageBox(
+                QMessageBox.Icon.Question,
+                "Mnemo — backups",
+                f"{backups.describe_holding(held)} may still hold what you forgot.",
+                QMessageBox.StandardButton.NoButton,
+                self.parent,
+            )
+            box.setInformativeText(
+                "They were made before you forgot it. Delete them? A new backup of your memory as it is "
+                "now is made first, so one is always kept."
+            )
+            drop = box.addButton("Delete them", QMessageBox.ButtonRole.DestructiveRole)
+            box.addButton("Keep them", QMessageBox.ButtonRole.RejectRole)
+            box.setDetailedText("\n".join(str(b) for b in held))
+
+            def answered(_button) -> None:
+                self._forgotten_answered = key
+                self.forgotten_box = None
+                if box.clickedButton() is drop:
+                    self._drop_forgotten()
+
+            box.buttonClicked.connect(answered)
+            box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            self.forgotten_box = box
+            box.open()
+
+        def look(store) -> tuple[list[Path], list]:
+            spans = store.forgotten_spans()
+            return backups.holding_forgotten(host.ctx.paths, spans), spans
+
+        host.backend.db(look, found, host.show_db_error)
+
+    def _drop_forgotten(self) -> None:
+        from app import backups
+
+        host = self.host
+        keep = host.ctx.settings.backup_keep
+
+        def done(got: tuple[list[Path], Path | None]) -> None:
+            gone, fresh = got
+            host.statusBar().showMessage(
+                f"Deleted {backups.describe_holding(gone)}" + (f"; memory backed up to {fresh}" if fresh else ""),
+                10000,
+            )
+
+        host.backend.db(
+            lambda store: backups.drop_forgotten(store, host.ctx.paths, keep=keep), done, host.show_db_error
+        )
 
     def store_failed(self, message: str) -> None:
         """The store could not be opened: say so, and offer the latest backup if the file is damaged."""

@@ -824,6 +824,7 @@ class MainWindow(QMainWindow):
         def done(gone):
             self.refresh_conversations()
             self.statusBar().showMessage(f"Forgot what Mnemo learned from “{name}”: {gone.describe()}", 8000)
+            self.backups.offer_to_drop_forgotten()
 
         self.backend.db(lambda s: operations.forget_chat(s, cid), done, self.show_db_error)
 
@@ -838,6 +839,7 @@ class MainWindow(QMainWindow):
                 else f"Chat deleted, and what Mnemo learned from it forgotten: {gone.describe()}",
                 8000,
             )
+            self.backups.offer_to_drop_forgotten()
 
         self.backend.db(lambda s: operations.delete_chat(s, cid, forget=forget), done, self.show_db_error)
 
@@ -1022,6 +1024,8 @@ class MainWindow(QMainWindow):
                 )
             if user_widget is not None:
                 user_widget.set_message_id(result.user_message_id)
+            if (result.stats or {}).get("forgot"):  # "Forget that …": backups may still hold it
+                self.backups.offer_to_drop_forgotten()
             if result.error and result.status != "failed":  # e.g. saved, but not added to memory
                 self.statusBar().showMessage(result.error, 10000)
             tps = (result.stats or {}).get("tokens_per_s") or 0.0

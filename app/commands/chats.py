@@ -148,7 +148,12 @@ ACTIONS = {"list": _list, "export": _export, "rename": _rename, "delete": _delet
 def run(args, ctx) -> int:
     store = ctx.open_store()
     try:
-        return ACTIONS[args.action](store, args)
+        code = ACTIONS[args.action](store, args)
+        if code == 0 and args.action in ("delete", "forget"):
+            from app.commands.memory import after_forget
+
+            after_forget(ctx, store, sys.stderr if getattr(args, "json", False) else None)
+        return code
     finally:
         store.close()
 

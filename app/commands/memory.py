@@ -116,20 +116,63 @@ def _export(store, args) -> int:
     return 0
 
 
-def _list_backups(ctx, as_json: bool) -> int:
+def _list_backups(ctx, args) -> int:
     from app import backups
+    from memory_core import read_forgotten_spans
 
+    if args.drop_forgotten:
+        store = ctx.open_store()
+        try:
+            if not backups.holding_forgotten(ctx.paths, store.forgotten_spans()):
+                print("no backup holds forgotten memory")
+            else:
+                _drop_backups(ctx, store, sys.stdout)
+        finally:
+            store.close()
+        return 0
     found = backups.list_backups(ctx.paths)
+    holding = set(backups.holding_forgotten(ctx.paths, read_forgotten_spans(ctx.paths.db_file)))
     rows: list[dict[str, Any]] = [
-        {"path": str(p), "bytes": p.stat().st_size, "made": backups.made_at(p)} for p in found
+        {"path": str(p), "bytes": p.stat().st_size, "made": backups.made_at(p), "holds_forgotten": p in holding}
+        for p in found
     ]
-    if as_json:
+    if args.json:
         print_json(rows)
     elif not rows:
         print(f"no backups yet in {backups.backup_dir(ctx.paths)}")
-    for r in [] if as_json else rows:
-        print(f"{r['made']}  {r['bytes'] / 1e6:8.1f} MB  {r['path']}")
+    for r in [] if args.json else rows:
+        note = "  (may hold forgotten memory)" if r["holds_forgotten"] else ""
+        print(f"{r['made']}  {r['bytes'] / 1e6:8.1f} MB  {r['path']}{note}")
+    if holding and not args.json:
+        print("delete the backups that may hold forgotten memory with: mnemo memory backups --drop-forgotten")
     return 0
+
+
+def after_forget(ctx, store, out=None) -> None:
+    """After a forget (or a wipe, or a deleted chat): name the backups that may still hold what went and,
+    at a terminal, offer to delete them (a new backup of memory as it is now is made first)."""
+    from app import backups
+
+    out = out or sys.stdout
+    held = backups.holding_forgotten(ctx.paths, store.forgotten_spans())
+    if not held:
+        return
+    said = f"{backups.describe_holding(held)} may still hold what was forgotten"
+    if not (sys.stdin.isatty() and out.isatty()):
+        print(f"{said}; delete them with: mnemo memory backups --drop-forgotten", file=out)
+        return
+    if input(f"{said}. Delete them and back up memory as it is now? [y/N] ").strip().lower() in ("y", "yes"):
+        _drop_backups(ctx, store, out)
+
+
+def _drop_backups(ctx, store, out) -> None:
+    from app import backups
+
+    gone, fresh = backups.drop_forgotten(store, ctx.paths, keep=ctx.settings.backup_keep)
+    print(
+        f"deleted {backups.describe_holding(gone)}" + (f"; memory backed up to {fresh}" if fresh is not None else ""),
+        file=out,
+    )
 
 
 def _restore(ctx, args) -> int:
@@ -195,6 +238,7 @@ def _show(ctx, store, args) -> int:
 def _forget(ctx, store, args) -> int:
     store.forget(args.kind, args.ids)
     print(f"forgot {len(args.ids)} {args.kind}(s)")
+    after_forget(ctx, store)
     return 0
 
 
@@ -212,6 +256,7 @@ def _wipe(ctx, store, args) -> int:
             return fail("not wiped", 1)
     store.wipe_memory()
     print("all memory wiped (conversations are kept)")
+    after_forget(ctx, store)
     return 0
 
 
@@ -262,7 +307,7 @@ _STORE_ACTIONS: dict[str, Callable[[Any, Any, Any], int]] = {
 
 def run(args, ctx) -> int:
     if args.action == "backups":
-        return _list_backups(ctx, args.json)
+        return _list_backups(ctx, args)
     if args.action == "restore":
         return _restore(ctx, args)  # without opening the store: it may be the damaged one
     handler = _STORE_ACTIONS.get(args.action)
@@ -334,6 +379,11 @@ def register(sub) -> None:
     a.add_argument("file", nargs="?", help="where to write the copy (default: <data dir>/backups/mnemo-<time>.sqlite3)")
     a = acts.add_parser("backups", help="list the backups Mnemo made (one a day, the newest kept)")
     a.add_argument("--json", action="store_true")
+    a.add_argument(
+        "--drop-forgotten",
+        action="store_true",
+        help="delete the backups that may still hold forgotten memory (a new backup is made first)",
+    )
     a = acts.add_parser("restore", help="put a backup back as the memory database (close Mnemo first)")
     a.add_argument("file", help="a backup file (see `mnemo memory backups`)")
     a.add_argument("--yes", action="store_true", help="do not ask")

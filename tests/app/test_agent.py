@@ -575,7 +575,7 @@ def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(ag
     other = agent.new_conversation()
     result = agent.send(other, "Please forget that my locker code is 4312.")
     forgot = result.stats["forgot"]
-    assert forgot["what"] == "my locker code is 4312" and forgot["facts"] == [[kept["id"], "my locker code is 4312"]]
+    assert forgot["what"] == "my locker code is 4312" and forgot["facts"] == [[kept["id"]]]
     assert forgot["pages"] == len(holding) >= 1
     assert store.get_knowledge(kept["id"]) is None
     assert result.trace["included"]["knowledge"] == []  # this very reply cannot recall it

@@ -212,3 +212,65 @@ def test_a_cancelled_backup_leaves_nothing_and_stale_partials_are_swept(tmp_path
         assert [p.name for p in backups.backup_dir(paths).iterdir()] == [made.name]
     finally:
         s.close()
+
+
+def test_backups_are_the_users_alone(tmp_path, embedder):
+    paths = Paths(tmp_path / "config", tmp_path / "data")
+    s = _open(paths.db_file, embedder)
+    try:
+        made = backups.make_backup(s, paths)
+    finally:
+        s.close()
+    assert os.stat(made).st_mode & 0o777 == 0o600
+    aside = backups.restore(paths, made)
+    assert os.stat(paths.db_file).st_mode & 0o777 == 0o600 and aside.exists()
+
+
+def test_the_backups_made_while_forgotten_memory_existed_are_named_and_dropped(tmp_path, embedder):
+    paths = Paths(tmp_path / "config", tmp_path / "data")
+    s = _open(paths.db_file, embedder)
+    try:
+        old = backups.make_backup(s, paths, now=time.time() - 7200)
+        t = time.time() - 3600
+        os.utime(old, (t, t))  # made an hour ago: before the fact below existed
+        kid = s.add_knowledge("user", "My locker code is 4312.")
+        holds = backups.make_backup(s, paths, now=time.time() - 60)
+        assert backups.holding_forgotten(paths, s.forgotten_spans()) == []
+        s.forget("knowledge", kid)
+        assert backups.holding_forgotten(paths, s.forgotten_spans()) == [holds]
+        assert b"4312" in holds.read_bytes() and b"4312" not in old.read_bytes()
+        gone, fresh = backups.drop_forgotten(s, paths, keep=2)
+        assert gone == [holds] and not holds.exists() and fresh is not None and b"4312" not in fresh.read_bytes()
+        assert backups.list_backups(paths) == [fresh, old]
+        assert backups.holding_forgotten(paths, s.forgotten_spans()) == []
+        # with backups off (keep 0) the ones that hold it go, and none is made
+        kid = s.add_knowledge("user", "My bike lock code is 9876.")
+        later = backups.make_backup(s, paths, now=time.time() + 60)
+        s.forget("knowledge", kid)
+        assert backups.drop_forgotten(s, paths, keep=0) == ([later], None) and not later.exists()
+    finally:
+        s.close()
+
+
+def test_cli_names_the_backups_that_hold_what_was_forgotten_and_drops_them(mnemo_dirs, embedder, capsys):
+    from app.cli import main as cli
+
+    paths = Paths.resolve()
+    s = _open(paths.db_file, embedder)
+    try:
+        kid = s.add_knowledge("user", "My locker code is 4312.")
+        made = backups.make_backup(s, paths, now=time.time() - 60)
+    finally:
+        s.close()
+    assert cli(["memory", "forget", "knowledge", str(kid)]) == 0
+    out = capsys.readouterr().out
+    assert "1 backup (of " in out and "may still hold what was forgotten" in out, out
+    assert "mnemo memory backups --drop-forgotten" in out
+    assert cli(["memory", "backups"]) == 0
+    listed = capsys.readouterr().out
+    assert f"{made}  (may hold forgotten memory)" in listed, listed
+    assert cli(["memory", "backups", "--drop-forgotten"]) == 0
+    assert capsys.readouterr().out.startswith("deleted 1 backup")
+    assert not made.exists() and len(backups.list_backups(paths)) == 1
+    assert cli(["memory", "backups", "--json"]) == 0
+    assert [r["holds_forgotten"] for r in json.loads(capsys.readouterr().out)] == [False]

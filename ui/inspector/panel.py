@@ -572,6 +572,9 @@ def attach(main_window) -> InspectorPanel:
                 except (RuntimeError, TypeError) as exc:  # pragma: no cover - defensive
                     log.warning("could not connect to memory events: %s", exc)
         _connect_message_target(panel, main_window)
+        offer = getattr(getattr(main_window, "backups", None), "offer_to_drop_forgotten", None)
+        if callable(offer):  # after a forget or a wipe: the backups that still hold it
+            panel.memory_changed.connect(offer)
         if callable(getattr(main_window, "latest_reply_id", None)):
             panel.latest_reply = main_window.latest_reply_id
         if callable(getattr(main_window, "show_memory_paused", None)):

@@ -85,7 +85,9 @@ def _items(trace: dict, included: dict | None) -> list[dict]:
             {
                 "kind": f"trait · {t.get('dimension', '')}",
                 "key": ("trait", t.get("trait_id")),
-                "text": f"{t.get('dimension', '')}: {t.get('value', '')}",
+                "text": "(forgotten since)"
+                if t.get("forgotten")
+                else f"{t.get('dimension', '')}: {t.get('value', '')}",
                 "score": finite(t.get("score")),
                 "reason": t.get("reason") or "",
                 "in_prompt": ("yes" if t.get("trait_id") in inc_t else "no") if prompt else "—",
@@ -96,7 +98,7 @@ def _items(trace: dict, included: dict | None) -> list[dict]:
             {
                 "kind": f"{k.get('owner', '')} knowledge",
                 "key": ("knowledge", k.get("knowledge_id")),
-                "text": k.get("text", ""),
+                "text": "(forgotten since)" if k.get("forgotten") else k.get("text", ""),
                 "score": finite(k.get("score")),
                 "reason": k.get("reason") or "",
                 "in_prompt": ("yes" if k.get("knowledge_id") in inc_k else "no") if prompt else "—",
