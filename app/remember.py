@@ -222,15 +222,17 @@ def statement_to_forget(what: str) -> str | None:
 
 @dataclass
 class Forgot:
-    """What a request to forget took: facts (id, text) and the pages that said it."""
+    """What a request to forget took: facts (id, text), the pages that said it, and how many replies
+    that said it were still waiting to become pages."""
 
     what: str
     facts: list[tuple[int, str]]
     pages: list[int]
+    waiting: int = 0
 
     def to_stats(self) -> dict:
         """What the reply keeps of it: the facts' ids, never their text (it was forgotten)."""
-        return {"what": self.what, "facts": [[kid] for kid, _ in self.facts], "pages": len(self.pages)}
+        return {"what": self.what, "facts": [[kid] for kid, _ in self.facts], "pages": len(self.pages) + self.waiting}
 
 
 def forget_note(forgot: dict) -> str:
@@ -247,12 +249,14 @@ def forget_note(forgot: dict) -> str:
 
 def forget_statement(store, what: str) -> Forgot:
     """Forget the user's facts that say `what` and the pages that hold every content word of it
-    (`MemoryStore.memory_saying`), in one transaction."""
+    (`MemoryStore.memory_saying`), and the replies holding them still waiting to become pages, in one
+    transaction."""
     with store.transaction():
         facts, pages = store.memory_saying(what)
         store.forget("knowledge", [k.id for k, _ in facts])
         store.forget("page", pages)
-    return Forgot(what, [(k.id, k.text) for k, _ in facts], pages)
+        waiting = store.forget_waiting_pages(what)  # not yet a page: it would come back as one
+    return Forgot(what, [(k.id, k.text) for k, _ in facts], pages, waiting)
 
 
 def remember_fact(store, text: str, *, about: str = "user", pin: bool = False, source: str = "user") -> Remembered:

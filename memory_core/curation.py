@@ -23,6 +23,10 @@ _PAGE_JOB_OF = (
 _PENDING_PAGE_OF = "status = 'pending' AND " + _PAGE_JOB_OF
 
 
+def _exchange_text(payload: dict) -> str:
+    return f"{payload.get('user_text') or ''}\n{payload.get('assistant_text') or ''}"
+
+
 class Curation:
     def __init__(self, db: Database, embedding: Embedding, pages: Pages, segments: Segments, versions: Versions):
         self.db = db
@@ -168,6 +172,25 @@ class Curation:
                     },
                 )
             return gone
+
+    def forget_waiting_pages(self, statement: str) -> int:
+        """Drop the replies still waiting to become pages (pending "add_page" jobs) whose exchange holds
+        every content word of `statement`, two at least, as `memory_saying` asks of pages: what a
+        request to forget names must not come back as a page when its job runs. Returns how many."""
+        words = set(T.content_words(statement))
+        if len(words) < 2:
+            return 0
+        with self.db.transaction():
+            waiting = [
+                jid
+                for jid, payload in self.db.execute(
+                    "SELECT id, payload FROM job WHERE status = 'pending' AND kind = 'add_page'"
+                ).fetchall()
+                if words <= set(T.content_words(_exchange_text(from_json(payload, {}))))
+            ]
+            for jid in waiting:
+                self.db.execute("DELETE FROM job WHERE id = ?", (jid,))
+            return len(waiting)
 
     def _pending_pages_of(self, cid: int) -> int:
         return self.db.execute("SELECT count(*) FROM job WHERE " + _PENDING_PAGE_OF, (cid,)).fetchone()[0]

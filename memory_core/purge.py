@@ -147,19 +147,18 @@ class Purge:
 
     def at_open(self) -> None:
         """At open: finish a purge a crash (or a busy reader) left undone. A file from before purging
-        (no `purged` mark) is purged once: finished jobs lose their text, every full-text table is
-        optimized, and free pages that may hold what was deleted then are dropped (VACUUM)."""
+        (no `purged` mark) is purged once: finished jobs lose their text and every full-text table is
+        optimized. Not vacuumed: that would hold the write lock for seconds on a large file while the
+        app's other threads open it (their busy timeout is 10 s); the free pages a forget before left
+        unzeroed go at the next wipe."""
         db = self.db
         if db.get_meta(PURGED_KEY) != PURGED_VERSION:
             with db.transaction():
                 db.execute("UPDATE job SET payload = '{}' WHERE status = 'done' AND payload != '{}'")
-                db.set_meta(PENDING_KEY, to_json({"fts": list(FTS_TABLES), "vacuum": self._has_free_pages()}))
+                db.set_meta(PENDING_KEY, to_json({"fts": list(FTS_TABLES), "vacuum": False}))
                 db.set_meta(PURGED_KEY, PURGED_VERSION)
         if db.get_meta(PENDING_KEY) is not None:
             self._run()
-
-    def _has_free_pages(self) -> bool:
-        return bool(self.db.scalar("PRAGMA freelist_count"))
 
     def _pending(self) -> dict:
         got = from_json(self.db.get_meta(PENDING_KEY), {})

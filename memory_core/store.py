@@ -164,6 +164,7 @@ class MemoryStore:
         # what the user does to memory
         self.edit_page, self.pin, self.forget = cur.edit_page, cur.pin, cur.forget
         self.conversation_memory, self.forget_conversation = cur.conversation_memory, cur.forget_conversation
+        self.forget_waiting_pages = cur.forget_waiting_pages
         self.undo_version, self.wipe_memory = cur.undo_version, cur.wipe_memory
         self.forgotten_spans = db.purge.spans  # when forgotten memory existed: the backups that may hold it
         # jobs

@@ -204,3 +204,15 @@ def test_a_forget_rolled_back_leaves_traces_and_spans_alone(open_store, rolled_b
     assert (WORD in to_json(s.get_message(mid).meta)) is rolled_back
     assert (s.get_knowledge(kid) is not None) is rolled_back
     assert (s.forgotten_spans() == []) is rolled_back
+
+
+def test_a_request_to_forget_takes_the_replies_still_waiting_to_become_pages(open_store):
+    s = open_store()
+    cid = s.create_conversation()
+    said = s.enqueue("add_page", {"cid": cid, "user_text": "My locker code is 4312.", "assistant_text": "Noted."})
+    other = s.enqueue("add_page", {"cid": cid, "user_text": "The locker room smells.", "assistant_text": "Oh."})
+    assert s.forget_waiting_pages("code") == 0  # one word names too much
+    assert s.forget_waiting_pages("my locker code is 4312") == 1
+    assert [r[0] for r in s._rows("SELECT id FROM job")] == [other] and said != other
+    s.run_pending(allow_llm=False)
+    assert not s.list_pages(text="4312") and s.list_pages(text="smells")
