@@ -10,6 +10,7 @@ from app.backends import build_chat_model, build_embedder
 from app.instance_lock import LOCK_NAME
 from app.private_files import ensure_private_dir, secure_folder
 from app.settings import SETTINGS_FILE, Paths, Settings, load_settings, save_settings
+from app.settings_schema import memory_overrides
 
 
 @dataclass
@@ -57,8 +58,8 @@ class AppContext:
     def memory_params(self):
         from memory_core import MemoryParams
 
-        known = {k: v for k, v in self.settings.memory.items() if k in MemoryParams().flat()}
-        return MemoryParams.from_flat(known)
+        # the schema's check again: the window and tests change `settings.memory` after loading
+        return MemoryParams.from_flat(memory_overrides(self.settings.memory, None))
 
     def open_store(self, *, llm=None):
         """Open the profile's memory store on a new connection (one per thread)."""

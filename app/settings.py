@@ -2,6 +2,8 @@
 
 Folders come from platformdirs and can be overridden for tests and portable use:
 `--config-dir`/`--data-dir` on the command line, or MNEMO_CONFIG_DIR/MNEMO_DATA_DIR.
+Every value is read through one schema (app.settings_schema): its default's type and the field's
+`Rule` here, MemoryParams' own fields for the "memory" section.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import platformdirs
 
 from app.private_files import ensure_private_dir
+from app.settings_schema import RULE, Rule, checked, memory_overrides, setting
 
 APP_NAME = "Mnemo"
 SETTINGS_FILE = "settings.json"
@@ -24,21 +27,27 @@ DB_FILE = "mnemo.sqlite3"
 
 @dataclass
 class ChatModelSettings:
-    backend: str = "llama"  # "llama" (a GGUF run in-process) or "openai" (an OpenAI-compatible server)
+    backend: str = setting(
+        "llama", choices=("llama", "openai")
+    )  # "llama" (a GGUF run in-process) or "openai" (an OpenAI-compatible server)
     gguf_path: str = ""  # empty: the bundled SmolLM2-135M
     server_url: str = "http://127.0.0.1:8080/v1"
     server_model: str = ""
     api_key: str = ""
-    n_ctx: int = 4096
-    n_threads: int = 0  # 0: automatic (cores - 1 while generating, all cores for the prompt)
-    n_gpu_layers: int = 0
-    temperature: float = 0.5
-    top_p: float = 0.95
-    min_p: float = 0.1  # llama.cpp: never draw a token under min_p x the likeliest one's probability
-    repeat_penalty: float = 1.1  # llama.cpp: > 1 discourages repeating the last 64 tokens
-    self_repeat_penalty: float = 0.8  # a GGUF run here: > 0 keeps a reply from reciting earlier replies
-    max_tokens: int = 512
-    reply_reserve: int = 512  # tokens kept free for the reply when composing a prompt
+    n_ctx: int = setting(4096, low=256, high=1_048_576)
+    n_threads: int = setting(0, low=0, high=256)  # 0: automatic (cores - 1 while generating, all cores for the prompt)
+    n_gpu_layers: int = setting(0, low=-1, high=999)  # -1: all
+    temperature: float = setting(0.5, low=0.0, high=2.0)
+    top_p: float = setting(0.95, low=0.0, high=1.0)
+    min_p: float = setting(
+        0.1, low=0.0, high=1.0
+    )  # llama.cpp: never draw a token under min_p x the likeliest one's probability
+    repeat_penalty: float = setting(1.1, low=1.0, high=2.0)  # llama.cpp: > 1 discourages repeating the last 64 tokens
+    self_repeat_penalty: float = setting(
+        0.8, low=0.0, high=5.0
+    )  # a GGUF run here: > 0 keeps a reply from reciting earlier replies
+    max_tokens: int = setting(512, low=1, high=131_072)
+    reply_reserve: int = setting(512, low=16, high=131_072)  # tokens kept free for the reply when composing a prompt
 
 
 @dataclass
@@ -50,9 +59,11 @@ class EmbeddingSettings:
 @dataclass
 class UISettings:
     enter_sends: bool = True
-    theme: str = "system"  # "system", "light" or "dark"
+    theme: str = setting("system", choices=("system", "light", "dark"))
     # let the model process the open chat's prompt while the user reads or types (ChatAgent.warm)
     prepare_replies: bool = True
+    # Settings shows the memory's tuning knobs, and the inspector its technical details, when on
+    developer: bool = False
 
 
 @dataclass
@@ -60,37 +71,22 @@ class Settings:
     chat: ChatModelSettings = field(default_factory=ChatModelSettings)
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     ui: UISettings = field(default_factory=UISettings)
+    # What the user wants every reply to follow ("answer in French", "be brief"): after the system prompt.
+    # Imported ChatGPT custom instructions ("how to respond") land here (ui.import_dialog).
+    custom_instructions: str = ""
     # Overrides of memory_core.MemoryParams, by field name (only what the user changed).
     memory: dict[str, Any] = field(default_factory=dict)
     # Daily copies of the memory database kept in <data dir>/backups (app.backups); 0 = none.
-    backup_keep: int = 2
+    backup_keep: int = setting(2, low=0)
     # Legacy (≤ 0.1): the global pause switch lived here. It now lives in the memory database
     # (`MemoryStore.set_paused`), shared by the app, the inspector and the CLI; a True found here
     # is moved there when the store is next opened (AppContext.open_store).
     memory_paused: bool = False
 
 
-_KIND = {bool: "true or false", int: "a number", float: "a number", str: "text"}
-
-
-def _wrong_type(default: Any, value: Any) -> bool:
-    """A value that cannot stand for `default`'s type (None defaults and lists/dicts take anything)."""
-    if isinstance(default, bool):
-        return not isinstance(value, bool)
-    if isinstance(default, int):
-        return isinstance(value, bool) or not (
-            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        )
-    if isinstance(default, float):
-        return isinstance(value, bool) or not isinstance(value, (int, float))
-    if isinstance(default, str):
-        return not isinstance(value, str)
-    return False
-
-
 def _from_dict(cls, data: Any, notes: list[str] | None = None, where: str = ""):
     """Build dataclass `cls` from a dict, ignoring unknown keys and keeping defaults for missing ones.
-    A value of the wrong type keeps the default too, and `notes` says so."""
+    A value of the wrong type or out of its field's range keeps the default too, and `notes` says so."""
     if not isinstance(data, dict):
         if notes is not None and data is not None:
             notes.append(f"settings: {where or 'the file'} should be an object; the defaults are used")
@@ -105,17 +101,12 @@ def _from_dict(cls, data: Any, notes: list[str] | None = None, where: str = ""):
         name = f"{where}.{f.name}" if where else f.name
         if is_dataclass(default):
             value = _from_dict(type(default), value, notes, name)
-        elif _wrong_type(default, value):
-            if notes is not None:
-                notes.append(
-                    f"settings: {name} = {json.dumps(value)} is not {_KIND[type(default)]}; the default "
-                    f"{json.dumps(default)} is used"
-                )
-            continue
-        elif isinstance(default, float):
-            value = float(value)
-        elif isinstance(default, int) and not isinstance(default, bool):
-            value = int(value)
+        elif name == "memory":
+            value = memory_overrides(value, notes)
+        else:
+            ok, value = checked(name, default, value, f.metadata.get(RULE, Rule()), notes)
+            if not ok:
+                continue
         kwargs[f.name] = value
     return cls(**kwargs)
 

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.settings_schema import memory_rule
 from models.discover import find_models, find_servers
 from ui.model_finder import ModelFinder
 
@@ -292,11 +293,15 @@ class SettingsDialog(QDialog):
         if isinstance(default, bool):
             raise TypeError(name)
         w: QSpinBox | QDoubleSpinBox
+        rule = memory_rule(name)  # the range settings.json is checked against (app.settings_schema)
         if isinstance(default, int):
-            w = _spin(0, 10_000_000, int(value))
+            lo = int(rule.low) if rule.low is not None else 0
+            w = _spin(lo, int(rule.high) if rule.high is not None else 10_000_000, int(value))
         else:
             big = abs(float(default)) >= 1000
-            w = _dspin(0.0, 1e12 if big else 1000.0, float(value), 1000.0 if big else 0.05, 0 if big else 3)
+            lo_f = rule.low if rule.low is not None else -1000.0
+            hi_f = rule.high if rule.high is not None else (1e12 if big else 1000.0)
+            w = _dspin(lo_f, hi_f, float(value), 1000.0 if big else 0.05, 0 if big else 3)
         self.param_edits[name] = w
         return w
 
