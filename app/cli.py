@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 from app import __version__
 from app.commands import COMMAND_MODULES
+from app.commands._common import set_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,30 +50,55 @@ def main(argv: list[str] | None = None, gui=None) -> int:
     for note in ctx.settings_notes:
         print(f"mnemo: warning: {note}", file=sys.stderr)
     if args.command:
+        command = _command_name(args)
+        set_command(command)
         try:
             return int(args.func(args, ctx) or 0)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130
         except Exception as exc:
-            from app.messages import DAMAGED_DB_ADVICE
-            from memory_core import DamagedDatabaseError, is_storage_full
-
-            if is_storage_full(exc):
-                print(
-                    f"mnemo {args.command}: error: the disk is full ({exc}). Free some disk space and run it "
-                    "again; what was saved before is kept.",
-                    file=sys.stderr,
-                )
-            elif isinstance(exc, DamagedDatabaseError):
-                print(f"mnemo {args.command}: error: {exc}. {DAMAGED_DB_ADVICE}", file=sys.stderr)
-            else:
+            known = known_failure(exc, ctx)
+            if known is None:
                 raise
+            print(f"mnemo {command}: error: {' '.join(known.split())}", file=sys.stderr)
             return 1
     if gui is None:
         parser.print_help()
         return 2
     return int(gui(ctx, args) or 0)
+
+
+def _command_name(args) -> str:
+    """The command as typed, with its action ("chats list", "memory add")."""
+    action = getattr(args, "action", None)
+    return f"{args.command} {action}" if isinstance(action, str) and action else args.command
+
+
+def known_failure(exc: BaseException, ctx) -> str | None:
+    """What to tell the user about `exc` when it is a failure they can fix (a model file, the database
+    folder, a full disk, a damaged file), naming the file and the fix; None for anything else (a bug:
+    its traceback is wanted)."""
+    import apsw
+
+    from app.errors import DatabaseOpenError, cannot_open_database, database_busy, database_open_error
+    from app.messages import DAMAGED_DB_ADVICE
+    from memory_core import DamagedDatabaseError, is_storage_full
+    from models.errors import ModelError
+
+    if is_storage_full(exc):
+        return f"the disk is full ({exc}). Free some disk space and run it again; what was saved before is kept."
+    if isinstance(exc, DamagedDatabaseError):
+        return f"{exc}. {DAMAGED_DB_ADVICE}"
+    if isinstance(exc, (ModelError, DatabaseOpenError)):
+        return str(exc)
+    if isinstance(exc, apsw.BusyError):
+        return database_busy(ctx.paths.db_file)
+    if cannot_open_database(exc):
+        if isinstance(exc, OSError) and exc.filename and Path(exc.filename).name != ctx.paths.db_file.name:
+            return f"cannot write {exc.filename}: {exc.strerror or exc}. Check that it and its folder are yours and writable."
+        return str(database_open_error(ctx.paths.db_file, exc))
+    return None
 
 
 if __name__ == "__main__":

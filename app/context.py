@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.backends import build_chat_model, build_embedder
+from app.errors import cannot_open_database, database_open_error
 from app.instance_lock import LOCK_NAME
 from app.private_files import ensure_private_dir, secure_folder
 from app.settings import SETTINGS_FILE, Paths, Settings, load_settings, save_settings
@@ -39,14 +40,14 @@ class AppContext:
         """The configured embedder, loaded on first use (thread-safe)."""
         with self._lock:
             if self._embedder is None:
-                self._embedder = build_embedder(self.settings.embedding)
+                self._embedder = build_embedder(self.settings.embedding, self.paths.settings_file)
             return self._embedder
 
     def chat_model(self):
         """The configured chat model, loaded on first use. Drive it from one thread only."""
         with self._lock:
             if self._chat_model is None:
-                self._chat_model = build_chat_model(self.settings.chat)
+                self._chat_model = build_chat_model(self.settings.chat, self.paths.settings_file)
             return self._chat_model
 
     def reset_chat_model(self) -> None:
@@ -66,18 +67,23 @@ class AppContext:
         from memory_core import MemoryStore
 
         emb = self.embedder()
-        ensure_private_dir(self.paths.data_dir)
         params = self.memory_params()
-        store = MemoryStore.open(
-            self.paths.db_file,
-            emb.embed,
-            embed_model_id=emb.model_id,
-            dim=emb.dim,
-            params=params,
-            llm=llm,
-            # the word-by-word match needs each page's token vectors; w_tokens 0 keeps none (a smaller file)
-            embed_tokens=emb.embed_with_tokens if params.ranking.w_tokens > 0 else None,
-        )
+        try:
+            ensure_private_dir(self.paths.data_dir)
+            store = MemoryStore.open(
+                self.paths.db_file,
+                emb.embed,
+                embed_model_id=emb.model_id,
+                dim=emb.dim,
+                params=params,
+                llm=llm,
+                # the word-by-word match needs each page's token vectors; w_tokens 0 keeps none (a smaller file)
+                embed_tokens=emb.embed_with_tokens if params.ranking.w_tokens > 0 else None,
+            )
+        except Exception as exc:
+            if cannot_open_database(exc):  # a read-only or missing folder: say which, and what to do
+                raise database_open_error(self.paths.db_file, exc) from exc
+            raise
         if self.settings.memory_paused:  # an old settings file: the pause switch moves to the store
             store.set_paused(True)
             self.settings.memory_paused = False

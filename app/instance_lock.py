@@ -54,6 +54,12 @@ def app_is_running(data_dir: Path) -> bool:
     return True
 
 
+def held_message(data_dir: Path, why: str) -> str:
+    """The one line a CLI command that must not run beside the window says (`why`: what it would do)."""
+    lock = Path(data_dir) / LOCK_NAME
+    return f"Mnemo is open on this memory (its window holds {lock}): close its window first ({why})"
+
+
 if sys.platform == "win32":  # pragma: no cover - Windows
     import msvcrt
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,20 @@ from models.resolve import check_onnx, check_tokenizer_json, default_embedder_fi
 # Mnemo keeps everything on the machine, so it opts out; the variable must be set before onnxruntime
 # is imported (the decision is latched then). A user can still set ORT_DISABLE_TELEMETRY=0.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
+_ORT_MESSAGE = re.compile(r"\[ONNXRuntimeError\] : \d+ : (\w+) : (?:Load model from .*? failed:)?(.*)", re.S)
+
+
+def _ort_reason(exc: Exception) -> str:
+    """ONNX Runtime's message without its status prefix and the path repeated ("[ONNXRuntimeError] :
+    7 : INVALID_PROTOBUF : Load model from /x.onnx failed:Protobuf parsing failed." -> "Protobuf
+    parsing failed"): the error already names the file."""
+    text = str(exc).strip()
+    m = _ORT_MESSAGE.match(text)
+    if m:
+        text = m.group(2).strip() or m.group(1)
+    return text.rstrip(". ") or type(exc).__name__
 
 
 class OnnxEmbedder:
@@ -70,14 +85,17 @@ class OnnxEmbedder:
                 str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:
-            raise ModelFileError(self.model_path, f"ONNX Runtime cannot load this model: {exc}") from exc
+            raise ModelFileError(self.model_path, f"ONNX Runtime cannot load this model: {_ort_reason(exc)}") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self._input_names
         if missing:
             raise ModelFileError(
                 self.model_path, f"not a sentence-embedding model: inputs {sorted(missing)} are missing"
             )
-        self.dim = int(self._embed_batch(["dimension probe"]).shape[1])
+        try:
+            self.dim = int(self._embed_batch(["dimension probe"]).shape[1])
+        except Exception as exc:  # loads, but does not run as a sentence encoder (inputs, shapes)
+            raise ModelFileError(self.model_path, f"ONNX Runtime cannot run this model: {_ort_reason(exc)}") from exc
         digest = hashlib.sha1(self.model_path.read_bytes()[: 1 << 20]).hexdigest()[:10]
         self.model_id = f"{self.model_path.stem}-{self.model_path.parent.name}-{digest}-{self.dim}d"
 

@@ -12,6 +12,16 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
+_command = ""  # the command being run (app.cli.main sets it), for the one-line errors
+
+
+def set_command(name: str) -> None:
+    global _command
+    _command = name
+
+
 def fail(message: str, code: int = 2) -> int:
-    print(f"mnemo: {message}", file=sys.stderr)
+    """Say what went wrong in one line, `mnemo COMMAND: error: …`; the exit code: 2 for bad input
+    (the default), 1 for a failure."""
+    print(f"mnemo {_command}: error: {message}" if _command else f"mnemo: {message}", file=sys.stderr)
     return code

@@ -124,7 +124,7 @@ def run_ask(args, ctx) -> int:
         store = ctx.open_store()
         session, model = _open_session(ctx, store, args.conversation or None)
     except ModelError as exc:
-        return fail(str(exc))
+        return fail(str(exc), 1)  # a model that does not load: a failure, not bad input
     try:
         cid = session.conversation_id
         result = _stream_turn(session, store, model, text, quiet=args.json)
@@ -176,7 +176,7 @@ def run_chat(args, ctx) -> int:
         store = ctx.open_store()
         session, model = _open_session(ctx, store, args.conversation or None)
     except ModelError as exc:
-        return fail(str(exc))
+        return fail(str(exc), 1)  # a model that does not load: a failure, not bad input
     cid = session.conversation_id
     print(f"Mnemo chat — conversation {cid}. {HELP}")
     try:

@@ -182,10 +182,10 @@ def _restore(ctx, args) -> int:
     src = Path(args.file)
     if not src.is_file():
         return fail(f"no such backup: {src}", 1)
-    from app.instance_lock import app_is_running
+    from app.instance_lock import app_is_running, held_message
 
     if app_is_running(ctx.paths.data_dir):
-        return fail("Mnemo is open on this memory: close its window first (restore swaps the database file)", 1)
+        return fail(held_message(ctx.paths.data_dir, "restore swaps the database file"), 1)
     if not args.yes:
         if not sys.stdin.isatty():
             return fail(
