@@ -15,7 +15,7 @@ SIGKILL. Mnemo then starts again on the same profile, by turns the way the deskt
 - an import run again after the kill leaves what one clean import makes, nothing twice;
 - every backup Mnemo lists is a sound database; a restore leaves the old memory or the backup.
 
-`run(kills, seed)` returns a `Tally`; `python -m tests.bench.fault_injection` prints it.
+`run(kills, seed)` returns a `Tally` (rounds go on until `kills` workers were killed before they finished); `python -m tests.bench.fault_injection` prints it.
 """
 
 from __future__ import annotations
@@ -102,12 +102,13 @@ def _python(*args: str, env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE) -
     )
 
 
-def kill_during(scenario: str, env, rng: random.Random) -> tuple[list[str], bool]:
-    """Run the scenario's worker and SIGKILL it after a random number of markers; returns the
-    marker lines it printed, and whether it finished before the kill came."""
+def kill_during(scenario: str, env, rng: random.Random, markers: int) -> tuple[list[str], bool]:
+    """Run the scenario's worker and SIGKILL it after a random number of its markers (of the
+    `markers` a whole run prints); returns the marker lines it printed, and whether it finished
+    before the kill came."""
     proc = _python("-m", "tests.reliability.fault_worker", scenario, env=env)
     assert proc.stdout is not None
-    target = rng.randint(0, MARKERS[scenario])
+    target = rng.randint(0, max(0, markers - 2))
     lines: list[str] = []
     deadline = time.monotonic() + CHILD_DEADLINE_S
     while time.monotonic() < deadline:
@@ -294,30 +295,36 @@ def seed_restore(env) -> set[int]:
 
 
 def run(kills: int, seed: int = 0, *, root: Path, scenarios=SCENARIOS, log=None) -> Tally:
-    """`kills` rounds over `scenarios` (weighted: chat turns and memory jobs most), restarting by
-    turns through the app's start path and the terminal's."""
+    """Rounds over `scenarios` (weighted: chat turns and memory jobs most, each one at least once)
+    until `kills` of them were killed before their worker finished, restarting by turns through the
+    app's start path and the terminal's."""
     rng = random.Random(seed)
     tally = Tally()
     restore_counts: set[int] = set()
     clean: dict[str, int] = {}
+    markers = dict(MARKERS)  # how many marker lines a whole run prints: learnt from runs that finished
     order = [s for s in scenarios for _ in range(WEIGHTS[s])]
-    for i in range(kills):
-        scenario = scenarios[i] if i < len(scenarios) else rng.choice(order)  # each one at least once
+    i = 0
+    while tally.kills < kills and i < 3 * kills + len(scenarios):
+        scenario = scenarios[i] if i < len(scenarios) else rng.choice(order)
         env = profile(root, scenario)
         if scenario == "restore" and not restore_counts:
             restore_counts = seed_restore(env)
         if scenario == "import" and not clean:
             clean = clean_import(profile(root, "import-clean"))
         rnd = Round(scenario, "gui" if i % 2 == 0 else "cli")
-        lines, rnd.finished = kill_during(scenario, env, rng)
+        lines, rnd.finished = kill_during(scenario, env, rng, markers[scenario])
+        if rnd.finished:
+            markers[scenario] = len(lines)
         rnd.markers_seen = len(lines)
         rnd.problems += restart(rnd.restart, env)
         check(scenario, env, lines, {"restore_counts": restore_counts, "clean_import": clean}, rnd)
         tally.rounds.append(rnd)
+        i += 1
         if log is not None:
             log(
-                f"{i + 1}/{kills} {scenario} (restart: {rnd.restart}) after {rnd.markers_seen} markers"
-                f"{' (finished first)' if rnd.finished else ''}: "
+                f"{i} ({tally.kills}/{kills} kills) {scenario} (restart: {rnd.restart}) after {rnd.markers_seen} "
+                f"markers{' (finished first)' if rnd.finished else ''}: "
                 f"lost {rnd.lost_messages}/{rnd.lost_memory}, dup {rnd.duplicates}, "
                 f"integrity {'ok' if rnd.integrity_ok else 'FAILED'} {rnd.problems or ''}"
             )
