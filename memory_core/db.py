@@ -346,8 +346,49 @@ def _m5(conn: apsw.Connection, dim: int) -> None:
     conn.execute("ALTER TABLE page_tok ADD COLUMN sides BLOB")
 
 
+def _m6(conn: apsw.Connection, dim: int) -> None:
+    """Memory cube imports (memory_core.cubes): each import's record, what it did to every item (the ids
+    the cube's became, and a merged item as it was, for an undo), and the cube staged while it is written."""
+    conn.execute("""
+    CREATE TABLE IF NOT EXISTS cube_import(
+        id INTEGER PRIMARY KEY,
+        cube_id TEXT NOT NULL,
+        file_name TEXT NOT NULL,
+        file_sha256 TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('staging', 'running', 'done', 'undone')),
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        undone_at REAL,
+        manifest TEXT NOT NULL DEFAULT '{}',
+        summary TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE IF NOT EXISTS cube_import_item(
+        import_id INTEGER NOT NULL REFERENCES cube_import(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        ref INTEGER NOT NULL,
+        item_id INTEGER,
+        action TEXT NOT NULL CHECK (action IN ('added', 'present', 'merged', 'skipped')),
+        key TEXT,
+        before TEXT,
+        after_version INTEGER,
+        stamp REAL,
+        note TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (import_id, kind, ref)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS cube_import_item_of ON cube_import_item(kind, item_id);
+    CREATE INDEX IF NOT EXISTS cube_import_item_key ON cube_import_item(kind, key) WHERE key IS NOT NULL;
+    CREATE TABLE IF NOT EXISTS cube_stage(
+        import_id INTEGER NOT NULL REFERENCES cube_import(id) ON DELETE CASCADE,
+        member TEXT NOT NULL,
+        ref INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (import_id, member, ref)
+    ) WITHOUT ROWID;
+    """)
+
+
 # Each migration takes (conn, dim); index i moves user_version from i to i + 1.
-MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4, _m5]
+MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4, _m5, _m6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -46,13 +46,13 @@ class ExportResult:
 
 
 @contextlib.contextmanager
-def atomic_file(path: Path) -> Iterator[Any]:
-    """Write to a temporary file beside `path`; on success it replaces `path`, on any failure
-    (a full disk, a cancel) it is removed and `path` keeps what it had."""
+def atomic_file(path: Path, *, binary: bool = False) -> Iterator[Any]:
+    """Write to a temporary file beside `path` (text, or bytes with `binary`); on success it replaces
+    `path`, on any failure (a full disk, a cancel) it is removed and `path` keeps what it had."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     tmp = Path(tmp_name)
-    fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+    fh = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
     try:
         yield fh
         fh.flush()

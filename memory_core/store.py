@@ -23,6 +23,7 @@ import numpy as np
 
 from . import integrity
 from .conversations import Conversations
+from .cubes import Cubes
 from .curation import Curation
 from .database import Cursor, Database
 from .db import SCHEMA_VERSION, connect, migrate
@@ -103,6 +104,17 @@ class MemoryStore:
         self.promotion = Promotion(db, self.embedding, self.merge, self.jobs, llm, llm_model_id)
         self.curation = Curation(db, self.embedding, self.pages, self.segments, self.versions)
         self.upkeep = Upkeep(db, self.embedding, self.pages, self.segments, self.jobs)
+        # memory cubes: an undone import's pages go the way forgotten pages do
+        self.cubes = Cubes(
+            db,
+            self.embedding,
+            self.pages,
+            self.segments,
+            self.versions,
+            self.merge,
+            self.jobs,
+            self.curation._forget_pages,
+        )
         key = path if path != ":memory:" else f":memory:{id(self)}"
         page_cache: MatrixCache = shared_cache(key, "page", dim)
         self.retrieval = Retriever(db, self.embedding, self.pages, self.segments, self.persona, self.upkeep, page_cache)
@@ -167,6 +179,17 @@ class MemoryStore:
         self.forget_waiting_pages = cur.forget_waiting_pages
         self.undo_version, self.wipe_memory = cur.undo_version, cur.wipe_memory
         self.forgotten_spans = db.purge.spans  # when forgotten memory existed: the backups that may hold it
+        # memory cubes (memory_core.cubes)
+        self.export_cube, self.plan_cube_import, self.import_cube = (
+            self.cubes.export,
+            self.cubes.plan,
+            self.cubes.import_cube,
+        )
+        self.cube_imports, self.undo_cube_import, self.cube_origin = (
+            self.cubes.imports,
+            self.cubes.undo,
+            self.cubes.origin,
+        )
         # jobs
         self.enqueue, self.cancel_jobs = self.jobs.enqueue, self.jobs.cancel
         self.pending_jobs, self.list_jobs, self.run_pending = (

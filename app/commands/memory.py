@@ -1,5 +1,5 @@
-"""`mnemo memory …`: list / show / add / forget / pin / wipe / pause / events / stats / export / backup / backups /
-restore."""
+"""`mnemo memory …`: list / show / add / forget / pin / wipe / pause / events / stats / export / import / imports /
+undo-import / backup / backups / restore."""
 
 from __future__ import annotations
 
@@ -93,7 +93,15 @@ def _add(store, args) -> int:
     return 0
 
 
-def _export(store, args) -> int:
+def _export(ctx, store, args) -> int:
+    if args.cube:
+        return _export_cube(ctx, store, args)
+    if args.file is None:
+        return fail("give the file to write (.json or .md), or --cube FILE for a memory cube")
+    if args.chat is not None or args.segment is not None or args.since or args.until or args.persona_only:
+        return fail(
+            "--chat, --segment, --since, --until and --persona-only choose what goes into a cube: add --cube FILE"
+        )
     shown = {"at": 0.0}
 
     def progress(done: int, total: int) -> None:
@@ -113,6 +121,122 @@ def _export(store, args) -> int:
     if sys.stderr.isatty():
         print(file=sys.stderr)
     print(f"exported {operations.describe_memory_export(result)} to {result.path} ({result.bytes / 1e6:.1f} MB)")
+    return 0
+
+
+def _progress_line(what: str, done: int, total: int, shown: dict) -> None:
+    import time
+
+    now = time.monotonic()
+    if sys.stderr.isatty() and (now - shown.get("at", 0.0) > 0.5 or done == total):
+        shown["at"] = now
+        print(f"\r{what}… {done:,}/{total:,}   ", end="", file=sys.stderr, flush=True)
+        shown["said"] = True
+
+
+def _end_progress(shown: dict) -> None:
+    if shown.get("said"):
+        print(file=sys.stderr)
+
+
+def _export_cube(ctx, store, args) -> int:
+    from app.cube_job import export_cube, parse_when
+    from memory_core.cubes import CubeError, CubeSelection
+
+    if args.file is not None:
+        return fail("give the cube's file once: --cube FILE")
+    if args.persona_only and (args.chat is not None or args.segment is not None or args.since or args.until):
+        return fail("--persona-only takes the whole persona: leave out --chat, --segment, --since and --until")
+    try:
+        selection = CubeSelection(
+            chat_id=args.chat,
+            segment_id=args.segment,
+            since=parse_when(args.since) if args.since else None,
+            until=parse_when(args.until, end=True) if args.until else None,
+            persona_only=args.persona_only,
+        )
+    except ValueError as exc:
+        return fail(str(exc))
+    shown: dict = {}
+    try:
+        result = export_cube(
+            ctx, store, args.cube, selection, on_progress=lambda d, t: _progress_line("exporting", d, t, shown)
+        )
+    except CubeError as exc:
+        return fail(f"nothing exported: {exc}", 1)
+    except OSError as exc:
+        return fail(f"could not write {args.cube}: {exc.strerror or exc} (nothing was written)", 1)
+    finally:
+        _end_progress(shown)
+    vectors = "with vectors" if result.vectors else "without vectors (an import embeds its pages again)"
+    print(
+        f"exported {selection.describe()} as a memory cube: {result.describe()}, {vectors}, to {result.path} "
+        f"({result.bytes / 1e6:.1f} MB)"
+    )
+    return 0
+
+
+def _import_cube(ctx, store, args) -> int:
+    from memory_core.cubes import CubeError
+
+    path = Path(args.file)
+    shown: dict = {}
+    try:
+        if args.dry_run:
+            plan = store.plan_cube_import(path)
+            if args.json:
+                print_json({**dataclasses.asdict(plan), "would": plan.counts.to_json()})
+            else:
+                print(plan.describe())
+                print("(a dry run: nothing was imported)")
+            return 0
+        record = store.import_cube(path, on_progress=lambda w, d, t: _progress_line(w, d, t, shown))
+    except CubeError as exc:
+        _end_progress(shown)
+        return fail(f"not imported: {exc}; memory was not changed", 1)
+    except KeyboardInterrupt:
+        _end_progress(shown)
+        return fail(
+            "interrupted: what was written is kept and listed by `mnemo memory imports`; run the same command again "
+            "to finish, or undo it with `mnemo memory undo-import ID`",
+            130,
+        )
+    _end_progress(shown)
+    if args.json:
+        print_json({**dataclasses.asdict(record), "counts": record.counts.to_json()})
+    else:
+        print(f"{record.describe()}")
+        for line in record.counts.lines():
+            print(f"  {line}")
+    if record.status != "done":
+        return fail(
+            f"import {record.id} stopped before it was finished ({record.error or 'see the log'}); run the same "
+            f"command again to finish it, or undo it with `mnemo memory undo-import {record.id}`",
+            1,
+        )
+    return 0
+
+
+def _imports(ctx, store, args) -> int:
+    records = store.cube_imports()
+    if args.json:
+        print_json([{**dataclasses.asdict(r), "counts": r.counts.to_json()} for r in records])
+    elif not records:
+        print("no memory cube was imported into this memory")
+    for r in [] if args.json else records:
+        print(r.describe())
+    return 0
+
+
+def _undo_import(ctx, store, args) -> int:
+    from memory_core.cubes import CubeError
+
+    try:
+        report = store.undo_cube_import(args.id)
+    except CubeError as exc:
+        return fail(f"nothing undone: {exc}", 1)
+    print(report.describe())
+    after_forget(ctx, store)
     return 0
 
 
@@ -300,7 +424,10 @@ _STORE_ACTIONS: dict[str, Callable[[Any, Any, Any], int]] = {
     "wipe": _wipe,
     "pause": _pause,
     "events": _events,
-    "export": lambda ctx, store, args: _export(store, args),
+    "export": _export,
+    "import": _import_cube,
+    "imports": _imports,
+    "undo-import": _undo_import,
     "stats": _stats,
 }
 
@@ -370,9 +497,36 @@ def register(sub) -> None:
     a.add_argument("--kind", action="append", help="only this kind (repeatable), e.g. page_moved, segment_visited")
     a.add_argument("--segment", type=int, help="one segment's history: its events and the pages that joined it")
     a.add_argument("--json", action="store_true")
-    a = acts.add_parser("export", help="write everything remembered to a JSON or Markdown file")
-    a.add_argument("file", help="the file to write (.json: complete; .md: a readable account)")
+    a = acts.add_parser(
+        "export",
+        help="write what is remembered to a JSON or Markdown file, or as a memory cube another memory imports",
+        description="`export FILE` writes everything to a JSON (complete) or Markdown (readable) file. "
+        "`export --cube FILE` writes a memory cube (docs/memcube.md): the whole memory, or what --chat, "
+        "--segment, --since and --until choose (all that are given must hold), or --persona-only.",
+    )
+    a.add_argument("file", nargs="?", help="the file to write (.json: complete; .md: a readable account)")
     a.add_argument("--format", choices=("json", "markdown"), help="default: from the file's suffix")
+    a.add_argument("--cube", metavar="FILE", help="write a memory cube (.mnemocube) instead")
+    a.add_argument("--chat", type=int, metavar="ID", help="only this chat's memory (see `mnemo chats list`)")
+    a.add_argument("--segment", type=int, metavar="ID", help="only this segment's pages")
+    a.add_argument("--since", metavar="DATE", help="only pages from this date on (2024-05-01, local time)")
+    a.add_argument("--until", metavar="DATE", help="only pages up to this date, that day included")
+    a.add_argument("--persona-only", action="store_true", help="only the persona: traits and facts, every version")
+    a = acts.add_parser(
+        "import",
+        help="import a memory cube: what is new is added, what is held is skipped, close facts merged",
+        description="Import a memory cube (.mnemocube). Pages and facts already held are recognised and "
+        "skipped; a fact close to one held updates it as the persona does (the older text stays a version), "
+        "unless it is pinned; every item remembers the cube it came from. `mnemo memory undo-import ID` "
+        "takes an import back.",
+    )
+    a.add_argument("file", help="the .mnemocube file")
+    a.add_argument("--dry-run", action="store_true", help="say what would be added, merged and skipped; change nothing")
+    a.add_argument("--json", action="store_true")
+    a = acts.add_parser("imports", help="the memory cubes imported into this memory")
+    a.add_argument("--json", action="store_true")
+    a = acts.add_parser("undo-import", help="undo an import: remove what it added, put back what it changed")
+    a.add_argument("id", type=int, help="the import's id (see `mnemo memory imports`)")
     a = acts.add_parser("stats", help="counts per tier, database size, pending jobs")
     a.add_argument("--json", action="store_true")
     a = acts.add_parser("backup", help="copy the memory database now (default: into the backups folder)")

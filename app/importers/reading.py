@@ -10,7 +10,6 @@ one that lies in its header is read in small steps, never more than the header s
 
 from __future__ import annotations
 
-import io
 import json
 import zipfile
 import zlib
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app.importers.base import ImportFatalError
+from memory_core import safezip
 
 MAX_FILE_BYTES = 2 * 1024**3  # refuse absurd inputs up front rather than exhaust memory
 # What a conversations.json inside a zip may expand to. Parsing JSON takes several times its size in
@@ -26,9 +26,8 @@ MAX_FILE_BYTES = 2 * 1024**3  # refuse absurd inputs up front rather than exhaus
 MAX_UNZIPPED_BYTES = 512 * 1024**2
 # Real exports compress 4-11 to 1 (ChatGPT, Claude and LoCoMo JSON, pretty-printed or not, measured
 # with zlib -9); deflate can reach about 1,000 to 1, which only data made to be a bomb does.
-MAX_ZIP_RATIO = 100
-RATIO_FROM_BYTES = 1024**2  # a small member's ratio says nothing (and costs nothing)
-_CHUNK = 1024**2
+MAX_ZIP_RATIO = safezip.MAX_ZIP_RATIO
+RATIO_FROM_BYTES = safezip.RATIO_FROM_BYTES
 
 # Control bytes that never occur in text (TAB, LF, FF, CR and ESC excepted).
 _BINARY_BYTES = set(range(0, 9)) | {11} | set(range(14, 27)) | set(range(28, 32)) | {127}
@@ -82,43 +81,20 @@ def _from_zip(fh: Any, name: str, max_unzipped: int, max_ratio: float) -> tuple[
 def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, shown: str, max_bytes: int, max_ratio: float) -> bytes:
     """The member's bytes, refused before anything is inflated when its header says it is bigger than
     `max_bytes` or compressed more than `max_ratio` to 1, and inflated in steps of a MiB, so what
-    it really holds never takes more memory than the header said."""
-    packed = max(info.compress_size, 1)
-
-    def check(size: int) -> None:
-        if size >= RATIO_FROM_BYTES and size / packed > max_ratio:
-            raise ImportFatalError(
-                f"{shown}: refused as a likely zip bomb: {_size(packed)} that expands to {_size(size)} "
-                f"({size / packed:,.0f} to 1, over the limit of {max_ratio:g} to 1)"
-            )
-        if size > max_bytes:
-            raise ImportFatalError(
-                f"{shown}: too large to import from a zip: it expands to {_size(size)}, over the "
-                f"{_size(max_bytes)} limit; unzip it and import the .json file itself"
-            )
-
-    check(info.file_size)
-    # In small steps: zipfile inflates as much as one read asks for before it cuts the data to the
-    # size the header gave, so one big read of a member lying about its size could take gigabytes.
-    out = io.BytesIO()
-    with zf.open(info) as member:
-        while chunk := member.read(_CHUNK):
-            out.write(chunk)
-            check(out.tell())
-    return out.getvalue()
+    it really holds never takes more memory than the header said (memory_core.safezip)."""
+    return safezip.read_member(
+        zf,
+        info,
+        shown,
+        max_bytes=max_bytes,
+        max_ratio=max_ratio,
+        error=ImportFatalError,
+        too_large_hint="; unzip it and import the .json file itself",
+    )
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}".replace(".0 ", " ")
-    return f"{n} bytes"
-
-
-def _printable(member_name: str) -> str:
-    """A member's name as it may be shown in one line: the export's own, so any characters."""
-    clean = "".join(ch if ch.isprintable() else "?" for ch in member_name)
-    return clean if len(clean) <= 120 else clean[:117] + "..."
+_size = safezip.size_text
+_printable = safezip.printable
 
 
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:

@@ -1,0 +1,259 @@
+"""A cube's traits and facts joining the persona by its own rules (memory_core.merging): one already held
+is recognised and skipped; one close to an item held confirms or updates it, the older text staying a
+version, unless the item is pinned (left, and reported) or the cube's is older; anything else comes in as
+it was, with every version and the pages it was drawn from.
+
+Every decision is taken against the persona as it was before the import (`decide`), so two items of one
+cube never merge into each other: they stood side by side where they came from, and do here too."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..codec import to_json, vec_blob
+from ..database import Database
+from ..fts import fts_put
+from ..merging import PersonaMerge
+from ..versions import Versions
+from .format import content_key
+from .records import Conflict
+
+# what a merge may change of an item, and an undo puts back (a fact's vector lives in knowledge_vec)
+_COMMON = ("confidence", "status", "version", "pinned", "updated_at", "conversation_ids", "model", "reason")
+_RESTORED = {
+    "trait": ("dimension", "value", "evidence", *_COMMON, "embedding"),
+    "knowledge": ("text", *_COMMON),
+}
+
+
+@dataclass
+class Decision:
+    action: str  # "add", "merge", "present" or "skipped"
+    target: int | None = None  # the item held that it is, merges into, or was not applied to
+    duplicate: bool = False  # a merge that confirms (the same fact) rather than updates
+    conflict: Conflict | None = None
+
+
+def item_kind(member_kind: str) -> str:
+    """The persona table of a cube record kind ("fact" records are the "knowledge" table's)."""
+    return "trait" if member_kind == "trait" else "knowledge"
+
+
+def key_of(kind: str, rec: dict[str, Any]) -> str:
+    if kind == "trait":
+        return content_key("trait", rec["dimension"], rec["value"])
+    return content_key("knowledge", rec["owner"], rec["text"])
+
+
+class PersonaImport:
+    """Decisions and writes for the persona items of one import (inside the import's transaction)."""
+
+    def __init__(self, db: Database, versions: Versions, merge: PersonaMerge):
+        self.db = db
+        self.versions = versions
+        self.merge = merge
+
+    # ------------------------------------------------------------------ deciding
+    def held_keys(self) -> dict[str, int]:
+        """Every trait and fact held, by `key_of` (whatever its status)."""
+        out: dict[str, int] = {}
+        for iid, dim, value in self.db.execute("SELECT id, dimension, value FROM trait").fetchall():
+            out.setdefault(content_key("trait", dim, value), iid)
+        for iid, owner, text in self.db.execute("SELECT id, owner, text FROM knowledge").fetchall():
+            out.setdefault(content_key("knowledge", owner, text), iid)
+        return out
+
+    def merged_before(self, kind: str, key: str) -> int | None:
+        """The item an import not undone merged this same item into, if it is still held."""
+        for (iid,) in self.db.execute(
+            "SELECT i.item_id FROM cube_import_item i JOIN cube_import c ON c.id = i.import_id "
+            "WHERE i.kind = ? AND i.key = ? AND i.action = 'merged' AND c.status != 'undone'",
+            (kind, key),
+        ).fetchall():
+            if self.db.execute(f"SELECT 1 FROM {kind} WHERE id = ?", (iid,)).fetchone():
+                return iid
+        return None
+
+    def decide(self, kind: str, rec: dict[str, Any], vec: np.ndarray, held: dict[str, int]) -> Decision:
+        key = key_of(kind, rec)
+        if key in held:
+            return Decision("present", held[key])
+        before = self.merged_before(kind, key)
+        if before is not None:
+            return Decision("present", before)
+        if rec["status"] != "active":
+            return Decision("add")
+        if kind == "trait":
+            target, _cos, duplicate = self.merge._trait_match(rec["dimension"], rec["value"], vec)
+            if target is None:
+                return Decision("add")
+            tid, held_text, pinned, updated = target[0], target[2], bool(target[5]), target[10]
+        else:
+            best, duplicate, update = self.merge._knowledge_match(rec["owner"], rec["text"], vec, rec["model"])
+            if best is None or not (duplicate or update):
+                return Decision("add")
+            tid, held_text, pinned, updated = best[0], best[2][3], bool(best[2][2]), best[2][8]
+        offered = rec["value"] if kind == "trait" else rec["text"]
+        if not duplicate and pinned:
+            return Decision("skipped", tid, conflict=Conflict(kind, tid, held_text, offered, "pinned"))
+        if not duplicate and rec["updated_at"] <= updated:
+            return Decision("skipped", tid, conflict=Conflict(kind, tid, held_text, offered, "older"))
+        return Decision("merge", tid, duplicate)
+
+    # ------------------------------------------------------------------ writing
+    def snapshot(self, kind: str, iid: int) -> dict[str, Any]:
+        """An item as it is, for an undo to put back."""
+        cols = _RESTORED[kind]
+        row = self.db.execute(f"SELECT {', '.join(cols)}, created_at FROM {kind} WHERE id = ?", (iid,)).fetchone()
+        snap = dict(zip((*cols, "created_at"), row))
+        if kind == "trait":
+            snap["embedding"] = base64.b64encode(snap["embedding"]).decode("ascii")
+        else:
+            vec = self.db.execute("SELECT embedding FROM knowledge_vec WHERE knowledge_id = ?", (iid,)).fetchone()
+            snap["embedding"] = base64.b64encode(vec[0]).decode("ascii") if vec else None
+        return snap
+
+    def apply_merge(
+        self,
+        kind: str,
+        rec: dict[str, Any],
+        vec: np.ndarray,
+        d: Decision,
+        pages: list[int],
+        chats: list[int],
+        label: str,
+    ) -> int:
+        """Confirm or update item `d.target` with the cube's item as the persona does; returns its new version."""
+        assert d.target is not None
+        now = self.db.clock()
+        if kind == "trait":
+            target = self.db.execute(
+                "SELECT id, dimension, value, embedding, version, pinned, confidence, evidence, "
+                "conversation_ids, model, updated_at, reason FROM trait WHERE id = ?",
+                (d.target,),
+            ).fetchone()
+            cos = float(np.frombuffer(target[3], dtype=np.float32) @ vec)
+            self.merge._revise_trait(
+                target,
+                cos,
+                d.duplicate,
+                rec["value"],
+                rec["evidence"],
+                rec["confidence"],
+                pages,
+                vec,
+                chats,
+                label,
+                now,
+            )
+        else:
+            row = self.db.execute(
+                "SELECT owner, status, pinned, text, version, confidence, conversation_ids, model, updated_at, reason "
+                "FROM knowledge WHERE id = ?",
+                (d.target,),
+            ).fetchone()
+            held = self.db.execute("SELECT embedding FROM knowledge_vec WHERE knowledge_id = ?", (d.target,)).fetchone()
+            cos = float(np.frombuffer(held[0], dtype=np.float32) @ vec) if held else 0.0
+            best = (d.target, cos, tuple(row))
+            self.merge._revise_knowledge(
+                best, d.duplicate, rec["text"], rec["confidence"], pages, vec, chats, label, now
+            )
+        return int(self.db.execute(f"SELECT version FROM {kind} WHERE id = ?", (d.target,)).fetchone()[0])
+
+    def add(
+        self,
+        kind: str,
+        rec: dict[str, Any],
+        vec: np.ndarray,
+        page_ids: dict[int, int],
+        chat_ids: dict[int, int],
+        import_id: int,
+    ) -> int:
+        """The cube's item as it was (its version, confidence, provenance and history), its pages and chats
+        those of this memory they became; links to pages the import did not bring are dropped."""
+        chats = to_json([chat_ids[c] for c in rec["chats"] if c in chat_ids])
+        common = (
+            rec["confidence"],
+            rec["status"],
+            rec["version"],
+            int(rec["pinned"]),
+            rec["created_at"],
+            rec["updated_at"],
+        )
+        if kind == "trait":
+            self.db.execute(
+                "INSERT INTO trait(dimension, value, evidence, confidence, status, version, pinned, created_at, "
+                "updated_at, conversation_ids, model, reason, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    rec["dimension"],
+                    rec["value"],
+                    rec["evidence"],
+                    *common,
+                    chats,
+                    rec["model"],
+                    rec["reason"],
+                    vec_blob(vec),
+                ),
+            )
+            iid = self.db.last_insert_rowid()
+            summary = f"trait {iid} ({rec['dimension']}) added from a memory cube"
+        else:
+            self.db.execute(
+                "INSERT INTO knowledge(owner, text, confidence, status, version, pinned, created_at, updated_at, "
+                "conversation_ids, model, reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (rec["owner"], rec["text"], *common, chats, rec["model"], rec["reason"]),
+            )
+            iid = self.db.last_insert_rowid()
+            self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, vec_blob(vec)))
+            fts_put(self.db, "knowledge_fts", "knowledge_tri", iid, rec["text"])
+            summary = f"{rec['owner']} knowledge {iid} added from a memory cube"
+        for v in rec["versions"]:
+            detail = dict(v["detail"])
+            if isinstance(detail.get("source_page_ids"), list):
+                detail["source_page_ids"] = [page_ids[p] for p in detail["source_page_ids"] if p in page_ids]
+            self.db.execute(
+                "INSERT INTO item_version(item_kind, item_id, version, text, created_at, archived_at, reason, detail) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (kind, iid, v["version"], v["text"], v["created_at"], v["archived_at"], v["reason"], to_json(detail)),
+            )
+            self.versions.derive(kind, iid, v["version"], [page_ids[p] for p in v["sources"] if p in page_ids])
+        self.versions.derive(kind, iid, rec["version"], [page_ids[p] for p in rec["sources"] if p in page_ids])
+        self.db.emit(f"{kind}_added", kind, iid, summary, {"import_id": import_id})
+        return iid
+
+    def restore(self, kind: str, iid: int, snap: dict[str, Any]) -> None:
+        """Put a merged item back as `snap` says it was: its text, numbers and vector, without the versions
+        and sources the merge gave it."""
+        version = int(snap["version"])
+        self.db.purge.note(kind, [iid], snap.get("created_at"))  # the merged text goes: traces that quoted it drop it
+        self.db.execute(
+            "DELETE FROM item_version WHERE item_kind = ? AND item_id = ? AND version >= ?", (kind, iid, version)
+        )
+        self.db.execute(
+            "DELETE FROM derivation WHERE item_kind = ? AND item_id = ? AND version > ?", (kind, iid, version)
+        )
+        values = dict(snap)
+        vec = base64.b64decode(values["embedding"]) if values.get("embedding") else None
+        values["embedding"] = vec
+        cols = _RESTORED[kind]
+        self.db.execute(
+            f"UPDATE {kind} SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?", [*(values[c] for c in cols), iid]
+        )
+        if kind == "knowledge":
+            if vec is not None:
+                self.db.execute("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (iid,))
+                self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, vec))
+            self.db.purge.note_fts(("knowledge_fts", "knowledge_tri"))
+            fts_put(self.db, "knowledge_fts", "knowledge_tri", iid, snap["text"])
+
+
+def chats_of(rec: dict[str, Any], chat_ids: dict[int, int]) -> list[int]:
+    return [chat_ids[c] for c in rec["chats"] if c in chat_ids]
+
+
+def pages_of(rec: dict[str, Any], page_ids: dict[int, int]) -> list[int]:
+    return [page_ids[p] for p in rec["sources"] if p in page_ids]

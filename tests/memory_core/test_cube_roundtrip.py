@@ -1,0 +1,188 @@
+"""Memory cubes end to end on a real memory file with the real embedder: a cube imported into an empty
+memory ranks the same pages, holds the same persona (versions and sources) and the same pins; a second
+import adds nothing; a merge follows the persona's rules and an undo puts memory back exactly."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from memory_core.cubes import CubeCancelled, CubeSelection
+
+from .cubes_support import QUESTIONS, build_memory, counts, dump, persona, persona_text, pins, structure, top
+
+PARAMS = {"stm_capacity": 3}
+
+
+@pytest.fixture
+def source(open_tok, tmp_path, clock):
+    s = open_tok(tmp_path / "source.db", **PARAMS)
+    ids = build_memory(s, clock)
+    return s, ids
+
+
+def test_round_trip_into_an_empty_memory(source, open_tok, tmp_path):
+    src, _ = source
+    cube = src.export_cube(tmp_path / "all.mnemocube", app_version="test")
+    assert cube.vectors and cube.counts["pages"] == src.count_pages()
+    with zipfile.ZipFile(cube.path) as zf:
+        assert "manifest.json" in zf.namelist() and "vectors/pages.jsonl" in zf.namelist()
+    dst = open_tok(tmp_path / "empty.db", **PARAMS)
+    record = dst.import_cube(cube.path)
+    assert record.status == "done" and record.counts.pages["added"] == src.count_pages()
+    assert dst.check_integrity() == []
+    for q in QUESTIONS:
+        assert top(dst, q) == top(src, q), q
+    assert persona(dst) == persona(src)
+    assert pins(dst) == pins(src)
+    assert structure(dst) == structure(src)
+    assert {k: v for k, v in counts(dst).items()} == counts(src)
+    # the vectors came with the cube: nothing was embedded again, nothing waits
+    assert dst.pending_jobs() == 0
+    # and every item says where it came from
+    page = dst.list_pages(limit=1)[0]
+    origin = dst.cube_origin("page", page.id)
+    assert origin is not None and origin.cube_id == cube.cube_id and origin.file_name == "all.mnemocube"
+
+
+def test_the_same_cube_twice_adds_nothing(source, open_tok, tmp_path):
+    src, _ = source
+    path = src.export_cube(tmp_path / "all.mnemocube").path
+    dst = open_tok(tmp_path / "dst.db", **PARAMS)
+    dst.import_cube(path)
+    before = dump(dst)
+    second = dst.import_cube(path)
+    assert second.status == "done"
+    assert second.counts.added == 0 and second.counts.pages["present"] == src.count_pages()
+    after = dump(dst)
+    for table in ("page", "segment", "chain", "conversation", "trait", "knowledge", "item_version", "derivation"):
+        assert after[table] == before[table], table
+    # a dry run of it says so too
+    plan = dst.plan_cube_import(path)
+    assert plan.counts.added == 0 and plan.earlier_imports == [1, 2]
+
+
+def test_a_merge_follows_the_persona_and_an_undo_puts_everything_back(source, open_tok, tmp_path, clock):
+    src, _ = source
+    path = src.export_cube(tmp_path / "all.mnemocube").path
+    dst = open_tok(tmp_path / "dst.db", **PARAMS)
+    cid = dst.create_conversation("mine")
+    dst.add_page(cid, "I collect vinyl records.", "Which genres?")
+    clock.t -= 86400 * 400  # what this memory knew before the cube's were written
+    dst.add_knowledge("user", "I live in Madrid")  # older than the cube's "I live in Lyon now": updated
+    dst.add_knowledge("user", "I am allergic to shellfish", pinned=True)
+    dst.add_trait("hobby", "plays the violin")  # the cube's "plays the cello" changes it
+    clock.t += 86400 * 800
+    dst.add_knowledge("user", "I own a bicycle")  # already held word for word: skipped
+    before_counts, before_text, before_dump = counts(dst), persona_text(dst), dump(dst)
+
+    plan = dst.plan_cube_import(path)
+    record = dst.import_cube(path)
+    assert record.counts.facts["merged"] == plan.counts.facts["merged"] >= 1
+    assert record.counts.facts["present"] == plan.counts.facts["present"] >= 1
+    lyon = [k for k in dst.list_knowledge() if "Lyon" in k.text]
+    assert len(lyon) == 1
+    history = [v.text for v in dst.item_versions("knowledge", lyon[0].id)]
+    assert history[0] == "I live in Madrid" and history[-1] == "I live in Lyon now"  # the older text stays a version
+    assert "memory cube all.mnemocube" in lyon[0].model
+    assert dst.cube_origin("knowledge", lyon[0].id).action == "merged"
+    assert dst.check_integrity() == []
+
+    report = dst.undo_cube_import(record.id)
+    assert report.restored == record.counts.facts["merged"] + record.counts.traits["merged"]
+    assert counts(dst) == before_counts
+    assert persona_text(dst) == before_text
+    after = dump(dst)
+    for table in ("page", "segment", "chain", "conversation", "trait", "knowledge", "item_version", "derivation"):
+        assert after[table] == before_dump[table], table
+    assert dst.check_integrity() == []
+    assert dst.cube_imports()[0].status == "undone"
+
+
+def test_a_pinned_fact_is_left_and_reported(source, open_tok, tmp_path, clock):
+    src, _ = source
+    path = src.export_cube(tmp_path / "all.mnemocube").path
+    dst = open_tok(tmp_path / "dst.db", **PARAMS)
+    clock.t -= 86400 * 400
+    kid = dst.add_knowledge("user", "I live in Berlin", pinned=True)
+    clock.t += 86400 * 400
+    plan = dst.plan_cube_import(path)
+    assert [(c.item_id, c.why) for c in plan.counts.conflicts] == [(kid, "pinned")]
+    assert "kept (it is pinned)" in plan.describe()
+    record = dst.import_cube(path)
+    assert [(c.item_id, c.why) for c in record.counts.conflicts] == [(kid, "pinned")]
+    held = dst.get_knowledge(kid)
+    assert held is not None and held.text == "I live in Berlin" and held.version == 1
+
+
+def test_a_dry_run_changes_nothing(source, open_tok, tmp_path):
+    src, _ = source
+    path = src.export_cube(tmp_path / "all.mnemocube").path
+    dst = open_tok(tmp_path / "dst.db", **PARAMS)
+    before = dump(dst)
+    plan = dst.plan_cube_import(path)
+    assert plan.counts.pages["added"] == src.count_pages() and not plan.reembed
+    assert dump(dst) == before
+
+
+def test_selections(source, open_tok, tmp_path):
+    src, ids = source
+    chat = src.export_cube(tmp_path / "chat.mnemocube", CubeSelection(chat_id=ids["imported"]))
+    assert chat.counts["pages"] == src.count_pages(conversation_id=ids["imported"]) and chat.counts["chats"] == 1
+    seg = src.list_segments(order_by="id", descending=False)[0]
+    one = src.export_cube(tmp_path / "seg.mnemocube", CubeSelection(segment_id=seg.id))
+    assert one.counts["pages"] == seg.page_count and one.counts["segments"] == 1
+    pages = src.list_pages(order_by="timestamp", descending=False, limit=100)
+    since, until = pages[3].timestamp, pages[8].timestamp
+    span = src.export_cube(tmp_path / "span.mnemocube", CubeSelection(since=since, until=until))
+    assert span.counts["pages"] == sum(1 for p in pages if since <= p.timestamp < until)
+    persona_only = src.export_cube(tmp_path / "persona.mnemocube", CubeSelection(persona_only=True))
+    assert persona_only.counts["pages"] == 0
+    assert persona_only.counts["facts"] == src.count_knowledge(include_archived=True)
+    dst = open_tok(tmp_path / "dst.db", **PARAMS)
+    dst.import_cube(persona_only.path)
+    assert [t[1:3] for t in persona_text(dst)] == [t[1:3] for t in persona_text(src)]
+    # one chat's cube: its pages, in a chat of its own that keeps its title and source
+    dst.import_cube(chat.path)
+    convs = [c for c in dst.list_conversations() if c.title == "Bread"]
+    assert len(convs) == 1 and convs[0].source == "chatgpt"
+    assert dst.count_pages(conversation_id=convs[0].id) == chat.counts["pages"]
+    assert dst.check_integrity() == []
+
+
+def test_another_model_embeds_in_the_background_resumably(source, open_tok, tmp_path):
+    src, _ = source
+    path = src.export_cube(tmp_path / "all.mnemocube").path
+    dst = open_tok(tmp_path / "dst.db", model_id="another-model", **PARAMS)
+    dst.cubes.importer.BATCH = 4
+    plan = dst.plan_cube_import(path)
+    assert plan.reembed
+    iid = dst.cubes.start_import(path)
+    assert dst.count_pages() == 0 and dst.pending_jobs(kinds=["cube_import"]) == 1  # queued, nothing visible
+    assert dst.run_pending(max_jobs=1) == 1
+    assert dst.count_pages() == 4 and dst.check_integrity() == []  # one batch, whole
+    dst.close()
+    again = open_tok(tmp_path / "dst.db", model_id="another-model", **PARAMS)  # the app closed and opened again
+    again.run_pending()
+    record = again.cubes.get_import(iid)
+    assert record is not None and record.status == "done"
+    assert again.count_pages() == src.count_pages() and again.check_integrity() == []
+    assert persona(again) == persona(src)
+    assert again.stats()["pages_word_indexed"] == again.count_pages()  # its words were read here too
+
+
+def test_cancelling_an_import_keeps_nothing(source, open_tok, tmp_path):
+    src, _ = source
+    path = src.export_cube(tmp_path / "all.mnemocube").path
+    dst = open_tok(tmp_path / "dst.db", **PARAMS)
+    dst.cubes.importer.BATCH = 3
+    before = counts(dst)
+    seen: list[int] = []
+
+    def cancelled() -> bool:
+        return dst.count_pages() > 0 and bool(seen.append(1) or True)
+
+    with pytest.raises(CubeCancelled):
+        dst.import_cube(path, cancelled=cancelled)
+    assert counts(dst) == before and dst.cube_imports()[0].status == "undone"
