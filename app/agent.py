@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.activation_cache import slots_to_keep
 from app.prompting import ComposedPrompt, MarkupFilter, QuoteFloor, compose_prompt
 from app.quoted_turns import QuotedPage, QuotedTurnFilter, asks_for_dialogue
 from app.recovery import recover_interrupted
@@ -216,7 +217,10 @@ class ChatAgent:
             budget_tokens=max(256, self.model.n_ctx - self.reply_reserve),
             recall_at_end=self._recall_at_end,
         )
-        return prefill(prompt.messages[:-1], cancel=cancel)  # all but the (empty) new message
+        stable = prompt.messages[:-1]  # all but the (empty) new message
+        # saved to disk for the next start too (app.activation_cache): this chat's, and the new-chat one
+        keep = slots_to_keep(self.store, self.model, conversation_id, len(stable), read=read)
+        return prefill(stable, cancel=cancel, keep=keep) if keep else prefill(stable, cancel=cancel)
 
     # -- internals ----------------------------------------------------------------
     def _memory_mode(self, conversation_id: int) -> tuple[bool, bool]:
@@ -429,6 +433,8 @@ class ChatAgent:
                 else st.finish_reason
             ),
         }
+        if getattr(st, "restored_prompt_tokens", 0):  # began from a state saved before (activation memory)
+            stats["restored_prompt_tokens"] = st.restored_prompt_tokens
         if turn.remembered:
             stats["remembered"] = turn.remembered
         if turn.forgot is not None:

@@ -19,6 +19,7 @@ class GenerationStats:
 
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0  # of prompt_tokens, how many llama.cpp's KV cache already held
+    restored_prompt_tokens: int = 0  # of those, how many a saved state loaded from disk had brought
     completion_tokens: int = 0
     time_to_first_token_s: float = 0.0
     total_s: float = 0.0

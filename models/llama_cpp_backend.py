@@ -15,11 +15,18 @@ The prompt is rendered with the GGUF's own chat template and tokenised here (`_e
 llama-cpp-python's chat completion: the messages' text is tokenised as text, so a page holding
 `<|im_start|>system` cannot forge a turn; only the template's own markers are control tokens
 (models.prompt_tokens). The same tokens serve counting, prefill and generation.
+
+Activation memory across restarts: with a `KVCacheStore` attached (`use_activation_cache`), a
+prefill saves the state of the prompt beginnings it is asked to keep (a chat's stable prefix, the
+system prompt every new chat starts with) once they are fully processed, and a prefill or a reply
+whose prompt begins with a saved prefix the in-process cache lacks loads it instead of processing
+it (models.llama_state; the store checks the key and the tokens, and deletes what it cannot read).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import threading
@@ -31,8 +38,16 @@ from typing import Any
 
 from models.chat import CancelToken, GenerationStats, Message, parse_json_reply
 from models.errors import ModelError, ModelFileError
+from models.kv_cache_store import KVCacheStore
+from models.llama_state import restore_prefix, save_prefix, state_key
 from models.prompt_tokens import SpecialTokens, mask_messages
 from models.resolve import check_gguf, default_gguf_path
+
+log = logging.getLogger(__name__)
+
+# A saved state is loaded only when it holds at least this many tokens more than the cache already
+# does: below that, processing them costs about what reading the file does.
+MIN_RESTORE_GAIN = 32
 
 # messages a chat template is rendered with once, to see which marker tokens it writes itself
 _PROBE = [
@@ -102,6 +117,77 @@ class LlamaCppChatModel:
         self._open_formatter = self._make_formatter(add_generation_prompt=False)
         self.special_tokens = self._special_tokens()
         self._last_prompt: tuple[Any, list[int]] = (None, [])  # see _prompt_tokens
+        self.activation: KVCacheStore | None = None  # saved states of prompt beginnings (on disk)
+        self._state_key: dict[str, Any] | None = None
+        self._restored = 0  # tokens at the cache's start loaded from a saved state, not yet reported
+
+    # -- activation memory ------------------------------------------------------
+    def use_activation_cache(self, store: KVCacheStore | None) -> None:
+        """Save and load prompt-prefix states in `store` (None: none)."""
+        with self._lock:
+            self.activation = store
+
+    def state_key(self) -> dict[str, Any]:
+        """What a saved state must have been made with to be loaded into this model (models.llama_state)."""
+        with self._lock:
+            if self._state_key is None:
+                self._state_key = state_key(self._llm, self.model_path, self.config.n_gpu_layers)
+            return self._state_key
+
+    def _restore(self, tokens: list[int], done: int) -> int:
+        """Load the longest saved state that begins `tokens` and holds at least MIN_RESTORE_GAIN more
+        than the `done` tokens the cache holds of them; returns what the cache holds now. A prompt
+        mostly not in the cache that no saved state covers counts as a miss."""
+        store = self.activation
+        if store is None or done >= len(tokens):
+            return done
+        key = self.state_key()
+        entry = store.find(key, tokens, longer_than=done + MIN_RESTORE_GAIN - 1)
+        payload = store.read(entry, tokens) if entry is not None else None
+        if entry is None or payload is None:
+            if done < len(tokens) // 2:
+                store.miss()
+            return done
+        if not restore_prefix(self._llm, payload, tokens[: entry.n_tokens]):
+            log.warning("a saved model state did not load into llama.cpp; it is deleted")
+            store.remove(entry)
+            self._restored = 0
+            return 0  # the cache was emptied rather than left half-loaded
+        store.touch(entry)
+        self._restored = entry.n_tokens
+        return entry.n_tokens
+
+    def _save_points(
+        self, messages: Sequence[Message], tokens: list[int], keep: Sequence[tuple[str, int]]
+    ) -> dict[int, list[str]]:
+        """Token counts at which to save the cache, from `keep`'s (slot, leading messages): the
+        render of those messages must begin `tokens` (it does unless a template is odd)."""
+        points: dict[int, list[str]] = {}
+        if self.activation is None:
+            return points
+        for slot, n_messages in keep:
+            if n_messages >= len(messages):
+                n = len(tokens)
+            else:
+                head = self._prompt_tokens(messages[:n_messages], open_ended=True)
+                n = len(head) if head and tokens[: len(head)] == head else 0
+            if n > 0:
+                points.setdefault(n, []).append(slot)
+        return points
+
+    def _save_at(self, points: dict[int, list[str]], done: int, tokens: list[int]) -> None:
+        """The cache holds exactly `done` tokens of `tokens`: save it for the slots kept there."""
+        store = self.activation
+        if store is None or done not in points:
+            return
+        key = self.state_key()
+        prefix = tokens[:done]
+        for slot in points[done]:
+            if store.has(key, slot, prefix):
+                continue
+            payload = save_prefix(self._llm, done)
+            if payload is not None:
+                store.put(key, slot, prefix, payload)
 
     # -- tokens -----------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
@@ -201,12 +287,21 @@ class LlamaCppChatModel:
         except ModelError:
             return []
 
-    def prefill(self, messages: Sequence[Message], *, cancel: CancelToken | None = None, chunk_tokens: int = 64) -> int:
+    def prefill(
+        self,
+        messages: Sequence[Message],
+        *,
+        cancel: CancelToken | None = None,
+        chunk_tokens: int = 64,
+        keep: Sequence[tuple[str, int]] = (),
+    ) -> int:
         """Evaluate the beginning of a prompt that starts with `messages` into the KV cache, so the next
         `stream` whose prompt starts the same way processes only the rest. What the cache already holds
-        of it is kept; the rest is evaluated `chunk_tokens` at a time, stopping between chunks when
-        `cancel` is set (a chat turn goes first; what was evaluated stays useful). Returns how many
-        tokens of that beginning the cache now holds. Never changes what a reply says: generation
+        of it is kept, and a saved state that holds more is loaded (activation memory); the rest is
+        evaluated `chunk_tokens` at a time, stopping between chunks when `cancel` is set (a chat turn
+        goes first; what was evaluated stays useful). `keep`: (slot, n) to save the state of the first
+        n messages under `slot` once they are processed (n >= len(messages): all of them). Returns how
+        many tokens of that beginning the cache now holds. Never changes what a reply says: generation
         matches its own prompt against the cache."""
         cancel = cancel or CancelToken()
         with self._lock:
@@ -214,19 +309,23 @@ class LlamaCppChatModel:
             llm = self._llm
             if not tokens or len(tokens) >= self.n_ctx:
                 return 0
+            points = self._save_points(messages, tokens, keep)
             done = llm.longest_token_prefix(llm._input_ids.tolist(), tokens)
             if llm.n_tokens > done:
                 llm.n_tokens = done  # eval() and generate() drop the cache past n_tokens
                 llm._requires_eval = True  # the last logits are not of token `done`
-            if done >= len(tokens):
-                return done
+            self._restored = min(self._restored, done)
+            done = self._restore(tokens, done)
+            self._save_at(points, done, tokens)
             # Every core, as for a reply's prompt: unlike generation (Python between tokens, holding
             # the GIL), one eval() call per chunk leaves the UI thread free; tests.bench.ui_latency
             # measured a 5.5 ms longest stall while warming (one thread took 1.7x as long).
             while done < len(tokens) and not cancel.cancelled:
-                step = tokens[done : done + max(1, chunk_tokens)]
+                stop = min([n for n in points if n > done] + [len(tokens), done + max(1, chunk_tokens)])
+                step = tokens[done:stop]
                 llm.eval(step)
                 done += len(step)
+                self._save_at(points, done, tokens)
             return done
 
     # -- generation -------------------------------------------------------------
@@ -277,7 +376,12 @@ class LlamaCppChatModel:
 
                     kwargs["logits_processor"] = LogitsProcessorList([self.last_self_repeat])
             stats.prompt_tokens = len(prompt)
-            stats.cached_prompt_tokens = self._llm.longest_token_prefix(self._llm._input_ids.tolist(), prompt)
+            cached = self._llm.longest_token_prefix(self._llm._input_ids.tolist(), prompt)
+            if response_format is None and cached < len(prompt) - MIN_RESTORE_GAIN:
+                cached = self._restore(prompt, cached)  # a reply, not memory work: a saved state may help
+            stats.cached_prompt_tokens = cached
+            stats.restored_prompt_tokens = min(self._restored, cached)
+            self._restored = 0  # reported once: later replies reuse the cache as they always do
             # stream=True: an iterator of chunks (llama-cpp-python's types say either shape); a prompt
             # longer than the context raises ValueError at the first chunk
             gen: Any = self._llm.create_completion(**kwargs)

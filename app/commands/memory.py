@@ -1,5 +1,5 @@
 """`mnemo memory …`: list / show / add / forget / pin / wipe / pause / events / stats / export / import / imports /
-undo-import / backup / backups / restore."""
+undo-import / backup / backups / restore / activation."""
 
 from __future__ import annotations
 
@@ -413,6 +413,29 @@ def _stats(ctx, store, args) -> int:
     return 0
 
 
+def _activation(ctx, store, args) -> int:
+    """`activation [list|clear]`: the chat model's saved prompt states (app.activation_cache)."""
+    from app import activation_cache as ac
+
+    cache = ac.open_cache(ctx.paths.data_dir)
+    if args.what == "clear":
+        n, size = ac.clear(cache)
+        print(f"Deleted {n} saved state{'' if n == 1 else 's'} ({ac.human_bytes(size)}).")
+        return 0
+    got = ac.summary(cache, store)
+    if args.json:
+        print_json(got.to_dict())
+        return 0
+    print(f"Activation memory: {got.headline()}")
+    for r in got.rows:
+        hit = _when(r.last_hit) if r.last_hit else "never"
+        print(
+            f"  {_short(r.chat, 32):<32} {r.tokens:>6,} tokens {ac.human_bytes(r.size):>10}  built {_when(r.built_at)}"
+            f"  last hit {hit:<16} {r.model}" + (f" (n_ctx {r.n_ctx})" if r.n_ctx else "")
+        )
+    return 0
+
+
 # The actions that work on an open store: action -> handler(ctx, store, args), returning the exit code.
 _STORE_ACTIONS: dict[str, Callable[[Any, Any, Any], int]] = {
     "backup": _backup,
@@ -429,6 +452,7 @@ _STORE_ACTIONS: dict[str, Callable[[Any, Any, Any], int]] = {
     "imports": _imports,
     "undo-import": _undo_import,
     "stats": _stats,
+    "activation": _activation,
 }
 
 
@@ -528,6 +552,14 @@ def register(sub) -> None:
     a = acts.add_parser("undo-import", help="undo an import: remove what it added, put back what it changed")
     a.add_argument("id", type=int, help="the import's id (see `mnemo memory imports`)")
     a = acts.add_parser("stats", help="counts per tier, database size, pending jobs")
+    a.add_argument("--json", action="store_true")
+    a = acts.add_parser(
+        "activation",
+        help="the chat model's saved prompt states (activation memory): list them, or clear them",
+        description="Mnemo saves llama.cpp's processed state of each chat's prompt beginning (and of the one "
+        "every new chat starts with) in <data dir>/activation/, so the first reply after a restart skips it.",
+    )
+    a.add_argument("what", nargs="?", choices=("list", "clear"), default="list")
     a.add_argument("--json", action="store_true")
     a = acts.add_parser("backup", help="copy the memory database now (default: into the backups folder)")
     a.add_argument("file", nargs="?", help="where to write the copy (default: <data dir>/backups/mnemo-<time>.sqlite3)")
