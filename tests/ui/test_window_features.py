@@ -289,18 +289,22 @@ def test_broken_model_file_shows_an_error_and_the_app_stays_usable(make_window, 
     assert win.model_label.text() == "Model: not loaded"
     assert not win.load_progress.isVisible()
     win.model_error_box.close()
-    # Sending fails inline, and the text comes back to the composer (nothing typed is lost).
+    # Sending fails inline: the message is kept in the chat, with a failed reply that can be regenerated.
     turn = chat.send(win, "Are you there?")
     assert turn.error and "broken.gguf" in turn.error
-    assert win.chat_view.last().status == "failed" and win.chat_view.last().error_label.isVisible()
-    assert win.composer.text() == "Are you there?"
-    # Fix the setting: the model reloads in the background.
+    last = win.chat_view.last()
+    assert last.status == "failed" and last.error_label.isVisible()
+    assert last.message_id is not None and last.message_id == turn.failed_reply_id
+    assert win.composer.text() == ""  # stored: not put back, so it is not sent twice
+    # Fix the setting: the model reloads in the background, and the failed reply is regenerated.
     ctx.settings.chat.gguf_path = ""
     with qtbot.waitSignal(win.backend.modelLoaded, timeout=120_000):
         win.settings_changed({"chat"})
     assert "SmolLM2" in win.model_label.text()
-    turn = chat.send(win, "Are you there?")
-    assert turn.result.status == "complete"
+    with qtbot.waitSignal(win.backend.turnFinished, timeout=120_000) as done:
+        win.regenerate(turn.failed_reply_id)
+    assert done.args[0].result.status == "complete"
+    assert done.args[0].result.user_message_id == turn.user_message_id
 
 
 def test_reload_after_a_model_setting_changes(make_window, chat, qtbot):
