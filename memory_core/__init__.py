@@ -5,6 +5,17 @@ function (`EmbedFn`, `CompleteJsonFn`) and works without the latter; an embedder
 token vectors (`TokenEmbedFn`) adds word-by-word matching to retrieval.
 """
 
+from .cubes import (
+    CubeCancelled,
+    CubeError,
+    CubeExport,
+    CubeLimits,
+    CubeSelection,
+    ImportPlan,
+    ImportRecord,
+    ItemOrigin,
+    UndoReport,
+)
 from .db import check_file, is_storage_full
 from .purge import read_forgotten_spans
 from .store import MemoryStore
@@ -64,4 +75,13 @@ __all__ = [
     "is_storage_full",
     "check_file",
     "read_forgotten_spans",
+    "CubeCancelled",
+    "CubeError",
+    "CubeExport",
+    "CubeLimits",
+    "CubeSelection",
+    "ImportPlan",
+    "ImportRecord",
+    "ItemOrigin",
+    "UndoReport",
 ]

@@ -311,6 +311,9 @@ class MainWindow(QMainWindow):
         )
         memory.addSeparator()
         self.export_action = self._action("&Export memory…", self.export_memory, menu=memory)
+        # memory cubes (ui/cube_dialog.py): import one, and the list of imports with Undo
+        self.import_memory_action = self._action("Import &memory…", self.import_memory, menu=memory)
+        self.memory_imports_action = self._action("Memory imp&orts…", self.show_memory_imports, menu=memory)
         memory.addSeparator()
         self.backup_action = self._action("&Back up memory now", self.backups.backup_now, menu=memory)
         self.restore_action = self._action("Res&tore from a backup…", self.backups.restore_from_backup, menu=memory)
@@ -1223,6 +1226,18 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Memory inspector", f"The memory inspector could not be opened:\n{exc}")
             return None
         return self.inspector
+
+    def import_memory(self, path: str | None = None):
+        """Memory ▸ Import memory…: a memory cube, shown first as what it would add, merge and skip."""
+        from ui import cube_dialog
+
+        return cube_dialog.import_cube(self, path) if path else cube_dialog.open_import(self)
+
+    def show_memory_imports(self):
+        """Memory ▸ Memory imports…: every cube imported, and Undo."""
+        from ui import cube_dialog
+
+        return cube_dialog.open_imports(self)
 
     def export_memory(self) -> None:
         """Memory ▸ Export memory…: the inspector's export (JSON or Markdown), with its progress line."""

@@ -185,7 +185,7 @@ def _import_cube(ctx, store, args) -> int:
         if args.dry_run:
             plan = store.plan_cube_import(path)
             if args.json:
-                print_json({**dataclasses.asdict(plan), "would": plan.counts.to_json()})
+                print_json(plan.to_json())
             else:
                 print(plan.describe())
                 print("(a dry run: nothing was imported)")
@@ -203,10 +203,10 @@ def _import_cube(ctx, store, args) -> int:
         )
     _end_progress(shown)
     if args.json:
-        print_json({**dataclasses.asdict(record), "counts": record.counts.to_json()})
+        print_json(record.to_json())
     else:
         print(f"{record.describe()}")
-        for line in record.counts.lines():
+        for line in record.counts.lines(done=True):
             print(f"  {line}")
     if record.status != "done":
         return fail(
@@ -220,7 +220,7 @@ def _import_cube(ctx, store, args) -> int:
 def _imports(ctx, store, args) -> int:
     records = store.cube_imports()
     if args.json:
-        print_json([{**dataclasses.asdict(r), "counts": r.counts.to_json()} for r in records])
+        print_json([r.to_json() for r in records])
     elif not records:
         print("no memory cube was imported into this memory")
     for r in [] if args.json else records:

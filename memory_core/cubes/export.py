@@ -101,7 +101,9 @@ class _Member:
 
     def __init__(self, zf: zipfile.ZipFile, name: str):
         self.name = name
-        self._fh: IO[bytes] = zf.open(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), "w", force_zip64=True)
+        info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        self._fh: IO[bytes] = zf.open(info, "w", force_zip64=True)
         self.digest = hashlib.sha256()
         self.bytes = 0
         self.records = 0

@@ -364,7 +364,7 @@ class Importer:
             None,
             None,
             f"{done:,} of {total:,} pages of memory cube {file_name} read in",
-            {"import_id": iid, "pages": len(pages)},
+            {"import_id": iid, "batch": len(pages), "done": done, "total": total},
         )
         self.jobs.report_progress("importing memory", done, total)
         self.jobs.enqueue("cube_import", {"import_id": iid})
@@ -581,7 +581,7 @@ class Importer:
             f"memory cube {file_name} imported (import {iid}): {counts.pages['added']:,} pages, "
             f"{counts.traits['added'] + counts.facts['added']:,} persona items added, "
             f"{counts.traits['merged'] + counts.facts['merged']:,} merged",
-            {"import_id": iid, **{k: v for k, v in counts.to_json().items() if k != "conflicts"}},
+            {"import_id": iid, "counts": {k: v for k, v in counts.to_json().items() if k != "conflicts"}},
         )
 
     def _persona_full(self) -> bool:

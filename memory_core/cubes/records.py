@@ -72,11 +72,16 @@ class ImportCounts:
     def added(self) -> int:
         return sum(c["added"] for c in (self.pages, self.traits, self.facts))
 
-    def lines(self, tense: str = "would be") -> list[str]:
-        """What it does, a line per kind: "pages: 120 added, 4 already present"."""
+    def lines(self, *, done: bool = False) -> list[str]:
+        """What it does (`done`: what it did), a line per kind: "pages: 120 to add, 4 already present"."""
+        words = (
+            {"added": "added", "merged": "merged", "present": "already present", "skipped": "skipped"}
+            if done
+            else {"added": "to add", "merged": "to merge", "present": "already present", "skipped": "to leave"}
+        )
         out = []
         for label, c in (("pages", self.pages), ("traits", self.traits), ("facts", self.facts)):
-            parts = [f"{c[a]:,} {a if a != 'present' else 'already present'}" for a in PERSONA_ACTIONS if c[a]]
+            parts = [f"{c[a]:,} {words[a]}" for a in PERSONA_ACTIONS if c[a]]
             out.append(f"{label}: {', '.join(parts) if parts else 'none'}")
         if self.chats["added"] or self.segments["added"]:
             out.append(f"new chats: {self.chats['added']:,}; new segments: {self.segments['added']:,}")
@@ -97,11 +102,20 @@ class ImportPlan:
     reembed: bool  # another embedding model's cube: its vectors are left and the items embedded here
     earlier_imports: list[int]  # imports of this same cube still in memory
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file_name": self.file_name,
+            "cube_id": self.cube_id,
+            "made_at": self.made_at,
+            "app_version": self.app_version,
+            "selection": self.selection,
+            "reembed": self.reembed,
+            "earlier_imports": self.earlier_imports,
+            "would": self.counts.to_json(),
+        }
+
     def describe(self) -> str:
-        head = (
-            f"{self.file_name}: a memory cube of {self.selection}, made {_when(self.made_at)} by Mnemo "
-            f"{self.app_version}"
-        )
+        head = f"{self.file_name}: a memory cube of {self.selection}, made {_when(self.made_at)} by Mnemo {self.app_version}"
         lines = [head, *("  " + line for line in self.counts.lines())]
         if self.reembed:
             lines.append("  made with another embedding model: its pages will be embedded here in the background")
@@ -129,6 +143,15 @@ class ImportRecord:
     @property
     def finished(self) -> bool:
         return self.status in ("done", "undone")
+
+    def to_json(self) -> dict[str, Any]:
+        names = ("id", "cube_id", "file_name", "status", "started_at", "finished_at", "undone_at", "selection")
+        return {
+            **{n: getattr(self, n) for n in names},
+            "pages_left": self.pages_left,
+            "error": self.error,
+            "counts": self.counts.to_json(),
+        }
 
     def describe(self) -> str:
         when = _when(self.started_at)

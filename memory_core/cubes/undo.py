@@ -59,7 +59,7 @@ def undo_import(
             None,
             f"import {iid} of memory cube {row[1]} undone: {report.pages:,} pages, "
             f"{report.traits + report.facts:,} persona items removed, {report.restored:,} put back",
-            {"import_id": iid, "pages": report.pages, "restored": report.restored, "left": len(report.left)},
+            {"import_id": iid, "removed": report.pages, "restored": report.restored, "left": len(report.left)},
         )
         return report
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 
-from memory_core import MemoryStore, RetrievalBudget
+from memory_core import MemoryParams, MemoryStore, RetrievalBudget
 
 OWN = [
     ("I'm planning a trip to Lisbon in May with my sister Ana.", "Lisbon in May is lovely; the jacarandas bloom."),
@@ -41,6 +41,19 @@ QUESTIONS = [
     "Where does Miso sleep?",
     "What should I bake for the birthday?",
 ]
+
+
+def open_memory(path, embedder, clock, **params) -> MemoryStore:
+    """A memory file with the real embedder and its token vectors, a small STM unless told."""
+    return MemoryStore.open(
+        path,
+        embedder.embed,
+        embed_model_id=embedder.model_id,
+        dim=embedder.dim,
+        params=MemoryParams.from_flat(**{"stm_capacity": 3, **params}),
+        clock=clock,
+        embed_tokens=embedder.embed_with_tokens,
+    )
 
 
 def build_memory(s: MemoryStore, clock, *, start: float | None = None) -> dict[str, int]:

@@ -11,32 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import MemoryParams, MemoryStore
+from memory_core import MemoryStore
 from memory_core.cubes import CubeError, CubeLimits
 
 from .conftest import Clock
-from .cubes_support import build_memory, dump
-
-PARAMS = MemoryParams.from_flat(stm_capacity=3)
-
-
-def _open(path: Path, embedder, clock) -> MemoryStore:
-    return MemoryStore.open(
-        path,
-        embedder.embed,
-        embed_model_id=embedder.model_id,
-        dim=embedder.dim,
-        params=PARAMS,
-        clock=clock,
-        embed_tokens=embedder.embed_with_tokens,
-    )
+from .cubes_support import build_memory, dump, open_memory
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory, embedder) -> Path:
     """A valid cube of a small memory (made once for the module)."""
     folder = tmp_path_factory.mktemp("cube")
-    s = _open(folder / "source.db", embedder, Clock())
+    s = open_memory(folder / "source.db", embedder, Clock())
     try:
         build_memory(s, s.clock)  # type: ignore[arg-type]
         return s.export_cube(folder / "good.mnemocube").path
@@ -46,7 +32,7 @@ def pristine(tmp_path_factory, embedder) -> Path:
 
 @pytest.fixture
 def target(tmp_path, embedder, clock):
-    s = _open(tmp_path / "target.db", embedder, clock)
+    s = open_memory(tmp_path / "target.db", embedder, clock)
     cid = s.create_conversation("mine")
     s.add_page(cid, "I collect vinyl records.", "Which genres?")
     s.add_knowledge("user", "I live in Madrid")

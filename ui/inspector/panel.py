@@ -432,10 +432,28 @@ class InspectorPanel(QWidget):
         """Ask where to save, then export on the worker (see `export_to`)."""
         default = Path.home() / f"mnemo-memory-{time.strftime('%Y-%m-%d')}.json"
         path, chosen = QFileDialog.getSaveFileName(
-            self, "Export memory", str(default), "JSON, complete (*.json);;Markdown, readable (*.md)"
+            self,
+            "Export memory",
+            str(default),
+            "JSON, complete (*.json);;Markdown, readable (*.md);;Memory cube, for another memory (*.mnemocube)",
         )
-        if path:
+        if path and chosen.startswith("Memory cube"):
+            self.export_cube(path)
+        elif path:
             self.export_to(path, "markdown" if chosen.startswith("Markdown") else "json")
+
+    def export_cube(self, path: str | None = None):
+        """Export… as a memory cube: what goes in (the whole memory, a chat, a segment, a span of time, the
+        persona) is chosen in its dialog (ui/cube_dialog.py)."""
+        from ui.cube_dialog import CubeExportDialog
+
+        if path and not path.endswith(".mnemocube"):
+            path = str(Path(path).with_suffix(".mnemocube"))
+        dlg = CubeExportDialog(self.ctx, path, self)
+        dlg.exported.connect(lambda result: self.status(f"Exported a memory cube: {result.describe()}"))
+        self.cube_export_window = dlg
+        dlg.open()
+        return dlg
 
     def export_to(self, path: str, fmt: str | None = None) -> None:
         """Export on the worker thread; progress and the outcome show in the status line."""
