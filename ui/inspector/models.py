@@ -1253,6 +1253,7 @@ class TraceData:
     segments: list[dict] = field(default_factory=list)
     prompt_tokens: int | None = None
     cached_prompt_tokens: int | None = None  # of those, already in the model's KV cache (warmed, reused)
+    restored_prompt_tokens: int = 0  # of those, loaded from a state saved before (activation memory)
     timings_ms: dict = field(default_factory=dict)
     common_words: list = field(default_factory=list)  # query words on most pages (MemoryParams.ranking.common_word_df)
     included: dict = field(default_factory=dict)

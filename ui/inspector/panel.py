@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
 from app import operations
 from ui import plain
 from ui.inspector import dialogs
+from ui.inspector.activation import TIP as ACTIVATION_TIP
+from ui.inspector.activation import ActivationView
 from ui.inspector.views import OverviewView, PagesView, PersonaView, SegmentsView, TraceView
 from ui.tasks import UiWorker
 
@@ -116,6 +118,8 @@ class InspectorPanel(QWidget):
             (self.trace, "Retrieval trace"),
         ):
             self.tabs.addTab(w, name)
+        self.activation = ActivationView(self, ctx.paths.data_dir)  # refreshes itself when shown
+        self.tabs.setTabToolTip(self.tabs.addTab(self.activation, "Activation memory"), ACTIVATION_TIP)
         self.tabs.currentChanged.connect(self._on_tab)
         lay.addWidget(self.tabs, 1)
 

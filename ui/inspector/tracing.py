@@ -149,6 +149,7 @@ def trace_for_message(store, message_id: int) -> TraceData:
     data.dropped = trace.get("dropped") or {}
     data.prompt_tokens = trace.get("prompt_tokens")
     data.cached_prompt_tokens = ((msg.meta or {}).get("stats") or {}).get("cached_prompt_tokens")
+    data.restored_prompt_tokens = int(((msg.meta or {}).get("stats") or {}).get("restored_prompt_tokens") or 0)
     data.timings_ms = trace.get("timings_ms") or {}
     data.common_words = list(trace.get("common_words") or [])
     hits = list(trace.get("pages") or [])

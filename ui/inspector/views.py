@@ -1299,6 +1299,8 @@ class TraceView(QWidget):
             tok = f"; prompt {data.prompt_tokens:,} tokens" if data.prompt_tokens else ""
             if tok and data.cached_prompt_tokens is not None:
                 tok += f" ({data.cached_prompt_tokens:,} already processed)"
+            if tok and data.restored_prompt_tokens:  # activation memory: app.activation_cache
+                tok += f"; it started from a saved state ({data.restored_prompt_tokens:,} tokens not processed again)"
             dropped = ", ".join(f"{v} {k}" for k, v in (data.dropped or {}).items() if v)
             head = (
                 f"<b>Reply {data.message_id}</b> to “{fmt.esc(fmt.one_line(data.query, 140))}”{tok}; "
