@@ -98,6 +98,11 @@ class _Turn:
     forgot: dict | None = None
     retrieve_s: float = 0.0
     compose_s: float = 0.0
+    # perf_counter times: when the user sent (None: not known, the model's own clock is reported), when
+    # this reply began (after waiting for the model's thread) and when its generation was asked for
+    sent_at: float | None = None
+    began_at: float = 0.0
+    stream_at: float = 0.0
 
 
 @dataclass
@@ -131,6 +136,7 @@ class ChatAgent:
         self.memory_enabled = memory_enabled  # global pause switch (settings)
         self._recall_at_end = True  # recall as a system message before the question (see app.prompting)
         self.quoting_off: frozenset[str] = frozenset()  # app.prompting.QUOTING_RULES switched off (benchmarks)
+        self.instructions = ""  # the user's custom instructions (Settings), after the system prompt
 
     # -- conversations ------------------------------------------------------------
     def new_conversation(self, title: str = "New chat") -> int:
@@ -157,27 +163,48 @@ class ChatAgent:
         return self.reply_to(user_id, on_token=on_token, cancel=cancel)
 
     def reply_to(
-        self, user_message_id: int, *, on_token: TokenCallback | None = None, cancel: CancelToken | None = None
+        self,
+        user_message_id: int,
+        *,
+        on_token: TokenCallback | None = None,
+        cancel: CancelToken | None = None,
+        sent_at: float | None = None,
     ) -> TurnResult:
         """The reply to a user message stored by `post_message` or `post_edit` (a new message: a
-        request to remember or forget in it is carried out)."""
+        request to remember or forget in it is carried out). `sent_at`: the `time.perf_counter()` at
+        which the user sent it, so the reply's time to first token counts what it waited for."""
+        began = time.perf_counter()
         user = self.store.get_message(user_message_id)
         if user is None or user.role != "user":
             raise ValueError(f"message {user_message_id} is not a user message")
         return self._reply(
-            user.conversation_id, user.id, user.content, on_token=on_token, cancel=cancel, new_message=True
+            user.conversation_id,
+            user.id,
+            user.content,
+            on_token=on_token,
+            cancel=cancel,
+            new_message=True,
+            clock=(sent_at, began),
         )
 
     def regenerate(
-        self, assistant_message_id: int, *, on_token: TokenCallback | None = None, cancel: CancelToken | None = None
+        self,
+        assistant_message_id: int,
+        *,
+        on_token: TokenCallback | None = None,
+        cancel: CancelToken | None = None,
+        sent_at: float | None = None,
     ) -> TurnResult:
         """A new sibling reply to the same user message; the rejected reply's page is forgotten."""
+        began = time.perf_counter()
         old = self.store.get_message(assistant_message_id)
         if old is None or old.role != "assistant" or old.parent_id is None:
             raise ValueError(f"message {assistant_message_id} is not an assistant reply")
         user = self.store.get_message(old.parent_id)
         self._forget_pages_of(assistant_message_id)
-        return self._reply(old.conversation_id, user.id, user.content, on_token=on_token, cancel=cancel)
+        return self._reply(
+            old.conversation_id, user.id, user.content, on_token=on_token, cancel=cancel, clock=(sent_at, began)
+        )
 
     def edit_and_resend(
         self,
@@ -216,6 +243,7 @@ class ChatAgent:
             count_tokens=self.model.count_tokens,
             budget_tokens=max(256, self.model.n_ctx - self.reply_reserve),
             recall_at_end=self._recall_at_end,
+            instructions=self.instructions,
         )
         stable = prompt.messages[:-1]  # all but the (empty) new message
         # saved to disk for the next start too (app.activation_cache): this chat's, and the new-chat one
@@ -257,11 +285,20 @@ class ChatAgent:
             return None
 
     def _reply(
-        self, conversation_id: int, user_id: int, query: str, *, on_token, cancel, new_message: bool = False
+        self,
+        conversation_id: int,
+        user_id: int,
+        query: str,
+        *,
+        on_token,
+        cancel,
+        new_message: bool = False,
+        clock: tuple[float | None, float] = (None, 0.0),
     ) -> TurnResult:
         """The reply to user message `user_id`: memory requests, recall, prompt, stream, save, queue."""
         cancel = cancel or CancelToken()
         turn = _Turn(conversation_id, user_id, query)
+        turn.sent_at, turn.began_at = clock[0], clock[1] or time.perf_counter()
         read, write = self._memory_mode(conversation_id)
         write = self._carry_out_requests(turn, read, write, new_message)
         self._recall(turn, read)
@@ -311,6 +348,7 @@ class ChatAgent:
             requote_after=params.quoting.recall_own_after,
             max_turns=params.quoting.recall_turns,
             off=self.quoting_off,
+            instructions=self.instructions,
         )
 
     def _compose(self, turn: _Turn) -> None:
@@ -343,6 +381,7 @@ class ChatAgent:
         trace["half_pages"] = prompt.half_pages_trace()
         trace["quote_floor"] = turn.floor.to_dict()  # the rule applied then (the inspector says why a page is out)
         trace["prompt_tokens"] = exact
+        trace["prompt_sections"] = prompt.section_tokens(self.model.count_tokens)  # the window's prompt view
         trace["query_truncated"] = prompt.query_truncated
         turn.trace = trace
 
@@ -356,6 +395,7 @@ class ChatAgent:
             dropped=turn.prompt.dropped,
             prompt_tokens=turn.exact,
             half_pages=turn.prompt.half_pages_trace(),
+            prompt_sections=turn.prompt.section_tokens(self.model.count_tokens),
         )
 
     def _stream(self, turn: _Turn, assistant_id: int, on_token, cancel: CancelToken) -> _Streamed:
@@ -388,6 +428,7 @@ class ChatAgent:
     def _stream_once(self, turn: _Turn, assistant_id: int, out: _Streamed, on_token, cancel: CancelToken) -> None:
         guard, turns, markup = out.guard, out.turns, out.markup
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
+        turn.stream_at = time.perf_counter()
         stream = self.model.stream(turn.prompt.messages, max_tokens=self.max_tokens, cancel=cancel)
         for chunk in stream:
             chunk = turns.feed(markup.feed(chunk))  # the prompt's <memory> tags are dropped too
@@ -415,11 +456,22 @@ class ChatAgent:
 
     def _stats(self, turn: _Turn, out: _Streamed) -> dict:
         st = self.model.last_stats
+        # the model's clock starts once it has the prompt; the user's when they sent: the time between
+        # (waiting for memory work or the model on its thread, recall, composing) is theirs too
+        first_token = st.time_to_first_token_s
+        waited = {}
+        if turn.sent_at is not None:
+            first_token += max(0.0, turn.stream_at - turn.sent_at)
+            waited = {
+                "queued_s": round(max(0.0, turn.began_at - turn.sent_at), 4),
+                "model_first_token_s": round(st.time_to_first_token_s, 4),
+            }
         stats = {
             "prompt_tokens": turn.exact,
             "cached_prompt_tokens": st.cached_prompt_tokens,
             "completion_tokens": st.completion_tokens,
-            "time_to_first_token_s": round(st.time_to_first_token_s, 4),
+            "time_to_first_token_s": round(first_token, 4),
+            **waited,
             "total_s": round(st.total_s, 4),
             "tokens_per_s": round(st.tokens_per_s, 2),
             "retrieve_ms": round(turn.retrieve_s * 1000, 2),

@@ -60,9 +60,11 @@ def reply(
     *,
     on_token: TokenCallback | None = None,
     cancel: CancelToken | None = None,
+    sent_at: float | None = None,
 ) -> TurnResult:
-    """The reply to a user message stored by `post` or `post_edited`."""
-    return session.agent(store, model).reply_to(user_message_id, on_token=on_token, cancel=cancel)
+    """The reply to a user message stored by `post` or `post_edited`; `sent_at` (`time.perf_counter()`
+    when the user sent it) makes its time to first token count the wait for the model."""
+    return session.agent(store, model).reply_to(user_message_id, on_token=on_token, cancel=cancel, sent_at=sent_at)
 
 
 def reply_failed(store, user_message_id: int, error: str) -> int:
@@ -79,9 +81,12 @@ def regenerate(
     *,
     on_token: TokenCallback | None = None,
     cancel: CancelToken | None = None,
+    sent_at: float | None = None,
 ) -> TurnResult:
     """A new reply in place of `assistant_message_id` (the rejected one's memory is forgotten)."""
-    return session.agent(store, model).regenerate(assistant_message_id, on_token=on_token, cancel=cancel)
+    return session.agent(store, model).regenerate(
+        assistant_message_id, on_token=on_token, cancel=cancel, sent_at=sent_at
+    )
 
 
 def edit(

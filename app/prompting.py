@@ -112,10 +112,29 @@ class ComposedPrompt:
     query_truncated: bool = False
     # the quoted pages of which one side only went in: page id -> "user" or "assistant"
     half_pages: dict[int, str] = field(default_factory=dict)
+    # the prompt's parts as the model reads them (SECTIONS order), for the window's prompt view
+    sections: dict[str, str] = field(default_factory=dict)
 
     def half_pages_trace(self) -> dict[str, str]:
         """`half_pages` as a reply's trace keeps it (JSON: string keys)."""
         return {str(pid): side for pid, side in self.half_pages.items()}
+
+    def section_tokens(self, count_tokens: CountFn) -> dict[str, int]:
+        """Tokens of each part of the prompt (SECTIONS; the chat template's own markers not counted), as a
+        reply's trace keeps them for the prompt view."""
+        return {name: count_tokens(self.sections[name]) if self.sections.get(name) else 0 for name in SECTIONS}
+
+
+# the parts of a prompt, as the window's prompt view names them (`ComposedPrompt.sections`)
+SECTIONS = ("system", "profile", "recalled", "dialogue", "message")
+INSTRUCTIONS_HEADING = "The user's custom instructions for your replies:"
+
+
+def with_instructions(system: str, instructions: str) -> str:
+    """The system prompt and the user's custom instructions (Settings ▸ Chat), which go with it in the
+    stable, cached beginning of every prompt."""
+    instructions = (instructions or "").strip()
+    return f"{system}\n\n{INSTRUCTIONS_HEADING}\n{instructions}" if instructions else system
 
 
 def format_date(ts: float | None) -> str:
@@ -391,13 +410,16 @@ def _messages(
     pages: list,
     page_sides: dict[int, list[str]],
     recall_at_end: bool,
-) -> list[dict]:
+) -> tuple[list[dict], dict[str, str]]:
     """The chat messages: the system prompt with the persona (the cached prefix), the dialogue, the
-    recalled facts and turns (a system message before the query, or inside the first one), the query."""
+    recalled facts and turns (a system message before the query, or inside the first one), the query;
+    and the text of each of those parts (SECTIONS)."""
     system_text = system
+    profile = ""
     if traits:  # the persona: stable between turns, so it belongs to the cached prefix
         persona = "About the user:\n" + "\n".join(_trait_line(h) for h in traits)
-        system_text += "\n\n" + prompts.load("memory_context").format(sections=persona)
+        profile = prompts.load("memory_context").format(sections=persona)
+        system_text += "\n\n" + profile
     recalled = []  # recalled for this message: placed with it, after the cached dialogue
     if knowledge:
         recalled.append(FACTS_HEADING + "\n" + "\n".join(_fact_line(h) for h in knowledge))
@@ -413,7 +435,9 @@ def _messages(
         # bundled 135M model started answering about "the memory" instead (LoCoMo QA F1 3.8 vs 7.9)
         messages.append({"role": "system", "content": recall_text})
     messages.append({"role": "user", "content": query})
-    return messages
+    dialogue = "\n\n".join(f"{m.role}: {m.content}" for m in recent)
+    parts = dict(zip(SECTIONS, (system, profile, recall_text, dialogue, query)))
+    return messages, parts
 
 
 def compose_prompt(
@@ -430,6 +454,7 @@ def compose_prompt(
     requote_after: int = 2,
     max_turns: int | None = None,
     off: Iterable[str] = (),
+    instructions: str = "",
 ) -> ComposedPrompt:
     """Build chat messages for `query` within `budget_tokens` (n_ctx minus the reply reserve).
 
@@ -443,11 +468,12 @@ def compose_prompt(
     the dialogue's last `requote_after` exchanges is not quoted again (it is right above the message);
     an older one is, beside the message, where a small model still sees it
     (`MemoryParams.quoting.recall_own_after`). `off`: QUOTING_RULES switched off, for the ablation.
+    `instructions`: the user's custom instructions, after the system prompt.
     """
     off = switched_off(off)
     if "turn_budget" in off:
         max_turns = None
-    system = system_prompt if system_prompt is not None else prompts.load("system")
+    system = with_instructions(system_prompt if system_prompt is not None else prompts.load("system"), instructions)
 
     def cost(text: str) -> int:
         return count_tokens(text) + template_overhead
@@ -477,7 +503,7 @@ def compose_prompt(
     chosen_traits.sort(key=lambda h: (h.item.dimension, h.item.id))
     chosen_knowledge.sort(key=lambda h: (h.item.owner, h.item.id))
     chosen_pages.sort(key=lambda h: (h.page.timestamp or 0, h.page.id))  # chronological reads naturally
-    messages = _messages(
+    messages, sections = _messages(
         system, recent, query, chosen_traits, chosen_knowledge, chosen_pages, page_sides, recall_at_end
     )
 
@@ -487,7 +513,7 @@ def compose_prompt(
     included["messages"] = [m.id for m in recent]
     used = sum(cost(m["content"]) for m in messages)
     return ComposedPrompt(
-        messages, used, budget_tokens, included, dropped, truncated, _half_pages(chosen_pages, page_sides)
+        messages, used, budget_tokens, included, dropped, truncated, _half_pages(chosen_pages, page_sides), sections
     )
 
 

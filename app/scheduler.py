@@ -7,8 +7,11 @@ for `idle_s` (so they never delay a reply and disturb the KV cache only between
 turns), and a chat task (or `stop()`) that arrives while one is generating cancels it
 within a token: the job raises `memory_core.LLMDeferred`, stays pending and runs again
 at the next idle moment. LLM-free memory steps (embedding a page, STM → MTM paging, heat) run on the
-memory thread with their own database connection. Memory events and job counts are
-reported through callbacks so a UI can show progress and "memory updated".
+memory thread with their own database connection; it starts no job while a chat task waits for the LLM
+thread (the reply comes first), and yields between jobs while one runs. A chat task that has to wait is
+told so (`memory_job_running`, `submit(on_start=…)`), so the window can say "waiting for memory work"
+instead of a silent "processing". Memory events and job counts are reported through callbacks so a UI
+can show progress and "memory updated".
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ class Scheduler:
         self.last_error: str | None = None
         self._job_cancel: CancelToken | None = None  # the LLM memory job generating now, if any
         self.jobs_deferred = 0  # how many were cut short for a chat turn or a stop
+        self._chat_waiting = 0  # chat tasks submitted that have not begun: memory work waits for them
+        self._waiting_lock = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -97,12 +102,42 @@ class Scheduler:
         return self._llm.resource
 
     # -- API ------------------------------------------------------------------------
-    def submit(self, fn: Callable[[Any, Any], Any], *, priority: int = PRIORITY_CHAT) -> Future:
-        """Run `fn(store, model)` on the LLM thread; chat tasks (priority 0) go first."""
-        future = self._llm.submit(lambda store: self._chat_task(lambda: fn(store, self._model())), priority=priority)
-        if priority <= PRIORITY_CHAT:
+    def submit(
+        self, fn: Callable[[Any, Any], Any], *, priority: int = PRIORITY_CHAT, on_start: Callable[[], Any] | None = None
+    ) -> Future:
+        """Run `fn(store, model)` on the LLM thread; chat tasks (priority 0) go first. `on_start()` is
+        called on the LLM thread when the task begins (before the model loads, if it must), so a caller
+        can tell waiting for the thread from waiting for the model."""
+        chat = priority <= PRIORITY_CHAT
+        if chat:
+            self._waiting(+1)
+
+        def task(store):
+            if chat:
+                self._waiting(-1)
+            if on_start is not None:
+                on_start()
+            return self._chat_task(lambda: fn(store, self._model()))
+
+        future = self._llm.submit(task, priority=priority)
+        if chat:
             self._preempt_job()
+            future.add_done_callback(lambda f: self._waiting(-1) if f.cancelled() else None)
         return future
+
+    def _waiting(self, step: int) -> None:
+        with self._waiting_lock:
+            self._chat_waiting = max(0, self._chat_waiting + step)
+
+    @property
+    def chat_waiting(self) -> bool:
+        """A chat task is queued for the LLM thread and has not begun."""
+        return self._chat_waiting > 0
+
+    @property
+    def memory_job_running(self) -> bool:
+        """A memory job holds the LLM thread now: a chat task submitted meanwhile waits for it to give way."""
+        return self._job_cancel is not None
 
     def submit_raw(self, fn: Callable[[Any], Any], *, priority: int = PRIORITY_CHAT) -> Future:
         """Run `fn(store)` on the LLM thread without loading the model first."""
@@ -231,7 +266,7 @@ class Scheduler:
         self._maybe_idle_work(store)
         exclude = LLM_JOB_KINDS if self._get_model is not None else None
         try:
-            while store.run_pending(max_jobs=8, allow_llm=False, exclude_kinds=exclude):
+            while not self.chat_waiting and store.run_pending(max_jobs=8, allow_llm=False, exclude_kinds=exclude):
                 self._report_jobs(store)
                 if self._busy_chat:  # yield the CPU to a streaming reply
                     time.sleep(0.02)
@@ -246,6 +281,7 @@ class Scheduler:
             work is None
             or time.monotonic() - self._started_at < self.idle_work_delay_s
             or self._busy_chat
+            or self.chat_waiting
             or time.monotonic() - self._last_chat < self.idle_s
         ):
             return

@@ -17,14 +17,20 @@ from app.agent import ChatAgent
 
 @dataclass(frozen=True)
 class ChatOptions:
-    """How a reply is bounded (the `chat` settings): tokens kept free for it, and its longest length."""
+    """How a reply is bounded (the `chat` settings): tokens kept free for it, and its longest length; and the
+    user's custom instructions, which every prompt carries after the system prompt."""
 
     reply_reserve: int = 512
     max_tokens: int | None = None
+    instructions: str = ""
 
     @classmethod
     def from_settings(cls, settings) -> ChatOptions:
-        return cls(reply_reserve=settings.chat.reply_reserve, max_tokens=settings.chat.max_tokens)
+        return cls(
+            reply_reserve=settings.chat.reply_reserve,
+            max_tokens=settings.chat.max_tokens,
+            instructions=getattr(settings, "custom_instructions", ""),
+        )
 
 
 class ChatSession:
@@ -52,4 +58,5 @@ class ChatSession:
             agent = self._agent = ChatAgent(store, model)
         agent.reply_reserve = self.options.reply_reserve
         agent.max_tokens = self.options.max_tokens
+        agent.instructions = self.options.instructions
         return agent

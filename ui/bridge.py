@@ -13,6 +13,11 @@ A chat turn is the `app.operations` call for its kind on the chat's `app.session
 lives on the UI thread, so Qt queues every callback onto the UI thread. Streamed tokens are not
 sent one signal per token: the LLM thread appends them to a `Turn` buffer and the window drains
 it on a timer (every ~40 ms), which keeps the event loop free however fast the model is.
+
+A reply that has to wait says what for: `turnWaiting` when it is queued behind memory work on the LLM
+thread, `turnStarted` once its task begins there; its time to first token is counted from the moment
+the user sent (`Turn.started_at`, handed to the agent as `sent_at`). The prompts of the last replies
+are kept in memory (`prompt_of`) for the inspector's prompt view.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -38,6 +44,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEND, REGENERATE, EDIT = "send", "regenerate", "edit"
+PROMPTS_KEPT = 20  # the prompts of this many recent replies stay in memory, for the prompt view
+WAITING_MEMORY = "memory"  # Turn.waiting: queued behind a memory job on the LLM thread
 
 
 @dataclass(eq=False)
@@ -55,6 +63,8 @@ class Turn:
     cancel: CancelToken = field(default_factory=CancelToken)
     started_at: float = field(default_factory=time.perf_counter)
     first_token_at: float | None = None
+    waiting: str | None = None  # WAITING_MEMORY while queued behind memory work; None once begun
+    began_at: float | None = None  # when its task began on the LLM thread
     result: Any = None  # app.agent.TurnResult when finished
     error: str | None = None  # the task failed before or outside the agent (e.g. model load)
     done: bool = False
@@ -101,6 +111,8 @@ class Backend(QObject):
     memoryEvent = Signal(object)  # memory_core.types.Event
     conversationCreated = Signal(object)  # Turn (its conversation_id is now set)
     firstToken = Signal(object)  # Turn
+    turnWaiting = Signal(object)  # Turn: queued behind memory work on the LLM thread (Turn.waiting)
+    turnStarted = Signal(object)  # Turn: its task began on the LLM thread (the model may still load)
     turnFinished = Signal(object)  # Turn (result or error set); `busy` is False from here on
     _turnDone = Signal(object)
 
@@ -123,6 +135,7 @@ class Backend(QObject):
         self._warm_cancel: CancelToken | None = None  # the prompt-cache warming in flight, if any
         self.last_warm: Future | None = None  # its outcome: tokens cached (for tests, diagnostics)
         self._sessions: dict[int, ChatSession] = {}  # the chats opened since the start, by id
+        self._prompts: OrderedDict[int, Any] = OrderedDict()  # reply id -> its ComposedPrompt (the newest)
         self._turnDone.connect(self._on_turn_done)
 
     # -- lifecycle ------------------------------------------------------------------
@@ -381,11 +394,14 @@ class Backend(QObject):
                 if turn.push(chunk):
                     self._emit(self.firstToken, turn)
 
+            sent = turn.started_at  # the user's clock: the reply's time to first token counts any wait
             if turn.kind == REGENERATE:
                 return operations.regenerate(
-                    session, store, model, turn.message_id, on_token=on_token, cancel=turn.cancel
+                    session, store, model, turn.message_id, on_token=on_token, cancel=turn.cancel, sent_at=sent
                 )
-            return operations.reply(session, store, model, turn.user_message_id, on_token=on_token, cancel=turn.cancel)
+            return operations.reply(
+                session, store, model, turn.user_message_id, on_token=on_token, cancel=turn.cancel, sent_at=sent
+            )
 
         def finished(future: Future) -> None:
             exc = future.exception()
@@ -409,13 +425,30 @@ class Backend(QObject):
                 on_error=lambda _: self._finish(turn, error=error),
             )
 
-        self.submit(task).add_done_callback(finished)
+        def began() -> None:  # on the LLM thread
+            turn.began_at = time.perf_counter()
+            turn.waiting = None
+            self._emit(self.turnStarted, turn)
+
+        sched = self.scheduler
+        if sched is None:
+            raise RuntimeError("backend not started")
+        waits = bool(getattr(sched, "memory_job_running", False))
+        sched.submit(task, on_start=began).add_done_callback(finished)
+        if waits and turn.began_at is None:  # memory work holds the thread: it gives way within a moment
+            turn.waiting = WAITING_MEMORY
+            self._emit(self.turnWaiting, turn)
 
     def _finish(self, turn: Turn, *, result=None, error: str | None = None) -> None:
         """The turn is over (any thread): its outcome is kept and the window told on the UI thread."""
         turn.result = result
         turn.error = error if result is None else (result.error if result.status == "failed" else None)
         turn.done = True
+        turn.waiting = None
+        if result is not None and getattr(result, "prompt", None) is not None:
+            self._prompts[result.assistant_message_id] = result.prompt
+            while len(self._prompts) > PROMPTS_KEPT:
+                self._prompts.popitem(last=False)
         self.notify_jobs()
         self._emit(self._turnDone, turn)
 
@@ -425,6 +458,10 @@ class Backend(QObject):
         if turn is self.turn:
             self._active = False
         self.turnFinished.emit(turn)
+
+    def prompt_of(self, message_id: int | None):
+        """The whole prompt (app.prompting.ComposedPrompt) of a recent reply of this session, or None."""
+        return self._prompts.get(message_id) if message_id is not None else None
 
     def stop_turn(self) -> None:
         if self.turn is not None and not self.turn.done:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import html
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -26,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import wording
 from app.remember import footnote, forget_note
 from ui import markdown, plain, theme
 
@@ -143,15 +146,18 @@ class MessageWidget(QFrame):
         status: str = "complete",
         meta: dict | None = None,
         parent: QWidget | None = None,
+        created_at: float | None = None,
     ):
         super().__init__(parent)
         self.role = role
         self.message_id = message_id
         self.status = status
         self.meta = meta or {}
+        self.created_at = created_at
         self._text = text
         self._elided = False
         self._pending = False
+        self.pending_label = ""  # what a reply being waited for says it is doing
         # what the chat column lays out: this widget, or a row that right-aligns it (ChatView._build)
         self.holder: QWidget = self
         self.setObjectName("userBubble" if role == "user" else "assistantBubble")
@@ -174,9 +180,13 @@ class MessageWidget(QFrame):
         head.addWidget(self.progress)
         self.status_label = plain.label(QLabel("", self))
         self.status_label.setObjectName("statusLabel")
+        self.status_label.setWordWrap(True)  # a narrow chat wraps it instead of cutting the message
         self.status_label.hide()
-        head.addWidget(self.status_label)
-        head.addStretch(1)
+        head.addWidget(self.status_label, 1)
+        head.addStretch(0)
+        self.date_label = QLabel("", self)
+        self.date_label.setObjectName("dateLabel")
+        head.addWidget(self.date_label)
         lay.addLayout(head)
 
         self.body = MessageBody(self, shrink=(role == "user"))
@@ -239,18 +249,22 @@ class MessageWidget(QFrame):
             self.stats_label = QLabel("", self)
             self.stats_label.setObjectName("statusLabel")
             self.stats_label.setTextFormat(Qt.TextFormat.RichText)
+            self.stats_label.setWordWrap(True)
+            self.stats_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
             self.stats_label.linkActivated.connect(self._remembered_link)
-            actions.addWidget(self.stats_label)
-            actions.addStretch(1)
+            actions.addWidget(self.stats_label, 1)
         lay.addLayout(actions)
         self._render()
         self._update_state()
 
-    def reset(self, text: str, *, message_id: int | None, status: str, meta: dict | None) -> None:
+    def reset(
+        self, text: str, *, message_id: int | None, status: str, meta: dict | None, created_at: float | None = None
+    ) -> None:
         """Reuse a prebuilt widget for another message."""
         self.message_id = message_id
         self.status = status
         self.meta = meta or {}
+        self.created_at = created_at
         self._text = text
         self._pending = False
         self.progress.hide()
@@ -304,9 +318,30 @@ class MessageWidget(QFrame):
         name = self.meta.get("speaker")
         return name if isinstance(name, str) and name and self._text.startswith(f"{name}: ") else None
 
+    @property
+    def imported(self) -> bool:
+        """Imported from another app (a ChatGPT export, a transcript): no trace, nothing to regenerate."""
+        return "import_source" in self.meta
+
+    @property
+    def can_regenerate(self) -> bool:
+        return self.role == "assistant" and not self.imported
+
+    @property
+    def can_edit(self) -> bool:
+        return self.role == "user" and not self.imported
+
     def _render(self) -> None:
         speaker = self._speaker()
         self.role_label.setText(speaker or ("You" if self.role == "user" else "Mnemo"))
+        when = wording.when(self.created_at)
+        self.date_label.setText(when)
+        self.date_label.setToolTip(
+            dt.datetime.fromtimestamp(self.created_at).strftime("%A %d %B %Y, %H:%M:%S")
+            if when and self.created_at
+            else ""
+        )
+        self.date_label.setVisible(bool(when))
         shown, self._elided = markdown.elide(self._text[len(speaker) + 2 :] if speaker else self._text)
         self.body.set_content(shown)
         self.body.setVisible(bool(shown) or not self._pending)
@@ -324,8 +359,9 @@ class MessageWidget(QFrame):
 
     # -- state ----------------------------------------------------------------------
     def set_pending(self, label: str | None) -> None:
-        """Show a working state ("Processing prompt…") until the first token arrives; None clears it."""
+        """Show a working state ("Waiting for memory work…") until the first token arrives; None clears it."""
         self._pending = label is not None
+        self.pending_label = label or ""
         self.progress.setVisible(self._pending)
         self.status_label.setText(label or "")
         self.status_label.setVisible(self._pending)
@@ -335,6 +371,11 @@ class MessageWidget(QFrame):
     @property
     def pending(self) -> bool:
         return self._pending
+
+    def show_pending_time(self, text: str) -> None:
+        """The working state with how long the user has waited ("… 12 s"), its state unchanged."""
+        if self._pending and self.status_label.text() != text:
+            self.status_label.setText(text)
 
     def set_final(
         self, status: str, *, message_id: int | None = None, error: str | None = None, stats: dict | None = None
@@ -386,6 +427,8 @@ class MessageWidget(QFrame):
                 bits.append(f"{_rate(stats['tokens_per_s'])} tok/s")
             if stats.get("time_to_first_token_s"):
                 bits.append(f"first token {stats['time_to_first_token_s']:.1f} s")
+            if (stats.get("queued_s") or 0) >= 0.5:  # of which waiting for memory work or the model
+                bits.append(f"waited {stats['queued_s']:.1f} s")
             ending = _ENDINGS.get(stats.get("finish_reason", ""))
             if ending and self.status == "complete":
                 bits.append(ending)
@@ -410,7 +453,8 @@ class MessageWidget(QFrame):
         live = self._pending or self.status == "streaming"
         for b in (self.copy_button, self.edit_button, self.regenerate_button, self.trace_button):
             if b is not None:
-                b.setVisible(not live)
+                # an imported line has no trace, and nothing of Mnemo's to regenerate or resend
+                b.setVisible(not live and (b is self.copy_button or not self.imported))
         self.set_actions_enabled(True)
 
     # -- actions --------------------------------------------------------------------
@@ -602,7 +646,7 @@ class ChatView(QStackedWidget):
             QTimer.singleShot(RENDER_PAUSE_MS, lambda: self._render_pending(generation))
 
     def _make_from(self, m) -> MessageWidget:
-        w = self._make(m.role, m.content, m.id, m.status, m.meta)
+        w = self._make(m.role, m.content, m.id, m.status, m.meta, getattr(m, "created_at", None))
         w.set_siblings(self._siblings.get(m.id, []))
         w.set_actions_enabled(not self._busy)
         return w
@@ -633,8 +677,10 @@ class ChatView(QStackedWidget):
         if not self._stick:  # scrolled up: stay on the same message (at the bottom, _on_range follows)
             QTimer.singleShot(0, lambda: bar.setValue(bar.maximum() - from_bottom))
 
-    def _build(self, role, text="", mid=None, status="complete", meta=None) -> MessageWidget:
-        w = MessageWidget(role, text, message_id=mid, status=status, meta=meta, parent=self.column)
+    def _build(self, role, text="", mid=None, status="complete", meta=None, created_at=None) -> MessageWidget:
+        w = MessageWidget(
+            role, text, message_id=mid, status=status, meta=meta, parent=self.column, created_at=created_at
+        )
         w.regenerateRequested.connect(self.regenerateRequested)
         w.editRequested.connect(self.editRequested)
         w.traceRequested.connect(self.traceRequested)
@@ -651,13 +697,13 @@ class ChatView(QStackedWidget):
             w.holder = holder
         return w
 
-    def _make(self, role, text, mid, status, meta) -> MessageWidget:
+    def _make(self, role, text, mid, status, meta, created_at=None) -> MessageWidget:
         pool = self._pool.get(role)
         if pool:
             w = pool.pop()
-            w.reset(text, message_id=mid, status=status, meta=meta)
+            w.reset(text, message_id=mid, status=status, meta=meta, created_at=created_at)
             return w
-        return self._build(role, text, mid, status, meta)
+        return self._build(role, text, mid, status, meta, created_at)
 
     def prepare(self) -> None:
         """Build one message widget of each kind ahead of time (call when idle), so sending a
@@ -681,7 +727,7 @@ class ChatView(QStackedWidget):
     def add_message(
         self, role: str, text: str = "", *, message_id: int | None = None, status: str = "complete"
     ) -> MessageWidget:
-        w = self._make(role, text, message_id, status, {})
+        w = self._make(role, text, message_id, status, {}, time.time())
         self._append_widget(w)
         self._stick = True
         self.scroll_to_bottom()

@@ -1,11 +1,13 @@
-"""The sidebar: New chat, search (title and message text), the conversation list with rename/delete."""
+"""The sidebar: New chat, search (title and message text), the conversation list with rename/delete,
+grouped by when each chat was last active (Today, Yesterday, Previous 7 days, …)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import (
     QFrame,
     QLabel,
@@ -23,7 +25,28 @@ from ui import plain, theme
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 INCOGNITO_ROLE = Qt.ItemDataRole.UserRole + 1
+HEADER_ROLE = Qt.ItemDataRole.UserRole + 2  # a date group's heading, not a chat
 SEARCH_DELAY_MS = 200
+
+
+def date_group(ts: float, now: float | None = None) -> str:
+    """The group a chat last active at `ts` goes under: "Today", "Yesterday", "Previous 7 days",
+    "Previous 30 days", then its month ("March", or "March 2024" in another year)."""
+    today = dt.date.fromtimestamp(now if now is not None else time.time())
+    try:
+        day = dt.date.fromtimestamp(float(ts))
+    except (OverflowError, OSError, ValueError, TypeError):
+        return "Earlier"
+    days = (today - day).days
+    if days <= 0:
+        return "Today"
+    if days == 1:
+        return "Yesterday"
+    if days < 7:
+        return "Previous 7 days"
+    if days < 30:
+        return "Previous 30 days"
+    return day.strftime("%B") if day.year == today.year else day.strftime("%B %Y")
 
 
 def _when(ts: float) -> str:
@@ -128,7 +151,13 @@ class ConversationList(QFrame):
         try:
             self.list.clear()
             muted = theme.colors().muted
+            group = None
             for conv, snippet in rows:
+                if not self._searching:  # search results go by relevance, not by date
+                    g = date_group(conv.updated_at)
+                    if g != group:
+                        group = g
+                        self.list.addItem(self._heading(g))
                 title = conv.title or "New chat"
                 text = title if not snippet or snippet == title else f"{title}\n{' '.join(snippet.split())[:90]}"
                 item = QListWidgetItem(text)
@@ -145,6 +174,22 @@ class ConversationList(QFrame):
         finally:
             self.list.blockSignals(False)
         self._set_hint()
+
+    def _heading(self, text: str) -> QListWidgetItem:
+        item = QListWidgetItem(text)
+        item.setFlags(Qt.ItemFlag.NoItemFlags)  # not a chat: never selected nor current
+        item.setData(HEADER_ROLE, True)
+        f = item.font()
+        f.setBold(True)
+        f.setPointSizeF(max(7.0, f.pointSizeF() * 0.85))
+        item.setFont(f)
+        item.setForeground(QColor(theme.colors().muted))
+        item.setSizeHint(QSize(0, max(22, item.font().pointSize() * 2 + 10)))
+        return item
+
+    def groups(self) -> list[str]:
+        """The date groups shown, in order."""
+        return [self.list.item(i).text() for i in range(self.list.count()) if self.list.item(i).data(HEADER_ROLE)]
 
     def _set_hint(self) -> None:
         if self.list.count():
@@ -169,7 +214,11 @@ class ConversationList(QFrame):
             self.list.blockSignals(False)
 
     def ids(self) -> list[int]:
-        return [self.list.item(i).data(ID_ROLE) for i in range(self.list.count())]
+        return [
+            self.list.item(i).data(ID_ROLE)
+            for i in range(self.list.count())
+            if self.list.item(i).data(ID_ROLE) is not None
+        ]
 
     def title_of(self, cid: int) -> str | None:
         for i in range(self.list.count()):
@@ -200,10 +249,12 @@ class ConversationList(QFrame):
             item = self.list.item(i)
             if item.data(INCOGNITO_ROLE):
                 item.setIcon(theme.icon("incognito", muted, 14))
+            elif item.data(HEADER_ROLE):
+                item.setForeground(QColor(muted))
 
     # -- interaction ----------------------------------------------------------------
     def _current_changed(self, current: QListWidgetItem | None, _previous) -> None:
-        if current is not None:
+        if current is not None and current.data(ID_ROLE) is not None:
             self.selected.emit(current.data(ID_ROLE))
 
     def _current_id(self) -> int | None:
@@ -222,7 +273,7 @@ class ConversationList(QFrame):
 
     def _menu(self, pos) -> None:
         item = self.list.itemAt(pos)
-        if item is None:
+        if item is None or item.data(ID_ROLE) is None:
             return
         cid = item.data(ID_ROLE)
         menu = QMenu(self)

@@ -50,6 +50,33 @@ class ElidedLabel(QLabel):
         )
         if shown != super().text():
             super().setText(shown)
-        tip = plain.tip(self._full) if shown != self._full else ""
+        tip = self._tip_for(shown)
         if tip != self.toolTip():
-            self.setToolTip(tip)
+            super().setToolTip(tip)
+
+    def _tip_for(self, shown: str) -> str:
+        """The tooltip while `shown` is on screen: the whole text when it is cut."""
+        return plain.tip(self._full) if shown != self._full else ""
+
+
+class ShrinkingLabel(ElidedLabel):
+    """An elided label that asks for its whole text's width (a status bar gives it that when it can, less on
+    a narrow window) and whose `text()` is the whole text, as set."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None):
+        super().__init__(text, parent)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+
+    def text(self) -> str:
+        return self._full
+
+    def setToolTip(self, tip: str) -> None:
+        """A tooltip of the caller's own (what the label stands for): kept, cut or not."""
+        self._own_tip = tip
+        super().setToolTip(tip)
+
+    def _tip_for(self, shown: str) -> str:
+        return getattr(self, "_own_tip", "") or super()._tip_for(shown)
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.fontMetrics().horizontalAdvance(self._full) + 8, super().sizeHint().height())

@@ -1,8 +1,20 @@
-"""The keyboard shortcuts dialog (F1)."""
+"""Help: the keyboard shortcuts (F1) and how Mnemo remembers (pages, topics, heat, the profile)."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHeaderView,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextBrowser,
+    QVBoxLayout,
+)
+
+from ui.theme import RESOURCES
 
 SHORTCUTS = [
     ("Ctrl+N", "New chat"),
@@ -18,7 +30,8 @@ SHORTCUTS = [
     ("Ctrl+Shift+E", "Export the chat as a Markdown transcript or JSON"),
     ("Ctrl+I", "Import conversations (ChatGPT or Claude export, LoCoMo JSON, transcript)"),
     ("Delete", "Delete the selected chat (in the list)"),
-    ("Ctrl+M", "Memory inspector"),
+    ("Ctrl+M", "Memory inspector: show or hide"),
+    ("Ctrl+Shift+S", "Chat list: hide or show"),
     ("Ctrl+Shift+R", "Remember something: a fact about you or the assistant, or a trait"),
     ("Ctrl+,", "Settings"),
     ("Ctrl+L", "Go to the message box"),
@@ -49,3 +62,30 @@ class ShortcutsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)
+
+
+class MemoryHelpDialog(QDialog):
+    """Help ▸ How Mnemo remembers: what pages, topics, heat and the profile are, in a few sentences each
+    (resources/help/memory.html)."""
+
+    shortcuts_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("How Mnemo remembers")
+        self.resize(620, 640)
+        lay = QVBoxLayout(self)
+        self.text = QTextBrowser(self)
+        self.text.setOpenExternalLinks(False)
+        self.text.setHtml((RESOURCES / "help" / "memory.html").read_text(encoding="utf-8"))
+        self.text.setAccessibleName("How Mnemo remembers")
+        lay.addWidget(self.text, 1)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        keys = QPushButton("Keyboard shortcuts", self)
+        keys.clicked.connect(self.shortcuts_requested)
+        buttons.addButton(keys, QDialogButtonBox.ButtonRole.HelpRole)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+
+    def plain_text(self) -> str:
+        return self.text.toPlainText()

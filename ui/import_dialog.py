@@ -36,6 +36,7 @@ POLL_MS = 100
 
 class ImportDialog(QDialog):
     finished_import = Signal(object)  # the ImportJob, when it is done, failed or was cancelled
+    instructions_found = Signal(str)  # the export's custom instructions ("how to respond"), for Settings
 
     def __init__(self, ctx, path: str | Path, parent: QWidget | None = None):
         super().__init__(parent)
@@ -129,6 +130,8 @@ class ImportDialog(QDialog):
             if r.issues:
                 self.details.setPlainText("\n".join(str(i) for i in r.issues))
                 self.details.show()
+            if getattr(r, "instructions", ""):
+                self.instructions_found.emit(r.instructions)
         elif job.phase == "cancelled":
             self.status.setText(
                 "Cancelled. The conversations written before are kept; import the same file again to finish the rest."

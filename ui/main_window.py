@@ -4,6 +4,10 @@ Everything slow happens in `ui.bridge.Backend` workers; this module only draws a
 Backups, restoring one and the damaged-file dialog live in `ui.backup_restore` (`self.backups`).
 Construction is cheap on purpose (no model, no database), so the window paints at once;
 `start_background_loading()` then opens the store and loads the models off the UI thread.
+
+Layout: the memory inspector docks on the right and toggles (Ctrl+M, the Memory menu, the header icon);
+docked, it never squeezes the chat below `CHAT_MIN_WIDTH`: the chat list gives way first, and on a
+window too small for both the inspector floats beside it (`fit_layout`). The chat list collapses too.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
@@ -31,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import operations
+from app import operations, wording
 from app.wording import count
 from models.discover import find_models, find_servers
 from models.resolve import default_gguf_path
@@ -42,12 +47,12 @@ ensure_refcount_fix()  # before any widget work: PySide6 6.12 + Python 3.11 woul
 
 from ui import plain, theme  # noqa: E402  (after ensure_refcount_fix)
 from ui.backup_restore import BackupRestore  # noqa: E402  (after ensure_refcount_fix)
-from ui.bridge import EDIT, REGENERATE, SEND, Backend, Turn  # noqa: E402  (after ensure_refcount_fix)
+from ui.bridge import EDIT, REGENERATE, SEND, WAITING_MEMORY, Backend, Turn  # noqa: E402  (after ensure_refcount_fix)
 from ui.chat_view import ChatView, MessageWidget  # noqa: E402  (after ensure_refcount_fix)
 from ui.composer import Composer  # noqa: E402  (after ensure_refcount_fix)
 from ui.conversation_list import ConversationList  # noqa: E402  (after ensure_refcount_fix)
 from ui.drafts import DraftKeeper  # noqa: E402  (after ensure_refcount_fix)
-from ui.elided_label import ElidedLabel  # noqa: E402  (after ensure_refcount_fix)
+from ui.elided_label import ElidedLabel, ShrinkingLabel  # noqa: E402  (after ensure_refcount_fix)
 from ui.model_finder import ModelFinder  # noqa: E402  (after ensure_refcount_fix)
 
 log = logging.getLogger(__name__)
@@ -78,6 +83,13 @@ MEMORY_UPDATE_KINDS = {
     "trait_archived",
 }
 INCOGNITO_TEXT = "Incognito — this chat is not remembered, and memory is not used for it."
+PAUSED_TEXT = "Memory is paused: nothing you say now is remembered (what Mnemo knows is still used)."
+CHAT_MIN_WIDTH = 380  # the chat pane stays this wide at least: about 50 characters a line
+SIDEBAR_WIDTH = 250
+INSPECTOR_DOCK_ATTR = "_mnemo_inspector_dock"  # ui.inspector.panel.DOCK_ATTR: the dock attach() keeps here
+PENDING_LOADING = "Loading the model…"
+PENDING_PROMPT = "Reading your message and memory…"
+PENDING_MEMORY = "Waiting for memory work to finish…"
 
 
 def _header_button(
@@ -120,6 +132,8 @@ class MainWindow(QMainWindow):
         self._model_dialog_shown = False
         self.last_tokens_per_s: float | None = None
         self.inspector = None
+        self.memory_paused = False
+        self._notice_event = None  # the memory event the "Memory updated" notice opens the inspector at
         self._closing = False
 
         self._flush_timer = QTimer(self)
@@ -160,7 +174,14 @@ class MainWindow(QMainWindow):
         header = QFrame(pane)
         header.setObjectName("chatHeader")
         h = QHBoxLayout(header)
-        h.setContentsMargins(14, 6, 8, 6)
+        h.setContentsMargins(8, 6, 8, 6)
+        self.sidebar_button = _header_button(
+            "sidebar", "", "Chat list", "Hide or show the chat list (Ctrl+Shift+S)", header, checkable=True
+        )
+        self.sidebar_button.setChecked(True)
+        self.sidebar_button.setObjectName("plainToggle")
+        self.sidebar_button.toggled.connect(lambda on: self.set_sidebar_visible(on))
+        h.addWidget(self.sidebar_button)
         self.title_label = ElidedLabel("New chat", header)
         self.title_label.setObjectName("chatTitle")
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -175,14 +196,19 @@ class MainWindow(QMainWindow):
         )
         self.incognito_button.toggled.connect(self.set_incognito)
         h.addWidget(self.incognito_button)
-        self.memory_button = _header_button("memory", "", "Memory inspector", "What Mnemo remembers (Ctrl+M)", header)
-        self.memory_button.clicked.connect(self.show_inspector)
+        self.memory_button = _header_button(
+            "memory", "", "Memory inspector", "What Mnemo remembers: show or hide (Ctrl+M)", header, checkable=True
+        )
+        self.memory_button.setObjectName("plainToggle")
+        self.memory_button.clicked.connect(lambda on: self.toggle_inspector(on))
         h.addWidget(self.memory_button)
         self.settings_button = _header_button("settings", "", "Settings", "Settings (Ctrl+,)", header)
         self.settings_button.clicked.connect(self.open_settings)
         h.addWidget(self.settings_button)
-        self.help_button = _header_button("help", "", "Keyboard shortcuts", "Keyboard shortcuts (F1)", header)
-        self.help_button.clicked.connect(self.show_shortcuts)
+        self.help_button = _header_button(
+            "help", "", "Help", "How Mnemo remembers: pages, topics, heat, your profile (F1: shortcuts)", header
+        )
+        self.help_button.clicked.connect(self.show_help)
         h.addWidget(self.help_button)
         lay.addWidget(header)
 
@@ -191,6 +217,20 @@ class MainWindow(QMainWindow):
         self.incognito_banner.setWordWrap(True)
         self.incognito_banner.hide()
         lay.addWidget(self.incognito_banner)
+        self.paused_banner = QWidget(pane)  # memory paused: said in the chat, where the user types
+        self.paused_banner.setObjectName("pausedBanner")
+        pb = QHBoxLayout(self.paused_banner)
+        pb.setContentsMargins(12, 3, 12, 3)
+        self.paused_label = QLabel(PAUSED_TEXT, self.paused_banner)
+        self.paused_label.setObjectName("pausedBanner")
+        self.paused_label.setWordWrap(True)
+        pb.addWidget(self.paused_label, 1)
+        self.resume_button = QPushButton("Resume", self.paused_banner)
+        self.resume_button.setToolTip("Remember again from now on")
+        self.resume_button.clicked.connect(lambda: self.set_memory_paused(False))
+        pb.addWidget(self.resume_button)
+        self.paused_banner.hide()
+        lay.addWidget(self.paused_banner)
 
         self.chat_view = ChatView(pane)
         self.chat_view.regenerateRequested.connect(self.regenerate)
@@ -225,11 +265,14 @@ class MainWindow(QMainWindow):
         self.composer.stopRequested.connect(self.stop)
         lay.addWidget(self.composer)
 
+        pane.setMinimumWidth(CHAT_MIN_WIDTH)
+        self.chat_pane = pane
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(pane)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([250, 850])
+        self.splitter.setSizes([SIDEBAR_WIDTH, 850])
+        self._sidebar_wanted = True  # the user's choice; a narrow window may hide the list meanwhile
         self.setCentralWidget(self.splitter)
         self.resize(1100, 720)
         self.setMinimumSize(640, 420)
@@ -297,8 +340,15 @@ class MainWindow(QMainWindow):
 
         memory = mb.addMenu("&Memory")
         self.inspector_action = self._action(
-            "Memory &inspector", self.show_inspector, "Ctrl+M", icon="memory", menu=memory
+            "Memory &inspector",
+            lambda on: self.toggle_inspector(on),
+            "Ctrl+M",
+            icon="memory",
+            checkable=True,
+            menu=memory,
         )
+        self.saved_memories_action = self._action("&Saved memories", self.show_saved_memories, menu=memory)
+        self.prompt_action = self._action("The &last reply's prompt", self.show_last_prompt, menu=memory)
         self.pause_action = self._action(
             "&Pause memory (remember nothing new)", self.set_memory_paused, checkable=True, menu=memory
         )
@@ -329,24 +379,29 @@ class MainWindow(QMainWindow):
             group.addAction(act)
             themes.addAction(act)
             self.theme_actions[key] = act
+        self.sidebar_action = self._action(
+            "Chat &list", lambda on: self.set_sidebar_visible(on), "Ctrl+Shift+S", checkable=True, menu=view
+        )
+        self.sidebar_action.setChecked(True)
 
         ext = mb.findChild(QToolButton, "qt_menubar_ext_button")
         if ext is not None:
             ext.setAccessibleName("More menus")
         helpm = mb.addMenu("&Help")
+        self.memory_help_action = self._action("How Mnemo &remembers", self.show_help, menu=helpm)
         self.help_action = self._action("&Keyboard shortcuts", self.show_shortcuts, "F1", icon="help", menu=helpm)
         self._action("&About Mnemo", self.show_about, menu=helpm)
 
     def _build_status(self) -> None:
         sb = self.statusBar()
-        self.model_label = QLabel("Model: —", self)
+        self.model_label = ShrinkingLabel("Model: —", self)  # a narrow window elides it, the tooltip has it all
         self.model_label.setAccessibleName("Model")
         self.load_progress = QProgressBar(self)
         self.load_progress.setRange(0, 0)
         self.load_progress.setFixedWidth(90)
         self.load_progress.setAccessibleName("Loading the model")
         self.load_progress.hide()
-        self.speed_label = QLabel("", self)
+        self.speed_label = ShrinkingLabel("", self)
         self.speed_label.setAccessibleName("Speed of the last reply")
         self.jobs_label = QLabel("", self)
         self._job_progress_shown = False
@@ -378,6 +433,8 @@ class MainWindow(QMainWindow):
         b.memoryEvent.connect(self._memory_event)
         b.conversationCreated.connect(self._conversation_created)
         b.firstToken.connect(self._first_token)
+        b.turnWaiting.connect(self._turn_waiting)
+        b.turnStarted.connect(self._turn_started)
         b.turnFinished.connect(self._turn_finished)
 
     # ------------------------------------------------------------------ startup / shutdown
@@ -474,7 +531,7 @@ class MainWindow(QMainWindow):
         self.model_label.setToolTip(self._model_description())
         self.statusBar().showMessage("Model ready", 3000)
         if self._turn_widget is not None and self._turn_widget.pending:
-            self._turn_widget.set_pending("Processing prompt…")
+            self._turn_widget.set_pending(PENDING_PROMPT)
         self._warm()
 
     def _model_failed(self, message: str) -> None:
@@ -536,14 +593,26 @@ class MainWindow(QMainWindow):
         if kind in ("paused", "resumed"):
             self.show_memory_paused(kind == "paused")
         if kind in MEMORY_UPDATE_KINDS:
-            self.memory_notice.setToolTip(f"{getattr(event, 'summary', '')}\nClick to open the memory inspector")
+            self._notice_event = event  # the notice opens the inspector where this happened
+            said = wording.event_sentence(
+                kind,
+                getattr(event, "item_kind", None),
+                getattr(event, "item_id", None),
+                getattr(event, "detail", None),
+                getattr(event, "summary", ""),
+            )
+            self.memory_notice.setToolTip(plain.tip(f"{said}\nClick to see it in the memory inspector"))
             self.memory_notice.show()
         elif kind == "job_failed":
             self.statusBar().showMessage(f"Memory: {getattr(event, 'summary', 'a job failed')}", 6000)
 
     def _notice_clicked(self) -> None:
         self.memory_notice.hide()
-        self.show_inspector()
+        event, self._notice_event = getattr(self, "_notice_event", None), None
+        panel = self.show_inspector()
+        show = getattr(panel, "show_event", None)
+        if event is not None and callable(show):
+            show(event)
 
     # ------------------------------------------------------------------ conversations
     def refresh_conversations(self) -> None:
@@ -624,6 +693,7 @@ class MainWindow(QMainWindow):
             self.chat_view.set_messages(messages, siblings)
             self._reattach_turn(cid)
             self.chat_view.set_busy(self.backend.busy)
+            self.update_actions()
             if focus_message is not None:
                 self.chat_view.reveal(focus_message)
             self._warm()
@@ -868,7 +938,9 @@ class MainWindow(QMainWindow):
             w.setChecked(self.current_incognito)
             w.blockSignals(False)
         self.incognito_banner.setVisible(self.current_incognito)
+        self.paused_banner.setVisible(getattr(self, "memory_paused", False) and not self.current_incognito)
         self.setWindowTitle(f"{self.current_title} — Mnemo" if self.current_id is not None else "Mnemo")
+        self.update_actions()
 
     # ------------------------------------------------------------------ turns
     def send(self) -> None:
@@ -958,7 +1030,7 @@ class MainWindow(QMainWindow):
 
     def _start_turn(self, turn: Turn, user_widget: MessageWidget | None) -> None:
         assistant = self.chat_view.add_message("assistant", "", status="streaming")
-        assistant.set_pending("Loading the model…" if self.backend.model_loading else "Processing prompt…")
+        assistant.set_pending(PENDING_LOADING if self.backend.model_loading else PENDING_PROMPT)
         self._turn_widget = assistant
         self._turn_user_widget = user_widget
         try:
@@ -968,11 +1040,31 @@ class MainWindow(QMainWindow):
             return
         self.composer.set_busy(True)
         self.chat_view.set_busy(True)
+        self.update_actions()
         self._flush_timer.start()
 
     def _first_token(self, turn: Turn) -> None:
         if turn is self.backend.turn:
             self._flush()
+
+    def _turn_waiting(self, turn: Turn) -> None:
+        """The reply is queued behind memory work on the model's thread: say so, not "processing"."""
+        w = self._turn_widget
+        if turn is self.backend.turn and turn.began_at is None and turn.waiting == WAITING_MEMORY and w is not None:
+            w.set_pending(PENDING_MEMORY)
+            self.statusBar().showMessage("Your reply waits for memory work to give way (a moment)", 5000)
+
+    def _turn_started(self, turn: Turn) -> None:
+        w = self._turn_widget
+        if turn is self.backend.turn and w is not None and w.pending and turn.first_token_at is None:
+            w.set_pending(PENDING_LOADING if self.backend.model_loading else PENDING_PROMPT)
+
+    def pending_text(self, turn: Turn) -> str:
+        """What the reply being waited for says: its state and, after two seconds, how long since sending."""
+        w = self._turn_widget
+        base = (w.pending_label if w is not None else "") or PENDING_PROMPT
+        waited = time.perf_counter() - turn.started_at
+        return f"{base} {waited:.0f} s" if waited >= 2 else base
 
     def _flush(self) -> None:
         turn = self.backend.turn
@@ -982,6 +1074,8 @@ class MainWindow(QMainWindow):
         chunk = turn.take_new()
         if chunk and self._turn_widget is not None:
             self._turn_widget.append_text(chunk)
+        elif self._turn_widget is not None and self._turn_widget.pending and not turn.done:
+            self._turn_widget.show_pending_time(self.pending_text(turn))
 
     def _detach_turn(self) -> None:
         """The view is about to show something else: stop drawing the streaming reply into it."""
@@ -1002,7 +1096,8 @@ class MainWindow(QMainWindow):
             widget = self.chat_view.add_message("assistant", "", status="streaming")
         turn.take_new()
         widget.set_text(turn.text_so_far())
-        widget.set_pending(None if turn.first_token_at else "Processing prompt…")
+        pending = PENDING_MEMORY if turn.waiting == WAITING_MEMORY else PENDING_PROMPT
+        widget.set_pending(None if turn.first_token_at else pending)
         self._turn_widget = widget
 
     def _conversation_created(self, turn: Turn) -> None:
@@ -1037,10 +1132,14 @@ class MainWindow(QMainWindow):
                 self.speed_label.setText(
                     f"Last reply: {tps:.1f} tokens/s" if tps < 10 else f"Last reply: {tps:.0f} tokens/s"
                 )
+                st = result.stats
+                queued = st.get("queued_s") or 0.0
                 self.speed_label.setToolTip(
-                    f"{result.stats.get('completion_tokens', 0)} tokens, first token after "
-                    f"{result.stats.get('time_to_first_token_s', 0):.2f} s, prompt {result.stats.get('prompt_tokens', 0)} "
-                    f"tokens ({result.stats.get('cached_prompt_tokens', 0)} of them already processed)"
+                    f"{st.get('completion_tokens', 0)} tokens; the first came {st.get('time_to_first_token_s', 0):.2f} s "
+                    "after you sent"
+                    + (f" (of which {queued:.1f} s waiting for memory work or the model)" if queued >= 0.1 else "")
+                    + f"; prompt {st.get('prompt_tokens', 0)} tokens "
+                    f"({st.get('cached_prompt_tokens', 0)} of them already processed)"
                 )
         else:
             if widget is not None:
@@ -1055,6 +1154,7 @@ class MainWindow(QMainWindow):
                     self._unsent_widget = user_widget  # shown with its error until the next send
             self.statusBar().showMessage(f"The reply failed: {turn.error}", 8000)
         self.chat_view.set_busy(False)
+        self.update_actions()
         QTimer.singleShot(100, self.chat_view.prepare)  # ready widgets for the next message
         if self._after_turn:
             actions, self._after_turn = self._after_turn, []
@@ -1115,6 +1215,10 @@ class MainWindow(QMainWindow):
             self.backend.reload_model()
         if "chat" in changed and not self._uses_bundled_model():
             self.chat_view.empty.show_models_hint([])
+        if "ui" in changed and self.inspector is not None:
+            self.inspector.set_details(s.ui.developer)
+        if "custom_instructions" in changed:
+            self._warm()  # the instructions are part of every prompt's cached beginning
         notes = []
         if "embedding" in changed:
             notes.append("the embedding model")
@@ -1122,6 +1226,8 @@ class MainWindow(QMainWindow):
             notes.append("the memory parameters")
         if notes:
             self.statusBar().showMessage(f"Saved. {' and '.join(notes).capitalize()} apply at the next start.", 8000)
+        elif "custom_instructions" in changed:
+            self.statusBar().showMessage("Saved. Your custom instructions apply from the next reply.", 5000)
         elif changed:
             self.statusBar().showMessage("Settings saved", 3000)
 
@@ -1165,16 +1271,19 @@ class MainWindow(QMainWindow):
         self.pause_action.setChecked(bool(paused))
         self.pause_action.blockSignals(False)
         self.pause_action.setEnabled(True)
+        self.memory_paused = bool(paused)
+        self.paused_banner.setVisible(self.memory_paused and not self.current_incognito)
 
     def import_dialog(self) -> None:
-        """Chat ▸ Import conversations…: choose a file, import it in the background with progress."""
-        from PySide6.QtWidgets import QFileDialog
+        """Chat ▸ Import conversations…: how to get an export from ChatGPT or Claude, then the file, imported
+        in the background with progress."""
+        from ui.import_help import ImportHelpDialog
 
-        from ui.import_dialog import FILE_FILTER
-
-        path, _ = QFileDialog.getOpenFileName(self, "Import conversations", str(Path.home()), FILE_FILTER)
-        if path:
-            self.import_file(path)
+        dlg = ImportHelpDialog(self)
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dlg.chosen.connect(self.import_file)
+        self.import_help = dlg
+        dlg.open()
 
     def import_file(self, path: str):
         from ui.import_dialog import ImportDialog
@@ -1186,10 +1295,38 @@ class MainWindow(QMainWindow):
             self.backend.notify_jobs()
 
         dlg.finished_import.connect(imported)
+        dlg.instructions_found.connect(self._imported_instructions)
         self.import_window = dlg
         dlg.open()
         dlg.start()
         return dlg
+
+    def show_help(self) -> None:
+        """Help ▸ How Mnemo remembers: what pages, topics, heat and the profile are."""
+        from ui.help_dialog import MemoryHelpDialog
+
+        dlg = MemoryHelpDialog(self)
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dlg.shortcuts_requested.connect(self.show_shortcuts)
+        self.help_dialog = dlg
+        dlg.open()
+
+    def _imported_instructions(self, text: str) -> None:
+        """An import brought the user's custom instructions (ChatGPT's "how to respond"): they become Mnemo's
+        when the user has none; otherwise the user is told where they can take them from."""
+        s = self.ctx.settings
+        text = text.strip()
+        if not text or text == s.custom_instructions.strip():
+            return
+        if not s.custom_instructions.strip():
+            s.custom_instructions = text
+            self.ctx.save()
+            self._warm()
+            self.statusBar().showMessage("Your ChatGPT custom instructions are now Mnemo's (Settings ▸ Replies)", 10000)
+        else:
+            self.statusBar().showMessage(
+                "The export's custom instructions differ from yours; yours in Settings ▸ Replies were kept", 10000
+            )
 
     def show_shortcuts(self) -> None:
         from ui.help_dialog import ShortcutsDialog
@@ -1209,6 +1346,129 @@ class MainWindow(QMainWindow):
             f"<p>Data folder: {self.ctx.paths.data_dir}</p>",
         )
 
+    def _inspector_dock(self):
+        dock = getattr(self, INSPECTOR_DOCK_ATTR, None)
+        try:
+            return dock if dock is not None and dock.widget() is not None else None
+        except RuntimeError:  # deleted
+            return None
+
+    def inspector_shown(self) -> bool:
+        dock = self._inspector_dock()
+        return dock is not None and dock.isVisible()
+
+    def toggle_inspector(self, on: bool | None = None) -> None:
+        """Ctrl+M, Memory ▸ Memory inspector and the header's memory icon: show the inspector, or hide it
+        when it is shown."""
+        if on is None:
+            on = not self.inspector_shown()
+        dock = self._inspector_dock()
+        if not on and dock is not None:
+            dock.hide()
+        else:
+            self.show_inspector()
+        self._sync_inspector_toggles()
+
+    def _sync_inspector_toggles(self, *_args) -> None:
+        shown = self.inspector_shown()
+        for w in (self.memory_button, self.inspector_action):
+            w.blockSignals(True)
+            w.setChecked(shown)
+            w.blockSignals(False)
+        QTimer.singleShot(0, self.fit_layout)
+
+    def inspector_attached(self, dock) -> None:
+        """ui.inspector.attach made the dock: follow its showing, hiding and floating."""
+        dock.visibilityChanged.connect(self._sync_inspector_toggles)
+        dock.topLevelChanged.connect(lambda _floating: QTimer.singleShot(0, self.fit_layout))
+
+    def show_saved_memories(self) -> None:
+        """Memory ▸ Saved memories: what Mnemo knows about the user, as plain sentences."""
+        panel = self.show_inspector()
+        if panel is not None:
+            panel.show_tab("memories")
+
+    def show_last_prompt(self) -> None:
+        """Memory ▸ The last reply's prompt: the whole prompt with the tokens of each part."""
+        panel = self.show_inspector()
+        mid = self.latest_reply_id()
+        if panel is not None and mid is not None:
+            panel.show_prompt_for_message(mid)
+        elif panel is not None:
+            panel.show_tab("prompt")
+
+    # ------------------------------------------------------------------ layout
+    def set_sidebar_visible(self, on: bool, *, chosen: bool = True) -> None:
+        """Show or hide the chat list (the header's list icon, View ▸ Chat list). `chosen`: the user's choice,
+        which a narrow window keeps until it is wide enough again."""
+        if chosen:
+            self._sidebar_wanted = on
+        self.sidebar.setVisible(on)
+        for w in (self.sidebar_button, self.sidebar_action):
+            w.blockSignals(True)
+            w.setChecked(on)
+            w.blockSignals(False)
+        if chosen:
+            QTimer.singleShot(0, self.fit_layout)
+
+    def fit_layout(self) -> None:
+        """Keep the chat readable: with the inspector docked, the chat list gives way when the chat would be
+        narrower than CHAT_MIN_WIDTH, and comes back when there is room; on a window too narrow for the
+        chat and the inspector side by side, the inspector floats beside it."""
+        dock = self._inspector_dock()
+        docked = dock is not None and dock.isVisible() and not dock.isFloating()
+        width = self.width()
+        panel_min = dock.widget().minimumWidth() if dock is not None else 0
+        if docked and width - panel_min < CHAT_MIN_WIDTH:
+            self._float_inspector(dock)
+            docked = False
+        room = width - (dock.width() if docked else 0)
+        if self.sidebar.isVisible() and room - self.sidebar.minimumWidth() < CHAT_MIN_WIDTH:
+            self.set_sidebar_visible(False, chosen=False)
+        elif not self.sidebar.isVisible() and self._sidebar_wanted and room - SIDEBAR_WIDTH >= CHAT_MIN_WIDTH:
+            self.set_sidebar_visible(True, chosen=False)
+        if docked:
+            side = self.sidebar.width() if self.sidebar.isVisible() else 0
+            most = max(panel_min, width - side - CHAT_MIN_WIDTH)
+            if dock.width() > most:
+                self.resizeDocks([dock], [most], Qt.Orientation.Horizontal)
+
+    def _float_inspector(self, dock) -> None:
+        """The window is too narrow for the chat and the docked inspector: the inspector becomes a window
+        of its own beside (or over the right of) the main window, on the same screen."""
+        dock.setFloating(True)
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        geo = self.frameGeometry()
+        w = max(dock.widget().minimumWidth(), 560)
+        x = geo.right() + 1
+        if screen is not None and x + w > screen.right():
+            x = max(screen.left(), screen.right() - w)
+        dock.setGeometry(x, geo.top(), w, max(400, geo.height()))
+        self.statusBar().showMessage("The window is narrow: the memory inspector opened as a window of its own", 5000)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if hasattr(self, "sidebar"):
+            self.fit_layout()
+
+    def update_actions(self) -> None:
+        """Chat-menu actions that need an open chat, or a message in it, are off without one."""
+        has_chat = self.current_id is not None
+        idle = not self.backend.busy
+        last_reply = self.chat_view.last("assistant")
+        last_user = self.chat_view.last("user")
+        for act in (self.rename_action, self.export_chat_action, self.chat_memory_action, self.forget_chat_action):
+            act.setEnabled(has_chat)
+        self.delete_action.setEnabled(has_chat)
+        self.regenerate_action.setEnabled(
+            idle and last_reply is not None and last_reply.message_id is not None and last_reply.can_regenerate
+        )
+        self.edit_last_action.setEnabled(
+            idle and last_user is not None and last_user.message_id is not None and last_user.can_edit
+        )
+        self.copy_action.setEnabled(last_reply is not None and bool(last_reply.text))
+        self.prompt_action.setEnabled(last_reply is not None and last_reply.message_id is not None)
+
     def show_inspector(self):
         """Open the memory inspector (`ui.inspector.attach(self)`) when it is part of this build;
         return its panel, or None."""
@@ -1225,6 +1485,7 @@ class MainWindow(QMainWindow):
             log.exception("the memory inspector failed to open")
             QMessageBox.warning(self, "Memory inspector", f"The memory inspector could not be opened:\n{exc}")
             return None
+        self._sync_inspector_toggles()
         return self.inspector
 
     def import_memory(self, path: str | None = None):
@@ -1287,9 +1548,18 @@ class MainWindow(QMainWindow):
     def _restyle(self, _colors) -> None:
         if not hasattr(self, "help_button"):
             return  # the first theme is applied before the widgets exist
-        for b in (self.incognito_button, self.memory_button, self.settings_button, self.help_button):
+        for b in (
+            self.sidebar_button,
+            self.incognito_button,
+            self.memory_button,
+            self.settings_button,
+            self.help_button,
+        ):
             b.setIcon(theme.icon(b.property("iconName")))
         if hasattr(self, "chat_view"):
             self.chat_view.restyle()
             self.composer.restyle()
             self.sidebar.restyle()
+        restyle = getattr(self.inspector, "restyle", None)
+        if callable(restyle):
+            restyle()

@@ -1,5 +1,7 @@
-"""The settings dialog: chat model (GGUF file or OpenAI-compatible server), generation, embedding model,
-memory parameters, interface, and the data folder. `apply()` writes into `ctx.settings`; the caller saves."""
+"""The settings dialog: which chat model answers (a GGUF file or an OpenAI-compatible server), custom
+instructions, memory (backups; pausing), the interface and the data folder: a handful of choices a person
+understands. The tuning knobs (generation, context, embedding model, every memory parameter, each with a
+tooltip) are behind the "Developer settings" switch. `apply()` writes into `ctx.settings`; the caller saves."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QPushButton,
     QRadioButton,
     QScrollArea,
@@ -33,18 +36,8 @@ from PySide6.QtWidgets import (
 from app.settings_schema import memory_rule
 from models.discover import find_models, find_servers
 from ui.model_finder import ModelFinder
+from ui.param_help import PARAM_GROUPS, param_help
 
-# The memory parameters shown first, with what they mean (DESIGN.md "Memory mechanics").
-MAIN_MEMORY_PARAMS = {
-    "stm_capacity": ("Short-term capacity", "Pages (exchanges) kept in short-term memory per conversation."),
-    "mtm_capacity": ("Mid-term capacity", "Segments in mid-term memory before the coldest moves to the archive."),
-    "theta": ("Segment join threshold θ", "A page joins a segment when cosine + keyword overlap ≥ θ."),
-    "alpha": ("Heat weight α (visits)", "Weight of how often a segment was recalled."),
-    "beta": ("Heat weight β (interactions)", "Weight of the pages added since the last promotion."),
-    "gamma": ("Heat weight γ (recency)", "Weight of exp(−Δt/μ), how recently it was used."),
-    "mu": ("Recency time scale μ (s)", "Seconds over which recency decays."),
-    "tau": ("Promotion threshold τ", "Heat at which a segment is analysed into the long-term persona."),
-}
 THEME_LABELS = [("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")]
 
 
@@ -98,20 +91,44 @@ class SettingsDialog(QDialog):
         self.setWindowTitle("Settings")
         self.setMinimumSize(620, 560)
         s = ctx.settings
+        self.developer_only: list[QWidget] = []  # shown with the Developer settings switch
         lay = QVBoxLayout(self)
         self.tabs = QTabWidget(self)
         lay.addWidget(self.tabs)
         self.tabs.addTab(self._model_tab(s), "Model")
-        self.tabs.addTab(self._embedding_tab(s), "Embeddings")
+        self.tabs.addTab(self._replies_tab(s), "Replies")
         self.tabs.addTab(self._memory_tab(s), "Memory")
         self.tabs.addTab(self._interface_tab(s), "Interface")
         self.tabs.addTab(self._data_tab(), "Data")
+        self.embedding_tab = self._embedding_tab(s)
+        self.tabs.addTab(self.embedding_tab, "Embeddings")
+        bottom = QHBoxLayout()
+        self.developer_check = QCheckBox("Developer settings", self)
+        self.developer_check.setToolTip(
+            "Show the tuning knobs: how the model generates, its context, the embedding model, and every memory "
+            "parameter (the memory inspector then shows its technical details too)"
+        )
+        self.developer_check.setChecked(s.ui.developer)
+        self.developer_check.toggled.connect(self._show_developer)
+        bottom.addWidget(self.developer_check)
+        bottom.addStretch(1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
-        lay.addWidget(buttons)
+        bottom.addWidget(buttons)
+        lay.addLayout(bottom)
         self.buttons = buttons
         self._backend_changed()
+        self._show_developer(s.ui.developer)
+
+    def _show_developer(self, on: bool) -> None:
+        """The tuning knobs, shown or hidden (their values are kept and saved either way)."""
+        for w in self.developer_only:
+            w.setVisible(on)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.embedding_tab), on)
+        for label, w in getattr(self, "_developer_rows", []):
+            label.setVisible(on)
+            w.setVisible(on)
 
     # -- tabs -----------------------------------------------------------------------
     def _model_tab(self, s) -> QWidget:
@@ -145,9 +162,10 @@ class SettingsDialog(QDialog):
         )
         self.gpu_spin = _spin(-1, 999, s.chat.n_gpu_layers)
         self.gpu_spin.setToolTip("Layers offloaded to the GPU (0: CPU only, -1: all)")
-        form.addRow("GPU layers", self.gpu_spin)
+        self._developer_row(form, "GPU layers", self.gpu_spin)
         self.threads_spin = _spin(0, 256, s.chat.n_threads, "All cores")
-        form.addRow("Threads", self.threads_spin)
+        self.threads_spin.setToolTip("CPU threads llama.cpp uses (All cores: one fewer while writing a reply)")
+        self._developer_row(form, "Threads", self.threads_spin)
         form.addRow(self.server_radio)
         configured = [(s.chat.server_url, s.chat.api_key)]
         self.server_combo, self._server_finder = self._search_row(
@@ -172,13 +190,20 @@ class SettingsDialog(QDialog):
         lay.addWidget(src)
 
         gen = QGroupBox("Generation", page)
+        self.developer_only.append(gen)
         g = QFormLayout(gen)
         self.ctx_spin = _spin(256, 1_048_576, s.chat.n_ctx)
         self.ctx_spin.setSingleStep(1024)
+        self.ctx_spin.setToolTip(
+            "Tokens the model reads at once: the prompt (system prompt, profile, recalled memory, the chat) and "
+            "the reply. More holds more of a long chat but needs more memory and time"
+        )
         g.addRow("Context length (tokens)", self.ctx_spin)
         self.temp_spin = _dspin(0.0, 2.0, s.chat.temperature, 0.05)
+        self.temp_spin.setToolTip("How adventurous the wording is: 0 always takes the likeliest word, 1 and more vary")
         g.addRow("Temperature", self.temp_spin)
         self.top_p_spin = _dspin(0.0, 1.0, s.chat.top_p, 0.01)
+        self.top_p_spin.setToolTip("Pick only among the likeliest words that together make up this share")
         g.addRow("Top-p", self.top_p_spin)
         self.min_p_spin = _dspin(0.0, 1.0, s.chat.min_p, 0.01)
         self.min_p_spin.setToolTip(
@@ -202,11 +227,41 @@ class SettingsDialog(QDialog):
         )
         g.addRow("Self-repeat penalty", self.self_repeat_spin)
         self.max_tokens_spin = _spin(1, 131_072, s.chat.max_tokens)
+        self.max_tokens_spin.setToolTip("The longest reply, in tokens (a token is about ¾ of a word)")
         g.addRow("Max reply tokens", self.max_tokens_spin)
         self.reserve_spin = _spin(16, 131_072, s.chat.reply_reserve)
         self.reserve_spin.setToolTip("Tokens of the context kept free for the reply when the prompt is composed")
         g.addRow("Reply reserve (tokens)", self.reserve_spin)
         lay.addWidget(gen)
+        lay.addStretch(1)
+        return page
+
+    def _developer_row(self, form: QFormLayout, label: str, widget: QWidget) -> None:
+        """A form row shown only with Developer settings on."""
+        form.addRow(label, widget)
+        self._developer_rows = getattr(self, "_developer_rows", [])
+        self._developer_rows.append((form.labelForField(widget), widget))
+
+    def _replies_tab(self, s) -> QWidget:
+        page = QWidget()
+        lay = QVBoxLayout(page)
+        box = QGroupBox("Custom instructions", page)
+        bl = QVBoxLayout(box)
+        bl.addWidget(
+            _hint(
+                "What every reply should follow: how to answer, what to call you, what to keep in mind. Mnemo puts "
+                "it after its own instructions in every prompt. Importing a ChatGPT export fills it with your "
+                "ChatGPT custom instructions when it is empty.",
+                box,
+            )
+        )
+        self.instructions_edit = QPlainTextEdit(box)
+        self.instructions_edit.setPlaceholderText("For example: Answer briefly, in British English. I am a nurse.")
+        self.instructions_edit.setPlainText(s.custom_instructions)
+        self.instructions_edit.setAccessibleName("Custom instructions")
+        self.instructions_edit.setMinimumHeight(160)
+        bl.addWidget(self.instructions_edit)
+        lay.addWidget(box)
         lay.addStretch(1)
         return page
 
@@ -256,37 +311,58 @@ class SettingsDialog(QDialog):
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         page = QWidget()
         lay = QVBoxLayout(page)
-        note = QLabel("To pause memory (remember nothing new), use Memory ▸ Pause memory or the inspector.", page)
-        note.setWordWrap(True)
+        note = _hint(
+            "Mnemo remembers your chats on this computer. To stop it remembering for a while, use Memory ▸ Pause "
+            "memory; for one chat, make it incognito. Help ▸ How Mnemo remembers says how it works.",
+            page,
+        )
         lay.addWidget(note)
+        plain = QFormLayout()
+        self.backup_spin = _spin(0, 365, s.backup_keep, "No backups")
+        self.backup_spin.setToolTip(
+            "Mnemo copies its memory once a day to the backups folder; this many copies are kept"
+        )
+        self.backup_spin.setAccessibleName("Daily backups to keep")
+        plain.addRow("Daily backups to keep", self.backup_spin)
+        lay.addLayout(plain)
         self.param_edits: dict[str, QSpinBox | QDoubleSpinBox] = {}
-        main = QGroupBox("Memory tiers and heat", page)
-        form = QFormLayout(main)
-        for name, (label, tip) in MAIN_MEMORY_PARAMS.items():
-            if name not in current:
-                continue
-            w = self._param_widget(name, current[name])
-            w.setToolTip(tip)
-            w.setAccessibleName(label)
-            form.addRow(label, w)
-        lay.addWidget(main)
-        adv = QGroupBox("Advanced", page)
-        aform = QFormLayout(adv)
-        for name, value in current.items():
-            if name in MAIN_MEMORY_PARAMS:
-                continue
-            w = self._param_widget(name, value)
-            w.setAccessibleName(name)
-            aform.addRow(name.replace("_", " "), w)
-        lay.addWidget(adv)
+        shown = set()
+        for title, params in PARAM_GROUPS.items():
+            box = QGroupBox(title, page)
+            form = QFormLayout(box)
+            for name in params:
+                if name in current:
+                    self._param_row(form, name, current[name])
+                    shown.add(name)
+            self.developer_only.append(box)
+            lay.addWidget(box)
+        rest = [n for n in current if n not in shown]  # a parameter the help table does not know yet
+        if rest:
+            box = QGroupBox("Other", page)
+            form = QFormLayout(box)
+            for name in rest:
+                self._param_row(form, name, current[name])
+            self.developer_only.append(box)
+            lay.addWidget(box)
         reset = QPushButton("Restore defaults", page)
+        reset.setToolTip("Every memory parameter back to its default")
         reset.clicked.connect(self._reset_params)
         lay.addWidget(reset, 0, Qt.AlignmentFlag.AlignLeft)
-        lay.addWidget(_hint("Memory parameters apply at the next start.", page))
+        hint = _hint("Memory parameters apply at the next start.", page)
+        self.developer_only += [reset, hint]
+        lay.addWidget(hint)
         lay.addStretch(1)
         scroll.setWidget(page)
         olay.addWidget(scroll)
         return outer
+
+    def _param_row(self, form: QFormLayout, name: str, value) -> None:
+        label, tip = param_help(name)
+        w = self._param_widget(name, value)
+        w.setToolTip(f"{tip}\n({name}, default {self._param_defaults[name]:g})")
+        w.setAccessibleName(label)
+        form.addRow(label, w)
+        form.labelForField(w).setToolTip(w.toolTip())
 
     def _param_widget(self, name: str, value) -> QSpinBox | QDoubleSpinBox:
         default = self._param_defaults[name]
@@ -471,8 +547,11 @@ class SettingsDialog(QDialog):
         s.ui.enter_sends = self.enter_check.isChecked()
         s.ui.prepare_replies = self.prepare_check.isChecked()
         s.ui.theme = self.theme_combo.currentData()
+        s.ui.developer = self.developer_check.isChecked()
+        s.custom_instructions = self.instructions_edit.toPlainText().strip()
+        s.backup_keep = self.backup_spin.value()
         changed = set()
-        for section in ("chat", "embedding", "memory", "ui"):
+        for section in ("chat", "embedding", "memory", "ui", "custom_instructions", "backup_keep"):
             if getattr(before, section) != getattr(s, section):
                 changed.add(section)
         return changed

@@ -46,6 +46,7 @@ class ImportReport:
     seconds: float = 0.0
     profile_added: int = 0  # persona facts and traits from what the user wrote about themselves
     profile_source: str = ""
+    instructions: str = ""  # how the user asked to be answered (ChatGPT's custom instructions), for Settings
 
     def profile_note(self) -> str:
         """' 2 persona item(s) from ChatGPT custom instructions.' when there were any, else ''."""
@@ -215,6 +216,7 @@ def write_all(
             )
             report.outcomes.append(outcome)
         report.profile_added, report.profile_source = write_profile(store, parsed), parsed.profile_source
+        report.instructions = "\n".join(parsed.reply_style)
     report.seconds = time.monotonic() - start
     return report
 

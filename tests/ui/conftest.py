@@ -29,7 +29,15 @@ QT_LOG_IGNORE = [
 ]
 
 
-OWN_MODULES = ("test_chat_window.py", "test_window_features.py", "test_pyside_fix.py", "test_send_before_load.py")
+OWN_MODULES = (
+    "test_chat_window.py",
+    "test_window_features.py",
+    "test_pyside_fix.py",
+    "test_send_before_load.py",
+    "test_plain_words.py",
+    "test_waiting.py",
+    "test_layout.py",
+)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -90,6 +90,18 @@ def _seed(ctx) -> int:
         store.close()
 
 
+def offscreen_app(prefix: str):
+    """(the QApplication, a temp folder whose data and config folders the app now uses)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["MNEMO_DATA_DIR"] = str(tmp / "data")
+    os.environ["MNEMO_CONFIG_DIR"] = str(tmp / "config")
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Mnemo")
+    return app, tmp
+
+
 def _save(widget, path: Path) -> None:
     pm = widget.grab()
     if not pm.save(str(path), "PNG"):
@@ -105,14 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.outdir
     out.mkdir(parents=True, exist_ok=True)
 
-    tmp = Path(tempfile.mkdtemp(prefix="mnemo-shots-"))
-    os.environ["MNEMO_DATA_DIR"] = str(tmp / "data")
-    os.environ["MNEMO_CONFIG_DIR"] = str(tmp / "config")
-
-    from PySide6.QtWidgets import QApplication
-
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("Mnemo")
+    app, tmp = offscreen_app("mnemo-shots-")
     from app.context import AppContext
     from ui.main_window import MainWindow
     from ui.settings_dialog import SettingsDialog

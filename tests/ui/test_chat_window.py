@@ -36,8 +36,10 @@ def test_typed_message_streams_tokens_into_the_view(make_window, chat, qtbot):
         spy(assistant)
         assert win.composer.edit.toPlainText() == ""
         assert win.composer.send_button.accessibleName() == "Stop"
-    # Before the first token the reply showed a "processing prompt" state.
-    assert states[0] == (True, "Processing prompt…")
+    # Before the first token the reply showed a "reading your message" state.
+    from ui.main_window import PENDING_PROMPT
+
+    assert states[0] == (True, PENDING_PROMPT)
     user, assistant = win.chat_view.messages()
     assert user.role == "user" and user.text == "Tell me about the moon."
     turn = win.backend.turn
@@ -202,8 +204,9 @@ def test_switching_conversations_shows_each_ones_messages(make_window, chat, qtb
     assert a.conversation_id != b.conversation_id
     chat.wait_db(win)
     assert win.sidebar.ids() == [b.conversation_id, a.conversation_id]  # newest first
-    # Click the older one in the sidebar.
-    item = win.sidebar.list.item(1)
+    # Click the older one in the sidebar (under the "Today" heading with the other).
+    assert win.sidebar.groups() == ["Today"]
+    item = win.sidebar.list.item(2)
     rect = win.sidebar.list.visualItemRect(item)
     qtbot.mouseClick(win.sidebar.list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     qtbot.waitUntil(

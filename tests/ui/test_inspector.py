@@ -44,8 +44,9 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
     ov = panel.overview
     assert ov.stats["pages"] == st["pages"] and ov.stats["segments"] == st["segments"]
     assert ov.cards["stm"].value.text() == f"{st['pages']['stm']:,} pages"
-    assert ov.cards["mtm"].value.text() == f"{st['segments']['mtm']:,} segments"
-    assert ov.cards["lpm"].value.text() == f"{st['traits']:,} traits"
+    assert ov.cards["mtm"].value.text() == f"{st['segments']['mtm']:,} topics"
+    n_facts = st["knowledge"]["user"]
+    assert ov.cards["lpm"].value.text() == f"{n_facts:,} fact{'s' if n_facts != 1 else ''} · {st['traits']:,} traits"
     assert ov.cards["mtm"].bar.maximum() == store.params.tiers.mtm_capacity
     evs = store.events(0, 100000)
     shown = ov.events.records()
@@ -53,6 +54,7 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
     assert [e.id for e in shown] == [e.id for e in reversed(evs)][: len(shown)]  # newest first
     from ui.inspector import fmt
 
+    panel.set_details(True)  # the store card's technical figures
     assert st["pages_word_indexed"] == st["pages_total"] > 0  # the app stores token vectors as it adds pages
     words = f"words of {st['pages_word_indexed']:,} pages indexed ({fmt.size(st['word_index_bytes'])})"
     assert ov.cards["store"].sub.text().replace("\u200b", "").endswith(words)
@@ -64,11 +66,8 @@ def test_overview_says_what_background_work_is_waiting_for(qtbot, store, filled,
     store.enqueue("promote_segment", {"segment_id": 10**9 + 1})
     assert store.stats()["pending_by_kind"] == {"promote_segment": 2}
     card = panel_factory("overview").overview.cards["jobs"]
-    assert card.value.text() == "2 pending"
-    assert (
-        card.sub.text().replace("\u200b", "")
-        == "2 hot segments to learn persona facts from, when the chat model is free"
-    )
+    assert card.value.text() == "2 waiting"
+    assert card.sub.text().replace("\u200b", "") == "2 busy topics to learn about you from, when the chat model is free"
 
 
 @pytest.mark.parametrize("width, columns", [(1000, 3), (420, 2)])
@@ -82,6 +81,8 @@ def test_overview_cards_reflow_so_their_figures_are_not_cut_off(qtbot, store, fi
     for card in ov.cards.values():
         assert card.value.width() >= card.value.sizeHint().width(), card.title.text()
         assert card.title.width() >= card.title.minimumSizeHint().width(), card.title.text()
+    panel.set_details(True)
+    qtbot.wait(50)
     sub = ov.cards["store"].sub  # a long model id breaks into lines instead of widening the card
     assert sub.width() >= sub.minimumSizeHint().width()
     assert sub.text().replace("\u200b", "").startswith("embedding model all-MiniLM-L6-v2, int8 (bundled) (384-d);")
@@ -94,7 +95,10 @@ def test_overview_cards_reflow_so_their_figures_are_not_cut_off(qtbot, store, fi
 
 def test_the_events_say_what_happened_without_scrolling_in_a_docked_panel(qtbot, store, filled, panel_factory):
     """Docked (about 520 px), the events table showed When, What and Item: its Summary ("page 2 entered
-    short-term memory") began at 410 px and was cut after a few words (seen on the virtual screen)."""
+    short-term memory") began at 410 px and was cut after a few words (seen on the virtual screen). Now the
+    sentence is the last column shown and takes the width left; the technical ones come with Details."""
+    from app.wording import event_kind
+
     panel = panel_factory("overview")
     panel.resize(520, 800)
     panel.show()
@@ -102,13 +106,17 @@ def test_the_events_say_what_happened_without_scrolling_in_a_docked_panel(qtbot,
     view = panel.overview.events_view
     col = panel.overview.events.column_index("summary")
     assert view.columnViewportPosition(col) + view.columnWidth(col) <= view.viewport().width()
-    assert view.columnWidth(col) >= view.fontMetrics().horizontalAdvance("page 2 entered short-term memory")
-    # and its kind ("What", e.g. "knowledge confirmed"), after a compact time, was cut to "page adde…"
+    assert view.columnWidth(col) >= view.fontMetrics().horizontalAdvance("Page 12 saved from your chat (recent chat)")
+    # its kind, after a compact time, was cut to "page adde…"
     what = panel.overview.events.column_index("kind")
     assert view.columnViewportPosition(what) + view.columnWidth(what) <= view.viewport().width()
-    kinds = [e.kind.replace("_", " ") for e in panel.overview.events.records()] + ["knowledge confirmed"]
+    kinds = [event_kind(e.kind) for e in panel.overview.events.records()] + [event_kind("knowledge_confirmed")]
     longest = max(kinds, key=view.fontMetrics().horizontalAdvance)
     assert view.fontMetrics().horizontalAdvance(longest) < view.columnWidth(what)
+    for key in ("item", "why", "raw"):  # technical: with Details only
+        assert view.isColumnHidden(panel.overview.events.column_index(key))
+    panel.set_details(True)
+    assert not view.isColumnHidden(panel.overview.events.column_index("raw"))
 
 
 def test_a_compact_time_for_narrow_columns():
@@ -266,7 +274,7 @@ def test_segments_table_heat_and_charts_equal_the_database(qtbot, store, filled,
     hist = sv.history.history
     assert hist is not None and hist.now[1] == pytest.approx(sv.segment.heat)
     names = [s.name() for s in sv.history.chart().series()]
-    assert any(n.startswith("τ") for n in names)
+    assert any(n.startswith("threshold") for n in names)
     # sort by pages (SQL) and filter by tier
     sv.table.horizontalHeader().setSortIndicator(m.column_index("page_count"), Qt.SortOrder.DescendingOrder)
     settle(panel)
@@ -302,8 +310,11 @@ def test_a_heat_just_below_tau_is_not_shown_as_tau(qtbot, store, filled, panel_f
     sv.show_segment(seg.id)
     settle(panel)
     text = sv.detail.toPlainText()
-    assert "Heat 4.99 =" in text and "less than 0.01 below τ = 5" in text and "5.00" not in text
-    assert "now 4.99 · τ = 5" in sv.history.chart().title()
+    assert "Heat 4.99:" in text and "less than 0.01 below the threshold of 5" in text and "5.00" not in text
+    assert "heat 4.99" in sv.history.chart().title()
+    panel.set_details(True)  # the formula, with the core's own terms
+    text = sv.detail.toPlainText()
+    assert "heat 4.99 = 1·N_visit (0)" in text and "τ = 5" in text and "5.00" not in text
 
 
 def test_persona_shows_traits_by_dimension_and_knowledge(qtbot, store, filled, panel_factory):
@@ -341,7 +352,7 @@ def test_persona_headings_are_whole_in_a_docked_panel(qtbot, store, filled, pane
     pv = panel.persona
     labels = [pv.traits_label] + [pv.kviews[o].parentWidget().property("title_label") for o in ("user", "assistant")]
     n_user = len(store.list_knowledge(owner="user", limit=10_000))
-    assert labels[1].text() == f"Facts about the user — {n_user} fact{'s' if n_user != 1 else ''}"
+    assert labels[1].text() == f"Facts about you — {n_user} fact{'s' if n_user != 1 else ''}"
     for lab in labels:
         one_line = lab.fontMetrics().horizontalAdvance(lab.text()) <= lab.contentsRect().width()
         assert lab.isVisible() and (one_line or (lab.wordWrap() and lab.height() >= lab.heightForWidth(lab.width())))
@@ -747,7 +758,7 @@ def test_add_remembers_a_fact_and_a_trait_the_user_writes(qtbot, store, filled, 
     assert panel.status_label.text() == f"Remembered as fact {k.id}: I am allergic to peanuts."
     assert offered == pv.traits.dimensions()
     assert pv.item is not None and pv.item[0] == "knowledge" and pv.item[1].id == k.id  # selected, details shown
-    assert "I am allergic to peanuts." in pv.detail.toPlainText() and "by the user" in pv.detail.toPlainText()
+    assert "I am allergic to peanuts." in pv.detail.toPlainText() and "by you" in pv.detail.toPlainText()
     hits = store.retrieve("Can I eat peanut butter?", record_visits=False).knowledge
     assert k.id in [h.item.id for h in hits]
     # saying it again confirms it; a trait goes under its dimension

@@ -132,7 +132,7 @@ def test_heat_history_replays_events():
     # visits are not in the log: the history says so
     seg2 = SimpleNamespace(id=7, heat=3.0 + rec, n_visit=2, l_interaction=1, last_access=500.0)
     h2 = heat_history(ev, seg2, p, now=now)
-    assert any("N_visit" in n for n in h2.notes)
+    assert any("used in 2 replies, which the log does not hold" in n for n in h2.notes)
     assert h2.now == (now, seg2.heat) and h2.points[-1][1] == pytest.approx(1.0 + rec)  # the line: no visits
 
 

@@ -561,7 +561,9 @@ def test_import_conversations_from_the_app_with_progress_and_cancel(make_window,
     written = win.backend.db(lambda s: (s.stats()["conversations"], s.check_integrity())).result(timeout=30)
     assert written == (0, [])
     monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(fixture), "")))
-    win.import_action.trigger()  # the menu entry, as a user would
+    win.import_action.trigger()  # the menu entry, as a user would: how to get an export, then the file
+    assert "Export data" in win.import_help.text.toPlainText()
+    win.import_help.choose_button.click()
     dlg = win.import_window
     with qtbot.waitSignal(dlg.finished_import, timeout=60_000) as sig:
         pass
@@ -923,8 +925,8 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
     ctx._embedder, ctx._chat_model = embedder, chat_model
     seen: dict = {"windows": [], "titles": [], "error": None}
 
-    def titles(win):
-        return [win.sidebar.list.item(i).text().split("\n")[0] for i in range(win.sidebar.list.count())]
+    def titles(win):  # the chats, not their date headings
+        return [win.sidebar.title_of(cid) for cid in win.sidebar.ids()]
 
     def windows():
         return [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]

@@ -1,5 +1,6 @@
-"""QtCharts views of segment heat: the hottest segments (stacked by heat component) with τ, and one
-segment's heat over time reconstructed from the memory event log.
+"""QtCharts views of topic (segment) heat: the busiest topics (stacked by heat component) with the threshold
+(τ) at which a topic is read for the profile, and one topic's heat over time, reconstructed from the memory
+event log. The charts draw in the theme's colours (`apply_theme`), dark mode included.
 
 What the event log lets us recover: pages joining a segment (`page_moved` with
 `detail.segment_id`; +1 L_interaction, resets last access), its creation, retrieval visits
@@ -32,13 +33,15 @@ from PySide6.QtCharts import (
 from PySide6.QtCore import QDateTime, QMargins, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 
-from app.wording import heat
+from app.wording import count, heat
+from ui import theme
 
 VISIT_EVENTS = {"segment_visited", "visited"}
 C_VISIT = QColor("#8e24aa")
 C_INTER = QColor("#fb8c00")
 C_RECENCY = QColor("#42a5f5")
 C_TAU = QColor("#c62828")
+LEGEND_MIN_WIDTH = 300
 
 
 # ====================================================================== reconstruction (pure, testable)
@@ -131,13 +134,13 @@ def heat_history(events: Sequence, segment, params, now: float | None = None, sa
         if l_int != segment.l_interaction:
             h.complete = False
             h.notes.append(
-                f"the event log replays L_interaction = {l_int}, the segment has {segment.l_interaction} "
-                "(older events were pruned, or the segment changed outside logged events)"
+                f"the log holds {count(l_int, 'new message')} of this topic, the topic counts "
+                f"{segment.l_interaction} (older entries of the log were cleared)"
             )
         if segment.n_visit and n != segment.n_visit:
             h.notes.append(
-                f"N_visit = {segment.n_visit}: recalls are not in the event log, so the line shows "
-                "β·L_interaction + γ·recency; the purple square 'now' is the full heat, recalls included"
+                f"used in {count(segment.n_visit, 'reply')}, which the log does not hold: the line shows new "
+                "messages and recent use; the purple square “now” is the whole heat, uses included"
             )
             if not h.points or h.points[-1][0] != now:
                 h.points.append((now, heat_at(now) if last is not None else 0.0))
@@ -146,7 +149,7 @@ def heat_history(events: Sequence, segment, params, now: float | None = None, sa
         h.now = (now, float(segment.heat))
     if not h.points:
         h.complete = False
-        h.notes.append("no events of this segment are left in the event log")
+        h.notes.append("the log holds nothing of this topic any more")
     return h
 
 
@@ -162,6 +165,7 @@ def fit_to_width(chart: QChart, width: int) -> None:
     if width < 420:
         f.setPointSizeF(max(6.5, f.pointSizeF() * 0.8))
     legend.setFont(f)
+    legend.setVisible(width >= LEGEND_MIN_WIDTH)  # squeezed, its labels read "u… n… r…"; the tooltip says it
 
 
 class _FittingChartView(QChartView):
@@ -169,11 +173,34 @@ class _FittingChartView(QChartView):
 
     def setChart(self, chart: QChart) -> None:
         fit_to_width(chart, self.width())
+        apply_theme(chart)
         super().setChart(chart)
+        self.setBackgroundBrush(QColor(theme.colors().base))
+
+    def restyle(self) -> None:
+        """The theme changed: redraw the chart in its colours."""
+        apply_theme(self.chart())
+        self.setBackgroundBrush(QColor(theme.colors().base))
 
     def resizeEvent(self, event) -> None:
         fit_to_width(self.chart(), event.size().width())
         super().resizeEvent(event)
+
+
+def apply_theme(chart: QChart) -> None:
+    """Draw `chart` in the theme's colours: a QChart paints white with black labels whatever the palette,
+    which left the charts white in dark mode."""
+    c = theme.colors()
+    text, muted, grid = QColor(c.text), QColor(c.muted), QColor(c.border)
+    chart.setBackgroundBrush(QColor(c.base))
+    chart.setBackgroundPen(QPen(Qt.PenStyle.NoPen))
+    chart.setTitleBrush(text)
+    chart.legend().setLabelColor(text)
+    for axis in chart.axes():
+        axis.setLabelsColor(muted)
+        axis.setTitleBrush(muted)
+        axis.setGridLineColor(grid)
+        axis.setLinePenColor(grid)
 
 
 def _chart(title: str) -> QChart:
@@ -189,32 +216,35 @@ def _chart(title: str) -> QChart:
 
 
 class SegmentsHeatChart(_FittingChartView):
-    """Horizontal stacked bars of the hottest mid-term segments: α·N_visit + β·L_interaction + γ·recency,
-    with τ as a vertical line. Clicking a bar emits `segment_clicked(id)`."""
+    """Horizontal stacked bars of the busiest topics (mid-term segments): α·N_visit + β·L_interaction +
+    γ·recency, with the threshold τ as a vertical line. Clicking a bar emits `segment_clicked(id)`."""
 
     segment_clicked = Signal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setRenderHint(QPainter.RenderHint.Antialiasing)
-        self.setChart(_chart("Hottest segments"))
+        self.setChart(_chart("Busiest topics"))
+        self.setToolTip(
+            "Each topic's heat, in parts: uses (purple), new messages (orange) and recent use (blue); "
+            "the dashed line is the threshold at which it is read for your profile. Click a bar to open it."
+        )
         self.segment_ids: list[int] = []
         self.setMinimumHeight(220)
 
     def set_segments(self, segments: Sequence, params, total: int | None = None) -> None:
         segs = list(segments)[::-1]  # hottest at the top of a horizontal bar chart
         self.segment_ids = [s.id for s in segs]
-        total_txt = f" of {total} in mid-term" if total is not None else ""
-        chart = _chart(f"Hottest segments ({len(segs)}{total_txt}) · τ = {params.heat.tau:g}")
+        chart = _chart("Busiest topics")
         if not segs:
-            chart.setTitle("No mid-term segments yet")
+            chart.setTitle("No topics yet")
             self.setChart(chart)
             return
         sets = []
         for name, color, fn in (
-            ("visits", C_VISIT, lambda s: params.heat.alpha * s.n_visit),
-            ("new pages", C_INTER, lambda s: params.heat.beta * s.l_interaction),
-            ("recency", C_RECENCY, lambda s: params.heat.gamma * s.recency),
+            ("uses", C_VISIT, lambda s: params.heat.alpha * s.n_visit),
+            ("new", C_INTER, lambda s: params.heat.beta * s.l_interaction),
+            ("recent", C_RECENCY, lambda s: params.heat.gamma * s.recency),
         ):
             bs = QBarSet(name)
             bs.setColor(color)
@@ -244,7 +274,7 @@ class SegmentsHeatChart(_FittingChartView):
         series.attachAxis(ay)
         series.attachAxis(ax)
         tau = QLineSeries()
-        tau.setName(f"τ = {params.heat.tau:g}")
+        tau.setName(f"threshold {params.heat.tau:g}")
         pen = QPen(C_TAU)
         pen.setWidthF(2.0)
         pen.setStyle(Qt.PenStyle.DashLine)
@@ -258,25 +288,25 @@ class SegmentsHeatChart(_FittingChartView):
 
 
 class SegmentHistoryChart(_FittingChartView):
-    """One segment's heat over time (from the event log) with the τ line and event marks."""
+    """One topic's heat over time (from the event log) with the threshold line (τ) and event marks."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setRenderHint(QPainter.RenderHint.Antialiasing)
-        self.setChart(_chart("Select a segment to see its heat over time"))
+        self.setChart(_chart("Select a topic to see its heat over time"))
         self.history: HeatHistory | None = None
         self.setMinimumHeight(200)
 
-    def clear(self, text: str = "Select a segment to see its heat over time") -> None:
+    def clear(self, text: str = "Select a topic to see its heat over time") -> None:
         self.history = None
         self.setChart(_chart(text))
 
     def set_history(self, segment, history: HeatHistory, params) -> None:
         self.history = history
-        chart = _chart(f"Segment {segment.id} over time · now {heat(segment.heat)} · τ = {params.heat.tau:g}")
+        chart = _chart(f"Topic {segment.id}: heat {heat(segment.heat)}")
         pts = history.points
         if not pts:
-            chart.setTitle(f"Segment #{segment.id}: no heat history in the event log")
+            chart.setTitle(f"Topic {segment.id}: no heat history in the event log")
             self.setChart(chart)
             return
         t0, t1 = pts[0][0], pts[-1][0]
@@ -294,7 +324,7 @@ class SegmentHistoryChart(_FittingChartView):
             line.append(QPointF(t * 1000.0, hval))
         chart.addSeries(line)
         tau = QLineSeries()
-        tau.setName(f"τ = {params.heat.tau:g}")
+        tau.setName(f"threshold {params.heat.tau:g}")
         tp = QPen(C_TAU)
         tp.setWidthF(1.8)
         tp.setStyle(Qt.PenStyle.DashLine)
@@ -305,7 +335,7 @@ class SegmentHistoryChart(_FittingChartView):
         extra = []
         if history.marks:
             marks = QScatterSeries()
-            marks.setName("promoted" if all(m[2] == "promoted" for m in history.marks) else "events")
+            marks.setName("read for profile" if all(m[2] == "promoted" for m in history.marks) else "events")
             marks.setMarkerSize(9)
             marks.setColor(C_TAU)
             for t, hval, _ in history.marks:

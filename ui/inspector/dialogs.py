@@ -63,7 +63,7 @@ class EditTextDialog(QDialog):
         if note:
             n = QLabel(note)
             n.setWordWrap(True)
-            n.setStyleSheet("color: palette(mid);")
+            n.setStyleSheet("color: palette(placeholder-text);")
             lay.addWidget(n)
         self.edits: list[QPlainTextEdit] = []
         for label, text in fields:
@@ -127,7 +127,7 @@ class NewPersonaItemDialog(QDialog):
             "earlier one, whose text stays in the version history."
         )
         note.setWordWrap(True)
-        note.setStyleSheet("color: palette(mid);")
+        note.setStyleSheet("color: palette(placeholder-text);")
         lay.addWidget(note)
         form = QFormLayout()
         self.kind = QComboBox()

@@ -7,7 +7,9 @@ import html
 import re
 import time
 
-TIER_NAMES = {"stm": "short-term", "mtm": "mid-term", "archive": "archive"}
+from app.wording import TIERS as TIER_NAMES  # the plain names: "recent chat", "topics", "archive"
+
+PAGE_PLACES = {"stm": "recent chat", "mtm": "in a topic", "archive": "archived"}
 
 
 def _local(ts: float | None) -> dt.datetime | None:
@@ -77,7 +79,13 @@ def paragraphs(text: str | None) -> str:
 
 
 def tier(t: str | None) -> str:
-    return TIER_NAMES.get(t or "", t or "—")
+    """Where a page is: "recent chat", "in a topic", "archived"."""
+    return PAGE_PLACES.get(t or "", TIER_NAMES.get(t or "", t or "—"))
+
+
+def segment_tier(t: str | None) -> str:
+    """Where a topic is: "in use" or "archived"."""
+    return {"mtm": "in use", "archive": "archived"}.get(t or "", t or "—")
 
 
 _EMBED_SUFFIX = re.compile(r"-[0-9a-f]{10}-\d+d$")  # models.embedder's id: <file>-<folder>-<digest>-<dim>d

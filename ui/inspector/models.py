@@ -25,7 +25,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 
-from app.wording import count, heat
+from app.wording import count, event_kind, event_sentence, heat, heat_in_words, plain_left_out, plain_reason
 from ui import plain
 from ui.inspector import fmt
 
@@ -48,6 +48,18 @@ ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 ALIGN_CENTER = int(Qt.AlignmentFlag.AlignCenter)
 
 TIER_COLORS = {"stm": QColor("#1565c0"), "mtm": QColor("#2e7d32"), "archive": QColor("#757575")}
+
+
+def toned(color: QColor | None) -> QColor | None:
+    """A text colour made readable on the theme's background: the light theme's dark blues and greens
+    are lightened in the dark theme."""
+    from ui import theme
+
+    if color is None or theme.colors().name != "dark":
+        return color
+    return color.lighter(175)
+
+
 PLACEHOLDER = "…"
 _GREY = QColor("#9e9e9e")
 
@@ -605,7 +617,12 @@ class PagesModel(LazyTableModel):
             tip=lambda p: fmt.when(p.timestamp, seconds=True),
         ),
         Column(
-            "tier", "Tier", lambda p: fmt.tier(p.tier), sort="tier", width=80, color=lambda p: TIER_COLORS.get(p.tier)
+            "tier",
+            "Tier",
+            lambda p: fmt.tier(p.tier),
+            sort="tier",
+            width=80,
+            color=lambda p: toned(TIER_COLORS.get(p.tier)),
         ),
         Column(
             "user",
@@ -623,28 +640,29 @@ class PagesModel(LazyTableModel):
         ),
         Column(
             "segment",
-            "Segment",
+            "Topic",
             lambda p: p.segment_id if p.segment_id is not None else "—",
             sort="segment",
-            width=72,
+            width=60,
             align=ALIGN_RIGHT,
+            header_tip="The topic this page belongs to (pages in recent chat have none yet)",
         ),
         Column(
             "conversation",
-            "Conv.",
+            "Chat",
             lambda p: p.conversation_id if p.conversation_id is not None else "—",
             sort="conversation",
             width=56,
             align=ALIGN_RIGHT,
-            header_tip="Conversation",
+            header_tip="The chat this page came from",
         ),
         Column(
             "chain",
-            "Chain",
+            "Thread",
             _chain,
             width=118,
-            tip=lambda p: p.chain_summary or "not linked to a dialogue chain",
-            header_tip="Previous / next page of its dialogue chain",
+            tip=lambda p: p.chain_summary or "not linked to the pages around it",
+            header_tip="The pages before and after it on the same subject",
         ),
         Column(
             "pinned",
@@ -669,12 +687,15 @@ class SegmentsModel(LazyTableModel):
 
     default_order = ("heat", True)
 
+    tau_now = 5.0  # the promotion threshold the heat tooltips speak of (the last model made sets it)
+
     def __init__(self, worker, tau: float = 5.0, parent=None):
         super().__init__(worker, parent)
         self.tau = float(tau)
+        SegmentsModel.tau_now = self.tau
 
     columns = [
-        Column("id", "Segment", lambda s: s.id, sort="id", width=70, align=ALIGN_RIGHT),
+        Column("id", "Topic", lambda s: s.id, sort="id", width=60, align=ALIGN_RIGHT),
         Column(
             "heat",
             "Heat",
@@ -683,11 +704,9 @@ class SegmentsModel(LazyTableModel):
             width=150,
             align=ALIGN_RIGHT,
             bar=lambda s: s.heat,
-            tip=lambda s: (
-                f"heat {s.heat:.3f} = α·N_visit ({s.n_visit}) + β·L_interaction ({s.l_interaction}) "
-                f"+ γ·recency ({s.recency:.3f})"
-            ),
-            header_tip="heat = α·N_visit + β·L_interaction + γ·exp(−Δt/μ); promoted to the persona at τ",
+            tip=lambda s: heat_in_words(s.n_visit, s.l_interaction, s.heat, SegmentsModel.tau_now, s.promotions),
+            header_tip="How much a topic is in use: used in replies, new messages, recently. A topic this "
+            "busy is read for what it says about you (Help ▸ How Mnemo remembers)",
         ),
         Column(
             "summary", "Summary", lambda s: fmt.one_line(s.summary, 220), width=330, tip=lambda s: _elide_tip(s.summary)
@@ -698,21 +717,21 @@ class SegmentsModel(LazyTableModel):
         Column("page_count", "Pages", lambda s: s.page_count, sort="page_count", width=56, align=ALIGN_RIGHT),
         Column(
             "n_visit",
-            "N_visit",
+            "Uses",
             lambda s: s.n_visit,
             sort="n_visit",
-            width=64,
+            width=52,
             align=ALIGN_RIGHT,
-            header_tip="N_visit: times this segment supplied a recalled page",
+            header_tip="How many replies used a page of this topic",
         ),
         Column(
             "l_interaction",
-            "L_inter.",
+            "New",
             lambda s: s.l_interaction,
             sort="l_interaction",
-            width=64,
+            width=48,
             align=ALIGN_RIGHT,
-            header_tip="L_interaction: pages added since its last promotion",
+            header_tip="Messages added to this topic since it was last read for your profile",
         ),
         Column(
             "recency",
@@ -721,11 +740,11 @@ class SegmentsModel(LazyTableModel):
             sort="last_access",
             width=66,
             align=ALIGN_RIGHT,
-            header_tip="exp(−Δt/μ), Δt = time since last access",
+            header_tip="How recently it was used, from 1 (just now) down to 0 (months ago)",
         ),
         Column(
             "last_access",
-            "Last access",
+            "Last used",
             lambda s: fmt.when(s.last_access),
             sort="last_access",
             width=128,
@@ -739,7 +758,13 @@ class SegmentsModel(LazyTableModel):
             align=ALIGN_CENTER,
             bold=lambda s: s.pinned,
         ),
-        Column("tier", "Tier", lambda s: fmt.tier(s.tier), width=76, color=lambda s: TIER_COLORS.get(s.tier)),
+        Column(
+            "tier",
+            "Where",
+            lambda s: fmt.segment_tier(s.tier),
+            width=76,
+            color=lambda s: toned(TIER_COLORS.get(s.tier)),
+        ),
     ]
 
     def _count_fn(self, store, filters):
@@ -1021,20 +1046,21 @@ def knowledge_columns() -> list[Column]:
         ),
         Column(
             "confidence",
-            "Conf.",
+            "Sure",
             lambda k: f"{k.confidence:.2f}",
             sort="confidence",
             width=56,
             align=ALIGN_RIGHT,
             bar=lambda k: k.confidence,
+            header_tip="How sure Mnemo is of it, from 0 to 1: a fact said again becomes surer",
         ),
-        Column("version", "Ver.", lambda k: f"v{k.version}", width=44, align=ALIGN_RIGHT),
+        Column("version", "Ver.", lambda k: f"v{k.version}", width=44, align=ALIGN_RIGHT, header_tip="Its version"),
         Column(
             "sources",
-            "Sources",
+            "From pages",
             lambda k: ", ".join(str(p) for p in k.source_page_ids[:6]) + ("…" if len(k.source_page_ids) > 6 else ""),
             width=90,
-            tip=lambda k: "source pages: " + (", ".join(map(str, k.source_page_ids)) or "none (written by the user)"),
+            tip=lambda k: "from pages " + (", ".join(map(str, k.source_page_ids)) or "none: written by you"),
         ),
         Column("updated_at", "Updated", lambda k: fmt.when(k.updated_at), sort="updated_at", width=120),
         Column("pinned", "Pinned", lambda k: "pinned" if k.pinned else "", width=52, align=ALIGN_CENTER),
@@ -1109,11 +1135,24 @@ def event_columns() -> list[Column]:
             width=92,
             tip=lambda e: f"{fmt.when(e.at, seconds=True)} ({fmt.ago(e.at)})",
         ),
-        Column("summary", "Summary", lambda e: e.summary, width=232, tip=lambda e: e.summary),
-        Column("kind", "What", lambda e: e.kind.replace("_", " "), width=140, color=lambda e: EVENT_COLORS.get(e.kind)),
+        # the kind before the sentence: the sentence is the last column shown, so it takes the width left
+        Column(
+            "kind", "Kind", lambda e: event_kind(e.kind), width=120, color=lambda e: toned(EVENT_COLORS.get(e.kind))
+        ),
+        Column("summary", "What happened", _event_text, width=300, tip=_event_text),
+        # the technical columns: shown with the inspector's Details switch (InspectorPanel.set_details)
         Column("item", "Item", lambda e: f"{e.item_kind} {e.item_id}" if e.item_kind else "—", width=120),
         Column("why", "Details", _event_why, width=260, tip=_event_why),
+        Column("raw", "Logged as", lambda e: e.summary, width=260, tip=lambda e: e.summary),
     ]
+
+
+# the columns of each table that only the Details switch shows (their words are the memory core's)
+TECHNICAL_COLUMNS = {"events": ("item", "why", "raw"), "segments": ("recency",)}
+
+
+def _event_text(e) -> str:
+    return event_sentence(e.kind, e.item_kind, e.item_id, e.detail, e.summary)
 
 
 def trace_page_columns(*, in_prompt: bool) -> list[Column]:
@@ -1127,9 +1166,15 @@ def trace_page_columns(*, in_prompt: bool) -> list[Column]:
             width=110,
             align=ALIGN_RIGHT,
             bar=lambda r: r["score"],
-            header_tip="fused retrieval score (dense + keyword + segment)",
+            header_tip="How well it matched your message, in meaning and in words",
         ),
-        Column("reason", "Why it was recalled", lambda r: r["reason"], width=500, tip=lambda r: r["reason"]),
+        Column(
+            "reason",
+            "Why it was recalled",
+            lambda r: plain_reason(r["reason"]),
+            width=500,
+            tip=lambda r: plain_reason(r["reason"]),
+        ),
         Column(
             "text",
             "Page",
@@ -1140,13 +1185,17 @@ def trace_page_columns(*, in_prompt: bool) -> list[Column]:
         ),
         Column("when", "When", lambda r: fmt.when(r.get("timestamp")), width=120),
         Column(
-            "tier", "Tier", lambda r: fmt.tier(r.get("tier")), width=72, color=lambda r: TIER_COLORS.get(r.get("tier"))
+            "tier",
+            "Tier",
+            lambda r: fmt.tier(r.get("tier")),
+            width=72,
+            color=lambda r: toned(TIER_COLORS.get(r.get("tier"))),
         ),
         Column(
             "segment",
-            "Segment",
+            "Topic",
             lambda r: r.get("segment_id") if r.get("segment_id") is not None else "—",
-            width=64,
+            width=56,
             align=ALIGN_RIGHT,
         ),
     ]
@@ -1159,8 +1208,8 @@ def trace_page_columns(*, in_prompt: bool) -> list[Column]:
                 "Quoted",
                 lambda r: r.get("quoted", ""),
                 width=84,
-                header_tip="what of the page the prompt quoted: both sides, or one (the other "
-                "ranked lower than the turns that filled the budget)",
+                header_tip="What of the page the prompt quoted: both sides, or one (the other "
+                "matched less well than what filled the room)",
             ),
         )
     else:
@@ -1171,9 +1220,9 @@ def trace_page_columns(*, in_prompt: bool) -> list[Column]:
             Column(
                 "left_out",
                 "Not in the prompt because",
-                lambda r: r.get("left_out", ""),
+                lambda r: plain_left_out(r.get("left_out", "")),
                 width=260,
-                tip=lambda r: r.get("left_out", ""),
+                tip=lambda r: plain_left_out(r.get("left_out", "")),
             ),
         )
     return cols
@@ -1191,7 +1240,7 @@ def trace_item_columns() -> list[Column]:
             width=90,
             align=ALIGN_RIGHT,
             bar=lambda r: r["score"],
-            header_tip="a trait: its confidence; a fact: its cosine to the query",
+            header_tip="A trait: how sure Mnemo is of it; a fact: how close it is in meaning to your message",
         ),
         Column(
             "in_prompt",
@@ -1202,13 +1251,15 @@ def trace_item_columns() -> list[Column]:
             bold=lambda r: r["in_prompt"] == "yes",
         ),
         Column("text", "Item", lambda r: fmt.one_line(r["text"], 200), width=430, tip=lambda r: _elide_tip(r["text"])),
-        Column("reason", "Why", lambda r: r["reason"], width=330, tip=lambda r: r["reason"]),
+        Column(
+            "reason", "Why", lambda r: plain_reason(r["reason"]), width=330, tip=lambda r: plain_reason(r["reason"])
+        ),
     ]
 
 
 def trace_segment_columns() -> list[Column]:
     return [
-        Column("segment_id", "Segment", lambda r: r["segment_id"], width=70, align=ALIGN_RIGHT),
+        Column("segment_id", "Topic", lambda r: r["segment_id"], width=60, align=ALIGN_RIGHT),
         Column(
             "score",
             "Match",
@@ -1216,9 +1267,9 @@ def trace_segment_columns() -> list[Column]:
             width=100,
             align=ALIGN_RIGHT,
             bar=lambda r: r["score"],
-            header_tip="cosine + keyword Jaccard of the query against the segment",
+            header_tip="How close the topic is to your message, in meaning and in words",
         ),
-        Column("reason", "Why", lambda r: r["reason"], width=240),
+        Column("reason", "Why", lambda r: plain_reason(r["reason"]), width=240),
         Column(
             "summary",
             "Summary",

@@ -17,19 +17,22 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QHBoxLayout,
-    QLabel,
     QMainWindow,
     QPushButton,
     QTabWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app import operations
-from ui import plain
+from ui import theme
+from ui.elided_label import ShrinkingLabel
 from ui.inspector import dialogs
 from ui.inspector.activation import TIP as ACTIVATION_TIP
 from ui.inspector.activation import ActivationView
+from ui.inspector.memories import SavedMemoriesView
+from ui.inspector.prompt_view import PromptView
 from ui.inspector.views import OverviewView, PagesView, PersonaView, SegmentsView, TraceView
 from ui.tasks import UiWorker
 
@@ -53,7 +56,17 @@ class InspectorPanel(QWidget):
     paused_changed = Signal(bool)  # the panel's pause switch changed the store
     exported = Signal(str)  # an export finished: the file's path
 
-    TABS = ("overview", "segments", "pages", "persona", "trace")
+    TABS = ("overview", "memories", "segments", "pages", "persona", "trace", "prompt")
+    # (title, what the tab shows): the titles are whole, never elided (a tab bar too narrow scrolls)
+    TAB_TITLES = {
+        "overview": ("Overview", "How much Mnemo remembers, and what changed lately"),
+        "memories": ("Saved memories", "What Mnemo knows about you, in plain sentences: edit, pin or forget each"),
+        "segments": ("Topics", "Your pages grouped by subject, and how much each topic is in use (its heat)"),
+        "pages": ("Pages", "Every exchange Mnemo keeps: your message and the reply"),
+        "persona": ("Profile", "Your profile in detail: traits and facts, how sure Mnemo is, their versions"),
+        "trace": ("Recall", "What a reply recalled from memory, and why"),
+        "prompt": ("Prompt", "The whole prompt of a reply, and how many tokens each part took"),
+    }
 
     def __init__(self, ctx, parent=None, *, poll_ms: int = POLL_MS):
         super().__init__(parent)
@@ -75,19 +88,38 @@ class InspectorPanel(QWidget):
         # () -> the id of the newest reply in the chat on screen, or None (set by `attach`): the trace tab,
         # opened with nothing selected, shows what that reply recalled instead of an empty table
         self.latest_reply: Callable[[], int | None] | None = None
+        # (message id) -> the whole prompt of a recent reply, or None (set by `attach`: the window keeps them)
+        self.prompt_of: Callable[[int], Any] | None = None
+        self.add_memory: Callable[[], None] = lambda: self.persona.add_item()
+        self.details = bool(getattr(getattr(ctx.settings, "ui", None), "developer", False))
         self.setObjectName("MemoryInspector")
-        self.setMinimumWidth(420)
+        self.setMinimumWidth(MIN_WIDTH)
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         top = QHBoxLayout()  # no title of its own: the dock's title bar says "Memory"
-        self.status_label = plain.label(QLabel(""))  # it quotes facts the user wrote
-        self.status_label.setStyleSheet("color: #777;")
-        top.addWidget(self.status_label, 1)
+        # the controls first, at fixed places: a status line beside them grew and shrank with its text and
+        # moved "Pause memory" under the cursor; it has a line of its own below them
         self.pause_box = QCheckBox("Pause memory")
-        self.pause_box.setToolTip("While paused, new conversations are not remembered (nothing already stored changes)")
+        self.pause_box.setToolTip("While paused, nothing new is remembered (what is kept stays as it is)")
         self.pause_box.toggled.connect(self._on_pause_toggled)
         top.addWidget(self.pause_box)
+        top.addStretch(1)
+        self.details_btn = QToolButton()
+        self.details_btn.setText("Details ▸")
+        self.details_btn.setCheckable(True)
+        self.details_btn.setChecked(self.details)
+        self.details_btn.setToolTip(
+            "Show the technical details too: the memory's own terms, scores and formulas, and the log's entries"
+        )
+        self.details_btn.toggled.connect(self.set_details)
+        top.addWidget(self.details_btn)
+        lay.addLayout(top)
+        top = QHBoxLayout()  # the second row: the status line (elided, never pushing) and the buttons
+        # plain text (it quotes facts the user wrote), elided to its room: it never pushes the buttons about
+        self.status_label = ShrinkingLabel("")
+        self.status_label.setObjectName("inspectorStatus")
+        top.addWidget(self.status_label, 1)
         self.refresh_btn = QPushButton("Refresh")
         self.refresh_btn.clicked.connect(lambda: self.refresh_all(force=True))
         top.addWidget(self.refresh_btn)
@@ -97,7 +129,7 @@ class InspectorPanel(QWidget):
         top.addWidget(self.export_btn)
         self.wipe_btn = QPushButton("Wipe all…")
         self.wipe_btn.setToolTip("Forget everything the assistant remembers (conversations stay)")
-        self.wipe_btn.setStyleSheet("color: #c62828;")
+        self.wipe_btn.setObjectName("dangerButton")
         self.wipe_btn.clicked.connect(self.wipe_all)
         top.addWidget(self.wipe_btn)
         lay.addLayout(top)
@@ -105,19 +137,21 @@ class InspectorPanel(QWidget):
         self._export_progress.changed.connect(self._on_export_progress)
 
         self.tabs = QTabWidget()
+        self.tabs.setObjectName("inspectorTabs")
+        self.tabs.setElideMode(Qt.TextElideMode.ElideNone)  # "Overview" read "w" in a docked panel
+        self.tabs.setUsesScrollButtons(True)
+        self.tabs.setDocumentMode(True)
         self.overview = OverviewView(self)
+        self.memories = SavedMemoriesView(self)
         self.segments = SegmentsView(self)
         self.pages = PagesView(self)
         self.persona = PersonaView(self)
         self.trace = TraceView(self)
-        for w, name in (
-            (self.overview, "Overview"),
-            (self.segments, "Segments"),
-            (self.pages, "Pages"),
-            (self.persona, "Persona"),
-            (self.trace, "Retrieval trace"),
-        ):
-            self.tabs.addTab(w, name)
+        self.prompt = PromptView(self)
+        for name in self.TABS:
+            title, tip = self.TAB_TITLES[name]
+            i = self.tabs.addTab(self._view(name), title)
+            self.tabs.setTabToolTip(i, tip)
         self.activation = ActivationView(self, ctx.paths.data_dir)  # refreshes itself when shown
         self.tabs.setTabToolTip(self.tabs.addTab(self.activation, "Activation memory"), ACTIVATION_TIP)
         self.tabs.currentChanged.connect(self._on_tab)
@@ -240,9 +274,9 @@ class InspectorPanel(QWidget):
         return dialogs.ask_new_item(self, dimensions)
 
     def status(self, text: str, error: bool = False) -> None:
-        self.status_label.setStyleSheet("color: #c62828;" if error else "color: #2e7d32;")
+        c = theme.colors()
+        self.status_label.setStyleSheet(f"color: {c.error};" if error else f"color: {c.accent};")
         self.status_label.setText(text)
-        self.status_label.setToolTip(plain.tip(text))
         self._status_until = time.monotonic() + (8 if error else 4)
 
     def status_error(self, text: str) -> None:
@@ -251,7 +285,7 @@ class InspectorPanel(QWidget):
     def _on_busy(self, busy: bool) -> None:
         if time.monotonic() < self._status_until:
             return
-        self.status_label.setStyleSheet("color: #777;")
+        self.status_label.setStyleSheet(f"color: {theme.colors().muted};")
         self.status_label.setText("loading…" if busy else "")
 
     # ------------------------------------------------------------------ tabs and loading
@@ -262,8 +296,8 @@ class InspectorPanel(QWidget):
             return
         if hasattr(view, "ensure_loaded"):
             view.ensure_loaded()
-        if name == "trace" and view.data is None and view.loading is None and self.latest_reply is not None:
-            mid = self.latest_reply()  # opened empty: what the newest reply on screen recalled
+        if name in ("trace", "prompt") and view.data is None and view.loading is None and self.latest_reply is not None:
+            mid = self.latest_reply()  # opened empty: the newest reply on screen
             if mid is not None:
                 view.show_message(int(mid))
         if name in self._dirty:
@@ -274,10 +308,12 @@ class InspectorPanel(QWidget):
     def _view(self, name: str):
         return {
             "overview": self.overview,
+            "memories": self.memories,
             "segments": self.segments,
             "pages": self.pages,
             "persona": self.persona,
             "trace": self.trace,
+            "prompt": self.prompt,
         }.get(name)
 
     def current_tab(self) -> str:
@@ -314,7 +350,7 @@ class InspectorPanel(QWidget):
             return
         self.load_overview()
         current = self.current_tab()
-        for name in ("segments", "pages", "persona"):
+        for name in ("memories", "segments", "pages", "persona"):
             view = self._view(name)
             loaded = getattr(view, "loaded", False) or getattr(getattr(view, "model", None), "ready", False)
             if not loaded:
@@ -408,6 +444,60 @@ class InspectorPanel(QWidget):
         self.show_tab("persona")
         self.persona.load_item(kind, int(item_id), select=True)
 
+    def show_memory(self, kind: str, item_id: int) -> None:
+        """A fact or trait about the user in Saved memories (loaded first if need be)."""
+        self.show_tab("memories")
+
+        def reveal(_=None) -> None:  # after the list's load, which the tab asked for first
+            self.memories.reveal(kind, int(item_id))
+
+        if self.memories.loaded:
+            reveal()
+        else:
+            self.run(lambda s: None, reveal, label="saved memories")
+
+    def show_event(self, event) -> None:
+        """Open the inspector where a memory event happened ("Memory updated" in the status bar): a fact or
+        trait in Saved memories (or the Profile, for Mnemo's own), a topic, a page; else the Overview with
+        the event selected in the list of changes."""
+        kind, iid = getattr(event, "item_kind", None), getattr(event, "item_id", None)
+        owner = (getattr(event, "detail", None) or {}).get("owner", "user")
+        if kind in ("trait", "knowledge") and iid and owner == "user":
+            self.show_memory(kind, iid)
+        elif kind in ("trait", "knowledge") and iid:
+            self.show_persona_item(kind, iid)
+        elif kind == "segment" and iid:
+            self.show_segment(iid)
+        elif kind == "page" and iid and getattr(event, "kind", "") == "page_moved":
+            self.show_page(iid)
+        else:
+            self.show_tab("overview")
+            eid = getattr(event, "id", None)
+
+            def select(_=None) -> None:  # after the overview's reload, which the tab asked for first
+                if eid is not None:
+                    self.overview.select_event(int(eid))
+
+            if eid is not None:
+                self.run(lambda s: None, select, label="overview")
+
+    def set_details(self, on: bool) -> None:
+        """The Details switch: the memory core's own terms and figures, shown beside the plain words."""
+        self.details = bool(on)
+        if self.details_btn.isChecked() != self.details:
+            self.details_btn.setChecked(self.details)
+        self.details_btn.setText("Details ▾" if self.details else "Details ▸")
+        for name in self.TABS:
+            view = self._view(name)
+            if hasattr(view, "set_details"):
+                view.set_details(self.details)
+
+    def restyle(self) -> None:
+        """The theme changed: the charts and the coloured texts take its colours."""
+        self.segments.chart.restyle()
+        self.segments.history.restyle()
+        self.status_label.setStyleSheet(f"color: {theme.colors().muted};")
+
     def open_message(self, conversation_id: int, message_id: int | None) -> None:
         if message_id is None:
             return
@@ -417,7 +507,13 @@ class InspectorPanel(QWidget):
     def show_trace_for_message(self, message_id: int) -> None:
         """Show what was recalled for an assistant reply (called when the chat selects a message)."""
         self.trace.show_message(int(message_id))  # first: the tab then does not open on the newest reply
+        self.prompt.show_message(int(message_id))
         self.show_tab("trace")
+
+    def show_prompt_for_message(self, message_id: int) -> None:
+        """The whole prompt of a reply, with the tokens of each part."""
+        self.prompt.show_message(int(message_id))
+        self.show_tab("prompt")
 
     # ------------------------------------------------------------------ global controls
     def _on_pause_toggled(self, paused: bool) -> None:
@@ -486,9 +582,8 @@ class InspectorPanel(QWidget):
     def wipe_all(self) -> None:
         if not self.confirm_typed(
             "Wipe all memory",
-            "This forgets everything the assistant remembers: every page, segment, trait and fact, their "
-            "versions and the event log. Your conversations stay, but the assistant will not remember them. "
-            "This cannot be undone.",
+            "This forgets everything Mnemo remembers: every page, topic, trait and fact, their earlier versions "
+            "and the log of changes. Your chats stay, but Mnemo will not remember them. This cannot be undone.",
         ):
             return
 
@@ -504,6 +599,7 @@ class InspectorPanel(QWidget):
                     m.reload()
             self.segments.load_chart()
             self.persona.refresh()
+            self.memories.refresh()
             self.trace.set_data(None)
             self.pages._show_page(None)
             self.segments._show_segment(None)
@@ -529,6 +625,7 @@ class InspectorWindow(QMainWindow):
 
 DOCK_ATTR = "_mnemo_inspector_dock"
 DOCK_WIDTH = 560  # the inspector's tables and charts need about this much to show their columns and labels
+MIN_WIDTH = 420  # the narrowest the panel gets docked (its buttons and cards still whole)
 
 
 def room_for_dock(window: QRect, screen: QRect, want: int = DOCK_WIDTH) -> QRect:
@@ -599,6 +696,9 @@ def attach(main_window) -> InspectorPanel:
             panel.memory_changed.connect(offer)
         if callable(getattr(main_window, "latest_reply_id", None)):
             panel.latest_reply = main_window.latest_reply_id
+        prompt_of = getattr(getattr(main_window, "backend", None), "prompt_of", None)
+        if callable(prompt_of):
+            panel.prompt_of = prompt_of
         if callable(getattr(main_window, "show_memory_paused", None)):
             panel.paused_changed.connect(main_window.show_memory_paused)
         if isinstance(main_window, QObject):
@@ -613,7 +713,11 @@ def attach(main_window) -> InspectorPanel:
             main_window.resizeDocks([dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
         except Exception:  # pragma: no cover - older Qt
             pass
+        if callable(getattr(main_window, "inspector_attached", None)):
+            main_window.inspector_attached(dock)
     dock.show()
     dock.raise_()
+    if callable(getattr(main_window, "fit_layout", None)):
+        main_window.fit_layout()  # on a small window: the chat list gives way, or the inspector floats
     panel.setFocus()
     return panel

@@ -83,7 +83,7 @@ def _items(trace: dict, included: dict | None) -> list[dict]:
     for t in trace.get("traits", []) or []:
         rows.append(
             {
-                "kind": f"trait · {t.get('dimension', '')}",
+                "kind": f"trait: {t.get('dimension', '')}",
                 "key": ("trait", t.get("trait_id")),
                 "text": "(forgotten since)"
                 if t.get("forgotten")
@@ -96,7 +96,7 @@ def _items(trace: dict, included: dict | None) -> list[dict]:
     for k in trace.get("knowledge", []) or []:
         rows.append(
             {
-                "kind": f"{k.get('owner', '')} knowledge",
+                "kind": "fact about you" if k.get("owner", "user") == "user" else "fact about Mnemo",
                 "key": ("knowledge", k.get("knowledge_id")),
                 "text": "(forgotten since)" if k.get("forgotten") else k.get("text", ""),
                 "score": finite(k.get("score")),

@@ -1,4 +1,7 @@
-"""The inspector's tabs: Overview, Segments, Pages, Persona, Retrieval trace.
+"""The inspector's tabs: Overview, Topics (segments), Pages, Profile (persona), Recall (the retrieval trace).
+
+What they show is in plain words (app.wording); the memory core's own terms and figures (heat formula,
+cosines, the tier names of its papers) appear only with the panel's Details switch (`set_details`).
 
 Each view reads through the panel's worker (`panel.run(fn, done)`: `fn(store)` runs on the
 worker thread, `done(result)` back in the UI thread) and changes memory only through the
@@ -33,14 +36,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import operations
-from app.wording import count, heat, heat_gap, pending_work
-from ui import plain
+from app import operations, wording
+from app.wording import count, heat, heat_gap, heat_in_words, pending_work, plain_left_out, plain_reason
+from ui import plain, theme
 from ui.inspector import fmt
 from ui.inspector.charts import SegmentHistoryChart, SegmentsHeatChart, heat_history, history_note
 from ui.inspector.delegates import BarDelegate
 from ui.inspector.host import PanelHost
 from ui.inspector.models import (
+    TECHNICAL_COLUMNS,
     LazyTableModel,
     ListModel,
     PagesModel,
@@ -56,8 +60,23 @@ from ui.inspector.models import (
 )
 from ui.inspector.tables import InspectorTable
 
-TIER_FILTERS = [("All tiers", None), ("Short-term (STM)", "stm"), ("Mid-term (MTM)", "mtm"), ("Archive", "archive")]
-SEG_TIER_FILTERS = [("All segments", None), ("Mid-term (MTM)", "mtm"), ("Archive", "archive")]
+TIER_FILTERS = [("Everywhere", None), ("Recent chat", "stm"), ("In topics", "mtm"), ("Archive", "archive")]
+SEG_TIER_FILTERS = [("All topics", None), ("In use", "mtm"), ("Archive", "archive")]
+MUTED = "color: palette(placeholder-text);"
+DETAIL_MIN_HEIGHT = (
+    150  # a detail pane shows a few lines of its page, not two  # secondary text, readable in both themes
+)
+
+
+def muted_html() -> str:
+    """The colour of secondary text in a rich-text pane, from the theme (a fixed grey was unreadable in dark mode)."""
+    return theme.colors().muted
+
+
+def hide_technical(table, model, group: str, details: bool) -> None:
+    """Show a table's technical columns (TECHNICAL_COLUMNS[group]) only with the Details switch."""
+    for key in TECHNICAL_COLUMNS.get(group, ()):
+        table.setColumnHidden(model.column_index(key), not details)
 
 
 def _button(text: str, tip: str = "", slot=None) -> QPushButton:
@@ -91,6 +110,7 @@ def _browser() -> QTextBrowser:
 def _heading(text: str) -> QLabel:
     lab = QLabel(text)
     lab.setStyleSheet("font-weight: 600; padding: 2px 0;")
+    lab.setWordWrap(True)  # a docked panel is narrow: the heading wraps rather than being cut
     return lab
 
 
@@ -128,9 +148,8 @@ class PinAndForget:
         if it is None:
             return
         new, kind = not it.pinned, self.kind
-        self.panel.act(
-            lambda s: s.pin(kind, it.id, new), f"{kind.capitalize()} {it.id} {'pinned' if new else 'unpinned'}."
-        )
+        name = wording._item(kind, it.id).capitalize()
+        self.panel.act(lambda s: s.pin(kind, it.id, new), f"{name} {'pinned' if new else 'unpinned'}.")
 
     def forget_selected(self) -> None:
         rows = self.table.selected_rows()
@@ -148,7 +167,7 @@ class PinAndForget:
         if not self.panel.confirm(title, text, "Forget"):
             return
         kind, n = self.kind, len(ids)
-        self.panel.act(lambda s: s.forget(kind, ids), f"Forgot {n} {kind}{'s' if n != 1 else ''}.")
+        self.panel.act(lambda s: s.forget(kind, ids), f"Forgot {count(n, wording._item(kind, None))}.")
 
 
 # ====================================================================== Overview
@@ -194,11 +213,12 @@ class OverviewView(QWidget):
         super().__init__()
         self.panel = panel
         self.stats: dict = {}
+        self.details = False
+        self._last: tuple | None = None  # (stats, events, params) last shown, to redraw on a Details switch
         lay = QVBoxLayout(self)
-        self.banner = QLabel("Memory is paused: new conversations are not being remembered.")
-        self.banner.setStyleSheet(
-            "background: #fff3e0; color: #e65100; border: 1px solid #ffb74d; padding: 6px; font-weight: 600;"
-        )
+        self.banner = QLabel("Memory is paused: what you say now is not remembered.")
+        self.banner.setObjectName("pausedBanner")
+        self.banner.setWordWrap(True)
         self.banner.hide()
         lay.addWidget(self.banner)
         self.grid = QGridLayout()
@@ -206,10 +226,10 @@ class OverviewView(QWidget):
         self.cards = {
             k: _Card(t)
             for k, t in (
-                ("stm", "Short-term memory (STM)"),
-                ("mtm", "Mid-term memory (MTM)"),
-                ("archive", "Archive"),
-                ("lpm", "Long-term persona (LPM)"),
+                ("stm", wording.RECENT_CHAT),
+                ("mtm", wording.TOPICS),
+                ("archive", wording.ARCHIVE),
+                ("lpm", wording.PROFILE),
                 ("store", "Storage"),
                 ("jobs", "Background work"),
             )
@@ -217,11 +237,29 @@ class OverviewView(QWidget):
         self.columns = 0
         self._reflow(3)
         lay.addLayout(self.grid)
-        lay.addWidget(_heading("Recent memory events — what changed, when, and why"))
+        lay.addWidget(_heading("What changed in memory lately"))
         self.events = ListModel(event_columns())
         self.events_view = InspectorTable(self.events, multi=False, sortable=False)
+        hide_technical(self.events_view, self.events, "events", False)
+        self._fit_sentence()
         lay.addWidget(self.events_view, 1)
         self.events_view.doubleClicked.connect(self._open_event)
+
+    def set_details(self, on: bool) -> None:
+        self.details = on
+        hide_technical(self.events_view, self.events, "events", on)
+        self._fit_sentence()
+        if self._last is not None:
+            self.apply(*self._last)
+
+    def _fit_sentence(self) -> None:
+        """Without the technical columns the sentence is the last shown: it takes the width left."""
+        header = self.events_view.horizontalHeader()
+        col = self.events.column_index("summary")
+        header.setStretchLastSection(self.details)  # hidden, the last (technical) column took the stretch
+        header.setSectionResizeMode(
+            col, QHeaderView.ResizeMode.Interactive if self.details else QHeaderView.ResizeMode.Stretch
+        )
 
     def _reflow(self, columns: int) -> None:
         """Lay the cards out in `columns` columns: three in a wide panel, two in a docked one, so their
@@ -243,30 +281,44 @@ class OverviewView(QWidget):
 
     def apply(self, stats: dict, events: list, params) -> None:
         self.stats = stats
+        self._last = (stats, events, params)
         pages = stats.get("pages", {})
         segs = stats.get("segments", {})
         know = stats.get("knowledge", {})
         convs = stats.get("conversations", 0) or 0
+        tech = self.details
         self.banner.setVisible(bool(stats.get("paused")))
         self.cards["stm"].set(
             count(pages.get("stm"), "page"),
-            f"recent dialogue of {count(convs, 'conversation')}; "
-            f"up to {params.tiers.stm_capacity} pages each, then the oldest moves to mid-term (FIFO)",
+            f"STM: up to {params.tiers.stm_capacity} pages of each of {count(convs, 'conversation')}, then the "
+            "oldest moves to mid-term (FIFO)"
+            if tech
+            else f"the latest exchanges of your {count(convs, 'chat')}, read with every reply; older ones move "
+            "into topics",
         )
         self.cards["mtm"].set(
-            count(segs.get("mtm"), "segment"),
-            f"{count(pages.get('mtm'), 'page')}; the coldest segment is archived above capacity",
+            count(segs.get("mtm"), "topic"),
+            f"MTM segments: {count(pages.get('mtm'), 'page')}; above {params.tiers.mtm_capacity} the coldest "
+            "is archived"
+            if tech
+            else f"{count(pages.get('mtm'), 'page')} grouped by subject; past {params.tiers.mtm_capacity} topics "
+            "the least used goes to the archive",
             used=segs.get("mtm", 0),
             cap=params.tiers.mtm_capacity,
         )
         self.cards["archive"].set(
-            count(segs.get("archive"), "segment"),
-            f"{count(pages.get('archive'), 'page')}; still searchable when hot tiers miss",
+            count(segs.get("archive"), "topic"),
+            f"{count(pages.get('archive'), 'page')}; still found when you ask about them",
         )
+        n_facts = know.get("user", 0) or 0
         self.cards["lpm"].set(
-            count(stats.get("traits"), "trait"),
-            f"{count(know.get('user'), 'fact')} about the user, {know.get('assistant', 0):,} about the "
-            f"assistant; hot segments (heat ≥ τ = {params.heat.tau:g}) are promoted here",
+            f"{count(n_facts, 'fact')} · {count(stats.get('traits'), 'trait')}",
+            f"LPM: {count(stats.get('traits'), 'trait')} (at most {params.persona.max_traits}), "
+            f"{know.get('assistant', 0):,} assistant facts; segments with heat ≥ τ = {params.heat.tau:g} are "
+            "promoted here"
+            if tech
+            else "learned from your busiest topics, or added by you (Saved memories lists them); "
+            f"{count(know.get('assistant', 0), 'note')} on what Mnemo said it would do",
             used=stats.get("traits", 0),
             cap=params.persona.max_traits,
         )
@@ -277,16 +329,25 @@ class OverviewView(QWidget):
             f"schema v{stats.get('schema_version')}; {count(stats.get('pages_total'), 'page')}, "
             f"{count(stats.get('messages'), 'message')}; words of "
             f"{stats.get('pages_word_indexed', 0):,} pages indexed "
-            f"({fmt.size(stats.get('word_index_bytes', 0))})",
+            f"({fmt.size(stats.get('word_index_bytes', 0))})"
+            if tech
+            else f"one file on this computer: {count(stats.get('pages_total'), 'page')} from "
+            f"{count(stats.get('messages'), 'message')}",
         )
         pend = stats.get("pending_jobs", 0) or 0
         self.cards["jobs"].set(
-            "paused" if stats.get("paused") else (f"{pend:,} pending" if pend else "idle"),
+            "paused" if stats.get("paused") else (f"{pend:,} waiting" if pend else "idle"),
             (pending_work(stats.get("pending_by_kind")) or "memory updates waiting to run")
             if pend
             else "all memory updates are done",
         )
         self.events.set_rows(list(reversed(events)))
+        hide_technical(self.events_view, self.events, "events", tech)  # a model reset shows every column again
+        self._fit_sentence()
+
+    def select_event(self, event_id: int) -> bool:
+        """Select the row of event `event_id` (the status bar's "Memory updated" opens on it)."""
+        return self.events_view.select_key(event_id)
 
     def _open_event(self, index: QModelIndex) -> None:
         e = self.events.record(index.row())
@@ -307,6 +368,7 @@ class PagesView(QWidget):
         self.panel = panel
         self.page = None  # the page in the detail pane
         self.page_context: dict = {}
+        self.details = False  # the panel's Details switch: technical lines shown
         self.model = PagesModel(panel.worker)
         self.model.error.connect(panel.status_error)
         lay = QVBoxLayout(self)
@@ -320,7 +382,7 @@ class PagesView(QWidget):
         self.pinned = QCheckBox("Pinned only")
         self.pinned.toggled.connect(lambda _: self._apply_filters())
         self.segment_chip = QPushButton()
-        self.segment_chip.setToolTip("Showing the pages of one segment; click to show all pages")
+        self.segment_chip.setToolTip("Showing the pages of one topic; click to show all pages")
         self.segment_chip.clicked.connect(lambda: self.set_segment_filter(None))
         self.segment_chip.hide()
         self.segment_filter: int | None = None
@@ -353,12 +415,12 @@ class PagesView(QWidget):
         dl = QVBoxLayout(detail)
         dl.setContentsMargins(0, 4, 0, 0)
         # short labels (the tooltips say more), two rows: one row of seven buttons was cut off in the dock
-        self.prev_btn = _button("◀ Previous", "The previous page of this dialogue chain", self.go_prev)
-        self.next_btn = _button("Next ▶", "The next page of this dialogue chain", self.go_next)
-        self.seg_btn = _button("Its segment", "Show this page's segment and its heat", self.go_segment)
+        self.prev_btn = _button("◀ Previous", "The page before it on the same subject", self.go_prev)
+        self.next_btn = _button("Next ▶", "The page after it on the same subject", self.go_next)
+        self.seg_btn = _button("Its topic", "Show this page's topic and how much it is in use", self.go_segment)
         self.msg_btn = _button("Its message", "Show this exchange in its conversation", self.go_message)
         self.edit_btn = _button("Edit…", "Correct this page's text (re-embedded and re-indexed)", self.edit_current)
-        self.pin_btn = _button("Pin", "Pinned pages keep their segment out of the archive", self.pins.toggle_pin)
+        self.pin_btn = _button("Pin", "A pinned page keeps its topic out of the archive", self.pins.toggle_pin)
         self.forget_btn = _button("Forget…", "Forget the selected pages for good (Delete)", self.pins.forget_selected)
         _button_rows(
             dl,
@@ -407,25 +469,35 @@ class PagesView(QWidget):
         if on:
             self.segment_filter = None
             self.segment_chip.hide()
-            self.tier.blockSignals(True)
-            self.tier.setCurrentIndex(0)
-            self.tier.blockSignals(False)
+            self._clear_other_filters()
         self._apply_filters()
+
+    def _clear_other_filters(self) -> None:
+        """A chat's or a topic's pages are all of them: a search, a tier or "pinned only" left from before
+        made "what Mnemo remembers from this chat" show 1 of its 2 pages."""
+        for w, clear in (
+            (self.search, self.search.clear),
+            (self.tier, lambda: self.tier.setCurrentIndex(0)),
+            (self.pinned, lambda: self.pinned.setChecked(False)),
+        ):
+            w.blockSignals(True)
+            clear()
+            w.blockSignals(False)
 
     def set_segment_filter(self, sid: int | None) -> None:
         self.segment_filter = sid
-        self.segment_chip.setText(f"Segment {sid}  ✕" if sid is not None else "")
+        self.segment_chip.setText(f"Topic {sid}  ✕" if sid is not None else "")
         self.segment_chip.setVisible(sid is not None)
         if sid is not None:
             self.chat_filter, self.deleted_chats = None, False
             self.chat_chip.hide()
-            self.search.blockSignals(True)
-            self.search.clear()
-            self.search.blockSignals(False)
-            self.tier.blockSignals(True)
-            self.tier.setCurrentIndex(0)
-            self.tier.blockSignals(False)
+            self._clear_other_filters()
         self._apply_filters()
+
+    def set_details(self, on: bool) -> None:
+        self.details = on
+        if self.page is not None:
+            self._show_page(self.page, self.page_context)
 
     def _on_loaded(self) -> None:
         n = self.model.rowCount()
@@ -493,9 +565,10 @@ class PagesView(QWidget):
         self.msg_btn.setEnabled(has and (p.assistant_message_id or p.user_message_id) is not None)
         if not has:
             self.pin_btn.setText("Pin")
+            grey = muted_html()
             self.detail.setHtml(
-                f"<p style='color:#777'>{fmt.esc(note) if note else 'Select a page to read it in full.'}"
-                "</p><p style='color:#777'>A page is one exchange: what the user said and what the "
+                f"<p style='color:{grey}'>{fmt.esc(note) if note else 'Select a page to read it in full.'}"
+                f"</p><p style='color:{grey}'>A page is one exchange: what you said and what the "
                 "assistant replied.</p>"
             )
             return
@@ -505,18 +578,15 @@ class PagesView(QWidget):
         if p.segment_id is not None:
             seg = ctx.get("segment")
             seg_heat = f", heat {heat(seg.heat)}" if seg is not None else ""
-            links.append(f"<a href='segment:{p.segment_id}'>segment {p.segment_id}</a>{seg_heat}")
+            links.append(f"<a href='segment:{p.segment_id}'>topic {p.segment_id}</a>{seg_heat}")
         if p.conversation_id is not None:
             title = ctx.get("conversation_title")
             t = f" “{fmt.esc(fmt.one_line(title, 60))}”" if title else ""
             mid = p.assistant_message_id or p.user_message_id
             if mid:
-                links.append(
-                    f"<a href='message:{p.conversation_id}:{mid}'>conversation {p.conversation_id}{t}, "
-                    f"message {mid}</a>"
-                )
+                links.append(f"<a href='message:{p.conversation_id}:{mid}'>chat{t}, message {mid}</a>")
             else:
-                links.append(f"conversation {p.conversation_id}{t}")
+                links.append(f"chat{t}")
         chain = []
         if p.prev_page_id:
             chain.append(f"<a href='page:{p.prev_page_id}'>◀ page {p.prev_page_id}</a>")
@@ -525,19 +595,20 @@ class PagesView(QWidget):
         meta = p.meta or {}
         meta_txt = ", ".join(f"{k}: {v}" for k, v in meta.items() if not isinstance(v, (dict, list)))[:300]
         pinned = " · <b>pinned</b>" if p.pinned else ""
+        grey = muted_html()
         html = [
-            f"<h3 style='margin:0'>Page {p.id} <span style='font-weight:normal;color:#555'>· {fmt.tier(p.tier)} · "
+            f"<h3 style='margin:0'>Page {p.id} <span style='font-weight:normal;color:{grey}'>· {fmt.tier(p.tier)} · "
             f"{fmt.when(p.timestamp)}{pinned}</span></h3>",
             f"<p style='margin:4px 0'>{' · '.join(links)}</p>" if links else "",
             (
-                f"<p style='margin:4px 0'><b>Dialogue chain</b> {' '.join(chain) or '(not linked)'}"
+                f"<p style='margin:4px 0'><b>Same subject</b> {' '.join(chain) or '(none before or after)'}"
                 + (f" — <i>{fmt.esc(p.chain_summary)}</i>" if p.chain_summary else "")
                 + "</p>"
             ),
-            f"<p style='margin:4px 0;color:#555'><b>Keywords</b> {fmt.esc(', '.join(p.keywords)) or '—'}</p>",
-            f"<p style='margin:8px 0 2px 0'><b>User</b></p><div>{fmt.paragraphs(p.user_text)}</div>",
+            f"<p style='margin:4px 0;color:{grey}'><b>Keywords</b> {fmt.esc(', '.join(p.keywords)) or '—'}</p>",
+            f"<p style='margin:8px 0 2px 0'><b>You</b></p><div>{fmt.paragraphs(p.user_text)}</div>",
             f"<p style='margin:8px 0 2px 0'><b>Assistant</b></p><div>{fmt.paragraphs(p.assistant_text)}</div>",
-            f"<p style='color:#777;margin-top:8px'>{fmt.esc(meta_txt)}</p>" if meta_txt else "",
+            f"<p style='color:{grey};margin-top:8px'>{fmt.esc(meta_txt)}</p>" if meta_txt and self.details else "",
         ]
         self.detail.setHtml("".join(html))
 
@@ -570,7 +641,7 @@ class PagesView(QWidget):
         vals = self.panel.edit_texts(
             f"Edit page {p.id}",
             [("User said", p.user_text), ("Assistant replied", p.assistant_text)],
-            "The page is re-embedded and re-indexed; its segment summary is refreshed.",
+            "Mnemo reads the page again, so it is found by its new words; its topic's summary is refreshed.",
         )
         if vals is None:
             return
@@ -581,9 +652,8 @@ class PagesView(QWidget):
         what = f"page {ids[0]}" if len(ids) == 1 else f"these {len(ids)} pages"
         return (
             "Forget pages",
-            f"Forget {what} for good?\n\nThey are removed from every memory tier, from search and from "
-            "retrieval, together with persona traits and facts that came only from them. "
-            "This cannot be undone.",
+            f"Forget {what} for good?\n\nThey leave memory and search, with the facts and traits about "
+            "you that came only from them. This cannot be undone.",
         )
 
 
@@ -594,11 +664,13 @@ class SegmentsView(QWidget):
         self.panel = panel
         self.params = panel.params
         self.segment = None
+        self.details = False
+        self._events: list = []
         self.model = SegmentsModel(panel.worker, tau=self.params.heat.tau)
         self.model.error.connect(panel.status_error)
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
-        self.search = _DebouncedLine("Search summaries and keywords…")
+        self.search = _DebouncedLine("Search topics…")
         self.search.settled.connect(lambda _: self._apply_filters())
         self.tier = QComboBox()
         for label, val in SEG_TIER_FILTERS:
@@ -615,11 +687,14 @@ class SegmentsView(QWidget):
         # to a few letters in a docked panel
         key = QHBoxLayout()
         legend = QLabel(
-            f"<span style='color:#64b5f6'>■</span> cold  <span style='color:#ffb300'>■</span> warming  "
-            f"<span style='color:#e53935'>■</span> ≥ τ  <span style='color:#b71c1c'>|</span> τ = "
+            f"<span style='color:#64b5f6'>■</span> quiet  <span style='color:#ffb300'>■</span> warming  "
+            f"<span style='color:#e53935'>■</span> busy  <span style='color:#b71c1c'>|</span> threshold "
             f"{self.params.heat.tau:g}"
         )
-        legend.setToolTip("Heat bars: a segment is promoted into the persona when its heat reaches τ")
+        legend.setToolTip(
+            "Heat: how much a topic is in use. A topic whose heat reaches the threshold is read for what it "
+            "says about you (your profile)"
+        )
         key.addWidget(legend)
         key.addStretch(1)
         key.addWidget(self.count)
@@ -627,6 +702,7 @@ class SegmentsView(QWidget):
 
         split = QSplitter(Qt.Orientation.Vertical)
         self.table = InspectorTable(self.model)
+        hide_technical(self.table, self.model, "segments", False)
         self.pins = PinAndForget("segment", panel, self.table, self.model, lambda: self.segment, self._forget_question)
         self.delegate = BarDelegate(self.model.heat_scale, lambda: self.params.heat.tau, parent=self.table)
         self.table.setItemDelegateForColumn(self.model.column_index("heat"), self.delegate)
@@ -645,13 +721,13 @@ class SegmentsView(QWidget):
         rl.addWidget(self.history, 3)
         self.history_note = QLabel("")
         self.history_note.setWordWrap(True)
-        self.history_note.setStyleSheet("color: #777; font-size: 11px;")
+        self.history_note.setStyleSheet(MUTED + " font-size: 11px;")
         rl.addWidget(self.history_note)
-        self.pages_btn = _button("Its pages", "List this segment's pages", self.show_pages)
-        self.restore_btn = _button("Restore", "Bring this archived segment back to mid-term memory", self.restore)
-        self.pin_btn = _button("Pin", "Pinned segments are never archived", self.pins.toggle_pin)
+        self.pages_btn = _button("Its pages", "List this topic's pages", self.show_pages)
+        self.restore_btn = _button("Restore", "Bring this topic back from the archive", self.restore)
+        self.pin_btn = _button("Pin", "A pinned topic is never archived", self.pins.toggle_pin)
         self.forget_btn = _button(
-            "Forget…", "Forget the selected segments and their pages (Delete)", self.pins.forget_selected
+            "Forget…", "Forget the selected topics and their pages (Delete)", self.pins.forget_selected
         )
         _button_rows(rl, (self.pages_btn, self.restore_btn), (self.pin_btn, self.forget_btn))
         self.detail = _browser()
@@ -675,9 +751,16 @@ class SegmentsView(QWidget):
         )
         self.table.scrollToTop()
 
+    def set_details(self, on: bool) -> None:
+        self.details = on
+        hide_technical(self.table, self.model, "segments", on)
+        if self.segment is not None:
+            self._show_segment(self.segment, events=self._events)
+
     def _on_loaded(self) -> None:
         n = self.model.rowCount()
-        self.count.setText(f"{n:,} segment{'s' if n != 1 else ''}")
+        self.count.setText(count(n, "topic"))
+        hide_technical(self.table, self.model, "segments", self.details)  # a reload shows every column again
         self.table.viewport().update()
         if self.segment is None and n and not self.table.currentIndex().isValid():
             self.table.selectRow(0)
@@ -716,7 +799,7 @@ class SegmentsView(QWidget):
             seg, evs = result
             if seg is None:
                 if self.segment is not None and self.segment.id == sid:
-                    self._show_segment(None, f"Segment {sid} is no longer in memory.")
+                    self._show_segment(None, f"Topic {sid} is no longer in memory.")
                 return
             self._show_segment(seg, events=evs)
             if select:
@@ -726,6 +809,7 @@ class SegmentsView(QWidget):
 
     def _show_segment(self, seg, note: str = "", events=None) -> None:
         self.segment = seg
+        self._events = list(events or [])
         has = seg is not None
         for b in (self.pages_btn, self.pin_btn, self.forget_btn):
             b.setEnabled(has)
@@ -733,11 +817,11 @@ class SegmentsView(QWidget):
         if not has:
             self.history.clear()
             self.history_note.setText("")
+            grey = muted_html()
             self.detail.setHtml(
-                f"<p style='color:#777'>{fmt.esc(note) or 'Select a segment.'}</p>"
-                "<p style='color:#777'>A segment groups related pages of mid-term memory. Its heat "
-                "rises when its pages are recalled (N_visit) or new pages join it (L_interaction), "
-                "and fades with time since its last access.</p>"
+                f"<p style='color:{grey}'>{fmt.esc(note) or 'Select a topic.'}</p>"
+                f"<p style='color:{grey}'>A topic groups pages on one subject. Its heat rises when a reply "
+                "uses its pages or new messages join it, and fades when it is not used.</p>"
             )
             return
         p = self.params
@@ -746,25 +830,28 @@ class SegmentsView(QWidget):
         self.history.set_history(seg, hist, p)
         self.history_note.setText(history_note(hist))
         to_go = max(0.0, p.heat.tau - seg.heat)
+        grey = muted_html()
         if seg.heat < p.heat.tau:
-            status = f"{heat_gap(to_go)} below τ = {p.heat.tau:g}"
+            status = f"{heat_gap(to_go)} below the threshold of {p.heat.tau:g}"
         elif seg.l_interaction == 0 and seg.promotions:
-            status = (
-                f"<b style='color:#c62828'>at or above τ</b>; promoted {seg.promotions}×, no new pages to promote since"
-            )
+            status = f"over the threshold of {p.heat.tau:g}; nothing new since it was last read"
         else:
-            status = (
-                "<b style='color:#c62828'>at or above τ: its new pages are analysed into the persona by the "
-                "next memory job</b>"
-            )
+            status = f"<b>over the threshold of {p.heat.tau:g}: its new messages are read for your profile next</b>"
+        words = heat_in_words(seg.n_visit, seg.l_interaction, seg.heat, p.heat.tau, seg.promotions)
+        formula = (
+            f"<p style='margin:4px 0;color:{grey}'>heat {heat(seg.heat)} = {p.heat.alpha:g}·N_visit ({seg.n_visit}) + "
+            f"{p.heat.beta:g}·L_interaction ({seg.l_interaction}) + {p.heat.gamma:g}·recency ({seg.recency:.3f}); "
+            f"τ = {p.heat.tau:g}; {seg.tier}, segment {seg.id}</p>"
+            if self.details
+            else ""
+        )
         self.detail.setHtml(
-            f"<h3 style='margin:0'>Segment {seg.id} <span style='font-weight:normal;color:#555'>· {fmt.tier(seg.tier)}"
+            f"<h3 style='margin:0'>Topic {seg.id} <span style='font-weight:normal;color:{grey}'>· {fmt.segment_tier(seg.tier)}"
             f"{' · <b>pinned</b>' if seg.pinned else ''}</span></h3>"
-            f"<p style='margin:4px 0'><b>Heat {heat(seg.heat)}</b> = {p.heat.alpha:g}·N_visit ({seg.n_visit}) + "
-            f"{p.heat.beta:g}·L_interaction ({seg.l_interaction}) + {p.heat.gamma:g}·recency ({seg.recency:.3f}); {status}.</p>"
-            f"<p style='margin:4px 0;color:#555'>Last access {fmt.when(seg.last_access)} ({fmt.ago(seg.last_access)}); "
-            f"created {fmt.when(seg.created_at)}; promoted {seg.promotions}×; "
-            f"<a href='segpages:{seg.id}'>{seg.page_count} page{'s' if seg.page_count != 1 else ''}</a></p>"
+            f"<p style='margin:4px 0'><b>Heat {heat(seg.heat)}</b>: {fmt.esc(words)}; {status}.</p>{formula}"
+            f"<p style='margin:4px 0;color:{grey}'>Last used {fmt.when(seg.last_access)} ({fmt.ago(seg.last_access)}); "
+            f"started {fmt.when(seg.created_at)}; read for your profile {seg.promotions}×; "
+            f"<a href='segpages:{seg.id}'>{count(seg.page_count, 'page')}</a></p>"
             f"<p style='margin:4px 0'><b>Keywords</b> {fmt.esc(', '.join(seg.keywords)) or '—'}</p>"
             f"<p style='margin:6px 0 0 0'><b>Summary</b></p><div>{fmt.paragraphs(seg.summary)}</div>"
         )
@@ -777,17 +864,17 @@ class SegmentsView(QWidget):
     def restore(self) -> None:
         s = self.segment
         if s is not None:
-            self.panel.act(lambda st: st.restore_segment(s.id), f"Segment {s.id} restored to mid-term memory.")
+            self.panel.act(lambda st: st.restore_segment(s.id), f"Topic {s.id} brought back from the archive.")
 
     def _forget_question(self, ids: list[int]) -> tuple[str, str]:
         recs = {r.id: r for r in self.model.loaded_records()}
         pages = sum(recs[i].page_count for i in ids if i in recs)
-        what = f"segment {ids[0]}" if len(ids) == 1 else f"these {len(ids)} segments"
+        what = f"topic {ids[0]}" if len(ids) == 1 else f"these {len(ids)} topics"
         return (
-            "Forget segments",
-            f"Forget {what} and {'its' if len(ids) == 1 else 'their'} {pages} page{'s' if pages != 1 else ''} "
-            "for good?\n\nThe pages leave every tier, search and retrieval, with persona traits and facts "
-            "that came only from them. This cannot be undone.",
+            "Forget topics",
+            f"Forget {what} and {'its' if len(ids) == 1 else 'their'} {count(pages, 'page')} for good?\n\n"
+            "The pages leave memory and search, with the facts and traits about you that came only from "
+            "them. This cannot be undone.",
         )
 
 
@@ -805,12 +892,12 @@ class PersonaView(QWidget):
         self.archived.toggled.connect(lambda _: self.refresh())
         lay.addWidget(self.archived)
         self.add_btn = _button(
-            "Add…", "Tell Mnemo something to remember: a fact about you or the assistant, or a trait", self.add_item
+            "Add…", "Tell Mnemo something to remember: a fact about you or about Mnemo, or a trait", self.add_item
         )
         self.edit_btn = _button(
             "Edit…", "Correct the selected trait or fact (the old text is kept as a version)", self.edit_current
         )
-        self.pin_btn = _button("Pin", "Pinned items are never changed by automatic updates", self.toggle_pin)
+        self.pin_btn = _button("Pin", "Mnemo never changes a pinned item by itself", self.toggle_pin)
         self.forget_btn = _button("Forget…", "Forget the selected items for good (Delete)", self.forget_selected)
         _button_rows(lay, (self.add_btn, self.edit_btn, self.pin_btn, self.forget_btn))
 
@@ -820,7 +907,7 @@ class PersonaView(QWidget):
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
         # headings wrap: a docked panel gives each half ~250 px, which cut "…knows about the u"
-        self.traits_label = _heading("Traits, by dimension")
+        self.traits_label = _heading("Traits, by kind")
         self.traits_label.setWordWrap(True)
         ll.addWidget(self.traits_label)
         self.traits = TraitTreeModel()
@@ -841,7 +928,10 @@ class PersonaView(QWidget):
         right = QSplitter(Qt.Orientation.Vertical)
         self.knowledge: dict[str, ListModel] = {}
         self.kviews: dict[str, InspectorTable] = {}
-        for owner, title in (("user", "Facts about the user"), ("assistant", "Facts about the assistant")):
+        for owner, title in (
+            ("user", "Facts about you"),
+            ("assistant", "Facts about Mnemo (what it said it would do)"),
+        ):
             box = QWidget()
             bl = QVBoxLayout(box)
             bl.setContentsMargins(0, 0, 0, 0)
@@ -932,10 +1022,7 @@ class PersonaView(QWidget):
             if idx.isValid():
                 sm.setCurrentIndex(idx, sm.SelectionFlag.NoUpdate)
         n_dims = len(self.traits.dimensions())
-        self.traits_label.setText(
-            f"Traits, by dimension — {len(traits)} trait{'s' if len(traits) != 1 else ''}"
-            f" in {n_dims} dimension{'s' if n_dims != 1 else ''}"
-        )
+        self.traits_label.setText(f"Traits, by kind — {count(len(traits), 'trait')} of {count(n_dims, 'kind')}")
         for owner, rows in know.items():
             self.knowledge[owner].set_rows(rows)
             box = self.kviews[owner].parentWidget()
@@ -1024,33 +1111,35 @@ class PersonaView(QWidget):
         self.pin_btn.setEnabled(has)
         if not has:
             self.versions.set_rows([])
+            grey = muted_html()
             self.detail.setHtml(
-                f"<p style='color:#777'>{fmt.esc(note) or 'Select a trait or a fact.'}</p>"
-                "<p style='color:#777'>Traits and facts are distilled from hot segments, or added "
+                f"<p style='color:{grey}'>{fmt.esc(note) or 'Select a trait or a fact.'}</p>"
+                f"<p style='color:{grey}'>Traits and facts are learned from your busiest topics, or added "
                 "with Add…; each keeps where it came from and every earlier version.</p>"
             )
             return
         kind, r = item
         self.pin_btn.setText("Unpin" if r.pinned else "Pin")
-        written = f"written {r.model}" if (r.model or "").startswith("via ") else "written or edited by the user"
+        written = f"written {r.model}" if (r.model or "").startswith("via ") else "written or edited by you"
         srcs = " ".join(f"<a href='page:{p}'>page {p}</a>" for p in r.source_page_ids) or f"none ({fmt.esc(written)})"
         convs = ", ".join(str(c) for c in (r.conversation_ids or [])) or "—"
         if kind == "trait":
-            head = f"Trait {r.id}: {fmt.esc(r.dimension)}"
+            head = f"Trait {r.id}: {fmt.esc(r.dimension.replace('_', ' '))}"
             body = (
                 f"<p style='margin:4px 0'><b>Value</b> {fmt.esc(r.value)}</p>"
                 f"<p style='margin:4px 0'><b>Evidence</b> {fmt.paragraphs(r.evidence) if r.evidence else '—'}</p>"
             )
         else:
-            head = f"{'User' if r.owner == 'user' else 'Assistant'} knowledge {r.id}"
+            head = f"Fact {r.id} " + ("about you" if r.owner == "user" else "about Mnemo")
             body = f"<p style='margin:4px 0'>{fmt.paragraphs(r.text)}</p>"
+        grey = muted_html()
         self.detail.setHtml(
-            f"<h3 style='margin:0'>{head} <span style='font-weight:normal;color:#555'>· v{r.version} · {r.status}"
+            f"<h3 style='margin:0'>{head} <span style='font-weight:normal;color:{grey}'>· v{r.version} · {r.status}"
             f"{' · <b>pinned</b>' if r.pinned else ''}</span></h3>{body}"
-            f"<p style='margin:4px 0'><b>Confidence</b> {r.confidence:.2f} · <b>model</b> {fmt.esc(r.model) or '—'} · "
+            f"<p style='margin:4px 0'><b>How sure</b> {r.confidence:.2f} · <b>source</b> {fmt.esc(r.model) or '—'} · "
             f"<b>updated</b> {fmt.when(r.updated_at)}</p>"
-            f"<p style='margin:4px 0'><b>Source pages</b> {srcs}</p>"
-            f"<p style='margin:4px 0;color:#555'><b>Conversations</b> {convs}</p>"
+            f"<p style='margin:4px 0'><b>From pages</b> {srcs}</p>"
+            f"<p style='margin:4px 0;color:{grey}'><b>Chats</b> {convs}</p>"
         )
         if versions is not None:
             self.versions.set_rows(list(reversed(versions)))
@@ -1116,9 +1205,8 @@ class PersonaView(QWidget):
             return
         kind, r = self.item
         new = not r.pinned
-        self.panel.act(
-            lambda s: s.pin(kind, r.id, new), f"{kind.capitalize()} {r.id} {'pinned' if new else 'unpinned'}."
-        )
+        name = wording._item(kind, r.id).capitalize()
+        self.panel.act(lambda s: s.pin(kind, r.id, new), f"{name} {'pinned' if new else 'unpinned'}.")
 
     def forget_selected(self) -> None:
         items = self._selected()
@@ -1126,7 +1214,7 @@ class PersonaView(QWidget):
             return
         n = len(items)
         if not self.panel.confirm(
-            "Forget persona items",
+            "Forget from your profile",
             f"Forget {'this item' if n == 1 else f'these {n} items'} for good, with all "
             "earlier versions? The pages they came from stay. This cannot be undone.",
             "Forget",
@@ -1151,20 +1239,24 @@ class TraceView(QWidget):
         self.panel = panel
         self.data: TraceData | None = None
         self.loading: int | None = None  # the message whose trace is being read
+        self.details = False
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Test a query:"))
         self.query = QLineEdit()
         self.query.setPlaceholderText(
-            "Type what you would ask, and see what memory would recall (nothing is sent to the model, no heat changes)"
+            "Type what you would ask, and see what memory would recall (nothing is sent to the model)"
         )
         self.query.returnPressed.connect(self.run_query)
         bar.addWidget(self.query, 1)
         self.scope = QComboBox()
+        # sized for "all memory", not for its longest entry, which squeezed the query box to a letter
+        self.scope.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.scope.setMinimumContentsLength(10)
         self.scope.addItem("all memory", None)
-        self.scope.setToolTip("With a conversation, its short-term pages are recalled too")
+        self.scope.setToolTip("With a chat, its recent messages are recalled too")
         bar.addWidget(self.scope)
-        self.run_btn = _button("Recall", "Run retrieval for this query", self.run_query)
+        self.run_btn = _button("Recall", "See what memory would recall for this", self.run_query)
         bar.addWidget(self.run_btn)
         lay.addLayout(bar)
         self.header = QLabel("")
@@ -1187,25 +1279,26 @@ class TraceView(QWidget):
         self.not_in_prompt_view, box2, self.not_in_prompt_label = self._table_box(
             self.not_in_prompt, "Recalled, not in the prompt", recalled
         )
-        self.stm_view, box3, self.stm_label = self._table_box(self.stm, "Short-term memory of the conversation")
+        self.stm_view, box3, self.stm_label = self._table_box(self.stm, "Recent messages of the chat")
         for b in (box1, box2, box3):
             pages.addWidget(b)
         self.tabs.addTab(pages, "Pages")
         self.items = ListModel(trace_item_columns(), key=lambda r: r["key"])
-        self.items_view, ibox, self.items_label = self._table_box(self.items, "Persona traits and knowledge recalled")
-        self.tabs.addTab(ibox, "Persona && knowledge")
+        self.items_view, ibox, self.items_label = self._table_box(self.items, "Facts and traits recalled")
+        self.tabs.addTab(ibox, "Facts && traits")
         self.segs = ListModel(trace_segment_columns(), key=lambda r: r["segment_id"])
-        self.segs_view, sbox, self.segs_label = self._table_box(self.segs, "Segments searched (best match first)")
+        self.segs_view, sbox, self.segs_label = self._table_box(self.segs, "Topics searched (best match first)")
         self.segs_view.doubleClicked.connect(
             lambda idx: self.panel.show_segment(self.segs.record(idx.row())["segment_id"])
         )
-        self.tabs.addTab(sbox, "Segments")
+        self.tabs.addTab(sbox, "Topics")
         split.addWidget(self.tabs)
         self.detail = _browser()
+        self.detail.setMinimumHeight(DETAIL_MIN_HEIGHT)  # two lines tall, it showed no page's text
         self.detail.anchorClicked.connect(lambda u: self.panel.follow_link(u.toString()))
         split.addWidget(self.detail)
         split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 1)
+        split.setStretchFactor(1, 2)
         lay.addWidget(split, 1)
         self.set_data(None)
 
@@ -1266,15 +1359,15 @@ class TraceView(QWidget):
             for m in (self.in_prompt, self.not_in_prompt, self.stm, self.items, self.segs):
                 m.set_rows([])
             self.header.setText(
-                "Select an assistant message in the chat to see what its prompt recalled, or test a query above."
+                "Click the memory icon under a reply in the chat to see what it recalled, or test a question above."
             )
             self.detail.setHtml(
-                "<p style='color:#777'>Each recalled page shows its score and why it was chosen: "
-                "embedding similarity (cos), keyword matches, and the segment it belongs to.</p>"
+                f"<p style='color:{muted_html()}'>Each recalled page shows how well it matched and why: close "
+                "in meaning, the same words, the date you named, or the topic it belongs to.</p>"
             )
             return
         if data.conversation_id is not None and self.scope.findData(data.conversation_id) < 0:
-            self.scope.addItem(f"+ short-term of conversation {data.conversation_id}", data.conversation_id)
+            self.scope.addItem(f"+ recent messages of chat {data.conversation_id}", data.conversation_id)
         reply = data.source == "reply"
         self.in_prompt.set_rows(data.in_prompt)
         self.not_in_prompt.set_rows(data.not_in_prompt)
@@ -1291,10 +1384,10 @@ class TraceView(QWidget):
             if reply
             else f"Recalled pages ({len(data.not_in_prompt)}), best first"
         )
-        self.stm_label.setText(f"Short-term memory of the conversation ({len(data.stm)})")
+        self.stm_label.setText(f"Recent messages of the chat ({len(data.stm)})")
         self.stm_view.parentWidget().setVisible(bool(data.stm))
-        self.items_label.setText(f"Persona traits and knowledge recalled ({len(data.items)})")
-        self.segs_label.setText(f"Segments searched ({len(data.segments)}), best match first")
+        self.items_label.setText(f"Facts and traits recalled ({len(data.items)})")
+        self.segs_label.setText(f"Topics searched ({len(data.segments)}), best match first")
         if reply:
             tok = f"; prompt {data.prompt_tokens:,} tokens" if data.prompt_tokens else ""
             if tok and data.cached_prompt_tokens is not None:
@@ -1305,28 +1398,28 @@ class TraceView(QWidget):
             head = (
                 f"<b>Reply {data.message_id}</b> to “{fmt.esc(fmt.one_line(data.query, 140))}”{tok}; "
                 f"{len(data.in_prompt)} recalled page{'s' if len(data.in_prompt) != 1 else ''} in the prompt"
-                + (f"; left out for the budget: {dropped}" if dropped else "")
+                + (f"; left out for room: {dropped}" if dropped else "")
             )
         else:
             head = (
                 f"<b>Test query</b> “{fmt.esc(fmt.one_line(data.query, 140))}”: "
-                f"{count(len(data.not_in_prompt), 'page')}, {count(len(data.items), 'persona item')}"
+                f"{count(len(data.not_in_prompt), 'page')}, {count(len(data.items), 'fact or trait', 'facts and traits')}"
             )
         total = (data.timings_ms or {}).get("total")
         if total:
-            head += f"; retrieval {total:.0f} ms"
+            head += f"; recalled in {total:.0f} ms"
         if data.common_words:
             head += (
                 f"<br>On most pages, so half left out of the query's meaning: {fmt.esc(', '.join(data.common_words))}"
             )
         if data.note:
-            head += f"<br><span style='color:#c62828'>{fmt.esc(data.note)}</span>"
+            head += f"<br><span style='color:{theme.colors().error}'>{fmt.esc(data.note)}</span>"
         self.header.setText(head)
         first = self.in_prompt_view if data.in_prompt else (self.not_in_prompt_view if data.not_in_prompt else None)
         if first is not None:
             first.selectRow(0)
         else:
-            self.detail.setHtml("<p style='color:#777'>Nothing was recalled.</p>")
+            self.detail.setHtml(f"<p style='color:{muted_html()}'>Nothing was recalled.</p>")
 
     def listed_page_ids(self, which: str = "in_prompt") -> list[int]:
         model = {"in_prompt": self.in_prompt, "not_in_prompt": self.not_in_prompt, "stm": self.stm}[which]
@@ -1340,30 +1433,47 @@ class TraceView(QWidget):
         r = view.table_model().record(idx.row())
         if r is None:
             return
+        grey = muted_html()
+        tech = (
+            f"<p style='margin:2px 0;color:{grey}'><b>Details:</b> {fmt.esc(r['reason'])}"
+            + (f"; not quoted: {fmt.esc(r['left_out'])}" if r.get("left_out") else "")
+            + "</p>"
+            if self.details
+            else ""
+        )
         if "page_id" in r:
             seg = (
-                f" · <a href='segment:{r['segment_id']}'>segment {r['segment_id']}</a>"
+                f" · <a href='segment:{r['segment_id']}'>topic {r['segment_id']}</a>"
                 if r.get("segment_id") is not None
                 else ""
             )
             left = (
-                f"<p style='margin:2px 0;color:#777'>Not in the prompt: {fmt.esc(r['left_out'])}</p>"
+                f"<p style='margin:2px 0;color:{grey}'>Not in the prompt: {fmt.esc(plain_left_out(r['left_out']))}</p>"
                 if r.get("left_out")
                 else ""
             )
             self.detail.setHtml(
                 f"<h3 style='margin:0'><a href='page:{r['page_id']}'>Page {r['page_id']}</a> "
-                f"<span style='font-weight:normal;color:#555'>· {fmt.tier(r.get('tier'))} · "
-                f"{fmt.when(r.get('timestamp'))}{seg} · rank {r['rank']} · score {r['score']:.3f}</span></h3>"
-                f"<p style='margin:4px 0'><b>Why:</b> {fmt.esc(r['reason'])}</p>{left}"
+                f"<span style='font-weight:normal;color:{grey}'>· {fmt.tier(r.get('tier'))} · "
+                f"{fmt.when(r.get('timestamp'))}{seg} · rank {r['rank']} · match {r['score']:.2f}</span></h3>"
+                f"<p style='margin:4px 0'><b>Why:</b> {fmt.esc(plain_reason(r['reason']))}</p>{left}{tech}"
                 f"<div>{fmt.paragraphs(r['text'])}</div>"
             )
         else:
+            title = r.get("kind") or f"Topic {r.get('segment_id')}"
             self.detail.setHtml(
-                f"<h3 style='margin:0'>{fmt.esc(r['kind'])}</h3>"
-                f"<p><b>Why:</b> {fmt.esc(r['reason'])} · in prompt: {r['in_prompt']}</p>"
-                f"<div>{fmt.paragraphs(r['text'])}</div>"
+                f"<h3 style='margin:0'>{fmt.esc(title)}</h3>"
+                f"<p><b>Why:</b> {fmt.esc(plain_reason(r['reason']))}"
+                + (f" · in prompt: {r['in_prompt']}" if "in_prompt" in r else "")
+                + f"</p>{tech}<div>{fmt.paragraphs(r.get('text') or r.get('summary', ''))}</div>"
             )
+
+    def set_details(self, on: bool) -> None:
+        self.details = on
+        for view in (self.in_prompt_view, self.not_in_prompt_view, self.stm_view, self.items_view, self.segs_view):
+            if view.currentIndex().isValid():
+                self._on_row(view)
+                break
 
 
 __all__ = ["OverviewView", "PagesView", "SegmentsView", "PersonaView", "TraceView"]
