@@ -224,6 +224,10 @@ class Importer:
 
         def flush() -> None:
             with self.db.transaction():
+                if not self.db.execute(
+                    "SELECT 1 FROM cube_import WHERE id = ? AND status = 'staging'", (iid,)
+                ).fetchone():
+                    raise CubeCancelled("the import was undone while its cube was read in")
                 self.db.conn.executemany(
                     "INSERT INTO cube_stage(import_id, member, ref, record) VALUES (?,?,?,?)", rows
                 )
@@ -257,8 +261,10 @@ class Importer:
                     "INSERT INTO cube_stage(import_id, member, ref, record) VALUES (?,?,?,?)", rows
                 )
             rows.clear()
-            self.db.execute("UPDATE cube_import SET status = 'running' WHERE id = ?", (iid,))
-            self.jobs.enqueue("cube_import", {"import_id": iid})
+            # (an undo while it was being staged leaves it undone)
+            self.db.execute("UPDATE cube_import SET status = 'running' WHERE id = ? AND status = 'staging'", (iid,))
+            if self.db.changes():
+                self.jobs.enqueue("cube_import", {"import_id": iid})
 
     def _pending_job(self, iid: int) -> bool:
         return bool(

@@ -186,3 +186,23 @@ def test_cancelling_an_import_keeps_nothing(source, open_tok, tmp_path):
     with pytest.raises(CubeCancelled):
         dst.import_cube(path, cancelled=cancelled)
     assert counts(dst) == before and dst.cube_imports()[0].status == "undone"
+
+
+def test_an_import_cut_short_resumes_from_the_same_file_or_is_undone(source, open_tok, tmp_path):
+    src, _ = source
+    path = src.export_cube(tmp_path / "all.mnemocube").path
+    dst = open_tok(tmp_path / "dst.db", **PARAMS)
+    dst.cubes.importer.BATCH = 5
+    iid = dst.cubes.start_import(path)
+    assert dst.run_pending(max_jobs=1) == 1 and dst.count_pages() == 5  # then the app closed, say
+    assert dst.cubes.start_import(path) == iid  # importing the same file again finds it
+    record = dst.cubes.run_import(iid)
+    assert record.status == "done" and dst.count_pages() == src.count_pages()
+    assert persona(dst) == persona(src) and [r.id for r in dst.cube_imports()] == [iid]
+    # one undone before its jobs ran writes nothing afterwards
+    other = open_tok(tmp_path / "other.db", **PARAMS)
+    before = counts(other)
+    jid = other.cubes.start_import(path)
+    other.undo_cube_import(jid)
+    assert other.run_pending() == 0 and counts(other) == before
+    assert other._scalar("SELECT count(*) FROM cube_stage") == 0
