@@ -280,6 +280,10 @@ class Curation:
                 "INSERT INTO knowledge_tri(knowledge_tri) VALUES ('delete-all')",
                 "DELETE FROM job",
                 "DELETE FROM event",
+                # memory cube imports: what they staged and recorded of memory goes with it
+                "DELETE FROM cube_stage",
+                "DELETE FROM cube_import_item",
+                "DELETE FROM cube_import",
                 "DELETE FROM vec_log",
                 "INSERT INTO vec_log(kind, item_id, op) VALUES ('*', 0, 'reset')",
             ):

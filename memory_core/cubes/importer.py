@@ -33,7 +33,7 @@ from ..segments import Segments
 from ..types import page_text
 from ..versions import Versions
 from .format import CubeCancelled, CubeError, CubeLimits, decode_bytes, decode_vector
-from .persona_merge import Decision, PersonaImport, chats_of, item_kind, key_of, pages_of
+from .persona_merge import Decision, PersonaImport, chats_of, item_kind, key_of, pages_of, stored_key
 from .reader import CubeReader
 from .records import ImportCounts, ImportPlan
 
@@ -76,7 +76,7 @@ class Importer:
         self.pages = pages
         self.segments = segments
         self.jobs = jobs
-        self.persona = PersonaImport(db, versions, merge)
+        self.persona = PersonaImport(db, embedding, versions, merge)
         jobs.register("cube_import", self._job)
 
     # ------------------------------------------------------------------ which vectors a cube's are
@@ -544,7 +544,7 @@ class Importer:
         for (kind, rec), d in zip(records, decisions):
             table = item_kind(kind)
             vec = vectors[(kind, rec["id"])]
-            key = key_of(table, rec)
+            key = stored_key(key_of(table, rec))
             self._count(counts, kind, d)
             if d.action == "add":
                 if table == "trait" and rec["status"] == "active" and self._persona_full():

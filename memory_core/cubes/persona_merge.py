@@ -8,26 +8,24 @@ cube never merge into each other: they stood side by side where they came from, 
 
 from __future__ import annotations
 
-import base64
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..codec import to_json, vec_blob
+from ..codec import from_json, to_json, vec_blob
 from ..database import Database
+from ..embedding import Embedding
 from ..fts import fts_put
 from ..merging import PersonaMerge
 from ..versions import Versions
 from .format import content_key
 from .records import Conflict
 
-# what a merge may change of an item, and an undo puts back (a fact's vector lives in knowledge_vec)
-_COMMON = ("confidence", "status", "version", "pinned", "updated_at", "conversation_ids", "model", "reason")
-_RESTORED = {
-    "trait": ("dimension", "value", "evidence", *_COMMON, "embedding"),
-    "knowledge": ("text", *_COMMON),
-}
+# what an undo puts back of a merged item from its snapshot: no text (the item's earlier text is its archived
+# version, which a forget takes with it; a snapshot that kept it would outlive the forget)
+_SNAPSHOT = ("status", "version", "pinned", "conversation_ids", "created_at")
 
 
 @dataclass
@@ -49,11 +47,17 @@ def key_of(kind: str, rec: dict[str, Any]) -> str:
     return content_key("knowledge", rec["owner"], rec["text"])
 
 
+def stored_key(key: str) -> str:
+    """What the import's record keeps of an item's words: their digest (the words would outlive a forget)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
 class PersonaImport:
     """Decisions and writes for the persona items of one import (inside the import's transaction)."""
 
-    def __init__(self, db: Database, versions: Versions, merge: PersonaMerge):
+    def __init__(self, db: Database, embedding: Embedding, versions: Versions, merge: PersonaMerge):
         self.db = db
+        self.embedding = embedding
         self.versions = versions
         self.merge = merge
 
@@ -82,7 +86,7 @@ class PersonaImport:
         key = key_of(kind, rec)
         if key in held:
             return Decision("present", held[key])
-        before = self.merged_before(kind, key)
+        before = self.merged_before(kind, stored_key(key))
         if before is not None:
             return Decision("present", before)
         if rec["status"] != "active":
@@ -106,16 +110,9 @@ class PersonaImport:
 
     # ------------------------------------------------------------------ writing
     def snapshot(self, kind: str, iid: int) -> dict[str, Any]:
-        """An item as it is, for an undo to put back."""
-        cols = _RESTORED[kind]
-        row = self.db.execute(f"SELECT {', '.join(cols)}, created_at FROM {kind} WHERE id = ?", (iid,)).fetchone()
-        snap = dict(zip((*cols, "created_at"), row))
-        if kind == "trait":
-            snap["embedding"] = base64.b64encode(snap["embedding"]).decode("ascii")
-        else:
-            vec = self.db.execute("SELECT embedding FROM knowledge_vec WHERE knowledge_id = ?", (iid,)).fetchone()
-            snap["embedding"] = base64.b64encode(vec[0]).decode("ascii") if vec else None
-        return snap
+        """What an undo needs to put the item back besides its archived version (see `restore`)."""
+        row = self.db.execute(f"SELECT {', '.join(_SNAPSHOT)} FROM {kind} WHERE id = ?", (iid,)).fetchone()
+        return dict(zip(_SNAPSHOT, row))
 
     def apply_merge(
         self,
@@ -225,10 +222,20 @@ class PersonaImport:
         self.db.emit(f"{kind}_added", kind, iid, summary, {"import_id": import_id})
         return iid
 
-    def restore(self, kind: str, iid: int, snap: dict[str, Any]) -> None:
-        """Put a merged item back as `snap` says it was: its text, numbers and vector, without the versions
-        and sources the merge gave it."""
+    def restore(self, kind: str, iid: int, snap: dict[str, Any]) -> bool:
+        """Put a merged item back as it was before the merge: the version the merge archived becomes current
+        again (its text, time, reason, confidence and model), with the status, pin and chats of `snap`, and the
+        versions and sources the merge gave it go. False when that version is gone (forgotten since)."""
         version = int(snap["version"])
+        row = self.db.execute(
+            "SELECT text, created_at, reason, detail FROM item_version WHERE item_kind = ? AND item_id = ? "
+            "AND version = ?",
+            (kind, iid, version),
+        ).fetchone()
+        if row is None:
+            return False
+        text, updated, reason, detail_s = row
+        detail = from_json(detail_s, {})
         self.db.purge.note(kind, [iid], snap.get("created_at"))  # the merged text goes: traces that quoted it drop it
         self.db.execute(
             "DELETE FROM item_version WHERE item_kind = ? AND item_id = ? AND version >= ?", (kind, iid, version)
@@ -236,19 +243,35 @@ class PersonaImport:
         self.db.execute(
             "DELETE FROM derivation WHERE item_kind = ? AND item_id = ? AND version > ?", (kind, iid, version)
         )
-        values = dict(snap)
-        vec = base64.b64decode(values["embedding"]) if values.get("embedding") else None
-        values["embedding"] = vec
-        cols = _RESTORED[kind]
-        self.db.execute(
-            f"UPDATE {kind} SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?", [*(values[c] for c in cols), iid]
+        common = (
+            float(detail.get("confidence", 0.5)),
+            snap["status"],
+            version,
+            snap["pinned"],
+            updated,
+            snap["conversation_ids"],
+            str(detail.get("model", "")),
+            reason,
         )
-        if kind == "knowledge":
-            if vec is not None:
-                self.db.execute("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (iid,))
-                self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, vec))
-            self.db.purge.note_fts(("knowledge_fts", "knowledge_tri"))
-            fts_put(self.db, "knowledge_fts", "knowledge_tri", iid, snap["text"])
+        sets = "confidence = ?, status = ?, version = ?, pinned = ?, updated_at = ?, conversation_ids = ?, model = ?, reason = ?"
+        if kind == "trait":
+            dim = str(
+                detail.get("dimension")
+                or self.db.execute("SELECT dimension FROM trait WHERE id = ?", (iid,)).fetchone()[0]
+            )
+            vec = self.embedding.embed([f"{dim}: {text}"])[0]
+            self.db.execute(
+                f"UPDATE trait SET dimension = ?, value = ?, evidence = ?, {sets}, embedding = ? WHERE id = ?",
+                (dim, text, str(detail.get("evidence", "")), *common, vec_blob(vec), iid),
+            )
+            return True
+        vec = self.embedding.embed([text])[0]
+        self.db.execute(f"UPDATE knowledge SET text = ?, {sets} WHERE id = ?", (text, *common, iid))
+        self.db.execute("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (iid,))
+        self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, vec_blob(vec)))
+        self.db.purge.note_fts(("knowledge_fts", "knowledge_tri"))
+        fts_put(self.db, "knowledge_fts", "knowledge_tri", iid, text)
+        return True
 
 
 def chats_of(rec: dict[str, Any], chat_ids: dict[int, int]) -> list[int]:

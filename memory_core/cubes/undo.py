@@ -96,7 +96,9 @@ def _put_back(db: Database, persona: PersonaImport, items: list[Any], report: Un
         if row[0] != last or row[1] != first[2]:
             report.left.append(f"{label} {item_id}")
             continue
-        persona.restore(kind, item_id, first[0])
+        if not persona.restore(kind, item_id, first[0]):
+            report.left.append(f"{label} {item_id}")
+            continue
         db.emit("edited", kind, item_id, f"{kind} {item_id} put back as it was before a memory cube import")
         report.restored += 1
 

@@ -206,3 +206,24 @@ def test_an_import_cut_short_resumes_from_the_same_file_or_is_undone(source, ope
     other.undo_cube_import(jid)
     assert other.run_pending() == 0 and counts(other) == before
     assert other._scalar("SELECT count(*) FROM cube_stage") == 0
+
+
+def test_what_an_import_records_keeps_no_text_of_memory(source, open_tok, tmp_path, clock):
+    src, _ = source
+    path = src.export_cube(tmp_path / "all.mnemocube").path
+    dst = open_tok(tmp_path / "dst.db", **PARAMS)
+    clock.t -= 86400 * 400
+    madrid = dst.add_knowledge("user", "I live in Madrid")
+    clock.t += 86400 * 400
+    dst.import_cube(path)
+    record = " ".join(str(r) for r in dst._rows("SELECT * FROM cube_import_item"))
+    assert "Madrid" not in record and "Lyon" not in record  # merged items are put back from their versions
+    dst.forget("knowledge", [madrid])  # forgetting the merged fact leaves its undo nothing to put back
+    assert dst.undo_cube_import(1).restored == 0
+    dst.import_cube(path)
+    dst.wipe_memory()
+    assert [dst._scalar(f"SELECT count(*) FROM {t}") for t in ("cube_import", "cube_import_item", "cube_stage")] == [
+        0,
+        0,
+        0,
+    ]
