@@ -355,6 +355,9 @@ def _show(ctx, store, args) -> int:
     data = dataclasses.asdict(item)
     if args.kind in ("trait", "knowledge"):
         data["versions"] = [dataclasses.asdict(v) for v in store.item_versions(args.kind, args.id)]
+    origin = store.cube_origin(args.kind, args.id)
+    if origin is not None:  # it came with a memory cube
+        data["imported"] = origin.describe()
     _print_record(data, args.json)
     return 0
 

@@ -125,3 +125,14 @@ def test_a_hostile_cube_is_one_line_and_changes_nothing(source, tmp_path):
     out = mnemo(dst, "memory", "import", str(newer), check=False)
     assert out.returncode == 1 and "made by a newer Mnemo (cube format 7" in out.stderr
     assert "no memory cube was imported" in mnemo(dst, "memory", "imports").stdout
+
+
+def test_show_says_where_an_item_came_from(source, tmp_path):
+    src, _ = source
+    cube = tmp_path / "all.mnemocube"
+    mnemo(src, "memory", "export", "--cube", str(cube))
+    dst = profile(tmp_path, "target")
+    mnemo(dst, "memory", "import", str(cube))
+    page = json.loads(mnemo(dst, "memory", "list", "page", "--limit", "1", "--json").stdout)[0]
+    shown = json.loads(mnemo(dst, "memory", "show", "page", str(page["id"]), "--json").stdout)
+    assert shown["imported"].startswith("imported from memory cube all.mnemocube")
