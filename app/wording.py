@@ -84,10 +84,14 @@ def heat_in_words(n_visit: int, l_interaction: int, heat_value: float, tau: floa
     your profile soon". A topic whose heat reaches the threshold is read for facts about the user."""
     used = "Not used in a reply yet" if not n_visit else f"Used in {count(n_visit, 'reply')}"
     new = "no new messages" if not l_interaction else count(l_interaction, "new message")
-    if heat_value >= tau and l_interaction:
-        outlook = "its new messages will be read for your profile soon"
+    if not l_interaction:
+        outlook = (
+            f"read for your profile {count(promotions, 'time')}; nothing new to read since"
+            if promotions
+            else "nothing new to read for your profile"
+        )
     elif heat_value >= tau:
-        outlook = f"read for your profile {count(promotions, 'time')}; nothing new to read since"
+        outlook = "its new messages will be read for your profile soon"
     elif tau > 0 and heat_value >= 0.6 * tau:
         outlook = "read for your profile once it is a little busier"
     else:

@@ -79,4 +79,5 @@ class ShrinkingLabel(ElidedLabel):
         return getattr(self, "_own_tip", "") or super()._tip_for(shown)
 
     def sizeHint(self) -> QSize:
-        return QSize(self.fontMetrics().horizontalAdvance(self._full) + 8, super().sizeHint().height())
+        frame = max(0, self.width() - self.contentsRect().width())  # a style sheet's padding, when laid out
+        return QSize(self.fontMetrics().horizontalAdvance(self._full) + max(frame, 12) + 8, super().sizeHint().height())

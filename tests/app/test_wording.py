@@ -114,6 +114,8 @@ def test_heat_in_words_says_when_a_topic_is_read_for_the_profile():
     assert heat_in_words(4, 0, 5.2, 5.0, promotions=1).endswith(
         "read for your profile 1 time; nothing new to read since"
     )
+    assert heat_in_words(1, 0, 1.99, 2.0, promotions=2).endswith("2 times; nothing new to read since")
+    assert heat_in_words(1, 0, 1.99, 2.0).endswith("nothing new to read for your profile")
 
 
 def test_when_a_message_was_written():
