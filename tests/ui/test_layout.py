@@ -264,3 +264,34 @@ def test_memory_updated_opens_the_inspector_where_the_change_is(make_window, qtb
         assert panel.memories.row_of("knowledge", kept["id"]).property("highlight") == "true"
     finally:
         panel.shutdown()
+
+
+def test_settings_keep_a_handful_of_choices_and_the_knobs_behind_developer_settings(make_window, qtbot):
+    from memory_core import MemoryParams
+    from ui.settings_dialog import SettingsDialog
+
+    win = make_window(start=False)
+    dlg = SettingsDialog(win.ctx, win)
+    qtbot.addWidget(dlg)
+    dlg.show()
+    qtbot.waitExposed(dlg)
+    assert not dlg.developer_check.isChecked()
+    knobs = [dlg.temp_spin, dlg.ctx_spin, dlg.gpu_spin, *dlg.param_edits.values()]
+    tab_of = dlg.tabs.indexOf
+    assert not dlg.tabs.isTabVisible(tab_of(dlg.embedding_tab))
+    dlg.tabs.setCurrentIndex(0)
+    assert not dlg.temp_spin.isVisibleTo(dlg) and not dlg.gpu_spin.isVisibleTo(dlg)
+    assert dlg.tabs.tabText(2) == "Memory"
+    dlg.tabs.setCurrentIndex(2)
+    assert dlg.backup_spin.isVisibleTo(dlg) and not dlg.param_edits["tau"].isVisibleTo(dlg)
+    dlg.developer_check.setChecked(True)
+    assert dlg.param_edits["tau"].isVisibleTo(dlg)
+    dlg.tabs.setCurrentIndex(0)
+    assert dlg.tabs.isTabVisible(tab_of(dlg.embedding_tab)) and dlg.temp_spin.isVisibleTo(dlg)
+    assert set(dlg.param_edits) == set(MemoryParams().flat())  # every memory parameter, each explained
+    assert all(w.toolTip().strip() for w in knobs), [w.accessibleName() for w in knobs if not w.toolTip().strip()]
+    dlg.instructions_edit.setPlainText("  Answer in French.  ")
+    changed = win.apply_settings(dlg)
+    assert {"ui", "custom_instructions"} <= changed
+    s = win.ctx.settings
+    assert s.ui.developer and s.custom_instructions == "Answer in French."
