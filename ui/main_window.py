@@ -407,7 +407,7 @@ class MainWindow(QMainWindow):
         self._job_progress_shown = False
         self.jobs_pending = 0  # memory jobs waiting, as the backend last said
         self._unsent_widget: MessageWidget | None = None  # a message whose send failed before it was stored
-        self.jobs_label.setAccessibleName("Memory jobs pending")
+        self.jobs_label.setAccessibleName("Memory updates waiting")
         self.memory_notice = QPushButton("Memory updated", self)
         self.memory_notice.setObjectName("memoryNotice")
         self.memory_notice.setToolTip("Long-term memory changed — open the memory inspector")
@@ -571,8 +571,13 @@ class MainWindow(QMainWindow):
         if self._job_progress_shown and n:
             return  # a long job is still running: keep its progress in view
         self._job_progress_shown = False
-        self.jobs_label.setText(f"Memory jobs: {n}" if n else "Memory: up to date")
-        self.jobs_label.setToolTip("")
+        self.jobs_label.setText(f"Memory: {count(n, 'update')} waiting" if n else "Memory: up to date")
+        self.jobs_label.setToolTip(
+            "Memory updates run in the background: saving replies as pages, sorting them into topics, and "
+            "reading busy topics for your profile when the model is free (the inspector's Overview says which)"
+            if n
+            else ""
+        )
 
     def _job_progress(self, what: str, done: int, total: int) -> None:
         """A long memory job (re-embedding after a model change, indexing words) says how far it is."""
