@@ -5,7 +5,7 @@ The state is taken with llama.cpp's sequence-state API (`llama_state_seq_get_dat
 prefix and nothing else. `Llama.save_state()` holds the same KV bytes inside the whole context's
 state, but its `LlamaState` also copies the sampler's score buffer (n_batch × n_vocab floats: 100 MB
 for the bundled model, whatever the prompt's length, and unused unless `logits_all`), so it is no
-format to keep on disk (docs/decisions/0018-activation-memory-on-disk.md). After a restore the
+format to keep on disk (docs/decisions/0019-activation-memory-saved-to-disk.md). After a restore the
 Python side is set as `Llama.load_state` sets it: the token ids, `n_tokens`, and `_requires_eval`
 (the last logits are not there, so generation evaluates at least one token).
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from app import activation_cache
-from tests.ui.test_inspector_fixtures import ctx, panel_factory, store  # noqa: F401  (fixtures)
+from tests.ui import test_inspector_fixtures as fixtures
+
+ctx, store, panel_factory = fixtures.ctx, fixtures.store, fixtures.panel_factory  # the inspector tests' fixtures
 
 KEY = {"model": "/models/SmolLM2-135M.gguf", "n_ctx": 2048}
 

@@ -1,6 +1,6 @@
 """Benchmark: the first reply after a restart, from a saved prompt state (activation memory) vs cold.
 
-    python -m tests.bench.activation [--exchanges 10] [--traits 24] [--runs 5]
+    python -m tests.bench.activation [--exchanges 10] [--traits 24] [--runs 5] [--threads N]
 
 A chat of `--exchanges` long exchanges and a persona of `--traits` traits (system prompt + persona
 about 500 tokens, the chat's prompt about 1.5-2k) are warmed once by a model with the profile's
@@ -11,6 +11,11 @@ file read counted in its time) or off ("cold"); runs alternate. The time to firs
 model's (from the prompt handed to it to the first token). llama.cpp's own counters say how many
 tokens each reply evaluated, so a restore that silently did nothing would show. Prints JSON: medians,
 the ratio restored / cold (target <= 0.15), disk bytes per cached token, what building cost.
+
+`--threads N` sets llama.cpp's threads (default 0: the app's choice, all cores for a prompt). On a
+machine whose cores other processes keep busy, ggml's threads wait for each other at every step and
+a 25-token suffix took anywhere from 0.1 to 12 s; one thread (`--threads 1`) measures the model, not
+the neighbours.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--exchanges", type=int, default=10)
     ap.add_argument("--traits", type=int, default=len(TRAITS))
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args(argv)
 
     from app import activation_cache
@@ -86,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
     emb = OnnxEmbedder()
 
     def restart(data_dir: Path | None) -> LlamaCppChatModel:
-        model = LlamaCppChatModel(n_ctx=4096, max_tokens=8, seed=1, temperature=0.0)
+        model = LlamaCppChatModel(n_ctx=4096, max_tokens=8, seed=1, temperature=0.0, n_threads=args.threads)
         if data_dir is not None:
             activation_cache.attach(model, data_dir)
         return model
@@ -137,6 +143,7 @@ def main(argv: list[str] | None = None) -> dict:
         "model": model.model_id,
         "exchanges": args.exchanges,
         "traits": args.traits,
+        "threads": args.threads or "auto",
         "saved_states": [{"slot": r.slot, "tokens": r.tokens, "bytes": r.size} for r in saved.rows],
         "disk_bytes_per_cached_token": round(saved.bytes_per_token or 0),
         "build_warm_s": round(build_s, 2),
