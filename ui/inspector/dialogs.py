@@ -145,7 +145,7 @@ class NewPersonaItemDialog(QDialog):
             if d and d not in seen:
                 seen.append(d)
         self.dimension.addItems(seen)
-        form.addRow("Dimension", self.dimension)
+        form.addRow("Kind", self.dimension)
         self.value = QLineEdit()
         self.value.setPlaceholderText("jazz")
         form.addRow("Value", self.value)

@@ -618,7 +618,7 @@ class PagesModel(LazyTableModel):
         ),
         Column(
             "tier",
-            "Tier",
+            "Where",
             lambda p: fmt.tier(p.tier),
             sort="tier",
             width=80,
@@ -873,7 +873,7 @@ class TraitTreeModel(QAbstractItemModel):
     """Two levels: dimensions (sorted by name) → their traits (by confidence). Rebuilt with a reset;
     the persona view restores the selection by key afterwards."""
 
-    HEADERS = ["Dimension / value", "Confidence", "Evidence", "Version", "Status", "Updated", "Pinned"]
+    HEADERS = ["Kind / value", "Sure", "Evidence", "Version", "Status", "Updated", "Pinned"]
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -1186,7 +1186,7 @@ def trace_page_columns(*, in_prompt: bool) -> list[Column]:
         Column("when", "When", lambda r: fmt.when(r.get("timestamp")), width=120),
         Column(
             "tier",
-            "Tier",
+            "Where",
             lambda r: fmt.tier(r.get("tier")),
             width=72,
             color=lambda r: toned(TIER_COLORS.get(r.get("tier"))),
