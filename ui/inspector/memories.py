@@ -105,16 +105,17 @@ class MemoryRow(QFrame):
         self.memory = memory
         self.setObjectName("memoryRow")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(10, 6, 6, 6)
-        text_col = QVBoxLayout()
-        text_col.setSpacing(2)
+        # the sentence on a line of its own, the whole width (beside three buttons, a docked panel left it
+        # a narrow column); where it came from and the actions under it
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(10, 6, 6, 4)
+        lay.setSpacing(2)
         self.text = plain.label(QLabel(memory.text))
         self.text.setWordWrap(True)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.text.setAccessibleName(memory.text)
-        text_col.addWidget(self.text)
+        lay.addWidget(self.text)
         origin = fmt.esc(memory.origin)
         if memory.href:
             origin = f"<a href='{memory.href}'>{origin}</a>"
@@ -126,8 +127,8 @@ class MemoryRow(QFrame):
         self.origin.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.origin.setToolTip("Where it came from: click to see the page it was learned from" if memory.href else "")
         self.origin.linkActivated.connect(view.panel.follow_link)
-        text_col.addWidget(self.origin)
-        lay.addLayout(text_col, 1)
+        below = QHBoxLayout()
+        below.addWidget(self.origin, 1)
         self.edit_btn = self._button("Edit…", "Correct it (the old text is kept as an earlier version)", view.edit)
         self.pin_btn = self._button(
             "Unpin" if memory.pinned else "Pin", "Mnemo never changes or drops a pinned memory by itself", view.pin
@@ -136,7 +137,8 @@ class MemoryRow(QFrame):
         width = max(b.sizeHint().width() for b in (self.edit_btn, self.forget_btn))
         for b in (self.edit_btn, self.pin_btn, self.forget_btn):
             b.setFixedWidth(width)  # the same places on every row, "Pin" or "Unpin"
-            lay.addWidget(b, 0, Qt.AlignmentFlag.AlignTop)
+            below.addWidget(b, 0, Qt.AlignmentFlag.AlignBottom)
+        lay.addLayout(below)
 
     def _button(self, text: str, tip: str, slot) -> QToolButton:
         b = QToolButton(self)
