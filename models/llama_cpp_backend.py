@@ -175,10 +175,11 @@ class LlamaCppChatModel:
                 points.setdefault(n, []).append(slot)
         return points
 
-    def _save_at(self, points: dict[int, list[str]], done: int, tokens: list[int]) -> None:
-        """The cache holds exactly `done` tokens of `tokens`: save it for the slots kept there."""
+    def _save_at(self, points: dict[int, list[str]], done: int, tokens: list[int], cancel: CancelToken) -> None:
+        """The cache holds exactly `done` tokens of `tokens`: save it for the slots kept there. Not when
+        `cancel` is set: a chat turn is waiting for the model, and the next warm saves it."""
         store = self.activation
-        if store is None or done not in points:
+        if store is None or done not in points or cancel.cancelled:
             return
         key = self.state_key()
         prefix = tokens[:done]
@@ -316,7 +317,7 @@ class LlamaCppChatModel:
                 llm._requires_eval = True  # the last logits are not of token `done`
             self._restored = min(self._restored, done)
             done = self._restore(tokens, done)
-            self._save_at(points, done, tokens)
+            self._save_at(points, done, tokens, cancel)
             # Every core, as for a reply's prompt: unlike generation (Python between tokens, holding
             # the GIL), one eval() call per chunk leaves the UI thread free; tests.bench.ui_latency
             # measured a 5.5 ms longest stall while warming (one thread took 1.7x as long).
@@ -325,7 +326,7 @@ class LlamaCppChatModel:
                 step = tokens[done:stop]
                 llm.eval(step)
                 done += len(step)
-                self._save_at(points, done, tokens)
+                self._save_at(points, done, tokens, cancel)
             return done
 
     # -- generation -------------------------------------------------------------

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from models.chat import GenerationStats
+from models.chat import CancelToken, GenerationStats
 from models.kv_cache_store import KVCacheStore
 from models.llama_cpp_backend import LlamaCppChatModel
 from models.llama_state import state_key, tokens_evaluated
@@ -174,3 +174,29 @@ def _stored_tokens(entry) -> list[int]:
         f.seek(entry.payload_offset - 4 * entry.n_tokens)
         raw = f.read(4 * entry.n_tokens)
     return [int.from_bytes(raw[i : i + 4], "little", signed=True) for i in range(0, len(raw), 4)]
+
+
+class _CancelAfter(CancelToken):
+    """Set once `n` chunks were evaluated (a chat turn arriving in the middle of a warm)."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n, self.checks = n, 0
+
+    @property
+    def cancelled(self) -> bool:
+        self.checks += 1
+        return self.checks > self.n
+
+
+def test_a_warm_a_chat_turn_stops_saves_nothing_and_the_next_warm_saves_it(tmp_path):
+    store = KVCacheStore(tmp_path / "activation", 1 << 30)
+    model = _model(store)
+    try:
+        keep = [("chat:1", len(CHAT))]
+        stopped = model.prefill(CHAT, chunk_tokens=32, cancel=_CancelAfter(2), keep=keep)
+        assert 0 < stopped < len(model.tokenize_prompt(CHAT)) and store.entries() == []
+        n = model.prefill(CHAT, keep=keep)
+    finally:
+        model.close()
+    assert [(e.slot, e.n_tokens) for e in store.entries()] == [("chat:1", n)]
