@@ -1423,6 +1423,7 @@ class MainWindow(QMainWindow):
         dock = self._inspector_dock()
         docked = dock is not None and dock.isVisible() and not dock.isFloating()
         width = self.width()
+        self.speed_label.setVisible(width >= 900)  # a narrow status bar keeps room for its messages
         panel_min = dock.widget().minimumWidth() if dock is not None else 0
         if docked and width - panel_min < CHAT_MIN_WIDTH:
             self._float_inspector(dock)
