@@ -118,6 +118,7 @@ class Candidates:
     seg_reason: dict[int, str] = field(default_factory=dict)
     seg_order: list[int] = field(default_factory=list)  # segments, best first
     kw_of: dict[int, float] = field(default_factory=dict)  # page -> scaled BM25 (0..1)
+    tok_rows: dict[int, bytes] = field(default_factory=dict)  # page -> its token rows, read while embedding
     tok_of: dict[int, float] = field(default_factory=dict)  # page -> word-by-word score
     pool: set[int] = field(default_factory=set)
     info: dict[int, tuple] = field(default_factory=dict)  # page -> (id, segment_id, tier, conversation_id, ts)
@@ -205,18 +206,30 @@ def trigram(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
             c.kw_of[pid] = max(c.kw_of.get(pid, 0.0), sc / top)
 
 
+def prefetch(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The keyword matches' page rows and token rows, read while the query is being embedded (they need
+    no vector), so `pool` and `tokens` read only the dense matches'. Reads no parameter."""
+    page_info(c.kw_of, c.info, d)
+    if _tokens_on(d):
+        c.tok_rows.update(token_rows(c.kw_of, d))
+
+
 def pool(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """The candidates: dense and keyword matches, with their page rows (segment, tier, conversation,
     time). Reads no parameter."""
     c.pool = set(c.cos_of) | set(c.kw_of)
-    page_info(c.pool, c.info, d)
+    page_info((i for i in c.pool if i not in c.info), c.info, d)
+
+
+def _tokens_on(d: RankingDeps) -> bool:
+    return "tokens" not in d.off and d.params.ranking.w_tokens > 0
 
 
 def tokens(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """Word by word: each content word of the query against the page's words (token_match). Reads w_tokens."""
-    if "tokens" in d.off or pq.tokens is None or d.params.ranking.w_tokens <= 0:
+    if pq.tokens is None or not _tokens_on(d):
         return
-    c.tok_of = token_scores(pq.tokens, c.pool, d)
+    c.tok_of = token_scores(pq.tokens, c.pool, d, c.tok_rows)
 
 
 def fuse(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
@@ -327,13 +340,18 @@ def select(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
                 c.chosen.append(pid)
 
 
+Stage = tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]]
 # The stages in the order they run; "date", "neighbour_context" and "repeats" are rules inside
 # fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
-STAGE_ORDER: tuple[tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]], ...] = (
-    ("dense", dense),
-    ("segments", segments),
+# TEXT_STAGES read only the query's text: the retriever runs them while the query is being embedded.
+TEXT_STAGES: tuple[Stage, ...] = (
     ("keyword", keyword),
     ("trigram", trigram),
+    ("prefetch", prefetch),
+)
+VECTOR_STAGES: tuple[Stage, ...] = (
+    ("dense", dense),
+    ("segments", segments),
     ("pool", pool),
     ("tokens", tokens),
     ("fuse", fuse),
@@ -342,6 +360,7 @@ STAGE_ORDER: tuple[tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], N
     ("askings", askings),
     ("select", select),
 )
+STAGE_ORDER: tuple[Stage, ...] = TEXT_STAGES + VECTOR_STAGES
 SWITCHABLE = (
     "common_words",
     "dense",
@@ -361,6 +380,7 @@ _TIMING = {
     "segments": "segments",
     "keyword": "keyword",
     "trigram": "keyword",
+    "prefetch": "candidates",
     "pool": "candidates",
     "tokens": "tokens",
     "fuse": "candidates",
@@ -371,9 +391,11 @@ _TIMING = {
 }
 
 
-def run_stages(c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str, float]) -> None:
-    """Every stage of STAGE_ORDER in turn, each one's time added to its timing key (ms)."""
-    for name, stage in STAGE_ORDER:
+def run_stages(
+    c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str, float], stages: Sequence[Stage] = STAGE_ORDER
+) -> None:
+    """These stages (default: all, STAGE_ORDER) in turn, each one's time added to its timing key (ms)."""
+    for name, stage in stages:
         t = time.perf_counter()
         stage(c, pq, d)
         key = _TIMING[name]
@@ -555,18 +577,29 @@ def page_info(ids: Iterable[int], info: dict[int, tuple], d: RankingDeps) -> Non
             info[r[0]] = r
 
 
-def token_scores(q_tokens: np.ndarray, ids: Iterable[int], d: RankingDeps) -> dict[int, float]:
-    """token_match.maxsim of the query for these pages, from `page_tok`. Pages without a row
-    (indexing still running) are embedded now when they are few; when they are many, none is
-    scored (every page is ranked without the match alike)."""
+def token_rows(ids: Iterable[int], d: RankingDeps) -> dict[int, bytes]:
+    """The stored token rows (`page_tok`) of these pages; a page without one is left out."""
     ids = sorted(ids)
-    if not ids:
-        return {}
     rows: dict[int, bytes] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         marks = ",".join("?" * len(chunk))
         rows.update(d.execute(f"SELECT page_id, vecs FROM page_tok WHERE page_id IN ({marks})", chunk).fetchall())
+    return rows
+
+
+def token_scores(
+    q_tokens: np.ndarray, ids: Iterable[int], d: RankingDeps, known_rows: dict[int, bytes] | None = None
+) -> dict[int, float]:
+    """token_match.maxsim of the query for these pages, from `page_tok` (`known_rows`: those already
+    read). Pages without a row (indexing still running) are embedded now when they are few; when they are
+    many, none is scored (every page is ranked without the match alike)."""
+    ids = sorted(ids)
+    if not ids:
+        return {}
+    known_rows = known_rows or {}
+    rows = {i: known_rows[i] for i in ids if i in known_rows}
+    rows.update(token_rows((i for i in ids if i not in rows), d))
     missing = [i for i in ids if i not in rows]
     if missing:
         if d.embed_page_tokens is None or len(missing) > TOKEN_MISSING_MAX * len(ids):
@@ -605,6 +638,29 @@ def imported_conversations(conversation_ids: Sequence[int | None], d: RankingDep
     }
 
 
+def start_ranking(
+    pq: ParsedQuery, exclude: set[int], n: int, d: RankingDeps, timings: dict[str, float], conversation_id: int | None
+) -> Candidates:
+    """The candidates after TEXT_STAGES: what ranking can do before the query vector exists."""
+    c = Candidates(n=n, exclude=exclude, conversation_id=conversation_id)
+    run_stages(c, pq, d, timings, TEXT_STAGES)
+    return c
+
+
+def finish_ranking(
+    c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str, float]
+) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
+    """VECTOR_STAGES over `start_ranking`'s candidates, then the hits: the best `n` pages (hits), the
+    segments considered (trace rows), the segments that supplied a hit (to be visited) and the earlier
+    askings passed over."""
+    run_stages(c, pq, d, timings, VECTOR_STAGES)
+    t = time.perf_counter()
+    hits, visited, skipped = assemble(c, pq, d)
+    timings["assemble"] = timings.get("assemble", 0.0) + (time.perf_counter() - t) * 1000
+    segs = [{"segment_id": s, "score": round(c.seg_score[s], 4), "reason": c.seg_reason[s]} for s in c.seg_order]
+    return hits, segs, visited, skipped
+
+
 def rank_pages(
     pq: ParsedQuery,
     exclude: set[int],
@@ -613,12 +669,5 @@ def rank_pages(
     timings: dict[str, float],
     conversation_id: int | None = None,
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
-    """The best `n` pages for the query (hits), the segments considered (trace rows), the segments
-    that supplied a hit (to be visited) and the earlier askings passed over."""
-    c = Candidates(n=n, exclude=exclude, conversation_id=conversation_id)
-    run_stages(c, pq, d, timings)
-    t = time.perf_counter()
-    hits, visited, skipped = assemble(c, pq, d)
-    timings["assemble"] = timings.get("assemble", 0.0) + (time.perf_counter() - t) * 1000
-    segs = [{"segment_id": s, "score": round(c.seg_score[s], 4), "reason": c.seg_reason[s]} for s in c.seg_order]
-    return hits, segs, visited, skipped
+    """Every stage in one go, for a query already embedded (see `start_ranking`, `finish_ranking`)."""
+    return finish_ranking(start_ranking(pq, exclude, n, d, timings, conversation_id), pq, d, timings)

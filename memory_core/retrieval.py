@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import apsw
 
@@ -21,7 +22,16 @@ from .embedding import Embedding
 from .pages import Pages
 from .persona import TRAIT_COLS, Persona
 from .query import ParsedQuery, TermStats, common_words, keyword_query, parse_text, set_vectors, texts_to_embed
-from .ranking import UNRELATED_COSINE, UNRELATED_PRIOR_PAGES, RankingDeps, rank_pages, rank_sides, typical_cosine
+from .ranking import (
+    UNRELATED_COSINE,
+    UNRELATED_PRIOR_PAGES,
+    Candidates,
+    RankingDeps,
+    finish_ranking,
+    rank_sides,
+    start_ranking,
+    typical_cosine,
+)
 from .segments import Segments
 from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
 from .upkeep import Upkeep
@@ -53,6 +63,7 @@ class Retriever:
         self.upkeep = upkeep
         self._page_cache = page_cache
         self._porter_tok: apsw.FTS5Tokenizer | None = None  # made at the first query
+        self._embed_thread: ThreadPoolExecutor | None = None  # made at the first query
 
     def retrieve(
         self,
@@ -80,14 +91,16 @@ class Retriever:
         t0 = time.perf_counter()
         # the query vector serves pages and knowledge; persona traits alone need none (prompt warming)
         pq = self._parse_query(query, timings, off) if budget.pages > 0 or budget.knowledge > 0 else None
+        # the query is embedded on the embedding thread while this one runs what needs no vector
+        embedding = self._embed_async(pq, timings) if pq is not None else None
         t1 = time.perf_counter()
-        timings["embed"] = (t1 - t0) * 1000 - timings.get("common_words", 0.0)
         out = Retrieval(query=query, common_words=list(pq.common_words) if pq is not None else [])
         with self.db.lock:
             self.db.check()
             stm_ids, out.stm = self._stm(conversation_id, budget.stm)
             t2 = time.perf_counter()
             timings["stm"] = (t2 - t1) * 1000
+            started = None
             if budget.pages > 0 and pq is not None:
                 # the newest exchanges are the dialogue above the message; older ones are memory
                 recent = (
@@ -98,9 +111,14 @@ class Retriever:
                 tr = time.perf_counter()
                 deps = self._ranking_deps(off)
                 timings["deps"] = (time.perf_counter() - tr) * 1000
-                out.pages, out.segments, visited, out.skipped = self._rank_pages(
-                    pq, recent, budget.pages, timings, conversation_id, deps
-                )
+                started = self._start_ranking(pq, recent, budget.pages, timings, conversation_id, deps)
+            if pq is not None and embedding is not None:
+                tw = time.perf_counter()
+                vecs, per_text = embedding.result()
+                timings["embed_wait"] = (time.perf_counter() - tw) * 1000
+                set_vectors(pq, vecs, per_text, self.db.params)
+            if started is not None and pq is not None:
+                out.pages, out.segments, visited, out.skipped = finish_ranking(started, pq, deps, timings)
                 ts = time.perf_counter()
                 out.sides = rank_sides(out.pages, pq.vec, deps)
                 timings["sides"] = (time.perf_counter() - ts) * 1000
@@ -125,6 +143,29 @@ class Retriever:
         timings["total"] = (time.perf_counter() - t0) * 1000
         out.timings_ms = timings
         return out
+
+    def _embed_async(self, pq: ParsedQuery, timings: dict[str, float]) -> Future:
+        """Embed the query's texts on the embedding thread; the future gives (vectors, token rows) and
+        puts the embedding's own time in timings["embed"]. Why a thread: ONNX Runtime and SQLite both
+        release the GIL, so the keyword search runs beside the embedding (docs/benchmarks.md)."""
+        texts = texts_to_embed(pq)
+
+        def run() -> tuple:
+            t = time.perf_counter()
+            try:
+                return self.embedding.embed_with_tokens(texts)
+            finally:
+                timings["embed"] = (time.perf_counter() - t) * 1000
+
+        if self._embed_thread is None:
+            self._embed_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-query-embed")
+        return self._embed_thread.submit(run)
+
+    def close(self) -> None:
+        """Stop the embedding thread (the store is closing)."""
+        if self._embed_thread is not None:
+            self._embed_thread.shutdown(wait=False)
+            self._embed_thread = None
 
     def _stm(self, conversation_id: int | None, shown_max: int | None) -> tuple[list[int], list[PageHit]]:
         """The conversation's STM page ids, oldest first, and the newest `shown_max` (None: all) as hits."""
@@ -167,7 +208,7 @@ class Retriever:
             off=off,
         )
 
-    def _rank_pages(
+    def _start_ranking(
         self,
         pq: ParsedQuery,
         exclude: set[int],
@@ -175,8 +216,8 @@ class Retriever:
         timings: dict[str, float],
         conversation_id: int | None,
         deps: RankingDeps,
-    ):
-        """ranking.rank_pages over the synced page matrix, the keyword query parsed on the way."""
+    ) -> Candidates:
+        """ranking.start_ranking over the synced page matrix, the keyword query parsed on the way."""
         ta = time.perf_counter()
         if not self.db.in_transaction:
             self._page_cache.sync(self.db.conn)
@@ -184,7 +225,7 @@ class Retriever:
         timings["cache_sync"] = (tb - ta) * 1000
         pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), self.db.params)
         timings["keyword_query"] = (time.perf_counter() - tb) * 1000
-        return rank_pages(pq, exclude, n, deps, timings, conversation_id)
+        return start_ranking(pq, exclude, n, deps, timings, conversation_id)
 
     def _term_stats(self, counts: dict[str, int]) -> TermStats:
         """The keyword index's stems and term counts for one query (`counts`: its memo)."""
@@ -204,7 +245,7 @@ class Retriever:
         return row[0] if row else 0
 
     def _parse_query(self, query: str, timings: dict[str, float], off: frozenset[str]) -> ParsedQuery:
-        """The query parsed once (memory_core.query), with its common words, vector and token rows."""
+        """The query parsed once (memory_core.query), with its common words (the vector comes later)."""
         pq = parse_text(query, self.db.clock())
         t0 = time.perf_counter()
         p = self.db.params
@@ -215,8 +256,6 @@ class Retriever:
                     self._page_cache.sync(self.db.conn)  # the page count now, not at the last query
                 pq.common_words = common_words(pq, self._term_stats(pq.term_counts), p)
         timings["common_words"] = (time.perf_counter() - t0) * 1000
-        vecs, per_text = self.embedding.embed_with_tokens(texts_to_embed(pq))
-        set_vectors(pq, vecs, per_text, p)
         return pq
 
     # ------------------------------------------------------------------ what a statement says

@@ -269,6 +269,7 @@ class MemoryStore:
         return store
 
     def close(self) -> None:
+        self.retrieval.close()
         self.db.close()
 
     def __enter__(self) -> MemoryStore:
