@@ -49,7 +49,9 @@ class Recovered:
 def recover_interrupted(store, memory_enabled: Callable[[], bool] = lambda: True) -> Recovered:
     """Keep what a crash cut short and queue its memory; idempotent (see the module docstring)."""
     replies = queued = unanswered = 0
-    for msg in store.list_messages_with_status(STREAMING) + store.list_messages_with_status(INTERRUPTED):
+    for msg in store.list_messages_with_status(STREAMING, unrecovered=True) + store.list_messages_with_status(
+        INTERRUPTED, unrecovered=True
+    ):
         meta = msg.meta or {}
         if meta.get("recovered") or (msg.status == STREAMING and is_alive(store, meta.get("writer"))):
             continue

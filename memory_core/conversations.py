@@ -239,9 +239,14 @@ class Conversations:
         rows = self.db.rows(f"SELECT {MSG_COLS} FROM message WHERE conversation_id = ? ORDER BY id", (cid,))
         return [self._msg(r) for r in rows]
 
-    def list_messages_with_status(self, status: str, limit: int = 1000) -> list[Message]:
-        """Messages in `status` (e.g. replies left 'streaming' by a crash), oldest first."""
-        rows = self.db.rows(f"SELECT {MSG_COLS} FROM message WHERE status = ? ORDER BY id LIMIT ?", (status, limit))
+    def list_messages_with_status(self, status: str, limit: int = 1000, *, unrecovered: bool = False) -> list[Message]:
+        """Messages in `status` (e.g. replies left 'streaming' by a crash), oldest first; `unrecovered`:
+        only those crash recovery has not handled yet (no `meta.recovered`), so the ones it handled
+        long ago can never hide a new one behind `limit`."""
+        skip = " AND NOT (json_valid(meta) AND coalesce(json_extract(meta, '$.recovered'), 0))" if unrecovered else ""
+        rows = self.db.rows(
+            f"SELECT {MSG_COLS} FROM message WHERE status = ?{skip} ORDER BY id LIMIT ?", (status, limit)
+        )
         return [self._msg(r) for r in rows]
 
     def mark_interrupted_messages(self, from_status: str = "streaming", to_status: str = "interrupted") -> int:

@@ -34,6 +34,19 @@ def test_a_reply_cut_short_is_kept_and_its_exchange_queued_once(store):
     assert store.count_pages(conversation_id=cid) == 1
 
 
+def test_replies_recovered_long_ago_never_hide_a_new_one(store):
+    """Recovered replies stay 'interrupted' (their text is kept, they can be regenerated); more of them
+    than one listing returns must not keep recovery from the newest crash."""
+    cid = store.create_conversation("Many crashes")
+    with store.transaction():
+        for i in range(1001):
+            uid = store.add_message(cid, "user", f"message {i}")
+            store.add_message(cid, "assistant", "cut", parent_id=uid, status="interrupted", meta={"recovered": True})
+    _cid, _uid, aid = _cut_short(store, status="interrupted")  # as an older Mnemo left it
+    assert recover_interrupted(store).replies == 1
+    assert store.get_message(aid).meta.get("recovered")
+
+
 def test_a_reply_an_older_mnemo_marked_interrupted_is_queued_too(store):
     """The desktop app used to mark such replies 'interrupted' without queueing their memory."""
     _cid, _uid, aid = _cut_short(store, status="interrupted")
