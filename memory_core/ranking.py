@@ -18,7 +18,7 @@ The MemoryParams each stage reads:
     neighbours   neighbor_prev, neighbor_next, neighbor_max_gap_s
     finalize     neighbor_prev, neighbor_next, neighbor_context ("neighbour_context")
     askings      asked_weight, w_keyword, w_tokens
-    select       none ("repeats" passes over earlier askings)
+    select       none ("repeats" passes over earlier askings; "others" weighs other people's pages)
     rank_sides   other_side_drop, other_side_spread ("sides")
     (parsing)    common_word_df, common_word_mix ("common_words")
 """
@@ -128,6 +128,7 @@ class Candidates:
     via: dict[int, int] = field(default_factory=dict)  # page -> the neighbour whose score it inherited
     final: dict[int, float] = field(default_factory=dict)
     askings: set[int] = field(default_factory=set)  # pages demoted as askings
+    others: set[int] = field(default_factory=set)  # pages of other people's dialogues, weighed less
     chosen: list[int] = field(default_factory=list)
     repeats: list[int] = field(default_factory=list)  # earlier askings of this question, passed over
     pages: dict[int, Page] = field(default_factory=dict)
@@ -314,11 +315,52 @@ def askings(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
             c.askings.add(pid)
 
 
+# A question in the first person ("Where do I live?") is about the user: a page of a conversation
+# between other people (an imported dialogue whose `people.me` is None, app.importers.people) weighs
+# this much beside the user's own (rule "others", decision 0020, measured by tests/bench/whose_memory.py)
+OTHERS_WEIGHT = 0.3
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|us|our|ours|ourselves)\b", re.IGNORECASE)
+
+
+def first_person(text: str) -> bool:
+    """Whether a question speaks of its asker ("Where do I live?", "what's my dog called"); "US" in
+    capitals is the country ("Which US cities did John visit?")."""
+    return any(m.group() != "US" for m in _FIRST_PERSON.finditer(text.replace("\u2019", "'")))
+
+
+def weigh_others(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """Rule "others" (inside `select`): for a question in the first person, the final score of every
+    candidate from a conversation of other people x OTHERS_WEIGHT, so what the user said in their own
+    chats ranks first unless a stranger's line matches far better; other people's pages stay recallable
+    (a memory with nothing of the user's on it still answers). A question without "I", "my", "we"...
+    ("When did Caroline move?"), or one that names a speaker of the page's dialogue ("What did Caroline
+    tell me?"), ranks as before, and a dialogue the user is in (`me` names a speaker) is theirs too."""
+    if "others" in d.off or not c.final or not first_person(pq.text):
+        return
+    rows = d.execute(
+        "SELECT id, json_extract(meta, '$.people.user_side'), json_extract(meta, '$.people.assistant_side') "
+        "FROM page WHERE id IN (SELECT value FROM json_each(?)) AND "
+        "CASE WHEN json_valid(meta) THEN json_type(meta, '$.people.me') END = 'null'",
+        (json.dumps(list(c.final)),),
+    ).fetchall()
+    named: dict[str, bool] = {}
+    for pid, *people in rows:
+        if any(named.setdefault(p, _names(pq.text, p)) for p in people if isinstance(p, str)):
+            continue
+        c.final[pid] *= OTHERS_WEIGHT
+        c.others.add(pid)
+
+
+def _names(text: str, name: str) -> bool:
+    return bool(name.strip()) and re.search(r"\b" + re.escape(name.strip()) + r"\b", text, re.IGNORECASE) is not None
+
+
 def select(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """The best n pages, passing over earlier askings of this same question in Mnemo's own chats
     (T.repeats_question; stage "repeats"): the reply there is what the model answered then. In an
     imported dialogue (a conversation with a source) the reply is the record, e.g. the other person's
-    answer. Reads no parameter."""
+    answer. Other people's pages weigh less first (`weigh_others`, rule "others"). Reads no parameter."""
+    weigh_others(c, pq, d)
     ranked = sorted(c.final, key=lambda i: (-c.final[i], i))
     start = 0
     while len(c.chosen) < c.n and start < len(ranked):
@@ -373,6 +415,7 @@ SWITCHABLE = (
     "askings",
     "repeats",
     "sides",
+    "others",
 )
 # which timing key each stage's time goes to (the keys `Retrieval.timings_ms` has always had)
 _TIMING = {
@@ -526,6 +569,8 @@ def _reasons(pid: int, page: Page, c: Candidates, pq: ParsedQuery, d: RankingDep
         parts.append("from the archive")
     if c.conversation_id is not None and page.conversation_id == c.conversation_id:
         parts.append("said earlier in this conversation")
+    if pid in c.others:
+        parts.append(f"said by other people, and the question is about you (× {OTHERS_WEIGHT:g})")
     if pid in c.askings:
         parts.append(f"a question asked in a chat (its keyword match not counted, × {d.params.ranking.asked_weight:g})")
     return parts

@@ -23,6 +23,9 @@ no need to unpack it. Your ChatGPT custom instructions come along: “about you�
 <p><b>Other files</b>: a <b>conversations.json</b> taken out of either export, a <b>LoCoMo</b> JSON file, or a
 plain <b>.txt</b> or <b>.md</b> transcript with lines such as “User: …” and “Assistant: …” (Mnemo's own chat
 export reads back the same way).</p>
+<p>A <b>LoCoMo</b> file is a conversation between two named people, not your chat with an assistant: Mnemo
+asks whether you are one of them. If you are neither, what they said is remembered as theirs, and your own
+chats come first when you ask about yourself.</p>
 <p>A large export takes a few minutes; you can keep chatting meanwhile, and importing the same file again
 adds only what is missing.</p>
 """

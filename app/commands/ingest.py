@@ -5,12 +5,19 @@ The file is read and validated completely before the store is opened: a fatal pr
 code 2 having written nothing. Malformed records are skipped with a warning naming their
 position. Each conversation is written in its own transaction; re-running skips what is
 already imported and finishes what is not (see app.importers.writer).
+
+A dialogue between two named people (LoCoMo JSON) needs to know which speaker, if either, is the
+user: `--as-user NAME` (one of its speakers) or `--others` (neither). Told nothing, it is imported as
+other people's conversation, with a one-line note saying so: what strangers said must never become
+"the user's", and a script that imports such files keeps working. A name that is no speaker's is a
+one-line error, and nothing is imported. A dialogue imported before keeps the answer it got then.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 MAX_WARNINGS_SHOWN = 40
 
@@ -32,6 +39,18 @@ def register(subparsers) -> None:
         choices=["auto", "chatgpt", "claude", "locomo", "text"],
         help="input format (default: detect)",
     )
+    who = p.add_mutually_exclusive_group()
+    who.add_argument(
+        "--as-user",
+        metavar="NAME",
+        default=None,
+        help="in a dialogue between two named people (LoCoMo), the speaker who is you",
+    )
+    who.add_argument(
+        "--others",
+        action="store_true",
+        help="a dialogue between two named people, neither of them you (the default for such a file, with a note)",
+    )
     p.add_argument("--limit", type=int, default=None, metavar="N", help="import at most N conversations")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -52,6 +71,13 @@ def run(args, ctx) -> int:
     convs = parsed.conversations
     if args.limit is not None:
         convs = convs[: max(0, args.limit)]
+    try:
+        notes = _whose(args, convs)
+    except ImportFatalError as exc:
+        if args.json:
+            print(json.dumps({"error": str(exc)}))
+        print(f"mnemo ingest: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     _print_issues(parsed.issues)
     total_turns = sum(c.n_turns for c in convs)
     store = ctx.open_store()
@@ -88,6 +114,8 @@ def run(args, ctx) -> int:
         store.close()
     progress.close()
     _print_issues(report.issues[len(parsed.issues) :])
+    for line in notes + _kept_notes(report):
+        print(f"note: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -101,6 +129,42 @@ def run(args, ctx) -> int:
     if not report.outcomes and report.skipped_records:
         return 1
     return 0
+
+
+def _whose(args, convs) -> list[str]:
+    """Record who the user is in the file's dialogues between named people (app.importers.people);
+    the notes to print after the import. Raises ImportFatalError for a name that is nobody's or a flag
+    given for a file without such a dialogue."""
+    from app.importers.people import assign, dialogues, pair
+
+    told = args.as_user is not None or args.others
+    if not told and not dialogues(convs):
+        return []
+    what = Path(args.file).name
+    done = assign(convs, args.as_user if told else None, what=what)
+    if not told:
+        shown = "; ".join(pair(c) for c in done.others[:3]) + (" …" if len(done.others) > 3 else "")
+        return [
+            f"{what}: {len(done.others)} dialogue(s) between named people ({shown}) imported as other people's "
+            "conversations; if you are one of the speakers, say so with --as-user NAME when you first import it"
+        ]
+    if args.as_user is not None and done.others:
+        return [f"{what}: {len(done.others)} dialogue(s) without {args.as_user} imported as other people's"]
+    return []
+
+
+def _kept_notes(report) -> list[str]:
+    """A note for each dialogue imported before with another answer to "who are you" (that one is kept)."""
+    out = []
+    for o in report.outcomes:
+        if o.people_kept is not None:
+            me = o.people_kept["me"]
+            was = f"as {me}'s" if me else "as other people's"
+            out.append(
+                f"{o.position} was imported before {was} conversation; that is kept "
+                f"(to change it: mnemo chats delete {o.conversation_id} --forget, then import again)"
+            )
+    return out
 
 
 def _print_issues(issues) -> None:

@@ -85,6 +85,8 @@ def load_samples(path: str | Path, sample_ids: Sequence[str] | None = None) -> t
     for conv in parsed.conversations:
         if sample_ids and conv.external_id not in sample_ids:
             continue
+        if conv.people is not None:  # the protocol: speaker_a is the user (app.importers.people)
+            conv.people = conv.people.with_me(conv.people.user_side)
         raw = raw_by_id.get(conv.external_id, {})
         c = raw.get("conversation", {})
         qs = []

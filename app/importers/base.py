@@ -61,6 +61,40 @@ class Turn:
         self.text = plain_text(self.text)
 
 
+OTHERS = None  # `People.me` of a conversation between other people
+
+
+@dataclass(frozen=True)
+class People:
+    """Who is who in a dialogue between two named people (see app.importers.people)."""
+
+    user_side: str  # the speaker on the page's user side (LoCoMo's speaker_a)
+    assistant_side: str  # the speaker on the page's assistant side (speaker_b)
+    me: str | None = OTHERS  # which of them is the app's user; None: other people
+
+    def meta(self) -> dict[str, str | None]:
+        """The `page.meta["people"]` value (the contract the persona code reads)."""
+        return {"user_side": self.user_side, "assistant_side": self.assistant_side, "me": self.me}
+
+    def with_me(self, me: str | None) -> People:
+        if me is not None and me not in (self.user_side, self.assistant_side):
+            raise ValueError(f"{me!r} is neither {self.user_side!r} nor {self.assistant_side!r}")
+        return People(self.user_side, self.assistant_side, me)
+
+    @classmethod
+    def from_meta(cls, meta: object) -> People | None:
+        """The People a page's meta records, or None (a page of the user's own chats)."""
+        if not isinstance(meta, dict):
+            return None
+        p = meta.get("people")
+        if not (
+            isinstance(p, dict) and isinstance(p.get("user_side"), str) and isinstance(p.get("assistant_side"), str)
+        ):
+            return None
+        me = p.get("me")
+        return cls(p["user_side"], p["assistant_side"], me if isinstance(me, str) else OTHERS)
+
+
 @dataclass
 class ParsedConversation:
     source: str  # "chatgpt", "locomo", "text"
@@ -69,6 +103,9 @@ class ParsedConversation:
     created_at: float
     turns: list[Turn]
     position: str = ""  # where it is in the file, for messages
+    # a dialogue between two named people: who is on each side and which, if any, is the user
+    # (app.importers.people); None for the user's own chats with an assistant
+    people: People | None = None
 
     def __post_init__(self) -> None:
         self.title = plain_text(self.title)

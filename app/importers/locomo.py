@@ -1,7 +1,9 @@
 """LoCoMo benchmark JSON (a list of samples, or one sample) as conversations.
 
-speaker_a is the user and speaker_b the assistant. Each turn's text is prefixed with its
-speaker's name ("Caroline: ..."): a LoCoMo dialogue is between two named people and its
+speaker_a is on the pages' user side and speaker_b on their assistant side; which of them, if either,
+is the app's user is recorded apart (`ParsedConversation.people`, app.importers.people: other people
+until the import is told otherwise), so the sides never change with that choice. Each turn's text is
+prefixed with its speaker's name ("Caroline: ..."): a LoCoMo dialogue is between two named people and its
 questions name them, so the name is part of what was said; the message meta keeps the
 speaker and the dia_id too. An image turn gets " [shares a photo: <blip_caption>]" after
 its text. `session_N_date_time` ("1:56 pm on 8 May, 2023", read as UTC) is the time of
@@ -18,7 +20,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from app.importers.base import ImportFatalError, ImportIssue, ParsedConversation, ParseResult, Turn
+from app.importers.base import ImportFatalError, ImportIssue, ParsedConversation, ParseResult, People, Turn
 
 SOURCE = "locomo"
 TURN_SPACING_S = 10.0
@@ -154,7 +156,7 @@ def _parse_sample(
             ImportIssue(where, "has no sample_id; using a hash of its speakers and first turn", skipped=False)
         )
     title = f"{a} & {b} ({sid})"
-    return ParsedConversation(SOURCE, sid, title, turns[0].timestamp, turns, position=where)
+    return ParsedConversation(SOURCE, sid, title, turns[0].timestamp, turns, position=where, people=People(a, b))
 
 
 def _session_starts(conv: dict, sessions: list[tuple[int, str]], where: str, issues: list[ImportIssue]) -> list[float]:

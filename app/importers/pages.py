@@ -11,6 +11,8 @@ A page is one user side and the assistant side that follows it. Rules:
 - A page never spans two sessions (LoCoMo sessions are days apart).
 - The page's timestamp is that of its first turn. Its meta holds `turn_ids` (in order: the
   user side's first, `user_turns` of them) and `message_ids` (every message the page covers).
+- A dialogue between two named people gives each of its pages `people` (who is on each side and which
+  of them is the app's user, app.importers.people); the user's own chats carry none.
 - Each side's text is capped at `MAX_SIDE_CHARS` for the memory (it is what gets embedded,
   keyword-indexed and quoted back into prompts); the message table keeps the full text.
 """
@@ -78,6 +80,7 @@ def page_items(
     *,
     source: str,
     limit: int = MAX_SIDE_CHARS,
+    people: dict[str, str | None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """`store.add_pages` items for `plans`; also the indices of pages whose text was capped."""
     items: list[dict[str, Any]] = []
@@ -93,6 +96,8 @@ def page_items(
             "message_ids": [int(message_ids[i]) for i in plan.indices],
             "import_source": source,
         }
+        if people is not None:
+            meta["people"] = dict(people)
         if cut_u or cut_a:
             meta["truncated"] = True
             capped.append(n)

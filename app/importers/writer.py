@@ -34,6 +34,9 @@ class ConversationOutcome:
     status: str  # "imported", "resumed", "already imported"
     turns_written: int = 0
     pages_written: int = 0
+    # a dialogue imported before with another answer to "who are you": that earlier answer is kept
+    # (its pages already say it), and this is the answer they keep
+    people_kept: dict[str, str | None] | None = None
 
 
 @dataclass
@@ -113,14 +116,18 @@ def write_conversation(
     parent_id = None
     turns = conv.turns
     status = "imported"
+    kept = None
     if existing is not None:
+        kept = _earlier_people(store, existing.id, conv)
         messages = store.list_messages(existing.id)
         done = {_meta_of(m).get("turn_id") for m in messages}
         turns = [t for t in conv.turns if t.turn_id not in done]
         if not turns:
             if on_turns:
                 on_turns(len(conv.turns))
-            return ConversationOutcome(conv.position, conv.external_id, existing.id, "already imported")
+            return ConversationOutcome(
+                conv.position, conv.external_id, existing.id, "already imported", people_kept=kept
+            )
         status = "resumed"
         parent_id = messages[-1].id if messages else None
         if on_turns:
@@ -130,7 +137,8 @@ def write_conversation(
     # SQL below, so a chat reply never waits behind an import). The message ids are not known
     # yet; the texts, and so the embeddings, do not depend on them.
     plans = plan_pages(turns)
-    draft, _ = page_items(turns, [0] * len(turns), plans, source=conv.source, limit=max_side_chars)
+    people = conv.people.meta() if conv.people is not None else None
+    draft, _ = page_items(turns, [0] * len(turns), plans, source=conv.source, limit=max_side_chars, people=people)
     for start in range(0, len(draft), PAGE_CHUNK):  # in chunks, so the progress bar moves
         chunk = draft[start : start + PAGE_CHUNK]
         store.embed_pages(
@@ -148,7 +156,22 @@ def write_conversation(
         return write_conversation(store, conv, issues=issues, max_side_chars=max_side_chars)
     if on_turns and written_turns < len(turns):
         on_turns(len(turns) - written_turns)
-    return ConversationOutcome(conv.position, conv.external_id, cid, status, len(turns), len(draft))
+    return ConversationOutcome(conv.position, conv.external_id, cid, status, len(turns), len(draft), kept)
+
+
+def _earlier_people(store, cid: int, conv: ParsedConversation) -> dict[str, str | None] | None:
+    """When a dialogue stored before says another "who is who" than `conv` (imported again with another
+    answer), that earlier one: `conv` takes it, so the pages of one conversation never disagree."""
+    from app.importers.people import People
+
+    if conv.people is None:
+        return None
+    for page in store.list_pages(conversation_id=cid, limit=1):
+        earlier = People.from_meta(page.meta)
+        if earlier is not None and earlier != conv.people:
+            conv.people = earlier
+            return earlier.meta()
+    return None
 
 
 class _WrittenMeanwhile(Exception):
@@ -176,7 +199,8 @@ def _write_turns(store, conv, existing, turns, parent_id, plans, draft, issues, 
         )
         ids.append(mid)
         parent_id = mid
-    items, capped = page_items(turns, ids, plans, source=conv.source, limit=max_side_chars)
+    people = conv.people.meta() if conv.people is not None else None
+    items, capped = page_items(turns, ids, plans, source=conv.source, limit=max_side_chars, people=people)
     for it, drafted in zip(items, draft):
         it["embedding"] = drafted["embedding"]
     for n in capped:
