@@ -18,6 +18,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QButtonGroup,
     QDialog,
     QDialogButtonBox,
@@ -223,7 +224,7 @@ class WhoAreYou(QGroupBox):
         lay.addLayout(self._grid)
         self.group = QButtonGroup(self)
         self.group.buttonClicked.connect(lambda _b: self.chosen.emit())
-        self.options: list[QRadioButton] = []
+        self.options: list[QAbstractButton] = []
         self._names: list[str | None] = []
 
     def ask(self, speakers: list[str], dialogues: int = 1) -> None:
