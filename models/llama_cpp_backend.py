@@ -21,6 +21,12 @@ prefill saves the state of the prompt beginnings it is asked to keep (a chat's s
 system prompt every new chat starts with) once they are fully processed, and a prefill or a reply
 whose prompt begins with a saved prefix the in-process cache lacks loads it instead of processing
 it (models.llama_state; the store checks the key and the tokens, and deletes what it cannot read).
+
+Parametric memory: `set_adapters` puts LoRA adapters (GGUF) on the context at a scale each, through
+llama.cpp's adapter API (`llama_adapter_lora_init`, `llama_set_adapters_lora`), after models.lora has
+checked that each was made for this model (an adapter for another one is refused with one line,
+before llama.cpp reads it). An adapter changes what the model makes of every token, so a change of
+adapters empties the in-process cache, and the saved states' key names the adapters in use.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from models.chat import CancelToken, GenerationStats, Message, parse_json_reply
 from models.errors import ModelError, ModelFileError
 from models.kv_cache_store import KVCacheStore
 from models.llama_state import restore_prefix, save_prefix, state_key
+from models.lora import AdapterError, check_fits
 from models.prompt_tokens import SpecialTokens, mask_messages
 from models.resolve import check_gguf, default_gguf_path
 
@@ -120,6 +127,48 @@ class LlamaCppChatModel:
         self.activation: KVCacheStore | None = None  # saved states of prompt beginnings (on disk)
         self._state_key: dict[str, Any] | None = None
         self._restored = 0  # tokens at the cache's start loaded from a saved state, not yet reported
+        self._lora_handles: dict[str, Any] = {}  # adapter file -> llama.cpp's adapter, loaded once
+        self._lora_active: tuple[tuple[str, float], ...] = ()
+
+    # -- parametric memory (LoRA adapters) --------------------------------------
+    @property
+    def adapters(self) -> tuple[tuple[str, float], ...]:
+        """The adapters on the model now: (file, scale) each."""
+        return self._lora_active
+
+    def set_adapters(self, adapters: Sequence[tuple[str | os.PathLike, float]]) -> None:
+        """Use these LoRA adapters (file, scale) from the next prompt on ([]: none). AdapterError,
+        with nothing changed, when one is not an adapter for this model or llama.cpp refuses it. A
+        change empties the in-process cache (its keys and values were computed without them)."""
+        wanted = tuple((str(Path(path).resolve()), float(scale)) for path, scale in adapters)
+        with self._lock:
+            if wanted == self._lora_active:
+                return
+            import ctypes
+
+            import llama_cpp.llama_cpp as lc
+
+            handles = [self._lora_handle(path) for path, _ in wanted]
+            arr = (lc.llama_adapter_lora_p_ctypes * max(1, len(handles)))(*handles)
+            scales = (ctypes.c_float * max(1, len(wanted)))(*(scale for _, scale in wanted))
+            if lc.llama_set_adapters_lora(self._llm._ctx.ctx, arr, len(handles), scales):
+                raise AdapterError(f"llama.cpp would not put {len(handles)} adapter(s) on {self.model_id}")
+            self._lora_active = wanted
+            self._llm.n_tokens = 0  # the cache was computed with other adapters: process the prompt anew
+            self._llm._requires_eval = True
+            self._restored = 0
+
+    def _lora_handle(self, path: str) -> Any:
+        handle = self._lora_handles.get(path)
+        if handle is None:
+            check_fits(path, self.model_path)  # AdapterError, one line, before llama.cpp reads it
+            import llama_cpp.llama_cpp as lc
+
+            handle = lc.llama_adapter_lora_init(self._llm._model.model, path.encode("utf-8"))
+            if not handle:
+                raise AdapterError(f"{Path(path).name}: llama.cpp could not load this adapter")
+            self._lora_handles[path] = handle
+        return handle
 
     # -- activation memory ------------------------------------------------------
     def use_activation_cache(self, store: KVCacheStore | None) -> None:
@@ -132,7 +181,9 @@ class LlamaCppChatModel:
         with self._lock:
             if self._state_key is None:
                 self._state_key = state_key(self._llm, self.model_path, self.config.n_gpu_layers)
-            return self._state_key
+            if not self._lora_active:
+                return self._state_key
+            return {**self._state_key, "adapters": [_adapter_identity(p, s) for p, s in self._lora_active]}
 
     def _restore(self, tokens: list[int], done: int) -> int:
         """Load the longest saved state that begins `tokens` and holds at least MIN_RESTORE_GAIN more
@@ -461,12 +512,32 @@ class LlamaCppChatModel:
         )
         return parse_json_reply(text)
 
+    def _free_adapters(self) -> None:
+        import llama_cpp.llama_cpp as lc
+
+        if self._lora_active:
+            lc.llama_set_adapters_lora(self._llm._ctx.ctx, None, 0, None)
+            self._lora_active = ()
+        for handle in self._lora_handles.values():
+            lc.llama_adapter_lora_free(handle)
+        self._lora_handles.clear()
+
     def close(self) -> None:
         with self._lock:
             llm = getattr(self, "_llm", None)
             if llm is not None:
+                self._free_adapters()
                 llm.close()
                 self._llm = None  # type: ignore[assignment]  # closed: no model until a new backend
+
+
+def _adapter_identity(path: str, scale: float) -> list[Any]:
+    """What names an adapter in a saved state's key: its file, size, mtime and the scale it is used at."""
+    try:
+        st = os.stat(path)
+        return [path, st.st_size, st.st_mtime_ns, scale]
+    except OSError:
+        return [path, None, None, scale]
 
 
 def _json_grammar(response_format: dict[str, Any]):
