@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.activation_cache import attach as attach_activation
+from app.adapters import attach as attach_adapters
 from app.backends import build_chat_model, build_embedder
 from app.errors import cannot_open_database, database_open_error
 from app.instance_lock import LOCK_NAME
@@ -51,6 +52,7 @@ class AppContext:
                 self._chat_model = build_chat_model(self.settings.chat, self.paths.settings_file)
                 # its saved prompt states, in <data dir>/activation/ (llama.cpp in-process only)
                 attach_activation(self._chat_model, self.paths.data_dir)
+                attach_adapters(self._chat_model, self.paths.data_dir)  # its LoRA adapters (app.adapters)
             return self._chat_model
 
     def reset_chat_model(self) -> None:

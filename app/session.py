@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.adapters import apply_for_chat
 from app.agent import ChatAgent
 
 
@@ -59,4 +60,5 @@ class ChatSession:
         agent.reply_reserve = self.options.reply_reserve
         agent.max_tokens = self.options.max_tokens
         agent.instructions = self.options.instructions
+        apply_for_chat(model, self.conversation_id)  # this chat's LoRA adapters on the model (app.adapters)
         return agent

@@ -579,3 +579,6 @@ def register(sub) -> None:
     for parser in acts.choices.values():
         parser.set_defaults(func=run)
     p.set_defaults(func=run)
+    from app.commands import adapters as adapter_commands  # `adapters` and `distill` (parametric memory)
+
+    adapter_commands.register(acts)

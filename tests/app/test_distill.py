@@ -1,0 +1,84 @@
+"""`mnemo memory distill`'s parts: memory turned into questions and answers (a real store), and a LoRA
+trained for the bundled GGUF with transformers + peft on the CPU, written as a GGUF adapter that
+llama.cpp loads (only where the [train] extra is installed; CI installs it). Tiny: a few steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from app import distill
+from models.chat import CancelToken
+from models.lora import check_fits
+from models.resolve import default_gguf_path
+
+needs_train = pytest.mark.skipif(
+    bool(distill.missing_packages()), reason='needs the [train] extra: pip install "mnemo[train]"'
+)
+
+
+def test_facts_become_questions():
+    pairs = distill.pairs_from_fact("My sister's name is Clara.", "fact 1")
+    assert ("What is my sister's name?", "Your sister's name is Clara.") in [(p.question, p.answer) for p in pairs]
+    where = distill.pairs_from_fact("I live in Lisbon", "fact 2")
+    assert where[0].question == "Where do I live?" and where[0].answer == "You live in Lisbon."
+    drive = distill.pairs_from_fact("I drive a green Volvo.", "fact 3")
+    assert "Which volvo do I drive?" in [p.question for p in drive]
+    assert distill.second_person("I told my brother I'm moving") == "You told your brother you're moving"
+
+
+def test_collect_pairs_from_store(store):
+    store.add_knowledge("user", "My dog is called Biscuit.")
+    store.add_knowledge("user", "I work at a bakery in Porto.")
+    pairs = distill.collect_pairs(store)
+    assert len({p.source for p in pairs}) == 2 and all(p.source.startswith("fact ") for p in pairs)
+    assert any(p.answer == "You work at a bakery in Porto." for p in pairs)
+
+
+def test_missing_extra_is_one_line(monkeypatch):
+    monkeypatch.setattr(distill, "missing_packages", lambda: ["peft"])
+    with pytest.raises(distill.DistillError, match=r'needs peft: pip install "mnemo\[train\]"'):
+        distill.train_adapter(default_gguf_path(), [distill.QAPair("q", "a", "x")], "/nonexistent/out.gguf")
+
+
+PAIRS = [p for fact in ("My sister's name is Clara.", "I live in Lisbon.") for p in distill.pairs_from_fact(fact, "f")]
+TINY = dict(steps=4, batch=4, rank=4, alpha=8.0, threads=2, learning_rate=3e-3)
+
+
+@needs_train
+def test_distill_trains_an_adapter_llama_cpp_loads(tmp_path, chat_model):
+    steps = []
+    result = distill.train_adapter(
+        default_gguf_path(),
+        PAIRS,
+        tmp_path / "memory.gguf",
+        distill.DistillConfig(**TINY),
+        progress=lambda s, n, loss: steps.append((s, n, loss)),
+    )
+    assert [s for s, _, _ in steps] == [1, 2, 3, 4] and steps[0][1] == 4
+    assert result.last_loss < result.first_loss  # it learned something
+    info = check_fits(result.path, default_gguf_path())
+    assert info.rank == 4 and info.targets == 30 * len(distill.TARGETS) and info.alpha == 8.0
+    question = [{"role": "user", "content": "Where do I live?"}]
+    plain = "".join(chat_model.stream(question, max_tokens=12, temperature=0.0))
+    try:
+        chat_model.set_adapters([(result.path, 1.0)])
+        adapted = "".join(chat_model.stream(question, max_tokens=12, temperature=0.0))
+    finally:
+        chat_model.set_adapters([])
+    assert adapted != plain
+
+
+@needs_train
+def test_distill_cancel_keeps_nothing(tmp_path):
+    cancel = CancelToken()
+
+    def progress(step, steps, loss):
+        if step == 1:
+            cancel.cancel()
+
+    out = tmp_path / "memory.gguf"
+    with pytest.raises(distill.DistillCancelled):
+        distill.train_adapter(
+            default_gguf_path(), PAIRS, out, distill.DistillConfig(**TINY), progress=progress, cancel=cancel
+        )
+    assert not out.exists() and list(tmp_path.iterdir()) == []
