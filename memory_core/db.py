@@ -387,8 +387,28 @@ def _m6(conn: apsw.Connection, dim: int) -> None:
     """)
 
 
+def _m_spaces(conn: apsw.Connection, dim: int) -> None:
+    """Memory spaces (issue 32, MemOS's readable/writable cubes): named parts of one memory. Everything
+    there is now is in space 1, 'Personal'. A page, segment, fact or trait belongs to one space; a
+    conversation writes to `space_id` and reads `read_spaces` (NULL: its own space only; 'all'; or a JSON
+    list of space ids); SQLite cannot add a column that REFERENCES another table with a default, so the
+    spaces component (memory_core.spaces) keeps the ids valid. `meta.space_epoch` counts the moves and deletions of pages, so the in-memory map
+    of page -> space that recall filters by (memory_core.space_filter) knows when to read it again."""
+    now = time.time()
+    conn.execute("CREATE TABLE space(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at REAL NOT NULL)")
+    conn.execute("INSERT INTO space(id, name, created_at) VALUES (1, 'Personal', ?)", (now,))
+    for table in ("page", "segment", "knowledge", "trait", "conversation"):
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN space_id INTEGER NOT NULL DEFAULT 1")
+    conn.execute("ALTER TABLE conversation ADD COLUMN read_spaces TEXT")
+    conn.execute("CREATE INDEX page_space ON page(space_id)")
+    conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('space_epoch', '0')")
+    bump = "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'space_epoch'"
+    conn.execute(f"CREATE TRIGGER page_space_moved AFTER UPDATE OF space_id ON page BEGIN {bump}; END")
+    conn.execute(f"CREATE TRIGGER page_space_deleted AFTER DELETE ON page BEGIN {bump}; END")
+
+
 # Each migration takes (conn, dim); index i moves user_version from i to i + 1.
-MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4, _m5, _m6]
+MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4, _m5, _m6, _m_spaces]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -39,6 +39,7 @@ from . import token_match
 from .codec import from_json as _pj
 from .codec import vec_blob as _blob
 from .query import ParsedQuery
+from .space_filter import SpaceScope
 from .types import MemoryParams, Page, PageHit, SideHit
 from .vecindex import MatrixCache
 
@@ -93,6 +94,10 @@ class RankingDeps:
     embed_page_tokens: Callable[[Sequence[tuple[int, str, str]]], list[tuple[bytes, bytes]]] | None = None
     stale: tuple[int, int] | None = None
     off: frozenset[str] = frozenset()
+    scope: SpaceScope | None = None  # the memory spaces read (None: every page may be recalled)
+
+    def in_scope(self, pid: int) -> bool:
+        return self.scope is None or self.scope.allows(pid)
 
     def is_stale(self, pid: int) -> bool:
         return self.stale is not None and self.stale[0] < pid <= self.stale[1]
@@ -140,9 +145,15 @@ def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     cosine of a sample of pages (what "usual" is, for each page's standout). Pages whose vectors are the
     old model's are left out (keywords and word rows still find them). Reads dense_candidates."""
     if "dense" not in d.off:
-        ids, scores = d.page_cache.search(pq.vec, max(d.params.ranking.dense_candidates, 4 * c.n), c.exclude)
+        k = max(d.params.ranking.dense_candidates, 4 * c.n)
+        with d.page_cache.lock:  # the mask is of the rows as they are now
+            mask = d.scope.row_mask(d.page_cache) if d.scope is not None else None
+            ids, scores = d.page_cache.search(pq.vec, k, c.exclude, mask)
         c.cos_of = d.fresh({int(i): float(s) for i, s in zip(ids, scores)})
     sample_ids, sample_cos = d.page_cache.sample_scores(pq.vec)
+    if d.scope is not None:  # what pages usually score is judged among the pages the chat reads
+        keep = d.scope.allowed(sample_ids)
+        sample_ids, sample_cos = sample_ids[keep], sample_cos[keep]
     if d.stale is not None:  # the usual cosine of pages the query can be compared with
         keep = ~((sample_ids > d.stale[0]) & (sample_ids <= d.stale[1]))
         sample_ids, sample_cos = sample_ids[keep], sample_cos[keep]
@@ -182,9 +193,9 @@ def keyword(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         return
     rows = d.execute(
         "SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
-        (pq.keyword.fts, d.params.ranking.keyword_candidates),
+        (pq.keyword.fts, _keyword_limit(d)),
     ).fetchall()
-    rows = [(pid, sc) for pid, sc in rows if pid not in c.exclude]
+    rows = _in_scope(rows, c, d)
     if rows:
         scale = pq.keyword.scale or max(sc for _, sc in rows)
         for pid, sc in rows:
@@ -198,13 +209,29 @@ def trigram(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         return
     rows = d.execute(
         "SELECT rowid, -bm25(page_tri) FROM page_tri WHERE page_tri MATCH ? ORDER BY rank LIMIT ?",
-        (pq.trigram, d.params.ranking.keyword_candidates),
+        (pq.trigram, _keyword_limit(d)),
     ).fetchall()
-    rows = [(pid, sc) for pid, sc in rows if pid not in c.exclude]
+    rows = _in_scope(rows, c, d)
     top = max((sc for _, sc in rows), default=0.0)
     if top > 0:
         for pid, sc in rows:
             c.kw_of[pid] = max(c.kw_of.get(pid, 0.0), sc / top)
+
+
+# a chat that reads some of the memory's spaces asks the keyword index for this many times
+# keyword_candidates, and keeps the first keyword_candidates of its spaces
+SCOPED_KEYWORD_FACTOR = 4
+
+
+def _keyword_limit(d: RankingDeps) -> int:
+    n = d.params.ranking.keyword_candidates
+    return n if d.scope is None else SCOPED_KEYWORD_FACTOR * n
+
+
+def _in_scope(rows: list[tuple[int, float]], c: Candidates, d: RankingDeps) -> list[tuple[int, float]]:
+    """Keyword rows (page, score) less the excluded pages and those of spaces not read."""
+    kept = [(pid, sc) for pid, sc in rows if pid not in c.exclude and d.in_scope(pid)]
+    return kept[: d.params.ranking.keyword_candidates]
 
 
 def prefetch(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
@@ -257,7 +284,12 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         "AND p.conversation_id IS NOT NULL",
         (json.dumps(strong),),
     ).fetchall()
-    new_ids = {o for _, pr, nx in rows for o in (pr, nx) if o is not None and o not in c.info and o not in c.exclude}
+    new_ids = {
+        o
+        for _, pr, nx in rows
+        for o in (pr, nx)
+        if o is not None and o not in c.info and o not in c.exclude and d.in_scope(o)
+    }
     if new_ids:
         page_info(new_ids, c.info, d)
 
@@ -266,6 +298,7 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
             other is not None
             and other in c.info
             and other not in c.exclude
+            and d.in_scope(other)
             and abs(c.info[other][4] - c.info[pid][4]) <= p.ranking.neighbor_max_gap_s
         )
 

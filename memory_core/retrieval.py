@@ -7,6 +7,7 @@ which reach the store only through the RankingDeps built in `_ranking_deps`.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from .pages import Pages
 from .persona import TRAIT_COLS, Persona
 from .query import ParsedQuery, TermStats, common_words, keyword_query, parse_text, set_vectors, texts_to_embed
 from .ranking import (
+    SCOPED_KEYWORD_FACTOR,
     UNRELATED_COSINE,
     UNRELATED_PRIOR_PAGES,
     Candidates,
@@ -33,6 +35,7 @@ from .ranking import (
     typical_cosine,
 )
 from .segments import Segments
+from .space_filter import SpaceMap, SpaceScope
 from .types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
 from .upkeep import Upkeep
 from .vecindex import MatrixCache
@@ -64,6 +67,7 @@ class Retriever:
         self._page_cache = page_cache
         self._porter_tok: apsw.FTS5Tokenizer | None = None  # made at the first query
         self._embed_thread: ThreadPoolExecutor | None = None  # made at the first query
+        self._space_map = SpaceMap()
 
     def retrieve(
         self,
@@ -73,6 +77,7 @@ class Retriever:
         *,
         record_visits: bool = True,
         off: Iterable[str] = (),
+        spaces: frozenset[int] | None = None,
     ) -> Retrieval:
         """Recall memory for `query`.
 
@@ -83,6 +88,7 @@ class Retriever:
         - knowledge: the best user/assistant facts; traits: the active persona, in a stable order.
         Segments that supplied a page get a visit (N_visit + 1) in one short write.
         `off`: ranking stages switched off (memory_core.ranking.SWITCHABLE), for the ablation.
+        `spaces`: the memory spaces recalled from (None: all); the STM is the conversation's own.
         """
         budget = budget or RetrievalBudget()
         query = T.valid_text(query)
@@ -109,7 +115,7 @@ class Retriever:
                     else set()
                 )
                 tr = time.perf_counter()
-                deps = self._ranking_deps(off)
+                deps = self._ranking_deps(off, self._space_map.scope(self.db.execute, spaces))
                 timings["deps"] = (time.perf_counter() - tr) * 1000
                 started = self._start_ranking(pq, recent, budget.pages, timings, conversation_id, deps)
             if pq is not None and embedding is not None:
@@ -126,7 +132,7 @@ class Retriever:
                 visited = []
             t3 = time.perf_counter()
             if budget.knowledge > 0 and pq is not None:
-                out.knowledge = self._rank_knowledge(pq, budget.knowledge)
+                out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)
             if budget.traits > 0:
                 out.traits = self._select_traits(budget.traits)
             t4 = time.perf_counter()
@@ -195,7 +201,7 @@ class Retriever:
                 self._page_cache.sync(self.db.conn)
 
     # ------------------------------------------------------------------ pages
-    def _ranking_deps(self, off: frozenset[str] = frozenset()) -> RankingDeps:
+    def _ranking_deps(self, off: frozenset[str] = frozenset(), scope: SpaceScope | None = None) -> RankingDeps:
         """The store's helpers that ranking (memory_core.ranking) calls: the one place they are named."""
         return RankingDeps(
             execute=self.db.execute,
@@ -206,6 +212,7 @@ class Retriever:
             embed_page_tokens=self.upkeep.page_token_blobs if self.embedding.embed_tokens_fn is not None else None,
             stale=self.upkeep.reembedding(),
             off=off,
+            scope=scope,
         )
 
     def _start_ranking(
@@ -299,10 +306,10 @@ class Retriever:
         return facts, sorted(pages)
 
     # ------------------------------------------------------------------ knowledge and traits
-    def _rank_knowledge(self, pq: ParsedQuery, n: int) -> list[KnowledgeHit]:
+    def _rank_knowledge(self, pq: ParsedQuery, n: int, spaces: frozenset[int] | None = None) -> list[KnowledgeHit]:
         p = self.db.params
         query, q = pq.text, pq.vec
-        k = max(20, 4 * n)
+        k = max(20, 4 * n) * (1 if spaces is None else SCOPED_KEYWORD_FACTOR)
         dense = {
             kid: 1.0 - float(d)
             for kid, d in self.db.execute(
@@ -324,6 +331,15 @@ class Retriever:
                 kw.setdefault(kid, len(kw))
         d_rank = {kid: r for r, kid in enumerate(sorted(dense, key=lambda i: -dense[i]))}
         cands = set(dense) | set(kw)
+        if spaces is not None and cands:
+            cands = {
+                kid
+                for (kid,) in self.db.execute(
+                    "SELECT id FROM knowledge WHERE id IN (SELECT value FROM json_each(?)) "
+                    "AND space_id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(sorted(cands)), json.dumps(sorted(spaces))),
+                )
+            }
         if not cands:
             return []
         scored = []

@@ -203,8 +203,11 @@ class MatrixCache:
     def __len__(self) -> int:
         return len(self.row_of)
 
-    def search(self, q: np.ndarray, k: int, exclude: set[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k (ids, cosines) by dot product, best first."""
+    def search(
+        self, q: np.ndarray, k: int, exclude: set[int] | None = None, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (ids, cosines) by dot product, best first; `mask` (one bool per row in use): only
+        the rows it marks (the pages of the memory spaces a chat reads, memory_core.space_filter)."""
         with self.lock:
             n = self.n
             if n == 0 or k <= 0:
@@ -214,8 +217,8 @@ class MatrixCache:
                 self._fit_prefilter()  # grew past the threshold by incremental puts
             cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k)
             if self.basis is not None and cands < n // 4:
-                return self._search_prefiltered(q, k, cands, exclude)
-            scores = self._masked(self.matrix[:n] @ q, exclude)
+                return self._search_prefiltered(q, k, cands, exclude, mask)
+            scores = self._masked(self.matrix[:n] @ q, exclude, mask)
             ids = self.ids[:n]
             kk = min(k, n)
             top = np.argpartition(-scores, kk - 1)[:kk] if kk < n else np.arange(n)
@@ -223,9 +226,11 @@ class MatrixCache:
             top = top[np.isfinite(scores[top])]
             return ids[top].copy(), scores[top].copy()
 
-    def _masked(self, scores: np.ndarray, exclude: set[int] | None) -> np.ndarray:
-        """`scores` (one per row in use) with free rows and excluded ids set to -inf."""
+    def _masked(self, scores: np.ndarray, exclude: set[int] | None, mask: np.ndarray | None = None) -> np.ndarray:
+        """`scores` (one per row in use) with free rows, excluded ids and rows `mask` leaves out set to -inf."""
         scores[self.ids[: len(scores)] < 0] = -np.inf
+        if mask is not None:
+            scores[~mask[: len(scores)]] = -np.inf
         if exclude:
             for i in exclude:
                 r = self.row_of.get(i)
@@ -233,10 +238,12 @@ class MatrixCache:
                     scores[r] = -np.inf
         return scores
 
-    def _search_prefiltered(self, q: np.ndarray, k: int, cands: int, exclude: set[int] | None):
+    def _search_prefiltered(
+        self, q: np.ndarray, k: int, cands: int, exclude: set[int] | None, mask: np.ndarray | None = None
+    ):
         n = self.n
         assert self.basis is not None and self.coarse is not None  # prefiltering runs once the basis is built
-        approx = self._masked(self.coarse[:n] @ (self.basis.T @ q), exclude)
+        approx = self._masked(self.coarse[:n] @ (self.basis.T @ q), exclude, mask)
         ids = self.ids[:n]
         rows = np.argpartition(-approx, cands - 1)[:cands]
         rows = rows[np.isfinite(approx[rows])]

@@ -151,13 +151,16 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--adds", type=int, default=60)
     ap.add_argument("--real", type=int, default=1000, help="pages embedded for real (the rest: random vectors)")
     ap.add_argument("--db", default=None, help="database file (default: a temp dir, deleted afterwards)")
+    ap.add_argument(
+        "--embed-threads", type=int, default=0, help="ONNX Runtime threads of the embedder (0: its default)"
+    )
     ap.add_argument("--cache", action="store_true", help=f"keep the filled store as {CACHE_DB} and reuse it")
     args = ap.parse_args(argv)
     sizes = sorted(int(x) for x in args.sizes.split(","))
 
     from models.embedder import OnnxEmbedder  # the benchmark (not memory_core) wires the real model in
 
-    emb = OnnxEmbedder()
+    emb = OnnxEmbedder(threads=args.embed_threads)
     tmp = tempfile.TemporaryDirectory(prefix="mnemo-bench-")
     db = Path(args.db) if args.db else CACHE_DB if args.cache else Path(tmp.name) / "bench.db"
     store = MemoryStore.open(
