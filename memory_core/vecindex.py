@@ -46,6 +46,15 @@ PREFILTER_DIMS = 96  # principal components kept for the coarse scan
 PREFILTER_FACTOR = 10  # coarse candidates per requested result (at least PREFILTER_MIN_CANDS)
 PREFILTER_MIN_CANDS = 1000
 SAMPLE_ROWS = 2048  # rows sample_scores reads to estimate a query's typical cosine
+# A memory of this many rows or more, when loaded, keeps its vectors as float16 (half the memory: 768 MB
+# at a million 384-d pages, where float32 takes 1.5 GB) and a narrower coarse scan (HALF_PREFILTER_DIMS,
+# still float32: numpy multiplies float16 without BLAS). Only the few thousand rows a query rescores are
+# read back as float32, so cosines differ from float32's by ~1e-3 (docs/benchmarks.md). Below it nothing
+# changes: float32 throughout.
+HALF_FROM_ROWS = 250_000
+HALF_PREFILTER_DIMS = 48
+HALF_CANDS_PER_ROWS = 250  # ... and one coarse candidate per this many rows (4,000 at a million)
+LOAD_CHUNK = 50_000  # rows read from SQLite at a time when loading (no second copy of the whole matrix)
 
 
 class MatrixCache:
@@ -67,6 +76,7 @@ class MatrixCache:
         self.basis: np.ndarray | None = None  # (dim, r) principal directions, or None
         self.mean: np.ndarray | None = None
         self.coarse = np.zeros((0, 0), dtype=np.float32)  # rows projected on the basis
+        self.dims = PREFILTER_DIMS  # principal components of the coarse scan
         # sample_scores' rows (limit, ids, their vectors), kept until a row changes: gathering 2,048
         # rows spread over the matrix costs more than their product with the query
         self._sample: tuple[int, np.ndarray, np.ndarray] | None = None
@@ -122,17 +132,38 @@ class MatrixCache:
         self._sample = None
         row = conn.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()
         hi = row[0] if row else 0
-        ids: list[int] = []
-        blobs: list[bytes] = []
-        for item_id, blob in conn.execute(f"SELECT {self.id_col}, embedding FROM {self.table}"):
-            ids.append(item_id)
-            blobs.append(blob)
-        n = len(ids)
+        n = conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
+        half = n >= HALF_FROM_ROWS
+        self.dims = HALF_PREFILTER_DIMS if half else PREFILTER_DIMS
         cap = n + max(1024, n // 16)
-        self.matrix = np.zeros((cap, self.dim), dtype=np.float32)
-        if n:
-            self.matrix[:n] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dim)
+        self.matrix = np.zeros((cap, self.dim), dtype=np.float16 if half else np.float32)
         self.ids = np.full(cap, -1, dtype=np.int64)
+        ids: list[int] = []
+        chunk_ids: list[int] = []
+        blobs: list[bytes] = []
+
+        def flush() -> None:
+            at = len(ids)
+            if at + len(chunk_ids) > len(self.matrix):  # rows added since the count
+                grown = np.zeros((at + len(chunk_ids) + 1024, self.dim), dtype=self.matrix.dtype)
+                grown[:at] = self.matrix[:at]
+                self.matrix = grown
+            self.matrix[at : at + len(chunk_ids)] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
+                len(chunk_ids), self.dim
+            )
+            ids.extend(chunk_ids)
+            chunk_ids.clear()
+            blobs.clear()
+
+        for item_id, blob in conn.execute(f"SELECT {self.id_col}, embedding FROM {self.table}"):
+            chunk_ids.append(item_id)
+            blobs.append(blob)
+            if len(chunk_ids) >= LOAD_CHUNK:
+                flush()
+        flush()
+        n = len(ids)
+        if len(self.ids) < len(self.matrix):
+            self.ids = np.full(len(self.matrix), -1, dtype=np.int64)
         self.ids[:n] = ids
         self.row_of = {i: r for r, i in enumerate(ids)}
         self.free = []
@@ -144,7 +175,7 @@ class MatrixCache:
 
     def _fit_prefilter(self) -> None:
         n = self.n
-        if n < PREFILTER_MIN_ROWS or self.dim <= PREFILTER_DIMS:
+        if n < PREFILTER_MIN_ROWS or self.dim <= self.dims:
             return
         rng = np.random.default_rng(0)
         live = np.flatnonzero(self.ids[:n] >= 0)
@@ -153,9 +184,11 @@ class MatrixCache:
         centered = sample - mean
         evals, evecs = np.linalg.eigh(centered.T @ centered)  # ascending eigenvalues
         self.mean = mean.astype(np.float32)
-        self.basis = np.ascontiguousarray(evecs[:, ::-1][:, :PREFILTER_DIMS], dtype=np.float32)
-        self.coarse = np.zeros((len(self.ids), PREFILTER_DIMS), dtype=np.float32)
-        self.coarse[:n] = (self.matrix[:n] - self.mean) @ self.basis
+        self.basis = np.ascontiguousarray(evecs[:, ::-1][:, : self.dims], dtype=np.float32)
+        self.coarse = np.zeros((len(self.ids), self.dims), dtype=np.float32)
+        for start in range(0, n, LOAD_CHUNK):  # no float32 copy of the whole matrix at once
+            end = min(n, start + LOAD_CHUNK)
+            self.coarse[start:end] = (self.matrix[start:end].astype(np.float32) - self.mean) @ self.basis
         self.coarse[:n][self.ids[:n] < 0] = 0.0
 
     def _put(self, item_id: int, vec: np.ndarray) -> None:
@@ -167,7 +200,7 @@ class MatrixCache:
             else:
                 if self.n >= len(self.ids):
                     cap = max(1024, len(self.ids) + len(self.ids) // 2)
-                    m = np.zeros((cap, self.dim), dtype=np.float32)
+                    m = np.zeros((cap, self.dim), dtype=self.matrix.dtype)
                     m[: self.n] = self.matrix[: self.n]
                     ids = np.full(cap, -1, dtype=np.int64)
                     ids[: self.n] = self.ids[: self.n]
@@ -203,6 +236,15 @@ class MatrixCache:
     def __len__(self) -> int:
         return len(self.row_of)
 
+    @property
+    def half(self) -> bool:
+        """The vectors are kept as float16 (a memory of HALF_FROM_ROWS rows or more when loaded)."""
+        return self.matrix.dtype == np.float16
+
+    def nbytes(self) -> int:
+        """What the vectors take in memory: the matrix and the coarse scan's rows."""
+        return int(self.matrix.nbytes + self.coarse.nbytes)
+
     def search(
         self, q: np.ndarray, k: int, exclude: set[int] | None = None, mask: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -215,16 +257,28 @@ class MatrixCache:
             q = q.astype(np.float32, copy=False)
             if self.basis is None and n >= PREFILTER_MIN_ROWS:
                 self._fit_prefilter()  # grew past the threshold by incremental puts
-            cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k)
+            cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k, n // HALF_CANDS_PER_ROWS if self.half else 0)
             if self.basis is not None and cands < n // 4:
                 return self._search_prefiltered(q, k, cands, exclude, mask)
-            scores = self._masked(self.matrix[:n] @ q, exclude, mask)
+            scores = self._masked(self.exact_scores(q), exclude, mask)
             ids = self.ids[:n]
             kk = min(k, n)
             top = np.argpartition(-scores, kk - 1)[:kk] if kk < n else np.arange(n)
             top = top[np.argsort(-scores[top], kind="stable")]
             top = top[np.isfinite(scores[top])]
             return ids[top].copy(), scores[top].copy()
+
+    def exact_scores(self, q: np.ndarray) -> np.ndarray:
+        """The cosine of `q` to every row in use (free rows: 0), a float16 matrix read in chunks."""
+        with self.lock:
+            n, q = self.n, q.astype(np.float32, copy=False)
+            if not self.half:
+                return self.matrix[:n] @ q
+            out = np.empty(n, dtype=np.float32)
+            for start in range(0, n, LOAD_CHUNK):
+                end = min(n, start + LOAD_CHUNK)
+                out[start:end] = self.matrix[start:end].astype(np.float32) @ q
+            return out
 
     def _masked(self, scores: np.ndarray, exclude: set[int] | None, mask: np.ndarray | None = None) -> np.ndarray:
         """`scores` (one per row in use) with free rows, excluded ids and rows `mask` leaves out set to -inf."""
@@ -247,7 +301,7 @@ class MatrixCache:
         ids = self.ids[:n]
         rows = np.argpartition(-approx, cands - 1)[:cands]
         rows = rows[np.isfinite(approx[rows])]
-        exact = self.matrix[rows] @ q
+        exact = self.matrix[rows].astype(np.float32, copy=False) @ q
         kk = min(k, len(rows))
         top = np.argpartition(-exact, kk - 1)[:kk] if kk < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-exact[top], kind="stable")]
@@ -262,7 +316,7 @@ class MatrixCache:
                 live = np.flatnonzero(self.ids[: self.n] >= 0)
                 if len(live) > limit:
                     live = live[np.linspace(0, len(live) - 1, limit).astype(np.int64)]
-                self._sample = (limit, self.ids[live].copy(), self.matrix[live])
+                self._sample = (limit, self.ids[live].copy(), self.matrix[live].astype(np.float32, copy=False))
             _, ids, rows = self._sample
             return ids.copy(), rows @ q.astype(np.float32, copy=False)
 
@@ -271,11 +325,11 @@ class MatrixCache:
             rows = [(i, self.row_of[i]) for i in item_ids if i in self.row_of]
             if not rows:
                 return {}
-            m = self.matrix[[r for _, r in rows]]
+            m = self.matrix[[r for _, r in rows]].astype(np.float32, copy=False)
             s = m @ q.astype(np.float32, copy=False)
             return {i: float(v) for (i, _), v in zip(rows, s)}
 
     def vector(self, item_id: int) -> np.ndarray | None:
         with self.lock:
             r = self.row_of.get(item_id)
-            return None if r is None else self.matrix[r].copy()
+            return None if r is None else self.matrix[r].astype(np.float32)

@@ -128,7 +128,7 @@ def dense_recall(cache: MatrixCache, vecs: np.ndarray, k: int) -> tuple[float, f
         live = cache.ids[: cache.n] >= 0
         for q in vecs:
             got, _ = cache.search(q, k)
-            scores = np.where(live, cache.matrix[: cache.n] @ q, -np.inf)
+            scores = np.where(live, cache.exact_scores(q), -np.inf)
             exact = cache.ids[: cache.n][np.argsort(-scores, kind="stable")[:k]]
             shares.append(len(set(got.tolist()) & set(exact.tolist())) / max(1, len(exact)))
     return float(np.mean(shares)), float(np.min(shares))

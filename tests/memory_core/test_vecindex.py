@@ -59,3 +59,49 @@ def test_sample_scores_reads_live_rows_or_an_even_sample():
     assert all(abs(c - expect[i]) < 1e-5 for i, c in zip(ids.tolist(), cos.tolist()))
     ids, cos = cache.sample_scores(q, limit=7)  # a large memory: rows spread over the matrix
     assert len(ids) == 7 and 10 not in ids.tolist() and ids[0] == 1 and ids[-1] == 50
+
+
+def _loaded(x, monkeypatch, half_from):
+    """A cache loaded from a page_vec-like table of `x` (ids 1..n), as a memory is when opened."""
+    import apsw
+
+    monkeypatch.setattr(vecindex, "HALF_FROM_ROWS", half_from)
+    monkeypatch.setattr(vecindex, "LOAD_CHUNK", 7_000)  # several chunks
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE page_vec(page_id INTEGER PRIMARY KEY, embedding BLOB)")
+    conn.execute("CREATE TABLE vec_log(seq INTEGER PRIMARY KEY, kind TEXT, item_id INTEGER, op TEXT)")
+    with conn:
+        conn.executemany("INSERT INTO page_vec VALUES (?, ?)", ((i + 1, v.tobytes()) for i, v in enumerate(x)))
+    cache = vecindex.MatrixCache("page", x.shape[1])
+    cache.sync(conn)
+    return cache
+
+
+def test_a_large_memory_keeps_its_vectors_as_float16_and_finds_the_same_pages(monkeypatch):
+    dim, n = 384, 30_000
+    x = _embedding_like(n, dim, seed=5)
+    full = _loaded(x, monkeypatch, half_from=10**9)
+    half = _loaded(x, monkeypatch, half_from=n)
+    assert not full.half and half.half
+    assert half.matrix.dtype == np.float16 and half.coarse.shape[1] == vecindex.HALF_PREFILTER_DIMS
+    assert half.nbytes() < 0.55 * full.nbytes()
+    rng = np.random.default_rng(2)
+    kept = []
+    for _ in range(20):
+        q = x[rng.integers(0, n)] + 0.05 * rng.standard_normal(dim).astype(np.float32)
+        q /= np.linalg.norm(q)
+        truth = (np.argsort(-(x @ q))[:20] + 1).tolist()
+        ids, scores = half.search(q, 20)
+        kept.append(len(set(ids.tolist()) & set(truth)) / 20)
+        assert np.allclose(scores, x[ids - 1] @ q, atol=2e-3)  # float16 rows: cosines to ~1e-3
+    assert np.mean(kept) >= 0.95
+    # what ranking reads besides the search, in float32
+    q = x[0]
+    assert half.vector(1).dtype == np.float32 and abs(float(half.vector(1) @ q) - 1.0) < 2e-3
+    assert abs(half.scores_for(q, [1, 2])[2] - float(x[1] @ q)) < 2e-3
+    assert np.allclose(half.exact_scores(q), x @ q, atol=2e-3)
+    # rows added and removed after the load keep working
+    half._put(n + 1, x[3])
+    half._remove(4)
+    ids, _ = half.search(x[3], 5)
+    assert ids[0] == n + 1 and 4 not in ids.tolist()  # the new row has page 4's vector; page 4 is gone
