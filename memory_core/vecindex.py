@@ -135,7 +135,7 @@ class MatrixCache:
         n = conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
         half = n >= HALF_FROM_ROWS
         self.dims = HALF_PREFILTER_DIMS if half else PREFILTER_DIMS
-        cap = n + max(1024, n // 16)
+        cap = n + max(1024, n // (64 if half else 16))  # room to grow before a copy (a large one grows less)
         self.matrix = np.zeros((cap, self.dim), dtype=np.float16 if half else np.float32)
         self.ids = np.full(cap, -1, dtype=np.int64)
         ids: list[int] = []

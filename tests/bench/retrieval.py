@@ -140,7 +140,8 @@ def stage_line(size: int, row: dict) -> str:
     return (
         f"{size:>7} pages: p50 {row['retrieve_ms_p50']:.1f} ms, p95 {row['retrieve_ms_p95']:.1f} ms, "
         f"{row['ratio_p50_to_embed_p50']:.2f} x embed p50 (target {RATIO_TARGET}), "
-        f"dense recall {row['dense_recall_mean']:.3f} (least {row['dense_recall_min']:.2f}) | {parts}"
+        f"dense recall {row['dense_recall_mean']:.3f} (least {row['dense_recall_min']:.2f}), "
+        f"top-20 {row['dense_recall_top20_mean']:.3f}, vectors {row['vector_memory_mb']} MB | {parts}"
     )
 
 
@@ -257,7 +258,12 @@ def main(argv: list[str] | None = None) -> dict:
         row = result["sizes"][str(size)]
         # the real question texts only (the numbered repeats embed alike)
         k = MemoryParams().ranking.dense_candidates
-        row["dense_recall_mean"], row["dense_recall_min"] = dense_recall(store._page_cache, emb.embed(QUERIES), k)
+        qv = emb.embed(QUERIES)
+        row["dense_recall_mean"], row["dense_recall_min"] = dense_recall(store._page_cache, qv, k)
+        row["dense_recall_top20_mean"], row["dense_recall_top20_min"] = dense_recall(store._page_cache, qv, 20)
+        # what the page vectors take in memory (the matrix and its coarse scan; float16 from HALF_FROM_ROWS)
+        row["vector_memory_mb"] = round(store._page_cache.nbytes() / 2**20, 1)
+        row["vector_dtype"] = str(store._page_cache.matrix.dtype)
         row["ratio_p50_to_embed_p50"] = round(row["retrieve_ms_p50"] / row["embed_alone_ms_p50"], 2)
         print(f"size {size}: {json.dumps(row)}", file=sys.stderr, flush=True)
         print(stage_line(size, row), file=sys.stderr, flush=True)
