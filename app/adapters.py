@@ -15,7 +15,7 @@ reply goes on without it. A model without adapter support (an HTTP server) is le
 
 An adapter trained from memory holds that memory in its weights, so forgetting reaches it as it
 reaches backups and saved prompt states: one trained while something since forgotten existed is
-deleted (`drop_forgotten`).
+deleted (`drop_forgotten`, before a chat's next turn and before a listing).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import threading
 import time
 import weakref
@@ -270,11 +271,14 @@ def fit_problem(registry: AdapterRegistry, record: AdapterRecord, model_path: st
     return None
 
 
-def apply_for_chat(model, conversation_id: int | None) -> list[str]:
-    """Put the chat's adapters on `model` (those that fit it); returns a line for each left off."""
+def apply_for_chat(model, conversation_id: int | None, store=None) -> list[str]:
+    """Put the chat's adapters on `model` (those that fit it); returns a line for each left off.
+    `store`: the memory, to delete first the adapters trained from memory since forgotten."""
     registry = _registries.get(model)
     if registry is None:
         return []
+    if store is not None and registry.file.exists():
+        drop_forgotten(registry, store.forgotten_spans())
     try:
         records, _own = registry.chosen(conversation_id)
     except OSError as exc:
@@ -371,3 +375,87 @@ def keep_distilled(registry: AdapterRegistry, file: str | os.PathLike, trained_a
         if old.name != record.name and old.source.startswith(DISTILLED) and old.base_model == record.base_model:
             registry.remove(old.name)
     return record
+
+
+# -- memory cubes (docs/memcube.md, parametric/) -----------------------------------------------
+
+CUBE_INDEX = "parametric/adapters.json"
+MAX_CUBE_INDEX_BYTES = 256 * 1024
+
+
+def cube_extras(registry: AdapterRegistry, names: Sequence[str] | None = None) -> list[tuple[str, bytes | Path]]:
+    """The cube members that carry these adapters (default: all): each file as
+    parametric/adapter-N.gguf, and parametric/adapters.json saying what each is."""
+    chosen = [r for r in registry.list() if names is None or r.name in names]
+    index = []
+    extras: list[tuple[str, bytes | Path]] = []
+    for n, record in enumerate(chosen, 1):
+        path = registry.path(record)
+        if not path.is_file():
+            continue
+        member = f"parametric/adapter-{n}.gguf"
+        extras.append((member, path))
+        index.append(
+            {
+                "member": member,
+                "name": record.name,
+                "scale": record.scale,
+                "base_model": record.base_model,
+                "source": record.source,
+                "sha256": record.sha256,
+                "trained_at": record.trained_at,
+            }
+        )
+    if extras:
+        extras.append((CUBE_INDEX, json.dumps({"adapters": index}, indent=1).encode("utf-8")))
+    return extras
+
+
+def adapters_from_cube(
+    registry: AdapterRegistry, cube_path: str | os.PathLike
+) -> tuple[list[AdapterRecord], list[str]]:
+    """Add the adapters a cube carries (those not held already, by checksum); returns them and a line
+    for each left out. The cube is untrusted: members are read through the cube reader's size caps and
+    checksums into files Mnemo names, and each must then pass `inspect_adapter` like any file added."""
+    from memory_core.cubes import CubeError
+    from memory_core.cubes.reader import CubeReader
+    from models.lora import MAX_ADAPTER_BYTES
+
+    added: list[AdapterRecord] = []
+    problems: list[str] = []
+    held = {r.sha256 for r in registry.list()}
+    with CubeReader(cube_path) as cube, tempfile.TemporaryDirectory(prefix="mnemo-cube-adapters-") as tmp:
+        members = cube.optional_members("parametric/")
+        if CUBE_INDEX not in members:
+            return [], []
+        index_file = Path(tmp) / "index.json"
+        cube.extract(CUBE_INDEX, index_file, MAX_CUBE_INDEX_BYTES)
+        try:
+            entries = json.loads(index_file.read_text(encoding="utf-8")).get("adapters", [])
+        except (ValueError, AttributeError) as exc:
+            return [], [f"{cube.name}: its adapter list is not readable ({exc})"]
+        for entry in entries if isinstance(entries, list) else []:
+            member = entry.get("member") if isinstance(entry, dict) else None
+            if member not in members or not str(member).endswith(".gguf"):
+                problems.append(f"{cube.name}: an adapter entry names no adapter member of the cube")
+                continue
+            if entry.get("sha256") in held:
+                continue
+            dest = Path(tmp) / "adapter.gguf"
+            try:
+                cube.extract(member, dest, MAX_ADAPTER_BYTES)
+                scale = entry.get("scale", 1.0)
+                record = registry.add(
+                    dest,
+                    scale=float(scale) if isinstance(scale, (int, float)) and MIN_SCALE <= scale <= MAX_SCALE else 1.0,
+                    name=str(entry.get("name") or "adapter")[:64],
+                    source=f"cube {cube.name}",
+                )
+            except (CubeError, AdapterError) as exc:
+                problems.append(str(exc))
+                continue
+            finally:
+                dest.unlink(missing_ok=True)
+            held.add(record.sha256)
+            added.append(record)
+    return added, problems

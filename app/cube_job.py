@@ -42,8 +42,9 @@ def chat_model_label(settings: Any) -> str:
     return Path(chat.gguf_path).name if chat.gguf_path else "SmolLM2-135M-Instruct (bundled)"
 
 
-def export_cube(ctx, store, path: str | Path, selection, *, on_progress=None, cancelled=None):
-    """Write `selection` of memory as a cube, naming this Mnemo and its chat model in the manifest."""
+def export_cube(ctx, store, path: str | Path, selection, *, on_progress=None, cancelled=None, extras=()):
+    """Write `selection` of memory as a cube, naming this Mnemo and its chat model in the manifest;
+    `extras`: optional members (the adapters: app.adapters.cube_extras)."""
     return store.export_cube(
         path,
         selection,
@@ -51,6 +52,7 @@ def export_cube(ctx, store, path: str | Path, selection, *, on_progress=None, ca
         chat_model_id=chat_model_label(ctx.settings),
         on_progress=on_progress,
         cancelled=cancelled,
+        extras=extras,
     )
 
 

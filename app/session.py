@@ -60,5 +60,5 @@ class ChatSession:
         agent.reply_reserve = self.options.reply_reserve
         agent.max_tokens = self.options.max_tokens
         agent.instructions = self.options.instructions
-        apply_for_chat(model, self.conversation_id)  # this chat's LoRA adapters on the model (app.adapters)
+        apply_for_chat(model, self.conversation_id, store)  # this chat's LoRA adapters on the model (app.adapters)
         return agent

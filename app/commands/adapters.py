@@ -220,3 +220,24 @@ def _adapters_entry(args, ctx) -> int:
         return fail("say on or off: `mnemo memory adapters new-chats NAME on`")
     args.state = args.value
     return run_adapters(args, ctx)
+
+
+def cube_extras(ctx, wanted: bool) -> list:
+    """`memory export --cube FILE --adapters`: the cube members carrying the adapters."""
+    return ad.cube_extras(ad.AdapterRegistry(ctx.paths.data_dir)) if wanted else []
+
+
+def import_from_cube(ctx, path, *, quiet: bool = False) -> None:
+    """After `memory import`: add the adapters the cube carries, saying what was added and left out."""
+    from memory_core.cubes import CubeError
+
+    try:
+        added, problems = ad.adapters_from_cube(ad.AdapterRegistry(ctx.paths.data_dir), path)
+    except CubeError as exc:
+        added, problems = [], [str(exc)]
+    if quiet:
+        return
+    for record in added:
+        print(f"  adapter {record.name} (for {record.base_model or record.architecture}) added")
+    for line in problems:
+        print(f"  adapter left out: {line}", file=sys.stderr)

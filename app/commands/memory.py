@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from app import operations
+from app.commands import adapters as adapter_commands
 from app.commands._common import fail, print_json
 from app.wording import heat
 
@@ -160,7 +161,12 @@ def _export_cube(ctx, store, args) -> int:
     shown: dict = {}
     try:
         result = export_cube(
-            ctx, store, args.cube, selection, on_progress=lambda d, t: _progress_line("exporting", d, t, shown)
+            ctx,
+            store,
+            args.cube,
+            selection,
+            on_progress=lambda d, t: _progress_line("exporting", d, t, shown),
+            extras=adapter_commands.cube_extras(ctx, args.adapters),
         )
     except CubeError as exc:
         return fail(f"nothing exported: {exc}", 1)
@@ -208,6 +214,8 @@ def _import_cube(ctx, store, args) -> int:
         print(f"{record.describe()}")
         for line in record.counts.lines(done=True):
             print(f"  {line}")
+    if record.status == "done":
+        adapter_commands.import_from_cube(ctx, path, quiet=args.json)  # the adapters it carries (parametric/)
     if record.status != "done":
         return fail(
             f"import {record.id} stopped before it was finished ({record.error or 'see the log'}); run the same "
@@ -539,6 +547,7 @@ def register(sub) -> None:
     a.add_argument("--since", metavar="DATE", help="only pages from this date on (2024-05-01, local time)")
     a.add_argument("--until", metavar="DATE", help="only pages up to this date, that day included")
     a.add_argument("--persona-only", action="store_true", help="only the persona: traits and facts, every version")
+    a.add_argument("--adapters", action="store_true", help="also carry the model adapters in the cube (parametric/)")
     a = acts.add_parser(
         "import",
         help="import a memory cube: what is new is added, what is held is skipped, close facts merged",
@@ -579,6 +588,4 @@ def register(sub) -> None:
     for parser in acts.choices.values():
         parser.set_defaults(func=run)
     p.set_defaults(func=run)
-    from app.commands import adapters as adapter_commands  # `adapters` and `distill` (parametric memory)
-
-    adapter_commands.register(acts)
+    adapter_commands.register(acts)  # `adapters` and `distill` (parametric memory)

@@ -53,8 +53,10 @@ class Cubes:
         vectors: bool = True,
         on_progress: Callable[[int, int], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
+        extras: Sequence[tuple[str, bytes | Path]] = (),
     ) -> CubeExport:
-        """Write what `selection` takes (default: the whole memory) as a memory cube at `path`."""
+        """Write what `selection` takes (default: the whole memory) as a memory cube at `path`;
+        `extras`: optional members (the app's adapters under parametric/)."""
         return export_cube(
             self.db,
             path,
@@ -65,6 +67,7 @@ class Cubes:
             vectors=vectors,
             on_progress=on_progress,
             cancelled=cancelled,
+            extras=extras,
         )
 
     def plan(self, path: str | Path, limits: CubeLimits | None = None) -> ImportPlan:

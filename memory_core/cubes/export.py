@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import uuid
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +27,7 @@ from .format import (
     FORMAT,
     FORMAT_VERSION,
     MANIFEST,
+    OPTIONAL_PREFIXES,
     RECORD_MEMBERS,
     VECTOR_MEMBERS,
     CubeCancelled,
@@ -120,6 +122,40 @@ class _Member:
         return {"sha256": self.digest.hexdigest(), "bytes": self.bytes, "records": self.records}
 
 
+_EXTRA_NAME = re.compile(r"^[a-z0-9_-]+(/[a-z0-9_-]+)*\.[a-z0-9]+$")
+
+
+def _check_extras(extras: Sequence[tuple[str, bytes | Path]]) -> None:
+    names = [name for name, _ in extras]
+    for name in names:
+        if not name.startswith(OPTIONAL_PREFIXES) or not _EXTRA_NAME.match(name) or len(name) > 200:
+            raise CubeError(f"{name!r}: an optional member is named parametric/… or activation/…, lower case")
+    if len(set(names)) != len(names):
+        raise CubeError("an optional member is named twice")
+
+
+def _write_extra(zf: zipfile.ZipFile, name: str, source: bytes | Path) -> dict[str, Any]:
+    """An optional member, a file stored as it is (a GGUF's weights barely compress), with its SHA-256."""
+    info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED if isinstance(source, bytes) else zipfile.ZIP_STORED
+    digest, size = hashlib.sha256(), 0
+    with zf.open(info, "w", force_zip64=True) as out:
+        for chunk in _chunks_of(source):
+            out.write(chunk)
+            digest.update(chunk)
+            size += len(chunk)
+    return {"sha256": digest.hexdigest(), "bytes": size, "records": 0, "optional": True}
+
+
+def _chunks_of(source: bytes | Path) -> Iterator[bytes]:
+    if isinstance(source, bytes):
+        yield source
+        return
+    with open(source, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            yield chunk
+
+
 class _Snapshot:
     """What the selection takes, read inside one read transaction."""
 
@@ -207,10 +243,14 @@ def export_cube(
     vectors: bool = True,
     on_progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
+    extras: Sequence[tuple[str, bytes | Path]] = (),
 ) -> CubeExport:
     """Write the selection as a cube at `path` (atomically). Raises CubeError for a selection that
-    names a chat or segment memory does not hold, CubeCancelled when `cancelled()` says so."""
+    names a chat or segment memory does not hold, CubeCancelled when `cancelled()` says so. `extras`:
+    optional members of the other memory types, (name under parametric/ or activation/, its bytes or
+    a file), written as they are with their checksums (docs/memcube.md)."""
     sel = selection or CubeSelection()
+    _check_extras(extras)
     path = Path(path)
     memory_id = _memory_id(db)
     with db.lock:
@@ -221,9 +261,8 @@ def export_cube(
             _check_selection(db, sel)
             vectors = vectors and snap.vectors_complete()
             with atomic_file(path, binary=True) as fh:
-                result = _write(
-                    db, fh, snap, memory_id, embed_model_id, app_version, chat_model_id, vectors, on_progress, cancelled
-                )
+                args = (memory_id, embed_model_id, app_version, chat_model_id, vectors, on_progress, cancelled)
+                result = _write(db, fh, snap, *args, extras)
         finally:
             db.execute("COMMIT")
     size = path.stat().st_size
@@ -266,6 +305,7 @@ def _write(
     vectors: bool,
     on_progress: Progress | None,
     cancelled: Callable[[], bool] | None,
+    extras: Sequence[tuple[str, bytes | Path]] = (),
 ) -> dict[str, Any]:
     total, done = snap.total(), 0
 
@@ -298,6 +338,8 @@ def _write(
                 member.write(record)
                 tick()
             members[name] = member.close()
+        for name, source in extras:
+            members[name] = _write_extra(zf, name, source)
         counts = {
             "chats": members["chats.jsonl"]["records"],
             "chains": members["chains.jsonl"]["records"],

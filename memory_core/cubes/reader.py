@@ -305,6 +305,28 @@ class CubeReader:
         if size != expected["bytes"] or digest.hexdigest() != expected["sha256"]:
             raise CubeError(f"{self.name}/{name}: checksum mismatch (the cube is damaged or was altered)")
 
+    def optional_members(self, prefix: str) -> list[str]:
+        """The optional members under `prefix` (e.g. "parametric/"), as the manifest lists them."""
+        return [n for n, e in self.manifest["members"].items() if e.get("optional") and n.startswith(prefix)]
+
+    def extract(self, name: str, dest: Path, max_bytes: int) -> None:
+        """Write an optional member to `dest` (a file the caller names, never one the cube names), at
+        most `max_bytes`, its checksum checked; CubeError (and no `dest` left) when it fails."""
+        expected = self.manifest["members"][name]
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with open(dest, "wb") as out:
+                for chunk in self._chunks(self.infos[name], max_bytes):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    out.write(chunk)
+            if size != expected["bytes"] or digest.hexdigest() != expected["sha256"]:
+                raise CubeError(f"{self.name}/{name}: checksum mismatch (the cube is damaged or was altered)")
+        except BaseException:
+            Path(dest).unlink(missing_ok=True)
+            raise
+
     # ------------------------------------------------------------------ the whole check
     @property
     def dim(self) -> int:
