@@ -119,6 +119,7 @@ _I_VERB = re.compile(
     re.IGNORECASE,
 )
 _I_WHERE = re.compile(r"^i (?P<v>live|work|grew up|was born|study|studied|go) (?P<p>in|at|near|to) (?P<y>.+)$", re.I)
+_I_WORK_AS = re.compile(r"^i (?:work|am working) as (?:an? )?(?P<y>.+)$", re.IGNORECASE)
 _I_AM = re.compile(r"^(?:i am|i'm) (?P<y>.+)$", re.IGNORECASE)
 
 
@@ -146,6 +147,8 @@ def pairs_from_fact(text: str, source: str) -> list[QAPair]:
     if m := _MY_IS.match(fact):
         x, be = m["x"], m["be"].lower()
         questions += [f"What {be} my {x}?", f"Do you remember what my {x} {be}?", f"Tell me my {x}."]
+    elif _I_WORK_AS.match(fact):
+        questions += ["What is my job?", "What do I work as?", "What do I do for a living?"]
     elif m := _I_WHERE.match(fact):
         v = m["v"].lower()
         aux = "was I" if v == "was born" else ("did I" if v in ("grew up", "studied") else "do I")

@@ -188,6 +188,7 @@ class SettingsDialog(QDialog):
         self.key_edit.setPlaceholderText("Only if the server needs one")
         form.addRow("API key", self.key_edit)
         lay.addWidget(src)
+        lay.addWidget(self._adapters_box(page))
 
         gen = QGroupBox("Generation", page)
         self.developer_only.append(gen)
@@ -235,6 +236,38 @@ class SettingsDialog(QDialog):
         lay.addWidget(gen)
         lay.addStretch(1)
         return page
+
+    def _adapters_box(self, page: QWidget) -> QGroupBox:
+        """The model's adapters (parametric memory, app.adapters), listed; the inspector's Adapters tab
+        turns them on per chat, adds, removes and teaches."""
+        from PySide6.QtWidgets import QAbstractItemView, QTableWidget, QTableWidgetItem
+
+        from app.activation_cache import human_bytes
+        from app.adapters import AdapterRegistry, rows
+
+        box = QGroupBox("Adapters", page)
+        v = QVBoxLayout(box)
+        found = rows(AdapterRegistry(self.ctx.paths.data_dir), None)  # a small file: no model read here
+        self.adapters_table = QTableWidget(len(found), 5, box)
+        self.adapters_table.setHorizontalHeaderLabels(["Name", "Made for", "Size", "Scale", "From"])
+        self.adapters_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.adapters_table.verticalHeader().setVisible(False)
+        for i, r in enumerate(found):
+            name = r.name + (" (new chats)" if r.new_chats else "")
+            cells = (name, r.base_model, human_bytes(r.size), f"{r.scale:g}", r.source)
+            for j, text in enumerate(cells):
+                self.adapters_table.setItem(i, j, QTableWidgetItem(text))
+        self.adapters_table.setVisible(bool(found))
+        v.addWidget(self.adapters_table)
+        v.addWidget(
+            _hint(
+                ("" if found else "No adapters yet. ")
+                + "An adapter changes the model a little, e.g. one taught from your memories. Turn them on per chat, "
+                "add or teach one in the memory inspector's Adapters tab, or with `mnemo memory adapters`.",
+                box,
+            )
+        )
+        return box
 
     def _developer_row(self, form: QFormLayout, label: str, widget: QWidget) -> None:
         """A form row shown only with Developer settings on."""

@@ -82,3 +82,19 @@ def test_distill_cancel_keeps_nothing(tmp_path):
             default_gguf_path(), PAIRS, out, distill.DistillConfig(**TINY), progress=progress, cancel=cancel
         )
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@needs_train
+def test_cli_distill_shows_progress_and_keeps_the_adapter(mnemo_dirs):
+    import json
+
+    from app import adapters as ad
+    from tests.app.test_cli_commands import mnemo
+
+    mnemo(mnemo_dirs, "memory", "add", "fact", "My sister's name is Clara.")
+    out = mnemo(mnemo_dirs, "memory", "distill", "--steps", "2", "--rank", "2", "--threads", "2")
+    assert "Learning from 4 questions and answers drawn from memory, 2 steps" in out.stdout
+    assert "step 1/2" in out.stdout and "step 2/2" in out.stdout and "Trained adapter memory-" in out.stdout
+    rows = json.loads(mnemo(mnemo_dirs, "memory", "adapters", "list", "--json").stdout)
+    assert len(rows) == 1 and rows[0]["new_chats"] and rows[0]["problem"] is None
+    assert rows[0]["source"].startswith(ad.DISTILLED) and rows[0]["base_model"] == "smollm2 135M"

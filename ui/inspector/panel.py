@@ -31,6 +31,8 @@ from ui.elided_label import ShrinkingLabel
 from ui.inspector import dialogs
 from ui.inspector.activation import TIP as ACTIVATION_TIP
 from ui.inspector.activation import ActivationView
+from ui.inspector.adapters import TIP as ADAPTERS_TIP
+from ui.inspector.adapters import AdaptersView
 from ui.inspector.memories import SavedMemoriesView
 from ui.inspector.prompt_view import PromptView
 from ui.inspector.views import OverviewView, PagesView, PersonaView, SegmentsView, TraceView
@@ -154,6 +156,8 @@ class InspectorPanel(QWidget):
             self.tabs.setTabToolTip(i, tip)
         self.activation = ActivationView(self, ctx.paths.data_dir)  # refreshes itself when shown
         self.tabs.setTabToolTip(self.tabs.addTab(self.activation, "Activation memory"), ACTIVATION_TIP)
+        self.adapters = AdaptersView(self, ctx)  # parametric memory; refreshes itself when shown
+        self.tabs.setTabToolTip(self.tabs.addTab(self.adapters, "Adapters"), ADAPTERS_TIP)
         self.tabs.currentChanged.connect(self._on_tab)
         lay.addWidget(self.tabs, 1)
 
