@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from app import prompts
+from memory_core.text import content_words, stem
 
 CountFn = Callable[[str], int]
 QUERY_TRUNCATION_NOTE = "\n[… message truncated to fit the model's context …]\n"
@@ -311,6 +312,26 @@ def quotable_pages(hits: list) -> list:
     return kept
 
 
+def quoted_facts(hits: list, query: str, floor: QuoteFloor, off: Iterable[str] = ()) -> list:
+    """The recalled facts a prompt may quote: those relevant to the message by the pages' floor, read on a
+    fact's own cosine to the message (`KnowledgeHit.score`): one whose meaning is close (≥
+    `min_similarity`), or one that shares a content word with the message and is at least
+    `keyword_min_similarity` close. Retrieval always brings its best facts, however far ("Hi!" brought
+    five, every one of them quoted): small talk quotes none now. `off` "score_floor" quotes them all."""
+    if "score_floor" in switched_off(off) or floor.min_similarity is None:
+        return list(hits)
+    asked = {stem(w) for w in content_words(query)}
+    kept = []
+    for h in hits:
+        sim = float(h.score or 0.0)
+        shares = bool(asked & {stem(w) for w in content_words(h.item.text)})
+        if sim >= floor.min_similarity or (
+            shares and sim >= (floor.keyword_min_similarity if floor.keyword_min_similarity is not None else 0.0)
+        ):
+            kept.append(h)
+    return kept
+
+
 def quoted_pages(hits: list, floor: QuoteFloor, off: Iterable[str] = ()) -> list:
     """The recalled pages a prompt may quote: those `floor` admits, then `quotable_pages`; `off` names
     QUOTING_RULES switched off (the floor's own, "neighbour_exemption", "neighbours_as_answers")."""
@@ -383,10 +404,10 @@ def _last_exchange(turns: list, cost: CountFn, remaining: int) -> tuple[list, in
 
 
 def _recallable(
-    retrieval, turns: list, floor: QuoteFloor, requote_after: int, off: frozenset[str]
+    retrieval, turns: list, floor: QuoteFloor, requote_after: int, off: frozenset[str], query: str = ""
 ) -> tuple[list, list, list]:
     """The retrieval's traits, quotable pages and knowledge: pages of `quoted_pages`, not of the
-    dialogue's last `requote_after` exchanges (right above the message)."""
+    dialogue's last `requote_after` exchanges (right above the message); facts of `quoted_facts`."""
     if retrieval is None:
         return [], [], []
     recent_ids = (
@@ -398,7 +419,7 @@ def _recallable(
         for h in retrieval.pages
         if h.page.user_message_id not in recent_ids and h.page.assistant_message_id not in recent_ids
     ]
-    return list(retrieval.traits), quoted_pages(pages, floor, off), list(retrieval.knowledge)
+    return list(retrieval.traits), quoted_pages(pages, floor, off), quoted_facts(retrieval.knowledge, query, floor, off)
 
 
 def _messages(
@@ -487,7 +508,7 @@ def compose_prompt(
     recent, remaining = _last_exchange(turns, cost, remaining)
     older = turns[:-2]
 
-    traits, pages, knowledge = _recallable(retrieval, turns, floor or QuoteFloor(), requote_after, off)
+    traits, pages, knowledge = _recallable(retrieval, turns, floor or QuoteFloor(), requote_after, off, query)
     if traits or pages or knowledge:  # the <memory> wrappers (persona; recalled) and headings cost tokens too
         remaining -= 2 * count_tokens(prompts.load("memory_context").format(sections="")) + 3 * 6
     chosen_traits, remaining, dropped["traits"] = _fit(traits, _trait_line, count_tokens, remaining)

@@ -407,8 +407,35 @@ def _m_spaces(conn: apsw.Connection, dim: int) -> None:
     conn.execute(f"CREATE TRIGGER page_space_deleted AFTER DELETE ON page BEGIN {bump}; END")
 
 
+def _m_persona_people(conn: apsw.Connection, dim: int) -> None:
+    """Facts about other people (owner 'person', their name in `subject`: memory_core.extract.page_sides)
+    and how often an item was confirmed (`confirmations`: a restated fact counts, it is no new version).
+    SQLite cannot change a CHECK, so the knowledge table is rebuilt from its own CREATE statement (every
+    column another migration added kept), its ids, and so its vectors' and full-text rows, unchanged."""
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'knowledge'").fetchone()[0]
+    old_check = "CHECK (owner IN ('user', 'assistant'))"
+    if old_check in sql:
+        indexes = [
+            r[0]
+            for r in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'knowledge' AND sql IS NOT NULL"
+            )
+        ]
+        new_sql = sql.replace(old_check, "CHECK (owner IN ('user', 'assistant', 'person'))", 1)
+        new_sql = new_sql.replace("CREATE TABLE knowledge", "CREATE TABLE knowledge_new", 1)
+        conn.execute(new_sql)
+        conn.execute("INSERT INTO knowledge_new SELECT * FROM knowledge")
+        conn.execute("DROP TABLE knowledge")
+        conn.execute("ALTER TABLE knowledge_new RENAME TO knowledge")
+        for ix in indexes:
+            conn.execute(ix)
+    conn.execute("ALTER TABLE knowledge ADD COLUMN subject TEXT")
+    conn.execute("ALTER TABLE knowledge ADD COLUMN confirmations INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE trait ADD COLUMN confirmations INTEGER NOT NULL DEFAULT 0")
+
+
 # Each migration takes (conn, dim); index i moves user_version from i to i + 1.
-MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4, _m5, _m6, _m_spaces]
+MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4, _m5, _m6, _m_spaces, _m_persona_people]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -10,6 +10,7 @@ from .codec import from_json, to_json, vec_blob
 from .database import Database
 from .fts import fts_put
 from .text import materially_different, normalize, same_attribute
+from .third_person import as_first_person
 from .versions import Versions
 
 
@@ -46,20 +47,69 @@ class PersonaMerge:
         model: str,
     ) -> bool:
         """Add a fact, or update the existing one it duplicates/contradicts (archiving the old version).
-        Returns True when something changed."""
+        Returns True when something changed. A fact about a named person (owner 'person') is matched only
+        with facts about the same person (`subject`, read from its source pages: `_subject`). A
+        confirmation counts (`confirmations`), it adds no version. Past `max_knowledge` facts of the
+        owner, the least recently confirmed or changed is set aside (`cap_knowledge`)."""
         now = self.db.clock()
-        best, duplicate, update = self._knowledge_match(owner, text, vec, model)
+        subject = self._subject(owner, text, page_ids)
+        best, duplicate, update = self._knowledge_match(owner, text, vec, model, subject=subject)
         cids = sorted(c for c in conversation_ids if c is not None)
         if best is not None and (duplicate or update):
-            return self._revise_knowledge(best, duplicate, text, confidence, page_ids, vec, cids, model, now)
-        self._insert_knowledge(owner, text, confidence, page_ids, vec, cids, model, now)
+            return self._revise_knowledge(
+                best, duplicate, text, confidence, page_ids, vec, cids, model, now, count_only=True
+            )
+        self._insert_knowledge(owner, text, confidence, page_ids, vec, cids, model, now, subject)
+        self.cap_knowledge(owner)
         return True
 
+    def _subject(self, owner: str, text: str, page_ids: list[int]) -> str | None:
+        """The person a 'person' fact is about: the speaker of its source pages (page.meta people) whose
+        name the fact opens with; None for the user's and the assistant's facts."""
+        if owner != "person" or not page_ids:
+            return None
+        names: set[str] = set()
+        for (people,) in self.db.execute(
+            "SELECT json_extract(meta, '$.people') FROM page WHERE id IN (SELECT value FROM json_each(?))",
+            (to_json(sorted(page_ids)),),
+        ).fetchall():
+            got = from_json(people, {})
+            if isinstance(got, dict):
+                names |= {n for n in (got.get("user_side"), got.get("assistant_side")) if isinstance(n, str)}
+        opening = [n for n in names if text.startswith(n)]
+        return max(opening, key=len) if opening else (sorted(names)[0] if len(names) == 1 else None)
+
+    def cap_knowledge(self, owner: str) -> None:
+        """Keep at most `max_knowledge` active facts of `owner` (MemoryOS keeps 100 of each kind, first in,
+        first out): the facts over it confirmed or changed least recently are archived, with an event,
+        never deleted. A pinned fact, or one the user wrote (no source pages), is never set aside."""
+        cap = self.db.params.persona.max_knowledge
+        n = self.db.scalar("SELECT count(*) FROM knowledge WHERE owner = ? AND status = 'active'", (owner,))
+        if n <= cap:
+            return
+        for (kid,) in self.db.execute(
+            "SELECT id FROM knowledge k WHERE owner = ? AND status = 'active' AND pinned = 0 AND model != 'user' "
+            "AND EXISTS (SELECT 1 FROM derivation d WHERE d.item_kind = 'knowledge' AND d.item_id = k.id) "
+            "ORDER BY updated_at, id LIMIT ?",
+            (owner, n - cap),
+        ).fetchall():
+            self.db.execute(
+                "UPDATE knowledge SET status = 'archived', updated_at = ?, reason = ? WHERE id = ?",
+                (self.db.clock(), f"set aside: more than {cap} facts, and this one was the longest unused", kid),
+            )
+            self.db.emit(
+                "knowledge_archived",
+                "knowledge",
+                kid,
+                f"knowledge {kid} set aside: more than {cap} facts, and this one was the longest unused",
+                {"owner": owner, "cap": cap},
+            )
+
     def _knowledge_match(
-        self, owner: str, text: str, vec: np.ndarray, model: str
+        self, owner: str, text: str, vec: np.ndarray, model: str, *, subject: str | None = None
     ) -> tuple[tuple[int, float, tuple] | None, bool, bool]:
-        """The active fact of `owner` that `text` repeats or updates, if any: (its id, cosine and row),
-        whether it is a duplicate, whether an update."""
+        """The active fact of `owner` (and `subject`, for a person) that `text` repeats or updates, if any:
+        (its id, cosine and row), whether it is a duplicate, whether an update."""
         p = self.db.params
         knn = self.db.execute(
             "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8", (vec_blob(vec),)
@@ -68,8 +118,8 @@ class PersonaMerge:
             r[0]: r[1:]
             for r in self.db.execute(
                 "SELECT id, owner, status, pinned, text, version, confidence, conversation_ids, model, updated_at, reason "
-                "FROM knowledge WHERE id IN (SELECT value FROM json_each(?))",
-                (to_json([k for k, _ in knn]),),
+                "FROM knowledge WHERE id IN (SELECT value FROM json_each(?)) AND subject IS ?",
+                (to_json([k for k, _ in knn]), subject),
             )
         }
         # the nearest active facts of this owner, nearest first
@@ -81,8 +131,9 @@ class PersonaMerge:
         best = near[0] if near else None
         # duplicate: near-identical and not materially different; update (a contradiction or a newer
         # state of the same fact): similar enough, or the same attribute with a new value ("I live in
-        # Porto" → "I live in Lyon now", similarity 0.5). The extractive path quotes events, which it
-        # cannot tell from updates, so it only ever confirms duplicates.
+        # Porto" → "I live in Lyon now", similarity 0.5; compared as said, in the first person:
+        # memory_core.third_person). The extractive path states events, which a cosine cannot tell from
+        # updates ("The user went hiking" twice, different hikes), so only the same attribute updates there.
         duplicate = update = False
         if best is not None:
             old_text = best[2][3]
@@ -90,8 +141,10 @@ class PersonaMerge:
             differs = not same and materially_different(old_text, text)
             duplicate = same or (best[1] >= p.persona.duplicate_threshold and not differs)
             update = not duplicate and model != "extractive" and best[1] >= p.persona.update_threshold
-            if not duplicate and not update and model != "extractive":
-                match = next((c for c in near if same_attribute(c[2][3], text)), None)
+            if not duplicate and not update:
+                who = subject or f"The {owner}"
+                said = as_first_person(text, who)
+                match = next((c for c in near if same_attribute(as_first_person(c[2][3], who), said)), None)
                 if match is not None:
                     best, update = match, True
         return best, duplicate, update
@@ -107,8 +160,12 @@ class PersonaMerge:
         cids: list[int],
         model: str,
         now: float,
+        *,
+        count_only: bool = False,
     ) -> bool:
-        """Confirm (a duplicate) or update the fact `best`; a pinned fact is not updated (False)."""
+        """Confirm (a duplicate) or update the fact `best`; a pinned fact is not updated (False). With
+        `count_only` a confirmation counts and adds the pages to the current version's sources; without
+        (a memory cube's merge, which an undo puts back from the version it archived) it is a new version."""
         kid, cos, row = best
         _, _, pinned, old_text, version, old_conf, old_cids, old_model, old_updated, old_reason = row
         if pinned and not duplicate:
@@ -121,6 +178,14 @@ class PersonaMerge:
             )
             return False
         old_srcs = self.versions.sources("knowledge", kid, version)
+        all_cids = sorted(set(from_json(old_cids, [])) | set(cids))
+        if duplicate and count_only:
+            why = f"{origin('confirmed', page_ids, model)} (similarity {cos:.2f})"
+            conf = max(old_conf, confidence)
+            self._count_confirmation(
+                "knowledge", kid, version, conf, all_cids, page_ids, why, {"similarity": round(cos, 4)}
+            )
+            return True
         self.versions.archive(
             "knowledge",
             kid,
@@ -131,7 +196,6 @@ class PersonaMerge:
             version,
         )
         new_version = version + 1
-        all_cids = sorted(set(from_json(old_cids, [])) | set(cids))
         if duplicate:
             self._confirm(
                 "knowledge",
@@ -175,12 +239,13 @@ class PersonaMerge:
         cids: list[int],
         model: str,
         now: float,
+        subject: str | None = None,
     ) -> None:
         reason = origin("extracted" if page_ids else "added", page_ids, model)
         self.db.execute(
             "INSERT INTO knowledge(owner, text, confidence, status, version, created_at, updated_at, "
-            "conversation_ids, model, reason) VALUES (?,?,?, 'active', 1, ?,?,?,?,?)",
-            (owner, text, confidence, now, now, to_json(cids), model, reason),
+            "conversation_ids, model, reason, subject) VALUES (?,?,?, 'active', 1, ?,?,?,?,?,?)",
+            (owner, text, confidence, now, now, to_json(cids), model, reason, subject),
         )
         kid = self.db.last_insert_rowid()
         self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, vec_blob(vec)))
@@ -192,6 +257,35 @@ class PersonaMerge:
             kid,
             f"{owner} knowledge {kid} added",
             {"owner": owner, "pages": sorted(page_ids), "model": model},
+        )
+
+    def _count_confirmation(
+        self,
+        kind: str,
+        item_id: int,
+        version: int,
+        confidence: float,
+        cids: list[int],
+        page_ids: list[int],
+        reason: str,
+        data: dict | None = None,
+    ) -> None:
+        """A restated item (trait or fact) is confirmed in place: one more confirmation, more confidence
+        (+0.1, at most 0.99), the union of conversations, the pages among its current version's sources,
+        the confirmation as its reason; no new version (an identical text would only repeat the history)."""
+        self.db.execute(
+            f"UPDATE {kind} SET confirmations = confirmations + 1, confidence = ?, conversation_ids = ?, "
+            "updated_at = ?, reason = ? WHERE id = ?",
+            (min(0.99, confidence + 0.1), to_json(cids), self.db.clock(), reason, item_id),
+        )
+        self.versions.derive(kind, item_id, version, page_ids)
+        n = self.db.scalar(f"SELECT confirmations FROM {kind} WHERE id = ?", (item_id,))
+        self.db.emit(
+            f"{kind}_confirmed",
+            kind,
+            item_id,
+            f"{kind} {item_id} confirmed ({n} time{'s' if n != 1 else ''})",
+            {"version": version, "confirmations": n, **(data or {}), "pages": sorted(page_ids)},
         )
 
     def _confirm(
@@ -242,7 +336,7 @@ class PersonaMerge:
         cids = sorted(c for c in conversation_ids if c is not None)
         if target is not None:
             return self._revise_trait(
-                target, cos, duplicate, value, evidence, confidence, page_ids, vec, cids, model, now
+                target, cos, duplicate, value, evidence, confidence, page_ids, vec, cids, model, now, count_only=True
             )
         return self._insert_trait(dimension, value, evidence, confidence, page_ids, vec, cids, model, now)
 
@@ -288,8 +382,11 @@ class PersonaMerge:
         cids: list[int],
         model: str,
         now: float,
+        *,
+        count_only: bool = False,
     ) -> bool:
-        """Confirm (a duplicate) or update trait `target`; a pinned trait is not updated (False)."""
+        """Confirm (a duplicate) or update trait `target`; a pinned trait is not updated (False).
+        `count_only` as for `_revise_knowledge`."""
         tid, tdim, old_value, _, version, pinned, old_conf, old_ev, old_cids, old_model, old_updated, old_reason = (
             target
         )
@@ -303,6 +400,13 @@ class PersonaMerge:
             )
             return False
         old_srcs = self.versions.sources("trait", tid, version)
+        all_cids = sorted(set(from_json(old_cids, [])) | set(cids))
+        if duplicate and count_only:
+            conf = max(old_conf, confidence)
+            self._count_confirmation(
+                "trait", tid, version, conf, all_cids, page_ids, origin("confirmed", page_ids, model)
+            )
+            return True
         self.versions.archive(
             "trait",
             tid,
@@ -319,7 +423,6 @@ class PersonaMerge:
             version,
         )
         new_version = version + 1
-        all_cids = sorted(set(from_json(old_cids, [])) | set(cids))
         if duplicate:
             self._confirm(
                 "trait",

@@ -18,7 +18,7 @@ TRAIT_COLS = (
 )
 KNOW_COLS = (
     "k.id, k.owner, k.text, k.confidence, k.status, k.version, k.pinned, k.created_at, k.updated_at, "
-    "k.conversation_ids, k.model"
+    "k.conversation_ids, k.model, k.subject, k.confirmations"
 )
 
 
@@ -77,6 +77,8 @@ class Persona:
             source_page_ids=srcs,
             conversation_ids=from_json(r[9], []),
             model=r[10],
+            subject=r[11],
+            confirmations=r[12] or 0,
         )
 
     def list_traits(

@@ -45,8 +45,8 @@ class Promotion:
     def _job_promote_segment(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         sid = int(payload["segment_id"])
         rows = self.db.rows(
-            "SELECT id, user_text, assistant_text, timestamp, conversation_id FROM page "
-            "WHERE segment_id = ? AND analyzed = 0 ORDER BY id",
+            "SELECT id, user_text, assistant_text, timestamp, conversation_id, json_extract(meta, '$.people') "
+            "FROM page WHERE segment_id = ? AND analyzed = 0 ORDER BY id",
             (sid,),
         )
         if not rows:
@@ -55,7 +55,7 @@ class Promotion:
                 self.db.execute("UPDATE segment SET l_interaction = 0 WHERE id = ?", (sid,))
 
             return nothing
-        pages = [X.PageText(r[0], r[1], r[2], r[3]) for r in rows]
+        pages = [X.PageText(r[0], r[1], r[2], r[3], from_json(r[5], None)) for r in rows]  # whose dialogue
         conv_of = {r[0]: r[4] for r in rows}
         model_id = self.llm_model_id
         rejected = self._llm_rejections_in_a_row(model_id)

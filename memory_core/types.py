@@ -55,7 +55,9 @@ class HeatParams:
     alpha: float = 1.0
     beta: float = 1.0
     gamma: float = 1.0
-    mu: float = 1e7  # seconds
+    # recency's time scale in seconds: 2 days (decision 0024): a topic of today's chat ~1, of yesterday's
+    # 0.61, of last week's 0.03 (the paper's 1e7 s kept it at 0.94 after a week)
+    mu: float = 2 * 86400.0
     tau: float = 5.0  # promotion threshold on heat
 
 
@@ -68,6 +70,10 @@ class PersonaParams:
     update_threshold: float = 0.75  # same subject, new content -> update, archive the old version
     trait_update_threshold: float = 0.75
     max_traits: int = 200
+    # facts kept active per owner (the user's, the assistant's, other people's), as MemoryOS keeps 100
+    # user and 100 assistant knowledge items: past it the fact confirmed or changed least recently is set
+    # aside (archived, with an event); a pinned fact or one the user wrote never is
+    max_knowledge: int = 100
 
 
 @dataclass
@@ -325,6 +331,7 @@ class Segment:
     promotions: int
     recency: float  # exp(-dt/mu) at read time
     heat: float  # alpha*n_visit + beta*l_interaction + gamma*recency at read time
+    title: str = ""  # a readable name: its first keywords, common words (speakers' names) left out
 
 
 @dataclass
@@ -347,7 +354,7 @@ class Trait:
 @dataclass
 class Knowledge:
     id: int
-    owner: str  # 'user' | 'assistant'
+    owner: str  # 'user' | 'assistant' | 'person' (someone of an imported dialogue: `subject` names them)
     text: str
     confidence: float
     status: str  # 'active' | 'archived'
@@ -358,6 +365,8 @@ class Knowledge:
     source_page_ids: list[int] = field(default_factory=list)
     conversation_ids: list[int] = field(default_factory=list)
     model: str = ""
+    subject: str | None = None  # the person a 'person' fact is about
+    confirmations: int = 0  # how often it was said again (a confirmation is no new version)
 
 
 @dataclass

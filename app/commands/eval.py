@@ -64,6 +64,21 @@ def register(subparsers) -> None:
         action="store_true",
         help="also report mnemo's recall at each k with each ranking stage switched off in turn",
     )
+    lp.add_argument(
+        "--persona",
+        action="store_true",
+        help="measure the persona instead: speaker_a's facts after promotion against LoCoMo's gold observations "
+        "(--limit: that many conversations)",
+    )
+    lp.add_argument(
+        "--persona-model",
+        default=None,
+        metavar="PATH|default",
+        help="with --persona: promote with this GGUF (or the configured chat model: default), not the LLM-free path",
+    )
+    lp.add_argument(
+        "--persona-threshold", type=float, default=None, help="with --persona: the cosine a match needs (0.6)"
+    )
     lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -109,6 +124,8 @@ def run_locomo(args, ctx) -> int:
     if not samples:
         print("mnemo eval locomo: error: no samples to evaluate", file=sys.stderr)
         return 2
+    if args.persona:
+        return _run_persona(args, ctx, samples)
     if args.qa:
         if importlib.util.find_spec("nltk") is None:  # Porter stemmer and BLEU; no data download needed
             print("mnemo eval locomo: error: --qa needs nltk (pip install 'mnemo[eval]')", file=sys.stderr)
@@ -144,4 +161,35 @@ def run_locomo(args, ctx) -> int:
         print(format_tables(report))
         if args.out:
             print(f"report written to {args.out}")
+    return 0
+
+
+def _run_persona(args, ctx, samples) -> int:
+    """`--persona`: app.evaluation.persona_eval."""
+    from app.evaluation.locomo import write_json
+    from app.evaluation.persona_eval import DEFAULT_THRESHOLD, PersonaEval, format_report
+
+    llm = model_id = None
+    if args.persona_model:
+        if args.persona_model == "default":
+            model = ctx.chat_model()
+        else:
+            from dataclasses import replace
+
+            from app.backends import build_chat_model
+
+            model = build_chat_model(replace(ctx.settings.chat, backend="llama", gguf_path=args.persona_model))
+        llm, model_id = model.complete_json, getattr(model, "model_id", None) or str(args.persona_model)
+    runner = PersonaEval(
+        ctx.embedder(),
+        memory_params=ctx.memory_params(),
+        llm=llm,
+        llm_model_id=model_id,
+        threshold=args.persona_threshold or DEFAULT_THRESHOLD,
+        log=None if args.no_progress else (lambda m: print(m, file=sys.stderr)),
+    )
+    report = runner.run(samples, limit=args.limit)
+    if args.out:
+        write_json(report, args.out)
+    print(json.dumps(report, indent=1, default=str) if args.json else format_report(report))
     return 0

@@ -165,7 +165,9 @@ def test_a_message_asking_to_remember_keeps_its_fact_at_once(agent, store):
     regen = agent.regenerate(result.assistant_message_id)
     assert "remembered" not in regen.stats and store.get_knowledge(k.id).version == 1
     again = agent.send(cid, "Please remember: my locker code is 4312")
-    assert again.stats["remembered"]["outcome"] == "confirmed" and store.get_knowledge(k.id).version == 2
+    # a confirmation counts, it is no new version (issue 31)
+    assert again.stats["remembered"]["outcome"] == "confirmed" and store.get_knowledge(k.id).version == 1
+    assert store.get_knowledge(k.id).confirmations == 1
     # a paused or incognito chat keeps nothing; a question about memory is not a request
     paused = agent.new_conversation()
     store.set_conversation_flags(paused, memory_paused=True)

@@ -124,7 +124,7 @@ def test_memory_add_fact_and_trait(mnemo_dirs):
         "kind": "knowledge",
         "id": 1,
         "text": "I am allergic to peanuts.",
-        "version": 2,
+        "version": 1,  # a confirmation counts, it is no new version (issue 31)
         "outcome": "confirmed",
         "before": None,
     }

@@ -297,7 +297,7 @@ def test_an_answer_with_nothing_stated_falls_back_to_what_the_user_said(open_sto
     fallback = [e for e in s.events(limit=100) if e.kind == "llm_fallback"]
     assert fallback and "nothing in the model's answer" in fallback[0].detail["reason"]
     texts = [k.text for k in s.list_knowledge()]
-    assert 'The user said: "I adopted a beagle called Rex."' in texts  # quoted whole, closing quote kept
+    assert "The user adopted a beagle called Rex." in texts  # a statement about the user, not a quote
     assert all(k.model == "extractive" for k in s.list_knowledge())
 
 
@@ -457,10 +457,16 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
     ]
     out = extractive_extract(pages)
     quoted = sorted(f.text for f in out.facts if f.owner == "user")
-    assert quoted == sorted(f'The user said: "{s}"' for s in kept)
-    assert [f.text for f in out.facts if f.owner == "assistant"][
-        0
-    ] == 'The assistant said: "I\'ll send you the photos tomorrow."'
+    assert quoted == sorted(
+        [
+            "Last weekend the user joined a mentorship program for LGBTQ youth.",
+            "It's the user's birthday on Friday and the user is throwing a garden party.",
+            "It's important to the user to put their words into action.",
+            "Dance gives the user an escape to be themselves.",
+            "The user is proud of researching visa requirements for countries the user wants to visit.",
+        ]
+    )
+    assert [f.text for f in out.facts if f.owner == "assistant"][0] == "The assistant will send you the photos tomorrow."
     # a greeting or an interjection that opens the sentence is not quoted with it
     greeted = extractive_extract(
         [
@@ -475,9 +481,9 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
         ]
     )
     assert sorted(f.text for f in greeted.facts) == [
-        'The user said: "I\'m hiking with some buddies this weekend."',
-        'The user said: "My favorite dessert is a raspberry tart."',
-        'The user said: "Well-rounded training keeps me motivated for my marathon."',
+        "The user is hiking with some buddies this weekend.",
+        "The user's favorite dessert is a raspberry tart.",
+        "Well-rounded training keeps the user motivated for their marathon.",
     ]
 
 

@@ -234,7 +234,8 @@ def test_duplicate_and_contradicting_facts_make_versions(open_store, clock):
     v = s.item_versions("knowledge", k3)
     assert [x.text for x in v] == ["The user lives in Berlin", "The user lives in Munich"]
     assert v[0].archived_at is not None and v[1].archived_at is None and "updated" in v[1].reason
-    assert len(s.item_versions("knowledge", k1)) == 2
+    # the duplicate counted as a confirmation: no second version of the same text (issue 31)
+    assert len(s.item_versions("knowledge", k1)) == 1 and s.get_knowledge(k1).confirmations == 1
     # negation is a contradiction even though embeddings rate it near-identical
     k5 = s.add_knowledge("user", "The user is allergic to peanuts")
     k6 = s.add_knowledge("user", "The user is not allergic to peanuts")
@@ -245,7 +246,7 @@ def test_duplicate_and_contradicting_facts_make_versions(open_store, clock):
     assert s.get_knowledge(k3).text == "The user lives in Munich"
     # user edits also version
     s.edit_knowledge(k1, "The user has a beagle named Rex")
-    assert [x.version for x in s.item_versions("knowledge", k1)] == [1, 2, 3]
+    assert [x.version for x in s.item_versions("knowledge", k1)] == [1, 2]
     assert s.check_integrity() == []
 
 
@@ -312,13 +313,15 @@ def test_a_repeated_trait_or_fact_is_confirmed_not_copied(open_store, clock):
     clock.advance(5)
     assert s.add_trait("hobby", "cycling") == t1
     assert s.add_knowledge("user", "The user has a dog named Rex") == k1
+    # a confirmation counts (issue 31): the same text is not a new version
     for kind, item in (("trait", s.get_trait(t1)), ("knowledge", s.get_knowledge(k1))):
-        assert item.version == 2 and item.confidence == 0.99  # 0.9 as added, +0.1, at most 0.99
+        assert item.version == 1 and item.confidence == 0.99  # 0.9 as added, +0.1, at most 0.99
         versions = s.item_versions(kind, item.id)
-        assert [v.version for v in versions] == [1, 2] and versions[0].archived_at is not None
-        assert versions[1].reason.startswith("confirmed by")
+        assert [v.version for v in versions] == [1] and versions[0].archived_at is None
+        confirmations = s._scalar(f"SELECT confirmations FROM {kind} WHERE id = ?", (item.id,))
+        assert confirmations == 1
         ev = s.events(kinds=[f"{kind}_confirmed"])
-        assert [(e.item_id, e.detail["version"]) for e in ev] == [(item.id, 2)]
+        assert [(e.item_id, e.detail["version"], e.detail["confirmations"]) for e in ev] == [(item.id, 1, 1)]
         assert ("similarity" in ev[0].detail) == (kind == "knowledge")
     assert s.get_trait(t1).value == "cycling" and s.get_knowledge(k1).text == "The user has a dog named Rex"
     assert s.check_integrity() == []
