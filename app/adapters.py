@@ -109,11 +109,11 @@ class AdapterRegistry:
         os.chmod(tmp, 0o600)
         os.replace(tmp, self.file)
 
-    def list(self) -> list[AdapterRecord]:
+    def records(self) -> list[AdapterRecord]:
         return self._load().adapters
 
     def get(self, name: str) -> AdapterRecord:
-        for record in self.list():
+        for record in self.records():
             if record.name == name:
                 return record
         raise AdapterRegistryError(f"no adapter named {name!r} (see `mnemo memory adapters list`)")
@@ -265,7 +265,7 @@ def fit_problem(registry: AdapterRegistry, record: AdapterRecord, model_path: st
     if model_path is None:
         return None
     try:
-        check_fits(path, model_path)
+        check_fits(path, Path(model_path))
     except AdapterError as exc:
         return str(exc)
     return None
@@ -305,7 +305,7 @@ def apply_for_chat(model, conversation_id: int | None, store=None) -> list[str]:
 def drop_forgotten(registry: AdapterRegistry, spans: Sequence[tuple[float, float]]) -> list[str]:
     """Delete the adapters trained while memory since forgotten existed; returns their names."""
     gone = []
-    for record in registry.list():
+    for record in registry.records():
         at = record.trained_at
         if at is not None and any(start <= at <= end for start, end in spans):
             registry.remove(record.name)
@@ -336,7 +336,7 @@ def rows(
         drop_forgotten(registry, store.forgotten_spans())
     on = {a.name for a in registry.chosen(conversation_id)[0]}
     out = []
-    for r in registry.list():
+    for r in registry.records():
         base = r.base_model or (f"a {r.architecture} model" if r.architecture else "?")
         problem = fit_problem(registry, r, model_path)
         out.append(AdapterRow(r.name, base, r.size, r.scale, r.source, r.new_chats, r.name in on, problem))
@@ -371,7 +371,7 @@ def keep_distilled(registry: AdapterRegistry, file: str | os.PathLike, trained_a
         trained_at=trained_at,
         new_chats=True,
     )
-    for old in registry.list():
+    for old in registry.records():
         if old.name != record.name and old.source.startswith(DISTILLED) and old.base_model == record.base_model:
             registry.remove(old.name)
     return record
@@ -386,7 +386,7 @@ MAX_CUBE_INDEX_BYTES = 256 * 1024
 def cube_extras(registry: AdapterRegistry, names: Sequence[str] | None = None) -> list[tuple[str, bytes | Path]]:
     """The cube members that carry these adapters (default: all): each file as
     parametric/adapter-N.gguf, and parametric/adapters.json saying what each is."""
-    chosen = [r for r in registry.list() if names is None or r.name in names]
+    chosen = [r for r in registry.records() if names is None or r.name in names]
     index = []
     extras: list[tuple[str, bytes | Path]] = []
     for n, record in enumerate(chosen, 1):
@@ -423,8 +423,8 @@ def adapters_from_cube(
 
     added: list[AdapterRecord] = []
     problems: list[str] = []
-    held = {r.sha256 for r in registry.list()}
-    with CubeReader(cube_path) as cube, tempfile.TemporaryDirectory(prefix="mnemo-cube-adapters-") as tmp:
+    held = {r.sha256 for r in registry.records()}
+    with CubeReader(Path(cube_path)) as cube, tempfile.TemporaryDirectory(prefix="mnemo-cube-adapters-") as tmp:
         members = cube.optional_members("parametric/")
         if CUBE_INDEX not in members:
             return [], []

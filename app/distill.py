@@ -65,7 +65,7 @@ class QAPair:
 @dataclass
 class DistillConfig:
     rank: int = 8
-    alpha: float = 16.0
+    alpha: int = 16
     steps: int = 60
     batch: int = 8
     learning_rate: float = 2e-3
@@ -109,7 +109,6 @@ _FLIP = {
     "i've": "you've",
     "i'd": "you'd",
     "i'll": "you'll",
-    "was": "was",
 }
 _WORD = re.compile(r"[A-Za-z']+")
 _MY_IS = re.compile(r"^my (?P<x>.+?) (?P<be>is|are|was|were) (?P<y>.+)$", re.IGNORECASE)
@@ -133,6 +132,7 @@ def second_person(text: str) -> str:
             return word
         return out.capitalize() if word[0].isupper() and m.start() == 0 else out
 
+    text = re.sub(r"\b([Ii]) was\b", r"\1 were", text)  # "I was born" -> "you were born"
     return _WORD.sub(swap, text)
 
 

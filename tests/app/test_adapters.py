@@ -27,7 +27,7 @@ def test_registry_copies_lists_and_forgets(tmp_path):
     assert one.source.endswith("style.gguf")
     assert oct(reg.folder.stat().st_mode & 0o777) == "0o700"
     reg.remove("style-2")
-    assert [r.name for r in ad.AdapterRegistry(tmp_path / "data").list()] == ["style"]
+    assert [r.name for r in ad.AdapterRegistry(tmp_path / "data").records()] == ["style"]
     with pytest.raises(ad.AdapterRegistryError, match="no adapter named 'nope'"):
         reg.remove("nope")
     with pytest.raises(ad.AdapterRegistryError, match="scale 9"):
@@ -40,7 +40,7 @@ def test_not_an_adapter_is_refused_at_add(tmp_path):
     reg = ad.AdapterRegistry(tmp_path / "data")
     with pytest.raises(AdapterError, match=r"^notes\.gguf: "):
         reg.add(bad)
-    assert reg.list() == []
+    assert reg.records() == []
 
 
 def test_chat_choice_persists_and_defaults(tmp_path):
@@ -90,11 +90,11 @@ def test_distilled_adapter_replaces_the_last_and_forgetting_drops_it(tmp_path):
     reg = ad.AdapterRegistry(tmp_path / "data")
     first = ad.keep_distilled(reg, bundled_adapter(tmp_path / "m1.gguf"), 1000.0, 10)
     second = ad.keep_distilled(reg, bundled_adapter(tmp_path / "m2.gguf", seed=9), 2000.0, 12)
-    names = [r.name for r in reg.list()]
+    names = [r.name for r in reg.records()]
     assert second.name in names and (first.name not in names or first.name == second.name)
     assert second.new_chats and second.source.startswith(ad.DISTILLED)
     assert ad.drop_forgotten(reg, [(1500.0, 2500.0)]) == [second.name]
-    assert reg.list() == []
+    assert reg.records() == []
 
 
 def test_cli_adapters(mnemo_dirs, tmp_path):
@@ -145,7 +145,7 @@ def test_a_tampered_adapter_in_a_cube_is_refused(tmp_path, store):
     away = ad.AdapterRegistry(tmp_path / "away")
     added, problems = ad.adapters_from_cube(away, cube)
     assert added == [] and len(problems) == 1 and "adapter-1.gguf: damaged (Bad CRC-32" in problems[0]
-    assert away.list() == [] and not list((tmp_path / "away").glob("adapters/*.gguf"))
+    assert away.records() == [] and not list((tmp_path / "away").glob("adapters/*.gguf"))
     with pytest.raises(CubeError, match="damaged"):
         store.plan_cube_import(cube)  # the memory import refuses the whole cube
 

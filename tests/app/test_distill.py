@@ -24,6 +24,7 @@ def test_facts_become_questions():
     drive = distill.pairs_from_fact("I drive a green Volvo.", "fact 3")
     assert "Which volvo do I drive?" in [p.question for p in drive]
     assert distill.second_person("I told my brother I'm moving") == "You told your brother you're moving"
+    assert distill.second_person("I was born in Montreal") == "You were born in Montreal"
 
 
 def test_collect_pairs_from_store(store):
@@ -41,7 +42,7 @@ def test_missing_extra_is_one_line(monkeypatch):
 
 
 PAIRS = [p for fact in ("My sister's name is Clara.", "I live in Lisbon.") for p in distill.pairs_from_fact(fact, "f")]
-TINY = dict(steps=4, batch=4, rank=4, alpha=8.0, threads=2, learning_rate=3e-3)
+TINY = dict(steps=4, batch=4, rank=4, alpha=8, threads=2, learning_rate=3e-3)
 
 
 @needs_train

@@ -49,7 +49,7 @@ def test_the_view_lists_adapters_and_keeps_the_chats_choice(qtbot, ctx, store, p
     view.table.selectRow(1)
     view.remove_btn.click()
     qtbot.waitUntil(lambda: view.table.rowCount() == 1)
-    assert [r.name for r in reg.list()] == ["style"]
+    assert [r.name for r in reg.records()] == ["style"]
 
 
 def test_add_refuses_a_file_that_is_no_adapter(qtbot, ctx, store, panel_factory, tmp_path):
@@ -79,7 +79,7 @@ def test_teaching_runs_in_the_background_and_cancel_keeps_nothing(qtbot, ctx, st
     view.cancel_btn.click()
     qtbot.waitUntil(lambda: not view.teaching, timeout=60_000)
     assert "Teaching stopped; nothing was kept" in said and view.teach_btn.isEnabled()
-    assert ad.AdapterRegistry(ctx.paths.data_dir).list() == []
+    assert ad.AdapterRegistry(ctx.paths.data_dir).records() == []
 
 
 def test_settings_list_the_adapters(qtbot, ctx, tmp_path):

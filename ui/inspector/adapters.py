@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -168,6 +170,7 @@ class AdaptersView(QWidget):
         name = self.rows[item.row()].name
         on = item.checkState() == Qt.CheckState.Checked
         registry, chat = self.registry, self.chat_id
+        fn: Callable[[Any], object]
         if item.column() == 0 and chat is not None:
             fn = lambda store: registry.toggle(chat, name, on)  # noqa: E731
             message = f"{name} {'on' if on else 'off'} in this chat"
@@ -176,10 +179,14 @@ class AdaptersView(QWidget):
             message = f"{name} {'on' if on else 'off'} in new chats"
         self.panel.run(
             fn,
-            lambda _: (self.panel.status(message), self.refresh()),
+            lambda _: self._changed(message),
             label="adapter choice",
             on_error=lambda exc: self.panel.status_error(str(exc)),
         )
+
+    def _changed(self, message: str) -> None:
+        self.panel.status(message)
+        self.refresh()
 
     def selected(self) -> ad.AdapterRow | None:
         row = self.table.currentRow()
@@ -193,7 +200,7 @@ class AdaptersView(QWidget):
         registry = self.registry
         self.panel.run(
             lambda store: registry.add(path),
-            lambda rec: (self.panel.status(f"Added adapter {rec.name}"), self.refresh()),
+            lambda rec: self._changed(f"Added adapter {rec.name}"),
             label="adding an adapter",
             on_error=lambda exc: self.panel.status_error(f"Not added: {exc}"),
         )
