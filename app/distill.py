@@ -209,6 +209,7 @@ def _load(model_path: Path, threads: int):
     from transformers.utils import logging as hf_logging
 
     os.environ.setdefault("TQDM_DISABLE", "1")  # transformers' GGUF reader draws its own bar on stderr
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local file: never ask the network
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
     torch.set_num_threads(threads or os.cpu_count() or 1)

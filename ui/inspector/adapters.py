@@ -234,7 +234,10 @@ class AdaptersView(QWidget):
             self.panel.status_error(f"Teaching the model needs {', '.join(missing)}: {distill.INSTALL_HINT}")
             return
         model_path = ad.current_model_path(self.ctx.settings)
-        if model_path is None or self._trainer is not None:
+        if self._trainer is not None:
+            return
+        if model_path is None:
+            self.panel.status_error("Teaching trains an adapter for a model on this computer; the chat uses a server")
             return
         config = config or distill.DistillConfig()
         self._cancel = cancel = CancelToken()
