@@ -277,7 +277,7 @@ def check_fits(adapter: str | Path, model_path: str | Path) -> AdapterInfo:
     info = inspect_adapter(adapter)
     model = model_header(model_path)
     model_arch = str(model.meta.get("general.architecture") or "?")
-    model_name = str(model.meta.get("general.name") or Path(model_path).name)
+    model_name = Path(model_path).name
     for_what = f"made for {info.base_model or 'a ' + info.architecture + ' model'}"
     if info.architecture != model_arch:
         raise AdapterError(
