@@ -10,7 +10,7 @@ from .database import Database, like_pattern
 from .segments import Segments
 from .types import Conversation, Message
 
-CONV_COLS = "id, title, created_at, updated_at, source, external_id, memory_paused, incognito"
+CONV_COLS = "id, title, created_at, updated_at, source, external_id, memory_paused, incognito, space_id, read_spaces"
 MSG_COLS = "id, conversation_id, parent_id, role, content, created_at, status, meta"
 AUTO: Any = object()  # default parent of add_message: the conversation's current leaf
 
@@ -21,7 +21,10 @@ class Conversations:
         self.segments = segments
 
     def _conv(self, r: tuple) -> Conversation:
-        return Conversation(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), bool(r[7]))
+        reads = r[9]
+        if reads is not None and reads != "all":
+            reads = [int(x) for x in from_json(reads, [])]
+        return Conversation(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), bool(r[7]), r[8], reads)
 
     def create_conversation(
         self,
@@ -31,13 +34,15 @@ class Conversations:
         source: str | None = None,
         external_id: str | None = None,
         incognito: bool = False,
+        space_id: int = 1,
     ) -> int:
+        """A new chat; `space_id`: the memory space it writes to (memory_core.spaces), reading only it."""
         now = self.db.clock() if created_at is None else float(created_at)
         with self.db.transaction():
             self.db.execute(
-                "INSERT INTO conversation(title, created_at, updated_at, source, external_id, incognito) "
-                "VALUES (?,?,?,?,?,?)",
-                (title, now, now, source, external_id, int(incognito)),
+                "INSERT INTO conversation(title, created_at, updated_at, source, external_id, incognito, space_id) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (title, now, now, source, external_id, int(incognito), int(space_id)),
             )
             return self.db.last_insert_rowid()
 

@@ -185,8 +185,8 @@ class Intake:
         kws = T.keywords(body, self.db.params.segments.page_keywords)
         self.db.execute(
             "INSERT INTO page(conversation_id, user_text, assistant_text, timestamp, tier, keywords, "
-            "user_message_id, assistant_message_id, meta, created_at, dedupe_key) "
-            "VALUES (?,?,?,?, 'stm', ?,?,?,?,?,?)",
+            "user_message_id, assistant_message_id, meta, created_at, dedupe_key, space_id) "
+            "VALUES (?,?,?,?, 'stm', ?,?,?,?,?,?, coalesce((SELECT space_id FROM conversation WHERE id = ?), 1))",
             (
                 cid,
                 user_text or "",
@@ -198,6 +198,7 @@ class Intake:
                 to_json(meta or {}),
                 now,
                 key,
+                cid,  # a page is written to its chat's space
             ),
         )
         pid = self.db.last_insert_rowid()

@@ -19,7 +19,7 @@ PAGE_COLS = (
     "p.id, p.conversation_id, p.user_text, p.assistant_text, p.timestamp, p.tier, p.segment_id, p.prev_page_id, "
     "(SELECT n.id FROM page n WHERE n.prev_page_id = p.id ORDER BY n.id LIMIT 1), p.chain_id, "
     "coalesce((SELECT c.summary FROM chain c WHERE c.id = p.chain_id), ''), p.keywords, p.pinned, "
-    "p.user_message_id, p.assistant_message_id, p.meta"
+    "p.user_message_id, p.assistant_message_id, p.meta, p.space_id"
 )
 
 # pages whose word rows or side vectors are still to be made (`page_tok.sides` is NULL for rows written
@@ -52,6 +52,7 @@ class Pages:
             user_message_id=r[13],
             assistant_message_id=r[14],
             meta=from_json(r[15], {}),
+            space_id=r[16] if len(r) > 16 else 1,
         )
 
     def by_ids(self, ids: Sequence[int]) -> dict[int, Page]:

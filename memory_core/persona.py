@@ -14,11 +14,11 @@ from .versions import Versions
 
 TRAIT_COLS = (
     "t.id, t.dimension, t.value, t.evidence, t.confidence, t.status, t.version, t.pinned, t.created_at, "
-    "t.updated_at, t.conversation_ids, t.model"
+    "t.updated_at, t.conversation_ids, t.model, t.space_id"
 )
 KNOW_COLS = (
     "k.id, k.owner, k.text, k.confidence, k.status, k.version, k.pinned, k.created_at, k.updated_at, "
-    "k.conversation_ids, k.model, k.subject, k.confirmations"
+    "k.conversation_ids, k.model, k.subject, k.confirmations, k.space_id"
 )
 
 
@@ -53,6 +53,7 @@ class Persona:
             source_page_ids=srcs,
             conversation_ids=from_json(r[10], []),
             model=r[11],
+            space_id=r[12] if len(r) > 12 else 1,
         )
 
     def knowledge_from_row(self, r: tuple) -> Knowledge:
@@ -79,6 +80,7 @@ class Persona:
             model=r[10],
             subject=r[11],
             confirmations=r[12] or 0,
+            space_id=r[13] if len(r) > 13 else 1,
         )
 
     def list_traits(

@@ -20,7 +20,7 @@ from .types import Segment, page_text
 
 SEG_COLS = (
     "s.id, s.tier, s.summary, s.keywords, s.n_visit, s.l_interaction, s.last_access, s.created_at, "
-    "s.updated_at, s.page_count, s.pinned, s.promotions"
+    "s.updated_at, s.page_count, s.pinned, s.promotions, s.space_id"
 )
 
 
@@ -58,6 +58,7 @@ class Segments:
             promotions=r[11],
             recency=recency,
             heat=heat,
+            space_id=r[12] if len(r) > 12 else 1,
         )
 
     _SEG_ORDER = {

@@ -38,6 +38,7 @@ from .persona import Persona
 from .promotion import Promotion
 from .retrieval import Retriever
 from .segments import Segments
+from .spaces import Spaces
 from .types import (
     CompleteJsonFn,
     DamagedDatabaseError,
@@ -104,6 +105,7 @@ class MemoryStore:
         self.promotion = Promotion(db, self.embedding, self.merge, self.jobs, llm, llm_model_id)
         self.curation = Curation(db, self.embedding, self.pages, self.segments, self.versions)
         self.upkeep = Upkeep(db, self.embedding, self.pages, self.segments, self.jobs)
+        self.spaces = Spaces(db, self.segments, self.curation.forget)  # named parts of the memory
         # memory cubes: an undone import's pages go the way forgotten pages do
         self.cubes = Cubes(
             db,
@@ -162,6 +164,7 @@ class MemoryStore:
         self.get_page, self.list_pages, self.count_pages = pages.get, pages.list_pages, pages.count_pages
         self.get_segment, self.list_segments, self.count_segments = segs.get, segs.list_segments, segs.count_segments
         self.restore_segment = segs.restore
+        self.record_quoted_pages = segs.record_quoted_pages  # a reply's prompt quoted them: their topics' visits
         # persona
         self.list_traits, self.count_traits, self.get_trait = (
             persona.list_traits,

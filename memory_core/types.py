@@ -242,6 +242,9 @@ class Conversation:
     external_id: str | None = None
     memory_paused: bool = False
     incognito: bool = False
+    space_id: int = 1  # the memory space its pages are written to (memory_core.spaces)
+    # the spaces it recalls from: None its own only, "all", or a list of space ids (Spaces.read_set)
+    read_spaces: str | list[int] | None = None
 
 
 @dataclass
@@ -289,6 +292,7 @@ class Page:
     user_message_id: int | None = None
     assistant_message_id: int | None = None
     meta: dict = field(default_factory=dict)
+    space_id: int = 1  # the memory space it belongs to (memory_core.spaces)
 
     @property
     def text(self) -> str:
@@ -332,6 +336,7 @@ class Segment:
     recency: float  # exp(-dt/mu) at read time
     heat: float  # alpha*n_visit + beta*l_interaction + gamma*recency at read time
     title: str = ""  # a readable name: its first keywords, common words (speakers' names) left out
+    space_id: int = 1  # the memory space of its pages (a segment holds pages of one space)
 
 
 @dataclass
@@ -349,6 +354,7 @@ class Trait:
     source_page_ids: list[int] = field(default_factory=list)
     conversation_ids: list[int] = field(default_factory=list)
     model: str = ""
+    space_id: int = 1  # the memory space it belongs to (memory_core.spaces)
 
 
 @dataclass
@@ -367,6 +373,7 @@ class Knowledge:
     model: str = ""
     subject: str | None = None  # the person a 'person' fact is about
     confirmations: int = 0  # how often it was said again (a confirmation is no new version)
+    space_id: int = 1  # the memory space it belongs to (memory_core.spaces)
 
 
 @dataclass

@@ -51,10 +51,18 @@ class CubeSelection:
     since: float | None = None
     until: float | None = None
     persona_only: bool = False
+    # one memory space (memory_core.spaces): its pages, and the traits and facts kept in it
+    space_id: int | None = None
 
     @property
     def whole(self) -> bool:
-        return not self.persona_only and self.chat_id is None and self.segment_id is None and not self._span
+        return (
+            not self.persona_only
+            and self.chat_id is None
+            and self.segment_id is None
+            and not self._span
+            and self.space_id is None
+        )
 
     @property
     def _span(self) -> bool:
@@ -70,6 +78,8 @@ class CubeSelection:
             parts.append(f"segment {self.segment_id}")
         if self._span:
             parts.append("a span of time")
+        if self.space_id is not None:
+            parts.append(f"space {self.space_id}")
         return " and ".join(parts) or "the whole memory"
 
     def to_manifest(self) -> dict[str, Any]:
@@ -181,6 +191,7 @@ class _Snapshot:
             ("segment_id = ?", sel.segment_id),
             ("timestamp >= ?", sel.since),
             ("timestamp < ?", sel.until),
+            ("space_id = ?", sel.space_id),
         ):
             if value is not None:
                 where.append(sql)
@@ -197,8 +208,16 @@ class _Snapshot:
 
     def _persona_ids(self, kind: str) -> list[int]:
         sel = self.sel
-        every = [r[0] for r in self.db.execute(f"SELECT id FROM {kind} ORDER BY id").fetchall()]
-        if sel.whole or sel.persona_only:
+        if sel.space_id is not None:  # a space's persona is what is kept in it
+            where, args = " WHERE space_id = ?", [sel.space_id]
+        else:
+            where, args = "", []
+        every = [r[0] for r in self.db.execute(f"SELECT id FROM {kind}{where} ORDER BY id", args).fetchall()]
+        if (
+            sel.whole
+            or sel.persona_only
+            or (sel.space_id is not None and sel.chat_id is None and sel.segment_id is None and not sel._span)
+        ):
             return every
         drawn = {
             r[0]
@@ -358,7 +377,7 @@ def _write(
             "app_version": app_version[:100],
             "source_memory_id": memory_id,
             "chat_model_id": chat_model_id[:500] if chat_model_id else None,
-            "space": None,
+            "space": _space_name(db, snap.sel.space_id),
             "embedding": {
                 "model_id": embed_model_id,
                 "dim": db.dim,
@@ -373,6 +392,14 @@ def _write(
     if on_progress is not None:
         on_progress(total, total)
     return {"cube_id": cube_id, "counts": counts}
+
+
+def _space_name(db: Database, space_id: int | None) -> str | None:
+    """The name of the space a cube of one space is exported from (the manifest's "space")."""
+    if space_id is None:
+        return None
+    row = db.execute("SELECT name FROM space WHERE id = ?", (space_id,)).fetchone()
+    return str(row[0])[:200] if row else None
 
 
 def _chats(db: Database, snap: _Snapshot) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,346 @@
+"""`MemoryStore.spaces`: named parts of one memory (MemOS's readable and writable cubes).
+
+A page, segment, fact and trait belongs to one space (column `space_id`, migration `_m_spaces`); a chat
+writes its pages to its space and recalls from the spaces it reads (`conversation.read_spaces`: NULL
+its own only, 'all', or a JSON list of ids). Recall filters by `read_set` (memory_core.space_filter).
+
+Moving keeps a segment to one space: the moved pages of a segment become a segment of their own in the
+target space (same tier and heat), and both are rebuilt. A merge moves every item of one space into
+another and drops what the target already holds word for word (a page of the same two sides and time,
+a fact of the same owner and text), as an import recognises items already present. Traits are kept
+with the space they were learned in (a space's export and deletion take them) but the persona read
+into every reply is the user's whole persona: who the user is does not change with the project.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .database import Database
+from .segments import Segments
+
+DEFAULT_SPACE = 1
+MAX_NAME = 80
+
+
+@dataclass
+class SpaceInfo:
+    """One space and what it holds."""
+
+    id: int
+    name: str
+    created_at: float
+    pages: int
+    facts: int
+    traits: int
+    chats: int
+
+    @property
+    def empty(self) -> bool:
+        return not (self.pages or self.facts or self.traits)
+
+
+class SpaceError(ValueError):
+    """A space that does not exist, a name taken or empty, or a deletion refused (one line, for the user)."""
+
+
+def clean_name(name: str) -> str:
+    text = " ".join((name or "").split())
+    if not text:
+        raise SpaceError("a space needs a name")
+    if len(text) > MAX_NAME:
+        raise SpaceError(f"a space's name is at most {MAX_NAME} characters")
+    return text
+
+
+class Spaces:
+    def __init__(self, db: Database, segments: Segments, forget: Callable[[str, Sequence[int]], int]):
+        self.db = db
+        self.segments = segments
+        self._forget = forget  # Curation.forget: what forgetting a space's items does
+
+    # ------------------------------------------------------------------ reading
+    def list(self) -> list[SpaceInfo]:
+        """Every space with its counts (active facts and traits), by id."""
+        rows = self.db.rows(
+            "SELECT s.id, s.name, s.created_at, "
+            "(SELECT count(*) FROM page p WHERE p.space_id = s.id), "
+            "(SELECT count(*) FROM knowledge k WHERE k.space_id = s.id AND k.status = 'active'), "
+            "(SELECT count(*) FROM trait t WHERE t.space_id = s.id AND t.status = 'active'), "
+            "(SELECT count(*) FROM conversation c WHERE c.space_id = s.id) FROM space s ORDER BY s.id"
+        )
+        return [SpaceInfo(*r) for r in rows]
+
+    def get(self, space_id: int) -> SpaceInfo | None:
+        return next((s for s in self.list() if s.id == space_id), None)
+
+    def resolve(self, ref: str | int) -> int:
+        """The id of the space named `ref` (case-insensitive) or of id `ref`; SpaceError when none."""
+        if isinstance(ref, int) or (isinstance(ref, str) and ref.strip().isdigit()):
+            sid = int(ref)
+            if self.db.scalar("SELECT 1 FROM space WHERE id = ?", (sid,)):
+                return sid
+            raise SpaceError(f"no space {sid}")
+        row = self.db.one("SELECT id FROM space WHERE lower(name) = lower(?)", (" ".join(str(ref).split()),))
+        if row is None:
+            raise SpaceError(f"no space named {ref!r}")
+        return int(row[0])
+
+    def name_of(self, space_id: int) -> str:
+        return str(self.db.scalar("SELECT name FROM space WHERE id = ?", (space_id,)) or f"space {space_id}")
+
+    def read_set(self, conversation_id: int | None) -> frozenset[int] | None:
+        """The spaces chat `conversation_id` recalls from: None for every space ('all'), else a set; a
+        chat that does not exist (or None) reads the default space."""
+        row = None
+        if conversation_id is not None:
+            row = self.db.one("SELECT space_id, read_spaces FROM conversation WHERE id = ?", (conversation_id,))
+        if row is None:
+            return frozenset({DEFAULT_SPACE})
+        own, reads = int(row[0]), row[1]
+        if reads == "all":
+            return None
+        if reads is None:
+            return frozenset({own})
+        try:
+            ids = {int(x) for x in json.loads(reads)}
+        except (ValueError, TypeError):
+            ids = set()
+        return frozenset(ids | {own})
+
+    def chat_space(self, conversation_id: int) -> tuple[int, str]:
+        """(the space a chat writes to, 'own' | 'all' | 'some': what it reads)."""
+        row = self.db.one("SELECT space_id, read_spaces FROM conversation WHERE id = ?", (conversation_id,))
+        if row is None:
+            raise SpaceError(f"no chat {conversation_id}")
+        reads = "own" if row[1] is None else ("all" if row[1] == "all" else "some")
+        return int(row[0]), reads
+
+    # ------------------------------------------------------------------ changing spaces
+    def create(self, name: str) -> int:
+        name = clean_name(name)
+        with self.db.transaction():
+            if self.db.scalar("SELECT 1 FROM space WHERE lower(name) = lower(?)", (name,)):
+                raise SpaceError(f"a space named {name!r} exists already")
+            self.db.execute("INSERT INTO space(name, created_at) VALUES (?, ?)", (name, self.db.clock()))
+            sid = self.db.last_insert_rowid()
+            self.db.emit("space_created", None, None, f"space {name!r} created", {"space_id": sid})
+            return sid
+
+    def rename(self, space_id: int, name: str) -> None:
+        name = clean_name(name)
+        with self.db.transaction():
+            self.resolve(space_id)
+            other = self.db.scalar("SELECT id FROM space WHERE lower(name) = lower(?)", (name,))
+            if other is not None and other != space_id:
+                raise SpaceError(f"a space named {name!r} exists already")
+            self.db.execute("UPDATE space SET name = ? WHERE id = ?", (name, space_id))
+
+    def delete(self, space_id: int, *, forget: bool = False) -> int:
+        """Delete a space. One that holds memory is refused unless `forget`: its pages, facts and traits
+        are then forgotten (as the forget command does). Its chats move to the first space left; the
+        last space cannot go. Returns the number of items forgotten."""
+        with self.db.transaction():
+            info = self.get(space_id)
+            if info is None:
+                raise SpaceError(f"no space {space_id}")
+            left = self.db.scalar("SELECT min(id) FROM space WHERE id != ?", (space_id,))
+            if left is None:
+                raise SpaceError("the last space cannot be deleted")
+            if not info.empty and not forget:
+                raise SpaceError(
+                    f"space {info.name!r} holds {info.pages} pages, {info.facts} facts and {info.traits} traits: "
+                    "forget them with it, or move them first"
+                )
+            n = 0
+            for kind in ("knowledge", "trait", "page"):
+                ids = [r[0] for r in self.db.rows(f"SELECT id FROM {kind} WHERE space_id = ?", (space_id,))]
+                n += self._forget(kind, ids) if ids else 0
+            for (sid,) in self.db.rows("SELECT id FROM segment WHERE space_id = ?", (space_id,)):
+                self._forget("segment", [sid])
+            self.db.execute("UPDATE conversation SET space_id = ? WHERE space_id = ?", (left, space_id))
+            self.db.execute("DELETE FROM space WHERE id = ?", (space_id,))
+            self.db.emit("space_deleted", None, None, f"space {info.name!r} deleted", {"forgotten": n})
+            return n
+
+    def set_chat_space(self, conversation_id: int, space_id: int | None = None, *, reads: str | None = None) -> None:
+        """Set the space chat `conversation_id` writes to and/or what it reads: 'own' (its space only)
+        or 'all'. Its pages written before stay where they are (move them to take them along)."""
+        with self.db.transaction():
+            self.chat_space(conversation_id)
+            if space_id is not None:
+                self.resolve(space_id)
+                self.db.execute("UPDATE conversation SET space_id = ? WHERE id = ?", (space_id, conversation_id))
+            if reads is not None:
+                if reads not in ("own", "all"):
+                    raise SpaceError("a chat reads its own space ('own') or every space ('all')")
+                value = None if reads == "own" else "all"
+                self.db.execute("UPDATE conversation SET read_spaces = ? WHERE id = ?", (value, conversation_id))
+
+    # ------------------------------------------------------------------ moving items
+    def move_pages(self, page_ids: Sequence[int], to: int) -> int:
+        """Move pages to space `to`; a segment's moved pages become a segment of their own there.
+        Returns how many pages moved."""
+        self.resolve(to)
+        with self.db.transaction():
+            ids = self._existing("page", page_ids, other_than=to)
+            by_segment: dict[int | None, list[int]] = {}
+            for pid, sid in self._rows_in("SELECT id, segment_id FROM page WHERE id IN ({})", ids):
+                by_segment.setdefault(sid, []).append(pid)
+            for sid, pids in by_segment.items():
+                self._mark("page", pids, to)
+                if sid is None:
+                    continue
+                whole = not self.db.scalar(
+                    "SELECT count(*) FROM page WHERE segment_id = ? AND space_id != ?", (sid, to)
+                )
+                if whole:
+                    self.db.execute("UPDATE segment SET space_id = ? WHERE id = ?", (to, sid))
+                else:
+                    self._split_segment(sid, pids, to)
+            if ids:
+                self.db.emit("space_moved", None, None, f"{len(ids)} pages moved to space {to}", {"pages": len(ids)})
+            return len(ids)
+
+    def move_facts(self, kind: str, ids: Sequence[int], to: int) -> int:
+        """Move facts ('knowledge') or traits ('trait') to space `to`; returns how many moved."""
+        if kind not in ("knowledge", "trait"):
+            raise SpaceError("kind must be 'knowledge' or 'trait'")
+        self.resolve(to)
+        with self.db.transaction():
+            found = self._existing(kind, ids, other_than=to)
+            self._mark(kind, found, to)
+            return len(found)
+
+    def move_chat(self, conversation_id: int, to: int) -> int:
+        """Move a chat (it writes to `to` from now) and every page it wrote; returns the pages moved."""
+        with self.db.transaction():
+            self.set_chat_space(conversation_id, to)
+            ids = [r[0] for r in self.db.rows("SELECT id FROM page WHERE conversation_id = ?", (conversation_id,))]
+            return self.move_pages(ids, to)
+
+    def merge(self, source: int, target: int) -> dict[str, int]:
+        """Fuse space `source` into `target`: what the target holds already word for word is dropped
+        from the source (forgotten there), the rest moves; the source space is deleted and its chats
+        write to the target. Returns counts: moved and duplicate pages and facts."""
+        if source == target:
+            raise SpaceError("a space cannot be merged into itself")
+        self.resolve(source), self.resolve(target)
+        with self.db.transaction():
+            dup_pages = self._duplicates(
+                "page",
+                "q.user_text = x.user_text AND q.assistant_text = x.assistant_text AND q.timestamp = x.timestamp",
+                source,
+                target,
+            )
+            dup_facts = self._duplicates(
+                "knowledge",
+                "q.owner = x.owner AND lower(q.text) = lower(x.text) AND q.subject IS x.subject",
+                source,
+                target,
+            )
+            dup_traits = self._duplicates(
+                "trait", "q.dimension = x.dimension AND lower(q.value) = lower(x.value)", source, target
+            )
+            if dup_facts:
+                self._forget("knowledge", dup_facts)
+            if dup_traits:
+                self._forget("trait", dup_traits)
+            if dup_pages:
+                self._forget("page", dup_pages)
+            pages = [r[0] for r in self.db.rows("SELECT id FROM page WHERE space_id = ?", (source,))]
+            moved = self.move_pages(pages, target)
+            facts = self.move_facts("knowledge", self._ids_of("knowledge", source), target)
+            traits = self.move_facts("trait", self._ids_of("trait", source), target)
+            self.db.execute("UPDATE segment SET space_id = ? WHERE space_id = ?", (target, source))
+            self.db.execute("UPDATE conversation SET space_id = ? WHERE space_id = ?", (target, source))
+            self.db.execute("DELETE FROM space WHERE id = ?", (source,))
+            counts = {
+                "pages": moved,
+                "duplicate_pages": len(dup_pages),
+                "facts": facts,
+                "duplicate_facts": len(dup_facts),
+                "traits": traits,
+                "duplicate_traits": len(dup_traits),
+            }
+            self.db.emit("space_merged", None, None, f"space {source} merged into space {target}", counts)
+            return counts
+
+    def adopt_import(self, import_id: int, to: int) -> int:
+        """Put what cube import `import_id` added (its chats, pages, segments, facts, traits) in space
+        `to`: a cube imported as a new space. What the memory held already stays where it was."""
+        with self.db.transaction():
+            n = 0
+            for kind, table in (
+                ("chat", "conversation"),
+                ("page", "page"),
+                ("segment", "segment"),
+                ("knowledge", "knowledge"),
+                ("trait", "trait"),
+            ):
+                ids = [
+                    r[0]
+                    for r in self.db.rows(
+                        "SELECT item_id FROM cube_import_item WHERE import_id = ? AND kind = ? AND action = 'added' "
+                        "AND item_id IS NOT NULL",
+                        (import_id, kind),
+                    )
+                ]
+                self._mark(table, ids, to)
+                n += len(ids) if kind == "page" else 0
+            return n
+
+    # ------------------------------------------------------------------ helpers
+    def _duplicates(self, table: str, same: str, source: int, target: int) -> list[int]:
+        """Ids of `table` rows in space `source` that space `target` holds too (`same`: x the source's
+        row, q the target's)."""
+        return [
+            r[0]
+            for r in self.db.rows(
+                f"SELECT x.id FROM {table} x WHERE x.space_id = ? AND EXISTS "
+                f"(SELECT 1 FROM {table} q WHERE q.space_id = ? AND {same})",
+                (source, target),
+            )
+        ]
+
+    def _ids_of(self, table: str, space_id: int) -> list[int]:
+        return [r[0] for r in self.db.rows(f"SELECT id FROM {table} WHERE space_id = ?", (space_id,))]
+
+    def _rows_in(self, sql: str, ids: Sequence[int]) -> list[tuple]:
+        out: list[tuple] = []
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            out += self.db.rows(sql.format(",".join("?" * len(chunk))), chunk)
+        return out
+
+    def _existing(self, table: str, ids: Sequence[int], *, other_than: int) -> list[int]:
+        rows = self._rows_in(f"SELECT id FROM {table} WHERE id IN ({{}}) AND space_id != {int(other_than)}", ids)
+        return sorted(r[0] for r in rows)
+
+    def _mark(self, table: str, ids: Sequence[int], to: int) -> None:
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            self.db.execute(f"UPDATE {table} SET space_id = ? WHERE id IN ({','.join('?' * len(chunk))})", [to, *chunk])
+
+    def _split_segment(self, sid: int, pids: list[int], to: int) -> None:
+        """Pages `pids` of segment `sid` leave it for a new segment in space `to`, of the same tier and heat."""
+        self.db.execute(
+            "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, last_access, "
+            "created_at, updated_at, page_count, pinned, promotions, archived_at, space_id) "
+            "SELECT tier, '', '[]', '{}', emb_sum, n_visit, l_interaction, last_access, created_at, ?, 0, 0, 0, "
+            "archived_at, ? FROM segment WHERE id = ?",
+            (self.db.clock(), to, sid),
+        )
+        new = self.db.last_insert_rowid()
+        self._mark_segment(pids, new)
+        self.segments.rebuild(new)
+        self.segments.rebuild(sid)
+
+    def _mark_segment(self, pids: list[int], sid: int) -> None:
+        for start in range(0, len(pids), 500):
+            chunk = pids[start : start + 500]
+            self.db.execute(f"UPDATE page SET segment_id = ? WHERE id IN ({','.join('?' * len(chunk))})", [sid, *chunk])
