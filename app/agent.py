@@ -332,7 +332,8 @@ class ChatAgent:
         branch = self.store.list_messages_to(turn.user_id)
         turn.history = [m for m in branch if m.id != turn.user_id]
         budget = RetrievalBudget(pages=self.store.params.quoting.recall_turns)
-        turn.retrieval = self.store.retrieve(turn.query, turn.conversation_id, budget) if read else None
+        spaces = self.store.spaces.read_set(turn.conversation_id)  # the memory spaces the chat reads
+        turn.retrieval = self.store.retrieve(turn.query, turn.conversation_id, budget, spaces=spaces) if read else None
         turn.retrieve_s = time.perf_counter() - t0
 
     def _prompt(self, turn: _Turn, budget_tokens: int) -> ComposedPrompt:
@@ -512,6 +513,8 @@ class ChatAgent:
         try:
             with self.store.transaction():  # the reply and its memory job commit together, or neither does
                 self.store.update_message(assistant_id, content=text, status=status, meta=meta)
+                if write and status != STATUS_FAILED:  # a visit is a page quoted into a reply's prompt
+                    self.store.record_quoted_pages(turn.prompt.included.get("pages", []))
                 if remember:
                     queue_exchange_page(self.store, cid, self.store.get_message(user_id), assistant_id, text)
         except Exception as exc:

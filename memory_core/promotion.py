@@ -52,7 +52,7 @@ class Promotion:
         if not rows:
 
             def nothing() -> None:
-                self.db.execute("UPDATE segment SET l_interaction = 0 WHERE id = ?", (sid,))
+                self.db.execute("UPDATE segment SET l_interaction = 0, n_visit = 0 WHERE id = ?", (sid,))
 
             return nothing
         pages = [X.PageText(r[0], r[1], r[2], r[3], from_json(r[5], None)) for r in rows]  # whose dialogue
@@ -114,7 +114,10 @@ class Promotion:
         if alive:
             m2 = ",".join("?" * len(alive))
             self.db.execute(f"UPDATE page SET analyzed = 1 WHERE id IN ({m2})", sorted(alive))
-        self.db.execute("UPDATE segment SET l_interaction = 0, promotions = promotions + 1 WHERE id = ?", (sid,))
+        # both counts start again, as MemoryOS's code resets N_visit: what made the segment hot is read now
+        self.db.execute(
+            "UPDATE segment SET l_interaction = 0, n_visit = 0, promotions = promotions + 1 WHERE id = ?", (sid,)
+        )
         if ext.fallback_reason:
             summary = f"LLM output for segment {sid} was rejected; used the extractive path"
             if rejected == LLM_REJECTIONS_BEFORE_SKIP:

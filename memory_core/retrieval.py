@@ -75,7 +75,7 @@ class Retriever:
         conversation_id: int | None = None,
         budget: RetrievalBudget | None = None,
         *,
-        record_visits: bool = True,
+        record_visits: bool = False,
         off: Iterable[str] = (),
         spaces: frozenset[int] | None = None,
     ) -> Retrieval:
@@ -86,7 +86,9 @@ class Retriever:
           conversations' STM and this one's older than its last `params.quoting.recall_own_after`
           exchanges), best first, each with a score and the reason it was chosen;
         - knowledge: the best user/assistant facts; traits: the active persona, in a stable order.
-        Segments that supplied a page get a visit (N_visit + 1) in one short write.
+        With `record_visits`, segments that supplied a page get a visit (N_visit + 1) in one short write;
+        by default none do: a chat reply records visits only for the pages its prompt quoted
+        (`MemoryStore.record_quoted_pages`), so a recall nobody read heats nothing.
         `off`: ranking stages switched off (memory_core.ranking.SWITCHABLE), for the ablation.
         `spaces`: the memory spaces recalled from (None: all); the STM is the conversation's own.
         """

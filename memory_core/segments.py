@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import apsw
 import numpy as np
 
 from . import text as T
@@ -17,6 +18,16 @@ from .embedding import Embedding
 from .jobs import Jobs
 from .pages import Pages
 from .types import Segment, page_text
+
+# pages of mid-term memory before its mean page vector is taken off at full weight (`_best_segment`): with
+# n pages the mean is scaled by n / (n + CENTRE_PRIOR_PAGES), so the first pages segment by plain cosine
+CENTRE_PRIOR_PAGES = 20
+# a word on at least this share of the memory's pages (and the memory has COMMON_MIN_PAGES pages) names no
+# topic: the speakers' names of an imported dialogue, "thanks"; it is left out of a segment's keywords/title
+TITLE_COMMON_DF = 0.3
+COMMON_MIN_PAGES = 20
+COMMON_REFRESH = 256  # keyword refreshes between two counts of the memory's pages
+TITLE_WORDS = 3
 
 SEG_COLS = (
     "s.id, s.tier, s.summary, s.keywords, s.n_visit, s.l_interaction, s.last_access, s.created_at, "
@@ -30,6 +41,8 @@ class Segments:
         self.embedding = embedding
         self.pages = pages
         self.jobs = jobs
+        self._common_memo: list | None = None  # [calls left, pages, {word: common}] (`_is_common`)
+        self._porter: apsw.FTS5Tokenizer | None = None
 
     # ------------------------------------------------------------------ reading
     def heat_sql(self, now: float) -> tuple[str, dict]:
@@ -58,6 +71,7 @@ class Segments:
             promotions=r[11],
             recency=recency,
             heat=heat,
+            title=self.title(from_json(r[3], [])),
             space_id=r[12] if len(r) > 12 else 1,
         )
 
@@ -135,25 +149,25 @@ class Segments:
 
     def move_to_mtm(self, pid: int) -> int:
         """Move STM page `pid` to MTM: link it into its conversation's dialogue chain, join it to the best
-        MTM segment or start one, then promote a segment made hot and evict the coldest over capacity.
-        Returns the segment id (0 when the page is not in STM)."""
+        MTM segment of its space or start one, then promote a segment made hot and evict the coldest over
+        capacity. Returns the segment id (0 when the page is not in STM)."""
         row = self.db.execute(
-            "SELECT conversation_id, timestamp, keywords FROM page WHERE id = ? AND tier = 'stm'", (pid,)
+            "SELECT conversation_id, timestamp, keywords, space_id FROM page WHERE id = ? AND tier = 'stm'", (pid,)
         ).fetchone()
         if row is None:
             return 0
-        cid, ts, kws_s = row
+        cid, ts, kws_s, space = row
         kws = from_json(kws_s, [])
         vec = self.pages.page_vec(pid)
         now = self.db.clock()
         chain_id, link_detail = self._link_chain(pid, cid, ts, kws, vec, now)
-        best_sid, best_score, best_cos, best_jac = self._best_segment(vec, kws)
+        best_sid, best_score, best_cos, best_jac = self._best_segment(vec, kws, space)
         if best_sid is not None and best_score >= self.db.params.segments.theta:
             sid = best_sid
             self._join_segment(sid, pid, vec, kws, now)
             how = "joined"
         else:
-            sid = self._start_segment(pid, vec, kws, now)
+            sid = self._start_segment(pid, vec, kws, now, space)
             how = "created"
         if chain_id is not None:
             self.refresh_chain(chain_id)
@@ -201,29 +215,32 @@ class Segments:
         self.db.execute("UPDATE page SET prev_page_id = ?, chain_id = ? WHERE id = ?", (prev[0], chain_id, pid))
         return chain_id, link_detail
 
-    def _best_segment(self, vec: np.ndarray, kws: list[str]) -> tuple[int | None, float, float, float]:
-        """The MTM segment nearest the page by cos + keyword Jaccard: (id, score, cos, Jaccard)."""
-        best_sid, best_score, best_cos, best_jac = None, -1.0, 0.0, 0.0
-        knn = self.db.execute(
-            "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
-            (vec_blob(vec), max(1, self.db.params.ranking.segment_candidates)),
+    def _best_segment(self, vec: np.ndarray, kws: list[str], space: int = 1) -> tuple[int | None, float, float, float]:
+        """The MTM segment of the page's space nearest the page by centred cosine + keyword Jaccard:
+        (id, score, cos, Jaccard). Centred: the mean page vector of mid-term memory is taken off both the
+        page and each segment's centroid before the cosine, so the direction every page shares (in an
+        imported dialogue, the speakers' names on every line) no longer makes a long segment's centroid
+        close to every page (decision 0024; docs/research-log.md, "Segments")."""
+        rows = self.db.execute(
+            "SELECT id, emb_sum, page_count, keywords FROM segment WHERE tier = 'mtm' AND space_id = ?", (space,)
         ).fetchall()
-        seg_kw = (
-            dict(
-                self.db.execute(
-                    "SELECT id, keywords FROM segment WHERE id IN (SELECT value FROM json_each(?))",
-                    (json.dumps([sid for sid, _ in knn]),),
-                ).fetchall()
-            )
-            if knn
-            else {}
-        )
-        for sid, dist in knn:
-            skw = from_json(seg_kw.get(sid), [])
-            cos = 1.0 - float(dist)
-            jac = T.jaccard(kws, skw)
-            if cos + jac > best_score:
-                best_sid, best_score, best_cos, best_jac = sid, cos + jac, cos, jac
+        rows = [r for r in rows if r[2] > 0]
+        if not rows:
+            return None, -1.0, 0.0, 0.0
+        sums = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]).astype(np.float64)
+        counts = np.array([r[2] for r in rows], dtype=np.float64)
+        n = float(counts.sum())
+        # a young memory has no mean worth the name: shrink it toward 0 (plain cosine) over its first pages
+        mean = sums.sum(axis=0) / n * (n / (n + CENTRE_PRIOR_PAGES))
+        cents = sums / counts[:, None] - mean
+        pv = vec.astype(np.float64) - mean
+        norms = np.linalg.norm(cents, axis=1) * max(float(np.linalg.norm(pv)), 1e-12)
+        cos = (cents @ pv) / np.maximum(norms, 1e-12)
+        best_sid, best_score, best_cos, best_jac = None, -1.0, 0.0, 0.0
+        for (sid, _, _, skw), c in zip(rows, cos):
+            jac = T.jaccard(kws, from_json(skw, []))
+            if float(c) + jac > best_score:
+                best_sid, best_score, best_cos, best_jac = sid, float(c) + jac, float(c), jac
         return best_sid, best_score, best_cos, best_jac
 
     def _join_segment(self, sid: int, pid: int, vec: np.ndarray, kws: list[str], now: float) -> None:
@@ -240,13 +257,14 @@ class Segments:
         self.db.execute("UPDATE segment_vec SET embedding = ? WHERE segment_id = ?", (vec_blob(unit(acc)), sid))
         self.refresh_summary(sid)
 
-    def _start_segment(self, pid: int, vec: np.ndarray, kws: list[str], now: float) -> int:
+    def _start_segment(self, pid: int, vec: np.ndarray, kws: list[str], now: float, space: int = 1) -> int:
         counts: dict = {}
         self._count_keywords(counts, kws)
         self.db.execute(
             "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, "
-            "last_access, created_at, updated_at, page_count) VALUES ('mtm', '', ?, ?, ?, 0, 1, ?, ?, ?, 1)",
-            (to_json(kws[: self.db.params.segments.segment_keywords]), to_json(counts), vec_blob(vec), now, now, now),
+            "last_access, created_at, updated_at, page_count, space_id) "
+            "VALUES ('mtm', '', ?, ?, ?, 0, 1, ?, ?, ?, 1, ?)",
+            (to_json(self._top_keywords(counts)), to_json(counts), vec_blob(vec), now, now, now, space),
         )
         sid = self.db.last_insert_rowid()
         self.db.execute("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
@@ -267,8 +285,51 @@ class Segments:
                 c[0] += 1
 
     def _top_keywords(self, counts: dict) -> list[str]:
-        ranked = sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))
-        return [v[1] for _, v in ranked[: self.db.params.segments.segment_keywords]]
+        """The segment's keywords, most telling first: its count of the word times the word's rarity in the
+        memory (log of pages over pages holding it); the memory's common words (on TITLE_COMMON_DF of its
+        pages: the speakers' names of an imported dialogue, "thanks") left out, they say nothing of a topic."""
+        scored = []
+        for st, (c, surface) in counts.items():
+            share = self._doc_share(surface)
+            if share is not None and share >= TITLE_COMMON_DF:
+                continue
+            scored.append((-(c * (1.0 if share is None else math.log(1.0 / max(share, 1e-6)))), st, surface))
+        scored.sort()
+        return [w for _, _, w in scored[: self.db.params.segments.segment_keywords]]
+
+    def _doc_share(self, word: str) -> float | None:
+        """The share of the memory's pages that hold `word` (FTS5's own term counts); None below
+        COMMON_MIN_PAGES pages. The page count and the answers are kept for COMMON_REFRESH calls: a keyword
+        refresh runs at every page that joins a segment, and a count(*) over a large memory is not free."""
+        memo = self._common_memo
+        if memo is None or memo[0] <= 0:
+            total = int(self.db.scalar("SELECT count(*) FROM page"))
+            memo = self._common_memo = [COMMON_REFRESH, total, {}]
+        memo[0] -= 1
+        total, known = memo[1], memo[2]
+        if total < COMMON_MIN_PAGES:
+            return None
+        share = known.get(word)
+        if share is None:
+            if self._porter is None:
+                self._porter = self.db.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+            terms = [t[2] for t in self._porter(word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None) if len(t) > 2]
+            dfs = [
+                (
+                    r[0]
+                    if (r := self.db.execute("SELECT doc FROM page_fts_vocab WHERE term = ?", (t,)).fetchone())
+                    else 0
+                )
+                for t in terms
+            ]
+            share = known[word] = (min(dfs) / total) if dfs else 0.0
+        return share
+
+    def title(self, keywords: list[str]) -> str:
+        """A readable title from a segment's keywords (the LLM-free path): its first few, the first
+        capitalised ("Adoption, agencies, kids")."""
+        words = keywords[:TITLE_WORDS]
+        return ", ".join(words)[:1].upper() + ", ".join(words)[1:] if words else ""
 
     def refresh_summary(self, sid: int) -> None:
         rows = self.db.execute(
@@ -362,6 +423,25 @@ class Segments:
         heat, args = self.heat_sql(self.db.clock())
         row = self.db.execute(f"SELECT {heat} FROM segment s WHERE s.id = :sid", {**args, "sid": sid}).fetchone()
         return None if row is None else float(row[0])
+
+    def record_quoted_pages(self, page_ids: Sequence[int]) -> list[int]:
+        """A reply's prompt quoted these recalled pages: each of their segments gets one visit (N_visit + 1),
+        however many of its pages were quoted. The only visits a chat makes, so a recall that no prompt
+        quoted (small talk, a weak match under the quoting floor) heats nothing. Returns the segments."""
+        ids = sorted({int(p) for p in page_ids})
+        if not ids or self.db.memory_paused():
+            return []
+        sids = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT DISTINCT segment_id FROM page WHERE id IN (SELECT value FROM json_each(?)) "
+                "AND segment_id IS NOT NULL ORDER BY segment_id",
+                (json.dumps(ids),),
+            ).fetchall()
+        ]
+        if sids:
+            self.record_visits(sids)
+        return sids
 
     def record_visits(self, sids: list[int]) -> None:
         """One short write after a retrieval: N_visit + 1 and a fresh last access for each segment

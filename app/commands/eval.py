@@ -79,6 +79,11 @@ def register(subparsers) -> None:
     lp.add_argument(
         "--persona-threshold", type=float, default=None, help="with --persona: the cosine a match needs (0.6)"
     )
+    lp.add_argument(
+        "--segments",
+        action="store_true",
+        help="also print each conversation's segments: count, largest share of its pages, median size, titles",
+    )
     lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -150,6 +155,7 @@ def run_locomo(args, ctx) -> int:
         progress=not args.no_progress,
         asked_before=args.asked_before,
         ablate=args.ablate,
+        segments=args.segments,
     )
     report = runner.run(samples, limit=args.limit, data_path=args.data)
     if args.out:

@@ -234,8 +234,12 @@ class LocomoEval:
         log: Callable[[str], None] | None = None,
         asked_before: str | None = None,
         ablate: bool = False,
+        segments: bool = False,
     ):
         self.embedder = embedder
+        # each sample's mid-term segments after the import: count, largest share, median size, titles
+        self.segments = segments
+        self.segment_stats: dict[str, dict] = {}
         self.memory_params = memory_params
         self.retrievers = [r for r in RETRIEVERS if r in retrievers]
         self.ks = sorted(set(int(k) for k in ks))
@@ -388,6 +392,8 @@ class LocomoEval:
             store = self.store_factory(tmp / f"{sample.sample_id}.sqlite3")
             write_conversation(store, conv)
             timings["ingest_s"][sample.sample_id] = round(time.perf_counter() - t0, 3)
+            if self.segments:
+                self.segment_stats[sample.sample_id] = segment_stats(store)
         t0 = time.perf_counter()
         dense = (
             FlatDense(turn_ids, turn_texts, self.embedder.embed)
@@ -542,6 +548,7 @@ class LocomoEval:
                 else None
             ),
             "ablation": self._ablation_summary(rows) if self.ablate else None,
+            "segments": dict(self.segment_stats) if self.segments else None,
             "qa": qa_summary,
             "timings": {
                 "total_s": round(total_s, 2),
@@ -551,6 +558,37 @@ class LocomoEval:
             },
             "per_question": rows,
         }
+
+
+def segment_stats(store, titles: int = 5) -> dict:
+    """A store's segments (mid-term and archived): how many, the largest one's share of all the pages, the
+    median size, and the biggest segments' titles, for `--segments` (issue 31: topical segments)."""
+    segs = store.list_segments(limit=1_000_000)
+    pages = store.count_pages()
+    sizes = sorted((s.page_count for s in segs), reverse=True)
+    big = sorted(segs, key=lambda s: (-s.page_count, s.id))[:titles]
+    return {
+        "pages": pages,
+        "segments": len(segs),
+        "largest": sizes[0] if sizes else 0,
+        "largest_share": round(100.0 * sizes[0] / pages, 1) if sizes and pages else 0.0,
+        "median_size": statistics.median(sizes) if sizes else 0,
+        "single_page": sum(1 for n in sizes if n == 1),
+        "titles": [[s.page_count, s.title] for s in big],
+    }
+
+
+def format_segments(stats: dict[str, dict]) -> list[str]:
+    head = f"{'sample':<10} {'pages':>6} {'segments':>9} {'largest':>8} {'share %':>8} {'median':>7} {'single':>7}"
+    lines = ["segments after the import (largest share of the conversation's pages):", head, "-" * len(head)]
+    for sid, st in stats.items():
+        lines.append(
+            f"{sid:<10} {st['pages']:>6} {st['segments']:>9} {st['largest']:>8} {st['largest_share']:>8.1f} "
+            f"{st['median_size']:>7} {st['single_page']:>7}"
+        )
+    for sid, st in stats.items():
+        lines.append(f"{sid} biggest: " + "; ".join(f"{t} ({n})" for n, t in st["titles"]))
+    return lines
 
 
 def _page_turns(page) -> list[str]:
@@ -656,6 +694,8 @@ def format_tables(report: dict) -> str:
         )
     if report.get("ablation"):
         lines += ["", *format_ablation(report["ablation"], ks)]
+    if report.get("segments"):
+        lines += ["", *format_segments(report["segments"])]
     if report.get("qa"):
         lines.append("")
         lines.append(

@@ -60,6 +60,7 @@ def test_segment_events_include_visits_and_replay_heat(open_store, clock):
     before = seg.n_visit
     r = s.retrieve("hiking", None, RetrievalBudget(pages=3))
     assert any(h.page.segment_id == seg.id for h in r.pages)
+    s.record_quoted_pages([h.page.id for h in r.pages])  # the reply's prompt quoted them
     evs = s.segment_events(seg.id)
     visits = [e for e in evs if e.kind == "segment_visited"]
     after = s.get_segment(seg.id)

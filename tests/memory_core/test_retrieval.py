@@ -173,12 +173,15 @@ def test_visits_raise_heat_and_trigger_promotion(open_store, clock):
     sid = s.get_page(p).segment_id
     assert s.pending_jobs() == 0
     for _ in range(2):
-        s.retrieve("Where do I live?", None, RetrievalBudget(pages=1))
+        r = s.retrieve("Where do I live?", None, RetrievalBudget(pages=1))
+        s.record_quoted_pages([h.page.id for h in r.pages])  # two replies quoted the page
     seg = s.get_segment(sid)
     assert seg.n_visit == 2 and seg.heat >= 4.0
     assert [j.kind for j in s.list_jobs("pending")] == ["promote_segment"]
     s.run_pending(allow_llm=False)
     assert ("location", "Reykjavik") in {(t.dimension, t.value) for t in s.list_traits()}
+    seg = s.get_segment(sid)
+    assert (seg.n_visit, seg.l_interaction) == (0, 0)  # both counts start again after promotion (MemoryOS)
 
 
 def test_management_listing_filters_sorting_paging(open_store, clock):

@@ -3,8 +3,8 @@
 event log. The charts draw in the theme's colours (`apply_theme`), dark mode included.
 
 What the event log lets us recover: pages joining a segment (`page_moved` with
-`detail.segment_id`; +1 L_interaction, resets last access), its creation, retrieval visits
-(`segment_visited`: +1 N_visit, resets last access), promotions (L_interaction → 0), archiving
+`detail.segment_id`; +1 L_interaction, resets last access), its creation, visits of replies that quoted
+its pages (`segment_visited`: +1 N_visit, resets last access), promotions (L_interaction and N_visit → 0), archiving
 (the event records the exact heat), restoring. `MemoryStore.segment_events(sid)` reads them in
 SQL. Events older than the log's retention (`MemoryParams.jobs.events_keep`), and visits made by a
 database older than the `segment_visited` event, are not there: the view then says so (the
@@ -108,6 +108,7 @@ def heat_history(events: Sequence, segment, params, now: float | None = None, sa
             before = heat_at(t)
             h.marks.append((t, before, "promoted"))
             l_int = 0
+            n = 0  # both counts start again once the topic is read (memory_core.promotion)
         elif e.kind in VISIT_EVENTS:
             n += int(d.get("count", 1))
             last = t

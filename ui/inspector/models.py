@@ -708,6 +708,7 @@ class SegmentsModel(LazyTableModel):
             header_tip="How much a topic is in use: used in replies, new messages, recently. A topic this "
             "busy is read for what it says about you (Help ▸ How Mnemo remembers)",
         ),
+        Column("title", "Title", lambda s: getattr(s, "title", ""), width=180, tip=lambda s: getattr(s, "title", "")),
         Column(
             "summary", "Summary", lambda s: fmt.one_line(s.summary, 220), width=330, tip=lambda s: _elide_tip(s.summary)
         ),

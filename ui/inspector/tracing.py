@@ -41,6 +41,22 @@ def _pages(store, ids) -> dict[int, Any]:
     return out
 
 
+def _topics(store, rows: list[dict]) -> None:
+    """Each recalled page's context: its topic's title and summary as they are now (read here, not kept in
+    the trace: a forgotten page's words must not stay in a reply's trace through its topic's summary)."""
+    seen: dict[int, Any] = {}
+    for row in rows:
+        sid = row.get("segment_id")
+        if sid is None or row.get("missing"):
+            continue
+        if sid not in seen:
+            seen[sid] = store.get_segment(int(sid))
+        seg = seen[sid]
+        if seg is not None:
+            row["topic_title"] = seg.title
+            row["topic_summary"] = seg.summary
+
+
 def _row(hit: dict, rank: int, pages: dict) -> dict:
     pid = int(hit["page_id"])
     page = pages.get(pid)
@@ -210,6 +226,7 @@ def trace_for_message(store, message_id: int) -> TraceData:
         data.stm.append(row)
     data.items = _items(trace, included)
     data.segments = _segments(store, trace, hits)
+    _topics(store, data.in_prompt + data.not_in_prompt)
     return data
 
 
@@ -244,4 +261,5 @@ def trace_for_query(
         data.stm.append(row)
     data.items = _items(trace, None)
     data.segments = _segments(store, trace, trace.get("pages") or [])
+    _topics(store, data.not_in_prompt)
     return data

@@ -846,7 +846,8 @@ class SegmentsView(QWidget):
             else ""
         )
         self.detail.setHtml(
-            f"<h3 style='margin:0'>Topic {seg.id} <span style='font-weight:normal;color:{grey}'>· {fmt.segment_tier(seg.tier)}"
+            f"<h3 style='margin:0'>Topic {seg.id}{': ' + fmt.esc(seg.title) if getattr(seg, 'title', '') else ''} "
+            f"<span style='font-weight:normal;color:{grey}'>· {fmt.segment_tier(seg.tier)}"
             f"{' · <b>pinned</b>' if seg.pinned else ''}</span></h3>"
             f"<p style='margin:4px 0'><b>Heat {heat(seg.heat)}</b>: {fmt.esc(words)}; {status}.</p>{formula}"
             f"<p style='margin:4px 0;color:{grey}'>Last used {fmt.when(seg.last_access)} ({fmt.ago(seg.last_access)}); "
@@ -1452,11 +1453,17 @@ class TraceView(QWidget):
                 if r.get("left_out")
                 else ""
             )
+            topic = (
+                f"<p style='margin:2px 0;color:{grey}'><b>Topic:</b> {fmt.esc(r['topic_title'])}"
+                f" — {fmt.esc(fmt.one_line(r.get('topic_summary') or '', 240))}</p>"
+                if r.get("topic_title")
+                else ""
+            )
             self.detail.setHtml(
                 f"<h3 style='margin:0'><a href='page:{r['page_id']}'>Page {r['page_id']}</a> "
                 f"<span style='font-weight:normal;color:{grey}'>· {fmt.tier(r.get('tier'))} · "
                 f"{fmt.when(r.get('timestamp'))}{seg} · rank {r['rank']} · match {r['score']:.2f}</span></h3>"
-                f"<p style='margin:4px 0'><b>Why:</b> {fmt.esc(plain_reason(r['reason']))}</p>{left}{tech}"
+                f"<p style='margin:4px 0'><b>Why:</b> {fmt.esc(plain_reason(r['reason']))}</p>{topic}{left}{tech}"
                 f"<div>{fmt.paragraphs(r['text'])}</div>"
             )
         else:
