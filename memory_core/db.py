@@ -412,7 +412,9 @@ def _m_persona_people(conn: apsw.Connection, dim: int) -> None:
     and how often an item was confirmed (`confirmations`: a restated fact counts, it is no new version).
     SQLite cannot change a CHECK, so the knowledge table is rebuilt from its own CREATE statement (every
     column another migration added kept), its ids, and so its vectors' and full-text rows, unchanged."""
-    sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'knowledge'").fetchone()[0]
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'knowledge'").fetchone()
+    assert row is not None, "the knowledge table is made by the first migration"
+    sql = row[0]
     old_check = "CHECK (owner IN ('user', 'assistant'))"
     if old_check in sql:
         indexes = [

@@ -51,6 +51,9 @@ SINGLE_VALUED = frozenset(
 
 MAX_TRAITS_PER_PROMOTION = 12
 MAX_USER_FACTS = 10
+# the LLM-free path keeps at most this many facts of one speaker per page promoted, MAX_USER_FACTS at
+# least: a fixed ten per promotion kept 10 of a 190-page segment's statements (docs/research-log.md)
+FACTS_PER_PAGE = 0.25
 MAX_ASSISTANT_FACTS = 5
 MAX_ITEM_CHARS = 300
 
@@ -630,7 +633,7 @@ def extractive_extract(pages: list[PageText]) -> Extraction:
                         )
     out.traits = out.traits[:MAX_TRAITS_PER_PROMOTION]
     for (owner, _name), found in cands.items():
-        cap = MAX_ASSISTANT_FACTS if owner == "assistant" else MAX_USER_FACTS
+        cap = MAX_ASSISTANT_FACTS if owner == "assistant" else max(MAX_USER_FACTS, int(FACTS_PER_PAGE * len(pages)))
         out.facts += [f for _, f in sorted(found, key=lambda c: -c[0])[:cap]]
     return out
 

@@ -129,7 +129,11 @@ class PersonaEval:
             for seg in store.list_segments(limit=100_000):  # promote every segment (what, not when)
                 store.jobs.enqueue("promote_segment", {"segment_id": seg.id}, key=f"persona-eval:{seg.id}")
             store.run_pending(allow_llm=self.llm is not None)
-            facts = [k.text for k in store.list_knowledge("user", limit=100_000)]
+            known = store.list_knowledge("user", limit=100_000)
+            facts = [k.text for k in known]
+            by_model: dict[str, int] = {}
+            for k in known:  # the model's own facts, and those of the LLM-free path it fell back to
+                by_model[k.model] = by_model.get(k.model, 0) + 1
             others = store.count_knowledge("person")
             sizes = [s.page_count for s in store.list_segments(limit=100_000)]
         finally:
@@ -142,6 +146,7 @@ class PersonaEval:
             "speaker": a,
             "facts": len(facts),
             "facts_about_others": others,
+            "facts_by_model": by_model,
             "gold": len(gold),
             **scores(sim, self.threshold),
             "segments": len(sizes),
@@ -197,6 +202,9 @@ def format_report(report: dict) -> str:
             f"{_f(r['largest_segment_share']):>10} {_f(r['median_segment_size']):>7}"
         )
     o = report["overall"] or {}
+    lines.append(
+        "facts by who wrote them: " + "; ".join(f"{r['sample_id']} {r['facts_by_model']}" for r in report["per_sample"])
+    )
     lines.append(
         f"overall at cosine >= {report['threshold']}: coverage {_f(o.get('coverage'))} %, "
         f"precision {_f(o.get('precision'))} %"
