@@ -12,6 +12,7 @@ from typing import Any
 
 from app import operations
 from app.commands import adapters as adapter_commands
+from app.commands import spaces as space_commands
 from app.commands._common import fail, print_json
 from app.wording import heat
 
@@ -155,6 +156,7 @@ def _export_cube(ctx, store, args) -> int:
             since=parse_when(args.since) if args.since else None,
             until=parse_when(args.until, end=True) if args.until else None,
             persona_only=args.persona_only,
+            space_id=store.spaces.resolve(args.space) if args.space else None,
         )
     except ValueError as exc:
         return fail(str(exc))
@@ -196,10 +198,19 @@ def _import_cube(ctx, store, args) -> int:
                 print(plan.describe())
                 print("(a dry run: nothing was imported)")
             return 0
-        record = store.import_cube(path, on_progress=lambda w, d, t: _progress_line(w, d, t, shown))
+        if args.space:
+            from app.space_operations import import_as_space
+
+            record, _sid = import_as_space(
+                store, path, args.space, on_progress=lambda w, d, t: _progress_line(w, d, t, shown)
+            )
+        else:
+            record = store.import_cube(path, on_progress=lambda w, d, t: _progress_line(w, d, t, shown))
     except CubeError as exc:
         _end_progress(shown)
         return fail(f"not imported: {exc}; memory was not changed", 1)
+    except space_commands.ops.SpaceError as exc:
+        return fail(f"not imported: {exc}")
     except KeyboardInterrupt:
         _end_progress(shown)
         return fail(
@@ -464,6 +475,7 @@ _STORE_ACTIONS: dict[str, Callable[[Any, Any, Any], int]] = {
     "undo-import": _undo_import,
     "stats": _stats,
     "activation": _activation,
+    "spaces": space_commands.run,
 }
 
 
@@ -547,6 +559,7 @@ def register(sub) -> None:
     a.add_argument("--since", metavar="DATE", help="only pages from this date on (2024-05-01, local time)")
     a.add_argument("--until", metavar="DATE", help="only pages up to this date, that day included")
     a.add_argument("--persona-only", action="store_true", help="only the persona: traits and facts, every version")
+    a.add_argument("--space", metavar="NAME", help="only this memory space (with --cube)")
     a.add_argument("--adapters", action="store_true", help="also carry the model adapters in the cube (parametric/)")
     a = acts.add_parser(
         "import",
@@ -558,7 +571,9 @@ def register(sub) -> None:
     )
     a.add_argument("file", help="the .mnemocube file")
     a.add_argument("--dry-run", action="store_true", help="say what would be added, merged and skipped; change nothing")
+    a.add_argument("--space", metavar="NAME", help="import it as a new memory space of this name")
     a.add_argument("--json", action="store_true")
+    space_commands.add_parser(acts)
     a = acts.add_parser("imports", help="the memory cubes imported into this memory")
     a.add_argument("--json", action="store_true")
     a = acts.add_parser("undo-import", help="undo an import: remove what it added, put back what it changed")

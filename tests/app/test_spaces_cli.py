@@ -1,0 +1,56 @@
+"""`mnemo memory spaces …` and `--space` on cube export and import, through the real CLI (a process
+each, real embedder, real memory files)."""
+
+from __future__ import annotations
+
+from tests.app.test_cube_cli import mnemo, open_profile, profile
+from tests.memory_core.conftest import Clock
+
+ROWS = [
+    ("I adopted a golden retriever puppy named Biscuit.", "Congratulations, Biscuit sounds sweet."),
+    ("The quarterly report for the Porto client is due Friday.", "Good luck finishing it."),
+]
+
+
+def test_spaces_commands_and_a_space_as_a_cube(tmp_path):
+    src = profile(tmp_path, "source")
+    s = open_profile(src)
+    try:
+        clock = Clock()
+        home = s.create_conversation("home")
+        office = s.create_conversation("office")
+        for cid, (u, a) in zip((home, office), ROWS):
+            clock.advance(60)
+            s.add_page(cid, u, a)
+    finally:
+        s.close()
+    assert "space 2 'Work' created" in mnemo(src, "memory", "spaces", "create", "Work").stdout
+    out = mnemo(src, "memory", "spaces", "create", "work", check=False)
+    assert out.returncode == 2 and "exists already" in out.stderr and "Traceback" not in out.stderr
+    out = mnemo(src, "memory", "spaces", "chat", str(office), "Work", "--read", "all").stdout
+    assert "writes to 'Work' and reads every space" in out
+    assert (
+        "1 pages moved to 'Work'" in mnemo(src, "memory", "spaces", "move", "chat", str(office), "--to", "Work").stdout
+    )
+    listing = mnemo(src, "memory", "spaces", "list").stdout
+    assert "Personal" in listing and "Work" in listing
+    cube = tmp_path / "work.mnemocube"
+    out = mnemo(src, "memory", "export", "--cube", str(cube), "--space", "Work").stdout
+    assert "1 pages" in out or "1 page" in out
+    out = mnemo(src, "memory", "export", "--cube", str(tmp_path / "x.mnemocube"), "--space", "Nope", check=False)
+    assert out.returncode == 2 and "no space named 'Nope'" in out.stderr
+
+    dst = profile(tmp_path, "target")
+    mnemo(dst, "memory", "import", str(cube), "--space", "Imported work")
+    d = open_profile(dst)
+    try:
+        by_name = {sp.name: sp.pages for sp in d.spaces.list()}
+        assert by_name == {"Personal": 0, "Imported work": 1}
+        [page] = d.list_pages(limit=5)
+        assert "Porto" in page.user_text and d.spaces.name_of(page.space_id) == "Imported work"
+    finally:
+        d.close()
+    merged = mnemo(dst, "memory", "spaces", "merge", "Imported work", "Personal").stdout
+    assert "1 pages" in merged and "0 pages" in merged
+    out = mnemo(dst, "memory", "spaces", "delete", "Personal", check=False)
+    assert out.returncode == 2 and "last space" in out.stderr
