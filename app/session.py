@@ -38,17 +38,29 @@ class ChatSession:
     """One open chat: its conversation id (None until the first message creates it) and its agent."""
 
     def __init__(
-        self, conversation_id: int | None = None, *, options: ChatOptions | None = None, incognito: bool = False
+        self,
+        conversation_id: int | None = None,
+        *,
+        options: ChatOptions | None = None,
+        incognito: bool = False,
+        space_id: int | None = None,
+        read_all: bool = False,
     ):
         self.conversation_id = conversation_id
         self.options = options or ChatOptions()
         self.incognito = incognito  # only for the conversation this session creates
+        # the memory space the conversation it creates writes to (None: the first), and whether it reads all
+        self.space_id, self.read_all = space_id, read_all
         self._agent: ChatAgent | None = None
 
     def open(self, store) -> int:
         """The conversation's id; the first call of a new chat creates it."""
         if self.conversation_id is None:
-            self.conversation_id = store.create_conversation("New chat", incognito=self.incognito)
+            self.conversation_id = store.create_conversation(
+                "New chat", incognito=self.incognito, space_id=self.space_id or 1
+            )
+            if self.read_all:
+                store.spaces.set_chat_space(self.conversation_id, reads="all")
         return self.conversation_id
 
     def agent(self, store, model) -> ChatAgent:

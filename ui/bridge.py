@@ -60,6 +60,7 @@ class Turn:
     failed_reply_id: int | None = None  # the reply could not begin: the failed reply stored in its place
     parent_id: int | None = None  # send: the last message of the branch on screen (None: newest)
     incognito: bool = False
+    space: tuple[int | None, bool] = (None, False)  # a new chat's memory space and whether it reads all
     cancel: CancelToken = field(default_factory=CancelToken)
     started_at: float = field(default_factory=time.perf_counter)
     first_token_at: float | None = None
@@ -334,12 +335,14 @@ class Backend(QObject):
         if self._warm_cancel is not None:
             self._warm_cancel.cancel()
 
-    def session(self, conversation_id: int | None, *, incognito: bool = False) -> ChatSession:
+    def session(
+        self, conversation_id: int | None, *, incognito: bool = False, space: tuple[int | None, bool] = (None, False)
+    ) -> ChatSession:
         """The session of chat `conversation_id` (kept from turn to turn); None: a new chat's, which its
         first message creates (`incognito` then says how). Its options follow the settings now."""
         session = self._sessions.get(conversation_id) if conversation_id is not None else None
         if session is None:
-            session = ChatSession(conversation_id, incognito=incognito)
+            session = ChatSession(conversation_id, incognito=incognito, space_id=space[0], read_all=space[1])
             if conversation_id is not None:
                 self._sessions[conversation_id] = session
         session.options = ChatOptions.from_settings(self.ctx.settings)
@@ -354,7 +357,7 @@ class Backend(QObject):
         self._stop_warming()
         self.turn = turn
         self._active = True
-        session = self.session(turn.conversation_id, incognito=turn.incognito)
+        session = self.session(turn.conversation_id, incognito=turn.incognito, space=turn.space)
         if turn.kind == REGENERATE:
             self._reply(turn, session)
             return turn

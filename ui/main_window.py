@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import operations, wording
+from app.space_operations import set_chat_space
 from app.wording import count
 from models.discover import find_models, find_servers
 from models.resolve import default_gguf_path
@@ -54,6 +55,7 @@ from ui.conversation_list import ConversationList  # noqa: E402  (after ensure_r
 from ui.drafts import DraftKeeper  # noqa: E402  (after ensure_refcount_fix)
 from ui.elided_label import ElidedLabel, ShrinkingLabel  # noqa: E402  (after ensure_refcount_fix)
 from ui.model_finder import ModelFinder  # noqa: E402  (after ensure_refcount_fix)
+from ui.space_picker import SpacePicker  # noqa: E402  (after ensure_refcount_fix)
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +198,9 @@ class MainWindow(QMainWindow):
         )
         self.incognito_button.toggled.connect(self.set_incognito)
         h.addWidget(self.incognito_button)
+        self.space_picker = SpacePicker(header)  # the chat's memory space (ui/space_picker.py)
+        self.space_picker.changed.connect(self.set_chat_space)
+        h.addWidget(self.space_picker)
         self.memory_button = _header_button(
             "memory", "", "Memory inspector", "What Mnemo remembers: show or hide (Ctrl+M)", header, checkable=True
         )
@@ -623,6 +628,7 @@ class MainWindow(QMainWindow):
     def refresh_conversations(self) -> None:
         if not self.backend.started:
             return
+        self.refresh_spaces()
         if self.sidebar.searching:
             self.search(self.sidebar.search.text().strip())
             return
@@ -646,6 +652,18 @@ class MainWindow(QMainWindow):
         self.backend.db(
             lambda s: s.search_conversations(text), lambda rows: self.sidebar.set_search_results(rows, self.current_id)
         )
+
+    def set_chat_space(self, space_id: int, read_all: bool) -> None:
+        """The picker's choice: the open chat writes to `space_id` from now on (a new chat takes it when
+        its first message creates it)."""
+        cid = self.current_id
+        if cid is not None and self.backend.started:
+            self.backend.db(lambda s: set_chat_space(s, cid, space_id, read_all=read_all), None, self.show_db_error)
+
+    def refresh_spaces(self) -> None:
+        """Read the memory's spaces into the picker (hidden while there is only one)."""
+        if self.backend.started:
+            self.backend.db(lambda s: [(sp.id, sp.name) for sp in s.spaces.list()], self.space_picker.set_spaces)
 
     def new_chat(self) -> None:
         self.cancel_edit()
@@ -694,6 +712,7 @@ class MainWindow(QMainWindow):
                 return self.new_chat()
             self.current_title = conv.title
             self.current_incognito = bool(conv.incognito)
+            self.space_picker.show_chat(conv.space_id, conv.read_spaces == "all")
             self._update_header()
             self.chat_view.set_messages(messages, siblings)
             self._reattach_turn(cid)
@@ -971,6 +990,7 @@ class MainWindow(QMainWindow):
                 self.current_id,
                 text=text,
                 incognito=self.current_incognito if self.current_id is None else False,
+                space=(self.space_picker.space_id(), self.space_picker.read_all()),
                 parent_id=shown.message_id if shown is not None and self.current_id is not None else None,
             )
         self.composer.clear()
