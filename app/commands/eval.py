@@ -84,6 +84,12 @@ def register(subparsers) -> None:
         action="store_true",
         help="also print each conversation's segments: count, largest share of its pages, median size, titles",
     )
+    lp.add_argument(
+        "--lifecycle",
+        action="store_true",
+        help="also replay each conversation session by session in date order, asking each question after its "
+        "evidence, with visits, promotion and archiving live (a small mtm_capacity), beside the static recall",
+    )
     lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -158,6 +164,7 @@ def run_locomo(args, ctx) -> int:
         segments=args.segments,
     )
     report = runner.run(samples, limit=args.limit, data_path=args.data)
+    lifecycle_lines = _run_lifecycle(args, ctx, samples, ks, report) if args.lifecycle else []
     if args.out:
         write_json(report, args.out)
     if args.json:
@@ -165,9 +172,24 @@ def run_locomo(args, ctx) -> int:
         print(json.dumps(summary, indent=1, default=str))
     else:
         print(format_tables(report))
+        if lifecycle_lines:
+            print("\n" + "\n".join(lifecycle_lines))
         if args.out:
             print(f"report written to {args.out}")
     return 0
+
+
+def _run_lifecycle(args, ctx, samples, ks, report: dict) -> list[str]:
+    """`--lifecycle`: app.evaluation.lifecycle, its figures put in `report` and its table returned."""
+    from app.evaluation.lifecycle import LifecycleEval, format_lifecycle
+    from app.evaluation.locomo import spread_limit
+
+    log = (lambda m: None) if args.no_progress else (lambda m: print(m, file=sys.stderr))
+    life = LifecycleEval(ctx.embedder(), memory_params=ctx.memory_params(), ks=ks, log=log).run(
+        samples, spread_limit(samples, args.limit)
+    )
+    report["lifecycle"] = life
+    return format_lifecycle(life, report["retrieval"].get("mnemo"), ks)
 
 
 def _run_persona(args, ctx, samples) -> int:
