@@ -88,6 +88,7 @@ class Pages:
         assistant_message_id=None,
         after_id=None,
         deleted_chats=False,
+        space_id=None,
     ) -> tuple[str, list]:
         where, args = equals(
             [
@@ -97,6 +98,7 @@ class Pages:
                 ("p.conversation_id", conversation_id),
                 ("p.segment_id", segment_id),
                 ("p.pinned", None if pinned is None else int(pinned)),
+                ("p.space_id", space_id),
             ]
         )
         if deleted_chats:  # a deleted chat's pages stay (memory is forgotten explicitly) and name no chat
@@ -126,6 +128,7 @@ class Pages:
         offset: int = 0,
         after_id: int | None = None,
         deleted_chats: bool = False,
+        space_id: int | None = None,
     ) -> list[Page]:
         """Pages filtered, sorted and paged in SQL. `text` is a case-insensitive substring filter;
         `after_id` pages by key (ids above it; with order_by="id" ascending it walks the whole table
@@ -143,6 +146,7 @@ class Pages:
             assistant_message_id,
             after_id,
             deleted_chats,
+            space_id,
         )
         d = "DESC" if descending else "ASC"
         order = f"ORDER BY {self._PAGE_ORDER[order_by]} {d}, p.id {d}"
@@ -172,6 +176,7 @@ class Pages:
         user_message_id: int | None = None,
         assistant_message_id: int | None = None,
         deleted_chats: bool = False,
+        space_id: int | None = None,
         **_: Any,
     ) -> int:
         where, args = self._filters(
@@ -183,6 +188,7 @@ class Pages:
             user_message_id,
             assistant_message_id,
             deleted_chats=deleted_chats,
+            space_id=space_id,
         )
         return self.db.scalar(f"SELECT count(*) FROM page p{where}", args)
 

@@ -201,7 +201,7 @@ class Spaces:
                 else:
                     self._split_segment(sid, pids, to)
             if ids:
-                self.db.emit("space_moved", None, None, f"{len(ids)} pages moved to space {to}", {"pages": len(ids)})
+                self.db.emit("space_moved", None, None, f"{len(ids)} pages moved to space {to}", {"moved": len(ids)})
             return len(ids)
 
     def move_facts(self, kind: str, ids: Sequence[int], to: int) -> int:
@@ -265,7 +265,7 @@ class Spaces:
                 "traits": traits,
                 "duplicate_traits": len(dup_traits),
             }
-            self.db.emit("space_merged", None, None, f"space {source} merged into space {target}", counts)
+            self.db.emit("space_merged", None, None, f"space {source} merged into space {target}", {"merged": counts})
             return counts
 
     def adopt_import(self, import_id: int, to: int) -> int:

@@ -657,6 +657,14 @@ class PagesModel(LazyTableModel):
             header_tip="The chat this page came from",
         ),
         Column(
+            "space",
+            "Space",
+            lambda p: p.space_id,
+            width=48,
+            align=ALIGN_RIGHT,
+            header_tip="The memory space it belongs to (Personal, Work…; Memory ▸ spaces)",
+        ),
+        Column(
             "chain",
             "Thread",
             _chain,

@@ -379,6 +379,12 @@ class PagesView(QWidget):
         for label, val in TIER_FILTERS:
             self.tier.addItem(label, val)
         self.tier.currentIndexChanged.connect(lambda _: self._apply_filters())
+        self.space = QComboBox()  # memory spaces: filled by `set_spaces`, hidden while there is one
+        self.space.setObjectName("pageSpaceFilter")
+        self.space.setToolTip("Only the pages of one memory space")
+        self.space.addItem("All spaces", None)
+        self.space.hide()
+        self.space.currentIndexChanged.connect(lambda _: self._apply_filters())
         self.pinned = QCheckBox("Pinned only")
         self.pinned.toggled.connect(lambda _: self._apply_filters())
         self.segment_chip = QPushButton()
@@ -394,7 +400,7 @@ class PagesView(QWidget):
         self.deleted_chats = False  # pages of chats deleted without forgetting what they taught
         self.count = QLabel("")
         bar.addWidget(self.search, 2)
-        for w in (self.tier, self.pinned):
+        for w in (self.tier, self.space, self.pinned):
             bar.addWidget(w)
         bar.addStretch(1)
         bar.addWidget(self.count)
@@ -446,6 +452,7 @@ class PagesView(QWidget):
             segment_id=self.segment_filter,
             conversation_id=self.chat_filter,
             deleted_chats=self.deleted_chats or None,
+            space_id=self.space.currentData(),
         )
         self.table.scrollToTop()
 
@@ -507,12 +514,31 @@ class PagesView(QWidget):
 
     def refresh(self) -> None:
         self.model.refresh()
+        self.load_spaces()
         if self.page is not None:
             self.load_page(self.page.id, select=False)
 
     def ensure_loaded(self) -> None:
         if not self.model.ready and not self.model.is_loading():
             self.model.reload()
+            self.load_spaces()
+
+    def load_spaces(self) -> None:
+        """Read the memory's spaces into the space filter (shown when there are two or more)."""
+        self.panel.run(lambda s: [(sp.id, sp.name) for sp in s.spaces.list()], self.set_spaces)
+
+    def set_spaces(self, spaces: list[tuple[int, str]]) -> None:
+        keep = self.space.currentData()
+        self.space.blockSignals(True)
+        self.space.clear()
+        self.space.addItem("All spaces", None)
+        for sid, name in spaces:
+            self.space.addItem(name, sid)
+        self.space.setCurrentIndex(max(self.space.findData(keep), 0) if keep is not None else 0)
+        self.space.blockSignals(False)
+        self.space.setVisible(len(spaces) > 1)
+        if keep is not None and self.space.currentData() != keep:
+            self._apply_filters()
 
     # -------------------------------------------------------------- detail
     def _on_current(self, key) -> None:
