@@ -448,6 +448,7 @@ class PageHit:
             "conversation_id": p.conversation_id,
             "tier": self.tier,
             "segment_id": p.segment_id,
+            "space_id": p.space_id,  # the memory space it was recalled from
             "timestamp": p.timestamp,
             "score": _clean_float(self.score),
             "reason": self.reason,
