@@ -26,6 +26,8 @@ CENTRE_PRIOR_PAGES = 20
 # topic: the speakers' names of an imported dialogue, "thanks"; it is left out of a segment's keywords/title
 TITLE_COMMON_DF = 0.3
 COMMON_MIN_PAGES = 20
+SEGMENTING = "centred-1"  # meta.segmenting: the joining rule a memory's segments were made by
+RESEGMENT_BATCH = 256  # pages per "resegment" job
 COMMON_REFRESH = 256  # keyword refreshes between two counts of the memory's pages
 TITLE_WORDS = 3
 
@@ -41,8 +43,9 @@ class Segments:
         self.embedding = embedding
         self.pages = pages
         self.jobs = jobs
-        self._common_memo: list | None = None  # [calls left, pages, {word: common}] (`_is_common`)
+        self._common_memo: list | None = None  # [calls left, pages, {word: common}] (`_doc_share`)
         self._porter: apsw.FTS5Tokenizer | None = None
+        jobs.register("resegment", self._job_resegment)
 
     # ------------------------------------------------------------------ reading
     def heat_sql(self, now: float) -> tuple[str, dict]:
@@ -215,7 +218,9 @@ class Segments:
         self.db.execute("UPDATE page SET prev_page_id = ?, chain_id = ? WHERE id = ?", (prev[0], chain_id, pid))
         return chain_id, link_detail
 
-    def _best_segment(self, vec: np.ndarray, kws: list[str], space: int = 1) -> tuple[int | None, float, float, float]:
+    def _best_segment(
+        self, vec: np.ndarray, kws: list[str], space: int = 1, exclude: frozenset[int] = frozenset()
+    ) -> tuple[int | None, float, float, float]:
         """The MTM segment of the page's space nearest the page by centred cosine + keyword Jaccard:
         (id, score, cos, Jaccard). Centred: the mean page vector of mid-term memory is taken off both the
         page and each segment's centroid before the cosine, so the direction every page shares (in an
@@ -224,7 +229,7 @@ class Segments:
         rows = self.db.execute(
             "SELECT id, emb_sum, page_count, keywords FROM segment WHERE tier = 'mtm' AND space_id = ?", (space,)
         ).fetchall()
-        rows = [r for r in rows if r[2] > 0]
+        rows = [r for r in rows if r[2] > 0 and r[0] not in exclude]
         if not rows:
             return None, -1.0, 0.0, 0.0
         sums = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]).astype(np.float64)
@@ -391,6 +396,82 @@ class Segments:
             acc += self.pages.page_vec(pid)
         self.db.execute("UPDATE segment SET emb_sum = ? WHERE id = ?", (vec_blob(acc), sid))
         self.vec_put(sid, row[0], unit(acc))
+
+    # ------------------------------------------------------------------ segmenting an older memory again
+    def at_open(self) -> None:
+        """A memory whose segments an older joining rule made (one segment swallowed most of a long imported
+        conversation) is segmented again, once, by "resegment" jobs (inside open's transaction)."""
+        if self.db.get_meta("segmenting") == SEGMENTING:
+            return
+        self.db.set_meta("segmenting", SEGMENTING)
+        if self.db.one("SELECT 1 FROM segment WHERE tier = 'mtm' AND pinned = 0 LIMIT 1"):
+            self.jobs.enqueue("resegment", {"after": 0}, key=f"resegment:{SEGMENTING}")  # "after": the first
+
+    def _job_resegment(self, jid: int, payload: dict, *, allow_llm: bool = True):
+        """The first job notes every unpinned MTM segment that holds no pinned page (`meta.resegment_old`);
+        each job then takes the next RESEGMENT_BATCH of their pages, oldest first, to the best new segment by
+        the current rule (the old ones are no candidates), rebuilds the old ones it emptied from (gone when
+        empty, their heat counts with them) and queues the next, so a closed app resumes where it stopped.
+        Pages keep their tier, chain and analysis; a new segment's last access is its newest page's time."""
+
+        def apply() -> None:
+            if payload.get("after") is not None and self.db.get_meta("resegment_old") is None:
+                self.db.set_meta("resegment_old", to_json(self._old_segments()))
+            old = frozenset(int(x) for x in from_json(self.db.get_meta("resegment_old"), []))
+            rows = self.db.execute(
+                "SELECT id, segment_id FROM page WHERE segment_id IN (SELECT value FROM json_each(?)) "
+                "ORDER BY id LIMIT ?",
+                (to_json(sorted(old)), RESEGMENT_BATCH),
+            ).fetchall()
+            touched = {self._resegment_page(pid, old) for pid, _ in rows}
+            for sid in touched:
+                self.db.execute(
+                    "UPDATE segment SET last_access = (SELECT max(timestamp) FROM page WHERE segment_id = :s), "
+                    "l_interaction = (SELECT count(*) FROM page WHERE segment_id = :s AND analyzed = 0) WHERE id = :s",
+                    {"s": sid},
+                )
+            for sid in sorted({s for _, s in rows}):
+                self.rebuild(sid)
+            left = self.db.scalar(
+                "SELECT count(*) FROM page WHERE segment_id IN (SELECT value FROM json_each(?))",
+                (to_json(sorted(old)),),
+            )
+            total = self.db.scalar("SELECT count(*) FROM page WHERE tier = 'mtm'")
+            self.jobs.report_progress("grouping pages into topics", total - left, total)
+            if left:
+                self.jobs.enqueue("resegment", {})
+                return
+            self.db.execute("DELETE FROM meta WHERE key = 'resegment_old'")
+            self.evict_if_needed()
+            self.db.emit(
+                "resegmented", None, None, "pages grouped into topics again by the current rule", {"rule": SEGMENTING}
+            )
+
+        return apply
+
+    def _old_segments(self) -> list[int]:
+        return [
+            r[0]
+            for r in self.db.execute(
+                "SELECT s.id FROM segment s WHERE s.tier = 'mtm' AND s.pinned = 0 AND NOT EXISTS "
+                "(SELECT 1 FROM page p WHERE p.segment_id = s.id AND p.pinned = 1) ORDER BY s.id"
+            ).fetchall()
+        ]
+
+    def _resegment_page(self, pid: int, old: frozenset[int]) -> int:
+        """Take MTM page `pid` from its old segment to the best segment of its space not in `old`, or a new one."""
+        kws_s, space, moved_at = self.db.execute(
+            "SELECT keywords, space_id, moved_at FROM page WHERE id = ?", (pid,)
+        ).fetchone()
+        kws, vec, now = from_json(kws_s, []), self.pages.page_vec(pid), self.db.clock()
+        best_sid, best_score, _, _ = self._best_segment(vec, kws, space, old)
+        if best_sid is not None and best_score >= self.db.params.segments.theta:
+            self._join_segment(best_sid, pid, vec, kws, now)
+            sid = best_sid
+        else:
+            sid = self._start_segment(pid, vec, kws, now, space)
+        self.db.execute("UPDATE page SET moved_at = ? WHERE id = ?", (moved_at, pid))  # when it left STM
+        return sid
 
     def vec_put(self, sid: int, tier: str, vec: np.ndarray) -> None:
         self.db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))

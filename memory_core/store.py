@@ -267,6 +267,7 @@ class MemoryStore:
                 db.set_meta("embed_model_id", embed_model_id)
                 db.set_meta("created_at", repr(db.clock()))
             store.upkeep.at_open(meta)
+            store.segments.at_open()  # segments an older joining rule made are made again (a job)
             db.set_meta("schema_version", str(SCHEMA_VERSION))
         db.purge.at_open()  # a purge a crash left undone (memory_core.purge)
         return store

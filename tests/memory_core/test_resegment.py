@@ -1,0 +1,66 @@
+"""A memory segmented by an older rule is segmented again, once, in resumable "resegment" jobs (issue 31)."""
+
+from __future__ import annotations
+
+from memory_core import segments as S
+
+from .conftest import basis, mix
+
+D = 384
+TOPICS = ["kayak river paddle", "violin concert bow", "garden tomato soil", "chess opening gambit"]
+
+
+def _old_memory(open_store, path):
+    """A memory as the old rule left it: every mid-term page in one segment, no `segmenting` mark."""
+    s = open_store(path, stm_capacity=0, tau=1e9)
+    cid = s.create_conversation()
+    for i in range(6):
+        for k, words in enumerate(TOPICS):
+            s.add_page(cid, f"{words} {i}", "ok", embedding=mix(D, k, 40 + 4 * i + k, 0.9))
+    keep = s.list_segments(order_by="id", descending=False, limit=1)[0].id
+    s._x("UPDATE page SET segment_id = ? WHERE tier = 'mtm'", (keep,))
+    s._x("DELETE FROM segment_vec WHERE segment_id != ?", (keep,))
+    s._x("DELETE FROM segment WHERE id != ?", (keep,))
+    with s.transaction():
+        s.segments.rebuild(keep)
+    s._x("DELETE FROM meta WHERE key = 'segmenting'")
+    assert s.count_segments() == 1 and s.get_segment(keep).page_count == 24
+    return s
+
+
+def test_an_older_memory_is_segmented_again_in_batches(open_store, tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    _old_memory(open_store, path).close()
+    monkeypatch.setattr(S, "RESEGMENT_BATCH", 10)  # three jobs for 24 pages: it resumes batch by batch
+    s = open_store(path, stm_capacity=0, tau=1e9)
+    assert [j.kind for j in s.list_jobs("pending")] == ["resegment"]
+    assert s.run_pending(max_jobs=1) == 1
+    assert s.count_pages(tier="mtm") == 24  # nothing lost between batches
+    s.run_pending()
+    assert s.pending_jobs() == 0
+    segs = s.list_segments(limit=100)
+    assert len(segs) >= 4 and max(seg.page_count for seg in segs) <= 8
+    assert all(s.get_page(p.id).segment_id is not None for p in s.list_pages(tier="mtm", limit=100))
+    assert sum(seg.page_count for seg in segs) == 24
+    assert any(e.kind == "resegmented" for e in s.events(limit=100))
+    # once: a later opening queues nothing
+    s.close()
+    assert open_store(path, stm_capacity=0, tau=1e9).pending_jobs() == 0
+
+
+def test_a_pinned_segment_is_left_as_it_is(open_store, tmp_path):
+    path = tmp_path / "old.db"
+    old = _old_memory(open_store, path)
+    sid = old.list_segments(limit=1)[0].id
+    old.pin("segment", sid)
+    old._x("DELETE FROM meta WHERE key = 'segmenting'")
+    old.close()
+    s = open_store(path, stm_capacity=0, tau=1e9)
+    assert s.pending_jobs() == 0  # nothing unpinned to segment again
+    assert s.get_segment(sid).page_count == 24
+
+
+def test_a_new_memory_queues_no_resegmenting(open_store):
+    s = open_store(stm_capacity=0, tau=1e9)
+    s.add_page(s.create_conversation(), "hello", "hi", embedding=basis(D, 1))
+    assert s.pending_jobs() == 0
