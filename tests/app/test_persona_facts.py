@@ -176,3 +176,37 @@ def test_knowledge_is_capped_by_setting_aside_the_longest_unused_never_a_pinned_
         assert sorted(e.item_id for e in events) == sorted(k.id for k in archived)
     finally:
         store.close()
+
+
+def test_the_llm_path_asks_about_the_people_by_name_and_keeps_their_facts_theirs():
+    """A dialogue of two other people: the model is asked about Caroline and Melanie by name, and what it
+    says about either is about her, whatever subject it wrote ("The user …" included); no trait."""
+    from memory_core.extract import PageText, llm_extract
+
+    asked = []
+
+    def llm(messages, schema):
+        asked.append(messages[0]["content"])
+        return {
+            "traits": [{"dimension": "hometown", "value": "Sweden", "confidence": 0.8}],
+            "user_knowledge": ["The user moved from Sweden four years ago"],
+            "assistant_knowledge": ["Melanie ran a charity race for mental health"],
+        }
+
+    page = PageText(
+        1,
+        "Caroline: I moved from Sweden four years ago.",
+        "Melanie: I ran a charity race for mental health.",
+        0.0,
+        {"user_side": "Caroline", "assistant_side": "Melanie", "me": None},
+    )
+    out = llm_extract(llm, [page], "a-model")
+    assert "Caroline" in asked[0] and "Melanie" in asked[0]
+    assert out.traits == []
+    assert [(f.owner, f.text) for f in out.facts] == [
+        ("person", "Caroline moved from Sweden four years ago"),
+        ("person", "Melanie ran a charity race for mental health"),
+    ]
+    own = PageText(2, "I moved from Sweden four years ago.", "Nice.", 0.0)
+    mine = llm_extract(llm, [own], "a-model")
+    assert ("user", "The user moved from Sweden four years ago") in [(f.owner, f.text) for f in mine.facts]
