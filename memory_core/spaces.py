@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from .database import Database
 from .segments import Segments
 
+List = list  # `Spaces.list` (the method) hides the builtin inside the class
 DEFAULT_SPACE = 1
 MAX_NAME = 80
 
@@ -62,7 +63,7 @@ class Spaces:
         self._forget = forget  # Curation.forget: what forgetting a space's items does
 
     # ------------------------------------------------------------------ reading
-    def list(self) -> list[SpaceInfo]:
+    def list(self) -> List[SpaceInfo]:
         """Every space with its counts (active facts and traits), by id."""
         rows = self.db.rows(
             "SELECT s.id, s.name, s.created_at, "
@@ -186,7 +187,7 @@ class Spaces:
         self.resolve(to)
         with self.db.transaction():
             ids = self._existing("page", page_ids, other_than=to)
-            by_segment: dict[int | None, list[int]] = {}
+            by_segment: dict[int | None, List[int]] = {}
             for pid, sid in self._rows_in("SELECT id, segment_id FROM page WHERE id IN ({})", ids):
                 by_segment.setdefault(sid, []).append(pid)
             for sid, pids in by_segment.items():
@@ -293,7 +294,7 @@ class Spaces:
             return n
 
     # ------------------------------------------------------------------ helpers
-    def _duplicates(self, table: str, same: str, source: int, target: int) -> list[int]:
+    def _duplicates(self, table: str, same: str, source: int, target: int) -> List[int]:
         """Ids of `table` rows in space `source` that space `target` holds too (`same`: x the source's
         row, q the target's)."""
         return [
@@ -305,18 +306,18 @@ class Spaces:
             )
         ]
 
-    def _ids_of(self, table: str, space_id: int) -> list[int]:
+    def _ids_of(self, table: str, space_id: int) -> List[int]:
         return [r[0] for r in self.db.rows(f"SELECT id FROM {table} WHERE space_id = ?", (space_id,))]
 
-    def _rows_in(self, sql: str, ids: Sequence[int]) -> list[tuple]:
-        out: list[tuple] = []
+    def _rows_in(self, sql: str, ids: Sequence[int]) -> List[tuple]:
+        out: List[tuple] = []
         ids = list(ids)
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             out += self.db.rows(sql.format(",".join("?" * len(chunk))), chunk)
         return out
 
-    def _existing(self, table: str, ids: Sequence[int], *, other_than: int) -> list[int]:
+    def _existing(self, table: str, ids: Sequence[int], *, other_than: int) -> List[int]:
         rows = self._rows_in(f"SELECT id FROM {table} WHERE id IN ({{}}) AND space_id != {int(other_than)}", ids)
         return sorted(r[0] for r in rows)
 
@@ -326,7 +327,7 @@ class Spaces:
             chunk = ids[start : start + 500]
             self.db.execute(f"UPDATE {table} SET space_id = ? WHERE id IN ({','.join('?' * len(chunk))})", [to, *chunk])
 
-    def _split_segment(self, sid: int, pids: list[int], to: int) -> None:
+    def _split_segment(self, sid: int, pids: List[int], to: int) -> None:
         """Pages `pids` of segment `sid` leave it for a new segment in space `to`, of the same tier and heat."""
         self.db.execute(
             "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, last_access, "
@@ -340,7 +341,7 @@ class Spaces:
         self.segments.rebuild(new)
         self.segments.rebuild(sid)
 
-    def _mark_segment(self, pids: list[int], sid: int) -> None:
+    def _mark_segment(self, pids: List[int], sid: int) -> None:
         for start in range(0, len(pids), 500):
             chunk = pids[start : start + 500]
             self.db.execute(f"UPDATE page SET segment_id = ? WHERE id IN ({','.join('?' * len(chunk))})", [sid, *chunk])
