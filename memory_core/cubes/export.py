@@ -526,7 +526,7 @@ def _chat_ids(snap: _Snapshot, cids_s: str) -> list[int]:
 
 
 # the columns of a persona item a cube record holds as they are, by table (then the common ones)
-_OWN_COLS = {"trait": ("dimension", "value", "evidence"), "knowledge": ("owner", "text")}
+_OWN_COLS = {"trait": ("dimension", "value", "evidence"), "knowledge": ("owner", "text", "subject")}
 _ITEM_COLS = ("confidence", "status", "version", "pinned", "created_at", "updated_at", "model", "reason")
 
 

@@ -97,7 +97,9 @@ class PersonaImport:
                 return Decision("add")
             tid, held_text, pinned, updated = target[0], target[2], bool(target[5]), target[10]
         else:
-            best, duplicate, update = self.merge._knowledge_match(rec["owner"], rec["text"], vec, rec["model"])
+            best, duplicate, update = self.merge._knowledge_match(
+                rec["owner"], rec["text"], vec, rec["model"], subject=rec.get("subject")
+            )
             if best is None or not (duplicate or update):
                 return Decision("add")
             tid, held_text, pinned, updated = best[0], best[2][3], bool(best[2][2]), best[2][8]
@@ -201,8 +203,8 @@ class PersonaImport:
         else:
             self.db.execute(
                 "INSERT INTO knowledge(owner, text, confidence, status, version, pinned, created_at, updated_at, "
-                "conversation_ids, model, reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (rec["owner"], rec["text"], *common, chats, rec["model"], rec["reason"]),
+                "conversation_ids, model, reason, subject) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (rec["owner"], rec["text"], *common, chats, rec["model"], rec["reason"], rec.get("subject")),
             )
             iid = self.db.last_insert_rowid()
             self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, vec_blob(vec)))

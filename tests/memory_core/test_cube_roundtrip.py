@@ -227,3 +227,25 @@ def test_what_an_import_records_keeps_no_text_of_memory(source, open_tok, tmp_pa
         0,
         0,
     ]
+
+
+def test_facts_about_other_people_travel_with_their_names(open_tok, tmp_path, clock):
+    """A fact about a person of an imported dialogue (owner 'person', `subject` names them) is exported,
+    validated and imported as theirs, not as the user's."""
+    src = open_tok(tmp_path / "people.db", stm_capacity=0, tau=0.5)
+    cid = src.create_conversation()
+    people = {"people": {"user_side": "Caroline", "assistant_side": "Melanie", "me": None}}
+    src.add_page(
+        cid,
+        "Caroline: I moved to Sweden four years ago with my family.",
+        "Melanie: I ran a charity race for mental health last Saturday.",
+        meta=people,
+    )
+    src.run_pending(allow_llm=False)
+    theirs = {(k.subject, k.text) for k in src.list_knowledge("person")}
+    assert theirs and all(subject in ("Caroline", "Melanie") for subject, _ in theirs)
+    cube = src.export_cube(tmp_path / "people.mnemocube")
+    dst = open_tok(tmp_path / "dst.db", stm_capacity=0)
+    assert dst.import_cube(cube.path).status == "done"
+    assert {(k.subject, k.text) for k in dst.list_knowledge("person")} == theirs
+    assert not dst.list_knowledge("user")
