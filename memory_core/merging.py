@@ -13,6 +13,18 @@ from .text import materially_different, normalize, same_attribute
 from .third_person import as_first_person
 from .versions import Versions
 
+# the memory space of a new fact or trait (memory_core.spaces): its first source page's, else its first
+# chat's, else the default; parameters: the page ids and the chat ids as JSON lists
+SPACE_OF = (
+    "coalesce((SELECT p.space_id FROM page p WHERE p.id IN (SELECT value FROM json_each(?)) ORDER BY p.id LIMIT 1), "
+    "(SELECT c.space_id FROM conversation c WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id LIMIT 1), 1)"
+)
+
+
+def space_args(page_ids, cids) -> tuple[str, str]:
+    """The parameters of SPACE_OF."""
+    return to_json(sorted(page_ids)), to_json(sorted(cids))
+
 
 def pages_label(ids: list[int]) -> str:
     ids = sorted(ids)
@@ -244,8 +256,8 @@ class PersonaMerge:
         reason = origin("extracted" if page_ids else "added", page_ids, model)
         self.db.execute(
             "INSERT INTO knowledge(owner, text, confidence, status, version, created_at, updated_at, "
-            "conversation_ids, model, reason, subject) VALUES (?,?,?, 'active', 1, ?,?,?,?,?,?)",
-            (owner, text, confidence, now, now, to_json(cids), model, reason, subject),
+            f"conversation_ids, model, reason, subject, space_id) VALUES (?,?,?, 'active', 1, ?,?,?,?,?,?, {SPACE_OF})",
+            (owner, text, confidence, now, now, to_json(cids), model, reason, subject, *space_args(page_ids, cids)),
         )
         kid = self.db.last_insert_rowid()
         self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, vec_blob(vec)))
@@ -482,8 +494,9 @@ class PersonaMerge:
         reason = origin("extracted" if page_ids else "added", page_ids, model)
         self.db.execute(
             "INSERT INTO trait(dimension, value, evidence, confidence, status, version, created_at, updated_at, "
-            "conversation_ids, model, reason, embedding) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?)",
-            (dimension, value, evidence, confidence, now, now, to_json(cids), model, reason, vec_blob(vec)),
+            f"conversation_ids, model, reason, embedding, space_id) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?, {SPACE_OF})",
+            (dimension, value, evidence, confidence, now, now, to_json(cids), model, reason, vec_blob(vec))
+            + space_args(page_ids, cids),
         )
         tid = self.db.last_insert_rowid()
         self.versions.derive("trait", tid, 1, page_ids)

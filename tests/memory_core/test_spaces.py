@@ -183,3 +183,22 @@ def test_one_space_exports_as_a_cube_and_imports_as_a_new_space(open_store, cloc
     assert moved == 1
     names = {sp.name: sp.pages for sp in other.spaces.list()}
     assert names == {"Personal": 1, "Imported work": 1}
+
+
+def test_a_fact_drawn_from_a_spaces_pages_is_kept_in_that_space(open_store, clock, embedder):
+    s = open_store()
+    work = s.spaces.create("Work")
+    office = s.create_conversation("office", space_id=work)
+    [pid] = _fill(s, clock, office, [("Our release is planned for March.", "Noted, March it is.")])
+    text = "The user's team releases in March."
+    with s.transaction():
+        assert s.merge.upsert_knowledge("user", text, 0.7, [pid], embedder.embed([text])[0], {office}, "test")
+        assert s.merge.upsert_trait(
+            "work", "plans releases", "", 0.7, [pid], embedder.embed(["plans releases"])[0], {office}, "test"
+        )
+    [fact] = [k for k in s.list_knowledge() if k.text == text]
+    assert fact.space_id == work
+    assert [t.space_id for t in s.list_traits()] == [work]
+    assert s.add_knowledge("user", "The user likes green tea.") and {
+        k.space_id for k in s.list_knowledge() if "green tea" in k.text
+    } == {1}
