@@ -16,7 +16,9 @@ import jsonschema
 import numpy as np
 
 FORMAT = "mnemo-memcube"
-FORMAT_VERSION = 1  # the newest format this Mnemo writes and reads; it reads every older one
+# the newest format this Mnemo writes and reads; it reads every older one (2: facts about other people,
+# owner 'person' and their subject; format 1 is format 2 without them, so one schema reads both)
+FORMAT_VERSION = 2
 SUFFIX = ".mnemocube"
 MANIFEST = "manifest.json"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import MemoryStore
-from memory_core.cubes import CubeError, CubeLimits
+from memory_core.cubes import FORMAT_VERSION, CubeError, CubeLimits
 
 from .conftest import Clock
 from .cubes_support import build_memory, dump, open_memory
@@ -97,6 +97,15 @@ def test_the_pristine_cube_imports(target, pristine):
     assert target.import_cube(pristine).status == "done"
 
 
+def test_a_cube_of_an_older_format_imports(target, pristine, tmp_path):
+    """Format 1 (before facts about other people) is read by this Mnemo as it was written."""
+    m = members_of(pristine)
+    manifest = json.loads(m["manifest.json"])
+    manifest["format_version"] = 1
+    m["manifest.json"] = json.dumps(manifest).encode()
+    assert target.import_cube(write_cube(tmp_path / "old.mnemocube", m, fix=False)).status == "done"
+
+
 def test_not_a_zip(target, tmp_path):
     p = tmp_path / "x.mnemocube"
     p.write_text("just some text\n")
@@ -149,7 +158,7 @@ def test_a_checksum_mismatch(target, pristine, tmp_path):
 def test_a_newer_format(target, pristine, tmp_path):
     m = members_of(pristine)
     manifest = json.loads(m["manifest.json"])
-    manifest["format_version"] = 2
+    manifest["format_version"] = FORMAT_VERSION + 1
     m["manifest.json"] = json.dumps(manifest).encode()
     msg = refused(target, write_cube(tmp_path / "x.mnemocube", m, fix=False), "made by a newer Mnemo")
     assert "update Mnemo" in msg
