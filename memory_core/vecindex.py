@@ -132,7 +132,8 @@ class MatrixCache:
         self._sample = None
         row = conn.execute("SELECT coalesce(max(seq), 0) FROM vec_log").fetchone()
         hi = row[0] if row else 0
-        n = conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
+        counted = conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()
+        n = int(counted[0]) if counted else 0
         half = n >= HALF_FROM_ROWS
         self.dims = HALF_PREFILTER_DIMS if half else PREFILTER_DIMS
         cap = n + max(1024, n // (64 if half else 16))  # room to grow before a copy (a large one grows less)
