@@ -254,15 +254,15 @@ class ChatAgent:
     def _memory_mode(self, conversation_id: int) -> tuple[bool, bool]:
         return memory_mode(self.store, conversation_id, self.memory_enabled)
 
-    def _remember_if_asked(self, text: str) -> dict | None:
+    def _remember_if_asked(self, text: str, conversation_id: int) -> dict | None:
         """A message that asks to be remembered ("Remember that …", "…, so remember that.") keeps its
         fact in the persona at once (before retrieval, so this very reply can see it), instead of
-        waiting for its page to be promoted."""
+        waiting for its page to be promoted; in the chat's memory space."""
         fact = remember_request(text)
         if fact is None:
             return None
         try:
-            done = remember_fact(self.store, fact)
+            done = remember_fact(self.store, fact, space_id=self.store.spaces.chat_space(conversation_id)[0])
         except ValueError:
             return None
         except Exception as exc:
@@ -272,12 +272,13 @@ class ChatAgent:
             return None
         return {"kind": done.kind, "id": done.id, "text": done.text, "outcome": done.outcome, "version": done.version}
 
-    def _forget_asked(self, what: str) -> dict | None:
-        """A message that opened with "Forget that …" forgets the facts and pages that say `what`,
-        before retrieval (so this reply cannot recall it). The caller then keeps no page of this
-        exchange: the request repeats what is to be forgotten."""
+    def _forget_asked(self, what: str, conversation_id: int) -> dict | None:
+        """A message that opened with "Forget that …" forgets the facts and pages that say `what` in
+        the spaces the chat reads, before retrieval (so this reply cannot recall it). The caller then
+        keeps no page of this exchange: the request repeats what is to be forgotten."""
         try:
-            return forget_statement(self.store, what).to_stats()
+            spaces = self.store.spaces.read_set(conversation_id)
+            return forget_statement(self.store, what, spaces=spaces).to_stats()
         except Exception as exc:
             if not is_storage_full(exc):
                 raise
@@ -320,10 +321,10 @@ class ChatAgent:
         """ "Remember that …" and "Forget that …" are done before recall (so this reply sees them);
         returns whether the exchange may be remembered (a request to forget repeats what goes)."""
         if write and new_message:
-            turn.remembered = self._remember_if_asked(turn.query)
+            turn.remembered = self._remember_if_asked(turn.query, turn.conversation_id)
         to_forget = forget_request(turn.query)  # never also a request to remember (the two openings differ)
         if to_forget and read and new_message:
-            turn.forgot = self._forget_asked(to_forget)
+            turn.forgot = self._forget_asked(to_forget, turn.conversation_id)
         return write and not to_forget  # so does a regenerate of a request to forget
 
     def _recall(self, turn: _Turn, read: bool) -> None:

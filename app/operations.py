@@ -161,9 +161,10 @@ def export_chat(store, cid: int, path: str | Path, *, fmt: str | None = None, le
 # -- memory -------------------------------------------------------------------------------
 
 
-def remember(store, text: str, *, about: str = "user", pin: bool = False) -> Remembered:
-    """Keep `text` as a fact at once (app.remember). ValueError: nothing to keep."""
-    return remember_fact(store, text, about=about, pin=pin)
+def remember(store, text: str, *, about: str = "user", pin: bool = False, space_id: int | None = None) -> Remembered:
+    """Keep `text` as a fact at once (app.remember), in memory space `space_id` (default Personal).
+    ValueError: nothing to keep."""
+    return remember_fact(store, text, about=about, pin=pin, space_id=space_id)
 
 
 def remember_a_trait(store, dimension: str, value: str, *, pin: bool = False) -> Remembered:

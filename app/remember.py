@@ -247,31 +247,42 @@ def forget_note(forgot: dict) -> str:
     return "forgot " + " and ".join(bits)
 
 
-def forget_statement(store, what: str) -> Forgot:
+def forget_statement(store, what: str, *, spaces: frozenset[int] | None = None) -> Forgot:
     """Forget the user's facts that say `what` and the pages that hold every content word of it
     (`MemoryStore.memory_saying`), and the replies holding them still waiting to become pages, in one
-    transaction."""
+    transaction. `spaces`: only what is in these memory spaces (the spaces the chat asking reads, so
+    "forget that …" in a Work chat leaves the same words in Personal); None: every space."""
     with store.transaction():
-        facts, pages = store.memory_saying(what)
+        facts, pages = store.memory_saying(what, spaces=spaces)
         store.forget("knowledge", [k.id for k, _ in facts])
         store.forget("page", pages)
         waiting = store.forget_waiting_pages(what)  # not yet a page: it would come back as one
     return Forgot(what, [(k.id, k.text) for k, _ in facts], pages, waiting)
 
 
-def remember_fact(store, text: str, *, about: str = "user", pin: bool = False, source: str = "user") -> Remembered:
+def remember_fact(
+    store,
+    text: str,
+    *,
+    about: str = "user",
+    pin: bool = False,
+    source: str = "user",
+    space_id: int | None = None,
+) -> Remembered:
     """Keep `text` as a fact about the user (or the assistant). `source` says who wrote it ("user": the
     user in Mnemo; "via MCP: Claude Desktop": a tool of theirs), kept as the fact's origin and shown in
-    the inspector. Raises ValueError for an empty fact."""
+    the inspector. `space_id`: the memory space it goes to (the chat's, when asked in a chat; default
+    Personal); it confirms or updates only facts of that space. Raises ValueError for an empty fact."""
     if about not in OWNERS:
         raise ValueError("a fact is about 'user' or 'assistant'")
     since = store.latest_event_id()
-    kid = store.add_knowledge(about, text, pinned=pin, source=source)
+    kid = store.add_knowledge(about, text, pinned=pin, source=source, space_id=space_id)
     return _outcome(store, "knowledge", kid, since)
 
 
-def remember_trait(store, dimension: str, value: str, *, pin: bool = False) -> Remembered:
-    """Keep a trait (`likes: jazz`, `occupation: nurse`). Raises ValueError when either part is empty."""
+def remember_trait(store, dimension: str, value: str, *, pin: bool = False, space_id: int | None = None) -> Remembered:
+    """Keep a trait (`likes: jazz`, `occupation: nurse`), in space `space_id` as for `remember_fact`.
+    Raises ValueError when either part is empty."""
     since = store.latest_event_id()
-    tid = store.add_trait(dimension, value, pinned=pin)
+    tid = store.add_trait(dimension, value, pinned=pin, space_id=space_id)
     return _outcome(store, "trait", tid, since)

@@ -26,6 +26,15 @@ def space_args(page_ids, cids) -> tuple[str, str]:
     return to_json(sorted(page_ids)), to_json(sorted(cids))
 
 
+def space_of(db: Database, page_ids, cids, space_id: int | None = None) -> int:
+    """The space a new fact or trait goes to: `space_id` when given (a fact the user asked a chat to
+    keep: that chat's space), else SPACE_OF of its pages and chats. A new item is matched only against
+    items of this space, so a Work fact never updates a Personal one."""
+    if space_id is not None:
+        return int(space_id)
+    return int(db.scalar(f"SELECT {SPACE_OF}", space_args(page_ids, cids)))
+
+
 def pages_label(ids: list[int]) -> str:
     ids = sorted(ids)
     head = ", ".join(str(i) for i in ids[:5])
@@ -57,21 +66,24 @@ class PersonaMerge:
         vec: np.ndarray,
         conversation_ids: set,
         model: str,
+        space_id: int | None = None,
     ) -> bool:
         """Add a fact, or update the existing one it duplicates/contradicts (archiving the old version).
         Returns True when something changed. A fact about a named person (owner 'person') is matched only
         with facts about the same person (`subject`, read from its source pages: `_subject`). A
         confirmation counts (`confirmations`), it adds no version. Past `max_knowledge` facts of the
-        owner, the least recently confirmed or changed is set aside (`cap_knowledge`)."""
+        owner, the least recently confirmed or changed is set aside (`cap_knowledge`). Only facts of the
+        new fact's memory space (`space_of`) are matched."""
         now = self.db.clock()
         subject = self._subject(owner, text, page_ids)
-        best, duplicate, update = self._knowledge_match(owner, text, vec, model, subject=subject)
         cids = sorted(c for c in conversation_ids if c is not None)
+        space = space_of(self.db, page_ids, cids, space_id)
+        best, duplicate, update = self._knowledge_match(owner, text, vec, model, subject=subject, space=space)
         if best is not None and (duplicate or update):
             return self._revise_knowledge(
                 best, duplicate, text, confidence, page_ids, vec, cids, model, now, count_only=True
             )
-        self._insert_knowledge(owner, text, confidence, page_ids, vec, cids, model, now, subject)
+        self._insert_knowledge(owner, text, confidence, page_ids, vec, cids, model, now, subject, space)
         self.cap_knowledge(owner)
         return True
 
@@ -118,10 +130,18 @@ class PersonaMerge:
             )
 
     def _knowledge_match(
-        self, owner: str, text: str, vec: np.ndarray, model: str, *, subject: str | None = None
+        self,
+        owner: str,
+        text: str,
+        vec: np.ndarray,
+        model: str,
+        *,
+        subject: str | None = None,
+        space: int | None = None,
     ) -> tuple[tuple[int, float, tuple] | None, bool, bool]:
-        """The active fact of `owner` (and `subject`, for a person) that `text` repeats or updates, if any:
-        (its id, cosine and row), whether it is a duplicate, whether an update."""
+        """The active fact of `owner` (and `subject`, for a person) in space `space` (None: any, as a cube
+        import matches) that `text` repeats or updates, if any: (its id, cosine and row), whether it is a
+        duplicate, whether an update."""
         p = self.db.params
         knn = self.db.execute(
             "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8", (vec_blob(vec),)
@@ -130,8 +150,9 @@ class PersonaMerge:
             r[0]: r[1:]
             for r in self.db.execute(
                 "SELECT id, owner, status, pinned, text, version, confidence, conversation_ids, model, updated_at, reason "
-                "FROM knowledge WHERE id IN (SELECT value FROM json_each(?)) AND subject IS ?",
-                (to_json([k for k, _ in knn]), subject),
+                "FROM knowledge WHERE id IN (SELECT value FROM json_each(?)) AND subject IS ? "
+                "AND (? IS NULL OR space_id = ?)",
+                (to_json([k for k, _ in knn]), subject, space, space),
             )
         }
         # the nearest active facts of this owner, nearest first
@@ -252,12 +273,24 @@ class PersonaMerge:
         model: str,
         now: float,
         subject: str | None = None,
+        space: int | None = None,
     ) -> None:
         reason = origin("extracted" if page_ids else "added", page_ids, model)
         self.db.execute(
             "INSERT INTO knowledge(owner, text, confidence, status, version, created_at, updated_at, "
-            f"conversation_ids, model, reason, subject, space_id) VALUES (?,?,?, 'active', 1, ?,?,?,?,?,?, {SPACE_OF})",
-            (owner, text, confidence, now, now, to_json(cids), model, reason, subject, *space_args(page_ids, cids)),
+            "conversation_ids, model, reason, subject, space_id) VALUES (?,?,?, 'active', 1, ?,?,?,?,?,?,?)",
+            (
+                owner,
+                text,
+                confidence,
+                now,
+                now,
+                to_json(cids),
+                model,
+                reason,
+                subject,
+                space_of(self.db, page_ids, cids, space),
+            ),
         )
         kid = self.db.last_insert_rowid()
         self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, vec_blob(vec)))
@@ -340,24 +373,31 @@ class PersonaMerge:
         vec: np.ndarray,
         conversation_ids: set,
         model: str,
+        space_id: int | None = None,
     ) -> bool:
-        """Add a trait, or confirm/update the active one of its dimension it repeats or changes. Returns True
-        when something changed."""
+        """Add a trait, or confirm/update the active one of its dimension (in its space: `space_of`) it
+        repeats or changes. Returns True when something changed."""
         now = self.db.clock()
-        target, cos, duplicate = self._trait_match(dimension, value, vec)
         cids = sorted(c for c in conversation_ids if c is not None)
+        space = space_of(self.db, page_ids, cids, space_id)
+        target, cos, duplicate = self._trait_match(dimension, value, vec, space)
         if target is not None:
             return self._revise_trait(
                 target, cos, duplicate, value, evidence, confidence, page_ids, vec, cids, model, now, count_only=True
             )
-        return self._insert_trait(dimension, value, evidence, confidence, page_ids, vec, cids, model, now)
+        return self._insert_trait(dimension, value, evidence, confidence, page_ids, vec, cids, model, now, space)
 
-    def _trait_match(self, dimension: str, value: str, vec: np.ndarray) -> tuple[tuple | None, float, bool]:
-        """The active trait `value` repeats (a duplicate) or changes, if any: (its row, cosine, duplicate)."""
+    def _trait_match(
+        self, dimension: str, value: str, vec: np.ndarray, space: int | None = None
+    ) -> tuple[tuple | None, float, bool]:
+        """The active trait of space `space` (None: any) that `value` repeats (a duplicate) or changes, if
+        any: (its row, cosine, duplicate)."""
         p = self.db.params
         rows = self.db.execute(
             "SELECT id, dimension, value, embedding, version, pinned, confidence, evidence, "
-            "conversation_ids, model, updated_at, reason FROM trait WHERE status = 'active'"
+            "conversation_ids, model, updated_at, reason FROM trait WHERE status = 'active' "
+            "AND (? IS NULL OR space_id = ?)",
+            (space, space),
         ).fetchall()
         target, cos, duplicate = None, 0.0, False
         if rows:
@@ -477,6 +517,7 @@ class PersonaMerge:
         cids: list[int],
         model: str,
         now: float,
+        space: int | None = None,
     ) -> bool:
         """A new trait; a full persona archives its least confident unpinned trait first (False when
         every trait is pinned)."""
@@ -494,9 +535,9 @@ class PersonaMerge:
         reason = origin("extracted" if page_ids else "added", page_ids, model)
         self.db.execute(
             "INSERT INTO trait(dimension, value, evidence, confidence, status, version, created_at, updated_at, "
-            f"conversation_ids, model, reason, embedding, space_id) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?, {SPACE_OF})",
+            "conversation_ids, model, reason, embedding, space_id) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?,?)",
             (dimension, value, evidence, confidence, now, now, to_json(cids), model, reason, vec_blob(vec))
-            + space_args(page_ids, cids),
+            + (space_of(self.db, page_ids, cids, space),),
         )
         tid = self.db.last_insert_rowid()
         self.versions.derive("trait", tid, 1, page_ids)

@@ -198,11 +198,20 @@ class Persona:
 
     # ------------------------------------------------------------------ user-authored items and edits
     def add_knowledge(
-        self, owner: str, text: str, *, pinned: bool = False, source: str = "user", skip_existing: bool = False
+        self,
+        owner: str,
+        text: str,
+        *,
+        pinned: bool = False,
+        source: str = "user",
+        skip_existing: bool = False,
+        space_id: int | None = None,
     ) -> int | None:
         """Add a fact written by the user (no source pages). A near-duplicate updates the existing item.
         `source` names where the user wrote it (an import); with `skip_existing`, a fact already held
-        word for word is left as it is (None): importing the same file again confirms nothing."""
+        word for word is left as it is (None): importing the same file again confirms nothing.
+        `space_id`: the memory space it goes to (a chat's, when asked there; default Personal); only
+        facts of that space are matched."""
         if owner not in ("user", "assistant"):
             raise ValueError("owner must be 'user' or 'assistant'")
         clean = X.clean_item(text)
@@ -220,16 +229,23 @@ class Persona:
         vec = self.embedding.embed([text])[0]
         with self.db.transaction():
             mark = len(self.db.pending_events)
-            self.merge.upsert_knowledge(owner, text, 0.9, [], vec, set(), source)
+            self.merge.upsert_knowledge(owner, text, 0.9, [], vec, set(), source, space_id)
             kid = self._affected("knowledge", mark)
             if pinned:
                 self.db.execute("UPDATE knowledge SET pinned = 1 WHERE id = ?", (kid,))
             return kid
 
     def add_trait(
-        self, dimension: str, value: str, *, pinned: bool = False, source: str = "user", skip_existing: bool = False
+        self,
+        dimension: str,
+        value: str,
+        *,
+        pinned: bool = False,
+        source: str = "user",
+        skip_existing: bool = False,
+        space_id: int | None = None,
     ) -> int | None:
-        """Add a trait written by the user; `source` and `skip_existing` as for `add_knowledge`."""
+        """Add a trait written by the user; `source`, `skip_existing` and `space_id` as for `add_knowledge`."""
         dim = X._clean_dimension(dimension)
         val = X.clean_item(value, 200)
         if not dim or not val:
@@ -244,7 +260,7 @@ class Persona:
         vec = self.embedding.embed([f"{dim}: {val}"])[0]
         with self.db.transaction():
             mark = len(self.db.pending_events)
-            self.merge.upsert_trait(dim, val, "", 0.9, [], vec, set(), source)
+            self.merge.upsert_trait(dim, val, "", 0.9, [], vec, set(), source, space_id)
             tid = self._affected("trait", mark)
             if tid is None:  # the persona is full of pinned traits: nothing was added
                 raise ValueError("the persona is full and every trait in it is pinned")

@@ -269,13 +269,20 @@ class Retriever:
 
     # ------------------------------------------------------------------ what a statement says
     def memory_saying(
-        self, statement: str, *, owner: str = "user", min_cos: float | None = None, page_limit: int = 200
+        self,
+        statement: str,
+        *,
+        owner: str = "user",
+        min_cos: float | None = None,
+        page_limit: int = 200,
+        spaces: frozenset[int] | None = None,
     ) -> tuple[list[tuple[Knowledge, float]], list[int]]:
         """The facts and pages that say `statement` ("my locker code is 4312"), for a request to
         forget it. Facts: active ones of `owner` whose embedding is at least `min_cos` alike
         (default `update_threshold`, the bar for "the same fact, updated"), or whose words hold the
         statement's or are held by them. Pages: those that contain every content word of it (two
-        at least: one word, "birthday", would take every page that mentions one). Read-only."""
+        at least: one word, "birthday", would take every page that mentions one). `spaces`: only
+        facts and pages of these memory spaces (a chat's read set; None: every space). Read-only."""
         statement = T.valid_text(statement).strip()
         if not statement:
             return [], []
@@ -288,6 +295,8 @@ class Retriever:
         ).fetchall():
             item = self.persona.get_knowledge(kid)
             if item is None or item.owner != owner or item.status != "active":
+                continue
+            if spaces is not None and item.space_id not in spaces:
                 continue
             cos, text = 1.0 - float(dist), " ".join(T.words(item.text))
             if cos >= bar or (said and (f" {said} " in f" {text} " or f" {text} " in f" {said} ")):
@@ -305,6 +314,13 @@ class Retriever:
                 ]
             except apsw.SQLError:  # a word FTS5 cannot take as a term: no page is said to hold it
                 pages = []
+        if spaces is not None and pages:
+            inside = self.db.execute(
+                "SELECT id FROM page WHERE id IN (SELECT value FROM json_each(?)) "
+                "AND space_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(pages), json.dumps(sorted(spaces))),
+            ).fetchall()
+            pages = [r[0] for r in inside]
         return facts, sorted(pages)
 
     # ------------------------------------------------------------------ knowledge and traits

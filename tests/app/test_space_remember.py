@@ -1,0 +1,55 @@
+"""A fact asked for in a chat goes to that chat's memory space, "forget that …" in a chat forgets only
+what is in the spaces it reads, and the persona merge matches a new fact only with facts of its own space
+(so a Work fact never confirms or updates a Personal one). Real store, real embedder."""
+
+from __future__ import annotations
+
+from app.remember import forget_statement, remember_fact, remember_trait
+
+WORDS = "My locker code is 4312"
+
+
+def test_remember_in_a_space_and_forget_from_a_work_chat_leaves_personal(store):
+    work = store.spaces.create("Work")
+    home, office = store.create_conversation("home"), store.create_conversation("office", space_id=work)
+    mine = remember_fact(store, WORDS)
+    theirs = remember_fact(store, WORDS, space_id=store.spaces.chat_space(office)[0])
+    # the same words in two spaces are two facts: the Work one did not confirm the Personal one
+    assert mine.outcome == "added" and theirs.outcome == "added" and mine.id != theirs.id
+    assert store.get_knowledge(mine.id).space_id == 1 and store.get_knowledge(theirs.id).space_id == work
+    p_home = store.add_page(home, f"{WORDS}, the blue one.", "Noted.")
+    p_work = store.add_page(office, f"{WORDS}, the blue one.", "Noted.")
+
+    gone = forget_statement(store, WORDS.lower(), spaces=store.spaces.read_set(office))
+    assert [kid for kid, _ in gone.facts] == [theirs.id] and gone.pages == [p_work]
+    forgotten = store.get_knowledge(theirs.id)
+    assert forgotten is None or forgotten.status != "active"
+    kept = store.get_knowledge(mine.id)
+    assert kept is not None and kept.status == "active" and store.get_page(p_home) is not None
+    assert store.get_page(p_work) is None
+    # a chat reading every space forgets both
+    store.spaces.set_chat_space(home, reads="all")
+    remember_fact(store, WORDS, space_id=work)
+    gone = forget_statement(store, WORDS.lower(), spaces=store.spaces.read_set(home))
+    assert len(gone.facts) == 2 and gone.pages == [p_home]
+
+
+def test_an_update_is_matched_only_within_its_space(store):
+    work = store.spaces.create("Work")
+    home = remember_fact(store, "I live in Porto")
+    moved = remember_fact(store, "I live in Lyon now", space_id=work)
+    assert moved.outcome == "added"  # not "updated": the Personal fact is another space's
+    assert store.get_knowledge(home.id).text == "I live in Porto"
+    again = remember_fact(store, "I live in Lyon now", space_id=work)
+    assert again.outcome == "confirmed" and again.id == moved.id
+    same_space = remember_fact(store, "I live in Lyon now")
+    assert same_space.id == home.id and same_space.outcome == "updated"
+
+
+def test_a_trait_is_matched_only_within_its_space(store):
+    work = store.spaces.create("Work")
+    a = remember_trait(store, "likes", "jazz")
+    b = remember_trait(store, "likes", "jazz", space_id=work)
+    assert a.id != b.id and b.outcome == "added"
+    assert remember_trait(store, "likes", "jazz", space_id=work).outcome == "confirmed"
+    assert {t.space_id for t in store.list_traits()} == {1, work}
