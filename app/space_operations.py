@@ -7,17 +7,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.wording import count
 from memory_core.spaces import SpaceError, SpaceInfo
 
 __all__ = [
     "SpaceError",
     "chat_space",
+    "copy_items",
     "create_space",
+    "delete_space",
+    "describe_space",
     "import_as_space",
+    "merge_spaces",
+    "move_items",
     "new_chat_space",
+    "rename_space",
     "set_chat_space",
     "spaces",
 ]
+
+KINDS = ("page", "knowledge", "trait")
 
 
 def spaces(store) -> list[SpaceInfo]:
@@ -27,6 +36,67 @@ def spaces(store) -> list[SpaceInfo]:
 
 def create_space(store, name: str) -> int:
     return store.spaces.create(name)
+
+
+def describe_space(info: SpaceInfo) -> str:
+    """What a space holds, in a few plain words ("12 pages, 3 facts, 2 chats"; "empty")."""
+    parts = [
+        count(info.pages, "page"),
+        count(info.facts, "fact"),
+        count(info.traits, "trait"),
+        count(info.chats, "chat"),
+    ]
+    held = [p for p, n in zip(parts, (info.pages, info.facts, info.traits, info.chats)) if n]
+    return ", ".join(held) if held else "empty"
+
+
+def rename_space(store, space: str | int, name: str) -> str:
+    """Rename a space (by name or id); returns its new name."""
+    sid = store.spaces.resolve(space)
+    store.spaces.rename(sid, name)
+    return store.spaces.name_of(sid)
+
+
+def delete_space(store, space: str | int, *, forget: bool = False) -> str:
+    """Delete a space; one holding memory only with `forget` (its memory is forgotten with it; SpaceError
+    otherwise). Its chats then remember in the first space left. Returns a sentence for the user."""
+    sid = store.spaces.resolve(space)
+    name = store.spaces.name_of(sid)
+    n = store.spaces.delete(sid, forget=forget)
+    return f"Space “{name}” deleted" + (f"; {count(n, 'item')} forgotten with it." if n else ".")
+
+
+def merge_spaces(store, source: str | int, target: str | int) -> str:
+    """Merge space `source` into `target` (memory_core.spaces.Spaces.merge); returns a sentence."""
+    src, dst = store.spaces.resolve(source), store.spaces.resolve(target)
+    name, into = store.spaces.name_of(src), store.spaces.name_of(dst)
+    c = store.spaces.merge(src, dst)
+    held = c["duplicate_pages"] + c["duplicate_facts"] + c["duplicate_traits"]
+    moved = f"{count(c['pages'], 'page')}, {count(c['facts'], 'fact')} and {count(c['traits'], 'trait')} moved"
+    return f"“{name}” merged into “{into}”: {moved}" + (f"; {count(held, 'item')} it held already." if held else ".")
+
+
+def _kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise SpaceError("kind must be 'page', 'knowledge' or 'trait'")
+    return kind
+
+
+def move_items(store, kind: str, ids: list[int], to: str | int) -> int:
+    """Move pages, facts or traits to space `to` (by name or id); returns how many moved."""
+    sid = store.spaces.resolve(to)
+    if _kind(kind) == "page":
+        return store.spaces.move_pages(ids, sid)
+    return store.spaces.move_facts(kind, ids, sid)
+
+
+def copy_items(store, kind: str, ids: list[int], to: str | int) -> list[int]:
+    """Copy pages, facts or traits to space `to`: new items there with the same text, vectors and
+    sources; returns the new ids (items already in `to` are not copied)."""
+    sid = store.spaces.resolve(to)
+    if _kind(kind) == "page":
+        return store.spaces.copy_pages(ids, sid)
+    return store.spaces.copy_facts(kind, ids, sid)
 
 
 def chat_space(store, cid: int) -> tuple[int, str, bool]:

@@ -4,6 +4,10 @@ A page, segment, fact and trait belongs to one space (column `space_id`, migrati
 writes its pages to its space and recalls from the spaces it reads (`conversation.read_spaces`: NULL
 its own only, 'all', or a JSON list of ids). Recall filters by `read_set` (memory_core.space_filter).
 
+Copying makes new items in the target space with the same text, vectors and sources (a page's chat,
+messages and time; a fact's source pages), each noting what it was copied from; the copies of a
+segment's pages make a segment of their own there, so a segment still holds one space.
+
 Moving keeps a segment to one space: the moved pages of a segment become a segment of their own in the
 target space (same tier and heat), and both are rebuilt. A merge moves every item of one space into
 another and drops what the target already holds word for word (a page of the same two sides and time,
@@ -18,8 +22,11 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .codec import from_json, to_json
 from .database import Database
+from .fts import fts_put
 from .segments import Segments
+from .types import page_text
 
 List = list  # `Spaces.list` (the method) hides the builtin inside the class
 DEFAULT_SPACE = 1
@@ -222,6 +229,106 @@ class Spaces:
             ids = [r[0] for r in self.db.rows("SELECT id FROM page WHERE conversation_id = ?", (conversation_id,))]
             return self.move_pages(ids, to)
 
+    # ------------------------------------------------------------------ copying items
+    def copy_facts(self, kind: str, ids: Sequence[int], to: int) -> List[int]:
+        """Copy facts ('knowledge') or traits ('trait') into space `to`: a new item there with the same
+        text, vector and source pages (its first version). Items already in `to` are not copied.
+        Returns the new ids, in the order of `ids`."""
+        if kind not in ("knowledge", "trait"):
+            raise SpaceError("kind must be 'knowledge' or 'trait'")
+        self.resolve(to)
+        cols = [c for c in self._columns(kind) if c not in ("id", "space_id")]
+        with self.db.transaction():
+            new: List[int] = []
+            for old in self._existing(kind, ids, other_than=to):
+                self.db.execute(
+                    f"INSERT INTO {kind}({', '.join(cols)}, space_id) SELECT {', '.join(cols)}, ? FROM {kind} "
+                    "WHERE id = ?",
+                    (to, old),
+                )
+                nid = self.db.last_insert_rowid()
+                self.db.execute(
+                    f"UPDATE {kind} SET version = 1, reason = ? WHERE id = ?", (f"copied from {kind} {old}", nid)
+                )
+                self.db.execute(
+                    "INSERT OR IGNORE INTO derivation(item_kind, item_id, version, page_id) SELECT item_kind, ?, 1, "
+                    "page_id FROM derivation WHERE item_kind = ? AND item_id = ? AND version = "
+                    f"(SELECT version FROM {kind} WHERE id = ?)",
+                    (nid, kind, old, old),
+                )
+                if kind == "knowledge":
+                    vec = self.db.scalar("SELECT embedding FROM knowledge_vec WHERE knowledge_id = ?", (old,))
+                    if vec is not None:
+                        self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (nid, vec))
+                    text = str(self.db.scalar("SELECT text FROM knowledge WHERE id = ?", (nid,)))
+                    fts_put(self.db, "knowledge_fts", "knowledge_tri", nid, text)
+                new.append(nid)
+            if new:
+                what = "facts" if kind == "knowledge" else "traits"
+                self.db.emit(
+                    "space_copied", None, None, f"{len(new)} {what} copied to space {to}", {"copied": len(new)}
+                )
+            return new
+
+    def copy_pages(self, page_ids: Sequence[int], to: int) -> List[int]:
+        """Copy pages into space `to`: a new page there with the same text, time, chat, messages and
+        vectors (`meta.copied_from` the original). The copies of one segment's pages make a segment of
+        their own in `to` (same tier and heat), rebuilt from them. Pages already in `to` are not
+        copied. Returns the new ids."""
+        self.resolve(to)
+        skip = {"id", "space_id", "segment_id", "dedupe_key", "prev_page_id", "chain_id", "meta"}
+        cols = [c for c in self._columns("page") if c not in skip]
+        with self.db.transaction():
+            new: List[int] = []
+            segments: dict[int, int] = {}  # the original's segment -> the copies' segment
+            for old in self._existing("page", page_ids, other_than=to):
+                sid, meta = self.db.one("SELECT segment_id, meta FROM page WHERE id = ?", (old,))
+                seg = (
+                    None if sid is None else segments.get(sid) or segments.setdefault(sid, self._copy_segment(sid, to))
+                )
+                info = from_json(meta, {})
+                info = {**(info if isinstance(info, dict) else {}), "copied_from": old}
+                self.db.execute(
+                    f"INSERT INTO page({', '.join(cols)}, space_id, segment_id, meta) SELECT {', '.join(cols)}, ?, ?, ? "
+                    "FROM page WHERE id = ?",
+                    (to, seg, to_json(info), old),
+                )
+                nid = self.db.last_insert_rowid()
+                self._copy_page_index(old, nid)
+                new.append(nid)
+            for seg in segments.values():
+                self.segments.rebuild(seg)
+            if new:
+                self.db.emit("space_copied", None, None, f"{len(new)} pages copied to space {to}", {"copied": len(new)})
+            return new
+
+    def _copy_page_index(self, old: int, new: int) -> None:
+        """Page `new`'s vector, token vectors and words: those of page `old` (the same text)."""
+        vec = self.db.scalar("SELECT embedding FROM page_vec WHERE page_id = ?", (old,))
+        if vec is not None:
+            self.db.execute("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (new, vec))
+            self.db.execute("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (new,))
+        self.db.execute(
+            "INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) SELECT ?, vecs, sides FROM page_tok WHERE page_id = ?",
+            (new, old),
+        )
+        u, a = self.db.one("SELECT user_text, assistant_text FROM page WHERE id = ?", (new,))
+        fts_put(self.db, "page_fts", "page_tri", new, page_text(u, a))
+
+    def _copy_segment(self, sid: int, to: int) -> int:
+        """An empty segment in space `to` of the same tier and heat as segment `sid` (for copies of its pages)."""
+        self.db.execute(
+            "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, last_access, "
+            "created_at, updated_at, page_count, pinned, promotions, archived_at, space_id) "
+            "SELECT tier, '', '[]', '{}', emb_sum, n_visit, l_interaction, last_access, created_at, ?, 0, 0, 0, "
+            "archived_at, ? FROM segment WHERE id = ?",
+            (self.db.clock(), to, sid),
+        )
+        return self.db.last_insert_rowid()
+
+    def _columns(self, table: str) -> List[str]:
+        return [r[1] for r in self.db.rows(f"PRAGMA table_info({table})")]
+
     def merge(self, source: int, target: int) -> dict[str, int]:
         """Fuse space `source` into `target`: what the target holds already word for word is dropped
         from the source (forgotten there), the rest moves; the source space is deleted and its chats
@@ -329,14 +436,7 @@ class Spaces:
 
     def _split_segment(self, sid: int, pids: List[int], to: int) -> None:
         """Pages `pids` of segment `sid` leave it for a new segment in space `to`, of the same tier and heat."""
-        self.db.execute(
-            "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, last_access, "
-            "created_at, updated_at, page_count, pinned, promotions, archived_at, space_id) "
-            "SELECT tier, '', '[]', '{}', emb_sum, n_visit, l_interaction, last_access, created_at, ?, 0, 0, 0, "
-            "archived_at, ? FROM segment WHERE id = ?",
-            (self.db.clock(), to, sid),
-        )
-        new = self.db.last_insert_rowid()
+        new = self._copy_segment(sid, to)
         self._mark_segment(pids, new)
         self.segments.rebuild(new)
         self.segments.rebuild(sid)

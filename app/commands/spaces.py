@@ -1,5 +1,6 @@
 """`mnemo memory spaces …`: the memory's named spaces (memory_core.spaces). list, create, rename,
-delete, move (pages, facts or a whole chat), merge, and `chat` (the space a chat writes to and reads)."""
+delete, move (pages, facts or a whole chat), copy (pages, facts, traits), merge, and `chat` (the space a
+chat writes to and reads)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ def add_parser(acts) -> None:
     """The `spaces` action of `mnemo memory` (its own sub-actions)."""
     p = acts.add_parser(
         "spaces",
-        help="named parts of the memory (Personal, Work): list, create, rename, delete, move, merge, a chat's space",
+        help="named parts of the memory (Personal, Work): list, create, rename, delete, move, copy, merge, "
+        "a chat's space",
         description="A chat writes to one space and recalls from its own space, or from every space. "
         "Forgetting in one space never touches another.",
     )
@@ -28,6 +30,10 @@ def add_parser(acts) -> None:
     a.add_argument("--forget", action="store_true", help="forget the memory it holds with it")
     a = sa.add_parser("move", help="move pages, facts or a chat's pages to another space")
     a.add_argument("kind", choices=("page", "knowledge", "trait", "chat"))
+    a.add_argument("ids", type=int, nargs="+")
+    a.add_argument("--to", required=True, help="the space's name or id")
+    a = sa.add_parser("copy", help="copy pages, facts or traits to another space (the originals stay)")
+    a.add_argument("kind", choices=("page", "knowledge", "trait"))
     a.add_argument("ids", type=int, nargs="+")
     a.add_argument("--to", required=True, help="the space's name or id")
     a = sa.add_parser("merge", help="merge space A into space B (what B holds already is dropped from A)")
@@ -91,6 +97,14 @@ def _move(store, args) -> int:
     return 0
 
 
+def _copy(store, args) -> int:
+    new = ops.copy_items(store, args.kind, args.ids, args.to)
+    what = {"page": "pages", "knowledge": "facts", "trait": "traits"}[args.kind]
+    to = store.spaces.name_of(store.spaces.resolve(args.to))
+    print(f"{len(new)} {what} copied to {to!r}" + (f" (new ids {', '.join(map(str, new))})" if new else ""))
+    return 0
+
+
 def _merge(store, args) -> int:
     source, target = store.spaces.resolve(args.source), store.spaces.resolve(args.target)
     name = store.spaces.name_of(source)
@@ -119,6 +133,7 @@ _ACTIONS = {
     "rename": _rename,
     "delete": _delete,
     "move": _move,
+    "copy": _copy,
     "merge": _merge,
     "chat": _chat,
 }

@@ -32,7 +32,12 @@ def test_spaces_commands_and_a_space_as_a_cube(tmp_path):
     assert (
         "1 pages moved to 'Work'" in mnemo(src, "memory", "spaces", "move", "chat", str(office), "--to", "Work").stdout
     )
+    out = mnemo(src, "memory", "spaces", "copy", "page", "2", "--to", "Personal").stdout
+    assert "1 pages copied to 'Personal' (new ids 3)" in out
+    out = mnemo(src, "memory", "spaces", "copy", "knowledge", "99", "--to", "Nope", check=False)
+    assert out.returncode == 2 and "no space named 'Nope'" in out.stderr
     listing = mnemo(src, "memory", "spaces", "list").stdout
+    assert "Personal                       2 pages" in listing
     assert "Personal" in listing and "Work" in listing
     cube = tmp_path / "work.mnemocube"
     out = mnemo(src, "memory", "export", "--cube", str(cube), "--space", "Work").stdout
