@@ -466,7 +466,9 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
             "The user is proud of researching visa requirements for countries the user wants to visit.",
         ]
     )
-    assert [f.text for f in out.facts if f.owner == "assistant"][0] == "The assistant will send you the photos tomorrow."
+    assert [f.text for f in out.facts if f.owner == "assistant"][
+        0
+    ] == "The assistant will send you the photos tomorrow."
     # a greeting or an interjection that opens the sentence is not quoted with it
     greeted = extractive_extract(
         [
