@@ -20,6 +20,7 @@ __all__ = [
     "import_as_space",
     "merge_spaces",
     "move_items",
+    "SpaceInfo",
     "new_chat_space",
     "rename_space",
     "set_chat_space",

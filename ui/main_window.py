@@ -200,6 +200,7 @@ class MainWindow(QMainWindow):
         h.addWidget(self.incognito_button)
         self.space_picker = SpacePicker(header)  # the chat's memory space (ui/space_picker.py)
         self.space_picker.changed.connect(self.set_chat_space)
+        self.space_picker.manage_requested.connect(self.manage_spaces)
         h.addWidget(self.space_picker)
         self.memory_button = _header_button(
             "memory", "", "Memory inspector", "What Mnemo remembers: show or hide (Ctrl+M)", header, checkable=True
@@ -364,6 +365,7 @@ class MainWindow(QMainWindow):
         self.deleted_memory_action = self._action(
             "Memory from &deleted chats", self.show_deleted_chats_memory, menu=memory
         )
+        self.spaces_action = self._action("Memory spa&ces…", self.manage_spaces, menu=memory)  # ui/spaces_dialog.py
         memory.addSeparator()
         self.export_action = self._action("&Export memory…", self.export_memory, menu=memory)
         # memory cubes (ui/cube_dialog.py): import one, and the list of imports with Undo
@@ -1519,6 +1521,19 @@ class MainWindow(QMainWindow):
         from ui import cube_dialog
 
         return cube_dialog.import_cube(self, path) if path else cube_dialog.open_import(self)
+
+    def manage_spaces(self):
+        """Memory ▸ Memory spaces… and the space picker's "Spaces…": create, rename, merge and delete
+        spaces (ui/spaces_dialog.py), each change on the database thread; the picker follows."""
+        from ui.spaces_dialog import SpacesDialog
+
+        if not self.backend.started:
+            return None
+        dlg = SpacesDialog(self.backend.db, self)
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dlg.changed.connect(self.refresh_spaces)
+        dlg.show()
+        return dlg
 
     def show_memory_imports(self):
         """Memory ▸ Memory imports…: every cube imported, and Undo."""

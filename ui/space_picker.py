@@ -4,16 +4,18 @@ from that space only or from every space (memory_core.spaces). A new chat takes 
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QToolButton, QWidget
 
 READ_OWN, READ_ALL = "Reads: this space", "Reads: all spaces"
 
 
 class SpacePicker(QWidget):
-    """Two small boxes: the space, and what the chat reads. `changed(space_id, read_all)` is emitted
-    only for the user's choices, never when the window shows another chat's space."""
+    """Two small boxes: the space, and what the chat reads, and a "Spaces…" button. `changed(space_id,
+    read_all)` is emitted only for the user's choices, never when the window shows another chat's space;
+    `manage_requested` when the user asks to create, rename, merge or delete spaces (ui/spaces_dialog.py)."""
 
     changed = Signal(int, bool)
+    manage_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -29,8 +31,14 @@ class SpacePicker(QWidget):
         self.read_box.addItems([READ_OWN, READ_ALL])
         self.read_box.setToolTip("Recall from this chat's space only, or from every space")
         self.read_box.setAccessibleName("Recall from")
+        self.manage_button = QToolButton(self)
+        self.manage_button.setObjectName("spaceManage")
+        self.manage_button.setText("Spaces…")
+        self.manage_button.setToolTip("Create, rename, merge or delete memory spaces")
+        self.manage_button.clicked.connect(self.manage_requested.emit)
         lay.addWidget(self.space_box)
         lay.addWidget(self.read_box)
+        lay.addWidget(self.manage_button)
         self.space_box.activated.connect(self._chosen)
         self.read_box.activated.connect(self._chosen)
         self.setVisible(False)  # shown once the memory holds more than one space

@@ -1,0 +1,123 @@
+"""Memory ▸ Memory spaces… (ui/spaces_dialog.py): create, rename, merge and delete spaces through the
+real dialog offscreen, on a real store read by a worker thread (ui.tasks.UiWorker, as the window's
+database thread). A space holding memory is deleted only after its memory is confirmed forgotten; a
+merge says what happens first. A grab is saved as /tmp/spaces/manage-spaces.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.ui.test_inspector_fixtures import ctx, store  # noqa: F401  (fixtures)
+from ui.spaces_dialog import SpacesDialog
+from ui.tasks import UiWorker
+
+
+@pytest.fixture
+def worker(ctx):  # noqa: F811
+    w = UiWorker(ctx.open_store, name="spaces-test")
+    w.start()
+    yield w
+    w.stop()
+
+
+def _names(dlg) -> list[str]:
+    return [dlg.list.item(i).text() for i in range(dlg.list.count())]
+
+
+def _done(dlg, worker):
+    assert worker.wait_idle(30)
+    assert not dlg.busy
+
+
+def test_manage_spaces(qtbot, store, worker):  # noqa: F811
+    home = store.create_conversation("home")
+    store.add_page(home, "I adopted a golden retriever puppy named Biscuit.", "Biscuit sounds sweet.")
+    store.add_knowledge("user", "The user's dog is called Biscuit.")
+    dlg = SpacesDialog(lambda fn, done, err: worker.submit(fn, done, on_error=err))
+    qtbot.addWidget(dlg)
+    dlg.show()
+    changes: list[int] = []
+    dlg.changed.connect(lambda: changes.append(1))
+    qtbot.waitUntil(lambda: dlg.list.count() == 1, timeout=10_000)
+    assert _names(dlg) == ["Personal — 1 page, 1 fact, 1 chat"]
+    assert not dlg.delete_button.isEnabled() and not dlg.merge_button.isEnabled()  # the last space stays
+
+    answers = iter(["Work", "Office"])
+    dlg.ask_name = lambda title, label, text: next(answers)
+    dlg.new_space()
+    qtbot.waitUntil(lambda: dlg.list.count() == 2, timeout=10_000)
+    assert dlg.status.text() == "Space “Work” created." and changes == [1]
+    dlg.select("Work")
+    dlg.rename_space()
+    qtbot.waitUntil(lambda: "Office — empty" in _names(dlg), timeout=10_000)
+    assert [s.name for s in store.spaces.list()] == ["Personal", "Office"]
+    # a name taken: one line, nothing changed
+    dlg.ask_name = lambda title, label, text: "personal"
+    dlg.rename_space()
+    qtbot.waitUntil(lambda: "exists already" in dlg.status.text(), timeout=10_000)
+    _done(dlg, worker)
+
+    # deleting Personal, which holds memory: refused unless its memory is confirmed forgotten
+    asked: list[tuple[str, str, str]] = []
+
+    def refuse(title, text, action):
+        asked.append((title, text, action))
+        return False
+
+    dlg.confirm = refuse
+    dlg.select("Personal")
+    dlg.delete_space()
+    _done(dlg, worker)
+    assert asked and asked[0][2] == "Forget and delete" and "forgets that memory" in asked[0][1]
+    assert store.spaces.get(1) is not None and store.count_pages() == 1
+
+    # merge Personal into Office: the confirmation says what happens, then everything moves
+    dlg.ask_target = lambda title, names: names.index("Office")
+    dlg.confirm = lambda title, text, action: asked.append((title, text, action)) or True
+    dlg.merge_space()
+    qtbot.waitUntil(lambda: dlg.list.count() == 1, timeout=30_000)
+    title, text, action = asked[-1]
+    assert action == "Merge" and "moves to “Office”" in text and "is removed" in text
+    assert "merged into “Office”: 1 page, 1 fact and 0 traits moved" in dlg.status.text()
+    assert _names(dlg) == ["Office — 1 page, 1 fact, 1 chat"]
+    assert [p.space_id for p in store.list_pages(limit=5)] == [store.spaces.resolve("Office")]
+
+    # a second space, filled, deleted with its memory after the confirmation
+    dlg.ask_name = lambda title, label, text: "Scratch"
+    dlg.new_space()
+    qtbot.waitUntil(lambda: dlg.list.count() == 2, timeout=10_000)
+    scratch = store.spaces.resolve("Scratch")
+    store.add_knowledge("user", "The user is testing a scratch space.", space_id=scratch)
+    dlg.reload()
+    qtbot.waitUntil(lambda: "Scratch — 1 fact" in _names(dlg), timeout=10_000)
+    Path("/tmp/spaces").mkdir(parents=True, exist_ok=True)
+    dlg.select("Scratch")
+    assert dlg.grab().save("/tmp/spaces/manage-spaces.png")
+    dlg.confirm = lambda title, text, action: action == "Forget and delete"
+    dlg.delete_space()
+    qtbot.waitUntil(lambda: dlg.list.count() == 1, timeout=30_000)
+    assert dlg.status.text() == "Space “Scratch” deleted; 1 item forgotten with it."
+    assert [s.name for s in store.spaces.list()] == ["Office"]
+    assert not [k for k in store.list_knowledge() if "scratch" in k.text]
+
+
+def test_reachable_from_the_window_and_the_picker_follows(make_window, chat, qtbot):
+    win = make_window(max_tokens=4)
+    chat.wait_db(win)
+    assert not win.space_picker.isVisible()
+    win.spaces_action.trigger()
+    dlg = win.findChild(SpacesDialog)
+    assert dlg is not None and dlg.isVisible()
+    qtbot.waitUntil(lambda: dlg.list.count() == 1, timeout=30_000)
+    dlg.ask_name = lambda title, label, text: "Work"
+    dlg.new_space()
+    qtbot.waitUntil(win.space_picker.isVisible, timeout=30_000)  # `changed`: the picker read the spaces again
+    assert [win.space_picker.space_box.itemText(i) for i in range(win.space_picker.space_box.count())] == [
+        "Personal",
+        "Work",
+    ]
+    dlg.close()
+    win.space_picker.manage_button.click()  # the picker's "Spaces…" opens it too
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in win.findChildren(SpacesDialog)), timeout=10_000)
