@@ -6,6 +6,9 @@ deletion of a space of many pages never blocks the window; the buttons wait whil
 A space that holds memory is deleted only when the user confirms that its memory is forgotten with it,
 as `delete --forget` on the command line; a merge says what happens before it runs. The questions go
 through `ask_name`, `ask_target` and `confirm`, which tests replace.
+
+`SpaceActions` puts "Move to space…" and "Copy to space…" on the inspector's pages (their context menu):
+the selected pages go to, or are copied into, another space (app.space_operations move_items/copy_items).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -22,6 +26,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QMessageBox,
     QPushButton,
     QVBoxLayout,
@@ -29,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import space_operations as ops
+from app.wording import count
 
 Run = Callable[..., Any]  # run(fn(store), on_done(value), on_error(exc)): the database thread
 
@@ -206,3 +212,65 @@ class SpacesDialog(QDialog):
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         box.exec()
         return box.clickedButton() is yes
+
+
+class SpaceActions(QObject):
+    """ "Move to space…" and "Copy to space…" for the selected rows of an inspector table of pages (or
+    facts, `kind`). `spaces()` gives the memory's spaces, (id, name); `panel` is the inspector's
+    (ui.inspector.host.PanelHost: resolve_keys, act, status). The actions are in the table's context menu."""
+
+    WHAT = {"page": "page", "knowledge": "fact", "trait": "trait"}
+
+    def __init__(self, panel: Any, table: Any, model: Any, spaces: Callable[[], list[tuple[int, str]]], kind: str):
+        super().__init__(table)
+        self.panel, self.table, self.model, self.spaces, self.kind = panel, table, model, spaces, kind
+        self.move_action = QAction("Move to space…", table)
+        self.move_action.setToolTip("Put the selected items in another memory space")
+        self.move_action.triggered.connect(lambda: self.start("move"))
+        self.copy_action = QAction("Copy to space…", table)
+        self.copy_action.setToolTip("Keep the selected items here and put a copy in another memory space")
+        self.copy_action.triggered.connect(lambda: self.start("copy"))
+        table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        table.customContextMenuRequested.connect(self._menu)
+
+    def _menu(self, pos: QPoint) -> None:
+        menu = QMenu(self.table)
+        for action in (self.move_action, self.copy_action):
+            action.setEnabled(len(self.spaces()) > 1 and bool(self.table.selected_rows()))
+            menu.addAction(action)
+        menu.exec(self.table.viewport().mapToGlobal(pos))
+
+    def start(self, how: str) -> None:
+        """Move or copy ('move' | 'copy') the selected rows: their ids, then the space to put them in."""
+        if len(self.spaces()) < 2:
+            self.panel.status("There is only one memory space: make another in Memory ▸ Memory spaces…")
+            return
+        rows = self.table.selected_rows()
+        if rows:
+            self.panel.resolve_keys(self.model, rows, lambda ids: self._to_space(how, ids))
+
+    def _to_space(self, how: str, ids: list) -> None:
+        ids = sorted({int(i) for i in ids if i is not None})
+        spaces = self.spaces()
+        if not ids:
+            return
+        what = count(len(ids), self.WHAT[self.kind])
+        pick = self.ask_space(f"{'Move' if how == 'move' else 'Copy'} {what} to which space?", [n for _, n in spaces])
+        if pick is None:
+            return
+        sid, name = spaces[pick]
+        kind = self.kind
+        if how == "move":
+            self.panel.act(
+                lambda s: ops.move_items(s, kind, ids, sid), lambda n: f"{count(n, self.WHAT[kind])} moved to “{name}”."
+            )
+        else:
+            self.panel.act(
+                lambda s: ops.copy_items(s, kind, ids, sid),
+                lambda new: f"{count(len(new), self.WHAT[kind])} copied to “{name}”.",
+            )
+
+    def ask_space(self, title: str, names: list[str]) -> int | None:
+        """Which space (an index into `names`); tests replace this."""
+        name, ok = QInputDialog.getItem(self.table, "Memory spaces", title, names, 0, False)
+        return names.index(name) if ok and name in names else None

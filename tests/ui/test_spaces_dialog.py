@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.test_inspector_fixtures import ctx, store  # noqa: F401  (fixtures)
+from tests.ui.test_inspector_fixtures import ctx, fill_store, load_all, panel_factory, settle, store  # noqa: F401  (fixtures)
 from ui.spaces_dialog import SpacesDialog
 from ui.tasks import UiWorker
 
@@ -121,3 +121,32 @@ def test_reachable_from_the_window_and_the_picker_follows(make_window, chat, qtb
     dlg.close()
     win.space_picker.manage_button.click()  # the picker's "Spaces…" opens it too
     qtbot.waitUntil(lambda: any(d.isVisible() for d in win.findChildren(SpacesDialog)), timeout=10_000)
+
+
+def test_inspector_pages_move_and_copy_to_a_space(qtbot, store, panel_factory):  # noqa: F811
+    fill_store(store)
+    work = store.spaces.create("Work")
+    total = store.count_pages()
+    panel = panel_factory("pages")
+    view = panel.pages
+    settle(panel)
+    qtbot.waitUntil(lambda: view.space.count() == 3, timeout=10_000)
+    actions = view.space_actions
+    actions.ask_space = lambda title, names: names.index("Work")
+    view.table.selectRow(0)
+    view.table.selectionModel().select(
+        view.model.index(1, 0),
+        view.table.selectionModel().SelectionFlag.Select | view.table.selectionModel().SelectionFlag.Rows,
+    )
+    assert len(view.table.selected_rows()) == 2
+    actions.copy_action.trigger()
+    qtbot.waitUntil(lambda: store.count_pages(space_id=work) == 2, timeout=20_000)
+    settle(panel)
+    assert store.count_pages() == total + 2 and "copied to “Work”" in panel.status_label.text()
+    load_all(view.model, panel)
+    row = next(r for r in range(view.model.rowCount()) if view.model.peek(r).space_id == 1)
+    view.table.selectRow(row)  # a page of Personal (the copies in Work are listed too)
+    actions.move_action.trigger()
+    qtbot.waitUntil(lambda: store.count_pages(space_id=work) == 3, timeout=20_000)
+    settle(panel)
+    assert store.count_pages() == total + 2 and store.check_integrity() == []

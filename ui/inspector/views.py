@@ -59,6 +59,7 @@ from ui.inspector.models import (
     version_columns,
 )
 from ui.inspector.tables import InspectorTable
+from ui.spaces_dialog import SpaceActions
 
 TIER_FILTERS = [("Everywhere", None), ("Recent chat", "stm"), ("In topics", "mtm"), ("Archive", "archive")]
 SEG_TIER_FILTERS = [("All topics", None), ("In use", "mtm"), ("Archive", "archive")]
@@ -414,6 +415,8 @@ class PagesView(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         self.table = InspectorTable(self.model)
         self.pins = PinAndForget("page", panel, self.table, self.model, lambda: self.page, self._forget_question)
+        # "Move to space…" / "Copy to space…" in the table's context menu (ui/spaces_dialog.py)
+        self.space_actions = SpaceActions(panel, self.table, self.model, self._spaces, "page")
         self.table.current_key_changed.connect(self._on_current)
         self.table.delete_pressed.connect(self.pins.forget_selected)
         split.addWidget(self.table)
@@ -522,6 +525,10 @@ class PagesView(QWidget):
         if not self.model.ready and not self.model.is_loading():
             self.model.reload()
             self.load_spaces()
+
+    def _spaces(self) -> list[tuple[int, str]]:
+        """The memory's spaces as the space filter holds them (id, name)."""
+        return [(int(self.space.itemData(i)), self.space.itemText(i)) for i in range(1, self.space.count())]
 
     def load_spaces(self) -> None:
         """Read the memory's spaces into the space filter (shown when there are two or more)."""
