@@ -150,3 +150,23 @@ def test_inspector_pages_move_and_copy_to_a_space(qtbot, store, panel_factory): 
     qtbot.waitUntil(lambda: store.count_pages(space_id=work) == 3, timeout=20_000)
     settle(panel)
     assert store.count_pages() == total + 2 and store.check_integrity() == []
+
+
+def test_the_trace_names_a_recalled_pages_space_when_there_are_two(qtbot, store, panel_factory):  # noqa: F811
+    from ui.inspector.tracing import trace_for_query
+
+    home = store.create_conversation("home")
+    pid = store.add_page(home, "I adopted a golden retriever puppy named Biscuit.", "Biscuit sounds sweet.")
+    one = trace_for_query(store, "my puppy Biscuit")
+    assert [r["page_id"] for r in one.not_in_prompt] == [pid]
+    assert "space_name" not in one.not_in_prompt[0]  # one space: not named
+    work = store.spaces.create("Work")
+    store.spaces.move_pages([pid], work)
+    data = trace_for_query(store, "my puppy Biscuit")
+    [row] = data.not_in_prompt
+    assert row["page_id"] == pid and row["space_name"] == "Work"
+    panel = panel_factory("trace")
+    view = panel.trace
+    view.set_data(data)
+    view.not_in_prompt_view.selectRow(0)
+    qtbot.waitUntil(lambda: "space “Work”" in view.detail.toPlainText(), timeout=10_000)

@@ -44,6 +44,7 @@ def _pages(store, ids) -> dict[int, Any]:
 def _topics(store, rows: list[dict]) -> None:
     """Each recalled page's context: its topic's title and summary as they are now (read here, not kept in
     the trace: a forgotten page's words must not stay in a reply's trace through its topic's summary)."""
+    _space_names(store, rows)
     seen: dict[int, Any] = {}
     for row in rows:
         sid = row.get("segment_id")
@@ -55,6 +56,19 @@ def _topics(store, rows: list[dict]) -> None:
         if seg is not None:
             row["topic_title"] = seg.title
             row["topic_summary"] = seg.summary
+
+
+def _space_names(store, rows: list[dict]) -> None:
+    """Each recalled page's memory space by name (`space_name`; the trace's `space_id`, else the page's),
+    only when the memory has more than one space: with one, naming it says nothing."""
+    names = {sp.id: sp.name for sp in store.spaces.list()}
+    if len(names) < 2:
+        return
+    for row in rows:
+        page = row.get("page")
+        sid = row.get("space_id") if row.get("space_id") is not None else getattr(page, "space_id", None)
+        if sid is not None:
+            row["space_name"] = names.get(int(sid), "a deleted space")
 
 
 def _row(hit: dict, rank: int, pages: dict) -> dict:
@@ -70,6 +84,7 @@ def _row(hit: dict, rank: int, pages: dict) -> dict:
         "timestamp": hit.get("timestamp"),
         "conversation_id": hit.get("conversation_id"),
         "meta": hit.get("meta") or {},
+        "space_id": hit.get("space_id"),  # the memory space it was recalled from (traces since spaces)
     }
     if page is None:
         row["text"] = "(this page has been forgotten since)"

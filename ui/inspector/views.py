@@ -1492,10 +1492,11 @@ class TraceView(QWidget):
                 if r.get("topic_title")
                 else ""
             )
+            space = f" · space “{fmt.esc(r['space_name'])}”" if r.get("space_name") else ""  # two spaces or more
             self.detail.setHtml(
                 f"<h3 style='margin:0'><a href='page:{r['page_id']}'>Page {r['page_id']}</a> "
                 f"<span style='font-weight:normal;color:{grey}'>· {fmt.tier(r.get('tier'))} · "
-                f"{fmt.when(r.get('timestamp'))}{seg} · rank {r['rank']} · match {r['score']:.2f}</span></h3>"
+                f"{fmt.when(r.get('timestamp'))}{seg}{space} · rank {r['rank']} · match {r['score']:.2f}</span></h3>"
                 f"<p style='margin:4px 0'><b>Why:</b> {fmt.esc(plain_reason(r['reason']))}</p>{topic}{left}{tech}"
                 f"<div>{fmt.paragraphs(r['text'])}</div>"
             )
