@@ -167,9 +167,12 @@ def remember(store, text: str, *, about: str = "user", pin: bool = False, space_
     return remember_fact(store, text, about=about, pin=pin, space_id=space_id)
 
 
-def remember_a_trait(store, dimension: str, value: str, *, pin: bool = False) -> Remembered:
-    """Keep a trait (`likes: jazz`) at once. ValueError: a part is empty."""
-    return remember_trait(store, dimension, value, pin=pin)
+def remember_a_trait(
+    store, dimension: str, value: str, *, pin: bool = False, space_id: int | None = None
+) -> Remembered:
+    """Keep a trait (`likes: jazz`) at once, in memory space `space_id` (default Personal). ValueError: a
+    part is empty."""
+    return remember_trait(store, dimension, value, pin=pin, space_id=space_id)
 
 
 def set_memory_paused(store, paused: bool, *, cid: int | None = None) -> None:

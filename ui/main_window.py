@@ -1408,6 +1408,7 @@ class MainWindow(QMainWindow):
         """ui.inspector.attach made the dock: follow its showing, hiding and floating."""
         dock.visibilityChanged.connect(self._sync_inspector_toggles)
         dock.topLevelChanged.connect(lambda _floating: QTimer.singleShot(0, self.fit_layout))
+        dock.widget().write_space = self.space_picker.space_id  # Add… keeps a fact in the chat's space
 
     def show_saved_memories(self) -> None:
         """Memory ▸ Saved memories: what Mnemo knows about the user, as plain sentences."""

@@ -121,6 +121,13 @@ def test_reachable_from_the_window_and_the_picker_follows(make_window, chat, qtb
     dlg.close()
     win.space_picker.manage_button.click()  # the picker's "Spaces…" opens it too
     qtbot.waitUntil(lambda: any(d.isVisible() for d in win.findChildren(SpacesDialog)), timeout=10_000)
+    # the inspector's Add… keeps a fact in the space the header shows
+    panel = win.show_inspector()
+    try:
+        win.space_picker.space_box.setCurrentIndex(1)
+        assert panel.write_space() == win.space_picker.space_id() != 1
+    finally:
+        panel.shutdown()
 
 
 def test_inspector_pages_move_and_copy_to_a_space(qtbot, store, panel_factory):  # noqa: F811
@@ -170,3 +177,21 @@ def test_the_trace_names_a_recalled_pages_space_when_there_are_two(qtbot, store,
     view.set_data(data)
     view.not_in_prompt_view.selectRow(0)
     qtbot.waitUntil(lambda: "space “Work”" in view.detail.toPlainText(), timeout=10_000)
+
+
+def test_inspector_add_keeps_a_fact_in_the_chats_space(qtbot, store, panel_factory):  # noqa: F811
+    work = store.spaces.create("Work")
+    store.add_knowledge("user", "The user's deadline is Friday.")  # the same words, in Personal
+    panel = panel_factory("persona")
+    panel.write_space = lambda: work  # the window sets this to its space picker's space
+    panel.ask_new_item = lambda dims: {
+        "kind": "knowledge",
+        "about": "user",
+        "text": "The user's deadline is Friday.",
+        "pin": False,
+    }
+    panel.persona.add_btn.click()
+    settle(panel)
+    facts = [k for k in store.list_knowledge(owner="user", limit=100) if k.text == "The user's deadline is Friday."]
+    assert sorted(k.space_id for k in facts) == [1, work]  # added in Work, the Personal one not confirmed
+    assert panel.status_label.text().startswith("Remembered as fact")

@@ -1214,18 +1214,20 @@ class PersonaView(QWidget):
                 self.panel.act(lambda s: s.edit_knowledge(r.id, vals[0]), f"Fact {r.id} edited.")
 
     def add_item(self) -> None:
-        """Persona ▸ Add…: remember a fact or a trait the user writes (`app.remember`), on the worker."""
+        """Persona ▸ Add…: remember a fact or a trait the user writes (`app.remember`), on the worker, in
+        the memory space of the window's chat (`panel.write_space`, set by the window; else Personal)."""
         got = self.panel.ask_new_item(self.traits.dimensions())
         if got is None:
             return
+        space = getattr(self.panel, "write_space", lambda: None)()
         if got["kind"] == "trait":
 
             def fn(s):
-                return operations.remember_a_trait(s, got["dimension"], got["value"], pin=got["pin"])
+                return operations.remember_a_trait(s, got["dimension"], got["value"], pin=got["pin"], space_id=space)
         else:
 
             def fn(s):
-                return operations.remember(s, got["text"], about=got["about"], pin=got["pin"])
+                return operations.remember(s, got["text"], about=got["about"], pin=got["pin"], space_id=space)
 
         def said(done) -> str:
             # the reload that follows selects the item, so its details and versions show
