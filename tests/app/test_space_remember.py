@@ -53,3 +53,18 @@ def test_a_trait_is_matched_only_within_its_space(store):
     assert a.id != b.id and b.outcome == "added"
     assert remember_trait(store, "likes", "jazz", space_id=work).outcome == "confirmed"
     assert {t.space_id for t in store.list_traits()} == {1, work}
+
+
+def test_a_chat_remembers_in_its_space_and_forgets_only_what_it_reads(agent, store):
+    """Through the chat agent and the bundled model: "Remember that …" in a Work chat keeps the fact in
+    Work; "Forget that …" there leaves the Personal copy of the same words."""
+    work = store.spaces.create("Work")
+    home, office = store.create_conversation("home"), store.create_conversation("office", space_id=work)
+    at_home = agent.send(home, "Remember that my locker code is 4312.").stats["remembered"]
+    at_work = agent.send(office, "Remember that my locker code is 4312.").stats["remembered"]
+    assert at_work["outcome"] == "added" and at_work["id"] != at_home["id"]
+    assert store.get_knowledge(at_work["id"]).space_id == work and store.get_knowledge(at_home["id"]).space_id == 1
+    forgot = agent.send(office, "Forget that my locker code is 4312").stats["forgot"]
+    assert [f[0] for f in forgot["facts"]] == [at_work["id"]]
+    kept = store.get_knowledge(at_home["id"])
+    assert kept is not None and kept.status == "active"
