@@ -48,6 +48,9 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
     n_facts = st["knowledge"]["user"]
     assert ov.cards["lpm"].value.text() == f"{n_facts:,} fact{'s' if n_facts != 1 else ''} · {st['traits']:,} traits"
     assert ov.cards["mtm"].bar.maximum() == store.params.tiers.mtm_capacity
+    # the count is a line of its own: a bar 8 px high cannot hold it (it was drawn across the bar)
+    assert not ov.cards["mtm"].bar.isTextVisible()
+    assert ov.cards["mtm"].bar_text.text() == f"{st['segments']['mtm']:,} of {store.params.tiers.mtm_capacity:,}"
     evs = store.events(0, 100000)
     shown = ov.events.records()
     assert len(shown) == min(300, len(evs))
@@ -761,10 +764,11 @@ def test_add_remembers_a_fact_and_a_trait_the_user_writes(qtbot, store, filled, 
     assert "I am allergic to peanuts." in pv.detail.toPlainText() and "by you" in pv.detail.toPlainText()
     hits = store.retrieve("Can I eat peanut butter?", record_visits=False).knowledge
     assert k.id in [h.item.id for h in hits]
-    # saying it again confirms it; a trait goes under its dimension
+    # saying it again confirms it (a count, no new version of the same words); a trait goes under its dimension
     pv.add_btn.click()
     settle(panel)
-    assert store.get_knowledge(k.id).version == 2
+    again = store.get_knowledge(k.id)
+    assert (again.version, again.confirmations) == (1, 1)
     assert panel.status_label.text().startswith(f"Already remembered as fact {k.id}")
     panel.ask_new_item = lambda dims: {"kind": "trait", "dimension": "likes", "value": "bebop jazz", "pin": False}
     pv.add_btn.click()

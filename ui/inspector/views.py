@@ -189,10 +189,13 @@ class _Card(QFrame):
         self.sub.setWordWrap(True)
         self.sub.setStyleSheet("color: palette(placeholder-text);")
         self.bar = QProgressBar()
-        self.bar.setTextVisible(True)
-        self.bar.setMaximumHeight(14)
+        self.bar.setTextVisible(False)  # a 14-px bar cannot hold its text: the count is the line under it
+        self.bar.setMaximumHeight(8)
         self.bar.hide()
-        for w in (self.title, self.value, self.sub, self.bar):
+        self.bar_text = QLabel("")
+        self.bar_text.setStyleSheet("color: palette(placeholder-text); font-size: 11px;")
+        self.bar_text.hide()
+        for w in (self.title, self.value, self.sub, self.bar, self.bar_text):
             lay.addWidget(w)
         lay.addStretch(1)
 
@@ -203,10 +206,12 @@ class _Card(QFrame):
         if used is not None and cap:
             self.bar.setRange(0, int(cap))
             self.bar.setValue(min(int(used), int(cap)))
-            self.bar.setFormat(f"{used:,} / {cap:,}")
+            self.bar_text.setText(f"{used:,} of {cap:,}")
             self.bar.show()
+            self.bar_text.show()
         else:
             self.bar.hide()
+            self.bar_text.hide()
 
 
 class OverviewView(QWidget):
