@@ -215,62 +215,65 @@ class SpacesDialog(QDialog):
 
 
 class SpaceActions(QObject):
-    """ "Move to space…" and "Copy to space…" for the selected rows of an inspector table of pages (or
-    facts, `kind`). `spaces()` gives the memory's spaces, (id, name); `panel` is the inspector's
-    (ui.inspector.host.PanelHost: resolve_keys, act, status). The actions are in the table's context menu."""
+    """ "Move to space…" and "Copy to space…" for what is selected in inspector lists (pages; facts and
+    traits), in the context menu of each of `widgets`. `selected(callback)` hands the selection to
+    `callback` as (kind, id) pairs, kind 'page', 'knowledge' or 'trait'; `panel` is the inspector's
+    (ui.inspector.host.PanelHost: run, act, status). The spaces are read when an action starts."""
 
     WHAT = {"page": "page", "knowledge": "fact", "trait": "trait"}
 
-    def __init__(self, panel: Any, table: Any, model: Any, spaces: Callable[[], list[tuple[int, str]]], kind: str):
-        super().__init__(table)
-        self.panel, self.table, self.model, self.spaces, self.kind = panel, table, model, spaces, kind
-        self.move_action = QAction("Move to space…", table)
+    def __init__(self, panel: Any, widgets: list[Any], selected: Callable[[Callable[[list], None]], None]):
+        super().__init__(widgets[0])
+        self.panel, self.selected = panel, selected
+        self.move_action = QAction("Move to space…", widgets[0])
         self.move_action.setToolTip("Put the selected items in another memory space")
         self.move_action.triggered.connect(lambda: self.start("move"))
-        self.copy_action = QAction("Copy to space…", table)
+        self.copy_action = QAction("Copy to space…", widgets[0])
         self.copy_action.setToolTip("Keep the selected items here and put a copy in another memory space")
         self.copy_action.triggered.connect(lambda: self.start("copy"))
-        table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        table.customContextMenuRequested.connect(self._menu)
+        for w in widgets:
+            w.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+            w.customContextMenuRequested.connect(lambda pos, w=w: self._menu(w, pos))
 
-    def _menu(self, pos: QPoint) -> None:
-        menu = QMenu(self.table)
-        for action in (self.move_action, self.copy_action):
-            action.setEnabled(len(self.spaces()) > 1 and bool(self.table.selected_rows()))
-            menu.addAction(action)
-        menu.exec(self.table.viewport().mapToGlobal(pos))
+    def _menu(self, widget: Any, pos: QPoint) -> None:
+        menu = QMenu(widget)
+        menu.addAction(self.move_action)
+        menu.addAction(self.copy_action)
+        menu.exec(widget.viewport().mapToGlobal(pos))
 
     def start(self, how: str) -> None:
-        """Move or copy ('move' | 'copy') the selected rows: their ids, then the space to put them in."""
-        if len(self.spaces()) < 2:
+        """Move or copy ('move' | 'copy') the selection: its ids, the spaces, then the space to put it in."""
+
+        def with_items(items: list) -> None:
+            items = sorted({(str(k), int(i)) for k, i in items if i is not None})
+            if items:
+                self.panel.run(
+                    lambda s: [(sp.id, sp.name) for sp in ops.spaces(s)], lambda sp: self._to_space(how, items, sp)
+                )
+
+        self.selected(with_items)
+
+    def _to_space(self, how: str, items: list[tuple[str, int]], spaces: list[tuple[int, str]]) -> None:
+        if len(spaces) < 2:
             self.panel.status("There is only one memory space: make another in Memory ▸ Memory spaces…")
             return
-        rows = self.table.selected_rows()
-        if rows:
-            self.panel.resolve_keys(self.model, rows, lambda ids: self._to_space(how, ids))
-
-    def _to_space(self, how: str, ids: list) -> None:
-        ids = sorted({int(i) for i in ids if i is not None})
-        spaces = self.spaces()
-        if not ids:
-            return
-        what = count(len(ids), self.WHAT[self.kind])
+        kinds = sorted({k for k, _ in items})
+        what = count(len(items), self.WHAT[kinds[0]]) if len(kinds) == 1 else count(len(items), "item")
         pick = self.ask_space(f"{'Move' if how == 'move' else 'Copy'} {what} to which space?", [n for _, n in spaces])
         if pick is None:
             return
         sid, name = spaces[pick]
-        kind = self.kind
-        if how == "move":
-            self.panel.act(
-                lambda s: ops.move_items(s, kind, ids, sid), lambda n: f"{count(n, self.WHAT[kind])} moved to “{name}”."
-            )
-        else:
-            self.panel.act(
-                lambda s: ops.copy_items(s, kind, ids, sid),
-                lambda new: f"{count(len(new), self.WHAT[kind])} copied to “{name}”.",
-            )
+        by_kind = {k: [i for kk, i in items if kk == k] for k in kinds}
+
+        def fn(s) -> int:
+            do = ops.move_items if how == "move" else (lambda *a: len(ops.copy_items(*a)))
+            return sum(do(s, kind, ids, sid) for kind, ids in by_kind.items())
+
+        verb = "moved" if how == "move" else "copied"
+        noun = self.WHAT[kinds[0]] if len(kinds) == 1 else "item"
+        self.panel.act(fn, lambda n: f"{count(n, noun)} {verb} to “{name}”.")
 
     def ask_space(self, title: str, names: list[str]) -> int | None:
         """Which space (an index into `names`); tests replace this."""
-        name, ok = QInputDialog.getItem(self.table, "Memory spaces", title, names, 0, False)
+        name, ok = QInputDialog.getItem(None, "Memory spaces", title, names, 0, False)
         return names.index(name) if ok and name in names else None

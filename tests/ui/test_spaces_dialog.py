@@ -195,3 +195,25 @@ def test_inspector_add_keeps_a_fact_in_the_chats_space(qtbot, store, panel_facto
     facts = [k for k in store.list_knowledge(owner="user", limit=100) if k.text == "The user's deadline is Friday."]
     assert sorted(k.space_id for k in facts) == [1, work]  # added in Work, the Personal one not confirmed
     assert panel.status_label.text().startswith("Remembered as fact")
+
+
+def test_inspector_persona_move_and_copy_to_a_space(qtbot, store, panel_factory):  # noqa: F811
+    work = store.spaces.create("Work")
+    kid = store.add_knowledge("user", "The user's deadline is Friday.")
+    tid = store.add_trait("likes", "jazz")
+    panel = panel_factory("persona")
+    pv = panel.persona
+    settle(panel)
+    pv.space_actions.ask_space = lambda title, names: names.index("Work")
+    view = pv.kviews["user"]
+    qtbot.waitUntil(lambda: view.table_model().rowCount() == 1, timeout=10_000)
+    view.selectRow(0)
+    pv.space_actions.copy_action.trigger()
+    qtbot.waitUntil(lambda: any(k.space_id == work for k in store.list_knowledge(limit=10)), timeout=20_000)
+    settle(panel)
+    assert panel.status_label.text() == "1 fact copied to “Work”."
+    assert store.get_knowledge(kid).space_id == 1  # the original stays
+    pv.space_actions._to_space("move", [("trait", tid)], [(1, "Personal"), (work, "Work")])
+    qtbot.waitUntil(lambda: store.get_trait(tid).space_id == work, timeout=20_000)
+    settle(panel)
+    assert panel.status_label.text() == "1 trait moved to “Work”."

@@ -421,7 +421,7 @@ class PagesView(QWidget):
         self.table = InspectorTable(self.model)
         self.pins = PinAndForget("page", panel, self.table, self.model, lambda: self.page, self._forget_question)
         # "Move to space…" / "Copy to space…" in the table's context menu (ui/spaces_dialog.py)
-        self.space_actions = SpaceActions(panel, self.table, self.model, self._spaces, "page")
+        self.space_actions = SpaceActions(panel, [self.table], self._selected_pages)
         self.table.current_key_changed.connect(self._on_current)
         self.table.delete_pressed.connect(self.pins.forget_selected)
         split.addWidget(self.table)
@@ -531,9 +531,11 @@ class PagesView(QWidget):
             self.model.reload()
             self.load_spaces()
 
-    def _spaces(self) -> list[tuple[int, str]]:
-        """The memory's spaces as the space filter holds them (id, name)."""
-        return [(int(self.space.itemData(i)), self.space.itemText(i)) for i in range(1, self.space.count())]
+    def _selected_pages(self, callback) -> None:
+        """The selected pages as ("page", id) pairs, for `SpaceActions`."""
+        rows = self.table.selected_rows()
+        if rows:
+            self.panel.resolve_keys(self.model, rows, lambda ids: callback([("page", i) for i in ids]))
 
     def load_spaces(self) -> None:
         """Read the memory's spaces into the space filter (shown when there are two or more)."""
@@ -995,6 +997,8 @@ class PersonaView(QWidget):
         top.setStretchFactor(0, 1)
         top.setStretchFactor(1, 1)
         outer.addWidget(top)
+        # "Move to space…" / "Copy to space…" on the selected facts and traits (ui/spaces_dialog.py)
+        self.space_actions = SpaceActions(panel, [self.tree, *self.kviews.values()], lambda cb: cb(self._selected()))
 
         bottom = QSplitter(Qt.Orientation.Horizontal)
         self.detail = _browser()
