@@ -38,7 +38,7 @@ def test_memory_parameters_out_of_range_unknown_or_not_an_object(tmp_path):
     assert notes == [
         "settings: memory.stm_capacity = 0 is less than 1; the default 10 is used",
         "settings: memory.recall_own_after = 2.5 is not a whole number; the default 2 is used",
-        "settings: memory.mu = -1 is less than 1; the default 10000000.0 is used",
+        f"settings: memory.mu = -1 is less than 1; the default {MemoryParams().heat.mu} is used",
         "settings: memory.duplicate_threshold = 1.5 is not between -1 and 1; the default 0.92 is used",
         "settings: memory.gone is not a memory parameter; it is ignored",
     ]
