@@ -975,7 +975,9 @@ class MainWindow(QMainWindow):
             return
         if not self.backend.started:
             self.start_background_loading()
-        if self.backend.store_ok is False:  # the workers cannot run a turn without the database
+        # the workers cannot run a turn without the database; whichever worker found it first (the scheduler's
+        # may, before the database worker's own open has failed) says so
+        if self.backend.store_ok is False or self.backend.store_error is not None:
             self.statusBar().showMessage("Cannot send: the memory database could not be opened", 8000)
             return
         if self.editing_id is not None:
