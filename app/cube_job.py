@@ -63,6 +63,7 @@ class CubeImportJob:
 
     path: Path
     phase: str = "checking"  # checking → planned → importing → done | failed | cancelled
+    space_name: str | None = None  # import as a new memory space of this name (app.space_operations)
     plan: Any = None  # memory_core.cubes.ImportPlan
     record: Any = None  # memory_core.cubes.ImportRecord when written
     error: str | None = None
@@ -109,7 +110,14 @@ def run_import(ctx, job: CubeImportJob) -> CubeImportJob:
 
     def write(store) -> None:
         job.phase = "importing"
-        job.record = store.import_cube(job.path, cancelled=lambda: job.cancelled, on_progress=job.progress)
+        if job.space_name:
+            from app.space_operations import import_as_space
+
+            job.record, _sid = import_as_space(
+                store, job.path, job.space_name, cancelled=lambda: job.cancelled, on_progress=job.progress
+            )
+        else:
+            job.record = store.import_cube(job.path, cancelled=lambda: job.cancelled, on_progress=job.progress)
         if job.record.status == "done":
             job.phase = "done"
         else:

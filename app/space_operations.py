@@ -125,14 +125,19 @@ def new_chat_space(store, current_cid: int | None) -> int:
 
 
 def import_as_space(
-    store, path: str | Path, name: str, *, on_progress: Callable[[str, int, int], None] | None = None
+    store,
+    path: str | Path,
+    name: str,
+    *,
+    on_progress: Callable[[str, int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> tuple[Any, int]:
     """Import the cube at `path` as a new space `name`: what it adds goes there (what the memory already
     holds is recognised and stays where it is, as any import). Returns (the import's record, space id).
     The space is made first, so a name taken fails before anything is imported."""
     sid = store.spaces.create(name)
     try:
-        record = store.import_cube(path, on_progress=on_progress)
+        record = store.import_cube(path, on_progress=on_progress, cancelled=cancelled)
     except BaseException:
         if store.spaces.get(sid) is not None and store.spaces.get(sid).empty:
             store.spaces.delete(sid)

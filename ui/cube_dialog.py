@@ -19,6 +19,7 @@ from PySide6.QtCore import QDate, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QButtonGroup,
+    QCheckBox,
     QComboBox,
     QDateEdit,
     QDialog,
@@ -99,6 +100,15 @@ class CubeImportDialog(QDialog):
         self.details.setAccessibleName("What the import adds, merges and skips")
         self.details.setMinimumHeight(150)
         lay.addWidget(self.details)
+        space_row = QHBoxLayout()  # MemOS's "a cube imported as a new space": what it adds stays apart
+        self.as_space = QCheckBox("Keep what it adds in a new memory space:", self)
+        self.space_name = QLineEdit(Path(path).stem, self)
+        self.space_name.setAccessibleName("Name of the new memory space")
+        self.space_name.setEnabled(False)
+        self.as_space.toggled.connect(self.space_name.setEnabled)
+        space_row.addWidget(self.as_space)
+        space_row.addWidget(self.space_name, 1)
+        lay.addLayout(space_row)
         self.bar = QProgressBar(self)
         self.bar.setRange(0, 0)
         self.bar.setAccessibleName("Import progress")
@@ -152,6 +162,14 @@ class CubeImportDialog(QDialog):
     # -- the import -------------------------------------------------------------------
     def start_import(self) -> None:
         ctx, job = self._worker.ctx, self.job
+        if self.as_space.isChecked():
+            name = " ".join(self.space_name.text().split())
+            if not name:
+                self.status.setText("Give the new memory space a name, or untick the box.")
+                return
+            job.space_name = name
+        self.as_space.setEnabled(False)
+        self.space_name.setEnabled(False)
         self.import_button.setEnabled(False)
         job.phase = "importing"  # from now on Cancel cancels it (the task may not have begun)
         self.status.setText("Importing…")
@@ -193,8 +211,9 @@ class CubeImportDialog(QDialog):
         if job.phase == "done":
             self.bar.setValue(1)
             record = job.record
+            into = f" What it added is in the memory space “{job.space_name}”." if job.space_name else ""
             self.status.setText(
-                f"Imported as import {record.id}. Every item remembers that it came from {record.file_name}."
+                f"Imported as import {record.id}. Every item remembers that it came from {record.file_name}.{into}"
             )
             self.details.setPlainText("\n".join(record.counts.lines(done=True)))
             self.undo_button.show()

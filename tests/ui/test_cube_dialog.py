@@ -147,3 +147,23 @@ def test_export_a_cube_from_the_inspector(make_window, qtbot, cube, tmp_path):
         export.start_export()
     assert 0 < sig.args[0].counts["pages"] < n and sig.args[0].counts["chats"] == 1
     export.reject()
+
+
+def test_a_cube_imported_as_a_new_memory_space(make_window, qtbot, cube):
+    """The dialog's "new memory space" box: what the cube adds goes to a space of that name (MemOS's cube
+    imported as a new space), the rest of memory stays in Personal."""
+    path, n = cube
+    win = make_window(start=True)
+    dlg = win.import_memory(str(path))
+    qtbot.waitUntil(lambda: dlg.import_button.isEnabled(), timeout=60_000)
+    assert not dlg.space_name.isEnabled()
+    dlg.as_space.setChecked(True)
+    assert dlg.space_name.isEnabled() and dlg.space_name.text() == "other-memory"
+    dlg.space_name.setText("  Their   notes ")
+    shot(dlg, "import-as-space")
+    with qtbot.waitSignal(dlg.finished_import, timeout=60_000):
+        dlg.start_import()
+    assert dlg.job.phase == "done" and "memory space “Their notes”" in dlg.status.text()
+    spaces = win.backend.db(lambda s: {i.name: i.pages for i in s.spaces.list()}).result(timeout=30)
+    assert spaces.get("Their notes") == n and spaces.get("Personal", 0) == 0
+    dlg.accept()
