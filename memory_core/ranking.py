@@ -29,6 +29,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,6 @@ import numpy as np
 from . import text as T
 from . import token_match
 from .codec import from_json as _pj
-from .codec import vec_blob as _blob
 from .query import ParsedQuery
 from .space_filter import SpaceScope
 from .types import MemoryParams, Page, PageHit, SideHit
@@ -95,6 +95,9 @@ class RankingDeps:
     stale: tuple[int, int] | None = None
     off: frozenset[str] = frozenset()
     scope: SpaceScope | None = None  # the memory spaces read (None: every page may be recalled)
+    # runs a function on another thread (the retriever's embedding thread, idle by then) and gives its
+    # future: the word-by-word match splits its work in two with it. None: everything on this thread
+    beside: Callable[[Callable[[], Any]], Future] | None = None
 
     def in_scope(self, pid: int) -> bool:
         return self.scope is None or self.scope.allows(pid)
@@ -169,17 +172,21 @@ def segments(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     ablation in docs/eval.md), the pages' own scores already say it. Reads segment_candidates."""
     if d.stale is not None:  # segment vectors mix both models while re-embedding
         return
-    knn = d.execute(
-        "SELECT segment_id, distance FROM segment_vec WHERE embedding MATCH ? AND k = ? AND tier = 'mtm'",
-        (_blob(pq.vec), max(1, d.params.ranking.segment_candidates)),
-    ).fetchall()
-    if not knn:
+    # MTM holds at most mtm_capacity segments: their centroid sums scored in one product (segment_vec
+    # holds the same directions, but its KNN costs more than reading them)
+    rows = [
+        r
+        for r in d.execute("SELECT id, emb_sum, keywords FROM segment WHERE tier = 'mtm'", ())
+        if len(r[1]) == 4 * d.dim
+    ]
+    if not rows:
         return
-    marks = ",".join("?" * len(knn))
-    seg_kw = dict(d.execute(f"SELECT id, keywords FROM segment WHERE id IN ({marks})", [s for s, _ in knn]).fetchall())
-    for sid, dist in knn:
-        cos = 1.0 - float(dist)
-        jac = T.jaccard(pq.keywords, _pj(seg_kw.get(sid), []))
+    sums = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), d.dim)
+    cosines = (sums @ pq.vec) / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)
+    k = max(1, d.params.ranking.segment_candidates)
+    for i in np.argsort(-cosines, kind="stable")[:k]:
+        sid, cos = rows[i][0], float(cosines[i])
+        jac = T.jaccard(pq.keywords, _pj(rows[i][2], []))
         c.seg_score[sid] = cos + jac
         c.seg_reason[sid] = f"segment {sid} (cos {cos:.2f}" + (f", keywords {jac:.2f})" if jac else ")")
     c.seg_order = sorted(c.seg_score, key=lambda s: -c.seg_score[s])
@@ -266,7 +273,7 @@ def fuse(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     missing = [i for i in c.pool if i not in c.cos_of]
     if missing:
         c.cos_of.update(d.fresh(d.page_cache.scores_for(pq.vec, missing)))
-    c.score = {pid: base_score(pid, c, pq, d) for pid in c.info}
+    c.score = base_scores(c.info, c, pq, d)
 
 
 def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
@@ -311,15 +318,13 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         c.cos_of.update(d.fresh(d.page_cache.scores_for(pq.vec, [i for i in new_ids if i not in c.cos_of])))
         if c.tok_of and pq.tokens is not None:  # word scores exist only for a query with content-token rows
             c.tok_of.update(token_scores(pq.tokens, new_ids, d))
-        for pid in new_ids:
-            if pid in c.info:
-                c.score[pid] = base_score(pid, c, pq, d)
+        c.score.update(base_scores({pid: c.info[pid] for pid in new_ids if pid in c.info}, c, pq, d))
 
 
 def finalize(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """Every candidate's final score from its base score and its neighbours' (`final_score`). Reads
     neighbor_prev, neighbor_next, neighbor_context."""
-    c.final = {pid: final_score(pid, s, c, d) for pid, s in c.score.items()}
+    c.final = final_scores(c, d)
 
 
 def askings(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
@@ -419,14 +424,18 @@ Stage = tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]]
 # The stages in the order they run; "date", "neighbour_context" and "repeats" are rules inside
 # fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
 # TEXT_STAGES read only the query's text: the retriever runs them while the query is being embedded.
+# DENSE_STAGES read only the vector and the in-memory page matrix (no SQL): the retriever runs them on
+# the embedding thread as soon as the vector exists, still beside the text stages. VECTOR_STAGES follow.
 TEXT_STAGES: tuple[Stage, ...] = (
     ("keyword", keyword),
     ("trigram", trigram),
     ("prefetch", prefetch),
 )
+DENSE_STAGES: tuple[Stage, ...] = (("dense", dense),)
+# TRACE_STAGES need the vector but nothing of the candidates: the retriever runs them while the dense
+# stages run on the embedding thread
+TRACE_STAGES: tuple[Stage, ...] = (("segments", segments),)
 VECTOR_STAGES: tuple[Stage, ...] = (
-    ("dense", dense),
-    ("segments", segments),
     ("pool", pool),
     ("tokens", tokens),
     ("fuse", fuse),
@@ -435,7 +444,7 @@ VECTOR_STAGES: tuple[Stage, ...] = (
     ("askings", askings),
     ("select", select),
 )
-STAGE_ORDER: tuple[Stage, ...] = TEXT_STAGES + VECTOR_STAGES
+STAGE_ORDER: tuple[Stage, ...] = TEXT_STAGES + DENSE_STAGES + TRACE_STAGES + VECTOR_STAGES
 SWITCHABLE = (
     "common_words",
     "dense",
@@ -489,6 +498,46 @@ def base_score(pid: int, c: Candidates, pq: ParsedQuery, d: RankingDeps) -> floa
     if pq.windows and "date" not in d.off and pq.in_window(ts):
         s += p.ranking.date_boost
     return s
+
+
+def base_scores(info: dict[int, tuple], c: Candidates, pq: ParsedQuery, d: RankingDeps) -> dict[int, float]:
+    """`base_score` of every page of `info` (page -> its page_info row), the parameters read once: a few
+    hundred candidates a query, so the per-page call is what costs."""
+    p = d.params.ranking
+    wd = 0.0 if "dense" in d.off else p.w_dense
+    wk, wt = p.w_keyword, p.w_tokens
+    cos, kw, tok = c.cos_of, c.kw_of, c.tok_of
+    dated = bool(pq.windows) and "date" not in d.off
+    out: dict[int, float] = {}
+    for pid, row in info.items():
+        s = wd * cos.get(pid, 0.0) + wk * kw.get(pid, 0.0) + wt * tok.get(pid, 0.0)
+        if dated and pq.in_window(row[4]):
+            s += p.date_boost
+        out[pid] = s
+    return out
+
+
+def final_scores(c: Candidates, d: RankingDeps) -> dict[int, float]:
+    """`final_score` of every candidate from the base scores (`c.score`), recording in `c.via` which
+    neighbour each inherited from; the parameters read once (see `base_scores`)."""
+    p = d.params.ranking
+    wp, wn = p.neighbor_prev, p.neighbor_next
+    wc = p.neighbor_context if p.neighbor_context > 0 and "neighbour_context" not in d.off else 0.0
+    score, via = c.score, c.via
+    links = ((c.prev_of, wp), (c.next_of, wn))  # the page before first, as final_score
+    out: dict[int, float] = {}
+    for pid, own in score.items():
+        best, ctx = own, 0.0
+        via.pop(pid, None)
+        for neighbour_of, w in links:
+            o = neighbour_of.get(pid)
+            if o is not None and o in score:
+                so = score[o]
+                ctx = max(ctx, so)
+                if w * so > best:
+                    best, via[pid] = w * so, o
+        out[pid] = best + wc * ctx
+    return out
 
 
 def final_score(
@@ -688,8 +737,23 @@ def token_scores(
         ).fetchall()
         rows.update(zip([pid for pid, _, _ in texts], [b for b, _ in d.embed_page_tokens(texts)]))
     known = [i for i in ids if i in rows]
-    sims = token_match.maxsim_packed(q_tokens, [rows[i] for i in known], d.dim)
+    sims = _maxsim(q_tokens, [rows[i] for i in known], d)
     return {pid: float(v) for pid, v in zip(known, sims)}
+
+
+# the word-by-word match of at least this many pages is split between two threads (`RankingDeps.beside`)
+SPLIT_MATCH_PAGES = 64
+
+
+def _maxsim(q_tokens: np.ndarray, blobs: list[bytes], d: RankingDeps) -> np.ndarray:
+    """token_match.maxsim_packed of these blobs, half of them on the other thread when there is one:
+    numpy releases the GIL for the unpacking and the products, so the two halves run side by side."""
+    if d.beside is None or len(blobs) < SPLIT_MATCH_PAGES:
+        return token_match.maxsim_packed(q_tokens, blobs, d.dim)
+    half = len(blobs) // 2
+    other = d.beside(lambda: token_match.maxsim_packed(q_tokens, blobs[half:], d.dim))
+    first = token_match.maxsim_packed(q_tokens, blobs[:half], d.dim)
+    return np.concatenate([first, other.result()])
 
 
 def asking_pages(ids: Sequence[int], query: str, d: RankingDeps) -> set[int]:
@@ -728,9 +792,9 @@ def start_ranking(
 def finish_ranking(
     c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str, float]
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
-    """VECTOR_STAGES over `start_ranking`'s candidates, then the hits: the best `n` pages (hits), the
-    segments considered (trace rows), the segments that supplied a hit (to be visited) and the earlier
-    askings passed over."""
+    """VECTOR_STAGES over `start_ranking`'s candidates after DENSE_STAGES and TRACE_STAGES, then the
+    hits: the best `n` pages (hits), the segments considered (trace rows), the segments that supplied a
+    hit (to be visited) and the earlier askings passed over."""
     run_stages(c, pq, d, timings, VECTOR_STAGES)
     t = time.perf_counter()
     hits, visited, skipped = assemble(c, pq, d)
@@ -748,4 +812,6 @@ def rank_pages(
     conversation_id: int | None = None,
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
     """Every stage in one go, for a query already embedded (see `start_ranking`, `finish_ranking`)."""
-    return finish_ranking(start_ranking(pq, exclude, n, d, timings, conversation_id), pq, d, timings)
+    c = start_ranking(pq, exclude, n, d, timings, conversation_id)
+    run_stages(c, pq, d, timings, DENSE_STAGES + TRACE_STAGES)
+    return finish_ranking(c, pq, d, timings)

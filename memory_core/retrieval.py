@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import apsw
+import numpy as np
 
 from . import text as T
 from .codec import vec_blob as _blob
@@ -24,14 +25,17 @@ from .pages import Pages
 from .persona import TRAIT_COLS, Persona
 from .query import ParsedQuery, TermStats, common_words, keyword_query, parse_text, set_vectors, texts_to_embed
 from .ranking import (
+    DENSE_STAGES,
     SCOPED_KEYWORD_FACTOR,
+    TEXT_STAGES,
+    TRACE_STAGES,
     UNRELATED_COSINE,
     UNRELATED_PRIOR_PAGES,
     Candidates,
     RankingDeps,
     finish_ranking,
     rank_sides,
-    start_ranking,
+    run_stages,
     typical_cosine,
 )
 from .segments import Segments
@@ -98,47 +102,24 @@ class Retriever:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         # the query vector serves pages and knowledge; persona traits alone need none (prompt warming)
-        pq = self._parse_query(query, timings, off) if budget.pages > 0 or budget.knowledge > 0 else None
-        # the query is embedded on the embedding thread while this one runs what needs no vector
-        embedding = self._embed_async(pq, timings) if pq is not None else None
+        pq = parse_text(query, self.db.clock()) if budget.pages > 0 or budget.knowledge > 0 else None
+        embedding = self._embed_query(pq, timings, off) if pq is not None else None
         t1 = time.perf_counter()
         out = Retrieval(query=query, common_words=list(pq.common_words) if pq is not None else [])
+        visited: list[int] = []
         with self.db.lock:
             self.db.check()
             stm_ids, out.stm = self._stm(conversation_id, budget.stm)
-            t2 = time.perf_counter()
-            timings["stm"] = (t2 - t1) * 1000
-            started = None
-            if budget.pages > 0 and pq is not None:
-                # the newest exchanges are the dialogue above the message; older ones are memory
-                recent = (
-                    set(stm_ids[-self.db.params.quoting.recall_own_after :])
-                    if self.db.params.quoting.recall_own_after > 0
-                    else set()
-                )
-                tr = time.perf_counter()
-                deps = self._ranking_deps(off, self._space_map.scope(self.db.execute, spaces))
-                timings["deps"] = (time.perf_counter() - tr) * 1000
-                started = self._start_ranking(pq, recent, budget.pages, timings, conversation_id, deps)
-            if pq is not None and embedding is not None:
-                tw = time.perf_counter()
+            timings["stm"] = (time.perf_counter() - t1) * 1000
+            if pq is not None and embedding is not None and budget.pages > 0:
+                visited = self._recall(out, pq, embedding, stm_ids, budget, timings, conversation_id, off, spaces)
+            elif pq is not None and embedding is not None:
                 vecs, per_text = embedding.result()
-                timings["embed_wait"] = (time.perf_counter() - tw) * 1000
                 set_vectors(pq, vecs, per_text, self.db.params)
-            if started is not None and pq is not None:
-                out.pages, out.segments, visited, out.skipped = finish_ranking(started, pq, deps, timings)
-                ts = time.perf_counter()
-                out.sides = rank_sides(out.pages, pq.vec, deps)
-                timings["sides"] = (time.perf_counter() - ts) * 1000
-            else:
-                visited = []
-            t3 = time.perf_counter()
-            if budget.knowledge > 0 and pq is not None:
                 out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)
             if budget.traits > 0:
                 out.traits = self._select_traits(budget.traits)
             t4 = time.perf_counter()
-            timings["lpm"] = (t4 - t3) * 1000
             if record_visits and visited and not self.db.in_transaction:
                 try:
                     self.segments.record_visits(visited)
@@ -152,22 +133,89 @@ class Retriever:
         out.timings_ms = timings
         return out
 
-    def _embed_async(self, pq: ParsedQuery, timings: dict[str, float]) -> Future:
-        """Embed the query's texts on the embedding thread; the future gives (vectors, token rows) and
-        puts the embedding's own time in timings["embed"]. Why a thread: ONNX Runtime and SQLite both
-        release the GIL, so the keyword search runs beside the embedding (docs/benchmarks.md)."""
-        texts = texts_to_embed(pq)
+    def _embed_query(self, pq: ParsedQuery, timings: dict[str, float], off: frozenset[str]) -> Future:
+        """The query's embedding, started on the embedding thread at once; meanwhile its common words are
+        looked up, and the query without them is embedded after it when it has some (one future gives both)."""
+        embedding = self._embed_async([pq.text], timings)
+        self._common_words(pq, timings, off)
+        extra = texts_to_embed(pq)[1:]
+        return self._embed_more(embedding, extra, timings) if extra else embedding
+
+    def _recall(
+        self,
+        out: Retrieval,
+        pq: ParsedQuery,
+        embedding: Future,
+        stm_ids: list[int],
+        budget: RetrievalBudget,
+        timings: dict[str, float],
+        conversation_id: int | None,
+        off: frozenset[str],
+        spaces: frozenset[int] | None,
+    ) -> list[int]:
+        """Pages (and facts) for the query into `out`; returns the segments that supplied a page.
+
+        Two threads share the work: this one runs the keyword search while the embedding thread embeds
+        the query and then scans the page matrix (ranking.DENSE_STAGES: in memory, no SQL); once the
+        vector exists this one ranks facts and the segments of the trace, then the rest of the stages
+        once the scan is done. On two cores the embedding, the keyword search and the dense scan each
+        take a few milliseconds: side by side they cost the longer of the two paths, not the sum."""
+        p = self.db.params
+        # the newest exchanges are the dialogue above the message; older ones are memory
+        recent = set(stm_ids[-p.quoting.recall_own_after :]) if p.quoting.recall_own_after > 0 else set()
+        tr = time.perf_counter()
+        deps = self._ranking_deps(off, self._space_map.scope(self.db.execute, spaces))
+        timings["deps"] = (time.perf_counter() - tr) * 1000
+        c = Candidates(n=budget.pages, exclude=recent, conversation_id=conversation_id)
+        ready, dense_done = self._start_ranking(pq, embedding, c, deps, timings)
+        tw = time.perf_counter()
+        ready.result()
+        timings["embed_wait"] = (time.perf_counter() - tw) * 1000
+        t3 = time.perf_counter()
+        if budget.knowledge > 0:
+            out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)
+        timings["lpm"] = (time.perf_counter() - t3) * 1000
+        run_stages(c, pq, deps, timings, TRACE_STAGES)
+        tw = time.perf_counter()
+        dense_done.result()
+        timings["dense_wait"] = (time.perf_counter() - tw) * 1000
+        out.pages, out.segments, visited, out.skipped = finish_ranking(c, pq, deps, timings)
+        ts = time.perf_counter()
+        out.sides = rank_sides(out.pages, pq.vec, deps)
+        timings["sides"] = (time.perf_counter() - ts) * 1000
+        return visited
+
+    def _embed_async(self, texts: list[str], timings: dict[str, float]) -> Future:
+        """Embed `texts` on the embedding thread; the future gives (vectors, token rows) and adds the
+        embedding's own time to timings["embed"]. Why a thread: ONNX Runtime and SQLite both release
+        the GIL, so the keyword search runs beside the embedding (docs/benchmarks.md)."""
 
         def run() -> tuple:
             t = time.perf_counter()
             try:
                 return self.embedding.embed_with_tokens(texts)
             finally:
-                timings["embed"] = (time.perf_counter() - t) * 1000
+                timings["embed"] = timings.get("embed", 0.0) + (time.perf_counter() - t) * 1000
 
         if self._embed_thread is None:
             self._embed_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-query-embed")
         return self._embed_thread.submit(run)
+
+    def _embed_more(self, first: Future, texts: list[str], timings: dict[str, float]) -> Future:
+        """`first` (the query embedded alone) and `texts` embedded after it, as one future of (vectors,
+        the first's token rows): the query without its common words, once they are known."""
+        more = self._embed_async(texts, timings)
+        both: Future = Future()
+
+        def done(_f: Future) -> None:
+            try:
+                (v0, rows), (v1, _) = first.result(), more.result()
+                both.set_result((np.concatenate([v0, v1]), rows))
+            except BaseException as exc:
+                both.set_exception(exc)
+
+        more.add_done_callback(done)
+        return both
 
     def close(self) -> None:
         """Stop the embedding thread (the store is closing)."""
@@ -215,26 +263,38 @@ class Retriever:
             stale=self.upkeep.reembedding(),
             off=off,
             scope=scope,
+            beside=self._embed_thread.submit if self._embed_thread is not None else None,
         )
 
     def _start_ranking(
-        self,
-        pq: ParsedQuery,
-        exclude: set[int],
-        n: int,
-        timings: dict[str, float],
-        conversation_id: int | None,
-        deps: RankingDeps,
-    ) -> Candidates:
-        """ranking.start_ranking over the synced page matrix, the keyword query parsed on the way."""
+        self, pq: ParsedQuery, embedding: Future, c: Candidates, deps: RankingDeps, timings: dict[str, float]
+    ) -> tuple[Future, Future]:
+        """TEXT_STAGES on this thread over the synced page matrix, the keyword query parsed on the way,
+        while the embedding thread sets the query's vectors (the first future) and then runs DENSE_STAGES
+        (the second): they read only the page matrix, under its own lock, not the database's."""
         ta = time.perf_counter()
         if not self.db.in_transaction:
             self._page_cache.sync(self.db.conn)
         tb = time.perf_counter()
         timings["cache_sync"] = (tb - ta) * 1000
+        ready: Future = Future()
+
+        def vector_work() -> None:
+            try:
+                vecs, per_text = embedding.result()
+                set_vectors(pq, vecs, per_text, self.db.params)
+            except BaseException as exc:
+                ready.set_exception(exc)
+                raise
+            ready.set_result(None)
+            run_stages(c, pq, deps, timings, DENSE_STAGES)  # its own timing keys: no clash with this thread's
+
+        assert self._embed_thread is not None  # the embedding was submitted to it
+        dense_done = self._embed_thread.submit(vector_work)
         pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), self.db.params)
         timings["keyword_query"] = (time.perf_counter() - tb) * 1000
-        return start_ranking(pq, exclude, n, deps, timings, conversation_id)
+        run_stages(c, pq, deps, timings, TEXT_STAGES)
+        return ready, dense_done
 
     def _term_stats(self, counts: dict[str, int]) -> TermStats:
         """The keyword index's stems and term counts for one query (`counts`: its memo)."""
@@ -253,9 +313,8 @@ class Retriever:
         row = self.db.execute("SELECT doc FROM page_fts_vocab WHERE term = ?", (term,)).fetchone()
         return row[0] if row else 0
 
-    def _parse_query(self, query: str, timings: dict[str, float], off: frozenset[str]) -> ParsedQuery:
-        """The query parsed once (memory_core.query), with its common words (the vector comes later)."""
-        pq = parse_text(query, self.db.clock())
+    def _common_words(self, pq: ParsedQuery, timings: dict[str, float], off: frozenset[str]) -> None:
+        """The parsed query's common words (memory_core.query.common_words), looked up in the keyword index."""
         t0 = time.perf_counter()
         p = self.db.params
         with self.db.lock:
@@ -265,7 +324,6 @@ class Retriever:
                     self._page_cache.sync(self.db.conn)  # the page count now, not at the last query
                 pq.common_words = common_words(pq, self._term_stats(pq.term_counts), p)
         timings["common_words"] = (time.perf_counter() - t0) * 1000
-        return pq
 
     # ------------------------------------------------------------------ what a statement says
     def memory_saying(

@@ -94,8 +94,12 @@ def stem(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens; runs of CJK characters are split into overlapping bigrams."""
+    norm = normalize(text)
+    tokens = _WORD_RE.findall(norm)
+    if not has_cjk(norm):  # the common case: no token to split, one search for all
+        return tokens
     out: list[str] = []
-    for tok in _WORD_RE.findall(normalize(text)):
+    for tok in tokens:
         if has_cjk(tok):
             out.extend(_cjk_grams(tok))
         else:

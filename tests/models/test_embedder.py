@@ -140,3 +140,13 @@ def test_a_context_is_read_before_the_text_and_left_out_of_both_results(embedder
         embedder.embed_with_tokens(texts, ["only one"])
     with pytest.raises(TypeError):
         embedder.embed_with_tokens(texts, "one string")
+
+
+def test_a_short_batch_run_in_two_halves_equals_single_calls(embedder):
+    # 20 texts fit one chunk; on a machine of two cores or more they run as two halves side by side
+    texts = [f"a short memory about item {i} " + "and more words " * (i % 5) for i in range(20)]
+    batch = embedder.embed_with_tokens(texts)
+    for text, vec, (tokens, names) in zip(texts, batch[0], batch[1]):
+        single, [(single_tokens, single_names)] = embedder.embed_with_tokens([text])
+        assert np.max(np.abs(vec - single[0])) < 1e-4
+        assert names == single_names and np.max(np.abs(tokens - single_tokens)) < 1e-4
