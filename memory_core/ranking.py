@@ -151,7 +151,7 @@ def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         k = max(d.params.ranking.dense_candidates, 4 * c.n)
         with d.page_cache.lock:  # the mask is of the rows as they are now
             mask = d.scope.row_mask(d.page_cache) if d.scope is not None else None
-            ids, scores = d.page_cache.search(pq.vec, k, c.exclude, mask)
+            ids, scores = d.page_cache.search(pq.vec, k, c.exclude, mask, beside=d.beside)
         c.cos_of = d.fresh({int(i): float(s) for i, s in zip(ids, scores)})
     sample_ids, sample_cos = d.page_cache.sample_scores(pq.vec)
     if d.scope is not None:  # what pages usually score is judged among the pages the chat reads
@@ -424,18 +424,14 @@ Stage = tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]]
 # The stages in the order they run; "date", "neighbour_context" and "repeats" are rules inside
 # fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
 # TEXT_STAGES read only the query's text: the retriever runs them while the query is being embedded.
-# DENSE_STAGES read only the vector and the in-memory page matrix (no SQL): the retriever runs them on
-# the embedding thread as soon as the vector exists, still beside the text stages. VECTOR_STAGES follow.
 TEXT_STAGES: tuple[Stage, ...] = (
     ("keyword", keyword),
     ("trigram", trigram),
     ("prefetch", prefetch),
 )
-DENSE_STAGES: tuple[Stage, ...] = (("dense", dense),)
-# TRACE_STAGES need the vector but nothing of the candidates: the retriever runs them while the dense
-# stages run on the embedding thread
-TRACE_STAGES: tuple[Stage, ...] = (("segments", segments),)
 VECTOR_STAGES: tuple[Stage, ...] = (
+    ("dense", dense),
+    ("segments", segments),
     ("pool", pool),
     ("tokens", tokens),
     ("fuse", fuse),
@@ -444,7 +440,7 @@ VECTOR_STAGES: tuple[Stage, ...] = (
     ("askings", askings),
     ("select", select),
 )
-STAGE_ORDER: tuple[Stage, ...] = TEXT_STAGES + DENSE_STAGES + TRACE_STAGES + VECTOR_STAGES
+STAGE_ORDER: tuple[Stage, ...] = TEXT_STAGES + VECTOR_STAGES
 SWITCHABLE = (
     "common_words",
     "dense",
@@ -792,9 +788,9 @@ def start_ranking(
 def finish_ranking(
     c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str, float]
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
-    """VECTOR_STAGES over `start_ranking`'s candidates after DENSE_STAGES and TRACE_STAGES, then the
-    hits: the best `n` pages (hits), the segments considered (trace rows), the segments that supplied a
-    hit (to be visited) and the earlier askings passed over."""
+    """VECTOR_STAGES over `start_ranking`'s candidates, then the hits: the best `n` pages (hits), the
+    segments considered (trace rows), the segments that supplied a hit (to be visited) and the earlier
+    askings passed over."""
     run_stages(c, pq, d, timings, VECTOR_STAGES)
     t = time.perf_counter()
     hits, visited, skipped = assemble(c, pq, d)
@@ -812,6 +808,4 @@ def rank_pages(
     conversation_id: int | None = None,
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
     """Every stage in one go, for a query already embedded (see `start_ranking`, `finish_ranking`)."""
-    c = start_ranking(pq, exclude, n, d, timings, conversation_id)
-    run_stages(c, pq, d, timings, DENSE_STAGES + TRACE_STAGES)
-    return finish_ranking(c, pq, d, timings)
+    return finish_ranking(start_ranking(pq, exclude, n, d, timings, conversation_id), pq, d, timings)

@@ -25,17 +25,14 @@ from .pages import Pages
 from .persona import TRAIT_COLS, Persona
 from .query import ParsedQuery, TermStats, common_words, keyword_query, parse_text, set_vectors, texts_to_embed
 from .ranking import (
-    DENSE_STAGES,
     SCOPED_KEYWORD_FACTOR,
-    TEXT_STAGES,
-    TRACE_STAGES,
     UNRELATED_COSINE,
     UNRELATED_PRIOR_PAGES,
     Candidates,
     RankingDeps,
     finish_ranking,
     rank_sides,
-    run_stages,
+    start_ranking,
     typical_cosine,
 )
 from .segments import Segments
@@ -155,34 +152,30 @@ class Retriever:
     ) -> list[int]:
         """Pages (and facts) for the query into `out`; returns the segments that supplied a page.
 
-        Two threads share the work: this one runs the keyword search while the embedding thread embeds
-        the query and then scans the page matrix (ranking.DENSE_STAGES: in memory, no SQL); once the
-        vector exists this one ranks facts and the segments of the trace, then the rest of the stages
-        once the scan is done. On two cores the embedding, the keyword search and the dense scan each
-        take a few milliseconds: side by side they cost the longer of the two paths, not the sum."""
+        Two threads share the work: this one runs the keyword search (ranking.TEXT_STAGES) while the
+        embedding thread embeds the query; then, the vector known, the embedding thread, idle again,
+        takes half of the dense scan and half of the word-by-word match (`RankingDeps.beside`). ONNX
+        Runtime, SQLite and numpy release the GIL, so on two cores these cost the longer of the two
+        paths, not their sum."""
         p = self.db.params
         # the newest exchanges are the dialogue above the message; older ones are memory
         recent = set(stm_ids[-p.quoting.recall_own_after :]) if p.quoting.recall_own_after > 0 else set()
         tr = time.perf_counter()
         deps = self._ranking_deps(off, self._space_map.scope(self.db.execute, spaces))
         timings["deps"] = (time.perf_counter() - tr) * 1000
-        c = Candidates(n=budget.pages, exclude=recent, conversation_id=conversation_id)
-        ready, dense_done = self._start_ranking(pq, embedding, c, deps, timings)
+        c = self._start_ranking(pq, recent, budget.pages, timings, conversation_id, deps)
         tw = time.perf_counter()
-        ready.result()
+        vecs, per_text = embedding.result()
         timings["embed_wait"] = (time.perf_counter() - tw) * 1000
-        t3 = time.perf_counter()
-        if budget.knowledge > 0:
-            out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)
-        timings["lpm"] = (time.perf_counter() - t3) * 1000
-        run_stages(c, pq, deps, timings, TRACE_STAGES)
-        tw = time.perf_counter()
-        dense_done.result()
-        timings["dense_wait"] = (time.perf_counter() - tw) * 1000
+        set_vectors(pq, vecs, per_text, p)
         out.pages, out.segments, visited, out.skipped = finish_ranking(c, pq, deps, timings)
         ts = time.perf_counter()
         out.sides = rank_sides(out.pages, pq.vec, deps)
         timings["sides"] = (time.perf_counter() - ts) * 1000
+        t3 = time.perf_counter()
+        if budget.knowledge > 0:
+            out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)
+        timings["lpm"] = (time.perf_counter() - t3) * 1000
         return visited
 
     def _embed_async(self, texts: list[str], timings: dict[str, float]) -> Future:
@@ -267,34 +260,23 @@ class Retriever:
         )
 
     def _start_ranking(
-        self, pq: ParsedQuery, embedding: Future, c: Candidates, deps: RankingDeps, timings: dict[str, float]
-    ) -> tuple[Future, Future]:
-        """TEXT_STAGES on this thread over the synced page matrix, the keyword query parsed on the way,
-        while the embedding thread sets the query's vectors (the first future) and then runs DENSE_STAGES
-        (the second): they read only the page matrix, under its own lock, not the database's."""
+        self,
+        pq: ParsedQuery,
+        exclude: set[int],
+        n: int,
+        timings: dict[str, float],
+        conversation_id: int | None,
+        deps: RankingDeps,
+    ) -> Candidates:
+        """ranking.start_ranking over the synced page matrix, the keyword query parsed on the way."""
         ta = time.perf_counter()
         if not self.db.in_transaction:
             self._page_cache.sync(self.db.conn)
         tb = time.perf_counter()
         timings["cache_sync"] = (tb - ta) * 1000
-        ready: Future = Future()
-
-        def vector_work() -> None:
-            try:
-                vecs, per_text = embedding.result()
-                set_vectors(pq, vecs, per_text, self.db.params)
-            except BaseException as exc:
-                ready.set_exception(exc)
-                raise
-            ready.set_result(None)
-            run_stages(c, pq, deps, timings, DENSE_STAGES)  # its own timing keys: no clash with this thread's
-
-        assert self._embed_thread is not None  # the embedding was submitted to it
-        dense_done = self._embed_thread.submit(vector_work)
         pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), self.db.params)
         timings["keyword_query"] = (time.perf_counter() - tb) * 1000
-        run_stages(c, pq, deps, timings, TEXT_STAGES)
-        return ready, dense_done
+        return start_ranking(pq, exclude, n, deps, timings, conversation_id)
 
     def _term_stats(self, counts: dict[str, int]) -> TermStats:
         """The keyword index's stems and term counts for one query (`counts`: its memo)."""

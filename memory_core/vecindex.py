@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import apsw
@@ -55,6 +57,24 @@ HALF_FROM_ROWS = 250_000
 HALF_PREFILTER_DIMS = 48
 HALF_CANDS_PER_ROWS = 250  # ... and one coarse candidate per this many rows (4,000 at a million)
 LOAD_CHUNK = 50_000  # rows read from SQLite at a time when loading (no second copy of the whole matrix)
+
+
+# runs a function on another thread and gives its future (the retriever's embedding thread)
+Beside = Callable[[Callable[[], Any]], Future]
+SPLIT_SCAN_ROWS = 8_000  # a scan of this many rows or more is split in two when another thread is offered
+
+
+def scan(matrix: np.ndarray, v: np.ndarray, n: int, beside: Beside | None = None) -> np.ndarray:
+    """`matrix[:n] @ v` (float32), the second half of the rows on the `beside` thread when there is
+    one: the product is bound by memory reads, which two cores share out, and BLAS releases the GIL."""
+    if beside is None or n < SPLIT_SCAN_ROWS:
+        return matrix[:n] @ v
+    out = np.empty(n, dtype=np.float32)
+    half = n // 2
+    other = beside(lambda: np.matmul(matrix[half:n], v, out=out[half:n]))
+    np.matmul(matrix[:half], v, out=out[:half])
+    other.result()
+    return out
 
 
 TOP_SAMPLE_STRIDE = 16  # top_rows estimates its threshold from every 16th score
@@ -267,10 +287,16 @@ class MatrixCache:
         return int(self.matrix.nbytes + self.coarse.nbytes)
 
     def search(
-        self, q: np.ndarray, k: int, exclude: set[int] | None = None, mask: np.ndarray | None = None
+        self,
+        q: np.ndarray,
+        k: int,
+        exclude: set[int] | None = None,
+        mask: np.ndarray | None = None,
+        beside: Beside | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (ids, cosines) by dot product, best first; `mask` (one bool per row in use): only
-        the rows it marks (the pages of the memory spaces a chat reads, memory_core.space_filter)."""
+        the rows it marks (the pages of the memory spaces a chat reads, memory_core.space_filter).
+        `beside` runs a function on another thread: the scan of every row is then split in two."""
         with self.lock:
             n = self.n
             if n == 0 or k <= 0:
@@ -280,20 +306,20 @@ class MatrixCache:
                 self._fit_prefilter()  # grew past the threshold by incremental puts
             cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k, n // HALF_CANDS_PER_ROWS if self.half else 0)
             if self.basis is not None and cands < n // 4:
-                return self._search_prefiltered(q, k, cands, exclude, mask)
-            scores = self._masked(self.exact_scores(q), exclude, mask)
+                return self._search_prefiltered(q, k, cands, exclude, mask, beside)
+            scores = self._masked(self.exact_scores(q, beside), exclude, mask)
             ids = self.ids[:n]
             top = top_rows(scores, min(k, n))
             top = top[np.argsort(-scores[top], kind="stable")]
             top = top[np.isfinite(scores[top])]
             return ids[top].copy(), scores[top].copy()
 
-    def exact_scores(self, q: np.ndarray) -> np.ndarray:
+    def exact_scores(self, q: np.ndarray, beside: Beside | None = None) -> np.ndarray:
         """The cosine of `q` to every row in use (free rows: 0), a float16 matrix read in chunks."""
         with self.lock:
             n, q = self.n, q.astype(np.float32, copy=False)
             if not self.half:
-                return self.matrix[:n] @ q
+                return scan(self.matrix, q, n, beside)
             out = np.empty(n, dtype=np.float32)
             for start in range(0, n, LOAD_CHUNK):
                 end = min(n, start + LOAD_CHUNK)
@@ -313,11 +339,17 @@ class MatrixCache:
         return scores
 
     def _search_prefiltered(
-        self, q: np.ndarray, k: int, cands: int, exclude: set[int] | None, mask: np.ndarray | None = None
+        self,
+        q: np.ndarray,
+        k: int,
+        cands: int,
+        exclude: set[int] | None,
+        mask: np.ndarray | None = None,
+        beside: Beside | None = None,
     ):
         n = self.n
         assert self.basis is not None and self.coarse is not None  # prefiltering runs once the basis is built
-        approx = self._masked(self.coarse[:n] @ (self.basis.T @ q), exclude, mask)
+        approx = self._masked(scan(self.coarse, self.basis.T @ q, n, beside), exclude, mask)
         ids = self.ids[:n]
         rows = top_rows(approx, cands)
         rows = rows[np.isfinite(approx[rows])]

@@ -122,3 +122,22 @@ def test_top_rows_gives_the_rows_of_the_k_highest_scores_however_they_lie():
             assert len(got) == k == len(set(got.tolist())), (name, k)
             kth = np.sort(scores)[::-1][k - 1]
             assert np.all(scores[got] >= kth), (name, k)  # no row below the k-th best is taken
+
+
+def test_a_scan_split_with_another_thread_finds_the_same_rows():
+    from concurrent.futures import ThreadPoolExecutor
+
+    dim = 384
+    for n in (10_000, 30_000):  # an exact scan, then a prefiltered one
+        x = _embedding_like(n, dim, seed=n)
+        cache = vecindex.MatrixCache("page", dim)
+        for i, v in enumerate(x):
+            cache._put(i + 1, v)
+        q = x[17] + 0.1 * x[99]
+        q /= np.linalg.norm(q)
+        alone = cache.search(q, 50, exclude={18})
+        with ThreadPoolExecutor(max_workers=1) as other:
+            split = cache.search(q, 50, exclude={18}, beside=other.submit)
+        assert (cache.basis is not None) == (n == 30_000)
+        assert alone[0].tolist() == split[0].tolist()
+        assert np.allclose(alone[1], split[1])
