@@ -28,6 +28,11 @@ RARE_FROM_PAGES = 5000
 RARE_SHARE = 0.2
 # A memory smaller than this has no common words (too few pages to tell what is on most of them)
 COMMON_MIN_PAGES = 20
+# FTS5 scores every page that holds a query term before it keeps the best (~1.5 µs a match): the terms of a
+# keyword query may match about this many pages in all. Past it the most frequent terms (a word on thousands
+# of pages: only in a memory of tens of thousands) are searched among the newest pages only, in a window of
+# ids that holds about the rest of this many of their matches (see `keyword_query`)
+KEYWORD_POSTINGS = 4000
 
 
 @dataclass
@@ -39,6 +44,7 @@ class TermStats:
     lookup: Callable[[str], int]
     pages: int
     counts: dict[str, int] = field(default_factory=dict)
+    last_id: Callable[[], int] = lambda: 0  # the newest page's id (the window of frequent terms)
 
     def doc_count(self, term: str) -> int:
         if term not in self.counts:
@@ -54,6 +60,9 @@ class KeywordQuery:
     fts: str | None = None
     scale: float = 0.0
     words: list[str] = field(default_factory=list)
+    # the most frequent terms, searched only among pages of id `since` or more (KEYWORD_POSTINGS)
+    recent: str | None = None
+    since: int = 0
 
 
 @dataclass
@@ -186,5 +195,37 @@ def keyword_query(pq: ParsedQuery, stats: TermStats, params: MemoryParams) -> Ke
         # word on 60 of 100 pages), and keep their matches.
         return KeywordQuery()
     idf = sum(max(1e-6, raw_idf(st)) for st in {st for _, stems in terms for st in stems} if df(st) > 0)
-    fts = " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms)
-    return KeywordQuery(fts, idf, [w for w, _ in terms])
+    whole, frequent = _split_frequent(terms, df)
+    if not frequent:
+        return KeywordQuery(_or_query(whole), idf, [w for w, _ in terms])
+    share = KEYWORD_POSTINGS - sum(max(df(st) for st in stems) for _, stems in whole)
+    matches = sum(max(df(st) for st in stems) for _, stems in frequent)
+    last = stats.last_id()
+    since = max(0, last - int(last * max(share, 1) / matches))
+    return KeywordQuery(_or_query(whole), idf, [w for w, _ in terms], _or_query(frequent), since)
+
+
+def _or_query(terms: list[tuple[str, list[str]]]) -> str | None:
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms) or None
+
+
+def _split_frequent(
+    terms: list[tuple[str, list[str]]], df: Callable[[str], int]
+) -> tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]]]:
+    """The terms searched among every page (rarest first, while their matches stay within KEYWORD_POSTINGS;
+    all of them when they do) and the frequent rest, searched among the newest pages only. BM25 adds up over
+    terms with each term's IDF taken from the whole index, so the two searches' scores add up to the one
+    search's for every page they both reach."""
+    counts = [max(df(st) for st in stems) for _, stems in terms]
+    if sum(counts) <= KEYWORD_POSTINGS:
+        return terms, []
+    whole: list[tuple[str, list[str]]] = []
+    frequent: list[tuple[str, list[str]]] = []
+    used = 0
+    for count, term in sorted(zip(counts, terms), key=lambda x: x[0]):
+        if used + count <= KEYWORD_POSTINGS and not frequent:
+            whole.append(term)
+            used += count
+        else:
+            frequent.append(term)
+    return [t for t in terms if t in whole], [t for t in terms if t in frequent]

@@ -196,12 +196,21 @@ def keyword(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """BM25 over the query's OR query of content words (porter). BM25 is scaled by the summed IDF of
     the query's terms (the score of a page that holds each term once), so a page matching only a common
     word stays low, whatever the best page scored. Reads keyword_candidates."""
-    if "keyword" in d.off or not pq.keyword.fts:
+    kq = pq.keyword
+    if "keyword" in d.off or not (kq.fts or kq.recent):
         return
-    rows = d.execute(
-        "SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? ORDER BY rank LIMIT ?",
-        (pq.keyword.fts, _keyword_limit(d)),
-    ).fetchall()
+    sql = "SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? {} ORDER BY rank LIMIT ?"
+    if kq.recent is None:
+        rows = d.execute(sql.format(""), (kq.fts, _keyword_limit(d))).fetchall()
+    else:
+        # the frequent terms among the newest pages (query.KEYWORD_POSTINGS): BM25 adds up over terms
+        summed: dict[int, float] = {}
+        searches = [(kq.fts, "", ()), (kq.recent, "AND rowid >= ?", (kq.since,))]
+        for match, where, args in searches:
+            if match:
+                for pid, sc in d.execute(sql.format(where), (match, *args, _keyword_limit(d))).fetchall():
+                    summed[pid] = summed.get(pid, 0.0) + sc
+        rows = sorted(summed.items(), key=lambda r: (-r[1], r[0]))[: _keyword_limit(d)]
     rows = _in_scope(rows, c, d)
     if rows:
         scale = pq.keyword.scale or max(sc for _, sc in rows)

@@ -281,7 +281,13 @@ class Retriever:
     def _term_stats(self, counts: dict[str, int]) -> TermStats:
         """The keyword index's stems and term counts for one query (`counts`: its memo)."""
         n = len(self._page_cache) or self.db.execute("SELECT count(*) FROM page").fetchone()[0]
-        return TermStats(stems=self._stems, lookup=self._page_doc_count, pages=n, counts=counts)
+        return TermStats(
+            stems=self._stems,
+            lookup=self._page_doc_count,
+            pages=n,
+            counts=counts,
+            last_id=lambda: int(self.db.scalar("SELECT coalesce(max(id), 0) FROM page") or 0),
+        )
 
     def _stems(self, word: str) -> list[str]:
         """`word` as the keyword index's porter tokenizer writes it (its terms)."""

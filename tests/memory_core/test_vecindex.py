@@ -141,3 +141,17 @@ def test_a_scan_split_with_another_thread_finds_the_same_rows():
         assert (cache.basis is not None) == (n == 30_000)
         assert alone[0].tolist() == split[0].tolist()
         assert np.allclose(alone[1], split[1])
+
+
+def test_the_row_map_keeps_ids_near_and_far():
+    far = vecindex.RowMap.DENSE_LIMIT + 5
+    m = vecindex.RowMap(np.array([3, 7, far], dtype=np.int64))
+    assert (m.get(3), m.get(7), m.get(far), m.get(4)) == (0, 1, 2, None)
+    assert len(m) == 3 and sorted(m) == [3, 7, far] and far in m and 4 not in m
+    m[100_000] = 3
+    m[far + 1] = 4
+    assert m[100_000] == 3 and len(m) == 5
+    assert m.pop(7) == 1 and m.pop(far) == 2 and m.pop(7) is None
+    assert sorted(m) == [3, 100_000, far + 1] and len(m) == 3
+    m[3] = 9  # a row moved: no new id
+    assert len(m) == 3 and m[3] == 9
