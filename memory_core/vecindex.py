@@ -48,14 +48,16 @@ PREFILTER_DIMS = 96  # principal components kept for the coarse scan
 PREFILTER_FACTOR = 10  # coarse candidates per requested result (at least PREFILTER_MIN_CANDS)
 PREFILTER_MIN_CANDS = 1000
 SAMPLE_ROWS = 2048  # rows sample_scores reads to estimate a query's typical cosine
-# A memory of this many rows or more, when loaded, keeps its vectors as float16 (half the memory: 768 MB
-# at a million 384-d pages, where float32 takes 1.5 GB) and a narrower coarse scan (HALF_PREFILTER_DIMS,
-# still float32: numpy multiplies float16 without BLAS). Only the few thousand rows a query rescores are
-# read back as float32, so cosines differ from float32's by ~1e-3 (docs/benchmarks.md). Below it nothing
+# A memory of this many rows or more, when loaded, keeps its vectors compact: int8 rows with a scale each (a
+# quarter of float32's memory: 390 MB at a million 384-d pages, where float32 takes 1.5 GB) and a narrower
+# coarse scan (COMPACT_PREFILTER_DIMS, float32: numpy has no int8 or float16 product with BLAS). Only the few
+# thousand rows a query rescores are converted, and int8 converts fast where float16 does not (2.8 against 20
+# ms for 4,000 rows here); cosines differ from float32's by ~3e-3 (docs/benchmarks.md). Below it nothing
 # changes: float32 throughout.
-HALF_FROM_ROWS = 250_000
-HALF_PREFILTER_DIMS = 48
-HALF_CANDS_PER_ROWS = 250  # ... and one coarse candidate per this many rows (4,000 at a million)
+COMPACT_FROM_ROWS = 250_000
+COMPACT_PREFILTER_DIMS = 64
+COMPACT_CANDS_PER_ROWS = 250  # ... and one coarse candidate per this many rows (4,000 at a million)
+INT8_LEVELS = 127
 LOAD_CHUNK = 50_000  # rows read from SQLite at a time when loading (no second copy of the whole matrix)
 
 
@@ -180,6 +182,7 @@ class MatrixCache:
         self.lock = threading.RLock()
         self.seq = -1  # last vec_log seq applied; -1 = never loaded
         self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.scale: np.ndarray | None = None  # a compact matrix's row scales (its rows are int8), else None
         self.ids = np.zeros(0, dtype=np.int64)  # -1 marks a free row
         self.row_of = RowMap()
         self.free: list[int] = []
@@ -245,10 +248,11 @@ class MatrixCache:
         hi = row[0] if row else 0
         counted = conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()
         n = int(counted[0]) if counted else 0
-        half = n >= HALF_FROM_ROWS
-        self.dims = HALF_PREFILTER_DIMS if half else PREFILTER_DIMS
-        cap = n + max(1024, n // (64 if half else 16))  # room to grow before a copy (a large one grows less)
-        self.matrix = np.zeros((cap, self.dim), dtype=np.float16 if half else np.float32)
+        compact = n >= COMPACT_FROM_ROWS
+        self.dims = COMPACT_PREFILTER_DIMS if compact else PREFILTER_DIMS
+        cap = n + max(1024, n // (64 if compact else 16))  # room to grow before a copy (a large one grows less)
+        self.matrix = np.zeros((cap, self.dim), dtype=np.int8 if compact else np.float32)
+        self.scale = np.zeros(cap, dtype=np.float32) if compact else None
         self.ids = np.full(cap, -1, dtype=np.int64)
         ids: list[int] = []
         chunk_ids: list[int] = []
@@ -257,11 +261,10 @@ class MatrixCache:
         def flush() -> None:
             at = len(ids)
             if at + len(chunk_ids) > len(self.matrix):  # rows added since the count
-                grown = np.zeros((at + len(chunk_ids) + 1024, self.dim), dtype=self.matrix.dtype)
-                grown[:at] = self.matrix[:at]
-                self.matrix = grown
-            self.matrix[at : at + len(chunk_ids)] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
-                len(chunk_ids), self.dim
+                self._grow(at + len(chunk_ids) + 1024, at)
+            self._write(
+                slice(at, at + len(chunk_ids)),
+                np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(chunk_ids), self.dim),
             )
             ids.extend(chunk_ids)
             chunk_ids.clear()
@@ -291,7 +294,7 @@ class MatrixCache:
             return
         rng = np.random.default_rng(0)
         live = np.flatnonzero(self.ids[:n] >= 0)
-        sample = self.matrix[rng.choice(live, size=min(4096, len(live)), replace=False)].astype(np.float64)
+        sample = self._vectors(rng.choice(live, size=min(4096, len(live)), replace=False)).astype(np.float64)
         mean = sample.mean(axis=0)
         centered = sample - mean
         evals, evecs = np.linalg.eigh(centered.T @ centered)  # ascending eigenvalues
@@ -300,7 +303,7 @@ class MatrixCache:
         self.coarse = np.zeros((len(self.ids), self.dims), dtype=np.float32)
         for start in range(0, n, LOAD_CHUNK):  # no float32 copy of the whole matrix at once
             end = min(n, start + LOAD_CHUNK)
-            self.coarse[start:end] = (self.matrix[start:end].astype(np.float32) - self.mean) @ self.basis
+            self.coarse[start:end] = (self._vectors(slice(start, end)) - self.mean) @ self.basis
         self.coarse[:n][self.ids[:n] < 0] = 0.0
 
     def _put(self, item_id: int, vec: np.ndarray) -> None:
@@ -311,23 +314,54 @@ class MatrixCache:
                 r = self.free.pop()
             else:
                 if self.n >= len(self.ids):
-                    cap = max(1024, len(self.ids) + len(self.ids) // 2)
-                    m = np.zeros((cap, self.dim), dtype=self.matrix.dtype)
-                    m[: self.n] = self.matrix[: self.n]
-                    ids = np.full(cap, -1, dtype=np.int64)
-                    ids[: self.n] = self.ids[: self.n]
-                    self.matrix, self.ids = m, ids
-                    if self.basis is not None:
-                        c = np.zeros((cap, self.basis.shape[1]), dtype=np.float32)
-                        c[: self.n] = self.coarse[: self.n]
-                        self.coarse = c
+                    self._grow(max(1024, len(self.ids) + len(self.ids) // 2), self.n)
                 r = self.n
                 self.n += 1
             self.row_of[item_id] = r
             self.ids[r] = item_id
-        self.matrix[r] = vec
+        self._write(r, vec)
         if self.basis is not None:
             self.coarse[r] = (vec - self.mean) @ self.basis
+
+    def _grow(self, cap: int, keep: int) -> None:
+        """Room for `cap` rows, the first `keep` (matrix, scales, ids, coarse rows) kept."""
+        m = np.zeros((cap, self.dim), dtype=self.matrix.dtype)
+        m[:keep] = self.matrix[:keep]
+        self.matrix = m
+        if self.scale is not None:
+            sc = np.zeros(cap, dtype=np.float32)
+            sc[:keep] = self.scale[:keep]
+            self.scale = sc
+        ids = np.full(cap, -1, dtype=np.int64)
+        ids[: min(keep, len(self.ids))] = self.ids[: min(keep, len(self.ids))]
+        self.ids = ids
+        if self.basis is not None:
+            c = np.zeros((cap, self.basis.shape[1]), dtype=np.float32)
+            c[:keep] = self.coarse[:keep]
+            self.coarse = c
+
+    def _write(self, rows: int | slice, vecs: np.ndarray) -> None:
+        """Store float32 vectors at `rows`: as they are, or compact (int8 times a scale per row)."""
+        if self.scale is None:
+            self.matrix[rows] = vecs
+            return
+        v = np.atleast_2d(np.asarray(vecs, dtype=np.float32))
+        scale = np.abs(v).max(axis=1) / INT8_LEVELS
+        safe = np.where(scale > 0, scale, 1.0)
+        self.matrix[rows] = np.rint(v / safe[:, None]).astype(np.int8).reshape(self.matrix[rows].shape)
+        self.scale[rows] = scale.reshape(np.shape(self.scale[rows]))
+
+    def _vectors(self, rows) -> np.ndarray:
+        """The float32 vectors at `rows` (an index, a slice or an array of rows)."""
+        m = self.matrix[rows].astype(np.float32, copy=False)
+        if self.scale is None:
+            return m
+        return m * (self.scale[rows][:, None] if m.ndim == 2 else self.scale[rows])
+
+    def _dots(self, rows, q: np.ndarray) -> np.ndarray:
+        """`q`'s dot product with the vectors at `rows` (the product first, then a compact row's scale)."""
+        d = self.matrix[rows].astype(np.float32, copy=False) @ q
+        return d if self.scale is None else d * self.scale[rows]
 
     def _remove(self, item_id: int) -> None:
         self._sample = None
@@ -335,7 +369,9 @@ class MatrixCache:
         if r is None:
             return
         self.ids[r] = -1
-        self.matrix[r] = 0.0
+        self.matrix[r] = 0
+        if self.scale is not None:
+            self.scale[r] = 0.0
         if self.basis is not None:
             self.coarse[r] = 0.0
         self.free.append(r)
@@ -349,13 +385,15 @@ class MatrixCache:
         return len(self.row_of)
 
     @property
-    def half(self) -> bool:
-        """The vectors are kept as float16 (a memory of HALF_FROM_ROWS rows or more when loaded)."""
-        return self.matrix.dtype == np.float16
+    def compact(self) -> bool:
+        """The vectors are kept as int8 rows with a scale (a memory of COMPACT_FROM_ROWS rows or more when loaded)."""
+        return self.scale is not None
 
     def nbytes(self) -> int:
-        """What the vectors take in memory: the matrix, the coarse scan's rows, the ids and the id -> row map."""
-        return int(self.matrix.nbytes + self.coarse.nbytes + self.ids.nbytes + self.row_of.nbytes)
+        """What the vectors take in memory: the matrix (and its row scales), the coarse scan's rows, the ids and
+        the id -> row map."""
+        scales = 0 if self.scale is None else self.scale.nbytes
+        return int(self.matrix.nbytes + scales + self.coarse.nbytes + self.ids.nbytes + self.row_of.nbytes)
 
     def search(
         self,
@@ -375,7 +413,7 @@ class MatrixCache:
             q = q.astype(np.float32, copy=False)
             if self.basis is None and n >= PREFILTER_MIN_ROWS:
                 self._fit_prefilter()  # grew past the threshold by incremental puts
-            cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k, n // HALF_CANDS_PER_ROWS if self.half else 0)
+            cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k, n // COMPACT_CANDS_PER_ROWS if self.compact else 0)
             if self.basis is not None and cands < n // 4:
                 return self._search_prefiltered(q, k, cands, exclude, mask, beside)
             scores = self._masked(self.exact_scores(q, beside), exclude, mask)
@@ -386,15 +424,15 @@ class MatrixCache:
             return ids[top].copy(), scores[top].copy()
 
     def exact_scores(self, q: np.ndarray, beside: Beside | None = None) -> np.ndarray:
-        """The cosine of `q` to every row in use (free rows: 0), a float16 matrix read in chunks."""
+        """The cosine of `q` to every row in use (free rows: 0), a compact matrix read in chunks."""
         with self.lock:
             n, q = self.n, q.astype(np.float32, copy=False)
-            if not self.half:
+            if not self.compact:
                 return scan(self.matrix, q, n, beside)
             out = np.empty(n, dtype=np.float32)
             for start in range(0, n, LOAD_CHUNK):
                 end = min(n, start + LOAD_CHUNK)
-                out[start:end] = self.matrix[start:end].astype(np.float32) @ q
+                out[start:end] = self._dots(slice(start, end), q)
             return out
 
     def _masked(self, scores: np.ndarray, exclude: set[int] | None, mask: np.ndarray | None = None) -> np.ndarray:
@@ -424,7 +462,7 @@ class MatrixCache:
         ids = self.ids[:n]
         rows = top_rows(approx, cands)
         rows = rows[np.isfinite(approx[rows])]
-        exact = self.matrix[rows].astype(np.float32, copy=False) @ q
+        exact = self._dots(rows, q)
         kk = min(k, len(rows))
         top = np.argpartition(-exact, kk - 1)[:kk] if kk < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-exact[top], kind="stable")]
@@ -439,7 +477,7 @@ class MatrixCache:
                 live = np.flatnonzero(self.ids[: self.n] >= 0)
                 if len(live) > limit:
                     live = live[np.linspace(0, len(live) - 1, limit).astype(np.int64)]
-                self._sample = (limit, self.ids[live].copy(), self.matrix[live].astype(np.float32, copy=False))
+                self._sample = (limit, self.ids[live].copy(), self._vectors(live))
             _, ids, rows = self._sample
             return ids.copy(), rows @ q.astype(np.float32, copy=False)
 
@@ -448,11 +486,10 @@ class MatrixCache:
             rows = [(i, self.row_of[i]) for i in item_ids if i in self.row_of]
             if not rows:
                 return {}
-            m = self.matrix[[r for _, r in rows]].astype(np.float32, copy=False)
-            s = m @ q.astype(np.float32, copy=False)
+            s = self._dots(np.array([r for _, r in rows]), q.astype(np.float32, copy=False))
             return {i: float(v) for (i, _), v in zip(rows, s)}
 
     def vector(self, item_id: int) -> np.ndarray | None:
         with self.lock:
             r = self.row_of.get(item_id)
-            return None if r is None else self.matrix[r].astype(np.float32)
+            return None if r is None else self._vectors(r).copy()

@@ -88,7 +88,8 @@ def register(subparsers) -> None:
         "--lifecycle",
         action="store_true",
         help="also replay each conversation session by session in date order, asking each question after its "
-        "evidence, with visits, promotion and archiving live (a small mtm_capacity), beside the static recall",
+        "evidence and again at the end of the replay, with visits, promotion and archiving live (a small "
+        "mtm_capacity) and without them, beside the static recall",
     )
     lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
@@ -186,7 +187,7 @@ def _run_lifecycle(args, ctx, samples, ks, report: dict) -> list[str]:
 
     log = (lambda m: None) if args.no_progress else (lambda m: print(m, file=sys.stderr))
     life = LifecycleEval(ctx.embedder(), memory_params=ctx.memory_params(), ks=ks, log=log).run(
-        samples, spread_limit(samples, args.limit)
+        samples, spread_limit(samples, args.limit), report["per_question"]
     )
     report["lifecycle"] = life
     return format_lifecycle(life, report["retrieval"].get("mnemo"), ks)
