@@ -137,20 +137,47 @@ def _refusing(fn: Callable[[Any], T], error: type[Exception] = ToolError) -> Cal
 Limit = Annotated[int, Field(ge=1, le=memory_tools.MAX_RESULTS, description="how many pages and facts at most")]
 
 
-def build_server(store: StoreThread) -> MCPServer:
-    """The MCP server with Mnemo's tools and resources, calling the store through `store`."""
-    server: MCPServer = MCPServer(SERVER_NAME, title="Mnemo memory", version=__version__, instructions=INSTRUCTIONS)
+# the `space` argument (the server's space, `mnemo mcp --space`, is said in its instructions)
+SEARCH_SPACE = "search only this memory space, by name (default: the server's space, else every space)"
+WRITE_SPACE = "the memory space to keep it in, by name (default: the server's space, else Personal)"
+FORGET_SPACE = "with statement: forget it in this memory space only (default: the server's space, else every space)"
+
+
+def server_space(store: StoreThread, name: str | None) -> str | None:
+    """The name of the space `mnemo mcp --space NAME` serves, checked before serving (SpaceError when the
+    memory holds no such space)."""
+    if name is None:
+        return None
+    return store.queue.submit(lambda s: s.spaces.name_of(s.spaces.resolve(name)), label="space").result()
+
+
+def build_server(store: StoreThread, space: str | None = None) -> MCPServer:
+    """The MCP server with Mnemo's tools and resources, calling the store through `store`; `space`: the
+    memory space its tools use when a call names none (None: Personal for a fact, every space to search)."""
+    said = INSTRUCTIONS
+    if space:
+        said += (
+            f" This server's memory space is “{space}”: facts are kept there and searches read it, unless a "
+            "call names another space."
+        )
+    server: MCPServer = MCPServer(SERVER_NAME, title="Mnemo memory", version=__version__, instructions=said)
     server.middleware.append(StrictToolCalls(server))
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    default = space
 
     @server.tool(annotations=read_only)
     async def search_memory(
         query: Annotated[str, Field(min_length=1, max_length=2000, description="what to look for, in words")],
         limit: Limit = 10,
+        space: Annotated[
+            str | None,
+            Field(min_length=1, max_length=80, description=SEARCH_SPACE),
+        ] = None,
     ) -> dict[str, Any]:
         """Search the user's memory: the pages (past exchanges), facts and traits that fit the query,
-        each with its date, its score and why it was chosen."""
-        return await store.call(lambda s: memory_tools.search(s, query, limit))
+        each with its date, its score, why it was chosen and the memory space it is in."""
+        where = space or default
+        return await store.call(_refusing(lambda s: memory_tools.search(s, query, limit, space=where)))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     async def remember(
@@ -159,11 +186,18 @@ def build_server(store: StoreThread) -> MCPServer:
         about: Annotated[
             Literal["user", "assistant"], Field(description="whom the fact is about: the user or the assistant")
         ] = "user",
+        space: Annotated[
+            str | None,
+            Field(min_length=1, max_length=80, description=WRITE_SPACE),
+        ] = None,
     ) -> dict[str, Any]:
         """Keep a fact in the user's long-term memory at once. A repeat confirms the fact held; a newer
-        value updates it (the old one stays as a version). Refused while memory is paused."""
-        source = source_of(ctx)
-        return await store.call(_refusing(lambda s: memory_tools.remember(s, text, about=about, source=source)))
+        value updates it (the old one stays as a version). Refused while memory is paused, or for a
+        memory space the user does not have."""
+        source, where = source_of(ctx), space or default
+        return await store.call(
+            _refusing(lambda s: memory_tools.remember(s, text, about=about, source=source, space=where))
+        )
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
     async def forget(
@@ -174,12 +208,23 @@ def build_server(store: StoreThread) -> MCPServer:
             Literal["fact", "trait", "page"] | None, Field(description="with id: the kind of item to forget")
         ] = None,
         id: Annotated[int | None, Field(ge=1, description="with kind: the item's id (from search_memory)")] = None,
+        space: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=80,
+                description=FORGET_SPACE,
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Forget the facts and pages that say a statement (as "Forget that …" does in Mnemo's chat),
         or one item by its kind and id. It never wipes the whole memory."""
         if (kind is None) != (id is None):
             raise MCPError(INVALID_PARAMS, "forget takes kind and id together")
-        return await store.call(_refusing(lambda s: memory_tools.forget(s, kind=kind, item_id=id, statement=statement)))
+        where = space or default
+        return await store.call(
+            _refusing(lambda s: memory_tools.forget(s, kind=kind, item_id=id, statement=statement, space=where))
+        )
 
     @server.tool(annotations=read_only)
     async def get_persona() -> dict[str, Any]:
@@ -214,11 +259,22 @@ def _opened(ctx) -> StoreThread:
     return store
 
 
-def run_stdio(ctx) -> int:
-    """Serve MCP on stdin/stdout until the client closes them."""
+def _serving(store: StoreThread, space: str | None) -> str | None:
+    """`server_space`, the store stopped when it fails (SpaceError, for the command to say)."""
+    try:
+        return server_space(store, space)
+    except BaseException:
+        store.stop()
+        raise
+
+
+def run_stdio(ctx, space: str | None = None) -> int:
+    """Serve MCP on stdin/stdout until the client closes them; `space`: the memory space its tools use."""
     store = _opened(ctx)
-    server = build_server(store)
-    print(f"mnemo mcp: serving {ctx.paths.db_file} over stdio", file=sys.stderr, flush=True)
+    space = _serving(store, space)
+    server = build_server(store, space)
+    where = f", space “{space}”" if space else ""
+    print(f"mnemo mcp: serving {ctx.paths.db_file}{where} over stdio", file=sys.stderr, flush=True)
     try:
         server.run("stdio")
     finally:
@@ -226,14 +282,15 @@ def run_stdio(ctx) -> int:
     return 0
 
 
-def run_http(ctx, host: str, port: int, token: str, token_hint: str) -> int:
+def run_http(ctx, host: str, port: int, token: str, token_hint: str, space: str | None = None) -> int:
     """Serve MCP's streamable HTTP transport on http://host:port/mcp, every request with the token."""
     from app.api_access import require_token
     from app.local_http import bind, serve, url_of
 
     store = _opened(ctx)
+    space = _serving(store, space)
     try:
-        app = require_token(build_server(store).streamable_http_app(host=host), token)
+        app = require_token(build_server(store, space).streamable_http_app(host=host), token)
         sock = bind(host, port)
         serve(
             app,

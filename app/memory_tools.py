@@ -8,6 +8,10 @@ and says who wrote it (`source`, "via MCP: Claude Desktop", shown in the inspect
 learns nothing new; forgetting by a statement follows "Forget that …" in chat and never wipes. What
 comes back is JSON-ready dicts of the memory's own words: data for the other program's model to read,
 with dates, scores and the reason each item was chosen.
+
+Memory spaces (memory_core.spaces): `space` names the one a fact is kept in and the one a search or a
+"forget that …" reads, as a chat of that space would; None keeps a fact in Personal and searches and
+forgets in every space. A name the memory does not hold is refused, naming the spaces it does.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import datetime as dt
 
 from app.remember import OWNERS, forget_statement, remember_fact, statement_to_forget
 from memory_core import RetrievalBudget
+from memory_core.spaces import SpaceError
 
 MAX_RESULTS = 50
 FORGET_KINDS = {"fact": "knowledge", "trait": "trait", "page": "page"}
@@ -75,38 +80,78 @@ def _page(p, score: float | None = None, why: str | None = None) -> dict:
     return row
 
 
-def search(store, query: str, limit: int = 10) -> dict:
+def space_id(store, name: str | None) -> int | None:
+    """The id of the memory space named `name` (None for None). Refused, naming the memory's spaces,
+    when it holds none of that name."""
+    if name is None:
+        return None
+    try:
+        return store.spaces.resolve(name)
+    except SpaceError:
+        names = ", ".join(store.spaces.names().values())
+        raise Refused(f"memory holds no space named {name!r}; its spaces are: {names}") from None
+
+
+def search(store, query: str, limit: int = 10, *, space: str | None = None) -> dict:
     """What memory recalls for `query`: the best `limit` pages and facts, and the persona's traits,
-    each with its score and why it was chosen (the retrieval trace of a chat turn, without a chat).
-    A search by another program is no visit: it heats nothing, so it writes nothing."""
+    each with its score, why it was chosen and its space (the retrieval trace of a chat turn, without
+    a chat); from space `space` only, else from every space. A search by another program is no visit:
+    it heats nothing, so it writes nothing."""
     limit = max(1, min(MAX_RESULTS, int(limit)))
-    r = store.retrieve(query, None, RetrievalBudget(pages=limit, knowledge=limit), record_visits=False)
+    sid = space_id(store, space)
+    spaces = None if sid is None else frozenset({sid})
+    r = store.retrieve(query, None, RetrievalBudget(pages=limit, knowledge=limit), record_visits=False, spaces=spaces)
+    names = store.spaces.names()
     return {
         "query": query,
-        "facts": [_fact(h.item, h.score, h.reason) for h in r.knowledge],
+        "space": None if sid is None else names.get(sid),
+        "facts": [_spaced(_fact(h.item, h.score, h.reason), h.item, names) for h in r.knowledge],
         "traits": [_trait(h.item, h.score, h.reason) for h in r.traits],
-        "pages": [_page(h.page, h.score, h.reason) for h in r.pages],
+        "pages": [_spaced(_page(h.page, h.score, h.reason), h.page, names) for h in r.pages],
         "timings_ms": {k: round(v, 2) for k, v in r.timings_ms.items()},
     }
 
 
-def remember(store, text: str, *, about: str = "user", source: str) -> dict:
-    """Keep `text` as a fact about the user or the assistant, marked as written by `source`.
-    Refused while memory is paused, or when there is no fact in `text`."""
+def _spaced(row: dict, item, names: dict[int, str]) -> dict:
+    row["space"] = names.get(item.space_id, str(item.space_id))
+    return row
+
+
+def remember(store, text: str, *, about: str = "user", source: str, space: str | None = None) -> dict:
+    """Keep `text` as a fact about the user or the assistant, marked as written by `source`, in space
+    `space` (default Personal; a repeat or a newer value there confirms or updates the fact it holds).
+    Refused while memory is paused, for a space it does not hold, or when there is no fact in `text`."""
     if about not in OWNERS:
         raise Refused("a fact is about 'user' or 'assistant'")
     if store.is_paused():
         raise Refused("memory is paused in Mnemo: nothing new is remembered until it is resumed")
+    sid = space_id(store, space)
     try:
-        done = remember_fact(store, text, about=about, source=source)
+        done = remember_fact(store, text, about=about, source=source, space_id=sid)
     except ValueError as exc:
         raise Refused(f"nothing remembered: {exc}") from exc
-    return {"kind": "fact", "id": done.id, "text": done.text, "outcome": done.outcome, "said": done.describe()}
+    kept = store.get_knowledge(done.id)
+    return {
+        "kind": "fact",
+        "id": done.id,
+        "text": done.text,
+        "outcome": done.outcome,
+        "said": done.describe(),
+        "space": store.spaces.name_of(kept.space_id) if kept is not None else None,
+    }
 
 
-def forget(store, *, kind: str | None = None, item_id: int | None = None, statement: str | None = None) -> dict:
+def forget(
+    store,
+    *,
+    kind: str | None = None,
+    item_id: int | None = None,
+    statement: str | None = None,
+    space: str | None = None,
+) -> dict:
     """Forget one item by its id (a fact, trait or page; what was drawn only from a page goes with it),
-    or the facts and pages that say `statement`, by the rules of "Forget that …" in chat. Forgetting
+    or the facts and pages that say `statement`, by the rules of "Forget that …" in chat: in space
+    `space` only when given (the same words in another space stay), else in every space. Forgetting
     everything is not offered: it is the inspector's Wipe all…, behind a typed confirmation."""
     if (statement is None) == (item_id is None):
         raise Refused("give either a statement to forget, or a kind and an id")
@@ -117,7 +162,8 @@ def forget(store, *, kind: str | None = None, item_id: int | None = None, statem
                 'say what to forget in a few words ("my locker code is 4312"); forgetting everything is done '
                 "in Mnemo's inspector, not from here"
             )
-        gone = forget_statement(store, what)
+        sid = space_id(store, space)
+        gone = forget_statement(store, what, spaces=None if sid is None else frozenset({sid}))
         return {
             "statement": what,
             "facts": [{"id": kid, "text": text} for kid, text in gone.facts],
@@ -157,7 +203,7 @@ def persona_text(store) -> str:
 
 
 def recent(store, limit: int = 10) -> dict:
-    """The newest pages and facts of the memory (the one memory: spaces do not exist yet)."""
+    """The newest pages and facts of the memory, of every space."""
     limit = max(1, min(MAX_RESULTS, int(limit)))
     return {
         "pages": [_page(p) for p in store.list_pages(order_by="timestamp", descending=True, limit=limit)],

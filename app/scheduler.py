@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 PRIORITY_CHAT = 0
 PRIORITY_NORMAL = 5
 # memory job kinds that ask the LLM for JSON; the others are LLM-free
-LLM_JOB_KINDS = ("promote_segment",)
+LLM_JOB_KINDS = ("promote_segment", "title_segment")
 
 
 class Scheduler:
@@ -48,10 +48,13 @@ class Scheduler:
         idle_work_delay_s: float = 60.0,
         idle_s: float = 2.0,
         poll_s: float = 1.0,
+        model_titles: Callable[[Any], bool] | None = None,
     ):
-        """`open_store(llm=None)` opens a new MemoryStore connection; `get_model()` loads the chat model."""
+        """`open_store(llm=None)` opens a new MemoryStore connection; `get_model()` loads the chat model;
+        `model_titles(model)` says whether that model writes topic titles (app.topic_titles; None: it does not)."""
         self._open_store = open_store
         self._get_model = get_model
+        self.model_titles = model_titles
         self.on_event = on_event
         self.on_jobs = on_jobs
         self.on_progress = on_progress  # (what, done, total) of a long memory job (re-embedding)
@@ -241,6 +244,7 @@ class Scheduler:
         except Exception:
             return
         store.llm_model_id = getattr(model, "model_id", None)
+        store.model_titles = self.model_titles is not None and self.model_titles(model)
 
     # -- the memory thread ------------------------------------------------------------
     def _open_memory_store(self):

@@ -78,6 +78,9 @@ class Settings:
     memory: dict[str, Any] = field(default_factory=dict)
     # Daily copies of the memory database kept in <data dir>/backups (app.backups); 0 = none.
     backup_keep: int = setting(2, low=0)
+    # Who writes the titles of memory's topics: the chat model ("on"), their keywords ("off"), or the chat
+    # model when it is capable, at least 1B parameters ("auto"; app.topic_titles, decision 0026).
+    topic_titles: str = setting("auto", choices=("auto", "on", "off"))
     # Legacy (≤ 0.1): the global pause switch lived here. It now lives in the memory database
     # (`MemoryStore.set_paused`), shared by the app, the inspector and the CLI; a True found here
     # is moved there when the store is next opened (AppContext.open_store).

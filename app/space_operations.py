@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from app.wording import count
+from memory_core.space_merge import SpaceMerge
 from memory_core.spaces import SpaceError, SpaceInfo
 
 __all__ = [
@@ -16,11 +17,14 @@ __all__ = [
     "copy_items",
     "create_space",
     "delete_space",
+    "describe_merge",
     "describe_space",
+    "merge_lines",
     "import_as_space",
     "merge_spaces",
     "move_items",
     "SpaceInfo",
+    "SpaceMerge",
     "new_chat_space",
     "rename_space",
     "set_chat_space",
@@ -67,14 +71,67 @@ def delete_space(store, space: str | int, *, forget: bool = False) -> str:
     return f"Space “{name}” deleted" + (f"; {count(n, 'item')} forgotten with it." if n else ".")
 
 
-def merge_spaces(store, source: str | int, target: str | int) -> str:
-    """Merge space `source` into `target` (memory_core.spaces.Spaces.merge); returns a sentence."""
+def merge_spaces(store, source: str | int, target: str | int, *, dry_run: bool = False) -> SpaceMerge:
+    """Merge space `source` into `target` (by name or id; memory_core.spaces.Spaces.merge), or with
+    `dry_run` work out what that would do and change nothing. `merge_lines` says it in words."""
     src, dst = store.spaces.resolve(source), store.spaces.resolve(target)
-    name, into = store.spaces.name_of(src), store.spaces.name_of(dst)
-    c = store.spaces.merge(src, dst)
-    held = c["duplicate_pages"] + c["duplicate_facts"] + c["duplicate_traits"]
-    moved = f"{count(c['pages'], 'page')}, {count(c['facts'], 'fact')} and {count(c['traits'], 'trait')} moved"
-    return f"“{name}” merged into “{into}”: {moved}" + (f"; {count(held, 'item')} it held already." if held else ".")
+    return store.spaces.merge(src, dst, dry_run=dry_run)
+
+
+def _things(pairs: list[tuple[int, str]]) -> str:
+    """ "2 pages, 1 fact and 3 traits" of the non-zero counts (or '' when all are zero)."""
+    said = [count(n, noun) for n, noun in pairs if n]
+    return ", ".join(said[:-1]) + f" and {said[-1]}" if len(said) > 1 else "".join(said)
+
+
+def _short(text: str, n: int = 80) -> str:
+    """A memory item quoted in a sentence: one line, at most `n` characters, without its closing full stop."""
+    text = " ".join(text.split()).rstrip(".")
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def merge_lines(m: SpaceMerge) -> list[str]:
+    """What a merge did (or, for a dry run, would do), a sentence a line: what moves, what the target held
+    already, which of its facts and traits were confirmed or updated, what was older, and what was left
+    beside a pinned item (quoted, a few)."""
+    would, dst = m.dry_run, m.target
+    moved = _things([(m.pages.moved, "page"), (m.facts.moved, "fact"), (m.traits.moved, "trait")]) or "nothing"
+    out = [
+        f"Merging “{m.source}” into “{dst}” would move {moved}."
+        if would
+        else f"“{m.source}” merged into “{dst}”: {moved} moved."
+    ]
+
+    def say(pairs: list[tuple[int, str]], will: str, did: str) -> None:
+        what = _things(pairs)
+        if what:
+            out.append(f"{will if would else did}: {what}.")
+
+    say(
+        [(m.pages.duplicates, "page"), (m.facts.duplicates, "fact"), (m.traits.duplicates, "trait")],
+        f"Already in “{dst}”, kept once",
+        f"Already in “{dst}”, kept once",
+    )
+    confirmed = [(m.facts.confirmed, "fact"), (m.traits.confirmed, "trait")]
+    say(confirmed, f"Said again, would confirm what “{dst}” holds", f"Said again, confirmed what “{dst}” holds")
+    updated = [(m.facts.updated, "fact"), (m.traits.updated, "trait")]
+    why = "the older text stays a version"
+    say(updated, f"Newer, would update what “{dst}” holds ({why})", f"Newer, updated what “{dst}” holds ({why})")
+    older = [(m.facts.older, "fact"), (m.traits.older, "trait")]
+    say(
+        older, f"Older than what “{dst}” holds, would be kept archived", f"Older than what “{dst}” holds, kept archived"
+    )
+    if m.conflicts:
+        quoted = "; ".join(f"“{_short(c.offered)}” (pinned: “{_short(c.held)}”)" for c in m.conflicts[:3])
+        more = f" and {len(m.conflicts) - 3} more" if len(m.conflicts) > 3 else ""
+        left = "would be left" if would else "left"
+        out.append(f"Against a pinned item, {left} beside it: {quoted}{more}.")
+    return out
+
+
+def describe_merge(m: SpaceMerge) -> str:
+    """`merge_lines` as one paragraph (the command line's answer)."""
+    return " ".join(merge_lines(m))
 
 
 def _kind(kind: str) -> str:

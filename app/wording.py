@@ -104,6 +104,7 @@ def heat_in_words(n_visit: int, l_interaction: int, heat_value: float, tau: floa
 _JOB_WORK = {
     "add_page": lambda n: f"{count(n, 'reply')} to save as memory pages",
     "promote_segment": lambda n: f"{count(n, 'busy topic')} to learn about you from, when the chat model is free",
+    "title_segment": lambda n: f"{count(n, 'topic')} to name, when the chat model is free",
     "index_tokens": lambda n: "indexing the words of older pages",
     "read_in_context": lambda n: "re-reading older pages, each after the one before it",
     "reembed": lambda n: "re-reading memory with the new embedding model",
@@ -134,6 +135,8 @@ def _event_page_moved(item: str, d: dict) -> str:
     topic = f"topic {d.get('segment_id')}"
     if d.get("how") == "created":
         return f"{item.capitalize()} started a new topic ({topic})"
+    if d.get("how") == "continued":
+        return f"{item.capitalize()} joined {topic}, the conversation it continues"
     return f"{item.capitalize()} joined {topic}, a related topic"
 
 

@@ -436,8 +436,27 @@ def _m_persona_people(conn: apsw.Connection, dim: int) -> None:
     conn.execute("ALTER TABLE trait ADD COLUMN confirmations INTEGER NOT NULL DEFAULT 0")
 
 
+def _m_segment_titles(conn: apsw.Connection, dim: int) -> None:
+    """A segment's title written by the chat model (decision 0026): `title` (NULL: none, its keywords' title
+    is shown), `title_model` (the model that wrote it) and `title_pages` (its page count when a title was last
+    asked for; asked again once it has doubled, memory_core.titles)."""
+    conn.execute("ALTER TABLE segment ADD COLUMN title TEXT")
+    conn.execute("ALTER TABLE segment ADD COLUMN title_model TEXT")
+    conn.execute("ALTER TABLE segment ADD COLUMN title_pages INTEGER NOT NULL DEFAULT 0")
+
+
 # Each migration takes (conn, dim); index i moves user_version from i to i + 1.
-MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [_m1, _m2, _m3, _m4, _m5, _m6, _m_spaces, _m_persona_people]
+MIGRATIONS: list[Callable[[apsw.Connection, int], None]] = [
+    _m1,
+    _m2,
+    _m3,
+    _m4,
+    _m5,
+    _m6,
+    _m_spaces,
+    _m_persona_people,
+    _m_segment_titles,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -3,6 +3,8 @@ same thing updates it (the old text becomes an archived version), anything else 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import extract as X
@@ -50,6 +52,22 @@ def origin(verb: str, page_ids: list[int], source: str) -> str:
     if source == "user":
         return f"{verb} by the user"
     return f"{verb} {source}" if source.startswith("via ") else f"{verb} from {source}"
+
+
+@dataclass
+class Held:
+    """An active trait or fact a new one repeats or changes, by the persona's rules (`PersonaMerge.match`):
+    a restatement (`duplicate`: it confirms) or a newer value of the same thing (it updates)."""
+
+    kind: str  # 'knowledge' | 'trait'
+    id: int
+    cos: float
+    duplicate: bool
+    same_words: bool  # word for word the same (after `normalize`): already held, nothing to confirm
+    pinned: bool
+    text: str
+    updated_at: float
+    row: tuple  # the row `_revise_knowledge` / `_revise_trait` take
 
 
 class PersonaMerge:
@@ -138,13 +156,14 @@ class PersonaMerge:
         *,
         subject: str | None = None,
         space: int | None = None,
+        k: int = 8,
     ) -> tuple[tuple[int, float, tuple] | None, bool, bool]:
         """The active fact of `owner` (and `subject`, for a person) in space `space` (None: any, as a cube
         import matches) that `text` repeats or updates, if any: (its id, cosine and row), whether it is a
-        duplicate, whether an update."""
+        duplicate, whether an update. The `k` nearest facts of every space are the candidates."""
         p = self.db.params
         knn = self.db.execute(
-            "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = 8", (vec_blob(vec),)
+            "SELECT knowledge_id, distance FROM knowledge_vec WHERE embedding MATCH ? AND k = ?", (vec_blob(vec), k)
         ).fetchall()
         rows = {
             r[0]: r[1:]
@@ -543,3 +562,70 @@ class PersonaMerge:
         self.versions.derive("trait", tid, 1, page_ids)
         self.db.emit("trait_added", "trait", tid, f"trait {tid} ({dimension}) added", {"pages": sorted(page_ids)})
         return True
+
+    # ------------------------------------------------------------------ the rules for a whole item (fusion)
+    def match(
+        self,
+        kind: str,
+        key: str,
+        text: str,
+        vec: np.ndarray,
+        *,
+        model: str = "",
+        subject: str | None = None,
+        space: int | None = None,
+        k: int = 8,
+    ) -> Held | None:
+        """The active item of space `space` that a trait (`key` its dimension, `text` its value) or a fact
+        (`key` its owner) repeats or changes, by the rules of `upsert_trait` / `upsert_knowledge`; None when
+        it is new there. Two spaces merged (memory_core.space_merge) join their persona by these rules."""
+        if kind == "trait":
+            row, cos, duplicate = self._trait_match(key, text, vec, space)
+            if row is None:
+                return None
+            held, pinned, updated = row[2], row[5], row[10]
+            return Held(
+                kind, row[0], cos, duplicate, normalize(held) == normalize(text), bool(pinned), held, updated, row
+            )
+        best, duplicate, update = self._knowledge_match(key, text, vec, model, subject=subject, space=space, k=k)
+        if best is None or not (duplicate or update):
+            return None
+        kid, cos, row = best
+        held, pinned, updated = row[3], row[2], row[8]
+        return Held(kind, kid, cos, duplicate, normalize(held) == normalize(text), bool(pinned), held, updated, row)
+
+    def fuse(
+        self,
+        held: Held,
+        text: str,
+        confidence: float,
+        page_ids: list[int],
+        vec: np.ndarray,
+        cids: list[int],
+        model: str,
+        *,
+        evidence: str = "",
+    ) -> bool:
+        """Join an item to `held` as the persona does: a restatement confirms it (one more confirmation, its
+        pages among the sources, no new version), a newer value updates it (the older text stays a version).
+        False, with an `update_skipped` event, when `held` is pinned and would change."""
+        now = self.db.clock()
+        if held.kind == "trait":
+            return self._revise_trait(
+                held.row,
+                held.cos,
+                held.duplicate,
+                text,
+                evidence,
+                confidence,
+                page_ids,
+                vec,
+                cids,
+                model,
+                now,
+                count_only=True,
+            )
+        best = (held.id, held.cos, held.row)
+        return self._revise_knowledge(
+            best, held.duplicate, text, confidence, page_ids, vec, cids, model, now, count_only=True
+        )

@@ -17,23 +17,27 @@ from .database import Database, like_pattern
 from .embedding import Embedding
 from .jobs import Jobs
 from .pages import Pages
+from .titles import clear_title, queue_if_due
 from .types import Segment, page_text
 
-# pages of mid-term memory before its mean page vector is taken off at full weight (`_best_segment`): with
+# pages of mid-term memory before its mean page vector is taken off at full weight (`_segment_scores`): with
 # n pages the mean is scaled by n / (n + CENTRE_PRIOR_PAGES), so the first pages segment by plain cosine
 CENTRE_PRIOR_PAGES = 20
 # a word on at least this share of the memory's pages (and the memory has COMMON_MIN_PAGES pages) names no
 # topic: the speakers' names of an imported dialogue, "thanks"; it is left out of a segment's keywords/title
 TITLE_COMMON_DF = 0.3
 COMMON_MIN_PAGES = 20
-SEGMENTING = "centred-1"  # meta.segmenting: the joining rule a memory's segments were made by
+SEGMENTING = "centred-2"  # meta.segmenting: the joining rule a memory's segments were made by
+# a page that no segment scores `theta` for joins the segment of the page it continues in its dialogue chain
+# when its centred cosine + Jaccard there is at least this, i.e. it does not point away from it (`_place`)
+CHAIN_JOIN_MIN_SCORE = 0.0
 RESEGMENT_BATCH = 256  # pages per "resegment" job
 COMMON_REFRESH = 256  # keyword refreshes between two counts of the memory's pages
 TITLE_WORDS = 3
 
 SEG_COLS = (
     "s.id, s.tier, s.summary, s.keywords, s.n_visit, s.l_interaction, s.last_access, s.created_at, "
-    "s.updated_at, s.page_count, s.pinned, s.promotions, s.space_id"
+    "s.updated_at, s.page_count, s.pinned, s.promotions, s.space_id, s.title, s.title_model"
 )
 
 
@@ -74,8 +78,9 @@ class Segments:
             promotions=r[11],
             recency=recency,
             heat=heat,
-            title=self.title(from_json(r[3], [])),
-            space_id=r[12] if len(r) > 12 else 1,
+            title=r[13] or self.title(from_json(r[3], [])),  # the model's (decision 0026), else the keywords'
+            title_by=r[14] or "",
+            space_id=r[12],
         )
 
     _SEG_ORDER = {
@@ -164,14 +169,8 @@ class Segments:
         vec = self.pages.page_vec(pid)
         now = self.db.clock()
         chain_id, link_detail = self._link_chain(pid, cid, ts, kws, vec, now)
-        best_sid, best_score, best_cos, best_jac = self._best_segment(vec, kws, space)
-        if best_sid is not None and best_score >= self.db.params.segments.theta:
-            sid = best_sid
-            self._join_segment(sid, pid, vec, kws, now)
-            how = "joined"
-        else:
-            sid = self._start_segment(pid, vec, kws, now, space)
-            how = "created"
+        prev = link_detail.get("prev_page_id") if chain_id is not None else None
+        sid, how, (best_score, best_cos, best_jac) = self._place(pid, vec, kws, space, prev, now)
         if chain_id is not None:
             self.refresh_chain(chain_id)
         self.db.emit(
@@ -218,12 +217,40 @@ class Segments:
         self.db.execute("UPDATE page SET prev_page_id = ?, chain_id = ? WHERE id = ?", (prev[0], chain_id, pid))
         return chain_id, link_detail
 
-    def _best_segment(
+    def _place(
+        self,
+        pid: int,
+        vec: np.ndarray,
+        kws: list[str],
+        space: int,
+        prev: int | None,
+        now: float,
+        exclude: frozenset[int] = frozenset(),
+    ) -> tuple[int, str, tuple[float, float, float]]:
+        """Put MTM-bound page `pid` in a segment of its space (but `exclude`): the one with the best centred
+        cosine + keyword Jaccard when that clears `theta` (a topic it belongs to); else, when it continues a
+        dialogue chain (`prev`, the page before it in the chain), the segment of that page unless it points
+        away from it (score < CHAIN_JOIN_MIN_SCORE): a page that opens no clear topic ("Wow, that's great!
+        How long have you been doing that?") belongs to the stretch of dialogue it continues; else a new
+        segment. Returns (segment, "joined" | "continued" | "created", the best (score, cos, Jaccard))."""
+        scores = self._segment_scores(vec, kws, space, exclude)
+        best = max(scores.items(), key=lambda kv: kv[1][0], default=None)
+        if best is not None and best[1][0] >= self.db.params.segments.theta:
+            self._join_segment(best[0], pid, vec, kws, now)
+            return best[0], "joined", best[1]
+        top = best[1] if best is not None else (-1.0, 0.0, 0.0)
+        row = self.db.execute("SELECT segment_id FROM page WHERE id = ?", (prev,)).fetchone() if prev else None
+        if row is not None and row[0] in scores and scores[row[0]][0] >= CHAIN_JOIN_MIN_SCORE:
+            self._join_segment(row[0], pid, vec, kws, now)
+            return row[0], "continued", top
+        return self._start_segment(pid, vec, kws, now, space), "created", top
+
+    def _segment_scores(
         self, vec: np.ndarray, kws: list[str], space: int = 1, exclude: frozenset[int] = frozenset()
-    ) -> tuple[int | None, float, float, float]:
-        """The MTM segment of the page's space nearest the page by centred cosine + keyword Jaccard:
-        (id, score, cos, Jaccard). Centred: the mean page vector of mid-term memory is taken off both the
-        page and each segment's centroid before the cosine, so the direction every page shares (in an
+    ) -> dict[int, tuple[float, float, float]]:
+        """Each MTM segment of the page's space (but `exclude`) scored against the page: (centred cosine +
+        keyword Jaccard, cosine, Jaccard). Centred: the mean page vector of mid-term memory is taken off both
+        the page and each segment's centroid before the cosine, so the direction every page shares (in an
         imported dialogue, the speakers' names on every line) no longer makes a long segment's centroid
         close to every page (decision 0024; docs/research-log.md, "Segments")."""
         rows = self.db.execute(
@@ -231,7 +258,7 @@ class Segments:
         ).fetchall()
         rows = [r for r in rows if r[2] > 0 and r[0] not in exclude]
         if not rows:
-            return None, -1.0, 0.0, 0.0
+            return {}
         sums = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]).astype(np.float64)
         counts = np.array([r[2] for r in rows], dtype=np.float64)
         n = float(counts.sum())
@@ -241,12 +268,11 @@ class Segments:
         pv = vec.astype(np.float64) - mean
         norms = np.linalg.norm(cents, axis=1) * max(float(np.linalg.norm(pv)), 1e-12)
         cos = (cents @ pv) / np.maximum(norms, 1e-12)
-        best_sid, best_score, best_cos, best_jac = None, -1.0, 0.0, 0.0
+        out = {}
         for (sid, _, _, skw), c in zip(rows, cos):
             jac = T.jaccard(kws, from_json(skw, []))
-            if float(c) + jac > best_score:
-                best_sid, best_score, best_cos, best_jac = sid, float(c) + jac, float(c), jac
-        return best_sid, best_score, best_cos, best_jac
+            out[sid] = (float(c) + jac, float(c), jac)
+        return out
 
     def _join_segment(self, sid: int, pid: int, vec: np.ndarray, kws: list[str], now: float) -> None:
         srow = self.db.execute("SELECT emb_sum, kw_counts FROM segment WHERE id = ?", (sid,)).fetchone()
@@ -261,6 +287,7 @@ class Segments:
         )
         self.db.execute("UPDATE segment_vec SET embedding = ? WHERE segment_id = ?", (vec_blob(unit(acc)), sid))
         self.refresh_summary(sid)
+        queue_if_due(self.db, self.jobs, sid)  # a title by the chat model, at 3 pages and each doubling
 
     def _start_segment(self, pid: int, vec: np.ndarray, kws: list[str], now: float, space: int = 1) -> int:
         counts: dict = {}
@@ -383,6 +410,8 @@ class Segments:
         )
         self.refresh_vector(sid)
         self.refresh_summary(sid)
+        clear_title(self.db, sid)  # the model's title may hold words of a page it has lost: asked again
+        queue_if_due(self.db, self.jobs, sid)
         return True
 
     def refresh_vector(self, sid: int) -> None:
@@ -459,17 +488,13 @@ class Segments:
         ]
 
     def _resegment_page(self, pid: int, old: frozenset[int]) -> int:
-        """Take MTM page `pid` from its old segment to the best segment of its space not in `old`, or a new one."""
-        kws_s, space, moved_at = self.db.execute(
-            "SELECT keywords, space_id, moved_at FROM page WHERE id = ?", (pid,)
+        """Take MTM page `pid` from its old segment to a segment of its space not in `old` by the current rule
+        (`_place`, its chain link as it was made), or a new one."""
+        kws_s, space, moved_at, prev = self.db.execute(
+            "SELECT keywords, space_id, moved_at, prev_page_id FROM page WHERE id = ?", (pid,)
         ).fetchone()
         kws, vec, now = from_json(kws_s, []), self.pages.page_vec(pid), self.db.clock()
-        best_sid, best_score, _, _ = self._best_segment(vec, kws, space, old)
-        if best_sid is not None and best_score >= self.db.params.segments.theta:
-            self._join_segment(best_sid, pid, vec, kws, now)
-            sid = best_sid
-        else:
-            sid = self._start_segment(pid, vec, kws, now, space)
+        sid, _, _ = self._place(pid, vec, kws, space, prev, now, old)
         self.db.execute("UPDATE page SET moved_at = ? WHERE id = ?", (moved_at, pid))  # when it left STM
         return sid
 

@@ -10,8 +10,9 @@ segment's pages make a segment of their own there, so a segment still holds one 
 
 Moving keeps a segment to one space: the moved pages of a segment become a segment of their own in the
 target space (same tier and heat), and both are rebuilt. A merge moves every item of one space into
-another and drops what the target already holds word for word (a page of the same two sides and time,
-a fact of the same owner and text), as an import recognises items already present. Traits are kept
+another with the dedup of a cube import (memory_core.space_merge): a page the target holds is dropped,
+a fact or trait close to one of the target's confirms or updates it by the persona's rules, one that
+would change a pinned item is left beside it and reported. Traits are kept
 with the space they were learned in (a space's export and deletion take them) but the persona read
 into every reply is the user's whole persona: who the user is does not change with the project.
 """
@@ -25,7 +26,9 @@ from dataclasses import dataclass
 from .codec import from_json, to_json
 from .database import Database
 from .fts import fts_put
+from .merging import PersonaMerge
 from .segments import Segments
+from .space_merge import SpaceFusion, SpaceMerge
 from .types import page_text
 
 List = list  # `Spaces.list` (the method) hides the builtin inside the class
@@ -50,6 +53,14 @@ class SpaceInfo:
         return not (self.pages or self.facts or self.traits)
 
 
+class _Rehearsed(Exception):
+    """Raised inside a dry run's transaction to roll it back, carrying what it found."""
+
+    def __init__(self, result: SpaceMerge):
+        super().__init__("dry run")
+        self.result = result
+
+
 class SpaceError(ValueError):
     """A space that does not exist, a name taken or empty, or a deletion refused (one line, for the user)."""
 
@@ -64,10 +75,17 @@ def clean_name(name: str) -> str:
 
 
 class Spaces:
-    def __init__(self, db: Database, segments: Segments, forget: Callable[[str, Sequence[int]], int]):
+    def __init__(
+        self,
+        db: Database,
+        segments: Segments,
+        forget: Callable[[str, Sequence[int]], int],
+        persona: PersonaMerge,
+    ):
         self.db = db
         self.segments = segments
         self._forget = forget  # Curation.forget: what forgetting a space's items does
+        self.persona = persona  # the persona's rules, by which a merge joins facts and traits
 
     # ------------------------------------------------------------------ reading
     def list(self) -> List[SpaceInfo]:
@@ -95,6 +113,10 @@ class Spaces:
         if row is None:
             raise SpaceError(f"no space named {ref!r}")
         return int(row[0])
+
+    def names(self) -> dict[int, str]:
+        """Every space's name by id (no counts: what a list that names each item's space needs)."""
+        return {int(r[0]): str(r[1]) for r in self.db.rows("SELECT id, name FROM space ORDER BY id")}
 
     def name_of(self, space_id: int) -> str:
         return str(self.db.scalar("SELECT name FROM space WHERE id = ?", (space_id,)) or f"space {space_id}")
@@ -329,52 +351,40 @@ class Spaces:
     def _columns(self, table: str) -> List[str]:
         return [r[1] for r in self.db.rows(f"PRAGMA table_info({table})")]
 
-    def merge(self, source: int, target: int) -> dict[str, int]:
-        """Fuse space `source` into `target`: what the target holds already word for word is dropped
-        from the source (forgotten there), the rest moves; the source space is deleted and its chats
-        write to the target. Returns counts: moved and duplicate pages and facts."""
+    def merge(self, source: int, target: int, *, dry_run: bool = False) -> SpaceMerge:
+        """Fuse space `source` into `target` with the dedup of a cube import (memory_core.space_merge):
+        what the target holds already is dropped from the source, a fact or trait close to one of the
+        target's confirms or updates it as the persona does (unless that one is pinned: both are left,
+        and reported), the rest moves; the source space is deleted and its chats write to the target.
+        With `dry_run` it is all worked out and rolled back: what a merge would do, for a question first."""
         if source == target:
             raise SpaceError("a space cannot be merged into itself")
         self.resolve(source), self.resolve(target)
-        with self.db.transaction():
-            dup_pages = self._duplicates(
-                "page",
-                "q.user_text = x.user_text AND q.assistant_text = x.assistant_text AND q.timestamp = x.timestamp",
-                source,
-                target,
-            )
-            dup_facts = self._duplicates(
-                "knowledge",
-                "q.owner = x.owner AND lower(q.text) = lower(x.text) AND q.subject IS x.subject",
-                source,
-                target,
-            )
-            dup_traits = self._duplicates(
-                "trait", "q.dimension = x.dimension AND lower(q.value) = lower(x.value)", source, target
-            )
-            if dup_facts:
-                self._forget("knowledge", dup_facts)
-            if dup_traits:
-                self._forget("trait", dup_traits)
-            if dup_pages:
-                self._forget("page", dup_pages)
-            pages = [r[0] for r in self.db.rows("SELECT id FROM page WHERE space_id = ?", (source,))]
-            moved = self.move_pages(pages, target)
-            facts = self.move_facts("knowledge", self._ids_of("knowledge", source), target)
-            traits = self.move_facts("trait", self._ids_of("trait", source), target)
-            self.db.execute("UPDATE segment SET space_id = ? WHERE space_id = ?", (target, source))
-            self.db.execute("UPDATE conversation SET space_id = ? WHERE space_id = ?", (target, source))
-            self.db.execute("DELETE FROM space WHERE id = ?", (source,))
-            counts = {
-                "pages": moved,
-                "duplicate_pages": len(dup_pages),
-                "facts": facts,
-                "duplicate_facts": len(dup_facts),
-                "traits": traits,
-                "duplicate_traits": len(dup_traits),
-            }
-            self.db.emit("space_merged", None, None, f"space {source} merged into space {target}", {"merged": counts})
-            return counts
+        try:
+            with self.db.transaction():
+                result = self._merge(source, target)
+                if dry_run:
+                    raise _Rehearsed(result)
+                return result
+        except _Rehearsed as done:
+            done.result.dry_run = True
+            return done.result
+
+    def _merge(self, source: int, target: int) -> SpaceMerge:
+        out = SpaceMerge(self.name_of(source), self.name_of(target))
+        fusion = SpaceFusion(self.db, self.persona, self._forget)
+        out.pages.duplicates = fusion.drop_held_pages(source, target)
+        out.pages.moved = self.move_pages(self._ids_of("page", source), target)
+        for kind, counts in (("knowledge", out.facts), ("trait", out.traits)):
+            fusion.fuse_persona(kind, source, target, out, out.source)
+            counts.moved = self.move_facts(kind, self._ids_of(kind, source), target)
+        self.db.execute("UPDATE segment SET space_id = ? WHERE space_id = ?", (target, source))
+        self.db.execute("UPDATE conversation SET space_id = ? WHERE space_id = ?", (target, source))
+        self.db.execute("DELETE FROM space WHERE id = ?", (source,))
+        self.db.emit(
+            "space_merged", None, None, f"space {source} merged into space {target}", {"merged": out.to_json()}
+        )
+        return out
 
     def adopt_import(self, import_id: int, to: int) -> int:
         """Put what cube import `import_id` added (its chats, pages, segments, facts, traits) in space
@@ -401,18 +411,6 @@ class Spaces:
             return n
 
     # ------------------------------------------------------------------ helpers
-    def _duplicates(self, table: str, same: str, source: int, target: int) -> List[int]:
-        """Ids of `table` rows in space `source` that space `target` holds too (`same`: x the source's
-        row, q the target's)."""
-        return [
-            r[0]
-            for r in self.db.rows(
-                f"SELECT x.id FROM {table} x WHERE x.space_id = ? AND EXISTS "
-                f"(SELECT 1 FROM {table} q WHERE q.space_id = ? AND {same})",
-                (source, target),
-            )
-        ]
-
     def _ids_of(self, table: str, space_id: int) -> List[int]:
         return [r[0] for r in self.db.rows(f"SELECT id FROM {table} WHERE space_id = ?", (space_id,))]
 

@@ -39,6 +39,7 @@ from .promotion import Promotion
 from .retrieval import Retriever
 from .segments import Segments
 from .spaces import Spaces
+from .titles import SegmentTitles
 from .types import (
     CompleteJsonFn,
     DamagedDatabaseError,
@@ -103,9 +104,11 @@ class MemoryStore:
         self.merge = PersonaMerge(db, self.versions)
         self.persona = Persona(db, self.embedding, self.versions, self.merge)
         self.promotion = Promotion(db, self.embedding, self.merge, self.jobs, llm, llm_model_id)
+        # topic titles by the model of the LLM jobs, which promotion keeps (decision 0026)
+        self.titles = SegmentTitles(db, self.jobs, lambda: (self.promotion.llm, self.promotion.llm_model_id))
         self.curation = Curation(db, self.embedding, self.pages, self.segments, self.versions)
         self.upkeep = Upkeep(db, self.embedding, self.pages, self.segments, self.jobs)
-        self.spaces = Spaces(db, self.segments, self.curation.forget)  # named parts of the memory
+        self.spaces = Spaces(db, self.segments, self.curation.forget, self.merge)  # named parts of the memory
         # memory cubes: an undone import's pages go the way forgotten pages do
         self.cubes = Cubes(
             db,
@@ -329,6 +332,15 @@ class MemoryStore:
     @llm_model_id.setter
     def llm_model_id(self, model_id: str | None) -> None:
         self.promotion.llm_model_id = model_id
+
+    @property
+    def model_titles(self) -> bool:
+        """Whether the model that answers the LLM jobs writes topic titles (the app's rule, decision 0026)."""
+        return self.titles.model_writes
+
+    @model_titles.setter
+    def model_titles(self, on: bool) -> None:
+        self.titles.model_writes = bool(on)
 
     @property
     def on_progress(self) -> Callable[[str, int, int], None] | None:

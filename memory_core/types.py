@@ -335,8 +335,9 @@ class Segment:
     promotions: int
     recency: float  # exp(-dt/mu) at read time
     heat: float  # alpha*n_visit + beta*l_interaction + gamma*recency at read time
-    title: str = ""  # a readable name: its first keywords, common words (speakers' names) left out
+    title: str = ""  # a readable name: the chat model's (decision 0026), else its first keywords (common words out)
     space_id: int = 1  # the memory space of its pages (a segment holds pages of one space)
+    title_by: str = ""  # the model that wrote `title`; empty when it is the keywords' title
 
 
 @dataclass

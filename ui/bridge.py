@@ -147,6 +147,7 @@ class Backend(QObject):
         self._started = True
         from app import backups
         from app.scheduler import Scheduler
+        from app.topic_titles import model_writes_titles
 
         self._db = UiWorker(self._open_db_store, name="mnemo-ui-db")
         self._db.submit(lambda store: store.pending_jobs(), self._db_opened, on_error=self._db_failed, label="open")
@@ -159,6 +160,7 @@ class Backend(QObject):
             on_progress=self._on_progress,
             idle_work=self._daily_backup,
             idle_work_delay_s=backups.START_DELAY_S,
+            model_titles=lambda model: model_writes_titles(self.ctx.settings.topic_titles, model),
         )
         self.scheduler.start()
         self.load_model()

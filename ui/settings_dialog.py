@@ -39,6 +39,12 @@ from ui.model_finder import ModelFinder
 from ui.param_help import PARAM_GROUPS, param_help
 
 THEME_LABELS = [("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")]
+# settings.topic_titles (app.topic_titles, decision 0026)
+TOPIC_TITLE_LABELS = [
+    ("auto", "The chat model, when it is capable"),
+    ("on", "The chat model"),
+    ("off", "Their keywords"),
+]
 
 
 def _file_row(parent: QWidget, edit: QLineEdit, caption: str, filter_: str, name: str) -> QWidget:
@@ -357,6 +363,17 @@ class SettingsDialog(QDialog):
         )
         self.backup_spin.setAccessibleName("Daily backups to keep")
         plain.addRow("Daily backups to keep", self.backup_spin)
+        self.titles_combo = QComboBox(page)
+        for key, label in TOPIC_TITLE_LABELS:
+            self.titles_combo.addItem(label, key)
+        self.titles_combo.setCurrentIndex(max(0, self.titles_combo.findData(s.topic_titles)))
+        self.titles_combo.setToolTip(
+            "Who names the topics your pages are grouped into (the memory inspector's Topics tab): the chat "
+            'model, when it is idle, or their keywords. "When it is capable" lets a model of 1B parameters or '
+            "more write them: the small bundled model's titles are often beside the point"
+        )
+        self.titles_combo.setAccessibleName("Topic titles")
+        plain.addRow("Topic titles", self.titles_combo)
         lay.addLayout(plain)
         self.param_edits: dict[str, QSpinBox | QDoubleSpinBox] = {}
         shown = set()
@@ -583,8 +600,9 @@ class SettingsDialog(QDialog):
         s.ui.developer = self.developer_check.isChecked()
         s.custom_instructions = self.instructions_edit.toPlainText().strip()
         s.backup_keep = self.backup_spin.value()
+        s.topic_titles = self.titles_combo.currentData()
         changed = set()
-        for section in ("chat", "embedding", "memory", "ui", "custom_instructions", "backup_keep"):
+        for section in ("chat", "embedding", "memory", "ui", "custom_instructions", "backup_keep", "topic_titles"):
             if getattr(before, section) != getattr(s, section):
                 changed.add(section)
         return changed

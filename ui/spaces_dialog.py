@@ -4,7 +4,9 @@ calls. Each change runs on the window's database thread (`run`, ui.bridge's `db`
 deletion of a space of many pages never blocks the window; the buttons wait while it runs.
 
 A space that holds memory is deleted only when the user confirms that its memory is forgotten with it,
-as `delete --forget` on the command line; a merge says what happens before it runs. The questions go
+as `delete --forget` on the command line; a merge says what it would do before it runs (a dry run: what
+moves, what is held already, what confirms or updates the target's facts, what conflicts with a pinned
+one), and what it did after. The questions go
 through `ask_name`, `ask_target` and `confirm`, which tests replace.
 
 `SpaceActions` puts "Move to space…" and "Copy to space…" on the inspector's pages (their context menu):
@@ -130,6 +132,9 @@ class SpacesDialog(QDialog):
             self._change("Renaming…", lambda s: ops.rename_space(s, info.id, name), lambda new: f"Renamed to “{new}”.")
 
     def merge_space(self) -> None:
+        """Merge into…: the space to merge into, then what the merge would do (a dry run on the database
+        thread: what moves, what is held already, what confirms or updates the target's facts, what is
+        left beside a pinned one) as the question, then the merge, whose result the status line says."""
         info = self.selected()
         others = [i for i in self.infos if info is not None and i.id != info.id]
         if info is None or not others:
@@ -138,13 +143,21 @@ class SpacesDialog(QDialog):
         if target is None:
             return
         into = others[target]
-        text = (
-            f"Everything in “{info.name}” ({ops.describe_space(info)}) moves to “{into.name}”. What “{into.name}” "
-            f"already holds word for word is kept once. Chats of “{info.name}” then remember in “{into.name}”, "
-            f"and “{info.name}” is removed. This cannot be undone."
+        self._start(
+            "Working out what the merge would do…",
+            lambda s: ops.merge_spaces(s, info.id, into.id, dry_run=True),
+            lambda plan: self._confirm_merge(info, into, plan),
         )
+
+    def _confirm_merge(self, info: ops.SpaceInfo, into: ops.SpaceInfo, plan: ops.SpaceMerge) -> None:
+        self.status.setText("")
+        text = merge_question(info.name, into.name, plan)
         if self.confirm("Merge spaces", text, "Merge"):
-            self._change("Merging… (a large space takes a while)", lambda s: ops.merge_spaces(s, info.id, into.id), str)
+            self._change(
+                "Merging… (a large space takes a while)",
+                lambda s: ops.merge_spaces(s, info.id, into.id),
+                lambda done: "\n".join(ops.merge_lines(done)),
+            )
 
     def delete_space(self) -> None:
         info = self.selected()
@@ -207,11 +220,27 @@ class SpacesDialog(QDialog):
         return names.index(name) if ok and name in names else None
 
     def confirm(self, title: str, text: str, action: str) -> bool:
+        box, yes = self.question_box(title, text, action)
+        box.exec()
+        return box.clickedButton() is yes
+
+    def question_box(self, title: str, text: str, action: str) -> tuple[QMessageBox, QPushButton]:
+        """The confirmation `confirm` shows (Cancel the default), and its `action` button."""
         box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Cancel, self)
         yes = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.exec()
-        return box.clickedButton() is yes
+        return box, yes
+
+
+def merge_question(name: str, into: str, plan: ops.SpaceMerge) -> str:
+    """The Merge into… question: what the merge would do (`plan`, a dry run), then what it means."""
+    head, *rest = ops.merge_lines(plan)
+    details = "".join(f"\n• {line}" for line in rest)
+    return (
+        f"{head}{details}\n\nA fact or trait close to one “{into}” holds confirms or updates it, as Mnemo does "
+        f"when you say something again; one that would change a pinned item is left beside it. Chats of “{name}” "
+        f"then remember in “{into}”, and “{name}” is removed. This cannot be undone."
+    )
 
 
 class SpaceActions(QObject):

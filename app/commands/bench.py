@@ -30,6 +30,7 @@ BENCHMARKS = [
     "distill",
     "vector_scale",
     "million_pages",
+    "space_merge",
 ]
 
 
@@ -57,7 +58,7 @@ def run(args, ctx) -> int:
 def register(sub) -> None:
     p = sub.add_parser(
         "bench",
-        help="run the benchmarks (retrieval, ingest, agent_overhead, reply_quality, long_chat, quote_floor, prompt_cache, warm_start, ui_latency, app_startup, inspector_scale, fault_injection, mcp_latency, forget_cost, activation, cube_roundtrip, whose_memory, spaces, distill, vector_scale, million_pages; inspector_scale builds a 100k-page store the first time, million_pages a million-page one each run)",
+        help="run the benchmarks (retrieval, ingest, agent_overhead, reply_quality, long_chat, quote_floor, prompt_cache, warm_start, ui_latency, app_startup, inspector_scale, fault_injection, mcp_latency, forget_cost, activation, cube_roundtrip, whose_memory, spaces, distill, vector_scale, million_pages, space_merge; inspector_scale builds a 100k-page store the first time, million_pages a million-page one each run)",
     )
     p.add_argument("names", nargs="*", help="which ones (default: all)")
     p.add_argument("--extra", nargs="*", default=[], help="arguments passed to each benchmark")

@@ -8,18 +8,28 @@ DEFAULT_PORT = 8765
 
 
 def run(args, ctx) -> int:
+    from memory_core.spaces import SpaceError
+
+    try:
+        return _serve(args, ctx)
+    except SpaceError as exc:  # --space names no space of this memory
+        return fail(f"mcp --space: {exc} (see `mnemo memory spaces list`)")
+
+
+def _serve(args, ctx) -> int:
     from app.api_access import is_loopback, load_token, token_hint
 
     if not args.http:
         from app.mcp_server import run_stdio
 
-        return run_stdio(ctx)
+        return run_stdio(ctx, args.space)
     if not is_loopback(args.host):
         return fail(f"mcp --http listens on loopback addresses only (127.0.0.1, ::1, localhost), not {args.host}")
     from app.mcp_server import run_http
 
+    config = ctx.paths.config_dir
     try:
-        return run_http(ctx, args.host, args.port, load_token(ctx.paths.config_dir), token_hint(ctx.paths.config_dir))
+        return run_http(ctx, args.host, args.port, load_token(config), token_hint(config), args.space)
     except OSError as exc:
         return fail(f"mcp: cannot listen on {args.host}:{args.port}: {exc}", 1)
 
@@ -36,4 +46,10 @@ def register(sub) -> None:
     p.add_argument("--http", action="store_true", help="streamable HTTP on --host:--port instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="with --http: a loopback address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"with --http (default {DEFAULT_PORT}; 0: any)")
+    p.add_argument(
+        "--space",
+        metavar="NAME",
+        help="the memory space its tools use when a call names none: facts are kept there, searches and "
+        "forgetting read it (default: facts in Personal, searches in every space)",
+    )
     p.set_defaults(func=run)

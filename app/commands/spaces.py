@@ -36,9 +36,15 @@ def add_parser(acts) -> None:
     a.add_argument("kind", choices=("page", "knowledge", "trait"))
     a.add_argument("ids", type=int, nargs="+")
     a.add_argument("--to", required=True, help="the space's name or id")
-    a = sa.add_parser("merge", help="merge space A into space B (what B holds already is dropped from A)")
+    a = sa.add_parser(
+        "merge",
+        help="merge space A into space B: what B holds already is kept once, a fact close to one of B's "
+        "confirms or updates it (a pinned one is left and reported)",
+    )
     a.add_argument("source")
     a.add_argument("target")
+    a.add_argument("--dry-run", action="store_true", help="say what the merge would do, change nothing")
+    a.add_argument("--json", action="store_true", help="the counts and conflicts as JSON")
     a = sa.add_parser("chat", help="the space a chat writes to, and whether it reads every space")
     a.add_argument("chat", type=int, help="the chat's id (see `mnemo chats list`)")
     a.add_argument("space", nargs="?", help="the space it writes to from now on (default: unchanged)")
@@ -106,14 +112,11 @@ def _copy(store, args) -> int:
 
 
 def _merge(store, args) -> int:
-    source, target = store.spaces.resolve(args.source), store.spaces.resolve(args.target)
-    name = store.spaces.name_of(source)
-    c = store.spaces.merge(source, target)
-    print(
-        f"space {name!r} merged into {store.spaces.name_of(target)!r}: {c['pages']} pages, {c['facts']} facts and "
-        f"{c['traits']} traits moved; {c['duplicate_pages']} pages, {c['duplicate_facts']} facts and "
-        f"{c['duplicate_traits']} traits were held already"
-    )
+    result = ops.merge_spaces(store, args.source, args.target, dry_run=args.dry_run)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(ops.describe_merge(result))
     return 0
 
 

@@ -3,6 +3,8 @@ each, real embedder, real memory files)."""
 
 from __future__ import annotations
 
+import json
+
 from tests.app.test_cube_cli import mnemo, open_profile, profile
 from tests.memory_core.conftest import Clock
 
@@ -56,6 +58,44 @@ def test_spaces_commands_and_a_space_as_a_cube(tmp_path):
     finally:
         d.close()
     merged = mnemo(dst, "memory", "spaces", "merge", "Imported work", "Personal").stdout
-    assert "1 pages" in merged and "0 pages" in merged
+    assert merged.strip() == "“Imported work” merged into “Personal”: 1 page moved."
     out = mnemo(dst, "memory", "spaces", "delete", "Personal", check=False)
     assert out.returncode == 2 and "last space" in out.stderr
+
+
+def test_merge_fuses_facts_and_says_so(tmp_path):
+    dirs = profile(tmp_path, "fuse")
+    s = open_profile(dirs)
+    try:
+        work = s.spaces.create("Work")
+        porto = s.add_knowledge("user", "The user lives in Porto.")
+        pinned = s.add_knowledge("user", "The user's manager is Ana.", pinned=True)
+        with s.transaction():  # said a day before what Work holds
+            s.db.execute("UPDATE knowledge SET updated_at = updated_at - 86400")
+        s.add_knowledge("user", "The user lives in Lyon now.", space_id=work)
+        s.add_knowledge("user", "The user's manager is Rui now.", space_id=work)
+    finally:
+        s.close()
+    plan = mnemo(dirs, "memory", "spaces", "merge", "Work", "Personal", "--dry-run").stdout
+    assert plan.strip() == (
+        "Merging “Work” into “Personal” would move 1 fact. Newer, would update what “Personal” holds (the older "
+        "text stays a version): 1 fact. Against a pinned item, would be left beside it: “The user's manager is "
+        "Rui now” (pinned: “The user's manager is Ana”)."
+    )
+    counts = json.loads(mnemo(dirs, "memory", "spaces", "merge", "Work", "Personal", "--dry-run", "--json").stdout)
+    assert counts["dry_run"] and counts["facts"]["updated"] == 1 and counts["facts"]["pinned"] == 1
+    assert [c["held_id"] for c in counts["conflicts"]] == [pinned]
+    done = mnemo(dirs, "memory", "spaces", "merge", "Work", "Personal").stdout
+    assert done.startswith("“Work” merged into “Personal”: 1 fact moved. Newer, updated what “Personal” holds")
+    s = open_profile(dirs)
+    try:
+        assert s.get_knowledge(porto).text == "The user lives in Lyon now."
+        assert [v.text for v in s.item_versions("knowledge", porto)][0] == "The user lives in Porto."
+        assert sorted(k.text for k in s.list_knowledge(limit=10)) == [
+            "The user lives in Lyon now.",
+            "The user's manager is Ana.",
+            "The user's manager is Rui now.",
+        ]
+        assert s.check_integrity() == []
+    finally:
+        s.close()

@@ -2,7 +2,7 @@
 
 The page matrix (memory_core.vecindex.MatrixCache) loaded from a vector table of `--rows` synthetic unit
 vectors (clustered like the retrieval benchmark's pages: 3,000 topics and noise), as a memory that size
-is when opened: float16 rows and a 48-dimension coarse scan from HALF_FROM_ROWS rows. Prints the search's
+is when opened: int8 rows and a 64-dimension coarse scan from COMPACT_FROM_ROWS rows. Prints the search's
 p50/p95 for queries like new pages on those topics, what the vectors take in memory,
 and the share of the exact top-20 (every row scanned) that the search returns.
 Targets (issue "MemoryOS organisation that means something"): p95 of a whole retrieval <= 100 ms at a

@@ -99,6 +99,26 @@ def test_segment_join_vs_new_around_theta(open_store):
     assert np.allclose(v, mean / np.linalg.norm(mean), atol=1e-5)
 
 
+def test_a_page_that_opens_no_topic_continues_its_dialogue(open_store):
+    """A page no segment scores theta for joins the segment of the page it continues in its dialogue chain,
+    unless it points away from it (centred cosine + Jaccard < 0): then it starts a topic (decision 0024)."""
+    s = open_store(stm_capacity=0, theta=0.6)
+    cid = s.create_conversation()
+    a = s.add_page(cid, "kayak river paddle trip", "fun", embedding=mix(D, 0, 10, 0.9))
+    s.add_page(cid, "kayak river paddle again", "nice", embedding=mix(D, 0, 11, 0.9))
+    seg = s.get_page(a).segment_id
+    # cos 0.27 with the page before + two shared words: chained (>= 0.45), but ~0.5 to the segment (< theta)
+    wow = s.add_page(cid, "wow kayak river sounds great", "yes", embedding=mix(D, 0, 50, 0.3))
+    # the same words (chained to it), pointing the other way: below 0 against the segment
+    away = s.add_page(cid, "wow kayak river sounds great", "yes", embedding=mix(D, 0, 60, -0.6))
+    moved = {e.item_id: e.detail for e in s.events(limit=100) if e.kind == "page_moved"}
+    assert moved[wow]["chain_id"] is not None and moved[wow]["score"] < 0.6
+    assert s.get_page(wow).segment_id == seg and moved[wow]["how"] == "continued"
+    assert moved[away]["chain_id"] is not None and moved[away]["score"] < 0
+    assert s.get_page(away).segment_id != seg and moved[away]["how"] == "created"
+    assert s.get_segment(seg).page_count == 3
+
+
 def test_heat_from_parts(open_store, clock):
     s = open_store(stm_capacity=0, alpha=2.0, beta=0.5, gamma=3.0, mu=1000.0, tau=1e9)
     cid = s.create_conversation()
@@ -183,8 +203,9 @@ def test_promotion_fires_at_tau_and_resets_l_interaction(open_store):
     seg = s.get_segment(sid)
     assert seg.l_interaction == 4 and seg.heat >= 4.0
     jobs = s.list_jobs("pending")
-    assert [j.kind for j in jobs] == ["promote_segment"]  # fired once, at heat 4.0 (L=3 + recency 1)
-    assert s.run_pending(allow_llm=False) == 1
+    # promotion fired once, at heat 4.0 (L=3 + recency 1); a title by the chat model is due at 3 pages
+    assert sorted(j.kind for j in jobs) == ["promote_segment", "title_segment"]
+    assert s.run_pending(allow_llm=False) == 2
     seg = s.get_segment(sid)
     assert seg.l_interaction == 0 and seg.promotions == 1
     traits = {(t.dimension, t.value) for t in s.list_traits()}

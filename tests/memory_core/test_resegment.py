@@ -24,6 +24,7 @@ def _old_memory(open_store, path):
     with s.transaction():
         s.segments.rebuild(keep)
     s._x("DELETE FROM meta WHERE key = 'segmenting'")
+    s._x("DELETE FROM job WHERE kind = 'title_segment'")  # the old rule's memories queued no titles
     assert s.count_segments() == 1 and s.get_segment(keep).page_count == 24
     return s
 
@@ -64,3 +65,29 @@ def test_a_new_memory_queues_no_resegmenting(open_store):
     s = open_store(stm_capacity=0, tau=1e9)
     s.add_page(s.create_conversation(), "hello", "hi", embedding=basis(D, 1))
     assert s.pending_jobs() == 0
+
+
+def test_segmenting_again_keeps_a_page_that_opens_no_topic_with_its_dialogue(open_store, tmp_path):
+    """The resegment job places pages by the current rule, chain links as they were made (decision 0024)."""
+    path = tmp_path / "old.db"
+    s = open_store(path, stm_capacity=0, tau=1e9)
+    cid = s.create_conversation()
+    kayak = [
+        s.add_page(cid, f"kayak river paddle {w}", "fun", embedding=mix(D, 0, 10 + i, 0.9))
+        for i, w in enumerate(["trip", "again"])
+    ]
+    wow = s.add_page(cid, "wow kayak river sounds great", "yes", embedding=mix(D, 0, 50, 0.3))
+    away = s.add_page(cid, "wow kayak river sounds great", "yes", embedding=mix(D, 0, 60, -0.6))
+    keep = s.get_page(kayak[0]).segment_id
+    s._x("UPDATE page SET segment_id = ? WHERE tier = 'mtm'", (keep,))  # as an older rule might have left them
+    s._x("DELETE FROM segment_vec WHERE segment_id != ?", (keep,))
+    s._x("DELETE FROM segment WHERE id != ?", (keep,))
+    with s.transaction():
+        s.segments.rebuild(keep)
+    s._x("DELETE FROM meta WHERE key = 'segmenting'")
+    s.close()
+    s = open_store(path, stm_capacity=0, tau=1e9)
+    s.run_pending()
+    seg = s.get_page(kayak[0]).segment_id
+    assert s.get_page(kayak[1]).segment_id == seg == s.get_page(wow).segment_id
+    assert s.get_page(away).segment_id not in (None, seg)

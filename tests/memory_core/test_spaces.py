@@ -1,7 +1,8 @@
 """Memory spaces (memory_core.spaces): the migration keeps an old memory in Personal, chats write to
 their space and read what they are set to, moves and merges keep counts (a merge drops what the target
-holds word for word), forgetting in one space leaves the same words in another, and one space goes out
-as a cube and comes back as a new space. Real store, real embedder."""
+holds word for word; the rest of the fusion: test_space_merge.py), forgetting in one space leaves the
+same words in another, and one space goes out as a cube and comes back as a new space. Real store, real
+embedder."""
 
 from __future__ import annotations
 
@@ -128,9 +129,9 @@ def test_merge_drops_what_the_target_holds_and_moves_the_rest(open_store, clock)
             ("user", "The user's dog is called Biscuit.", clock(), clock(), work),
         )
     before = s.count_pages()
-    counts = s.spaces.merge(work, 1)
-    assert counts["duplicate_pages"] == 1 and counts["pages"] == 1
-    assert counts["duplicate_facts"] == 1 and counts["facts"] == 1
+    m = s.spaces.merge(work, 1)
+    assert (m.pages.duplicates, m.pages.moved) == (1, 1)
+    assert (m.facts.duplicates, m.facts.moved) == (1, 1)
     assert s.count_pages() == before - 1
     assert [(sp.id, sp.pages) for sp in s.spaces.list()] == [(1, before - 1)]
     assert s.get_conversation(office).space_id == 1

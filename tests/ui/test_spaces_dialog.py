@@ -1,7 +1,9 @@
 """Memory ▸ Memory spaces… (ui/spaces_dialog.py): create, rename, merge and delete spaces through the
 real dialog offscreen, on a real store read by a worker thread (ui.tasks.UiWorker, as the window's
 database thread). A space holding memory is deleted only after its memory is confirmed forgotten; a
-merge says what happens first. A grab is saved as /tmp/spaces/manage-spaces.png."""
+merge says what it would do first (a dry run: what moves, what is held already, what confirms or updates
+the target's facts, what conflicts with a pinned one) and what it did after. A grab is saved as
+/tmp/spaces/manage-spaces.png."""
 
 from __future__ import annotations
 
@@ -79,8 +81,9 @@ def test_manage_spaces(qtbot, store, worker):  # noqa: F811
     dlg.merge_space()
     qtbot.waitUntil(lambda: dlg.list.count() == 1, timeout=30_000)
     title, text, action = asked[-1]
-    assert action == "Merge" and "moves to “Office”" in text and "is removed" in text
-    assert "merged into “Office”: 1 page, 1 fact and 0 traits moved" in dlg.status.text()
+    assert action == "Merge" and text.startswith("Merging “Personal” into “Office” would move 1 page and 1 fact.\n\n")
+    assert "“Personal” is removed" in text
+    assert dlg.status.text() == "“Personal” merged into “Office”: 1 page and 1 fact moved."
     assert _names(dlg) == ["Office — 1 page, 1 fact, 1 chat"]
     assert [p.space_id for p in store.list_pages(limit=5)] == [store.spaces.resolve("Office")]
 
@@ -101,6 +104,54 @@ def test_manage_spaces(qtbot, store, worker):  # noqa: F811
     assert dlg.status.text() == "Space “Scratch” deleted; 1 item forgotten with it."
     assert [s.name for s in store.spaces.list()] == ["Office"]
     assert not [k for k in store.list_knowledge() if "scratch" in k.text]
+
+
+def test_merge_into_says_what_fuses_before_and_after(qtbot, store, worker):  # noqa: F811
+    work = store.spaces.create("Work")
+    porto = store.add_knowledge("user", "The user lives in Porto.")
+    dog = store.add_knowledge("user", "The user's dog is called Biscuit.")
+    pinned = store.add_knowledge("user", "The user's manager is Ana.", pinned=True)
+    store.add_knowledge("user", "The user drinks green tea.")
+    with store.transaction():  # said a day before what Work holds
+        store.db.execute("UPDATE knowledge SET updated_at = updated_at - 86400, created_at = created_at - 86400")
+    store.add_knowledge("user", "The user lives in Lyon now.", space_id=work)
+    store.add_knowledge("user", "The user's dog is named Biscuit.", space_id=work)
+    store.add_knowledge("user", "The user's manager is Rui now.", space_id=work)
+    store.add_knowledge("user", "The user drinks green tea.", space_id=work)
+    dlg = SpacesDialog(lambda fn, done, err: worker.submit(fn, done, on_error=err))
+    qtbot.addWidget(dlg)
+    qtbot.waitUntil(lambda: dlg.list.count() == 2, timeout=10_000)
+    dlg.select("Work")
+    dlg.ask_target = lambda title, names: names.index("Personal")
+    asked: list[str] = []
+    dlg.confirm = lambda title, text, action: asked.append(text) or False  # first: Cancel
+    dlg.merge_space()
+    qtbot.waitUntil(lambda: bool(asked), timeout=30_000)
+    _done(dlg, worker)
+    question = asked[0]
+    assert question.startswith(
+        "Merging “Work” into “Personal” would move 1 fact.\n"
+        "• Already in “Personal”, kept once: 1 fact.\n"
+        "• Said again, would confirm what “Personal” holds: 1 fact.\n"
+        "• Newer, would update what “Personal” holds (the older text stays a version): 1 fact.\n"
+        "• Against a pinned item, would be left beside it: “The user's manager is Rui now” "
+        "(pinned: “The user's manager is Ana”).\n\n"
+    )
+    assert [(s.name, s.facts) for s in store.spaces.list()] == [("Personal", 4), ("Work", 4)]  # nothing changed
+    dlg.confirm = lambda title, text, action: True
+    dlg.merge_space()
+    qtbot.waitUntil(lambda: dlg.list.count() == 1, timeout=30_000)
+    assert dlg.status.text().splitlines() == [
+        "“Work” merged into “Personal”: 1 fact moved.",
+        "Already in “Personal”, kept once: 1 fact.",
+        "Said again, confirmed what “Personal” holds: 1 fact.",
+        "Newer, updated what “Personal” holds (the older text stays a version): 1 fact.",
+        "Against a pinned item, left beside it: “The user's manager is Rui now” (pinned: “The user's manager is Ana”).",
+    ]
+    assert store.get_knowledge(porto).text == "The user lives in Lyon now."
+    assert store.get_knowledge(dog).confirmations == 1
+    assert store.get_knowledge(pinned).text == "The user's manager is Ana."
+    assert store.count_knowledge() == 5 and store.check_integrity() == []
 
 
 def test_reachable_from_the_window_and_the_picker_follows(make_window, chat, qtbot):

@@ -19,7 +19,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, QAbstractTableModel, QModelIndex, Qt, Signal
@@ -588,6 +588,14 @@ class LazyTableModel(_ColumnsMixin, QAbstractTableModel):
 
 
 # ====================================================================== pages
+SPACE_TIP = "The memory space it belongs to (Personal, Work…; Memory ▸ Memory spaces…)"
+
+
+def space_label(names: dict[int, str], space_id: int) -> str:
+    """A space's name for a list (its number while the names are not read yet)."""
+    return names.get(space_id, str(space_id))
+
+
 def _elide_tip(text: str, limit: int = 1200) -> str:
     text = (text or "").strip()
     return text if len(text) <= limit else text[:limit] + "…"
@@ -659,10 +667,9 @@ class PagesModel(LazyTableModel):
         Column(
             "space",
             "Space",
-            lambda p: p.space_id,
-            width=48,
-            align=ALIGN_RIGHT,
-            header_tip="The memory space it belongs to (Personal, Work…; Memory ▸ spaces)",
+            lambda p: p.space_id,  # the space's name, per model: `PagesModel.__init__`
+            width=90,
+            header_tip=SPACE_TIP,
         ),
         Column(
             "chain",
@@ -682,6 +689,18 @@ class PagesModel(LazyTableModel):
         ),
     ]
 
+    def __init__(self, worker, parent=None):
+        super().__init__(worker, parent)
+        self.space_names: dict[int, str] = {}  # read with each block, on the worker (a rename shows on refresh)
+        self.columns = [
+            replace(c, get=lambda p: space_label(self.space_names, p.space_id)) if c.key == "space" else c
+            for c in type(self).columns
+        ]
+
+    def _fetch_block(self, store, filters, order_by, desc, offset, limit):
+        self.space_names = store.spaces.names()
+        return super()._fetch_block(store, filters, order_by, desc, offset, limit)
+
     def _count_fn(self, store, filters):
         return store.count_pages(**filters)
 
@@ -690,6 +709,17 @@ class PagesModel(LazyTableModel):
 
 
 # ====================================================================== segments
+MODEL_TITLE_COLOR = QColor("#6a1b9a")  # a title the chat model wrote (decision 0026)
+
+
+def _title_tip(seg) -> str:
+    """Who wrote a topic's title: the chat model (which one) or its keywords."""
+    title, by = getattr(seg, "title", ""), getattr(seg, "title_by", "")
+    if by:
+        return f"{title}\nTitle written by the chat model ({by}); its keywords: {', '.join(seg.keywords[:3])}"
+    return f"{title}\nTitle made of its keywords" if title else ""
+
+
 class SegmentsModel(LazyTableModel):
     """Mid-term and archived segments with their heat parts; sorting/filtering by `store.list_segments`."""
 
@@ -716,7 +746,16 @@ class SegmentsModel(LazyTableModel):
             header_tip="How much a topic is in use: used in replies, new messages, recently. A topic this "
             "busy is read for what it says about you (Help ▸ How Mnemo remembers)",
         ),
-        Column("title", "Title", lambda s: getattr(s, "title", ""), width=180, tip=lambda s: getattr(s, "title", "")),
+        Column(
+            "title",
+            "Title",
+            lambda s: getattr(s, "title", ""),
+            width=180,
+            tip=lambda s: _title_tip(s),
+            color=lambda s: toned(MODEL_TITLE_COLOR) if getattr(s, "title_by", "") else None,
+            header_tip="The topic's name: written by the chat model (in colour; its name in the tip) or made of "
+            "its keywords (Settings ▸ Memory ▸ Topic titles)",
+        ),
         Column(
             "summary", "Summary", lambda s: fmt.one_line(s.summary, 220), width=330, tip=lambda s: _elide_tip(s.summary)
         ),
@@ -882,14 +921,19 @@ class TraitTreeModel(QAbstractItemModel):
     """Two levels: dimensions (sorted by name) → their traits (by confidence). Rebuilt with a reset;
     the persona view restores the selection by key afterwards."""
 
-    HEADERS = ["Kind / value", "Sure", "Evidence", "Version", "Status", "Updated", "Pinned"]
+    HEADERS = ["Kind / value", "Sure", "Space", "Evidence", "Version", "Status", "Updated", "Pinned"]
+    SPACE, EVIDENCE = 2, 3  # columns
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._dims: list[str] = []
         self._by_dim: dict[str, list] = {}
+        self.space_names: dict[int, str] = {}
 
-    def set_traits(self, traits: Sequence) -> None:
+    def set_traits(self, traits: Sequence, space_names: dict[int, str] | None = None) -> None:
+        """Show `traits`, each with the name of its space (`space_names`, by id)."""
+        if space_names is not None:
+            self.space_names = dict(space_names)
         by_dim: dict[str, list] = {}
         for t in traits:
             by_dim.setdefault(t.dimension, []).append(t)
@@ -1002,7 +1046,7 @@ class TraitTreeModel(QAbstractItemModel):
                     return dim
                 if col == 1:
                     return f"{max(x.confidence for x in lst):.2f}" if lst else ""
-                if col == 2:
+                if col == self.EVIDENCE:
                     n = sum(1 for x in lst if x.status == "active")
                     return f"{n} active trait{'s' if n != 1 else ''}"
                 return ""
@@ -1017,6 +1061,7 @@ class TraitTreeModel(QAbstractItemModel):
             return [
                 t.value,
                 f"{t.confidence:.2f}",
+                space_label(self.space_names, t.space_id),
                 fmt.one_line(t.evidence, 120),
                 f"v{t.version}",
                 t.status,
@@ -1024,12 +1069,12 @@ class TraitTreeModel(QAbstractItemModel):
                 "pinned" if t.pinned else "",
             ][col]
         if role == Qt.ItemDataRole.ToolTipRole:
-            if col == 2:
+            if col == self.EVIDENCE:
                 return plain.tip(_elide_tip(t.evidence)) or "no evidence recorded"
             return plain.tip(_elide_tip(t.value)) if col == 0 else None
         if role == Qt.ItemDataRole.ForegroundRole and t.status != "active":
             return QBrush(QColor("#9e9e9e"))
-        if role == Qt.ItemDataRole.TextAlignmentRole and col in (1, 3):
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (1, self.EVIDENCE + 1):
             return ALIGN_RIGHT
         if role == BarRole and col == 1:
             return float(t.confidence)
@@ -1041,7 +1086,8 @@ class TraitTreeModel(QAbstractItemModel):
 
 
 # ====================================================================== column sets of the small lists
-def knowledge_columns() -> list[Column]:
+def knowledge_columns(space_name: Callable[[int], str] = str) -> list[Column]:
+    """The columns of a list of facts; `space_name` names a space by its id (the Space column)."""
     return [
         Column("id", "ID", lambda k: k.id, sort="id", width=48, align=ALIGN_RIGHT),
         Column(
@@ -1053,6 +1099,7 @@ def knowledge_columns() -> list[Column]:
             tip=lambda k: _elide_tip(k.text),
             color=lambda k: None if k.status == "active" else QColor("#9e9e9e"),
         ),
+        Column("space", "Space", lambda k: space_name(k.space_id), width=90, header_tip=SPACE_TIP),
         Column(
             "confidence",
             "Sure",

@@ -53,6 +53,7 @@ from ui.inspector.models import (
     TraitTreeModel,
     event_columns,
     knowledge_columns,
+    space_label,
     trace_item_columns,
     trace_page_columns,
     trace_segment_columns,
@@ -72,6 +73,15 @@ DETAIL_MIN_HEIGHT = (
 def muted_html() -> str:
     """The colour of secondary text in a rich-text pane, from the theme (a fixed grey was unreadable in dark mode)."""
     return theme.colors().muted
+
+
+def title_by_html(seg: Any, grey: str) -> str:
+    """Who wrote a topic's title, after it in the topic's heading: the chat model (named in the tip) or,
+    for the keywords' title, nothing (decision 0026)."""
+    by = getattr(seg, "title_by", "")
+    if not by:
+        return ""
+    return f"<span style='font-weight:normal;font-size:small;color:{grey}' title='{fmt.esc(by)}'>(title by the chat model)</span> "
 
 
 def hide_technical(table, model, group: str, details: bool) -> None:
@@ -517,6 +527,7 @@ class PagesView(QWidget):
     def _on_loaded(self) -> None:
         n = self.model.rowCount()
         self.count.setText(f"{n:,} page{'s' if n != 1 else ''}")
+        self._hide_space_column()
         if self.page is None and n and not self.table.currentIndex().isValid():
             self.table.selectRow(0)
 
@@ -539,7 +550,7 @@ class PagesView(QWidget):
 
     def load_spaces(self) -> None:
         """Read the memory's spaces into the space filter (shown when there are two or more)."""
-        self.panel.run(lambda s: [(sp.id, sp.name) for sp in s.spaces.list()], self.set_spaces)
+        self.panel.run(lambda s: list(s.spaces.names().items()), self.set_spaces)
 
     def set_spaces(self, spaces: list[tuple[int, str]]) -> None:
         keep = self.space.currentData()
@@ -551,8 +562,13 @@ class PagesView(QWidget):
         self.space.setCurrentIndex(max(self.space.findData(keep), 0) if keep is not None else 0)
         self.space.blockSignals(False)
         self.space.setVisible(len(spaces) > 1)
+        self._hide_space_column()
         if keep is not None and self.space.currentData() != keep:
             self._apply_filters()
+
+    def _hide_space_column(self) -> None:
+        """The Space column, shown with the filter (a reload shows every column again: `_on_loaded`)."""
+        self.table.setColumnHidden(self.model.column_index("space"), self.space.count() < 3)
 
     # -------------------------------------------------------------- detail
     def _on_current(self, key) -> None:
@@ -887,6 +903,7 @@ class SegmentsView(QWidget):
         )
         self.detail.setHtml(
             f"<h3 style='margin:0'>Topic {seg.id}{': ' + fmt.esc(seg.title) if getattr(seg, 'title', '') else ''} "
+            f"{title_by_html(seg, grey)}"
             f"<span style='font-weight:normal;color:{grey}'>· {fmt.segment_tier(seg.tier)}"
             f"{' · <b>pinned</b>' if seg.pinned else ''}</span></h3>"
             f"<p style='margin:4px 0'><b>Heat {heat(seg.heat)}</b>: {fmt.esc(words)}; {status}.</p>{formula}"
@@ -929,9 +946,20 @@ class PersonaView(QWidget):
         self._order = {"user": ("updated_at", True), "assistant": ("updated_at", True)}
         self._select_next: tuple[str, int] | None = None  # (kind, id) to select after a reload
         lay = QVBoxLayout(self)
+        self.space_names: dict[int, str] = {}  # every space's name, read with the persona
         self.archived = QCheckBox("Show archived items")
         self.archived.toggled.connect(lambda _: self.refresh())
-        lay.addWidget(self.archived)
+        self.space = QComboBox()  # memory spaces: filled with the persona, hidden while there is one
+        self.space.setObjectName("personaSpaceFilter")
+        self.space.setToolTip("Only the facts and traits of one memory space")
+        self.space.addItem("All spaces", None)
+        self.space.hide()
+        self.space.currentIndexChanged.connect(lambda _: self.refresh())
+        filters = QHBoxLayout()
+        filters.addWidget(self.archived)
+        filters.addWidget(self.space)
+        filters.addStretch(1)
+        lay.addLayout(filters)
         self.add_btn = _button(
             "Add…", "Tell Mnemo something to remember: a fact about you or about Mnemo, or a trait", self.add_item
         )
@@ -959,7 +987,7 @@ class PersonaView(QWidget):
         self.tree.setUniformRowHeights(True)
         self.tree.header().setStretchLastSection(True)
         self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for i, w in enumerate((260, 80, 280, 48, 60, 120, 54)):
+        for i, w in enumerate((260, 80, 90, 280, 48, 60, 120, 54)):
             self.tree.setColumnWidth(i, w)
         self.tree.setItemDelegateForColumn(1, BarDelegate(lambda: 1.0, parent=self.tree))
         self.tree.selectionModel().currentChanged.connect(self._on_tree_current)
@@ -979,7 +1007,7 @@ class PersonaView(QWidget):
             lab = _heading(title)
             lab.setWordWrap(True)
             bl.addWidget(lab)
-            m = ListModel(knowledge_columns())
+            m = ListModel(knowledge_columns(lambda sid: space_label(self.space_names, sid)))
             v = InspectorTable(m)
             v.setItemDelegateForColumn(m.column_index("confidence"), BarDelegate(lambda: 1.0, parent=v))
             hh = v.horizontalHeader()
@@ -1026,22 +1054,48 @@ class PersonaView(QWidget):
     def refresh(self) -> None:
         arch = self.archived.isChecked()
         order = dict(self._order)
+        sid = self.space.currentData()
 
         def fetch(store):
-            traits = store.list_traits(include_archived=arch, limit=5000)
+            def ours(items: list) -> list:  # the Space filter: the items of one space
+                return items if sid is None else [x for x in items if x.space_id == sid]
+
+            traits = ours(store.list_traits(include_archived=arch, limit=5000))
             know = {
-                o: store.list_knowledge(
-                    owner=o, include_archived=arch, order_by=order[o][0], descending=order[o][1], limit=5000
+                o: ours(
+                    store.list_knowledge(
+                        owner=o, include_archived=arch, order_by=order[o][0], descending=order[o][1], limit=5000
+                    )
                 )
                 for o in ("user", "assistant")
             }
-            return traits, know
+            return traits, know, store.spaces.names()
 
         self.panel.run(fetch, self._apply, label="persona")
 
+    def _set_spaces(self, names: dict[int, str]) -> None:
+        """The Space filter's choices and the Space columns: shown while the memory has two spaces or more."""
+        self.space_names = dict(names)
+        keep = self.space.currentData()
+        self.space.blockSignals(True)
+        self.space.clear()
+        self.space.addItem("All spaces", None)
+        for sid, name in names.items():
+            self.space.addItem(name, sid)
+        self.space.setCurrentIndex(max(self.space.findData(keep), 0) if keep is not None else 0)
+        self.space.blockSignals(False)
+        several = len(names) > 1
+        self.space.setVisible(several)
+        self.tree.setColumnHidden(TraitTreeModel.SPACE, not several)
+        for owner, v in self.kviews.items():
+            v.setColumnHidden(self.knowledge[owner].column_index("space"), not several)
+        if keep is not None and self.space.currentData() != keep:  # its space was merged or deleted
+            self.refresh()
+
     def _apply(self, result) -> None:
-        traits, know = result
+        traits, know, names = result
         self.loaded = True
+        self._set_spaces(names)
         key = self.traits.key_of(self.tree.currentIndex())
         expanded = {
             self.traits.key_of(self.traits.index(r, 0))
@@ -1050,7 +1104,7 @@ class PersonaView(QWidget):
         }
         sel = [self.traits.key_of(i) for i in self.tree.selectionModel().selectedRows()]
         first = not self.traits.rowCount()
-        self.traits.set_traits(traits)
+        self.traits.set_traits(traits, names)
         for r in range(self.traits.rowCount()):
             idx = self.traits.index(r, 0)
             if first or self.traits.key_of(idx) in expanded or len(traits) <= 60:
@@ -1176,9 +1230,11 @@ class PersonaView(QWidget):
             head = f"Fact {r.id} " + ("about you" if r.owner == "user" else "about Mnemo")
             body = f"<p style='margin:4px 0'>{fmt.paragraphs(r.text)}</p>"
         grey = muted_html()
+        name = space_label(self.space_names, r.space_id)
+        space = f" · space “{fmt.esc(name)}”" if len(self.space_names) > 1 else ""  # two spaces or more
         self.detail.setHtml(
             f"<h3 style='margin:0'>{head} <span style='font-weight:normal;color:{grey}'>· v{r.version} · {r.status}"
-            f"{' · <b>pinned</b>' if r.pinned else ''}</span></h3>{body}"
+            f"{space}{' · <b>pinned</b>' if r.pinned else ''}</span></h3>{body}"
             f"<p style='margin:4px 0'><b>How sure</b> {r.confidence:.2f} · <b>source</b> {fmt.esc(r.model) or '—'} · "
             f"<b>updated</b> {fmt.when(r.updated_at)}</p>"
             f"<p style='margin:4px 0'><b>From pages</b> {srcs}</p>"
