@@ -151,7 +151,7 @@ def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         k = max(d.params.ranking.dense_candidates, 4 * c.n)
         with d.page_cache.lock:  # the mask is of the rows as they are now
             mask = d.scope.row_mask(d.page_cache) if d.scope is not None else None
-            ids, scores = d.page_cache.search(pq.vec, k, c.exclude, mask, beside=d.beside)
+            ids, scores = d.page_cache.search(pq.vec, k, c.exclude, mask)
         c.cos_of = d.fresh({int(i): float(s) for i, s in zip(ids, scores)})
     sample_ids, sample_cos = d.page_cache.sample_scores(pq.vec)
     if d.scope is not None:  # what pages usually score is judged among the pages the chat reads
@@ -433,14 +433,17 @@ Stage = tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]]
 # The stages in the order they run; "date", "neighbour_context" and "repeats" are rules inside
 # fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
 # TEXT_STAGES read only the query's text: the retriever runs them while the query is being embedded.
+# DENSE_STAGES read only the vector and the in-memory page matrix (no SQL): the retriever runs them on the
+# embedding thread, idle by then, while this one runs TRACE_STAGES (the segments of the trace). VECTOR_STAGES
+# follow.
 TEXT_STAGES: tuple[Stage, ...] = (
     ("keyword", keyword),
     ("trigram", trigram),
     ("prefetch", prefetch),
 )
+DENSE_STAGES: tuple[Stage, ...] = (("dense", dense),)
+TRACE_STAGES: tuple[Stage, ...] = (("segments", segments),)
 VECTOR_STAGES: tuple[Stage, ...] = (
-    ("dense", dense),
-    ("segments", segments),
     ("pool", pool),
     ("tokens", tokens),
     ("fuse", fuse),
@@ -449,7 +452,7 @@ VECTOR_STAGES: tuple[Stage, ...] = (
     ("askings", askings),
     ("select", select),
 )
-STAGE_ORDER: tuple[Stage, ...] = TEXT_STAGES + VECTOR_STAGES
+STAGE_ORDER: tuple[Stage, ...] = TEXT_STAGES + DENSE_STAGES + TRACE_STAGES + VECTOR_STAGES
 SWITCHABLE = (
     "common_words",
     "dense",
@@ -797,9 +800,9 @@ def start_ranking(
 def finish_ranking(
     c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str, float]
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
-    """VECTOR_STAGES over `start_ranking`'s candidates, then the hits: the best `n` pages (hits), the
-    segments considered (trace rows), the segments that supplied a hit (to be visited) and the earlier
-    askings passed over."""
+    """VECTOR_STAGES over `start_ranking`'s candidates after DENSE_STAGES and TRACE_STAGES, then the hits:
+    the best `n` pages (hits), the segments considered (trace rows), the segments that supplied a hit (to be
+    visited) and the earlier askings passed over."""
     run_stages(c, pq, d, timings, VECTOR_STAGES)
     t = time.perf_counter()
     hits, visited, skipped = assemble(c, pq, d)
@@ -817,4 +820,6 @@ def rank_pages(
     conversation_id: int | None = None,
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
     """Every stage in one go, for a query already embedded (see `start_ranking`, `finish_ranking`)."""
-    return finish_ranking(start_ranking(pq, exclude, n, d, timings, conversation_id), pq, d, timings)
+    c = start_ranking(pq, exclude, n, d, timings, conversation_id)
+    run_stages(c, pq, d, timings, DENSE_STAGES + TRACE_STAGES)
+    return finish_ranking(c, pq, d, timings)

@@ -25,13 +25,16 @@ from .pages import Pages
 from .persona import TRAIT_COLS, Persona
 from .query import ParsedQuery, TermStats, common_words, keyword_query, parse_text, set_vectors, texts_to_embed
 from .ranking import (
+    DENSE_STAGES,
     SCOPED_KEYWORD_FACTOR,
+    TRACE_STAGES,
     UNRELATED_COSINE,
     UNRELATED_PRIOR_PAGES,
     Candidates,
     RankingDeps,
     finish_ranking,
     rank_sides,
+    run_stages,
     start_ranking,
     typical_cosine,
 )
@@ -153,10 +156,11 @@ class Retriever:
         """Pages (and facts) for the query into `out`; returns the segments that supplied a page.
 
         Two threads share the work: this one runs the keyword search (ranking.TEXT_STAGES) while the
-        embedding thread embeds the query; then, the vector known, the embedding thread, idle again,
-        takes half of the dense scan and half of the word-by-word match (`RankingDeps.beside`). ONNX
-        Runtime, SQLite and numpy release the GIL, so on two cores these cost the longer of the two
-        paths, not their sum."""
+        embedding thread embeds the query; then, the vector known, the embedding thread, idle again, runs
+        the dense search (ranking.DENSE_STAGES: the page matrix, no SQL) while this one ranks the facts
+        and the trace's segments (TRACE_STAGES), and later takes half of the word-by-word match
+        (`RankingDeps.beside`). ONNX Runtime, SQLite and numpy release the GIL, so on two cores these
+        cost the longer of the two paths, not their sum."""
         p = self.db.params
         # the newest exchanges are the dialogue above the message; older ones are memory
         recent = set(stm_ids[-p.quoting.recall_own_after :]) if p.quoting.recall_own_after > 0 else set()
@@ -168,14 +172,20 @@ class Retriever:
         vecs, per_text = embedding.result()
         timings["embed_wait"] = (time.perf_counter() - tw) * 1000
         set_vectors(pq, vecs, per_text, p)
-        out.pages, out.segments, visited, out.skipped = finish_ranking(c, pq, deps, timings)
-        ts = time.perf_counter()
-        out.sides = rank_sides(out.pages, pq.vec, deps)
-        timings["sides"] = (time.perf_counter() - ts) * 1000
+        assert self._embed_thread is not None  # the embedding ran on it
+        dense_done = self._embed_thread.submit(run_stages, c, pq, deps, timings, DENSE_STAGES)
         t3 = time.perf_counter()
         if budget.knowledge > 0:
             out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)
         timings["lpm"] = (time.perf_counter() - t3) * 1000
+        run_stages(c, pq, deps, timings, TRACE_STAGES)  # timing keys of their own: no clash with the dense's
+        tw = time.perf_counter()
+        dense_done.result()
+        timings["dense_wait"] = (time.perf_counter() - tw) * 1000
+        out.pages, out.segments, visited, out.skipped = finish_ranking(c, pq, deps, timings)
+        ts = time.perf_counter()
+        out.sides = rank_sides(out.pages, pq.vec, deps)
+        timings["sides"] = (time.perf_counter() - ts) * 1000
         return visited
 
     def _embed_async(self, texts: list[str], timings: dict[str, float]) -> Future:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 import apsw
@@ -44,39 +42,24 @@ def drop_shared(db_path: str) -> None:
 
 
 PREFILTER_MIN_ROWS = 20_000  # below this the exact scan is already a few milliseconds
-PREFILTER_DIMS = 96  # principal components kept for the coarse scan
-PREFILTER_FACTOR = 10  # coarse candidates per requested result (at least PREFILTER_MIN_CANDS)
-PREFILTER_MIN_CANDS = 1000
+# Above it a sign sketch picks the rows to rescore exactly: one bit per dimension of each vector less the mean
+# of the rows (48 bytes a 384-d page, where float32 rows take 1,536), compared with the query's bits by Hamming
+# distance (XOR and popcount over six 64-bit words a row). Every row within the Hamming distance that holds
+# about `cands` of them is rescored: at least PREFILTER_MIN_CANDS, PREFILTER_FACTOR per result asked for, and in
+# a large memory one per SKETCH_CANDS_PER_ROWS rows. The sketch keeps as much of the exact top 20 as the
+# 96-dimension PCA projection it replaced, reading a twelfth of its bytes (docs/benchmarks.md).
+PREFILTER_FACTOR = 20
+PREFILTER_MIN_CANDS = 2000
+SKETCH_CANDS_PER_ROWS = 250  # 4,000 rows rescored at a million
 SAMPLE_ROWS = 2048  # rows sample_scores reads to estimate a query's typical cosine
 # A memory of this many rows or more, when loaded, keeps its vectors compact: int8 rows with a scale each (a
-# quarter of float32's memory: 390 MB at a million 384-d pages, where float32 takes 1.5 GB) and a narrower
-# coarse scan (COMPACT_PREFILTER_DIMS, float32: numpy has no int8 or float16 product with BLAS). Only the few
+# quarter of float32's memory: 390 MB at a million 384-d pages, where float32 takes 1.5 GB). Only the few
 # thousand rows a query rescores are converted, and int8 converts fast where float16 does not (2.8 against 20
 # ms for 4,000 rows here); cosines differ from float32's by ~3e-3 (docs/benchmarks.md). Below it nothing
 # changes: float32 throughout.
 COMPACT_FROM_ROWS = 250_000
-COMPACT_PREFILTER_DIMS = 64
-COMPACT_CANDS_PER_ROWS = 250  # ... and one coarse candidate per this many rows (4,000 at a million)
 INT8_LEVELS = 127
 LOAD_CHUNK = 50_000  # rows read from SQLite at a time when loading (no second copy of the whole matrix)
-
-
-# runs a function on another thread and gives its future (the retriever's embedding thread)
-Beside = Callable[[Callable[[], Any]], Future]
-SPLIT_SCAN_ROWS = 8_000  # a scan of this many rows or more is split in two when another thread is offered
-
-
-def scan(matrix: np.ndarray, v: np.ndarray, n: int, beside: Beside | None = None) -> np.ndarray:
-    """`matrix[:n] @ v` (float32), the second half of the rows on the `beside` thread when there is
-    one: the product is bound by memory reads, which two cores share out, and BLAS releases the GIL."""
-    if beside is None or n < SPLIT_SCAN_ROWS:
-        return matrix[:n] @ v
-    out = np.empty(n, dtype=np.float32)
-    half = n // 2
-    other = beside(lambda: np.matmul(matrix[half:n], v, out=out[half:n]))
-    np.matmul(matrix[:half], v, out=out[:half])
-    other.result()
-    return out
 
 
 class RowMap:
@@ -170,10 +153,27 @@ def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
     return np.argpartition(-scores, k - 1)[:k]
 
 
+def sign_words(vecs: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """The sign sketch of float32 rows: (rows, words) uint64, a bit per dimension of `vecs - center`."""
+    bits = np.packbits(np.atleast_2d(vecs) - center > 0, axis=1)
+    pad = (-bits.shape[1]) % 8
+    if pad:
+        bits = np.concatenate([bits, np.zeros((len(bits), pad), dtype=np.uint8)], axis=1)
+    return bits.view(np.uint64)
+
+
+def nearest_by_hamming(distances: np.ndarray, cands: int) -> np.ndarray:
+    """The rows whose (integer) distance is at most the one that holds `cands` of them: ties at that
+    distance all come along, so the set does not depend on the rows' order."""
+    counts = np.bincount(distances)
+    limit = int(np.searchsorted(np.cumsum(counts), cands))
+    return np.flatnonzero(distances <= limit)
+
+
 class MatrixCache:
-    """Exact cosine search over a float32 matrix; above PREFILTER_MIN_ROWS a coarse scan over the
-    rows projected on their top principal components picks candidates that are rescored exactly
-    (~3x less memory traffic than the full scan, which is what bounds `X @ q`)."""
+    """Exact cosine search over a float32 matrix; above PREFILTER_MIN_ROWS the rows whose sign sketch is
+    nearest the query's are rescored exactly (the sketch reads 1/32 of the matrix's bytes: memory traffic
+    is what bounds `X @ q`)."""
 
     def __init__(self, kind: str, dim: int):
         self.kind = kind
@@ -187,10 +187,9 @@ class MatrixCache:
         self.row_of = RowMap()
         self.free: list[int] = []
         self.n = 0  # rows in use (high-water mark)
-        self.basis: np.ndarray | None = None  # (dim, r) principal directions, or None
-        self.mean: np.ndarray | None = None
-        self.coarse = np.zeros((0, 0), dtype=np.float32)  # rows projected on the basis
-        self.dims = PREFILTER_DIMS  # principal components of the coarse scan
+        self.center: np.ndarray | None = None  # the sketch's origin (a sample's mean), None: no sketch yet
+        self.words = (dim + 63) // 64
+        self.signs = np.zeros((self.words, 0), dtype=np.uint64)  # the sketch, one row of words per column
         # sample_scores' rows (limit, ids, their vectors), kept until a row changes: gathering 2,048
         # rows spread over the matrix costs more than their product with the query
         self._sample: tuple[int, np.ndarray, np.ndarray] | None = None
@@ -249,7 +248,6 @@ class MatrixCache:
         counted = conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()
         n = int(counted[0]) if counted else 0
         compact = n >= COMPACT_FROM_ROWS
-        self.dims = COMPACT_PREFILTER_DIMS if compact else PREFILTER_DIMS
         cap = n + max(1024, n // (64 if compact else 16))  # room to grow before a copy (a large one grows less)
         self.matrix = np.zeros((cap, self.dim), dtype=np.int8 if compact else np.float32)
         self.scale = np.zeros(cap, dtype=np.float32) if compact else None
@@ -284,27 +282,23 @@ class MatrixCache:
         self.free = []
         self.n = n
         self.seq = hi
-        self.basis = self.mean = None
-        self.coarse = np.zeros((0, 0), dtype=np.float32)
-        self._fit_prefilter()
+        self.center = None
+        self.signs = np.zeros((self.words, 0), dtype=np.uint64)
+        self._fit_sketch()
 
-    def _fit_prefilter(self) -> None:
+    def _fit_sketch(self) -> None:
+        """The sign sketch of every row, centred on the mean of a sample of them (once past PREFILTER_MIN_ROWS)."""
         n = self.n
-        if n < PREFILTER_MIN_ROWS or self.dim <= self.dims:
+        if n < PREFILTER_MIN_ROWS:
             return
         rng = np.random.default_rng(0)
         live = np.flatnonzero(self.ids[:n] >= 0)
-        sample = self._vectors(rng.choice(live, size=min(4096, len(live)), replace=False)).astype(np.float64)
-        mean = sample.mean(axis=0)
-        centered = sample - mean
-        evals, evecs = np.linalg.eigh(centered.T @ centered)  # ascending eigenvalues
-        self.mean = mean.astype(np.float32)
-        self.basis = np.ascontiguousarray(evecs[:, ::-1][:, : self.dims], dtype=np.float32)
-        self.coarse = np.zeros((len(self.ids), self.dims), dtype=np.float32)
+        sample = self._vectors(rng.choice(live, size=min(4096, len(live)), replace=False))
+        self.center = sample.astype(np.float64).mean(axis=0).astype(np.float32)
+        self.signs = np.zeros((self.words, len(self.ids)), dtype=np.uint64)
         for start in range(0, n, LOAD_CHUNK):  # no float32 copy of the whole matrix at once
             end = min(n, start + LOAD_CHUNK)
-            self.coarse[start:end] = (self._vectors(slice(start, end)) - self.mean) @ self.basis
-        self.coarse[:n][self.ids[:n] < 0] = 0.0
+            self.signs[:, start:end] = sign_words(self._vectors(slice(start, end)), self.center).T
 
     def _put(self, item_id: int, vec: np.ndarray) -> None:
         self._sample = None
@@ -320,11 +314,11 @@ class MatrixCache:
             self.row_of[item_id] = r
             self.ids[r] = item_id
         self._write(r, vec)
-        if self.basis is not None:
-            self.coarse[r] = (vec - self.mean) @ self.basis
+        if self.center is not None:
+            self.signs[:, r] = sign_words(vec, self.center)[0]
 
     def _grow(self, cap: int, keep: int) -> None:
-        """Room for `cap` rows, the first `keep` (matrix, scales, ids, coarse rows) kept."""
+        """Room for `cap` rows, the first `keep` (matrix, scales, ids, sketch) kept."""
         m = np.zeros((cap, self.dim), dtype=self.matrix.dtype)
         m[:keep] = self.matrix[:keep]
         self.matrix = m
@@ -335,10 +329,10 @@ class MatrixCache:
         ids = np.full(cap, -1, dtype=np.int64)
         ids[: min(keep, len(self.ids))] = self.ids[: min(keep, len(self.ids))]
         self.ids = ids
-        if self.basis is not None:
-            c = np.zeros((cap, self.basis.shape[1]), dtype=np.float32)
-            c[:keep] = self.coarse[:keep]
-            self.coarse = c
+        if self.center is not None:
+            signs = np.zeros((self.words, cap), dtype=np.uint64)
+            signs[:, :keep] = self.signs[:, :keep]
+            self.signs = signs
 
     def _write(self, rows: int | slice, vecs: np.ndarray) -> None:
         """Store float32 vectors at `rows`: as they are, or compact (int8 times a scale per row)."""
@@ -372,8 +366,6 @@ class MatrixCache:
         self.matrix[r] = 0
         if self.scale is not None:
             self.scale[r] = 0.0
-        if self.basis is not None:
-            self.coarse[r] = 0.0
         self.free.append(r)
 
     def invalidate(self) -> None:
@@ -390,10 +382,10 @@ class MatrixCache:
         return self.scale is not None
 
     def nbytes(self) -> int:
-        """What the vectors take in memory: the matrix (and its row scales), the coarse scan's rows, the ids and
-        the id -> row map."""
+        """What the vectors take in memory: the matrix (and its row scales), the sketch, the ids and the id ->
+        row map."""
         scales = 0 if self.scale is None else self.scale.nbytes
-        return int(self.matrix.nbytes + scales + self.coarse.nbytes + self.ids.nbytes + self.row_of.nbytes)
+        return int(self.matrix.nbytes + scales + self.signs.nbytes + self.ids.nbytes + self.row_of.nbytes)
 
     def search(
         self,
@@ -401,34 +393,32 @@ class MatrixCache:
         k: int,
         exclude: set[int] | None = None,
         mask: np.ndarray | None = None,
-        beside: Beside | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (ids, cosines) by dot product, best first; `mask` (one bool per row in use): only
-        the rows it marks (the pages of the memory spaces a chat reads, memory_core.space_filter).
-        `beside` runs a function on another thread: the scan of every row is then split in two."""
+        the rows it marks (the pages of the memory spaces a chat reads, memory_core.space_filter)."""
         with self.lock:
             n = self.n
             if n == 0 or k <= 0:
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             q = q.astype(np.float32, copy=False)
-            if self.basis is None and n >= PREFILTER_MIN_ROWS:
-                self._fit_prefilter()  # grew past the threshold by incremental puts
-            cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k, n // COMPACT_CANDS_PER_ROWS if self.compact else 0)
-            if self.basis is not None and cands < n // 4:
-                return self._search_prefiltered(q, k, cands, exclude, mask, beside)
-            scores = self._masked(self.exact_scores(q, beside), exclude, mask)
+            if self.center is None and n >= PREFILTER_MIN_ROWS:
+                self._fit_sketch()  # grew past the threshold by incremental puts
+            cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k, n // SKETCH_CANDS_PER_ROWS)
+            if self.center is not None and cands < n // 4:
+                return self._search_sketched(q, k, cands, exclude, mask)
+            scores = self._masked(self.exact_scores(q), exclude, mask)
             ids = self.ids[:n]
             top = top_rows(scores, min(k, n))
             top = top[np.argsort(-scores[top], kind="stable")]
             top = top[np.isfinite(scores[top])]
             return ids[top].copy(), scores[top].copy()
 
-    def exact_scores(self, q: np.ndarray, beside: Beside | None = None) -> np.ndarray:
+    def exact_scores(self, q: np.ndarray) -> np.ndarray:
         """The cosine of `q` to every row in use (free rows: 0), a compact matrix read in chunks."""
         with self.lock:
             n, q = self.n, q.astype(np.float32, copy=False)
             if not self.compact:
-                return scan(self.matrix, q, n, beside)
+                return self.matrix[:n] @ q
             out = np.empty(n, dtype=np.float32)
             for start in range(0, n, LOAD_CHUNK):
                 end = min(n, start + LOAD_CHUNK)
@@ -447,26 +437,36 @@ class MatrixCache:
                     scores[r] = -np.inf
         return scores
 
-    def _search_prefiltered(
-        self,
-        q: np.ndarray,
-        k: int,
-        cands: int,
-        exclude: set[int] | None,
-        mask: np.ndarray | None = None,
-        beside: Beside | None = None,
-    ):
+    def _search_sketched(
+        self, q: np.ndarray, k: int, cands: int, exclude: set[int] | None, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k by the exact cosine of the rows whose sketch is nearest the query's (see PREFILTER_MIN_ROWS)."""
         n = self.n
-        assert self.basis is not None and self.coarse is not None  # prefiltering runs once the basis is built
-        approx = self._masked(scan(self.coarse, self.basis.T @ q, n, beside), exclude, mask)
-        ids = self.ids[:n]
-        rows = top_rows(approx, cands)
-        rows = rows[np.isfinite(approx[rows])]
+        assert self.center is not None  # sketched once past PREFILTER_MIN_ROWS
+        distance = self.hamming(q)
+        far = np.uint16(self.words * 64 + 1)  # more than any two sketches differ by: never a candidate
+        distance[self.ids[:n] < 0] = far
+        if mask is not None:
+            distance[~mask[:n]] = far
+        for i in exclude or ():
+            r = self.row_of.get(i)
+            if r is not None:
+                distance[r] = far
+        rows = nearest_by_hamming(distance, cands)
+        rows = rows[distance[rows] < far]
         exact = self._dots(rows, q)
         kk = min(k, len(rows))
         top = np.argpartition(-exact, kk - 1)[:kk] if kk < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-exact[top], kind="stable")]
-        return ids[rows[top]].copy(), exact[top].astype(np.float32)
+        return self.ids[rows[top]].copy(), exact[top].astype(np.float32)
+
+    def hamming(self, q: np.ndarray) -> np.ndarray:
+        """Each row in use's Hamming distance from `q`'s sketch (uint16): three numpy calls over the sketch,
+        each letting the GIL go (a thread beside this one runs Python meanwhile: a retrieval's other half)."""
+        assert self.center is not None
+        qs = sign_words(q.astype(np.float32, copy=False), self.center)[0]
+        differ = np.bitwise_xor(self.signs[:, : self.n], qs[:, None])
+        return np.bitwise_count(differ).sum(axis=0, dtype=np.uint16)
 
     def sample_scores(self, q: np.ndarray, limit: int = SAMPLE_ROWS) -> tuple[np.ndarray, np.ndarray]:
         """(ids, cosines) of `q` to every row in use, or to `limit` of them spread evenly over the

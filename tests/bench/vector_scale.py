@@ -2,7 +2,7 @@
 
 The page matrix (memory_core.vecindex.MatrixCache) loaded from a vector table of `--rows` synthetic unit
 vectors (clustered like the retrieval benchmark's pages: 3,000 topics and noise), as a memory that size
-is when opened: int8 rows and a 64-dimension coarse scan from COMPACT_FROM_ROWS rows. Prints the search's
+is when opened: int8 rows from COMPACT_FROM_ROWS rows, and a sign sketch. Prints the search's
 p50/p95 for queries like new pages on those topics, what the vectors take in memory,
 and the share of the exact top-20 (every row scanned) that the search returns.
 Targets (issue "MemoryOS organisation that means something"): p95 of a whole retrieval <= 100 ms at a
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {
         "rows": args.rows,
         "dtype": str(cache.matrix.dtype),
-        "coarse_dims": int(cache.coarse.shape[1]),
+        "sketch_bytes_per_row": int(cache.signs.shape[0] * 8),
         "vector_memory_mb": round(cache.nbytes() / 2**20, 1),
         "search_ms_p50": round(statistics.median(lat), 2),
         "search_ms_p95": round(float(np.percentile(lat, 95)), 2),
