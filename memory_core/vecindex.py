@@ -51,6 +51,7 @@ PREFILTER_MIN_ROWS = 20_000  # below this the exact scan is already a few millis
 PREFILTER_FACTOR = 20
 PREFILTER_MIN_CANDS = 2000
 SKETCH_CANDS_PER_ROWS = 250  # 4,000 rows rescored at a million
+HAMMING_CHUNK = 65_536  # rows of the sketch compared at a time
 SAMPLE_ROWS = 2048  # rows sample_scores reads to estimate a query's typical cosine
 # A memory of this many rows or more, when loaded, keeps its vectors compact: int8 rows with a scale each (a
 # quarter of float32's memory: 390 MB at a million 384-d pages, where float32 takes 1.5 GB). Only the few
@@ -464,9 +465,14 @@ class MatrixCache:
         """Each row in use's Hamming distance from `q`'s sketch (uint16): three numpy calls over the sketch,
         each letting the GIL go (a thread beside this one runs Python meanwhile: a retrieval's other half)."""
         assert self.center is not None
-        qs = sign_words(q.astype(np.float32, copy=False), self.center)[0]
-        differ = np.bitwise_xor(self.signs[:, : self.n], qs[:, None])
-        return np.bitwise_count(differ).sum(axis=0, dtype=np.uint16)
+        n = self.n
+        qs = sign_words(q.astype(np.float32, copy=False), self.center)[0][:, None]
+        out = np.empty(n, dtype=np.uint16)
+        for start in range(0, n, HAMMING_CHUNK):  # temporaries that stay in the cache: twice as fast at 1M rows
+            end = min(n, start + HAMMING_CHUNK)
+            differ = np.bitwise_xor(self.signs[:, start:end], qs)
+            out[start:end] = np.bitwise_count(differ).sum(axis=0, dtype=np.uint16)
+        return out
 
     def sample_scores(self, q: np.ndarray, limit: int = SAMPLE_ROWS) -> tuple[np.ndarray, np.ndarray]:
         """(ids, cosines) of `q` to every row in use, or to `limit` of them spread evenly over the
