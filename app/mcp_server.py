@@ -162,8 +162,15 @@ def build_server(store: StoreThread, space: str | None = None) -> MCPServer:
         )
     server: MCPServer = MCPServer(SERVER_NAME, title="Mnemo memory", version=__version__, instructions=said)
     server.middleware.append(StrictToolCalls(server))
+    _add_space_tools(server, store, space)
+    _add_reading(server, store)
+    return server
+
+
+def _add_space_tools(server: MCPServer, store: StoreThread, default: str | None) -> None:
+    """search_memory, remember and forget: the tools that read or write one memory space (`default` when a
+    call names none)."""
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    default = space
 
     @server.tool(annotations=read_only)
     async def search_memory(
@@ -226,6 +233,11 @@ def build_server(store: StoreThread, space: str | None = None) -> MCPServer:
             _refusing(lambda s: memory_tools.forget(s, kind=kind, item_id=id, statement=statement, space=where))
         )
 
+
+def _add_reading(server: MCPServer, store: StoreThread) -> None:
+    """The persona and the newest memory, as tools and as resources."""
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
     @server.tool(annotations=read_only)
     async def get_persona() -> dict[str, Any]:
         """The user's long-term persona: traits, facts about the user, facts about the assistant."""
@@ -245,8 +257,6 @@ def build_server(store: StoreThread, space: str | None = None) -> MCPServer:
     async def page_resource(page_id: int) -> dict[str, Any]:
         """One page of memory (an exchange) by its id."""
         return await store.call(_refusing(lambda s: memory_tools.page(s, page_id), ResourceNotFoundError))
-
-    return server
 
 
 def _opened(ctx) -> StoreThread:

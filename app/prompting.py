@@ -500,7 +500,6 @@ def compose_prompt(
         return count_tokens(text) + template_overhead
 
     query, truncated, remaining = _fit_query(query, system, cost, count_tokens, budget_tokens, template_overhead)
-    included: dict[str, list[int]] = {"pages": [], "knowledge": [], "traits": [], "messages": []}
     dropped: dict[str, int] = {"pages": 0, "knowledge": 0, "traits": 0, "messages": 0}
 
     turns = [m for m in history if m.role in ("user", "assistant") and m.content]
@@ -520,22 +519,34 @@ def compose_prompt(
     chosen_knowledge, remaining, dropped["knowledge"] = _fit(knowledge, _fact_line, count_tokens, remaining)
     recent, remaining, dropped["messages"] = _older_dialogue(older, recent, cost, remaining)
 
-    # Stable order inside each section (ids), so the prefix is byte-identical between turns.
-    chosen_traits.sort(key=lambda h: (h.item.dimension, h.item.id))
-    chosen_knowledge.sort(key=lambda h: (h.item.owner, h.item.id))
-    chosen_pages.sort(key=lambda h: (h.page.timestamp or 0, h.page.id))  # chronological reads naturally
+    _stable_order(chosen_traits, chosen_knowledge, chosen_pages)
     messages, sections = _messages(
         system, recent, query, chosen_traits, chosen_knowledge, chosen_pages, page_sides, recall_at_end
     )
 
-    included["traits"] = [h.item.id for h in chosen_traits]
-    included["knowledge"] = [h.item.id for h in chosen_knowledge]
-    included["pages"] = [h.page.id for h in chosen_pages]
-    included["messages"] = [m.id for m in recent]
+    included = _included(chosen_traits, chosen_knowledge, chosen_pages, recent)
     used = sum(cost(m["content"]) for m in messages)
     return ComposedPrompt(
         messages, used, budget_tokens, included, dropped, truncated, _half_pages(chosen_pages, page_sides), sections
     )
+
+
+def _stable_order(traits: list, knowledge: list, pages: list) -> None:
+    """Sort each section in place by a stable key (ids), so the prompt's prefix is byte-identical between
+    turns (the model's cache keeps it); pages by time, as a chronological account reads naturally."""
+    traits.sort(key=lambda h: (h.item.dimension, h.item.id))
+    knowledge.sort(key=lambda h: (h.item.owner, h.item.id))
+    pages.sort(key=lambda h: (h.page.timestamp or 0, h.page.id))
+
+
+def _included(traits: list, knowledge: list, pages: list, recent: list) -> dict[str, list[int]]:
+    """The ids of what the prompt holds, by kind (a reply's trace lists them)."""
+    return {
+        "pages": [h.page.id for h in pages],
+        "knowledge": [h.item.id for h in knowledge],
+        "traits": [h.item.id for h in traits],
+        "messages": [m.id for m in recent],
+    }
 
 
 def _older_dialogue(older: list, recent: list, cost: Callable[[str], int], remaining: int) -> tuple[list, int, int]:

@@ -221,14 +221,7 @@ class PersonaMerge:
         kid, cos, row = best
         _, _, pinned, old_text, version, old_conf, old_cids, old_model, old_updated, old_reason = row
         if pinned and not duplicate:
-            self.db.emit(
-                "update_skipped",
-                "knowledge",
-                kid,
-                f"knowledge {kid} is pinned; a conflicting fact was not applied",
-                {"similarity": round(cos, 4), "pages": sorted(page_ids)},
-            )
-            return False
+            return self._skip_pinned("knowledge", kid, "fact", cos, page_ids)
         old_srcs = self.versions.sources("knowledge", kid, version)
         all_cids = sorted(set(from_json(old_cids, [])) | set(cids))
         if duplicate and count_only:
@@ -238,15 +231,8 @@ class PersonaMerge:
                 "knowledge", kid, version, conf, all_cids, page_ids, why, {"similarity": round(cos, 4)}
             )
             return True
-        self.versions.archive(
-            "knowledge",
-            kid,
-            old_text,
-            old_updated,
-            old_reason,
-            {"confidence": old_conf, "model": old_model, "source_page_ids": old_srcs},
-            version,
-        )
+        meta = {"confidence": old_conf, "model": old_model, "source_page_ids": old_srcs}
+        self.versions.archive("knowledge", kid, old_text, old_updated, old_reason, meta, version)
         new_version = version + 1
         if duplicate:
             self._confirm(
@@ -280,6 +266,18 @@ class PersonaMerge:
                 {"version": new_version, "similarity": round(cos, 4), "pages": sorted(page_ids)},
             )
         return True
+
+    def _skip_pinned(self, kind: str, item_id: int, what: str, cos: float, page_ids: list[int]) -> bool:
+        """A pinned item is never changed by what is learnt: the conflicting `what` is left, with an
+        `update_skipped` event the user can see. False: nothing changed."""
+        self.db.emit(
+            "update_skipped",
+            kind,
+            item_id,
+            f"{kind} {item_id} is pinned; a conflicting {what} was not applied",
+            {"similarity": round(cos, 4), "pages": sorted(page_ids)},
+        )
+        return False
 
     def _insert_knowledge(
         self,
@@ -462,14 +460,7 @@ class PersonaMerge:
             target
         )
         if pinned and not duplicate:
-            self.db.emit(
-                "update_skipped",
-                "trait",
-                tid,
-                f"trait {tid} is pinned; a conflicting value was not applied",
-                {"similarity": round(cos, 4), "pages": sorted(page_ids)},
-            )
-            return False
+            return self._skip_pinned("trait", tid, "value", cos, page_ids)
         old_srcs = self.versions.sources("trait", tid, version)
         all_cids = sorted(set(from_json(old_cids, [])) | set(cids))
         if duplicate and count_only:
@@ -478,21 +469,8 @@ class PersonaMerge:
                 "trait", tid, version, conf, all_cids, page_ids, origin("confirmed", page_ids, model)
             )
             return True
-        self.versions.archive(
-            "trait",
-            tid,
-            old_value,
-            old_updated,
-            old_reason,
-            {
-                "dimension": tdim,
-                "confidence": old_conf,
-                "evidence": old_ev,
-                "model": old_model,
-                "source_page_ids": old_srcs,
-            },
-            version,
-        )
+        meta = {"confidence": old_conf, "evidence": old_ev, "model": old_model, "source_page_ids": old_srcs}
+        self.versions.archive("trait", tid, old_value, old_updated, old_reason, {"dimension": tdim, **meta}, version)
         new_version = version + 1
         if duplicate:
             self._confirm(

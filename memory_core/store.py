@@ -127,18 +127,36 @@ class MemoryStore:
 
     def _bind_api(self) -> None:
         """The public API: each method is its component's own (same signature and docstring)."""
-        db, conv, pages, segs, persona, cur = (
-            self.db,
-            self.conversations,
-            self.pages,
-            self.segments,
-            self.persona,
-            self.curation,
-        )
-        self.add_listener, self.remove_listener = db.add_listener, db.remove_listener
+        self.add_listener, self.remove_listener = self.db.add_listener, self.db.remove_listener
         self.events, self.latest_event_id = self.event_log.events, self.event_log.latest_event_id
         self.segment_events = self.event_log.segment_events
-        # conversations and messages
+        self._bind_conversations()
+        self._bind_memory()
+        # memory cubes (memory_core.cubes)
+        self.export_cube, self.plan_cube_import, self.import_cube = (
+            self.cubes.export,
+            self.cubes.plan,
+            self.cubes.import_cube,
+        )
+        self.cube_imports, self.undo_cube_import, self.cube_origin = (
+            self.cubes.imports,
+            self.cubes.undo,
+            self.cubes.origin,
+        )
+        # jobs
+        self.enqueue, self.cancel_jobs = self.jobs.enqueue, self.jobs.cancel
+        self.pending_jobs, self.list_jobs, self.run_pending = (
+            self.jobs.pending,
+            self.jobs.list_jobs,
+            self.jobs.run_pending,
+        )
+        # recall
+        self.retrieve, self.warm_up = self.retrieval.retrieve, self.retrieval.warm_up
+        self.memory_saying = self.retrieval.memory_saying
+
+    def _bind_conversations(self) -> None:
+        """Conversations and messages (memory_core.conversations)."""
+        conv = self.conversations
         self.create_conversation = conv.create_conversation
         self.rename_conversation = conv.rename_conversation
         self.delete_conversation = conv.delete_conversation
@@ -158,6 +176,10 @@ class MemoryStore:
         self.mark_interrupted_messages = conv.mark_interrupted_messages
         self.message_siblings = conv.message_siblings
         self.message_children = conv.message_children
+
+    def _bind_memory(self) -> None:
+        """Pages, segments, the persona and what the user does to memory."""
+        db, pages, segs, persona, cur = self.db, self.pages, self.segments, self.persona, self.curation
         # pages and segments
         self.add_page, self.add_pages, self.embed_pages = (
             self.intake.add_page,
@@ -185,27 +207,6 @@ class MemoryStore:
         self.forget_waiting_pages = cur.forget_waiting_pages
         self.undo_version, self.wipe_memory = cur.undo_version, cur.wipe_memory
         self.forgotten_spans = db.purge.spans  # when forgotten memory existed: the backups that may hold it
-        # memory cubes (memory_core.cubes)
-        self.export_cube, self.plan_cube_import, self.import_cube = (
-            self.cubes.export,
-            self.cubes.plan,
-            self.cubes.import_cube,
-        )
-        self.cube_imports, self.undo_cube_import, self.cube_origin = (
-            self.cubes.imports,
-            self.cubes.undo,
-            self.cubes.origin,
-        )
-        # jobs
-        self.enqueue, self.cancel_jobs = self.jobs.enqueue, self.jobs.cancel
-        self.pending_jobs, self.list_jobs, self.run_pending = (
-            self.jobs.pending,
-            self.jobs.list_jobs,
-            self.jobs.run_pending,
-        )
-        # recall
-        self.retrieve, self.warm_up = self.retrieval.retrieve, self.retrieval.warm_up
-        self.memory_saying = self.retrieval.memory_saying
 
     # ------------------------------------------------------------------ open / close / transactions
     @classmethod

@@ -37,6 +37,17 @@ def register(subparsers) -> None:
         metavar="N",
         help="evaluate N questions in total, spread evenly over the samples",
     )
+    _add_qa_options(lp)
+    _add_study_options(lp)
+    lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
+    lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
+    lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    lp.set_defaults(func=run_locomo)
+    p.set_defaults(func=lambda args, ctx: (p.print_help(), 2)[1])
+
+
+def _add_qa_options(lp) -> None:
+    """--qa and how its questions are put to the chat model."""
     lp.add_argument("--qa", action="store_true", help="also answer with the configured chat model and score F1/BLEU-1")
     lp.add_argument(
         "--qa-modes",
@@ -59,6 +70,11 @@ def register(subparsers) -> None:
         help="ask each question once before, in a chat of its own, with a non-answer reply; then measure "
         "(all: every question of a sample asked before any is measured)",
     )
+
+
+def _add_study_options(lp) -> None:
+    """The studies a run makes beside the static recall (the persona's instead of it): ablation, the
+    persona, the segments, the lifecycle."""
     lp.add_argument(
         "--ablate",
         action="store_true",
@@ -91,11 +107,6 @@ def register(subparsers) -> None:
         "evidence and again at the end of the replay, with visits, promotion and archiving live (a small "
         "mtm_capacity) and without them, beside the static recall",
     )
-    lp.add_argument("--out", default=None, metavar="FILE.json", help="write the full report (per question too)")
-    lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
-    lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    lp.set_defaults(func=run_locomo)
-    p.set_defaults(func=lambda args, ctx: (p.print_help(), 2)[1])
 
 
 def _parse_retrievers(text: str) -> list[str]:

@@ -497,6 +497,17 @@ def run(args, ctx) -> int:
 def register(sub) -> None:
     p = sub.add_parser("memory", help="inspect and manage what Mnemo remembers")
     acts = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    _add_item_commands(acts)
+    _add_cube_commands(acts)
+    _add_upkeep_commands(acts)
+    for parser in acts.choices.values():
+        parser.set_defaults(func=run)
+    p.set_defaults(func=run)
+    adapter_commands.register(acts)  # `adapters` and `distill` (parametric memory)
+
+
+def _add_item_commands(acts) -> None:
+    """list, show, add, forget, pin, wipe, pause, events: what memory holds, and what changed in it."""
     a = acts.add_parser("list", help="list pages, segments, traits or knowledge")
     a.add_argument("kind", choices=KINDS)
     a.add_argument("--tier", choices=("stm", "mtm", "archive"))
@@ -544,6 +555,10 @@ def register(sub) -> None:
     a.add_argument("--kind", action="append", help="only this kind (repeatable), e.g. page_moved, segment_visited")
     a.add_argument("--segment", type=int, help="one segment's history: its events and the pages that joined it")
     a.add_argument("--json", action="store_true")
+
+
+def _add_cube_commands(acts) -> None:
+    """export, import, the spaces, imports, undo-import: memory written out and read in."""
     a = acts.add_parser(
         "export",
         help="write what is remembered to a JSON or Markdown file, or as a memory cube another memory imports",
@@ -578,6 +593,10 @@ def register(sub) -> None:
     a.add_argument("--json", action="store_true")
     a = acts.add_parser("undo-import", help="undo an import: remove what it added, put back what it changed")
     a.add_argument("id", type=int, help="the import's id (see `mnemo memory imports`)")
+
+
+def _add_upkeep_commands(acts) -> None:
+    """stats, activation, backup, backups, restore: the memory file, its copies, and the saved prompt states."""
     a = acts.add_parser("stats", help="counts per tier, database size, pending jobs")
     a.add_argument("--json", action="store_true")
     a = acts.add_parser(
@@ -600,7 +619,3 @@ def register(sub) -> None:
     a = acts.add_parser("restore", help="put a backup back as the memory database (close Mnemo first)")
     a.add_argument("file", help="a backup file (see `mnemo memory backups`)")
     a.add_argument("--yes", action="store_true", help="do not ask")
-    for parser in acts.choices.values():
-        parser.set_defaults(func=run)
-    p.set_defaults(func=run)
-    adapter_commands.register(acts)  # `adapters` and `distill` (parametric memory)

@@ -666,19 +666,7 @@ def format_tables(report: dict) -> str:
         for cats, key in (("1-5", "overall_1_5"), ("1-4", "overall_1_4")):
             lines.append(f"{name:<12} {cats:<5} " + " ".join(f"{_f(by_k[f'k{k}'][key]):>6}" for k in ks))
     if report["retrieval"]:
-        any_name = next(iter(report["retrieval"]))
-        n = report["retrieval"][any_name][f"k{ks[0]}"]["n"]
-        lines.append("")
-        cat_head = f"{'retriever':<12} {'k':>3} " + " ".join(
-            f"{CATEGORY_NAMES[c][:11] + '(' + str(n[str(c)]) + ')':>16}" for c in CATEGORY_NAMES
-        )
-        lines += ["per category:", cat_head, "-" * len(cat_head)]
-        for name, by_k in report["retrieval"].items():
-            for k in ks:
-                lines.append(
-                    f"{name:<12} {k:>3} "
-                    + " ".join(f"{_f(by_k[f'k{k}']['by_category'][str(c)]):>16}" for c in CATEGORY_NAMES)
-                )
+        lines += ["", *format_by_category(report["retrieval"], ks)]
     lat = report["timings"]["retrieval"]
     if lat:
         lines.append("")
@@ -697,28 +685,47 @@ def format_tables(report: dict) -> str:
     if report.get("segments"):
         lines += ["", *format_segments(report["segments"])]
     if report.get("qa"):
-        lines.append("")
-        lines.append(
-            f"LoCoMo QA with {report['qa_model']} (official F1 cats 1-5 / 1-4, A-Mem F1 and BLEU-1 cats 1-4, %)"
-        )
-        qhead = f"{'mode':<13} {'F1 1-5':>7} {'F1 1-4':>7} {'A-Mem F1':>9} {'BLEU-1':>7} {'tokens':>7} {'s/answer':>9}"
-        lines += [qhead, "-" * len(qhead)]
-        for mode, s in report["qa"].items():
-            lines.append(
-                f"{mode:<13} {_f(s['official_f1']['overall_1_5']):>7} {_f(s['official_f1']['overall_1_4']):>7} "
-                f"{_f(s['amem_f1']['overall_1_4']):>9} {_f(s['bleu1']['overall_1_4']):>7} "
-                f"{s['prompt_tokens_mean']:>7.0f} {s['answer_s_mean']:>9.2f}"
-            )
-        lines.append(
-            "official F1 by category: "
-            + "; ".join(
-                f"{mode}: "
-                + ", ".join(f"{c}={_f(s['official_f1']['by_category'][str(c)]).strip()}" for c in CATEGORY_NAMES)
-                for mode, s in report["qa"].items()
-            )
-        )
+        lines += ["", *format_qa(report["qa"], report["qa_model"])]
     lines.append(f"total {report['timings']['total_s']:.1f} s")
     return "\n".join(lines)
+
+
+def format_by_category(retrieval: dict, ks: Sequence[int]) -> list[str]:
+    """Each retriever's recall per LoCoMo category at each k (the heading gives each category's questions)."""
+    n = next(iter(retrieval.values()))[f"k{ks[0]}"]["n"]
+    cat_head = f"{'retriever':<12} {'k':>3} " + " ".join(
+        f"{CATEGORY_NAMES[c][:11] + '(' + str(n[str(c)]) + ')':>16}" for c in CATEGORY_NAMES
+    )
+    lines = ["per category:", cat_head, "-" * len(cat_head)]
+    for name, by_k in retrieval.items():
+        for k in ks:
+            lines.append(
+                f"{name:<12} {k:>3} "
+                + " ".join(f"{_f(by_k[f'k{k}']['by_category'][str(c)]):>16}" for c in CATEGORY_NAMES)
+            )
+    return lines
+
+
+def format_qa(qa: dict, qa_model: str) -> list[str]:
+    """The QA scores of each mode (with memory, without, the full conversation), then official F1 by category."""
+    lines = [f"LoCoMo QA with {qa_model} (official F1 cats 1-5 / 1-4, A-Mem F1 and BLEU-1 cats 1-4, %)"]
+    qhead = f"{'mode':<13} {'F1 1-5':>7} {'F1 1-4':>7} {'A-Mem F1':>9} {'BLEU-1':>7} {'tokens':>7} {'s/answer':>9}"
+    lines += [qhead, "-" * len(qhead)]
+    for mode, s in qa.items():
+        lines.append(
+            f"{mode:<13} {_f(s['official_f1']['overall_1_5']):>7} {_f(s['official_f1']['overall_1_4']):>7} "
+            f"{_f(s['amem_f1']['overall_1_4']):>9} {_f(s['bleu1']['overall_1_4']):>7} "
+            f"{s['prompt_tokens_mean']:>7.0f} {s['answer_s_mean']:>9.2f}"
+        )
+    lines.append(
+        "official F1 by category: "
+        + "; ".join(
+            f"{mode}: "
+            + ", ".join(f"{c}={_f(s['official_f1']['by_category'][str(c)]).strip()}" for c in CATEGORY_NAMES)
+            for mode, s in qa.items()
+        )
+    )
+    return lines
 
 
 def format_ablation(ablation: dict, ks: Sequence[int]) -> list[str]:

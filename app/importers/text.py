@@ -74,10 +74,35 @@ def _speaker_lines_are_timed_bold(lines: list[str]) -> bool:
 def parse_text(
     text: str, name: str = "transcript.txt", *, base_time: float = 0.0, title: str | None = None
 ) -> ParseResult:
-    lines = text.splitlines()
-    strict = _speaker_lines_are_timed_bold(lines)
     issues: list[ImportIssue] = []
-    messages: list[dict] = []  # {role, line, ts, lines}
+    messages, found_title, preamble = _messages(text.splitlines(), name, issues)
+    if not messages:
+        raise ImportFatalError(f"{name}: not a transcript: no 'User:' or 'Assistant:' speaker lines found")
+    if preamble:
+        issues.append(
+            ImportIssue(
+                f"{name}: lines 1-{messages[0]['line'] - 1}",
+                f"{preamble} line(s) of text before the first speaker line",
+            )
+        )
+    turns = _turns(messages, name, base_time, issues)
+    result = ParseResult(format=SOURCE, conversations=[], issues=issues, records_seen=1)
+    if not turns:
+        issues.append(ImportIssue(name, "no non-empty User or Assistant messages"))
+        return result
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    conv_title = title or found_title or name
+    result.conversations.append(
+        ParsedConversation(SOURCE, f"sha256:{digest}", conv_title, turns[0].timestamp, turns, position=name)
+    )
+    return result
+
+
+def _messages(lines: list[str], name: str, issues: list[ImportIssue]) -> tuple[list[dict], str | None, int]:
+    """The messages of a transcript ({role, line, ts, status, lines}), the `# Title` before the first, and
+    how many other lines of text came before it."""
+    strict = _speaker_lines_are_timed_bold(lines)
+    messages: list[dict] = []
     preamble = 0
     found_title: str | None = None
     in_fence = False
@@ -91,26 +116,7 @@ def parse_text(
                 m = h = None
             speaker = m or h
             if speaker is not None:
-                who = speaker.group("who").lower()
-                ts = None
-                if m and m.group("ts"):
-                    ts = parse_time(m.group("ts"))
-                    if ts is None:
-                        issues.append(
-                            ImportIssue(
-                                f"{name}: line {number}",
-                                f"unreadable time [{m.group('ts')}]; using the previous one",
-                                skipped=False,
-                            )
-                        )
-                status = (m.group("status") or "complete").lower() if m and _ROLES[who] == "assistant" else "complete"
-                current = {
-                    "role": _ROLES[who],
-                    "line": number,
-                    "ts": ts,
-                    "status": status,
-                    "lines": [m.group("rest")] if m else [],
-                }
+                current = _message(m, speaker, number, name, issues)
                 messages.append(current)
                 if m and m.group("rest").lstrip().startswith("```"):
                     in_fence = not in_fence
@@ -125,18 +131,40 @@ def parse_text(
                 preamble += 1
             continue
         current["lines"].append(line)
-    if not messages:
-        raise ImportFatalError(f"{name}: not a transcript: no 'User:' or 'Assistant:' speaker lines found")
-    if preamble:
-        issues.append(
-            ImportIssue(
-                f"{name}: lines 1-{messages[0]['line'] - 1}",
-                f"{preamble} line(s) of text before the first speaker line",
+    return messages, found_title, preamble
+
+
+def _message(m: re.Match | None, speaker: re.Match, number: int, name: str, issues: list[ImportIssue]) -> dict:
+    """A message opened by speaker line `number` (`m`: its `_SPEAKER` match, None for a heading); an
+    unreadable time is reported, and the message is timed as one without a time."""
+    who = speaker.group("who").lower()
+    ts = None
+    if m and m.group("ts"):
+        ts = parse_time(m.group("ts"))
+        if ts is None:
+            issues.append(
+                ImportIssue(
+                    f"{name}: line {number}",
+                    f"unreadable time [{m.group('ts')}]; using the previous one",
+                    skipped=False,
+                )
             )
-        )
+    status = (m.group("status") or "complete").lower() if m and _ROLES[who] == "assistant" else "complete"
+    return {
+        "role": _ROLES[who],
+        "line": number,
+        "ts": ts,
+        "status": status,
+        "lines": [m.group("rest")] if m else [],
+    }
+
+
+def _turns(messages: list[dict], name: str, base_time: float, issues: list[ImportIssue]) -> list[Turn]:
+    """The turns of the messages: system messages and empty ones left out (an empty one reported); a turn
+    without its own time comes a second after the one before."""
     turns: list[Turn] = []
     last_ts = base_time
-    for _i, msg in enumerate(messages):
+    for msg in messages:
         body = "\n".join(msg["lines"]).strip("\n").rstrip()
         where = f"{name}: line {msg['line']}"
         if msg["role"] == "system":
@@ -147,13 +175,4 @@ def parse_text(
         ts = msg["ts"] if msg["ts"] is not None else (last_ts + 1.0 if turns else last_ts)
         last_ts = ts
         turns.append(Turn(msg["role"], body, ts, f"L{msg['line']}", meta={"line": msg["line"]}, status=msg["status"]))
-    result = ParseResult(format=SOURCE, conversations=[], issues=issues, records_seen=1)
-    if not turns:
-        issues.append(ImportIssue(name, "no non-empty User or Assistant messages"))
-        return result
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-    conv_title = title or found_title or name
-    result.conversations.append(
-        ParsedConversation(SOURCE, f"sha256:{digest}", conv_title, turns[0].timestamp, turns, position=name)
-    )
-    return result
+    return turns

@@ -359,39 +359,55 @@ def _write(
             members[name] = member.close()
         for name, source in extras:
             members[name] = _write_extra(zf, name, source)
-        counts = {
-            "chats": members["chats.jsonl"]["records"],
-            "chains": members["chains.jsonl"]["records"],
-            "segments": members["segments.jsonl"]["records"],
-            "pages": members["pages.jsonl"]["records"],
-            "traits": members["traits.jsonl"]["records"],
-            "facts": members["facts.jsonl"]["records"],
-            "events": members["events.jsonl"]["records"],
-        }
         cube_id = uuid.uuid4().hex
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "cube_id": cube_id,
-            "created_at": db.clock(),
-            "app_version": app_version[:100],
-            "source_memory_id": memory_id,
-            "chat_model_id": chat_model_id[:500] if chat_model_id else None,
-            "space": _space_name(db, snap.sel.space_id),
-            "embedding": {
-                "model_id": embed_model_id,
-                "dim": db.dim,
-                "page_context": db.get_meta("page_context"),
-                "vectors": vectors,
-            },
-            "selection": snap.sel.to_manifest(),
-            "counts": counts,
-            "members": members,
-        }
+        manifest = _manifest(db, snap, cube_id, memory_id, embed_model_id, app_version, chat_model_id, vectors, members)
         zf.writestr(zipfile.ZipInfo(MANIFEST, date_time=(2020, 1, 1, 0, 0, 0)), to_json(manifest), zipfile.ZIP_DEFLATED)
     if on_progress is not None:
         on_progress(total, total)
-    return {"cube_id": cube_id, "counts": counts}
+    return {"cube_id": cube_id, "counts": manifest["counts"]}
+
+
+def _manifest(
+    db: Database,
+    snap: _Snapshot,
+    cube_id: str,
+    memory_id: str,
+    embed_model_id: str,
+    app_version: str,
+    chat_model_id: str | None,
+    vectors: bool,
+    members: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """The cube's manifest: what it is, where it came from, which vectors it holds and how to read them,
+    what was chosen, how many of each record, and each member's checksum (docs/memcube.md)."""
+    counts = {
+        "chats": members["chats.jsonl"]["records"],
+        "chains": members["chains.jsonl"]["records"],
+        "segments": members["segments.jsonl"]["records"],
+        "pages": members["pages.jsonl"]["records"],
+        "traits": members["traits.jsonl"]["records"],
+        "facts": members["facts.jsonl"]["records"],
+        "events": members["events.jsonl"]["records"],
+    }
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "cube_id": cube_id,
+        "created_at": db.clock(),
+        "app_version": app_version[:100],
+        "source_memory_id": memory_id,
+        "chat_model_id": chat_model_id[:500] if chat_model_id else None,
+        "space": _space_name(db, snap.sel.space_id),
+        "embedding": {
+            "model_id": embed_model_id,
+            "dim": db.dim,
+            "page_context": db.get_meta("page_context"),
+            "vectors": vectors,
+        },
+        "selection": snap.sel.to_manifest(),
+        "counts": counts,
+        "members": members,
+    }
 
 
 def _space_name(db: Database, space_id: int | None) -> str | None:

@@ -32,23 +32,11 @@ from ..pages import Pages
 from ..segments import Segments
 from ..types import page_text
 from ..versions import Versions
-from .format import CubeCancelled, CubeError, CubeLimits, decode_bytes, decode_vector
+from .format import CubeError, CubeLimits, decode_bytes, decode_vector
 from .persona_merge import Decision, PersonaImport, chats_of, item_kind, key_of, pages_of, stored_key
 from .reader import CubeReader
 from .records import ImportCounts, ImportPlan
-
-STAGE_BATCH = 2000  # staged records per transaction
-# what is staged of each member, and under which name (persona vectors by their kind)
-_STAGED = {
-    "chats.jsonl": "chat",
-    "chains.jsonl": "chain",
-    "segments.jsonl": "segment",
-    "pages.jsonl": "page",
-    "traits.jsonl": "trait",
-    "facts.jsonl": "fact",
-}
-
-Progress = Callable[[str, int, int], None]
+from .staging import Progress, members_to_stage, stage
 
 
 def _norm(vec: np.ndarray) -> np.ndarray:
@@ -200,71 +188,13 @@ class Importer:
                 )
                 iid = self.db.last_insert_rowid()
             try:
-                self._stage(cube, iid, cancelled, on_progress)
+                members = members_to_stage(self.same_pages(m), self.same_model(m))
+                stage(self.db, self.jobs, cube, iid, members, cancelled, on_progress)
             except BaseException:
                 with self.db.transaction():
                     self.db.execute("DELETE FROM cube_import WHERE id = ?", (iid,))
                 raise
         return iid
-
-    def _stage(
-        self, cube: CubeReader, iid: int, cancelled: Callable[[], bool] | None, on_progress: Progress | None
-    ) -> None:
-        m = cube.manifest
-        members = list(_STAGED)
-        if self.same_pages(m):
-            members.append("vectors/pages.jsonl")
-        if self.same_model(m):
-            members += ["vectors/segments.jsonl", "vectors/persona.jsonl"]
-        schema_of = {"vectors/pages.jsonl": "page_vector", "vectors/segments.jsonl": "segment_vector"}
-        total = sum(m["members"][n]["records"] for n in members)
-        done = 0
-        rows: list[tuple[int, str, int, str]] = []
-        before: dict[int | None, list] = {}  # chat -> its last page, which the next is read after
-
-        def flush() -> None:
-            with self.db.transaction():
-                if not self.db.execute(
-                    "SELECT 1 FROM cube_import WHERE id = ? AND status = 'staging'", (iid,)
-                ).fetchone():
-                    raise CubeCancelled("the import was undone while its cube was read in")
-                self.db.conn.executemany(
-                    "INSERT INTO cube_stage(import_id, member, ref, record) VALUES (?,?,?,?)", rows
-                )
-            rows.clear()
-            if cancelled is not None and cancelled():
-                raise CubeCancelled("import cancelled")
-            if on_progress:
-                on_progress("reading the cube", done, total)
-
-        for name in members:
-            definition = schema_of.get(name) or ("persona_vector" if name == "vectors/persona.jsonl" else _STAGED[name])
-            for _, rec in cube.records(name, definition):
-                if name == "vectors/pages.jsonl":
-                    member, ref = "page_vector", rec["page"]
-                elif name == "vectors/segments.jsonl":
-                    member, ref = "segment_vector", rec["segment"]
-                elif name == "vectors/persona.jsonl":
-                    member, ref = f"{rec['kind']}_vector", rec["id"]
-                else:
-                    member, ref = _STAGED[name], rec["id"]
-                if member == "page":
-                    rec["_before"] = before.get(rec["chat"])
-                    before[rec["chat"]] = [rec["user_text"], rec["assistant_text"], rec["timestamp"]]
-                rows.append((iid, member, ref, to_json(rec)))
-                done += 1
-                if len(rows) >= STAGE_BATCH:
-                    flush()
-        with self.db.transaction():
-            if rows:
-                self.db.conn.executemany(
-                    "INSERT INTO cube_stage(import_id, member, ref, record) VALUES (?,?,?,?)", rows
-                )
-            rows.clear()
-            # (an undo while it was being staged leaves it undone)
-            self.db.execute("UPDATE cube_import SET status = 'running' WHERE id = ? AND status = 'staging'", (iid,))
-            if self.db.changes():
-                self.jobs.enqueue("cube_import", {"import_id": iid})
 
     def _pending_job(self, iid: int) -> bool:
         return bool(

@@ -1,0 +1,103 @@
+"""Staging a checked cube for import: its records copied into `cube_stage` (a table no part of memory reads),
+STAGE_BATCH to a transaction, so the "cube_import" jobs that write memory (memory_core.cubes.importer) read
+them from the memory file, and an import cut short resumes without its cube. An import undone while it is
+being staged stops at the next batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..codec import to_json
+from ..database import Database
+from ..jobs import Jobs
+from .format import CubeCancelled
+from .reader import CubeReader
+
+STAGE_BATCH = 2000  # staged records per transaction
+# what is staged of each member, and under which name (persona vectors by their kind)
+STAGED = {
+    "chats.jsonl": "chat",
+    "chains.jsonl": "chain",
+    "segments.jsonl": "segment",
+    "pages.jsonl": "page",
+    "traits.jsonl": "trait",
+    "facts.jsonl": "fact",
+}
+_VECTOR_SCHEMAS = {
+    "vectors/pages.jsonl": "page_vector",
+    "vectors/segments.jsonl": "segment_vector",
+    "vectors/persona.jsonl": "persona_vector",
+}
+_INSERT = "INSERT INTO cube_stage(import_id, member, ref, record) VALUES (?,?,?,?)"
+
+Progress = Callable[[str, int, int], None]
+
+
+def members_to_stage(same_pages: bool, same_model: bool) -> list[str]:
+    """The cube's records, and the vectors this memory takes as they are: the pages' when they were read as
+    this memory reads pages (`same_pages`), the segments' and the persona's when of the same model."""
+    members = list(STAGED)
+    if same_pages:
+        members.append("vectors/pages.jsonl")
+    if same_model:
+        members += ["vectors/segments.jsonl", "vectors/persona.jsonl"]
+    return members
+
+
+def _staged_as(name: str, rec: dict[str, Any]) -> tuple[str, int]:
+    """(member, ref) a record of cube member `name` is staged under."""
+    if name == "vectors/pages.jsonl":
+        return "page_vector", rec["page"]
+    if name == "vectors/segments.jsonl":
+        return "segment_vector", rec["segment"]
+    if name == "vectors/persona.jsonl":
+        return f"{rec['kind']}_vector", rec["id"]
+    return STAGED[name], rec["id"]
+
+
+def stage(
+    db: Database,
+    jobs: Jobs,
+    cube: CubeReader,
+    iid: int,
+    members: list[str],
+    cancelled: Callable[[], bool] | None,
+    on_progress: Progress | None,
+) -> None:
+    """Stage `members` of `cube` for import `iid` (status 'staging'), then set it running and queue its
+    first job. Raises CubeCancelled when `cancelled()` says so or the import was undone meanwhile."""
+    total = sum(cube.manifest["members"][n]["records"] for n in members)
+    done = 0
+    rows: list[tuple[int, str, int, str]] = []
+    before: dict[int | None, list] = {}  # chat -> its last page, which the next is read after
+
+    def flush() -> None:
+        with db.transaction():
+            if not db.execute("SELECT 1 FROM cube_import WHERE id = ? AND status = 'staging'", (iid,)).fetchone():
+                raise CubeCancelled("the import was undone while its cube was read in")
+            db.conn.executemany(_INSERT, rows)
+        rows.clear()
+        if cancelled is not None and cancelled():
+            raise CubeCancelled("import cancelled")
+        if on_progress:
+            on_progress("reading the cube", done, total)
+
+    for name in members:
+        for _, rec in cube.records(name, _VECTOR_SCHEMAS.get(name) or STAGED[name]):
+            member, ref = _staged_as(name, rec)
+            if member == "page":
+                rec["_before"] = before.get(rec["chat"])
+                before[rec["chat"]] = [rec["user_text"], rec["assistant_text"], rec["timestamp"]]
+            rows.append((iid, member, ref, to_json(rec)))
+            done += 1
+            if len(rows) >= STAGE_BATCH:
+                flush()
+    with db.transaction():
+        if rows:
+            db.conn.executemany(_INSERT, rows)
+        rows.clear()
+        # (an undo while it was being staged leaves it undone)
+        db.execute("UPDATE cube_import SET status = 'running' WHERE id = ? AND status = 'staging'", (iid,))
+        if db.changes():
+            jobs.enqueue("cube_import", {"import_id": iid})
