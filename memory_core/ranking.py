@@ -10,7 +10,7 @@ Nothing here holds store state: the store's helpers come in as `RankingDeps`, bu
 
 The MemoryParams each stage reads:
     dense        dense_candidates
-    segments     segment_candidates (the trace only)
+    (the trace)  segment_candidates: how many topics of the recalled pages it lists
     keyword      keyword_candidates (and, in parsing, the keyword query: memory_core.query)
     trigram      keyword_candidates
     tokens       w_tokens
@@ -37,7 +37,6 @@ import numpy as np
 
 from . import text as T
 from . import token_match
-from .codec import from_json as _pj
 from .query import ParsedQuery
 from .space_filter import SpaceScope
 from .types import MemoryParams, Page, PageHit, SideHit
@@ -122,11 +121,9 @@ class Candidates:
     sample_cos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     usual: float = UNRELATED_COSINE  # typical_cosine of the sample
     sample_sorted: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the sample and its prior, sorted
-    seg_score: dict[int, float] = field(default_factory=dict)  # segment -> cos + keyword Jaccard
-    seg_reason: dict[int, str] = field(default_factory=dict)
-    seg_order: list[int] = field(default_factory=list)  # segments, best first
     kw_of: dict[int, float] = field(default_factory=dict)  # page -> scaled BM25 (0..1)
     tok_rows: dict[int, bytes] = field(default_factory=dict)  # page -> its token rows, read while embedding
+    tok_early: dict[int, float] = field(default_factory=dict)  # word-by-word scores of `tok_rows`' pages
     tok_of: dict[int, float] = field(default_factory=dict)  # page -> word-by-word score
     pool: set[int] = field(default_factory=set)
     info: dict[int, tuple] = field(default_factory=dict)  # page -> (id, segment_id, tier, conversation_id, ts)
@@ -163,33 +160,6 @@ def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     c.sample_ids, c.sample_cos = sample_ids, sample_cos
     c.usual = typical_cosine(sample_cos)
     c.sample_sorted = np.sort(_with_prior(sample_cos))
-
-
-def segments(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
-    """The MTM segments nearest the query, by cosine + keyword Jaccard (MemoryOS), for the trace
-    (`Retrieval.segments`, the inspector's "segments searched"). They do not weigh in the ranking: neither
-    a boost of their pages nor their pages as candidates showed any worth in the benchmarks (the
-    ablation in docs/eval.md), the pages' own scores already say it. Reads segment_candidates."""
-    if d.stale is not None:  # segment vectors mix both models while re-embedding
-        return
-    # MTM holds at most mtm_capacity segments: their centroid sums scored in one product (segment_vec
-    # holds the same directions, but its KNN costs more than reading them)
-    rows = [
-        r
-        for r in d.execute("SELECT id, emb_sum, keywords FROM segment WHERE tier = 'mtm'", ())
-        if len(r[1]) == 4 * d.dim
-    ]
-    if not rows:
-        return
-    sums = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), d.dim)
-    cosines = (sums @ pq.vec) / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)
-    k = max(1, d.params.ranking.segment_candidates)
-    for i in np.argsort(-cosines, kind="stable")[:k]:
-        sid, cos = rows[i][0], float(cosines[i])
-        jac = T.jaccard(pq.keywords, _pj(rows[i][2], []))
-        c.seg_score[sid] = cos + jac
-        c.seg_reason[sid] = f"segment {sid} (cos {cos:.2f}" + (f", keywords {jac:.2f})" if jac else ")")
-    c.seg_order = sorted(c.seg_score, key=lambda s: -c.seg_score[s])
 
 
 def keyword(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
@@ -273,7 +243,17 @@ def tokens(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """Word by word: each content word of the query against the page's words (token_match). Reads w_tokens."""
     if pq.tokens is None or not _tokens_on(d):
         return
-    c.tok_of = token_scores(pq.tokens, c.pool, d, c.tok_rows)
+    c.tok_of = token_scores(pq.tokens, c.pool, d, c.tok_rows, c.tok_early)
+
+
+def keyword_tokens(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The word-by-word match of the keyword matches, whose rows `prefetch` read: the retriever runs it while
+    the dense search runs on the other thread; `tokens` then scores the rest of the pool."""
+    if pq.tokens is None or not _tokens_on(d) or not c.tok_rows:
+        return
+    ids = list(c.tok_rows)
+    sims = token_match.maxsim_packed(pq.tokens, [c.tok_rows[i] for i in ids], d.dim)
+    c.tok_early = {pid: float(v) for pid, v in zip(ids, sims)}
 
 
 def fuse(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
@@ -434,15 +414,13 @@ Stage = tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]]
 # fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
 # TEXT_STAGES read only the query's text: the retriever runs them while the query is being embedded.
 # DENSE_STAGES read only the vector and the in-memory page matrix (no SQL): the retriever runs them on the
-# embedding thread, idle by then, while this one runs TRACE_STAGES (the segments of the trace). VECTOR_STAGES
-# follow.
+# embedding thread, idle by then, while this one ranks the facts. VECTOR_STAGES follow.
 TEXT_STAGES: tuple[Stage, ...] = (
     ("keyword", keyword),
     ("trigram", trigram),
     ("prefetch", prefetch),
 )
 DENSE_STAGES: tuple[Stage, ...] = (("dense", dense),)
-TRACE_STAGES: tuple[Stage, ...] = (("segments", segments),)
 VECTOR_STAGES: tuple[Stage, ...] = (
     ("pool", pool),
     ("tokens", tokens),
@@ -452,7 +430,7 @@ VECTOR_STAGES: tuple[Stage, ...] = (
     ("askings", askings),
     ("select", select),
 )
-STAGE_ORDER: tuple[Stage, ...] = TEXT_STAGES + DENSE_STAGES + TRACE_STAGES + VECTOR_STAGES
+STAGE_ORDER: tuple[Stage, ...] = TEXT_STAGES + DENSE_STAGES + VECTOR_STAGES
 SWITCHABLE = (
     "common_words",
     "dense",
@@ -470,7 +448,6 @@ SWITCHABLE = (
 # which timing key each stage's time goes to (the keys `Retrieval.timings_ms` has always had)
 _TIMING = {
     "dense": "dense",
-    "segments": "segments",
     "keyword": "keyword",
     "trigram": "keyword",
     "prefetch": "candidates",
@@ -724,18 +701,23 @@ def token_rows(ids: Iterable[int], d: RankingDeps) -> dict[int, bytes]:
 
 
 def token_scores(
-    q_tokens: np.ndarray, ids: Iterable[int], d: RankingDeps, known_rows: dict[int, bytes] | None = None
+    q_tokens: np.ndarray,
+    ids: Iterable[int],
+    d: RankingDeps,
+    known_rows: dict[int, bytes] | None = None,
+    scored: dict[int, float] | None = None,
 ) -> dict[int, float]:
     """token_match.maxsim of the query for these pages, from `page_tok` (`known_rows`: those already
-    read). Pages without a row (indexing still running) are embedded now when they are few; when they are
-    many, none is scored (every page is ranked without the match alike)."""
+    read; `scored`: those already scored). Pages without a row (indexing still running) are embedded now
+    when they are few; when they are many, none is scored (every page is ranked without the match alike)."""
     ids = sorted(ids)
     if not ids:
         return {}
     known_rows = known_rows or {}
-    rows = {i: known_rows[i] for i in ids if i in known_rows}
-    rows.update(token_rows((i for i in ids if i not in rows), d))
-    missing = [i for i in ids if i not in rows]
+    scored = {i: scored[i] for i in ids if i in scored} if scored else {}
+    rows = {i: known_rows[i] for i in ids if i in known_rows and i not in scored}
+    rows.update(token_rows((i for i in ids if i not in rows and i not in scored), d))
+    missing = [i for i in ids if i not in rows and i not in scored]
     if missing:
         if d.embed_page_tokens is None or len(missing) > TOKEN_MISSING_MAX * len(ids):
             return {}
@@ -746,7 +728,7 @@ def token_scores(
         rows.update(zip([pid for pid, _, _ in texts], [b for b, _ in d.embed_page_tokens(texts)]))
     known = [i for i in ids if i in rows]
     sims = _maxsim(q_tokens, [rows[i] for i in known], d)
-    return {pid: float(v) for pid, v in zip(known, sims)}
+    return {**scored, **{pid: float(v) for pid, v in zip(known, sims)}}
 
 
 # the word-by-word match of at least this many pages is split between two threads (`RankingDeps.beside`)
@@ -800,15 +782,36 @@ def start_ranking(
 def finish_ranking(
     c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str, float]
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
-    """VECTOR_STAGES over `start_ranking`'s candidates after DENSE_STAGES and TRACE_STAGES, then the hits:
-    the best `n` pages (hits), the segments considered (trace rows), the segments that supplied a hit (to be
-    visited) and the earlier askings passed over."""
+    """VECTOR_STAGES over `start_ranking`'s candidates after DENSE_STAGES, then the hits: the best `n` pages
+    (hits), the topics they came from (trace rows), the segments that supplied a hit (to be visited) and the
+    earlier askings passed over."""
     run_stages(c, pq, d, timings, VECTOR_STAGES)
     t = time.perf_counter()
     hits, visited, skipped = assemble(c, pq, d)
     timings["assemble"] = timings.get("assemble", 0.0) + (time.perf_counter() - t) * 1000
-    segs = [{"segment_id": s, "score": round(c.seg_score[s], 4), "reason": c.seg_reason[s]} for s in c.seg_order]
-    return hits, segs, visited, skipped
+    return hits, recalled_topics(hits, d.params.ranking.segment_candidates), visited, skipped
+
+
+def recalled_topics(hits: list[PageHit], k: int) -> list[dict]:
+    """The trace's topics: the segments the recalled pages belong to (at most `k`), best page first, each with
+    how many of the pages it held. Segments do not weigh in the ranking (decision 0014): searching their
+    centroids for the trace cost as much as a ranking stage and said less than the pages' own topics."""
+    best: dict[int, float] = {}
+    held: dict[int, int] = {}
+    for h in hits:
+        sid = h.page.segment_id
+        if sid is not None:
+            best[sid] = max(best.get(sid, h.score), h.score)
+            held[sid] = held.get(sid, 0) + 1
+    order = sorted(best, key=lambda sid: (-best[sid], sid))[: max(1, k)]
+    return [
+        {
+            "segment_id": sid,
+            "score": round(best[sid], 4),
+            "reason": f"topic of {held[sid]} recalled page{'s' if held[sid] != 1 else ''}",
+        }
+        for sid in order
+    ]
 
 
 def rank_pages(
@@ -821,5 +824,5 @@ def rank_pages(
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
     """Every stage in one go, for a query already embedded (see `start_ranking`, `finish_ranking`)."""
     c = start_ranking(pq, exclude, n, d, timings, conversation_id)
-    run_stages(c, pq, d, timings, DENSE_STAGES + TRACE_STAGES)
+    run_stages(c, pq, d, timings, DENSE_STAGES)
     return finish_ranking(c, pq, d, timings)

@@ -27,12 +27,12 @@ from .query import ParsedQuery, TermStats, common_words, keyword_query, parse_te
 from .ranking import (
     DENSE_STAGES,
     SCOPED_KEYWORD_FACTOR,
-    TRACE_STAGES,
     UNRELATED_COSINE,
     UNRELATED_PRIOR_PAGES,
     Candidates,
     RankingDeps,
     finish_ranking,
+    keyword_tokens,
     rank_sides,
     run_stages,
     start_ranking,
@@ -158,9 +158,9 @@ class Retriever:
         Two threads share the work: this one runs the keyword search (ranking.TEXT_STAGES) while the
         embedding thread embeds the query; then, the vector known, the embedding thread, idle again, runs
         the dense search (ranking.DENSE_STAGES: the page matrix, no SQL) while this one ranks the facts
-        and the trace's segments (TRACE_STAGES), and later takes half of the word-by-word match
-        (`RankingDeps.beside`). ONNX Runtime, SQLite and numpy release the GIL, so on two cores these
-        cost the longer of the two paths, not their sum."""
+        and matches the keyword matches word by word, and later the embedding thread takes half of the
+        rest of that match (`RankingDeps.beside`). ONNX Runtime, SQLite and numpy release the GIL, so on
+        two cores each pair costs the longer of the two, not their sum."""
         p = self.db.params
         # the newest exchanges are the dialogue above the message; older ones are memory
         recent = set(stm_ids[-p.quoting.recall_own_after :]) if p.quoting.recall_own_after > 0 else set()
@@ -178,7 +178,9 @@ class Retriever:
         if budget.knowledge > 0:
             out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)
         timings["lpm"] = (time.perf_counter() - t3) * 1000
-        run_stages(c, pq, deps, timings, TRACE_STAGES)  # timing keys of their own: no clash with the dense's
+        tk = time.perf_counter()
+        keyword_tokens(c, pq, deps)
+        timings["keyword_tokens"] = (time.perf_counter() - tk) * 1000
         tw = time.perf_counter()
         dense_done.result()
         timings["dense_wait"] = (time.perf_counter() - tw) * 1000

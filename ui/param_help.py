@@ -51,7 +51,7 @@ PARAM_GROUPS: dict[str, dict[str, tuple[str, str]]] = {
         "max_traits": ("Most traits kept", "Past this, the least certain trait is set aside."),
     },
     "Recall: how pages are ranked": {
-        "segment_candidates": ("Topics searched", "How many of the closest topics each recall looks into."),
+        "segment_candidates": ("Topics listed", "How many topics of the recalled pages a reply's trace lists."),
         "dense_candidates": ("Pages compared by meaning", "How many of the closest pages in meaning are ranked."),
         "keyword_candidates": ("Pages compared by words", "How many of the best keyword matches are ranked."),
         "w_dense": ("Weight of meaning", "How much closeness in meaning counts in a page's score."),

@@ -1388,7 +1388,9 @@ class TraceView(QWidget):
         self.items_view, ibox, self.items_label = self._table_box(self.items, "Facts and traits recalled")
         self.tabs.addTab(ibox, "Facts && traits")
         self.segs = ListModel(trace_segment_columns(), key=lambda r: r["segment_id"])
-        self.segs_view, sbox, self.segs_label = self._table_box(self.segs, "Topics searched (best match first)")
+        self.segs_view, sbox, self.segs_label = self._table_box(
+            self.segs, "Topics the recalled pages came from (best page first)"
+        )
         self.segs_view.doubleClicked.connect(
             lambda idx: self.panel.show_segment(self.segs.record(idx.row())["segment_id"])
         )
@@ -1488,7 +1490,7 @@ class TraceView(QWidget):
         self.stm_label.setText(f"Recent messages of the chat ({len(data.stm)})")
         self.stm_view.parentWidget().setVisible(bool(data.stm))
         self.items_label.setText(f"Facts and traits recalled ({len(data.items)})")
-        self.segs_label.setText(f"Topics searched ({len(data.segments)}), best match first")
+        self.segs_label.setText(f"Topics the recalled pages came from ({len(data.segments)}), best page first")
         if reply:
             tok = f"; prompt {data.prompt_tokens:,} tokens" if data.prompt_tokens else ""
             if tok and data.cached_prompt_tokens is not None:
