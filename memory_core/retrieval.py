@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import apsw
-import numpy as np
 
 from . import text as T
 from .codec import vec_blob as _blob
@@ -134,12 +133,11 @@ class Retriever:
         return out
 
     def _embed_query(self, pq: ParsedQuery, timings: dict[str, float], off: frozenset[str]) -> Future:
-        """The query's embedding, started on the embedding thread at once; meanwhile its common words are
-        looked up, and the query without them is embedded after it when it has some (one future gives both)."""
-        embedding = self._embed_async([pq.text], timings)
+        """The query's embedding, started on the embedding thread: its common words are looked up first (a
+        fraction of a millisecond), so that the query without them, when it has some, is embedded in the same
+        batch (one encoder run for both: an imported dialogue's speaker names are on every page)."""
         self._common_words(pq, timings, off)
-        extra = texts_to_embed(pq)[1:]
-        return self._embed_more(embedding, extra, timings) if extra else embedding
+        return self._embed_async(texts_to_embed(pq), timings)
 
     def _recall(
         self,
@@ -205,22 +203,6 @@ class Retriever:
         if self._embed_thread is None:
             self._embed_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-query-embed")
         return self._embed_thread.submit(run)
-
-    def _embed_more(self, first: Future, texts: list[str], timings: dict[str, float]) -> Future:
-        """`first` (the query embedded alone) and `texts` embedded after it, as one future of (vectors,
-        the first's token rows): the query without its common words, once they are known."""
-        more = self._embed_async(texts, timings)
-        both: Future = Future()
-
-        def done(_f: Future) -> None:
-            try:
-                (v0, rows), (v1, _) = first.result(), more.result()
-                both.set_result((np.concatenate([v0, v1]), rows))
-            except BaseException as exc:
-                both.set_exception(exc)
-
-        more.add_done_callback(done)
-        return both
 
     def close(self) -> None:
         """Stop the embedding thread (the store is closing)."""

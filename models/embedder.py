@@ -7,7 +7,6 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -43,16 +42,7 @@ class OnnxEmbedder:
     with truncation/padding set is mutable state, so tokenisation is guarded by a lock.
     Batches are sorted by length and padded per chunk, so a batch gives the same
     vectors as single calls (padding is masked out of the mean).
-
-    Threads: by default each `run` uses one thread, and the chunks of a long batch run side by side
-    on up to `MAX_PARALLEL_RUNS` cores. A query of a dozen tokens embeds as fast on one thread as on
-    two, and then leaves the other core to the keyword search that runs beside it (memory_core
-    retrieval); a second session with its own thread count would cost ~50-100 MB of memory.
-    `threads` > 0 sets ONNX Runtime's own intra-op threads instead, one chunk at a time.
     """
-
-    MAX_PARALLEL_RUNS = 4
-    MIN_SPLIT = 8  # a one-chunk batch of at least twice this many texts is split to run on two cores
 
     def __init__(
         self,
@@ -84,9 +74,8 @@ class OnnxEmbedder:
         self._tok_lock = threading.Lock()
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or 1
-        self._parallel = 1 if threads else max(1, min(self.MAX_PARALLEL_RUNS, os.cpu_count() or 1))
-        self._pool: ThreadPoolExecutor | None = None  # made at the first batch that runs in parallel
+        if threads:
+            options.intra_op_num_threads = threads
         options.log_severity_level = 3
         # Idle ORT worker threads spin by default, stealing CPU from the numpy and llama.cpp work
         # that follows each embedding on a small machine.
@@ -151,25 +140,13 @@ class OnnxEmbedder:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32), []
         ctx = contexts or [""] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]) + len(ctx[i]))
-        size = self.batch_size
-        if self._parallel > 1 and self.MIN_SPLIT * 2 <= len(order) <= size:
-            size = (len(order) + 1) // 2  # one chunk would leave the other cores idle
-        chunks = [order[start : start + size] for start in range(0, len(order), size)]
-
-        def run(idx: list[int]):
-            return self._embed_batch(
-                [texts[i] for i in idx], with_tokens=with_tokens, contexts=[ctx[i] for i in idx] if contexts else None
-            )
-
-        if self._parallel > 1 and len(chunks) > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self._parallel, thread_name_prefix="mnemo-embed")
-            results = list(self._pool.map(run, chunks))
-        else:
-            results = [run(idx) for idx in chunks]
         parts: list[np.ndarray] = []
         per_text: list = [None] * len(texts) if with_tokens else []
-        for idx, got in zip(chunks, results):
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            got = self._embed_batch(
+                [texts[i] for i in idx], with_tokens=with_tokens, contexts=[ctx[i] for i in idx] if contexts else None
+            )
             if with_tokens:
                 got, toks = got
                 for i, t in zip(idx, toks):

@@ -142,8 +142,7 @@ def test_a_context_is_read_before_the_text_and_left_out_of_both_results(embedder
         embedder.embed_with_tokens(texts, "one string")
 
 
-def test_a_short_batch_run_in_two_halves_equals_single_calls(embedder):
-    # 20 texts fit one chunk; on a machine of two cores or more they run as two halves side by side
+def test_a_short_batch_gives_each_text_its_single_call_vectors_and_tokens(embedder):
     texts = [f"a short memory about item {i} " + "and more words " * (i % 5) for i in range(20)]
     batch = embedder.embed_with_tokens(texts)
     for text, vec, (tokens, names) in zip(texts, batch[0], batch[1]):
