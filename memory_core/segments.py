@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import apsw
@@ -27,7 +28,7 @@ CENTRE_PRIOR_PAGES = 20
 # topic: the speakers' names of an imported dialogue, "thanks"; it is left out of a segment's keywords/title
 TITLE_COMMON_DF = 0.3
 COMMON_MIN_PAGES = 20
-SEGMENTING = "centred-2"  # meta.segmenting: the joining rule a memory's segments were made by
+SEGMENTING = "centred-3"  # meta.segmenting: the joining rule a memory's segments were made by
 # a page that no segment scores `theta` for joins the segment of the page it continues in its dialogue chain
 # when its centred cosine + Jaccard there is at least this, i.e. it does not point away from it (`_place`)
 CHAIN_JOIN_MIN_SCORE = 0.0
@@ -278,7 +279,7 @@ class Segments:
         srow = self.db.execute("SELECT emb_sum, kw_counts FROM segment WHERE id = ?", (sid,)).fetchone()
         acc = np.frombuffer(srow[0], dtype=np.float32) + vec
         counts: dict = from_json(srow[1], {})
-        self._count_keywords(counts, kws)
+        self._count_keywords(counts, kws, self._speakers(pid))
         self.db.execute("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
         self.db.execute(
             "UPDATE segment SET emb_sum = ?, kw_counts = ?, keywords = ?, page_count = page_count + 1, "
@@ -291,7 +292,7 @@ class Segments:
 
     def _start_segment(self, pid: int, vec: np.ndarray, kws: list[str], now: float, space: int = 1) -> int:
         counts: dict = {}
-        self._count_keywords(counts, kws)
+        self._count_keywords(counts, kws, self._speakers(pid))
         self.db.execute(
             "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, "
             "last_access, created_at, updated_at, page_count, space_id) "
@@ -305,10 +306,21 @@ class Segments:
         self.db.emit("segment_created", "segment", sid, f"segment {sid} created", {"page_id": pid})
         return sid
 
+    def _speakers(self, pid: int) -> set[str]:
+        """The name words of page `pid`'s speakers (an imported dialogue's `people` meta; none for a chat)."""
+        people = self.db.scalar(
+            "SELECT CASE WHEN json_valid(meta) THEN json_extract(meta, '$.people') END FROM page WHERE id = ?", (pid,)
+        )
+        return T.names_of(from_json(people, None)) if people else set()
+
     @staticmethod
-    def _count_keywords(counts: dict, kws: list[str]) -> None:
-        """counts: stem -> [count, surface form shown to the user]."""
+    def _count_keywords(counts: dict, kws: list[str], names: AbstractSet[str] = frozenset()) -> None:
+        """counts: stem -> [count, surface form shown to the user]. The page's speakers' names (`names`) are
+        left out: a topic is what was said, not who said it, and a memory of several dialogues holds each
+        speaker's name on too few of its pages for the rarity rule of `_top_keywords` to catch it."""
         for k in kws:
+            if names and T.is_name(k.lower(), names):
+                continue
             st = T.stem(k)
             c = counts.get(st)
             if c is None:
@@ -396,14 +408,18 @@ class Segments:
 
     def rebuild(self, sid: int) -> bool:
         """Recompute a segment's embedding, keywords, count and summary from its pages; delete it when empty."""
-        rows = self.db.execute("SELECT id, keywords FROM page WHERE segment_id = ?", (sid,)).fetchall()
+        rows = self.db.execute(
+            "SELECT id, keywords, CASE WHEN json_valid(meta) THEN json_extract(meta, '$.people') END FROM page "
+            "WHERE segment_id = ?",
+            (sid,),
+        ).fetchall()
         if not rows:
             self.db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
             self.db.execute("DELETE FROM segment WHERE id = ?", (sid,))
             return False
         counts: dict = {}
-        for _, k in rows:
-            self._count_keywords(counts, from_json(k, []))
+        for _, k, people in rows:
+            self._count_keywords(counts, from_json(k, []), T.names_of(from_json(people, None)) if people else set())
         self.db.execute(
             "UPDATE segment SET kw_counts = ?, keywords = ?, page_count = ?, updated_at = ? WHERE id = ?",
             (to_json(counts), to_json(self._top_keywords(counts)), len(rows), self.db.clock(), sid),

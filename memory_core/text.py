@@ -8,6 +8,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from datetime import datetime as _dt
 from datetime import timedelta as _td
 
@@ -161,6 +162,23 @@ def keywords(text: str, k: int = 10) -> list[str]:
         surface.setdefault(s, w)
     ranked = sorted(counts, key=lambda s: (-counts[s], first[s]))
     return [surface[s] for s in ranked[:k]]
+
+
+# a word of at least this many letters that begins a name counts as the name ("Mel" for Melanie)
+NAME_PREFIX_MIN = 3
+
+
+def names_of(people: object) -> set[str]:
+    """The name words of a page's `people` meta (its speakers: {"user_side", "assistant_side", "me"})."""
+    if not isinstance(people, dict):
+        return set()
+    return {w for v in people.values() if isinstance(v, str) for w in words(v)}
+
+
+def is_name(word: str, names: AbstractSet[str]) -> bool:
+    """Whether `word` (lower case) is one of `names`, with or without "'s", or begins one ("mel")."""
+    w = word.removesuffix("'s")
+    return w in names or (len(w) >= NAME_PREFIX_MIN and any(n.startswith(w) for n in names))
 
 
 def merge_keywords(lists: Iterable[Iterable[str]], k: int) -> list[str]:

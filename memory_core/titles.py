@@ -33,7 +33,6 @@ TITLE_GROWTH = 2  # asked again once the segment holds this many times the pages
 TITLE_PAGES = 8  # pages shown to the model, spread over the segment
 TITLE_PAGE_CHARS = 280  # of each side of a page
 TITLE_MIN_WORDS, TITLE_MAX_WORDS, TITLE_MAX_CHARS = 2, 6, 60
-NAME_PREFIX_MIN = 3  # a title word this long that begins a person's name is taken for it ("Mel", "Caro")
 
 TITLE_SCHEMA = {
     "type": "object",
@@ -77,18 +76,11 @@ def clear_title(db: Database, sid: int) -> None:
     db.execute("UPDATE segment SET title = NULL, title_model = NULL, title_pages = 0 WHERE id = ?", (sid,))
 
 
-def _names_in(value: Any) -> list[str]:
-    """The name words of a page's `people` (its speakers: {"user_side", "assistant_side", "me"})."""
-    if not isinstance(value, dict):
-        return []
-    return [w for v in value.values() if isinstance(v, str) for w in T.words(v)]
-
-
 def _holds_a_name(title: str, names: set[str]) -> bool:
     """Whether a word of `title` is a name of `names`, or a content word begins one ("Mel" for Melanie)."""
     if any(w.removesuffix("'s") in names for w in T.words(title)):
         return True
-    return any(len(w) >= NAME_PREFIX_MIN and any(n.startswith(w) for n in names) for w in T.content_words(title))
+    return any(T.is_name(w, names) for w in T.content_words(title))
 
 
 def check_title(raw: Any, names: set[str], pages_text: str, instruction: str) -> tuple[str | None, str]:
@@ -140,7 +132,7 @@ class SegmentTitles:
     def names(self, people: Sequence[Any]) -> set[str]:
         """Every person's name a title must not hold: the speakers of the pages (`people`, their meta), the
         user's name (the persona's "name" trait) and the people the persona keeps facts about."""
-        out = {w for p in people for w in _names_in(p)}
+        out = {w for p in people for w in T.names_of(p)}
         rows = self.db.rows(
             "SELECT value FROM trait WHERE dimension = 'name' AND status = 'active' "
             "UNION SELECT subject FROM knowledge WHERE subject IS NOT NULL AND status = 'active'"
