@@ -47,7 +47,7 @@ PREFILTER_MIN_ROWS = 20_000  # below this the exact scan is already a few millis
 # distance (XOR and popcount over six 64-bit words a row). Every row within the Hamming distance that holds
 # about `cands` of them is rescored: at least PREFILTER_MIN_CANDS, PREFILTER_FACTOR per result asked for, and in
 # a large memory one per SKETCH_CANDS_PER_ROWS rows. The sketch keeps as much of the exact top 20 as the
-# 96-dimension PCA projection it replaced, reading a twelfth of its bytes (docs/benchmarks.md).
+# 96-dimension PCA projection it replaced, reading an eighth of its bytes (docs/benchmarks.md).
 PREFILTER_FACTOR = 20
 PREFILTER_MIN_CANDS = 2000
 SKETCH_CANDS_PER_ROWS = 250  # 4,000 rows rescored at a million

@@ -124,7 +124,7 @@ def percentile(xs: list[float], p: float) -> float:
 
 def dense_recall(cache: MatrixCache, vecs: np.ndarray, k: int, conn=None) -> tuple[float, float]:
     """Mean and least share of the exact top-k pages (every row in use scanned) that the page matrix's
-    search returns for these query vectors: what the coarse prefilter above PREFILTER_MIN_ROWS costs
+    search returns for these query vectors: what the sign-sketch prefilter above PREFILTER_MIN_ROWS costs
     (1.0 below it). A cheaper prefilter must not lower it. A compact matrix (int8 rows) is judged against
     the float32 vectors the database holds (`conn`), read once for all the queries."""
     shares = []
@@ -343,18 +343,18 @@ def main(argv: list[str] | None = None) -> dict:
         row["dense_recall_mean"], row["dense_recall_min"] = dense_recall(store._page_cache, qv, k, conn)
         row["dense_recall_top20_mean"], row["dense_recall_top20_min"] = dense_recall(store._page_cache, qv, 20, conn)
         # ... and for queries like the synthetic pages (new pages on their topics, as tests.bench.vector_scale
-        # asks): the real questions look for the `--real` pages, whose directions the coarse scan's basis, fitted
+        # asks): the real questions look for the `--real` pages, whose directions a prefilter fitted
         # to a matrix of synthetic vectors, may not hold
         like = clustered_vectors(np.random.default_rng(11), 60, emb.dim, centers, 0)
         row["dense_recall_top20_pagelike_mean"], row["dense_recall_top20_pagelike_min"] = dense_recall(
             store._page_cache, like, 20, conn
         )
-        # what the page vectors take in memory (the matrix, its coarse scan and id map; int8 from COMPACT_FROM_ROWS)
+        # what the page vectors take in memory (the matrix, its sign sketch and id map; int8 from COMPACT_FROM_ROWS)
         row["vector_memory_mb"] = round(store._page_cache.nbytes() / 2**20, 1)
         row["vector_dtype"] = str(store._page_cache.matrix.dtype)
         row["ratio_p50_to_embed_p50"] = round(row["retrieve_ms_p50"] / row["embed_alone_ms_p50"], 2)
         row["rss_mb"], row["peak_rss_mb"] = resident_mb()  # the whole process: embedder, matrix, SQLite cache
-        # what loading the page vectors (the matrix, its coarse scan and id map) added to it
+        # what loading the page vectors (the matrix, its sketch and id map) added to it
         row["rss_added_by_first_retrieve_mb"] = round(rss_loaded - rss_before_load, 1)
         print(f"size {size}: {json.dumps(row)}", file=sys.stderr, flush=True)
         print(stage_line(size, row), file=sys.stderr, flush=True)
