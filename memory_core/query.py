@@ -195,37 +195,33 @@ def keyword_query(pq: ParsedQuery, stats: TermStats, params: MemoryParams) -> Ke
         # word on 60 of 100 pages), and keep their matches.
         return KeywordQuery()
     idf = sum(max(1e-6, raw_idf(st)) for st in {st for _, stems in terms for st in stems} if df(st) > 0)
-    whole, frequent = _split_frequent(terms, df)
-    if not frequent:
-        return KeywordQuery(_or_query(whole), idf, [w for w, _ in terms])
-    share = KEYWORD_POSTINGS - sum(max(df(st) for st in stems) for _, stems in whole)
-    matches = sum(max(df(st) for st in stems) for _, stems in frequent)
+    counts = [max(df(st) for st in stems) for _, stems in terms]
+    whole = _rarest_within(counts, KEYWORD_POSTINGS)
+    if len(whole) == len(terms):
+        return KeywordQuery(_or_query(terms), idf, [w for w, _ in terms])
+    # the rest, frequent, among the newest pages only: a window of ids that holds about the rest of the bound
+    share = max(1, KEYWORD_POSTINGS - sum(counts[i] for i in whole))
+    matches = sum(c for i, c in enumerate(counts) if i not in whole)
     last = stats.last_id()
-    since = max(0, last - int(last * max(share, 1) / matches))
-    return KeywordQuery(_or_query(whole), idf, [w for w, _ in terms], _or_query(frequent), since)
+    since = max(0, last - int(last * share / matches))
+    searched = [t for i, t in enumerate(terms) if i in whole]
+    frequent = [t for i, t in enumerate(terms) if i not in whole]
+    return KeywordQuery(_or_query(searched), idf, [w for w, _ in terms], _or_query(frequent), since)
 
 
 def _or_query(terms: list[tuple[str, list[str]]]) -> str | None:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w, _ in terms) or None
 
 
-def _split_frequent(
-    terms: list[tuple[str, list[str]]], df: Callable[[str], int]
-) -> tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]]]:
-    """The terms searched among every page (rarest first, while their matches stay within KEYWORD_POSTINGS;
-    all of them when they do) and the frequent rest, searched among the newest pages only. BM25 adds up over
-    terms with each term's IDF taken from the whole index, so the two searches' scores add up to the one
-    search's for every page they both reach."""
-    counts = [max(df(st) for st in stems) for _, stems in terms]
-    if sum(counts) <= KEYWORD_POSTINGS:
-        return terms, []
-    whole: list[tuple[str, list[str]]] = []
-    frequent: list[tuple[str, list[str]]] = []
+def _rarest_within(counts: list[int], bound: int) -> set[int]:
+    """The terms (by index) searched among every page: the rarest, while their matches (`counts`) stay within
+    `bound` (all of them when they do). BM25 adds up over terms with each term's IDF taken from the whole
+    index, so the rest, searched among the newest pages only, adds up with them as in one search."""
+    kept: set[int] = set()
     used = 0
-    for count, term in sorted(zip(counts, terms), key=lambda x: x[0]):
-        if used + count <= KEYWORD_POSTINGS and not frequent:
-            whole.append(term)
-            used += count
-        else:
-            frequent.append(term)
-    return [t for t in terms if t in whole], [t for t in terms if t in frequent]
+    for i in sorted(range(len(counts)), key=lambda i: counts[i]):
+        if used + counts[i] > bound:
+            break
+        kept.add(i)
+        used += counts[i]
+    return kept

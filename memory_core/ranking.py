@@ -257,7 +257,7 @@ def keyword_tokens(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
 
 
 def fuse(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
-    """The base score of every candidate (see `base_score`); the cosine of candidates the KNN did not
+    """The base score of every candidate (see `base_scores`); the cosine of candidates the KNN did not
     return is read from the matrix. Reads w_dense, w_keyword, w_tokens, date_boost."""
     missing = [i for i in c.pool if i not in c.cos_of]
     if missing:
@@ -473,21 +473,10 @@ def run_stages(
 
 
 # ---------------------------------------------------------------------------------------------- scores
-def base_score(pid: int, c: Candidates, pq: ParsedQuery, d: RankingDeps) -> float:
-    """w_dense x cosine + w_keyword x keyword + w_tokens x word by word, + date_boost inside a date the
-    query names (rule "date")."""
-    p = d.params
-    ts = c.info[pid][4]
-    dense_part = 0.0 if "dense" in d.off else p.ranking.w_dense * c.cos_of.get(pid, 0.0)
-    s = dense_part + p.ranking.w_keyword * c.kw_of.get(pid, 0.0) + p.ranking.w_tokens * c.tok_of.get(pid, 0.0)
-    if pq.windows and "date" not in d.off and pq.in_window(ts):
-        s += p.ranking.date_boost
-    return s
-
-
 def base_scores(info: dict[int, tuple], c: Candidates, pq: ParsedQuery, d: RankingDeps) -> dict[int, float]:
-    """`base_score` of every page of `info` (page -> its page_info row), the parameters read once: a few
-    hundred candidates a query, so the per-page call is what costs."""
+    """Each page of `info` (page -> its page_info row): w_dense x cosine + w_keyword x keyword + w_tokens x
+    word by word, + date_boost inside a date the query names (rule "date"). The parameters are read once: a
+    few hundred candidates a query."""
     p = d.params.ranking
     wd = 0.0 if "dense" in d.off else p.w_dense
     wk, wt = p.w_keyword, p.w_tokens
@@ -502,26 +491,39 @@ def base_scores(info: dict[int, tuple], c: Candidates, pq: ParsedQuery, d: Ranki
     return out
 
 
+def _neighbour_weights(d: RankingDeps) -> tuple[float, float, float]:
+    """(neighbor_prev, neighbor_next, neighbor_context or 0 with the rule "neighbour_context" off)."""
+    p = d.params.ranking
+    wc = p.neighbor_context if p.neighbor_context > 0 and "neighbour_context" not in d.off else 0.0
+    return p.neighbor_prev, p.neighbor_next, wc
+
+
+def _with_neighbours(
+    own: float, pr: int | None, nx: int | None, score: dict[int, float], w: tuple[float, float, float]
+) -> tuple[float, int | None]:
+    """A page's final score from its own `own` and its neighbours' scores, and the neighbour it inherited
+    from (None: its own). See `final_score`."""
+    best, ctx, via = own, 0.0, None
+    for o, weight in ((pr, w[0]), (nx, w[1])):  # the page before first
+        if o is not None and o in score:
+            so = score[o]
+            ctx = max(ctx, so)
+            if weight * so > best:
+                best, via = weight * so, o
+    return best + w[2] * ctx, via
+
+
 def final_scores(c: Candidates, d: RankingDeps) -> dict[int, float]:
     """`final_score` of every candidate from the base scores (`c.score`), recording in `c.via` which
-    neighbour each inherited from; the parameters read once (see `base_scores`)."""
-    p = d.params.ranking
-    wp, wn = p.neighbor_prev, p.neighbor_next
-    wc = p.neighbor_context if p.neighbor_context > 0 and "neighbour_context" not in d.off else 0.0
-    score, via = c.score, c.via
-    links = ((c.prev_of, wp), (c.next_of, wn))  # the page before first, as final_score
+    neighbour each inherited from; the weights read once."""
+    w = _neighbour_weights(d)
     out: dict[int, float] = {}
-    for pid, own in score.items():
-        best, ctx = own, 0.0
-        via.pop(pid, None)
-        for neighbour_of, w in links:
-            o = neighbour_of.get(pid)
-            if o is not None and o in score:
-                so = score[o]
-                ctx = max(ctx, so)
-                if w * so > best:
-                    best, via[pid] = w * so, o
-        out[pid] = best + wc * ctx
+    for pid, own in c.score.items():
+        out[pid], via = _with_neighbours(own, c.prev_of.get(pid), c.next_of.get(pid), c.score, w)
+        if via is None:
+            c.via.pop(pid, None)
+        else:
+            c.via[pid] = via
     return out
 
 
@@ -533,24 +535,13 @@ def final_score(
     (`track` records in `c.via` which neighbour), adds neighbor_context of the better neighbour's score
     (rule "neighbour_context": pages inside an on-topic passage rank above isolated look-alikes). An
     archive page ranks as any other: a penalty for the tier showed no worth in the benchmarks."""
-    p = d.params
     score = c.score if score is None else score
-    best = own
+    best, via = _with_neighbours(own, c.prev_of.get(pid), c.next_of.get(pid), score, _neighbour_weights(d))
     if track:
-        c.via.pop(pid, None)
-    pr = c.prev_of.get(pid)
-    if pr is not None and pr in score and p.ranking.neighbor_prev * score[pr] > best:
-        best = p.ranking.neighbor_prev * score[pr]
-        if track:
-            c.via[pid] = pr
-    nx = c.next_of.get(pid)
-    if nx is not None and nx in score and p.ranking.neighbor_next * score[nx] > best:
-        best = p.ranking.neighbor_next * score[nx]
-        if track:
-            c.via[pid] = nx
-    if p.ranking.neighbor_context > 0 and "neighbour_context" not in d.off:
-        ctx = max((score[o] for o in (pr, nx) if o is not None and o in score), default=0.0)
-        best += p.ranking.neighbor_context * max(0.0, ctx)
+        if via is None:
+            c.via.pop(pid, None)
+        else:
+            c.via[pid] = via
     return best
 
 

@@ -189,8 +189,8 @@ class Retriever:
         return visited
 
     def _embed_async(self, texts: list[str], timings: dict[str, float]) -> Future:
-        """Embed `texts` on the embedding thread; the future gives (vectors, token rows) and adds the
-        embedding's own time to timings["embed"]. Why a thread: ONNX Runtime and SQLite both release
+        """Embed `texts` on the embedding thread; the future gives (vectors, token rows) and puts the
+        embedding's own time in timings["embed"]. Why a thread: ONNX Runtime and SQLite both release
         the GIL, so the keyword search runs beside the embedding (docs/benchmarks.md)."""
 
         def run() -> tuple:
@@ -198,7 +198,7 @@ class Retriever:
             try:
                 return self.embedding.embed_with_tokens(texts)
             finally:
-                timings["embed"] = timings.get("embed", 0.0) + (time.perf_counter() - t) * 1000
+                timings["embed"] = (time.perf_counter() - t) * 1000
 
         if self._embed_thread is None:
             self._embed_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-query-embed")

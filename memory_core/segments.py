@@ -35,6 +35,13 @@ CHAIN_JOIN_MIN_SCORE = 0.0
 RESEGMENT_BATCH = 256  # pages per "resegment" job
 COMMON_REFRESH = 256  # keyword refreshes between two counts of the memory's pages
 TITLE_WORDS = 3
+# a page's `people` meta (its speakers, from an import) as SQL reads it; NULL for a chat's page
+PEOPLE = "CASE WHEN json_valid(meta) THEN json_extract(meta, '$.people') END"
+
+
+def _speaker_names(people_json: str | None) -> set[str]:
+    return T.names_of(from_json(people_json, None)) if people_json else set()
+
 
 SEG_COLS = (
     "s.id, s.tier, s.summary, s.keywords, s.n_visit, s.l_interaction, s.last_access, s.created_at, "
@@ -308,10 +315,7 @@ class Segments:
 
     def _speakers(self, pid: int) -> set[str]:
         """The name words of page `pid`'s speakers (an imported dialogue's `people` meta; none for a chat)."""
-        people = self.db.scalar(
-            "SELECT CASE WHEN json_valid(meta) THEN json_extract(meta, '$.people') END FROM page WHERE id = ?", (pid,)
-        )
-        return T.names_of(from_json(people, None)) if people else set()
+        return _speaker_names(self.db.scalar(f"SELECT {PEOPLE} FROM page WHERE id = ?", (pid,)))
 
     @staticmethod
     def _count_keywords(counts: dict, kws: list[str], names: AbstractSet[str] = frozenset()) -> None:
@@ -408,18 +412,14 @@ class Segments:
 
     def rebuild(self, sid: int) -> bool:
         """Recompute a segment's embedding, keywords, count and summary from its pages; delete it when empty."""
-        rows = self.db.execute(
-            "SELECT id, keywords, CASE WHEN json_valid(meta) THEN json_extract(meta, '$.people') END FROM page "
-            "WHERE segment_id = ?",
-            (sid,),
-        ).fetchall()
+        rows = self.db.execute(f"SELECT id, keywords, {PEOPLE} FROM page WHERE segment_id = ?", (sid,)).fetchall()
         if not rows:
             self.db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
             self.db.execute("DELETE FROM segment WHERE id = ?", (sid,))
             return False
         counts: dict = {}
         for _, k, people in rows:
-            self._count_keywords(counts, from_json(k, []), T.names_of(from_json(people, None)) if people else set())
+            self._count_keywords(counts, from_json(k, []), _speaker_names(people))
         self.db.execute(
             "UPDATE segment SET kw_counts = ?, keywords = ?, page_count = ?, updated_at = ? WHERE id = ?",
             (to_json(counts), to_json(self._top_keywords(counts)), len(rows), self.db.clock(), sid),

@@ -134,26 +134,6 @@ class RowMap:
         return int(self._rows.nbytes) + 64 * len(self._far)
 
 
-TOP_SAMPLE_STRIDE = 16  # top_rows estimates its threshold from every 16th score
-
-
-def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
-    """The rows of the `k` highest scores, unordered. A threshold taken from a strided sample (with a
-    margin) leaves a few more than k rows to partition, so the full partition of every row (~1 ms at
-    100k) is paid only when the sample misjudges it; the set is the same either way (ties aside)."""
-    n = len(scores)
-    if k >= n:
-        return np.arange(n)
-    sample = scores[::TOP_SAMPLE_STRIDE]
-    m = int(1.5 * k / TOP_SAMPLE_STRIDE) + 8
-    if m < len(sample):
-        threshold = np.partition(sample, len(sample) - m)[len(sample) - m]
-        rows = np.flatnonzero(scores >= threshold)
-        if k <= len(rows) < n // 2:
-            return rows[np.argpartition(-scores[rows], k - 1)[:k]]
-    return np.argpartition(-scores, k - 1)[:k]
-
-
 def sign_words(vecs: np.ndarray, center: np.ndarray) -> np.ndarray:
     """The sign sketch of float32 rows: (rows, words) uint64, a bit per dimension of `vecs - center`."""
     bits = np.packbits(np.atleast_2d(vecs) - center > 0, axis=1)
@@ -407,12 +387,9 @@ class MatrixCache:
             cands = max(PREFILTER_MIN_CANDS, PREFILTER_FACTOR * k, n // SKETCH_CANDS_PER_ROWS)
             if self.center is not None and cands < n // 4:
                 return self._search_sketched(q, k, cands, exclude, mask)
-            scores = self._masked(self.exact_scores(q), exclude, mask)
-            ids = self.ids[:n]
-            top = top_rows(scores, min(k, n))
-            top = top[np.argsort(-scores[top], kind="stable")]
-            top = top[np.isfinite(scores[top])]
-            return ids[top].copy(), scores[top].copy()
+            scores = self._masked(self.exact_scores(q), exclude, mask, -np.inf)
+            rows = np.flatnonzero(np.isfinite(scores))
+            return self._best(rows, scores[rows], k)
 
     def exact_scores(self, q: np.ndarray) -> np.ndarray:
         """The cosine of `q` to every row in use (free rows: 0), a compact matrix read in chunks."""
@@ -426,40 +403,37 @@ class MatrixCache:
                 out[start:end] = self._dots(slice(start, end), q)
             return out
 
-    def _masked(self, scores: np.ndarray, exclude: set[int] | None, mask: np.ndarray | None = None) -> np.ndarray:
-        """`scores` (one per row in use) with free rows, excluded ids and rows `mask` leaves out set to -inf."""
-        scores[self.ids[: len(scores)] < 0] = -np.inf
+    def _masked(self, values: np.ndarray, exclude: set[int] | None, mask: np.ndarray | None, fill) -> np.ndarray:
+        """`values` (one per row in use) with free rows, excluded ids and rows `mask` leaves out set to `fill`
+        (a score of -inf, a distance past any)."""
+        values[self.ids[: len(values)] < 0] = fill
         if mask is not None:
-            scores[~mask[: len(scores)]] = -np.inf
-        if exclude:
-            for i in exclude:
-                r = self.row_of.get(i)
-                if r is not None:
-                    scores[r] = -np.inf
-        return scores
+            values[~mask[: len(values)]] = fill
+        for i in exclude or ():
+            r = self.row_of.get(i)
+            if r is not None:
+                values[r] = fill
+        return values
+
+    def _best(self, rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, scores) of the `k` best of these rows (`scores` one per row), best first."""
+        kk = min(k, len(rows))
+        if kk == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        top = np.argpartition(-scores, kk - 1)[:kk] if kk < len(rows) else np.arange(len(rows))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return self.ids[rows[top]].copy(), scores[top].astype(np.float32)
 
     def _search_sketched(
         self, q: np.ndarray, k: int, cands: int, exclude: set[int] | None, mask: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k by the exact cosine of the rows whose sketch is nearest the query's (see PREFILTER_MIN_ROWS)."""
-        n = self.n
         assert self.center is not None  # sketched once past PREFILTER_MIN_ROWS
-        distance = self.hamming(q)
         far = np.uint16(self.words * 64 + 1)  # more than any two sketches differ by: never a candidate
-        distance[self.ids[:n] < 0] = far
-        if mask is not None:
-            distance[~mask[:n]] = far
-        for i in exclude or ():
-            r = self.row_of.get(i)
-            if r is not None:
-                distance[r] = far
+        distance = self._masked(self.hamming(q), exclude, mask, far)
         rows = nearest_by_hamming(distance, cands)
         rows = rows[distance[rows] < far]
-        exact = self._dots(rows, q)
-        kk = min(k, len(rows))
-        top = np.argpartition(-exact, kk - 1)[:kk] if kk < len(rows) else np.arange(len(rows))
-        top = top[np.argsort(-exact[top], kind="stable")]
-        return self.ids[rows[top]].copy(), exact[top].astype(np.float32)
+        return self._best(rows, self._dots(rows, q), k)
 
     def hamming(self, q: np.ndarray) -> np.ndarray:
         """Each row in use's Hamming distance from `q`'s sketch (uint16): three numpy calls over the sketch,

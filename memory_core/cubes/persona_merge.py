@@ -91,23 +91,22 @@ class PersonaImport:
             return Decision("present", before)
         if rec["status"] != "active":
             return Decision("add")
-        if kind == "trait":
-            target, _cos, duplicate = self.merge._trait_match(rec["dimension"], rec["value"], vec)
-            if target is None:
-                return Decision("add")
-            tid, held_text, pinned, updated = target[0], target[2], bool(target[5]), target[10]
-        else:
-            best, duplicate, update = self.merge._knowledge_match(
-                rec["owner"], rec["text"], vec, rec["model"], subject=rec.get("subject")
-            )
-            if best is None or not (duplicate or update):
-                return Decision("add")
-            tid, held_text, pinned, updated = best[0], best[2][3], bool(best[2][2]), best[2][8]
         offered = rec["value"] if kind == "trait" else rec["text"]
-        if not duplicate and pinned:
-            return Decision("skipped", tid, conflict=Conflict(kind, tid, held_text, offered, "pinned"))
-        if not duplicate and rec["updated_at"] <= updated:
-            return Decision("skipped", tid, conflict=Conflict(kind, tid, held_text, offered, "older"))
+        held_item = self.merge.match(
+            kind,
+            rec["dimension"] if kind == "trait" else rec["owner"],
+            offered,
+            vec,
+            model=rec["model"],
+            subject=rec.get("subject"),
+        )
+        if held_item is None:
+            return Decision("add")
+        tid, duplicate = held_item.id, held_item.duplicate
+        if not duplicate and held_item.pinned:
+            return Decision("skipped", tid, conflict=Conflict(kind, tid, held_item.text, offered, "pinned"))
+        if not duplicate and rec["updated_at"] <= held_item.updated_at:
+            return Decision("skipped", tid, conflict=Conflict(kind, tid, held_item.text, offered, "older"))
         return Decision("merge", tid, duplicate)
 
     # ------------------------------------------------------------------ writing

@@ -112,23 +112,6 @@ def test_a_large_memory_keeps_its_vectors_compact_and_finds_the_same_pages(monke
     assert compact.compact and abs(float(compact.vector(n + 5) @ x[(n + 5) % n]) - 1.0) < 5e-3
 
 
-def test_top_rows_gives_the_rows_of_the_k_highest_scores_however_they_lie():
-    rng = np.random.default_rng(3)
-    n = 50_000
-    layouts = {
-        "random": rng.standard_normal(n).astype(np.float32),
-        "ascending": np.sort(rng.standard_normal(n)).astype(np.float32),  # the best rows all at the end
-        "clustered": np.where(np.arange(n) % 997 < 3, 5.0, 0.0).astype(np.float32) + rng.random(n).astype(np.float32),
-        "masked": np.where(rng.random(n) < 0.9, -np.inf, rng.standard_normal(n)).astype(np.float32),
-    }
-    for name, scores in layouts.items():
-        for k in (1, 20, 1000, n // 2 + 1, n):
-            got = vecindex.top_rows(scores, k)
-            assert len(got) == k == len(set(got.tolist())), (name, k)
-            kth = np.sort(scores)[::-1][k - 1]
-            assert np.all(scores[got] >= kth), (name, k)  # no row below the k-th best is taken
-
-
 def test_the_row_map_keeps_ids_near_and_far():
     far = vecindex.RowMap.DENSE_LIMIT + 5
     m = vecindex.RowMap(np.array([3, 7, far], dtype=np.int64))
