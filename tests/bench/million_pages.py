@@ -334,18 +334,11 @@ def bulk_fill(store, synth: Synthetic, total: int, log: Callable[[str], None] | 
 
 def fill_file(path: str, total: int, real: int, embed_threads: int = 0) -> dict:
     """`bulk_fill` of the store at `path`, opened with the bundled embedder (for the real pages)."""
-    from memory_core import MemoryParams, MemoryStore
     from models.embedder import OnnxEmbedder
+    from tests.bench.retrieval import open_store
 
     emb = OnnxEmbedder(threads=embed_threads)
-    store = MemoryStore.open(
-        path,
-        emb.embed,
-        embed_model_id=emb.model_id,
-        dim=emb.dim,
-        params=MemoryParams(),
-        embed_tokens=emb.embed_with_tokens,
-    )
+    store = open_store(path, emb)
     try:
         return bulk_fill(store, Synthetic(emb.dim, real=real), total)
     finally:

@@ -118,6 +118,18 @@ CACHE_DB = Path(tempfile.gettempdir()) / "mnemo-bench-retrieval.db"
 RATIO_TARGET = 2.5  # retrieval p50 / query-embedding p50 at 100k pages
 
 
+def open_store(path, emb) -> MemoryStore:
+    """A store on `path` with the bundled embedder `emb` and its token vectors, as the app opens one."""
+    return MemoryStore.open(
+        path,
+        emb.embed,
+        embed_model_id=emb.model_id,
+        dim=emb.dim,
+        params=MemoryParams(),
+        embed_tokens=emb.embed_with_tokens,
+    )
+
+
 def percentile(xs: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(xs), p))
 
@@ -226,14 +238,7 @@ def main(argv: list[str] | None = None) -> dict:
     emb = OnnxEmbedder(threads=args.embed_threads)
     tmp = tempfile.TemporaryDirectory(prefix="mnemo-bench-")
     db = Path(args.db) if args.db else CACHE_DB if args.cache else Path(tmp.name) / "bench.db"
-    store = MemoryStore.open(
-        db,
-        emb.embed,
-        embed_model_id=emb.model_id,
-        dim=emb.dim,
-        params=MemoryParams(),
-        embed_tokens=emb.embed_with_tokens,
-    )
+    store = open_store(db, emb)
     rng = random.Random(7)
     nrng = np.random.default_rng(7)
     centers = nrng.standard_normal((3000, emb.dim)).astype(np.float32)
@@ -250,14 +255,7 @@ def main(argv: list[str] | None = None) -> dict:
             store.close()  # the fill runs in a process of its own (its memory is not the retrieval's)
             fill = fill_in_child(str(db), size, args.real, args.embed_threads)
             result.setdefault("bulk_fill", {})[str(size)] = fill
-            store = MemoryStore.open(
-                db,
-                emb.embed,
-                embed_model_id=emb.model_id,
-                dim=emb.dim,
-                params=MemoryParams(),
-                embed_tokens=emb.embed_with_tokens,
-            )
+            store = open_store(db, emb)
             n = store.count_pages()
             conv = store._scalar("SELECT max(id) FROM conversation")
         while n < size:
@@ -292,14 +290,7 @@ def main(argv: list[str] | None = None) -> dict:
             store._x("DELETE FROM job WHERE kind = 'index_tokens'")
         # first retrieve after a (re)open loads the in-memory matrix from SQLite
         store.close()
-        store = MemoryStore.open(
-            db,
-            emb.embed,
-            embed_model_id=emb.model_id,
-            dim=emb.dim,
-            params=MemoryParams(),
-            embed_tokens=emb.embed_with_tokens,
-        )
+        store = open_store(db, emb)
         rss_before_load, _ = resident_mb()
         t0 = time.perf_counter()
         store.retrieve("warm up the cache", None, record_visits=False)

@@ -28,23 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_core import MemoryParams, MemoryStore, RetrievalBudget
+from memory_core import MemoryStore, RetrievalBudget
 from tests.bench import retrieval as retrieval_bench
 
 SIZE = 100_000
 TARGET_P95_RATIO = 1.2
 TOP = 10
-
-
-def _open(path: Path, emb) -> MemoryStore:
-    return MemoryStore.open(
-        path,
-        emb.embed,
-        embed_model_id=emb.model_id,
-        dim=emb.dim,
-        params=MemoryParams(),
-        embed_tokens=emb.embed_with_tokens,
-    )
 
 
 def _measure(store: MemoryStore, conv: int, queries: list[str], spaces: frozenset[int] | None) -> dict:
@@ -89,7 +78,7 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-spaces-") as tmp:
         path = Path(tmp) / "spaces.db"
         shutil.copyfile(cache, path)
-        store = _open(path, emb)
+        store = retrieval_bench.open_store(path, emb)
         try:
             conv = store.create_conversation("bench spaces")
             store.retrieve("warm up the cache", None, record_visits=False)
