@@ -161,6 +161,8 @@ def test_chat_actions_need_a_chat_and_imported_lines_have_no_reply_actions(make_
 def test_a_paused_memory_says_so_in_the_chat(make_window, qtbot, chat):
     win = make_window(max_tokens=8)
     assert not win.paused_banner.isVisible()
+    # the switch is enabled once the store has said whether memory is paused (a read after the store opens)
+    qtbot.waitUntil(win.pause_action.isEnabled, timeout=30_000)
     win.pause_action.trigger()
     qtbot.waitUntil(win.paused_banner.isVisible, timeout=30_000)
     assert "paused" in win.paused_label.text()
