@@ -148,14 +148,15 @@ def set_vectors(pq: ParsedQuery, vecs: np.ndarray, per_text, params: MemoryParam
     pq.vector = v / norm if norm > 0 else q
 
 
-def keyword_query(pq: ParsedQuery, stats: TermStats, params: MemoryParams) -> KeywordQuery:
+def keyword_query(pq: ParsedQuery, stats: TermStats, params: MemoryParams, asked: int) -> KeywordQuery:
     """The FTS5 OR query of the query's content words, with the summed BM25 IDF of its terms (as FTS5
     computes them) and the words it searches for.
 
     Terms no page contains are left out; in a large store (> RARE_FROM_PAGES pages) so are terms found in
     more than RARE_SHARE of the pages, which add little to BM25 but make it score most of the table.
     So are terms on half the pages or more beside one that is not; when there is none, no query (None)
-    if they are on more pages than the search returns (`keyword_candidates`).
+    if they are on more pages than the search returns (`RankingParams.keyword_limit` of the pages
+    `asked` for).
     """
     words: list[str] = []
     for w in pq.content_words:
@@ -187,10 +188,10 @@ def keyword_query(pq: ParsedQuery, stats: TermStats, params: MemoryParams) -> Ke
         # a word on half the pages or more adds nothing to BM25 beside these (its IDF is clamped to 1e-6),
         # but would make every page holding it a candidate "keyword match": left out
         terms = telling
-    elif max(df(st) for _, stems in terms for st in stems) > params.ranking.keyword_candidates:
+    elif max(df(st) for _, stems in terms for st in stems) > params.ranking.keyword_limit(asked):
         # every term is on half the pages or more (a speaker's name in every imported message): BM25 can
         # only say which pages hold them, and when more pages do than the search returns, which
-        # `keyword_candidates` it returns is arbitrary (the shortest): scaled by the clamped IDF, each
+        # `keyword_limit` it returns is arbitrary (the shortest): scaled by the clamped IDF, each
         # would get a full keyword match over the rest. Fewer are all returned (a small memory, or a
         # word on 60 of 100 pages), and keep their matches.
         return KeywordQuery()

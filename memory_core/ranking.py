@@ -145,7 +145,7 @@ def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     cosine of a sample of pages (what "usual" is, for each page's standout). Pages whose vectors are the
     old model's are left out (keywords and word rows still find them). Reads dense_candidates."""
     if "dense" not in d.off:
-        k = max(d.params.ranking.dense_candidates, 4 * c.n)
+        k = d.params.ranking.dense_limit(c.n)
         with d.page_cache.lock:  # the mask is of the rows as they are now
             mask = d.scope.row_mask(d.page_cache) if d.scope is not None else None
             ids, scores = d.page_cache.search(pq.vec, k, c.exclude, mask)
@@ -171,16 +171,16 @@ def keyword(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         return
     sql = "SELECT rowid, -bm25(page_fts) FROM page_fts WHERE page_fts MATCH ? {} ORDER BY rank LIMIT ?"
     if kq.recent is None:
-        rows = d.execute(sql.format(""), (kq.fts, _keyword_limit(d))).fetchall()
+        rows = d.execute(sql.format(""), (kq.fts, _keyword_limit(c, d))).fetchall()
     else:
         # the frequent terms among the newest pages (query.KEYWORD_POSTINGS): BM25 adds up over terms
         summed: dict[int, float] = {}
         searches = [(kq.fts, "", ()), (kq.recent, "AND rowid >= ?", (kq.since,))]
         for match, where, args in searches:
             if match:
-                for pid, sc in d.execute(sql.format(where), (match, *args, _keyword_limit(d))).fetchall():
+                for pid, sc in d.execute(sql.format(where), (match, *args, _keyword_limit(c, d))).fetchall():
                     summed[pid] = summed.get(pid, 0.0) + sc
-        rows = sorted(summed.items(), key=lambda r: (-r[1], r[0]))[: _keyword_limit(d)]
+        rows = sorted(summed.items(), key=lambda r: (-r[1], r[0]))[: _keyword_limit(c, d)]
     rows = _in_scope(rows, c, d)
     if rows:
         scale = pq.keyword.scale or max(sc for _, sc in rows)
@@ -195,7 +195,7 @@ def trigram(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         return
     rows = d.execute(
         "SELECT rowid, -bm25(page_tri) FROM page_tri WHERE page_tri MATCH ? ORDER BY rank LIMIT ?",
-        (pq.trigram, _keyword_limit(d)),
+        (pq.trigram, _keyword_limit(c, d)),
     ).fetchall()
     rows = _in_scope(rows, c, d)
     top = max((sc for _, sc in rows), default=0.0)
@@ -205,19 +205,19 @@ def trigram(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
 
 
 # a chat that reads some of the memory's spaces asks the keyword index for this many times
-# keyword_candidates, and keeps the first keyword_candidates of its spaces
+# the keyword matches it ranks, and keeps the first of its spaces
 SCOPED_KEYWORD_FACTOR = 4
 
 
-def _keyword_limit(d: RankingDeps) -> int:
-    n = d.params.ranking.keyword_candidates
+def _keyword_limit(c: Candidates, d: RankingDeps) -> int:
+    n = d.params.ranking.keyword_limit(c.n)
     return n if d.scope is None else SCOPED_KEYWORD_FACTOR * n
 
 
 def _in_scope(rows: list[tuple[int, float]], c: Candidates, d: RankingDeps) -> list[tuple[int, float]]:
     """Keyword rows (page, score) less the excluded pages and those of spaces not read."""
     kept = [(pid, sc) for pid, sc in rows if pid not in c.exclude and d.in_scope(pid)]
-    return kept[: d.params.ranking.keyword_candidates]
+    return kept[: d.params.ranking.keyword_limit(c.n)]
 
 
 def prefetch(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:

@@ -268,7 +268,7 @@ class Retriever:
             self._page_cache.sync(self.db.conn)
         tb = time.perf_counter()
         timings["cache_sync"] = (tb - ta) * 1000
-        pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), self.db.params)
+        pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), self.db.params, n)
         timings["keyword_query"] = (time.perf_counter() - tb) * 1000
         return start_ranking(pq, exclude, n, deps, timings, conversation_id)
 

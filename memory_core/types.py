@@ -87,8 +87,10 @@ class RankingParams:
     # then every page adds neighbor_context * (the better of its two neighbours' scores): a page in a
     # passage of the dialogue that is on the topic beats an equally scored page in passing talk.
     segment_candidates: int = 8  # top MTM segments considered per query
-    dense_candidates: int = 100  # direct page KNN candidates
-    keyword_candidates: int = 100  # FTS5 BM25 candidates
+    # candidates: the nearest pages by cosine and the best by BM25, at least these many, and more for a
+    # longer list (`dense_limit`, `keyword_limit`): each candidate costs every later stage its share
+    dense_candidates: int = 40  # direct page KNN candidates
+    keyword_candidates: int = 40  # FTS5 BM25 candidates
     w_dense: float = 1.0
     # a query word found in at least `common_word_df` of the pages (and 20 pages or more) tells no page
     # from another: the speakers' names of an imported dialogue are on every page ("Melanie: …"). The
@@ -117,6 +119,14 @@ class RankingParams:
     # askings on a topic do not crowd out what the user told (imported dialogues are the record: exempt)
     asked_weight: float = 0.5
     rrf_k: float = 60.0  # knowledge ranking fuses dense and keyword ranks (reciprocal rank)
+
+    def dense_limit(self, n: int) -> int:
+        """The nearest pages by cosine that a ranking of `n` pages takes: dense_candidates, or 4 x n."""
+        return max(self.dense_candidates, 4 * n)
+
+    def keyword_limit(self, n: int) -> int:
+        """The best keyword matches that a ranking of `n` pages takes: keyword_candidates, or 2 x n."""
+        return max(self.keyword_candidates, 2 * n)
 
 
 @dataclass

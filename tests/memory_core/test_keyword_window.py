@@ -12,8 +12,8 @@ from memory_core import ranking as R
 def _keyword_scores(store, text: str, clock) -> tuple[Q.KeywordQuery, dict[int, float]]:
     r = store.retrieval
     pq = Q.parse_text(text, clock())
-    pq.keyword = Q.keyword_query(pq, r._term_stats(pq.term_counts), store.db.params)
-    c = R.Candidates(n=10, exclude=set(), conversation_id=None)
+    pq.keyword = Q.keyword_query(pq, r._term_stats(pq.term_counts), store.db.params, 30)
+    c = R.Candidates(n=30, exclude=set(), conversation_id=None)  # keyword_limit(30): 60 matches, all of them
     with store.db.lock:
         R.keyword(c, pq, r._ranking_deps())
     return pq.keyword, c.kw_of

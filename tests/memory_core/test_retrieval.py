@@ -391,8 +391,8 @@ def test_a_small_memory_or_a_mix_of_0_has_no_common_words(open_store, clock):
 def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_path):
     """When every word of a question that a page holds is on half the pages or more (the speakers' names of an
     imported dialogue), FTS5 clamps their IDF to 1e-6 and BM25 can only say which pages hold them; when more do
-    than the search returns (`keyword_candidates`), no page gets a keyword match for them (scaled by that IDF,
-    the arbitrary ones returned used to get a full one)."""
+    than the search returns (`RankingParams.keyword_limit`: here 16 for 8 pages), no page gets a keyword match for
+    them (scaled by that IDF, the arbitrary ones returned used to get a full one)."""
     s = open_store(keyword_candidates=10)
     cid = s.create_conversation("imported")
     s.add_pages(
@@ -402,7 +402,7 @@ def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_
             for i, (u, a) in enumerate(DIALOGUE * 4)
         ],
     )  # 24 pages, "ana" and "ben" on each
-    r = s.retrieve("What did Ana tell Ben on 25 May 2022?", None, RetrievalBudget(pages=24), record_visits=False)
+    r = s.retrieve("What did Ana tell Ben on 25 May 2022?", None, RetrievalBudget(pages=8), record_visits=False)
     assert r.pages and not any("keyword match" in h.reason for h in r.pages)
     # one word that tells pages apart brings the keyword search back, for the pages that hold it
     r = s.retrieve("What did Ana tell Ben about Oslo?", None, RetrievalBudget(pages=24), record_visits=False)
@@ -412,7 +412,7 @@ def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_
     assert "Oslo" in r.pages[0].page.user_text
     # all of them returned: each keeps its match (the word says which pages hold it)
     s.params.ranking.keyword_candidates = 100
-    r = s.retrieve("What did Ana tell Ben on 25 May 2022?", None, RetrievalBudget(pages=24), record_visits=False)
+    r = s.retrieve("What did Ana tell Ben on 25 May 2022?", None, RetrievalBudget(pages=8), record_visits=False)
     assert all("keyword match" in h.reason for h in r.pages)
     # so does a small memory, where a word on one page of two is already on half the pages
     s2 = open_store(tmp_path / "small.db")
