@@ -128,6 +128,10 @@ class Candidates:
     pool: set[int] = field(default_factory=set)
     info: dict[int, tuple] = field(default_factory=dict)  # page -> (id, segment_id, tier, conversation_id, ts)
     score: dict[int, float] = field(default_factory=dict)  # fused base score
+    # page -> (the page before it, the page after it) in its conversation, read while the dense search runs
+    # for the keyword matches (`neighbours_ahead`), and by `neighbours` for the rest of the strong pages
+    adjacent: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    info_ahead: dict[int, tuple] = field(default_factory=dict)  # page rows of those neighbours, read ahead
     prev_of: dict[int, int] = field(default_factory=dict)  # dialogue neighbours within neighbor_max_gap_s
     next_of: dict[int, int] = field(default_factory=dict)
     via: dict[int, int] = field(default_factory=dict)  # page -> the neighbour whose score it inherited
@@ -141,15 +145,21 @@ class Candidates:
 
 # ---------------------------------------------------------------------------------------------- stages
 def dense(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
-    """Dense KNN over every page (the in-memory matrix), so segmentation never hides a page, and the
-    cosine of a sample of pages (what "usual" is, for each page's standout). Pages whose vectors are the
-    old model's are left out (keywords and word rows still find them). Reads dense_candidates."""
-    if "dense" not in d.off:
-        k = d.params.ranking.dense_limit(c.n)
-        with d.page_cache.lock:  # the mask is of the rows as they are now
-            mask = d.scope.row_mask(d.page_cache) if d.scope is not None else None
-            ids, scores = d.page_cache.search(pq.vec, k, c.exclude, mask)
-        c.cos_of = d.fresh({int(i): float(s) for i, s in zip(ids, scores)})
+    """Dense KNN over every page (the in-memory matrix), so segmentation never hides a page. Pages whose
+    vectors are the old model's are left out (keywords and word rows still find them). Reads
+    dense_candidates."""
+    if "dense" in d.off:
+        return
+    k = d.params.ranking.dense_limit(c.n)
+    with d.page_cache.lock:  # the mask is of the rows as they are now
+        mask = d.scope.row_mask(d.page_cache) if d.scope is not None else None
+        ids, scores = d.page_cache.search(pq.vec, k, c.exclude, mask)
+    c.cos_of = d.fresh({int(i): float(s) for i, s in zip(ids, scores)})
+
+
+def usual(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The cosine of a sample of pages: what "usual" is, for each page's standout (the quoting floor).
+    Judged among the pages the chat reads, and those the query can be compared with. Reads no parameter."""
     sample_ids, sample_cos = d.page_cache.sample_scores(pq.vec)
     if d.scope is not None:  # what pages usually score is judged among the pages the chat reads
         keep = d.scope.allowed(sample_ids)
@@ -265,21 +275,40 @@ def fuse(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     c.score = base_scores(c.info, c, pq, d)
 
 
+def _neighbours_on(d: RankingDeps) -> bool:
+    p = d.params.ranking
+    return "neighbours" not in d.off and (p.neighbor_prev > 0 or p.neighbor_next > 0)
+
+
+def neighbours_ahead(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The dialogue neighbours of the keyword matches, read while the dense search runs on the other thread
+    (the matches are known before it): which pages they are, their page rows and their token rows, so that
+    `neighbours` reads only those of the strong pages the dense search alone found, and `keyword_tokens`
+    scores these rows with the matches'. Reads no parameter."""
+    if not _neighbours_on(d) or not c.kw_of:
+        return
+    c.adjacent.update(adjacent_pages([i for i in c.kw_of if i not in c.adjacent], d))
+    ahead = {
+        o
+        for i in c.kw_of
+        for o in c.adjacent[i]
+        if o is not None and o not in c.info and o not in c.exclude and d.in_scope(o)
+    }
+    page_info(ahead, c.info_ahead, d)
+    if _tokens_on(d):
+        c.tok_rows.update(token_rows((i for i in ahead if i not in c.tok_rows), d))
+
+
 def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """Dialogue neighbours: the page before/after each strong page in the same conversation (within
     neighbor_max_gap_s) joins the candidates, so `finalize` can pass scores between them. Reads
     neighbor_prev, neighbor_next, neighbor_max_gap_s."""
     p = d.params
-    if "neighbours" in d.off or (p.ranking.neighbor_prev <= 0 and p.ranking.neighbor_next <= 0):
+    if not _neighbours_on(d):
         return
     strong = sorted(c.score, key=lambda i: -c.score[i])[: max(30, 3 * c.n)]
-    rows = d.execute(
-        "SELECT p.id, (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id AND q.id < p.id "
-        "ORDER BY q.id DESC LIMIT 1), (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id "
-        "AND q.id > p.id ORDER BY q.id LIMIT 1) FROM page p WHERE p.id IN (SELECT value FROM json_each(?)) "
-        "AND p.conversation_id IS NOT NULL",
-        (json.dumps(strong),),
-    ).fetchall()
+    c.adjacent.update(adjacent_pages([i for i in strong if i not in c.adjacent], d))
+    rows = [(pid, *c.adjacent[pid]) for pid in strong]
     new_ids = {
         o
         for _, pr, nx in rows
@@ -287,7 +316,8 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         if o is not None and o not in c.info and o not in c.exclude and d.in_scope(o)
     }
     if new_ids:
-        page_info(new_ids, c.info, d)
+        c.info.update({i: c.info_ahead[i] for i in new_ids if i in c.info_ahead})
+        page_info((i for i in new_ids if i not in c.info), c.info, d)
 
     def near(pid: int, other: int | None) -> bool:
         return (
@@ -306,7 +336,7 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     if new_ids:
         c.cos_of.update(d.fresh(d.page_cache.scores_for(pq.vec, [i for i in new_ids if i not in c.cos_of])))
         if c.tok_of and pq.tokens is not None:  # word scores exist only for a query with content-token rows
-            c.tok_of.update(token_scores(pq.tokens, new_ids, d))
+            c.tok_of.update(token_scores(pq.tokens, new_ids, d, c.tok_rows, c.tok_early))
         c.score.update(base_scores({pid: c.info[pid] for pid in new_ids if pid in c.info}, c, pq, d))
 
 
@@ -413,14 +443,18 @@ Stage = tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]]
 # The stages in the order they run; "date", "neighbour_context" and "repeats" are rules inside
 # fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
 # TEXT_STAGES read only the query's text: the retriever runs them while the query is being embedded.
-# DENSE_STAGES read only the vector and the in-memory page matrix (no SQL): the retriever runs them on the
-# embedding thread, idle by then, while this one ranks the facts. VECTOR_STAGES follow.
+# DENSE_STAGES read only the vector and the in-memory page matrix (no SQL): the retriever runs the nearest
+# pages' search on the embedding thread, idle by then, while this one takes the usual cosine and ranks the
+# facts. VECTOR_STAGES follow.
 TEXT_STAGES: tuple[Stage, ...] = (
     ("keyword", keyword),
     ("trigram", trigram),
     ("prefetch", prefetch),
+    ("neighbours_ahead", neighbours_ahead),
 )
-DENSE_STAGES: tuple[Stage, ...] = (("dense", dense),)
+NEAREST_STAGES: tuple[Stage, ...] = (("dense", dense),)
+USUAL_STAGES: tuple[Stage, ...] = (("usual", usual),)
+DENSE_STAGES: tuple[Stage, ...] = NEAREST_STAGES + USUAL_STAGES
 VECTOR_STAGES: tuple[Stage, ...] = (
     ("pool", pool),
     ("tokens", tokens),
@@ -448,9 +482,11 @@ SWITCHABLE = (
 # which timing key each stage's time goes to (the keys `Retrieval.timings_ms` has always had)
 _TIMING = {
     "dense": "dense",
+    "usual": "usual",
     "keyword": "keyword",
     "trigram": "keyword",
     "prefetch": "candidates",
+    "neighbours_ahead": "neighbours",
     "pool": "candidates",
     "tokens": "tokens",
     "fuse": "candidates",
@@ -678,6 +714,22 @@ def page_info(ids: Iterable[int], info: dict[int, tuple], d: RankingDeps) -> Non
             f"SELECT id, segment_id, tier, conversation_id, timestamp FROM page WHERE id IN ({marks})", chunk
         ).fetchall():
             info[r[0]] = r
+
+
+def adjacent_pages(ids: Sequence[int], d: RankingDeps) -> dict[int, tuple[int | None, int | None]]:
+    """(the page before, the page after) each of these pages in its conversation; none for a page outside one."""
+    if not ids:
+        return {}
+    out: dict[int, tuple[int | None, int | None]] = dict.fromkeys(ids, (None, None))
+    for pid, before, after in d.execute(
+        "SELECT p.id, (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id AND q.id < p.id "
+        "ORDER BY q.id DESC LIMIT 1), (SELECT q.id FROM page q WHERE q.conversation_id = p.conversation_id "
+        "AND q.id > p.id ORDER BY q.id LIMIT 1) FROM page p WHERE p.id IN (SELECT value FROM json_each(?)) "
+        "AND p.conversation_id IS NOT NULL",
+        (json.dumps(list(ids)),),
+    ).fetchall():
+        out[pid] = (before, after)
+    return out
 
 
 def token_rows(ids: Iterable[int], d: RankingDeps) -> dict[int, bytes]:

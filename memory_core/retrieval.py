@@ -24,10 +24,11 @@ from .pages import Pages
 from .persona import TRAIT_COLS, Persona
 from .query import ParsedQuery, TermStats, common_words, keyword_query, parse_text, set_vectors, texts_to_embed
 from .ranking import (
-    DENSE_STAGES,
+    NEAREST_STAGES,
     SCOPED_KEYWORD_FACTOR,
     UNRELATED_COSINE,
     UNRELATED_PRIOR_PAGES,
+    USUAL_STAGES,
     Candidates,
     RankingDeps,
     finish_ranking,
@@ -155,8 +156,8 @@ class Retriever:
 
         Two threads share the work: this one runs the keyword search (ranking.TEXT_STAGES) while the
         embedding thread embeds the query; then, the vector known, the embedding thread, idle again, runs
-        the dense search (ranking.DENSE_STAGES: the page matrix, no SQL) while this one ranks the facts
-        and matches the keyword matches word by word, and later the embedding thread takes half of the
+        the dense search (ranking.NEAREST_STAGES: the page matrix, no SQL) while this one takes the usual
+        cosine (USUAL_STAGES), ranks the facts and matches the keyword matches word by word, and later the embedding thread takes half of the
         rest of that match (`RankingDeps.beside`). ONNX Runtime, SQLite and numpy release the GIL, so on
         two cores each pair costs the longer of the two, not their sum."""
         p = self.db.params
@@ -171,7 +172,8 @@ class Retriever:
         timings["embed_wait"] = (time.perf_counter() - tw) * 1000
         set_vectors(pq, vecs, per_text, p)
         assert self._embed_thread is not None  # the embedding ran on it
-        dense_done = self._embed_thread.submit(run_stages, c, pq, deps, timings, DENSE_STAGES)
+        dense_done = self._embed_thread.submit(run_stages, c, pq, deps, timings, NEAREST_STAGES)
+        run_stages(c, pq, deps, timings, USUAL_STAGES)
         t3 = time.perf_counter()
         if budget.knowledge > 0:
             out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)

@@ -448,18 +448,26 @@ class MatrixCache:
             out[start:end] = np.bitwise_count(differ).sum(axis=0, dtype=np.uint16)
         return out
 
-    def sample_scores(self, q: np.ndarray, limit: int = SAMPLE_ROWS) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, cosines) of `q` to every row in use, or to `limit` of them spread evenly over the
-        matrix: what pages typically score against a query, so recall can tell a page that stands out
-        (one product of at most `limit` rows: ~0.1 ms at 2,048)."""
+    def sample(self, limit: int = SAMPLE_ROWS) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, float32 vectors) of every row in use, or of `limit` of them spread evenly over the matrix:
+        what pages typically score against a query, so recall can tell a page that stands out. Kept until a
+        row changes (gathering 2,048 rows spread over the matrix costs more than their product with a query);
+        while kept it is read without the lock, so a search holding it does not hold this up."""
+        kept = self._sample
+        if kept is not None and kept[0] == limit:
+            return kept[1], kept[2]
         with self.lock:
             if self._sample is None or self._sample[0] != limit:
                 live = np.flatnonzero(self.ids[: self.n] >= 0)
                 if len(live) > limit:
                     live = live[np.linspace(0, len(live) - 1, limit).astype(np.int64)]
                 self._sample = (limit, self.ids[live].copy(), self._vectors(live))
-            _, ids, rows = self._sample
-            return ids.copy(), rows @ q.astype(np.float32, copy=False)
+            return self._sample[1], self._sample[2]
+
+    def sample_scores(self, q: np.ndarray, limit: int = SAMPLE_ROWS) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, cosines) of `q` to the `sample` rows (one product of at most `limit` rows: ~0.1 ms at 2,048)."""
+        ids, rows = self.sample(limit)
+        return ids.copy(), rows @ q.astype(np.float32, copy=False)
 
     def scores_for(self, q: np.ndarray, item_ids) -> dict[int, float]:
         with self.lock:
