@@ -319,19 +319,18 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
         c.info.update({i: c.info_ahead[i] for i in new_ids if i in c.info_ahead})
         page_info((i for i in new_ids if i not in c.info), c.info, d)
 
-    def near(pid: int, other: int | None) -> bool:
+    def near(pid: int, other: int) -> bool:
         return (
-            other is not None
-            and other in c.info
+            other in c.info
             and other not in c.exclude
             and d.in_scope(other)
             and abs(c.info[other][4] - c.info[pid][4]) <= p.ranking.neighbor_max_gap_s
         )
 
     for pid, pr, nx in rows:
-        if near(pid, pr):
+        if pr is not None and near(pid, pr):
             c.prev_of[pid], c.next_of[pr] = pr, pid
-        if near(pid, nx):
+        if nx is not None and near(pid, nx):
             c.next_of[pid], c.prev_of[nx] = nx, pid
     if new_ids:
         c.cos_of.update(d.fresh(d.page_cache.scores_for(pq.vec, [i for i in new_ids if i not in c.cos_of])))
