@@ -52,8 +52,14 @@ PARAM_GROUPS: dict[str, dict[str, tuple[str, str]]] = {
     },
     "Recall: how pages are ranked": {
         "segment_candidates": ("Topics listed", "How many topics of the recalled pages a reply's trace lists."),
-        "dense_candidates": ("Pages compared by meaning", "How many of the closest pages in meaning are ranked."),
-        "keyword_candidates": ("Pages compared by words", "How many of the best keyword matches are ranked."),
+        "dense_candidates": (
+            "Pages compared by meaning",
+            "At least this many of the closest pages in meaning are ranked (four per page recalled, if more).",
+        ),
+        "keyword_candidates": (
+            "Pages compared by words",
+            "At least this many of the best keyword matches are ranked (two per page recalled, if more).",
+        ),
         "w_dense": ("Weight of meaning", "How much closeness in meaning counts in a page's score."),
         "w_keyword": ("Weight of keywords", "How much shared keywords count in a page's score."),
         "w_tokens": ("Weight of word-by-word match", "How much matching your words one by one counts."),
