@@ -15,7 +15,8 @@ The MemoryParams each stage reads:
     trigram      keyword_candidates
     tokens       w_tokens
     fuse         w_dense, w_keyword, w_tokens, date_boost ("date")
-    neighbours   neighbor_prev, neighbor_next, neighbor_max_gap_s
+    neighbours   neighbor_prev, neighbor_next, neighbor_max_gap_s (and neighbours_ahead, while embedding:
+                 neighbor_prev, neighbor_next)
     finalize     neighbor_prev, neighbor_next, neighbor_context ("neighbour_context")
     askings      asked_weight, w_keyword, w_tokens
     select       none ("repeats" passes over earlier askings; "others" weighs other people's pages)
@@ -128,7 +129,7 @@ class Candidates:
     pool: set[int] = field(default_factory=set)
     info: dict[int, tuple] = field(default_factory=dict)  # page -> (id, segment_id, tier, conversation_id, ts)
     score: dict[int, float] = field(default_factory=dict)  # fused base score
-    # page -> (the page before it, the page after it) in its conversation, read while the dense search runs
+    # page -> (the page before it, the page after it) in its conversation, read while the query is embedded
     # for the keyword matches (`neighbours_ahead`), and by `neighbours` for the rest of the strong pages
     adjacent: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
     info_ahead: dict[int, tuple] = field(default_factory=dict)  # page rows of those neighbours, read ahead
@@ -280,20 +281,25 @@ def _neighbours_on(d: RankingDeps) -> bool:
     return "neighbours" not in d.off and (p.neighbor_prev > 0 or p.neighbor_next > 0)
 
 
-def neighbours_ahead(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
-    """The dialogue neighbours of the keyword matches, read while the dense search runs on the other thread
-    (the matches are known before it): which pages they are, their page rows and their token rows, so that
-    `neighbours` reads only those of the strong pages the dense search alone found, and `keyword_tokens`
-    scores these rows with the matches'. Reads no parameter."""
-    if not _neighbours_on(d) or not c.kw_of:
-        return
-    c.adjacent.update(adjacent_pages([i for i in c.kw_of if i not in c.adjacent], d))
-    ahead = {
+def _joining(ids: Iterable[int], c: Candidates, d: RankingDeps) -> set[int]:
+    """The dialogue neighbours (`c.adjacent`) of these pages that are not candidates yet and may be recalled."""
+    return {
         o
-        for i in c.kw_of
+        for i in ids
         for o in c.adjacent[i]
         if o is not None and o not in c.info and o not in c.exclude and d.in_scope(o)
     }
+
+
+def neighbours_ahead(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
+    """The dialogue neighbours of the keyword matches, read while the query is being embedded (the matches
+    are known before the vector): which pages they are, their page rows and their token rows, so that
+    `neighbours` reads only those of the strong pages the dense search alone found, and `keyword_tokens`
+    scores these rows with the matches'. Reads neighbor_prev, neighbor_next (whether to read at all)."""
+    if not _neighbours_on(d) or not c.kw_of:
+        return
+    c.adjacent.update(adjacent_pages([i for i in c.kw_of if i not in c.adjacent], d))
+    ahead = _joining(c.kw_of, c, d)
     page_info(ahead, c.info_ahead, d)
     if _tokens_on(d):
         c.tok_rows.update(token_rows((i for i in ahead if i not in c.tok_rows), d))
@@ -309,12 +315,7 @@ def neighbours(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     strong = sorted(c.score, key=lambda i: -c.score[i])[: max(30, 3 * c.n)]
     c.adjacent.update(adjacent_pages([i for i in strong if i not in c.adjacent], d))
     rows = [(pid, *c.adjacent[pid]) for pid in strong]
-    new_ids = {
-        o
-        for _, pr, nx in rows
-        for o in (pr, nx)
-        if o is not None and o not in c.info and o not in c.exclude and d.in_scope(o)
-    }
+    new_ids = _joining(strong, c, d)
     if new_ids:
         c.info.update({i: c.info_ahead[i] for i in new_ids if i in c.info_ahead})
         page_info((i for i in new_ids if i not in c.info), c.info, d)

@@ -157,9 +157,10 @@ class Retriever:
         Two threads share the work: this one runs the keyword search (ranking.TEXT_STAGES) while the
         embedding thread embeds the query; then, the vector known, the embedding thread, idle again, runs
         the dense search (ranking.NEAREST_STAGES: the page matrix, no SQL) while this one takes the usual
-        cosine (USUAL_STAGES), ranks the facts and matches the keyword matches word by word, and later the embedding thread takes half of the
-        rest of that match (`RankingDeps.beside`). ONNX Runtime, SQLite and numpy release the GIL, so on
-        two cores each pair costs the longer of the two, not their sum."""
+        cosine (USUAL_STAGES), ranks the facts and matches the keyword matches word by word, and later the
+        embedding thread takes half of the rest of that match (`RankingDeps.beside`). ONNX Runtime, SQLite
+        and numpy release the GIL, so on two cores each pair costs the longer of the two, not their sum.
+        SQL stays on this thread: an apsw connection refuses a second thread while it is busy."""
         p = self.db.params
         # the newest exchanges are the dialogue above the message; older ones are memory
         recent = set(stm_ids[-p.quoting.recall_own_after :]) if p.quoting.recall_own_after > 0 else set()
