@@ -75,6 +75,13 @@ def test_chat_runs_on_llm_thread_and_memory_job_in_background(scheduler):
         assert probe.count_pages() == 1
     finally:
         probe.close()
+    # the events and the job count are told by the memory thread after its commit, which another
+    # connection already sees: wait for them (a busy machine delays that thread)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+        any(e.kind == "page_added" for e in scheduler.events) and scheduler.job_counts and scheduler.job_counts[-1] == 0
+    ):
+        time.sleep(0.05)
     assert any(e.kind == "page_added" for e in scheduler.events)
     assert scheduler.job_counts and scheduler.job_counts[-1] == 0
 

@@ -72,10 +72,20 @@ def make_window(qtbot, mnemo_dirs, embedder, chat_model):
         win.show()
         made.append(win)
         if start:
+            # the load's own signal, not only its attributes: they are set on the LLM thread just before it
+            # emits, and a test that waits for the next modelLoaded must not catch this one (a busy machine
+            # widens that gap)
+            told: list[object] = []
+            win.backend.modelLoaded.connect(told.append)
+            win.backend.modelFailed.connect(told.append)
             win.start_background_loading()
             if wait:
                 qtbot.waitUntil(
-                    lambda: win.backend.store_ok is not None and bool(win.backend.model_id or win.backend.model_error),
+                    lambda: (
+                        win.backend.store_ok is not None
+                        and bool(win.backend.model_id or win.backend.model_error)
+                        and bool(told)
+                    ),
                     timeout=LOAD_TIMEOUT_MS,
                 )
                 assert win.backend.store_ok, "the memory store did not open"
