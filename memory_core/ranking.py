@@ -259,11 +259,11 @@ def tokens(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
 
 def keyword_tokens(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> None:
     """The word-by-word match of the keyword matches, whose rows `prefetch` read: the retriever runs it while
-    the dense search runs on the other thread; `tokens` then scores the rest of the pool."""
+    the dense stages may still run on the other thread; `tokens` then scores the rest of the pool."""
     if pq.tokens is None or not _tokens_on(d) or not c.tok_rows:
         return
     ids = list(c.tok_rows)
-    sims = token_match.maxsim_packed(pq.tokens, [c.tok_rows[i] for i in ids], d.dim)
+    sims = _maxsim(pq.tokens, [c.tok_rows[i] for i in ids], d)
     c.tok_early = {pid: float(v) for pid, v in zip(ids, sims)}
 
 
@@ -443,9 +443,9 @@ Stage = tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]]
 # The stages in the order they run; "date", "neighbour_context" and "repeats" are rules inside
 # fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
 # TEXT_STAGES read only the query's text: the retriever runs them while the query is being embedded.
-# DENSE_STAGES read only the vector and the in-memory page matrix (no SQL): the retriever runs the nearest
-# pages' search on the embedding thread, idle by then, while this one takes the usual cosine and ranks the
-# facts. VECTOR_STAGES follow.
+# DENSE_STAGES read only the vector and the in-memory page matrix (no SQL): the retriever runs them on the
+# embedding thread straight after the embedding, while this one finishes the text stages, ranks the facts
+# and matches the keyword matches word by word. VECTOR_STAGES follow.
 TEXT_STAGES: tuple[Stage, ...] = (
     ("keyword", keyword),
     ("trigram", trigram),
@@ -592,7 +592,9 @@ def assemble(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> tuple[list[PageH
         {pid: s - p.ranking.w_tokens * c.tok_of.get(pid, 0.0) for pid, s in c.score.items()} if c.tok_of else c.score
     )
     word_re = {w: re.compile(r"\b" + re.escape(w), re.IGNORECASE) for w in pq.stems}
-    sampled = set(c.sample_ids.tolist())
+    # where the chosen pages that are in the sample sit in it (their standout leaves their own cosine out)
+    in_sample = np.flatnonzero(np.isin(c.sample_ids, np.asarray(c.chosen, dtype=np.int64)))
+    sampled = {int(c.sample_ids[k]): int(k) for k in in_sample[::-1]}  # reversed: the first of a repeat wins
     hits: list[PageHit] = []
     visited: list[int] = []
     for pid in c.chosen:
@@ -631,9 +633,10 @@ def assemble(c: Candidates, pq: ParsedQuery, d: RankingDeps) -> tuple[list[PageH
 
 
 def _similarity(
-    pid: int, c: Candidates, d: RankingDeps, sampled: set[int]
+    pid: int, c: Candidates, d: RankingDeps, sampled: dict[int, int]
 ) -> tuple[float | None, float | None, list[str]]:
-    """A chosen page's cosine, its standout over the usual cosine, and the reason's first part."""
+    """A chosen page's cosine, its standout over the usual cosine, and the reason's first part (`sampled`:
+    page -> its place in the usual cosine's sample)."""
     if d.is_stale(pid):
         # its vector is still the old model's: its meaning is not known yet, not 0 (the quoting
         # floor then goes by the score alone, as for a page with no cosine of its own)
@@ -644,7 +647,7 @@ def _similarity(
     if pid in c.askings:
         standout = None
     elif pid in sampled:
-        own = c.sample_cos[np.flatnonzero(c.sample_ids == pid)[0]]
+        own = c.sample_cos[sampled[pid]]
         standout = cos - typical_cosine_without(c.sample_sorted, float(own))
     else:
         standout = cos - c.usual
@@ -688,12 +691,12 @@ def rank_sides(hits: list[PageHit], q: np.ndarray, d: RankingDeps) -> list[SideH
         else {}
     )
     units: list[tuple[float, int, SideHit]] = []
-    for rank, h in enumerate(hits):
-        sides = token_match.unpack_sides(blobs.get(h.page.id), d.dim)
+    cosines = token_match.side_cosines([blobs.get(i) for i in ids], q, d.dim)
+    for rank, (h, sides) in enumerate(zip(hits, cosines)):
         if sides is None:
             units.append((h.score, 2 * rank, SideHit(h, "page", h.score)))
             continue
-        cu, ca = (float(x) for x in sides @ q)
+        cu, ca = sides
         h.side_similarity = (cu, ca)
         better, other = ("user", "assistant") if cu >= ca else ("assistant", "user")
         lower = h.score - p.ranking.other_side_drop - p.ranking.other_side_spread * abs(cu - ca)
@@ -780,13 +783,22 @@ SPLIT_MATCH_PAGES = 64
 
 def _maxsim(q_tokens: np.ndarray, blobs: list[bytes], d: RankingDeps) -> np.ndarray:
     """token_match.maxsim_packed of these blobs, half of them on the other thread when there is one:
-    numpy releases the GIL for the unpacking and the products, so the two halves run side by side."""
+    numpy releases the GIL for the unpacking and the products, so the two halves run side by side. When
+    the other thread has not started its half by the time this one is done with its own (it is still
+    busy, e.g. with the dense stages), this one takes it back and does it too."""
     if d.beside is None or len(blobs) < SPLIT_MATCH_PAGES:
         return token_match.maxsim_packed(q_tokens, blobs, d.dim)
     half = len(blobs) // 2
     other = d.beside(lambda: token_match.maxsim_packed(q_tokens, blobs[half:], d.dim))
     first = token_match.maxsim_packed(q_tokens, blobs[:half], d.dim)
-    return np.concatenate([first, other.result()])
+    second = taken_back(other, lambda: token_match.maxsim_packed(q_tokens, blobs[half:], d.dim))
+    return np.concatenate([first, second])
+
+
+def taken_back(pending: Future, work: Callable[[], Any]) -> Any:
+    """The result of work handed to another thread (`pending`): waited for once that thread has started it;
+    if it has not (still busy with something else), cancelled there and done here (`work`) instead."""
+    return work() if pending.cancel() else pending.result()
 
 
 def asking_pages(ids: Sequence[int], query: str, d: RankingDeps) -> set[int]:
@@ -813,19 +825,10 @@ def imported_conversations(conversation_ids: Sequence[int | None], d: RankingDep
     }
 
 
-def start_ranking(
-    pq: ParsedQuery, exclude: set[int], n: int, d: RankingDeps, timings: dict[str, float], conversation_id: int | None
-) -> Candidates:
-    """The candidates after TEXT_STAGES: what ranking can do before the query vector exists."""
-    c = Candidates(n=n, exclude=exclude, conversation_id=conversation_id)
-    run_stages(c, pq, d, timings, TEXT_STAGES)
-    return c
-
-
 def finish_ranking(
     c: Candidates, pq: ParsedQuery, d: RankingDeps, timings: dict[str, float]
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
-    """VECTOR_STAGES over `start_ranking`'s candidates after DENSE_STAGES, then the hits: the best `n` pages
+    """VECTOR_STAGES over the candidates of TEXT_STAGES and DENSE_STAGES, then the hits: the best `n` pages
     (hits), the topics they came from (trace rows), the segments that supplied a hit (to be visited) and the
     earlier askings passed over."""
     run_stages(c, pq, d, timings, VECTOR_STAGES)
@@ -865,7 +868,7 @@ def rank_pages(
     timings: dict[str, float],
     conversation_id: int | None = None,
 ) -> tuple[list[PageHit], list[dict], list[int], list[PageHit]]:
-    """Every stage in one go, for a query already embedded (see `start_ranking`, `finish_ranking`)."""
-    c = start_ranking(pq, exclude, n, d, timings, conversation_id)
-    run_stages(c, pq, d, timings, DENSE_STAGES)
+    """Every stage in one go, for a query already embedded (the retriever runs them on two threads)."""
+    c = Candidates(n=n, exclude=exclude, conversation_id=conversation_id)
+    run_stages(c, pq, d, timings, TEXT_STAGES + DENSE_STAGES)
     return finish_ranking(c, pq, d, timings)

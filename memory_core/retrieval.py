@@ -26,6 +26,7 @@ from .query import ParsedQuery, TermStats, common_words, keyword_query, parse_te
 from .ranking import (
     NEAREST_STAGES,
     SCOPED_KEYWORD_FACTOR,
+    TEXT_STAGES,
     UNRELATED_COSINE,
     UNRELATED_PRIOR_PAGES,
     USUAL_STAGES,
@@ -35,7 +36,7 @@ from .ranking import (
     keyword_tokens,
     rank_sides,
     run_stages,
-    start_ranking,
+    taken_back,
     typical_cosine,
 )
 from .segments import Segments
@@ -111,13 +112,15 @@ class Retriever:
             self.db.check()
             stm_ids, out.stm = self._stm(conversation_id, budget.stm)
             timings["stm"] = (time.perf_counter() - t1) * 1000
+            ranked = False  # `_recall` reads the traits too, while the dense stages run
             if pq is not None and embedding is not None and budget.pages > 0:
                 visited = self._recall(out, pq, embedding, stm_ids, budget, timings, conversation_id, off, spaces)
+                ranked = True
             elif pq is not None and embedding is not None:
                 vecs, per_text = embedding.result()
                 set_vectors(pq, vecs, per_text, self.db.params)
                 out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)
-            if budget.traits > 0:
+            if budget.traits > 0 and not ranked:
                 out.traits = self._select_traits(budget.traits)
             t4 = time.perf_counter()
             if record_visits and visited and not self.db.in_transaction:
@@ -154,27 +157,33 @@ class Retriever:
     ) -> list[int]:
         """Pages (and facts) for the query into `out`; returns the segments that supplied a page.
 
-        Two threads share the work: this one runs the keyword search (ranking.TEXT_STAGES) while the
-        embedding thread embeds the query; then, the vector known, the embedding thread, idle again, runs
-        the dense search (ranking.NEAREST_STAGES: the page matrix, no SQL) while this one takes the usual
-        cosine (USUAL_STAGES), ranks the facts and matches the keyword matches word by word, and later the
-        embedding thread takes half of the rest of that match (`RankingDeps.beside`). ONNX Runtime, SQLite
-        and numpy release the GIL, so on two cores each pair costs the longer of the two, not their sum.
+        Two threads share the work. The embedding thread embeds the query and, queued straight behind it,
+        runs the dense stages (ranking.DENSE_STAGES: the page matrix, no SQL), so they start the moment the
+        vector exists. Meanwhile this one runs the keyword search (ranking.TEXT_STAGES) and, once the vector
+        is known, ranks the facts, matches the keyword matches word by word and reads the persona traits;
+        later the two share the rest of that match (`RankingDeps.beside`). ONNX Runtime, SQLite and numpy
+        release the GIL, so on two cores the two threads' work costs the longer of the two, not their sum.
         SQL stays on this thread: an apsw connection refuses a second thread while it is busy."""
         p = self.db.params
         # the newest exchanges are the dialogue above the message; older ones are memory
         recent = set(stm_ids[-p.quoting.recall_own_after :]) if p.quoting.recall_own_after > 0 else set()
         tr = time.perf_counter()
         deps = self._ranking_deps(off, self._space_map.scope(self.db.execute, spaces))
+        if not self.db.in_transaction:
+            self._page_cache.sync(self.db.conn)  # before the dense search below reads the matrix
         timings["deps"] = (time.perf_counter() - tr) * 1000
-        c = self._start_ranking(pq, recent, budget.pages, timings, conversation_id, deps)
+        c = Candidates(n=budget.pages, exclude=recent, conversation_id=conversation_id)
+        vector: Future = Future()  # set once the embedding thread has put the query's vectors into `pq`
+        assert self._embed_thread is not None  # the embedding runs on it
+        dense_done = self._embed_thread.submit(self._dense_behind, embedding, vector, c, pq, deps, timings)
+        usual_done = self._embed_thread.submit(run_stages, c, pq, deps, timings, USUAL_STAGES)
+        tb = time.perf_counter()
+        pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), p, budget.pages)
+        timings["keyword_query"] = (time.perf_counter() - tb) * 1000
+        run_stages(c, pq, deps, timings, TEXT_STAGES)
         tw = time.perf_counter()
-        vecs, per_text = embedding.result()
+        vector.result()
         timings["embed_wait"] = (time.perf_counter() - tw) * 1000
-        set_vectors(pq, vecs, per_text, p)
-        assert self._embed_thread is not None  # the embedding ran on it
-        dense_done = self._embed_thread.submit(run_stages, c, pq, deps, timings, NEAREST_STAGES)
-        run_stages(c, pq, deps, timings, USUAL_STAGES)
         t3 = time.perf_counter()
         if budget.knowledge > 0:
             out.knowledge = self._rank_knowledge(pq, budget.knowledge, spaces)
@@ -182,6 +191,9 @@ class Retriever:
         tk = time.perf_counter()
         keyword_tokens(c, pq, deps)
         timings["keyword_tokens"] = (time.perf_counter() - tk) * 1000
+        if budget.traits > 0:  # they need no vector: read while the dense stages may still run
+            out.traits = self._select_traits(budget.traits)
+        taken_back(usual_done, lambda: run_stages(c, pq, deps, timings, USUAL_STAGES))
         tw = time.perf_counter()
         dense_done.result()
         timings["dense_wait"] = (time.perf_counter() - tw) * 1000
@@ -190,6 +202,26 @@ class Retriever:
         out.sides = rank_sides(out.pages, pq.vec, deps)
         timings["sides"] = (time.perf_counter() - ts) * 1000
         return visited
+
+    def _dense_behind(
+        self,
+        embedding: Future,
+        vector: Future,
+        c: Candidates,
+        pq: ParsedQuery,
+        deps: RankingDeps,
+        timings: dict[str, float],
+    ) -> None:
+        """On the embedding thread, right after the query's embedding (done by then: the thread runs one job
+        at a time): the query's vectors into `pq`, told through `vector`, then the dense stages."""
+        try:
+            vecs, per_text = embedding.result()
+            set_vectors(pq, vecs, per_text, self.db.params)
+        except BaseException as exc:
+            vector.set_exception(exc)
+            raise
+        vector.set_result(None)
+        run_stages(c, pq, deps, timings, NEAREST_STAGES)
 
     def _embed_async(self, texts: list[str], timings: dict[str, float]) -> Future:
         """Embed `texts` on the embedding thread; the future gives (vectors, token rows) and puts the
@@ -255,25 +287,6 @@ class Retriever:
             scope=scope,
             beside=self._embed_thread.submit if self._embed_thread is not None else None,
         )
-
-    def _start_ranking(
-        self,
-        pq: ParsedQuery,
-        exclude: set[int],
-        n: int,
-        timings: dict[str, float],
-        conversation_id: int | None,
-        deps: RankingDeps,
-    ) -> Candidates:
-        """ranking.start_ranking over the synced page matrix, the keyword query parsed on the way."""
-        ta = time.perf_counter()
-        if not self.db.in_transaction:
-            self._page_cache.sync(self.db.conn)
-        tb = time.perf_counter()
-        timings["cache_sync"] = (tb - ta) * 1000
-        pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), self.db.params, n)
-        timings["keyword_query"] = (time.perf_counter() - tb) * 1000
-        return start_ranking(pq, exclude, n, deps, timings, conversation_id)
 
     def _term_stats(self, counts: dict[str, int]) -> TermStats:
         """The keyword index's stems and term counts for one query (`counts`: its memo)."""

@@ -207,3 +207,17 @@ def unpack_sides(blob: bytes | None, dim: int) -> np.ndarray | None:
         return None
     v = np.frombuffer(blob, dtype=np.int8).reshape(2, dim).astype(np.float32)
     return v / np.clip(np.linalg.norm(v, axis=1, keepdims=True), 1e-12, None)
+
+
+def side_cosines(blobs: Sequence[bytes | None], q: np.ndarray, dim: int) -> list[tuple[float, float] | None]:
+    """For each `pack_sides` blob, the cosines of `q` with its user and assistant side vectors (`unpack_sides`),
+    None where it has none: the blobs of a recall converted and multiplied at once, not one by one."""
+    whole = [i for i, b in enumerate(blobs) if b and len(b) == 2 * dim]
+    out: list[tuple[float, float] | None] = [None] * len(blobs)
+    if whole:
+        raw = b"".join(blobs[i] or b"" for i in whole)
+        v = np.frombuffer(raw, dtype=np.int8).reshape(len(whole), 2, dim).astype(np.float32)
+        v /= np.clip(np.linalg.norm(v, axis=2, keepdims=True), 1e-12, None)
+        for i, (cu, ca) in zip(whole, (v @ q).tolist()):
+            out[i] = (cu, ca)
+    return out

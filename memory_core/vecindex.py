@@ -93,6 +93,16 @@ class RowMap:
             return r if r >= 0 else None
         return self._far.get(item_id)
 
+    def rows_of(self, item_ids: np.ndarray) -> np.ndarray:
+        """The rows of these ids (int64, -1 where an id has none), looked up at once."""
+        out = np.full(len(item_ids), -1, dtype=np.int64)
+        inside = (item_ids >= 0) & (item_ids < len(self._rows))
+        out[inside] = self._rows[item_ids[inside]]
+        if self._far:
+            for k in np.flatnonzero(~inside):
+                out[k] = self._far.get(int(item_ids[k]), -1)
+        return out
+
     def __contains__(self, item_id: object) -> bool:
         return isinstance(item_id, (int, np.integer)) and self.get(int(item_id)) is not None
 
@@ -406,7 +416,8 @@ class MatrixCache:
     def _masked(self, values: np.ndarray, exclude: set[int] | None, mask: np.ndarray | None, fill) -> np.ndarray:
         """`values` (one per row in use) with free rows, excluded ids and rows `mask` leaves out set to `fill`
         (a score of -inf, a distance past any)."""
-        values[self.ids[: len(values)] < 0] = fill
+        if self.free:  # the rows in use without an id are the free ones (a pass over the ids saved when none)
+            values[self.ids[: len(values)] < 0] = fill
         if mask is not None:
             values[~mask[: len(values)]] = fill
         for i in exclude or ():
@@ -470,12 +481,15 @@ class MatrixCache:
         return ids.copy(), rows @ q.astype(np.float32, copy=False)
 
     def scores_for(self, q: np.ndarray, item_ids) -> dict[int, float]:
+        """{id: cosine of `q`} for these ids (those without a vector left out), in their order."""
+        ids = np.fromiter(item_ids, dtype=np.int64)
         with self.lock:
-            rows = [(i, self.row_of[i]) for i in item_ids if i in self.row_of]
-            if not rows:
+            rows = self.row_of.rows_of(ids)
+            have = rows >= 0
+            if not have.any():
                 return {}
-            s = self._dots(np.array([r for _, r in rows]), q.astype(np.float32, copy=False))
-            return {i: float(v) for (i, _), v in zip(rows, s)}
+            s = self._dots(rows[have], q.astype(np.float32, copy=False))
+            return dict(zip(ids[have].tolist(), s.tolist()))
 
     def vector(self, item_id: int) -> np.ndarray | None:
         with self.lock:
