@@ -444,8 +444,9 @@ Stage = tuple[str, Callable[[Candidates, ParsedQuery, RankingDeps], None]]
 # fuse / finalize / select that can be switched off on their own, and "common_words" acts in parsing.
 # TEXT_STAGES read only the query's text: the retriever runs them while the query is being embedded.
 # DENSE_STAGES read only the vector and the in-memory page matrix (no SQL): the retriever runs them on the
-# embedding thread straight after the embedding, while this one finishes the text stages, ranks the facts
-# and matches the keyword matches word by word. VECTOR_STAGES follow.
+# embedding thread straight after the embedding (the usual cosine there, or here if that thread is still
+# busy), while this one finishes the text stages, ranks the facts and matches the keyword matches word by
+# word (Retriever._recall). VECTOR_STAGES follow.
 TEXT_STAGES: tuple[Stage, ...] = (
     ("keyword", keyword),
     ("trigram", trigram),

@@ -112,7 +112,7 @@ class Retriever:
             self.db.check()
             stm_ids, out.stm = self._stm(conversation_id, budget.stm)
             timings["stm"] = (time.perf_counter() - t1) * 1000
-            ranked = False  # `_recall` reads the traits too, while the dense stages run
+            ranked = False  # `_recall` reads the traits too, while the query is embedded
             if pq is not None and embedding is not None and budget.pages > 0:
                 visited = self._recall(out, pq, embedding, stm_ids, budget, timings, conversation_id, off, spaces)
                 ranked = True
@@ -158,11 +158,13 @@ class Retriever:
         """Pages (and facts) for the query into `out`; returns the segments that supplied a page.
 
         Two threads share the work. The embedding thread embeds the query and, queued straight behind it,
-        runs the dense stages (ranking.DENSE_STAGES: the page matrix, no SQL), so they start the moment the
-        vector exists. Meanwhile this one runs the keyword search (ranking.TEXT_STAGES) and, once the vector
-        is known, ranks the facts, matches the keyword matches word by word and reads the persona traits;
-        later the two share the rest of that match (`RankingDeps.beside`). ONNX Runtime, SQLite and numpy
-        release the GIL, so on two cores the two threads' work costs the longer of the two, not their sum.
+        searches the nearest pages (ranking.NEAREST_STAGES: the page matrix, no SQL), so that search starts
+        the moment the vector exists; then it takes the usual cosine (USUAL_STAGES), unless this thread has
+        taken that back by then (`ranking.taken_back`). Meanwhile this one runs the keyword search
+        (ranking.TEXT_STAGES), reads the persona traits and, once the vector is known, ranks the facts and
+        matches the keyword matches word by word, half of that on the other thread if it is free by then
+        (`RankingDeps.beside`). ONNX Runtime, SQLite and numpy release the GIL, so on two cores the two
+        threads' work costs the longer of the two, not their sum.
         SQL stays on this thread: an apsw connection refuses a second thread while it is busy."""
         p = self.db.params
         # the newest exchanges are the dialogue above the message; older ones are memory
@@ -181,6 +183,8 @@ class Retriever:
         pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), p, budget.pages)
         timings["keyword_query"] = (time.perf_counter() - tb) * 1000
         run_stages(c, pq, deps, timings, TEXT_STAGES)
+        if budget.traits > 0:  # they need no vector: read before waiting for it
+            out.traits = self._select_traits(budget.traits)
         tw = time.perf_counter()
         vector.result()
         timings["embed_wait"] = (time.perf_counter() - tw) * 1000
@@ -191,8 +195,6 @@ class Retriever:
         tk = time.perf_counter()
         keyword_tokens(c, pq, deps)
         timings["keyword_tokens"] = (time.perf_counter() - tk) * 1000
-        if budget.traits > 0:  # they need no vector: read while the dense stages may still run
-            out.traits = self._select_traits(budget.traits)
         taken_back(usual_done, lambda: run_stages(c, pq, deps, timings, USUAL_STAGES))
         tw = time.perf_counter()
         dense_done.result()
