@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import numpy as np
 
-from memory_core import MemoryParams, RetrievalBudget
+from memory_core import MemoryParams, RetrievalBudget, ranking
+from memory_core.query import keyword_query, parse_text, set_vectors, texts_to_embed
 from memory_core.retrieval import UNRELATED_COSINE, UNRELATED_PRIOR_PAGES
 
 CHAT = [
@@ -421,3 +425,43 @@ def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_
     s2.add_page(c2, "The roof leaked again during the storm.", "Oh no!")
     top = s2.retrieve("Smoke", None, RetrievalBudget(pages=2), record_visits=False).pages[0]
     assert "Smoke" in top.page.user_text and "keyword match" in top.reason
+
+
+def test_work_handed_to_a_busy_thread_is_taken_back():
+    with ThreadPoolExecutor(max_workers=1) as other:
+        started, gate = threading.Event(), threading.Event()
+        busy = other.submit(lambda: (started.set(), gate.wait(30)))
+        assert started.wait(30)
+        handed = other.submit(lambda: "there")
+        assert ranking.taken_back(handed, lambda: "here") == "here"  # not begun there: done here, not twice
+        assert handed.cancelled()
+        gate.set()
+        busy.result()
+        begun = threading.Event()
+        handed = other.submit(lambda: (begun.set(), "there")[1])
+        assert begun.wait(30)
+        assert ranking.taken_back(handed, lambda: "here") == "there"  # begun there: its result
+
+
+def test_two_threads_rank_as_every_stage_in_turn_on_one(open_tok, clock, monkeypatch):
+    """The retriever spreads the stages over two threads (the dense search queued behind the embedding, the
+    usual cosine and word-by-word halves taken by whichever thread is free): the pages, scores and reasons
+    are those of ranking.rank_pages running every stage in turn on one thread."""
+    monkeypatch.setattr(ranking, "SPLIT_MATCH_PAGES", 2)  # the word-by-word match split even for a few pages
+    s = open_tok()
+    cid = s.create_conversation()
+    fill(s, cid, clock)
+    other = s.create_conversation()
+    rt = s.retrieval
+    for q in ["What is the name of my dog?", "Where is Laura's wedding?", "my sourdough starter", "cello"]:
+        got = s.retrieve(q, other, RetrievalBudget(pages=5))
+        pq = parse_text(q, clock())
+        rt._common_words(pq, {}, frozenset())
+        vecs, per_text = rt.embedding.embed_with_tokens(texts_to_embed(pq))
+        set_vectors(pq, vecs, per_text, s.db.params)
+        pq.keyword = keyword_query(pq, rt._term_stats(pq.term_counts), s.db.params, 5)
+        one = dataclasses.replace(rt._ranking_deps(), beside=None)
+        hits, *_ = ranking.rank_pages(pq, set(), 5, one, {}, other)
+        assert [(h.page.id, round(h.score, 6), h.reason) for h in got.pages] == [
+            (h.page.id, round(h.score, 6), h.reason) for h in hits
+        ], q

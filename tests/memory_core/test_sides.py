@@ -58,6 +58,21 @@ def test_pack_sides_pools_each_side_and_round_trips():
     assert TM.page_sides(v, ["a"] * 5, "", "reply") == b""  # one side only
 
 
+def test_side_cosines_of_many_pages_at_once_match_one_by_one():
+    rng = np.random.default_rng(6)
+    q = rng.normal(size=384).astype(np.float32)
+    q /= np.linalg.norm(q)
+    blobs = [TM.pack_sides(rng.normal(size=(4, 384)).astype(np.float32), 2) for _ in range(3)]
+    asked = [blobs[0], None, b"", blobs[1], blobs[2][:-1], blobs[2]]  # none, empty and damaged: no sides
+    got = TM.side_cosines(asked, q, 384)
+    assert [g is None for g in got] == [False, True, True, False, True, False]
+    for blob, pair in zip(asked, got):
+        if pair is not None:
+            one = TM.unpack_sides(blob, 384) @ q
+            assert np.allclose(pair, one, atol=1e-6)
+    assert TM.side_cosines([], q, 384) == []
+
+
 def _sides(store) -> dict[int, bytes | None]:
     return dict(store._rows("SELECT page_id, sides FROM page_tok"))
 

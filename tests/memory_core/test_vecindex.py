@@ -124,3 +124,43 @@ def test_the_row_map_keeps_ids_near_and_far():
     assert sorted(m) == [3, 100_000, far + 1] and len(m) == 3
     m[3] = 9  # a row moved: no new id
     assert len(m) == 3 and m[3] == 9
+
+
+def test_rows_of_looks_up_near_far_and_missing_ids_at_once():
+    far = vecindex.RowMap.DENSE_LIMIT + 5
+    m = vecindex.RowMap(np.array([3, 7, far], dtype=np.int64))
+    m.pop(7)
+    asked = np.array([3, 7, far, 4, far + 1, 10**9], dtype=np.int64)
+    assert m.rows_of(asked).tolist() == [0, -1, 2, -1, -1, -1]
+
+
+def test_scores_for_gives_each_known_id_its_cosine_in_the_order_asked():
+    dim = 16
+    x = _embedding_like(50, dim, seed=3)
+    cache = vecindex.MatrixCache("page", dim)
+    for i, v in enumerate(x):
+        cache._put(i + 1, v)
+    cache._remove(9)
+    q = x[0]
+    got = cache.scores_for(q, iter([30, 9, 2, 999, 1]))  # any iterable; 9 removed, 999 never there
+    assert list(got) == [30, 2, 1]
+    for pid, cos in got.items():
+        assert abs(cos - float(x[pid - 1] @ q)) < 1e-6
+    assert cache.scores_for(q, []) == {} and cache.scores_for(q, [999]) == {}
+
+
+def test_a_removed_row_is_never_found_and_its_reuse_is():
+    dim = 16
+    x = _embedding_like(40, dim, seed=4)
+    cache = vecindex.MatrixCache("page", dim)
+    for i, v in enumerate(x):
+        cache._put(i + 1, v)
+    ids, _ = cache.search(x[10], 5)
+    assert ids[0] == 11
+    cache._remove(11)  # its row is free now: searches skip it
+    ids, _ = cache.search(x[10], 40)
+    assert 11 not in ids and len(ids) == 39
+    cache._put(41, x[10])  # the free row taken again
+    assert not cache.free
+    ids, _ = cache.search(x[10], 1)
+    assert ids.tolist() == [41]
