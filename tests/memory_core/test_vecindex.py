@@ -134,12 +134,17 @@ def test_rows_of_looks_up_near_far_and_missing_ids_at_once():
     assert m.rows_of(asked).tolist() == [0, -1, 2, -1, -1, -1]
 
 
-def test_scores_for_gives_each_known_id_its_cosine_in_the_order_asked():
-    dim = 16
-    x = _embedding_like(50, dim, seed=3)
-    cache = vecindex.MatrixCache("page", dim)
+def _small_cache(n: int, seed: int) -> tuple[np.ndarray, vecindex.MatrixCache]:
+    """n 16-d rows (ids 1..n) in a cache small enough for the exact scan."""
+    x = _embedding_like(n, 16, seed=seed)
+    cache = vecindex.MatrixCache("page", 16)
     for i, v in enumerate(x):
         cache._put(i + 1, v)
+    return x, cache
+
+
+def test_scores_for_gives_each_known_id_its_cosine_in_the_order_asked():
+    x, cache = _small_cache(50, seed=3)
     cache._remove(9)
     q = x[0]
     got = cache.scores_for(q, iter([30, 9, 2, 999, 1]))  # any iterable; 9 removed, 999 never there
@@ -150,11 +155,7 @@ def test_scores_for_gives_each_known_id_its_cosine_in_the_order_asked():
 
 
 def test_a_removed_row_is_never_found_and_its_reuse_is():
-    dim = 16
-    x = _embedding_like(40, dim, seed=4)
-    cache = vecindex.MatrixCache("page", dim)
-    for i, v in enumerate(x):
-        cache._put(i + 1, v)
+    x, cache = _small_cache(40, seed=4)
     ids, _ = cache.search(x[10], 5)
     assert ids[0] == 11
     cache._remove(11)  # its row is free now: searches skip it
