@@ -215,7 +215,7 @@ class Retriever:
         timings: dict[str, float],
     ) -> None:
         """On the embedding thread, right after the query's embedding (done by then: the thread runs one job
-        at a time): the query's vectors into `pq`, told through `vector`, then the dense stages."""
+        at a time): the query's vectors into `pq`, told through `vector`, then the nearest pages' search."""
         try:
             vecs, per_text = embedding.result()
             set_vectors(pq, vecs, per_text, self.db.params)
