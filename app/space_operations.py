@@ -10,6 +10,7 @@ from typing import Any
 from app.wording import count
 from memory_core.space_merge import SpaceMerge
 from memory_core.spaces import SpaceError, SpaceInfo
+from memory_core.text import one_line
 
 __all__ = [
     "SpaceError",
@@ -86,8 +87,7 @@ def _things(pairs: list[tuple[int, str]]) -> str:
 
 def _short(text: str, n: int = 80) -> str:
     """A memory item quoted in a sentence: one line, at most `n` characters, without its closing full stop."""
-    text = " ".join(text.split()).rstrip(".")
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return one_line(" ".join(text.split()).rstrip("."), n)
 
 
 def merge_lines(m: SpaceMerge) -> list[str]:

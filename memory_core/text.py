@@ -244,6 +244,13 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_RE.split(text or "") if s and s.strip()]
 
 
+def one_line(text: str | None, n: int) -> str:
+    """`text` on one line (each run of whitespace one space), cut to at most `n` characters ending in "…": a
+    label, cut where it reaches `n` (`truncate` keeps whole words instead)."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def truncate(text: str, n: int) -> str:
     text = " ".join((text or "").split())
     if len(text) <= n:

@@ -15,6 +15,7 @@ from app.commands import adapters as adapter_commands
 from app.commands import spaces as space_commands
 from app.commands._common import fail, print_json
 from app.wording import heat
+from memory_core.text import one_line
 
 KINDS = ("page", "segment", "trait", "knowledge")
 
@@ -23,22 +24,17 @@ def _when(ts) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "?"
 
 
-def _short(text: str, n: int = 90) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
 def _row(kind: str, item) -> str:
     if kind == "page":
-        return f"page {item.id:>6} [{item.tier}] {_when(item.timestamp)} {'📌' if item.pinned else ' '} {_short(item.user_text + ' | ' + item.assistant_text)}"
+        return f"page {item.id:>6} [{item.tier}] {_when(item.timestamp)} {'📌' if item.pinned else ' '} {one_line(item.user_text + ' | ' + item.assistant_text, 90)}"
     if kind == "segment":
         return (
             f"segment {item.id:>5} [{item.tier}] heat {heat(item.heat):>6} visits {item.n_visit:>3} "
-            f"pages {item.page_count:>3} {'📌' if item.pinned else ' '} {_short(item.summary, 70)}"
+            f"pages {item.page_count:>3} {'📌' if item.pinned else ' '} {one_line(item.summary, 70)}"
         )
     if kind == "trait":
-        return f"trait {item.id:>5} {item.dimension}: {_short(item.value, 70)} (conf {item.confidence:.2f}, v{item.version})"
-    return f"knowledge {item.id:>5} ({item.owner}) {_short(item.text, 80)} (v{item.version})"
+        return f"trait {item.id:>5} {item.dimension}: {one_line(item.value, 70)} (conf {item.confidence:.2f}, v{item.version})"
+    return f"knowledge {item.id:>5} ({item.owner}) {one_line(item.text, 80)} (v{item.version})"
 
 
 def _list(store, args):
@@ -452,7 +448,7 @@ def _activation(ctx, store, args) -> int:
     for r in got.rows:
         hit = _when(r.last_hit) if r.last_hit else "never"
         print(
-            f"  {_short(r.chat, 32):<32} {r.tokens:>6,} tokens {ac.human_bytes(r.size):>10}  built {_when(r.built_at)}"
+            f"  {one_line(r.chat, 32):<32} {r.tokens:>6,} tokens {ac.human_bytes(r.size):>10}  built {_when(r.built_at)}"
             f"  last hit {hit:<16} {r.model}" + (f" (n_ctx {r.n_ctx})" if r.n_ctx else "")
         )
     return 0

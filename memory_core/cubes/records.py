@@ -8,16 +8,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..text import one_line
+
 PERSONA_ACTIONS = ("added", "merged", "present", "skipped")
 
 
 def _when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "?"
-
-
-def _short(text: str, n: int = 70) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 @dataclass
@@ -33,7 +30,7 @@ class Conflict:
     def describe(self) -> str:
         what = "trait" if self.kind == "trait" else "fact"
         reason = "it is pinned" if self.why == "pinned" else "the cube's is older"
-        return f"{what} {self.item_id} “{_short(self.held)}” kept ({reason}); the cube says “{_short(self.offered)}”"
+        return f"{what} {self.item_id} “{one_line(self.held, 70)}” kept ({reason}); the cube says “{one_line(self.offered, 70)}”"
 
 
 @dataclass
