@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -790,10 +791,10 @@ def _maxsim(q_tokens: np.ndarray, blobs: list[bytes], d: RankingDeps) -> np.ndar
     if d.beside is None or len(blobs) < SPLIT_MATCH_PAGES:
         return token_match.maxsim_packed(q_tokens, blobs, d.dim)
     half = len(blobs) // 2
-    other = d.beside(lambda: token_match.maxsim_packed(q_tokens, blobs[half:], d.dim))
+    rest = partial(token_match.maxsim_packed, q_tokens, blobs[half:], d.dim)
+    other = d.beside(rest)
     first = token_match.maxsim_packed(q_tokens, blobs[:half], d.dim)
-    second = taken_back(other, lambda: token_match.maxsim_packed(q_tokens, blobs[half:], d.dim))
-    return np.concatenate([first, second])
+    return np.concatenate([first, taken_back(other, rest)])
 
 
 def taken_back(pending: Future, work: Callable[[], Any]) -> Any:

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 
 import apsw
 
@@ -178,7 +179,8 @@ class Retriever:
         vector: Future = Future()  # set once the embedding thread has put the query's vectors into `pq`
         assert self._embed_thread is not None  # the embedding runs on it
         dense_done = self._embed_thread.submit(self._dense_behind, embedding, vector, c, pq, deps, timings)
-        usual_done = self._embed_thread.submit(run_stages, c, pq, deps, timings, USUAL_STAGES)
+        usual = partial(run_stages, c, pq, deps, timings, USUAL_STAGES)
+        usual_done = self._embed_thread.submit(usual)
         tb = time.perf_counter()
         pq.keyword = keyword_query(pq, self._term_stats(pq.term_counts), p, budget.pages)
         timings["keyword_query"] = (time.perf_counter() - tb) * 1000
@@ -195,7 +197,7 @@ class Retriever:
         tk = time.perf_counter()
         keyword_tokens(c, pq, deps)
         timings["keyword_tokens"] = (time.perf_counter() - tk) * 1000
-        taken_back(usual_done, lambda: run_stages(c, pq, deps, timings, USUAL_STAGES))
+        taken_back(usual_done, usual)
         tw = time.perf_counter()
         dense_done.result()
         timings["dense_wait"] = (time.perf_counter() - tw) * 1000
