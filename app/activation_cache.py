@@ -70,7 +70,7 @@ def slots_to_keep(store, model, conversation_id: int | None, n_messages: int, *,
     cache = getattr(model, "activation", None)
     if cache is None or not read:
         return []
-    purge_forgotten(cache, store.forgotten_spans())
+    purge_forgotten(cache, store.db.purge.spans())
     keep = [(NEW_CHAT, 1)]
     if conversation_id is not None and n_messages > 1:  # a chat with no dialogue yet: the new-chat entry
         keep.append((chat_slot(conversation_id), n_messages))
@@ -136,7 +136,7 @@ def summary(cache: KVCacheStore, store=None) -> ActivationSummary:
     """Every entry with its chat's title (`store`: the memory, for the titles and to drop entries
     holding forgotten memory first; None: ids only), the hits and misses, the size against the cap."""
     if store is not None:
-        purge_forgotten(cache, store.forgotten_spans())
+        purge_forgotten(cache, store.db.purge.spans())
     stats = cache.stats()
     rows = [_row(entry, stats.of(entry), store) for entry in cache.entries()]
     return ActivationSummary(rows, stats.hits, stats.misses, sum(r.size for r in rows), cache.cap_bytes)
@@ -149,7 +149,7 @@ def _row(entry: KVEntry, hit: tuple[int, float | None], store) -> ActivationRow:
     elif store is None:
         title = f"chat {cid}"
     else:
-        conv = store.get_conversation(cid)
+        conv = store.conversations.get_conversation(cid)
         title = conv.title if conv is not None else "(deleted chat)"
     n_ctx = entry.key.get("n_ctx")
     return ActivationRow(

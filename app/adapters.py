@@ -278,7 +278,7 @@ def apply_for_chat(model, conversation_id: int | None, store=None) -> list[str]:
     if registry is None:
         return []
     if store is not None and registry.file.exists():
-        drop_forgotten(registry, store.forgotten_spans())
+        drop_forgotten(registry, store.db.purge.spans())
     try:
         records, _own = registry.chosen(conversation_id)
     except OSError as exc:
@@ -333,7 +333,7 @@ def rows(
     """Every adapter, whether the chat uses it and whether it fits the model (`store`: to drop the
     adapters holding forgotten memory first)."""
     if store is not None:
-        drop_forgotten(registry, store.forgotten_spans())
+        drop_forgotten(registry, store.db.purge.spans())
     on = {a.name for a in registry.chosen(conversation_id)[0]}
     out = []
     for r in registry.records():

@@ -140,7 +140,7 @@ class ChatAgent:
 
     # -- conversations ------------------------------------------------------------
     def new_conversation(self, title: str = "New chat") -> int:
-        return self.store.create_conversation(title)
+        return self.store.conversations.create_conversation(title)
 
     def recover_interrupted(self) -> int:
         """After a crash: what was cut short is kept and its memory queued (`app.recovery`); returns
@@ -174,7 +174,7 @@ class ChatAgent:
         request to remember or forget in it is carried out). `sent_at`: the `time.perf_counter()` at
         which the user sent it, so the reply's time to first token counts what it waited for."""
         began = time.perf_counter()
-        user = self.store.get_message(user_message_id)
+        user = self.store.conversations.get_message(user_message_id)
         if user is None or user.role != "user":
             raise ValueError(f"message {user_message_id} is not a user message")
         return self._reply(
@@ -197,10 +197,10 @@ class ChatAgent:
     ) -> TurnResult:
         """A new sibling reply to the same user message; the rejected reply's page is forgotten."""
         began = time.perf_counter()
-        old = self.store.get_message(assistant_message_id)
+        old = self.store.conversations.get_message(assistant_message_id)
         if old is None or old.role != "assistant" or old.parent_id is None:
             raise ValueError(f"message {assistant_message_id} is not an assistant reply")
-        user = self.store.get_message(old.parent_id)
+        user = self.store.conversations.get_message(old.parent_id)
         self._forget_pages_of(assistant_message_id)
         return self._reply(
             old.conversation_id, user.id, user.content, on_token=on_token, cancel=cancel, clock=(sent_at, began)
@@ -232,7 +232,7 @@ class ChatAgent:
         read, history = True, []
         if conversation_id is not None:
             read, _ = self._memory_mode(conversation_id)
-            history = self.store.list_messages(conversation_id, leaf_id=leaf_id)
+            history = self.store.conversations.list_messages(conversation_id, leaf_id=leaf_id)
         persona = (
             self.store.retrieve("", None, RetrievalBudget(pages=0, knowledge=0), record_visits=False) if read else None
         )
@@ -305,7 +305,7 @@ class ChatAgent:
         self._recall(turn, read)
         self._compose(turn)
         with _disk_full_means(REPLY_NOT_STARTED), self.store.transaction():
-            assistant_id = self.store.add_message(
+            assistant_id = self.store.conversations.add_message(
                 conversation_id,
                 "assistant",
                 "",
@@ -330,7 +330,7 @@ class ChatAgent:
     def _recall(self, turn: _Turn, read: bool) -> None:
         """The branch up to the message, and what memory recalls for it (nothing when memory is off)."""
         t0 = time.perf_counter()
-        branch = self.store.list_messages_to(turn.user_id)
+        branch = self.store.conversations.list_messages_to(turn.user_id)
         turn.history = [m for m in branch if m.id != turn.user_id]
         budget = RetrievalBudget(pages=self.store.params.quoting.recall_turns)
         spaces = self.store.spaces.read_set(turn.conversation_id)  # the memory spaces the chat reads
@@ -513,11 +513,13 @@ class ChatAgent:
         remember = write and bool(text.strip()) and status != STATUS_FAILED
         try:
             with self.store.transaction():  # the reply and its memory job commit together, or neither does
-                self.store.update_message(assistant_id, content=text, status=status, meta=meta)
+                self.store.conversations.update_message(assistant_id, content=text, status=status, meta=meta)
                 if write and status != STATUS_FAILED:  # a visit is a page quoted into a reply's prompt
-                    self.store.record_quoted_pages(turn.prompt.included.get("pages", []))
+                    self.store.segments.record_quoted_pages(turn.prompt.included.get("pages", []))
                 if remember:
-                    queue_exchange_page(self.store, cid, self.store.get_message(user_id), assistant_id, text)
+                    queue_exchange_page(
+                        self.store, cid, self.store.conversations.get_message(user_id), assistant_id, text
+                    )
         except Exception as exc:
             if not is_storage_full(exc):
                 raise
@@ -538,7 +540,7 @@ class ChatAgent:
         for h in hits:
             cid = h.page.conversation_id
             if cid is not None and cid not in sources:
-                conv = self.store.get_conversation(cid)
+                conv = self.store.conversations.get_conversation(cid)
                 sources[cid] = conv.source if conv is not None else None
         return [
             QuotedPage(h.page.user_text or "", h.page.assistant_text or "", sources.get(h.page.conversation_id))
@@ -549,7 +551,7 @@ class ChatAgent:
         """Save the reply so far (a crash loses at most PARTIAL_FLUSH_S of it). On a full disk the
         reply keeps streaming; the next flush tries again. Returns the time of this attempt."""
         try:
-            self.store.update_message(assistant_id, content="".join(parts))
+            self.store.conversations.update_message(assistant_id, content="".join(parts))
         except Exception as exc:
             if not is_storage_full(exc):
                 raise
@@ -561,9 +563,9 @@ class ChatAgent:
 
     def _mark_answered(self, user_id: int) -> None:
         """The user message's reply has begun: no longer 'pending' (see `post_message`)."""
-        user = self.store.get_message(user_id)
+        user = self.store.conversations.get_message(user_id)
         if user is not None and user.status == STATUS_PENDING:
-            self.store.update_message(user_id, status=STATUS_COMPLETE)
+            self.store.conversations.update_message(user_id, status=STATUS_COMPLETE)
 
 
 def post_message(store, conversation_id: int, text: str, *, parent_id: int | None = None) -> int:
@@ -573,10 +575,10 @@ def post_message(store, conversation_id: int, text: str, *, parent_id: int | Non
     first message also titles it. DiskFullError when it cannot be stored."""
     text = valid_text(text)
     if parent_id is None:
-        branch = store.list_messages(conversation_id)
+        branch = store.conversations.list_messages(conversation_id)
         parent_id = branch[-1].id if branch else None
     with _disk_full_means(MESSAGE_NOT_SAVED):
-        user_id = store.add_message(
+        user_id = store.conversations.add_message(
             conversation_id,
             "user",
             text,
@@ -592,14 +594,14 @@ def post_message(store, conversation_id: int, text: str, *, parent_id: int | Non
 def post_edit(store, user_message_id: int, new_text: str) -> int:
     """Store `new_text` as a new user message beside `user_message_id` (a new branch, 'pending' like
     `post_message`); the memory of the old branch's replies is forgotten."""
-    old = store.get_message(user_message_id)
+    old = store.conversations.get_message(user_message_id)
     if old is None or old.role != "user":
         raise ValueError(f"message {user_message_id} is not a user message")
-    for child in store.message_children(user_message_id):
+    for child in store.conversations.message_children(user_message_id):
         forget_pages_of(store, child.id)
     new_text = valid_text(new_text)
     with _disk_full_means(MESSAGE_NOT_SAVED):
-        return store.add_message(
+        return store.conversations.add_message(
             old.conversation_id,
             "user",
             new_text,
@@ -612,30 +614,30 @@ def post_edit(store, user_message_id: int, new_text: str) -> int:
 def record_failed_reply(store, user_message_id: int, error: str) -> int:
     """The turn failed before its reply began (the model could not be loaded): a 'failed' reply that
     says why, so the stored message is answered by something the user can regenerate."""
-    user = store.get_message(user_message_id)
+    user = store.conversations.get_message(user_message_id)
     if user is None:
         raise ValueError(f"no message {user_message_id}")
     with store.transaction():
-        aid = store.add_message(
+        aid = store.conversations.add_message(
             user.conversation_id, "assistant", "", parent_id=user.id, status=STATUS_FAILED, meta={"error": error}
         )
         if user.status == STATUS_PENDING:
-            store.update_message(user.id, status=STATUS_COMPLETE)
+            store.conversations.update_message(user.id, status=STATUS_COMPLETE)
     return aid
 
 
 def forget_pages_of(store, assistant_message_id: int) -> None:
     """Forget the memory of a reply the user replaced (regenerated or edited away)."""
-    store.cancel_jobs(key=f"page:{assistant_message_id}")
-    pages = store.list_pages(assistant_message_id=assistant_message_id, limit=100)
+    store.jobs.cancel(key=f"page:{assistant_message_id}")
+    pages = store.pages.list_pages(assistant_message_id=assistant_message_id, limit=100)
     if pages:
-        store.forget("page", [p.id for p in pages])
+        store.curation.forget("page", [p.id for p in pages])
 
 
 def _maybe_title(store, conversation_id: int, text: str) -> None:
-    conv = store.get_conversation(conversation_id)
+    conv = store.conversations.get_conversation(conversation_id)
     if conv is not None and conv.title in ("", "New chat"):
-        store.rename_conversation(conversation_id, title_from(text))
+        store.conversations.rename_conversation(conversation_id, title_from(text))
 
 
 def title_from(text: str, limit: int = 60) -> str:

@@ -121,7 +121,7 @@ def drop_forgotten(store, paths: Paths, *, keep: int = KEEP) -> tuple[list[Path]
     """Delete the backups that may still hold forgotten memory; first, when backups are on (`keep` >
     0), make a new one of the memory as it is now, so a backup is left whatever fails. Returns the
     deleted backups and the new one."""
-    stale = holding_forgotten(paths, store.forgotten_spans())
+    stale = holding_forgotten(paths, store.db.purge.spans())
     if not stale:
         return [], None
     fresh = make_backup(store, paths, keep=max(keep, 1) + len(stale)) if keep > 0 else None

@@ -93,10 +93,10 @@ def chat_json(conversation: Any, messages: list) -> dict:
 def render_chat(store, conversation_id: int, fmt: str, *, leaf_id: int | None = None) -> tuple[str, int, str]:
     """(title, number of messages, text) of the chat's branch ending at `leaf_id` (default: its newest
     message) in `fmt`; LookupError when there is no such chat."""
-    conversation = store.get_conversation(conversation_id)
+    conversation = store.conversations.get_conversation(conversation_id)
     if conversation is None:
         raise LookupError(f"no chat with id {conversation_id}")
-    messages = store.list_messages(conversation_id, leaf_id=leaf_id)
+    messages = store.conversations.list_messages(conversation_id, leaf_id=leaf_id)
     text = (
         json.dumps(chat_json(conversation, messages), ensure_ascii=False, indent=1)
         if fmt == "json"

@@ -79,7 +79,7 @@ class ChatMemory:
 
 def chat_memory(store, cid: int) -> ChatMemory:
     """What memory holds from chat `cid` (read-only; for a confirmation that names it)."""
-    return ChatMemory(cid, store.conversation_memory(cid), _remembered_here(store, cid))
+    return ChatMemory(cid, store.curation.conversation_memory(cid), _remembered_here(store, cid))
 
 
 def forget_chat_memory(store, cid: int) -> ChatMemory:
@@ -87,12 +87,12 @@ def forget_chat_memory(store, cid: int) -> ChatMemory:
     Returns what was removed."""
     with store.transaction():
         remembered = _remembered_here(store, cid)
-        gone = store.forget_conversation(cid)
+        gone = store.curation.forget_conversation(cid)
         for r in remembered:
             if r.outcome == "added":
-                store.forget(r.kind, r.id)
+                store.curation.forget(r.kind, r.id)
             else:
-                store.undo_version(r.kind, r.id, r.version)
+                store.curation.undo_version(r.kind, r.id, r.version)
         return ChatMemory(cid, gone, remembered)
 
 
@@ -100,14 +100,14 @@ def _remembered_here(store, cid: int) -> list[RememberedHere]:
     """Facts the chat's "Remember that …" messages added or updated that still read as they left them
     (a later confirmation or edit raises the version: then the fact is no longer this chat's alone)."""
     out: dict[tuple[str, int], RememberedHere] = {}
-    for msg in store.all_messages(cid):
+    for msg in store.conversations.all_messages(cid):
         kept = (msg.meta or {}).get("stats", {}).get("remembered") if msg.role == "assistant" else None
         if not isinstance(kept, dict) or kept.get("outcome") not in ("added", "updated"):
             continue
         kind, iid = kept.get("kind"), kept.get("id")
         if kind not in ("knowledge", "trait") or not isinstance(iid, int):
             continue
-        item = store.get_knowledge(iid) if kind == "knowledge" else store.get_trait(iid)
+        item = store.persona.get_knowledge(iid) if kind == "knowledge" else store.persona.get_trait(iid)
         version = kept.get("version", 1 if kept["outcome"] == "added" else None)
         if item is None or version is None or item.version != version:
             continue

@@ -45,7 +45,7 @@ def chat_model_label(settings: Any) -> str:
 def export_cube(ctx, store, path: str | Path, selection, *, on_progress=None, cancelled=None, extras=()):
     """Write `selection` of memory as a cube, naming this Mnemo and its chat model in the manifest;
     `extras`: optional members (the adapters: app.adapters.cube_extras)."""
-    return store.export_cube(
+    return store.cubes.export(
         path,
         selection,
         app_version=__version__,
@@ -98,7 +98,7 @@ def run_plan(ctx, job: CubeImportJob) -> CubeImportJob:
     """Check the cube and say what importing it would do (call on a worker thread; never raises)."""
 
     def plan(store) -> None:
-        job.plan = store.plan_cube_import(job.path)
+        job.plan = store.cubes.plan(job.path)
         job.phase = "planned"
 
     return _run(ctx, job, plan)
@@ -117,7 +117,7 @@ def run_import(ctx, job: CubeImportJob) -> CubeImportJob:
                 store, job.path, job.space_name, cancelled=lambda: job.cancelled, on_progress=job.progress
             )
         else:
-            job.record = store.import_cube(job.path, cancelled=lambda: job.cancelled, on_progress=job.progress)
+            job.record = store.cubes.import_cube(job.path, cancelled=lambda: job.cancelled, on_progress=job.progress)
         if job.record.status == "done":
             job.phase = "done"
         else:

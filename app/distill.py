@@ -188,14 +188,14 @@ def collect_pairs(store, config: DistillConfig | None = None) -> list[QAPair]:
     hottest segments, at most `config.max_pairs`, facts first."""
     config = config or DistillConfig()
     pairs: list[QAPair] = []
-    for k in store.list_knowledge("user", limit=config.max_pairs):
+    for k in store.persona.list_knowledge("user", limit=config.max_pairs):
         pairs += pairs_from_fact(k.text, f"fact {k.id}")
-    for t in store.list_traits(limit=config.max_pairs):
+    for t in store.persona.list_traits(limit=config.max_pairs):
         q = f"What do you know about my {t.dimension.replace('_', ' ')}?"
         pairs.append(QAPair(q, f"Your {t.dimension.replace('_', ' ')}: {t.value}.", f"trait {t.id}"))
-    for seg in store.list_segments(limit=config.hot_segments):
+    for seg in store.segments.list_segments(limit=config.hot_segments):
         topic = ", ".join(seg.keywords[:3]) or _topic(seg.summary)
-        for page in store.list_pages(segment_id=seg.id, limit=config.pages_per_segment):
+        for page in store.pages.list_pages(segment_id=seg.id, limit=config.pages_per_segment):
             pairs += pairs_from_page(page.user_text, topic, f"page {page.id}")
     return pairs[: config.max_pairs]
 

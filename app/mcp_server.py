@@ -59,7 +59,7 @@ class StoreThread:
         """Open the store now, on its thread (raising what opening raised: a damaged file, another
         embedding dimension), and load its page matrix after, so the first search is as fast as the next."""
         self.queue.submit(lambda store: None, label="open").result()
-        self.queue.submit(lambda store: store.warm_up(), label="warm up")
+        self.queue.submit(lambda store: store.retrieval.warm_up(), label="warm up")
 
     def stop(self) -> None:
         self.queue.stop(timeout=10.0)

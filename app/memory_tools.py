@@ -130,7 +130,7 @@ def remember(store, text: str, *, about: str = "user", source: str, space: str |
         done = remember_fact(store, text, about=about, source=source, space_id=sid)
     except ValueError as exc:
         raise Refused(f"nothing remembered: {exc}") from exc
-    kept = store.get_knowledge(done.id)
+    kept = store.persona.get_knowledge(done.id)
     return {
         "kind": "fact",
         "id": done.id,
@@ -173,7 +173,7 @@ def forget(
     if kind not in FORGET_KINDS:
         raise Refused(f"kind is one of {', '.join(FORGET_KINDS)}")
     assert item_id is not None
-    if not store.forget(FORGET_KINDS[kind], [int(item_id)]):
+    if not store.curation.forget(FORGET_KINDS[kind], [int(item_id)]):
         raise Refused(f"memory holds no {kind} {item_id}")
     return {"kind": kind, "id": int(item_id), "forgot_anything": True}
 
@@ -181,9 +181,9 @@ def forget(
 def persona(store) -> dict:
     """The long-term persona: the active traits and the facts about the user and the assistant."""
     return {
-        "traits": [_trait(t) for t in store.list_traits(limit=1000)],
-        "facts_about_user": [_fact(k) for k in store.list_knowledge("user", limit=1000)],
-        "facts_about_assistant": [_fact(k) for k in store.list_knowledge("assistant", limit=1000)],
+        "traits": [_trait(t) for t in store.persona.list_traits(limit=1000)],
+        "facts_about_user": [_fact(k) for k in store.persona.list_knowledge("user", limit=1000)],
+        "facts_about_assistant": [_fact(k) for k in store.persona.list_knowledge("assistant", limit=1000)],
         "paused": store.is_paused(),
     }
 
@@ -206,14 +206,16 @@ def recent(store, limit: int = 10) -> dict:
     """The newest pages and facts of the memory, of every space."""
     limit = max(1, min(MAX_RESULTS, int(limit)))
     return {
-        "pages": [_page(p) for p in store.list_pages(order_by="timestamp", descending=True, limit=limit)],
-        "facts": [_fact(k) for k in store.list_knowledge(None, order_by="updated_at", descending=True, limit=limit)],
+        "pages": [_page(p) for p in store.pages.list_pages(order_by="timestamp", descending=True, limit=limit)],
+        "facts": [
+            _fact(k) for k in store.persona.list_knowledge(None, order_by="updated_at", descending=True, limit=limit)
+        ],
     }
 
 
 def page(store, page_id: int) -> dict:
     """One page by its id. Refused when memory holds no such page."""
-    p = store.get_page(int(page_id))
+    p = store.pages.get(int(page_id))
     if p is None:
         raise Refused(f"memory holds no page {page_id}")
     return _page(p)

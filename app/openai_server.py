@@ -162,12 +162,14 @@ class TurnRunner:
     def _session(self, store, req: ChatRequest) -> ChatSession:
         key = (INCOGNITO_EXTERNAL_ID if req.incognito else EXTERNAL_ID).format(req.client)
         session = self._sessions.get(key)
-        if session is None or store.get_conversation(session.conversation_id) is None:  # deleted in the app
-            conv = store.find_conversation(None, key)
+        if (
+            session is None or store.conversations.get_conversation(session.conversation_id) is None
+        ):  # deleted in the app
+            conv = store.conversations.find_conversation(None, key)
             cid = conv.id if conv is not None else None
             if cid is None:
                 title = f"{req.client} (via OpenAI API{', incognito' if req.incognito else ''})"
-                cid = store.create_conversation(title, external_id=key, incognito=req.incognito)
+                cid = store.conversations.create_conversation(title, external_id=key, incognito=req.incognito)
             session = self._sessions[key] = ChatSession(cid)
         chat = self.ctx.settings.chat
         limit = chat.max_tokens if req.max_tokens is None else min(req.max_tokens, chat.max_tokens)
@@ -178,7 +180,7 @@ class TurnRunner:
     def _settle(store) -> None:
         """The LLM-free memory jobs a turn queued: the exchange becomes a page now."""
         try:
-            store.run_pending(allow_llm=False)
+            store.jobs.run_pending(allow_llm=False)
         except Exception:  # a full disk: they stay queued and run at a later start
             log.warning("memory jobs postponed", exc_info=True)
 

@@ -121,11 +121,11 @@ def rename_chat(store, cid: int, title: str) -> str:
     """Give chat `cid` a new title (its spaces tidied); returns it. LookupError: no such chat;
     ValueError: a title of nothing but spaces."""
     title = " ".join(title.split())
-    if store.get_conversation(cid) is None:
+    if store.conversations.get_conversation(cid) is None:
         raise LookupError(f"no chat with id {cid}")
     if not title:
         raise ValueError("a title needs some text")
-    store.rename_conversation(cid, title)
+    store.conversations.rename_conversation(cid, title)
     return title
 
 
@@ -144,13 +144,13 @@ def delete_chat(store, cid: int, *, forget: bool = False) -> ChatMemory | None:
     transaction. Returns what was forgotten (None: memory was left as it was)."""
     with store.transaction():
         gone = forget_chat_memory(store, cid) if forget else None
-        store.delete_conversation(cid)
+        store.conversations.delete_conversation(cid)
     return gone
 
 
 def set_incognito(store, cid: int, on: bool) -> None:
     """An incognito chat neither reads nor writes memory."""
-    store.set_conversation_flags(cid, incognito=on)
+    store.conversations.set_conversation_flags(cid, incognito=on)
 
 
 def export_chat(store, cid: int, path: str | Path, *, fmt: str | None = None, leaf_id: int | None = None) -> ChatExport:
@@ -180,7 +180,7 @@ def set_memory_paused(store, paused: bool, *, cid: int | None = None) -> None:
     if cid is None:
         store.set_paused(paused)
     else:
-        store.set_conversation_flags(cid, memory_paused=paused)
+        store.conversations.set_conversation_flags(cid, memory_paused=paused)
 
 
 def export_memory(store, path: str | Path, *, fmt: str | None = None, on_progress=None):

@@ -49,20 +49,20 @@ class Recovered:
 def recover_interrupted(store, memory_enabled: Callable[[], bool] = lambda: True) -> Recovered:
     """Keep what a crash cut short and queue its memory; idempotent (see the module docstring)."""
     replies = queued = unanswered = 0
-    for msg in store.list_messages_with_status(STREAMING, unrecovered=True) + store.list_messages_with_status(
-        INTERRUPTED, unrecovered=True
-    ):
+    for msg in store.conversations.list_messages_with_status(
+        STREAMING, unrecovered=True
+    ) + store.conversations.list_messages_with_status(INTERRUPTED, unrecovered=True):
         meta = msg.meta or {}
         if meta.get("recovered") or (msg.status == STREAMING and is_alive(store, meta.get("writer"))):
             continue
         with store.transaction():
             replies += 1
             queued += _recover_reply(store, msg, memory_enabled)
-    for msg in store.list_messages_with_status(PENDING):
+    for msg in store.conversations.list_messages_with_status(PENDING):
         if msg.role != "user" or is_alive(store, (msg.meta or {}).get("writer")):
             continue
         with store.transaction():
-            store.add_message(
+            store.conversations.add_message(
                 msg.conversation_id,
                 "assistant",
                 "",
@@ -70,7 +70,7 @@ def recover_interrupted(store, memory_enabled: Callable[[], bool] = lambda: True
                 status=INTERRUPTED,
                 meta={"recovered": True, "error": NOT_STARTED},
             )
-            store.update_message(msg.id, status=COMPLETE)
+            store.conversations.update_message(msg.id, status=COMPLETE)
             unanswered += 1
     return Recovered(replies, queued, unanswered)
 
@@ -78,12 +78,12 @@ def recover_interrupted(store, memory_enabled: Callable[[], bool] = lambda: True
 def _recover_reply(store, msg, memory_enabled) -> int:
     """One reply cut short: marked interrupted and recovered; its exchange queued when memory may
     learn it. Returns 1 when a page job was queued."""
-    store.update_message(msg.id, status=INTERRUPTED, meta={"recovered": True})
-    user = store.get_message(msg.parent_id) if msg.parent_id else None
+    store.conversations.update_message(msg.id, status=INTERRUPTED, meta={"recovered": True})
+    user = store.conversations.get_message(msg.parent_id) if msg.parent_id else None
     if user is None or not msg.content.strip() or forget_request(user.content) is not None:
         return 0
     _, write = memory_mode(store, msg.conversation_id, memory_enabled)
-    if not write or store.list_pages(assistant_message_id=msg.id, limit=1):
+    if not write or store.pages.list_pages(assistant_message_id=msg.id, limit=1):
         return 0
     queue_exchange_page(store, msg.conversation_id, user, msg.id, msg.content)
     return 1

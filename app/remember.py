@@ -175,8 +175,8 @@ def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:
     """What adding did, from the event the store logged for it (added, confirmed, updated, or the
     update skipped because the item is pinned)."""
     kinds = [f"{kind}_added", f"{kind}_confirmed", f"{kind}_updated", "update_skipped"]
-    events = store.events(since_id=since_event, limit=10, kinds=kinds, item_kind=kind, item_id=item_id)
-    versions = store.item_versions(kind, item_id)
+    events = store.event_log.events(since_id=since_event, limit=10, kinds=kinds, item_kind=kind, item_id=item_id)
+    versions = store.persona.item_versions(kind, item_id)
     cur = versions[-1]
     text = f"{cur.detail.get('dimension')}: {cur.text}" if kind == "trait" else cur.text
     what = events[-1].kind.removeprefix(f"{kind}_") if events else "confirmed"
@@ -253,10 +253,10 @@ def forget_statement(store, what: str, *, spaces: frozenset[int] | None = None) 
     transaction. `spaces`: only what is in these memory spaces (the spaces the chat asking reads, so
     "forget that …" in a Work chat leaves the same words in Personal); None: every space."""
     with store.transaction():
-        facts, pages = store.memory_saying(what, spaces=spaces)
-        store.forget("knowledge", [k.id for k, _ in facts])
-        store.forget("page", pages)
-        waiting = store.forget_waiting_pages(what)  # not yet a page: it would come back as one
+        facts, pages = store.retrieval.memory_saying(what, spaces=spaces)
+        store.curation.forget("knowledge", [k.id for k, _ in facts])
+        store.curation.forget("page", pages)
+        waiting = store.curation.forget_waiting_pages(what)  # not yet a page: it would come back as one
     return Forgot(what, [(k.id, k.text) for k, _ in facts], pages, waiting)
 
 
@@ -275,14 +275,14 @@ def remember_fact(
     Personal); it confirms or updates only facts of that space. Raises ValueError for an empty fact."""
     if about not in OWNERS:
         raise ValueError("a fact is about 'user' or 'assistant'")
-    since = store.latest_event_id()
-    kid = store.add_knowledge(about, text, pinned=pin, source=source, space_id=space_id)
+    since = store.event_log.latest_event_id()
+    kid = store.persona.add_knowledge(about, text, pinned=pin, source=source, space_id=space_id)
     return _outcome(store, "knowledge", kid, since)
 
 
 def remember_trait(store, dimension: str, value: str, *, pin: bool = False, space_id: int | None = None) -> Remembered:
     """Keep a trait (`likes: jazz`, `occupation: nurse`), in space `space_id` as for `remember_fact`.
     Raises ValueError when either part is empty."""
-    since = store.latest_event_id()
-    tid = store.add_trait(dimension, value, pinned=pin, space_id=space_id)
+    since = store.event_log.latest_event_id()
+    tid = store.persona.add_trait(dimension, value, pinned=pin, space_id=space_id)
     return _outcome(store, "trait", tid, since)

@@ -224,11 +224,11 @@ class Scheduler:
         if store is None or time.monotonic() - self._last_chat < self.idle_s or self._llm.pending():
             return
         try:
-            if store.pending_jobs(kinds=LLM_JOB_KINDS):
+            if store.jobs.pending(kinds=LLM_JOB_KINDS):
                 self._name_model(store)
                 self._job_cancel = CancelToken()
                 try:
-                    store.run_pending(max_jobs=1, allow_llm=True, kinds=LLM_JOB_KINDS)
+                    store.jobs.run_pending(max_jobs=1, allow_llm=True, kinds=LLM_JOB_KINDS)
                 finally:
                     self._job_cancel = None
                 self._report_jobs(store)
@@ -243,8 +243,8 @@ class Scheduler:
             model = self._model()
         except Exception:
             return
-        store.llm_model_id = getattr(model, "model_id", None)
-        store.model_titles = self.model_titles is not None and self.model_titles(model)
+        store.promotion.llm_model_id = getattr(model, "model_id", None)
+        store.titles.model_writes = self.model_titles is not None and self.model_titles(model)
 
     # -- the memory thread ------------------------------------------------------------
     def _open_memory_store(self):
@@ -255,9 +255,9 @@ class Scheduler:
             log.error("memory jobs cannot run: %s", exc)
             return None
         self._subscribe(store)
-        store.on_progress = self.on_progress
+        store.jobs.on_progress = self.on_progress
         try:  # load the page-vector matrix now (seconds at 100k pages), not at the first reply
-            store.warm_up()
+            store.retrieval.warm_up()
         except Exception:
             log.exception("warming up the memory index failed")
         return store
@@ -270,7 +270,7 @@ class Scheduler:
         self._maybe_idle_work(store)
         exclude = LLM_JOB_KINDS if self._get_model is not None else None
         try:
-            while not self.chat_waiting and store.run_pending(max_jobs=8, allow_llm=False, exclude_kinds=exclude):
+            while not self.chat_waiting and store.jobs.run_pending(max_jobs=8, allow_llm=False, exclude_kinds=exclude):
                 self._report_jobs(store)
                 if self._busy_chat:  # yield the CPU to a streaming reply
                     time.sleep(0.02)
@@ -298,11 +298,11 @@ class Scheduler:
 
     def _subscribe(self, store) -> None:
         if self.on_event is not None:
-            store.add_listener(self.on_event)
+            store.db.add_listener(self.on_event)
 
     def _report_jobs(self, store) -> None:
         if self.on_jobs is not None:
-            self.on_jobs(store.pending_jobs())
+            self.on_jobs(store.jobs.pending())
 
     # -- helpers for callers --------------------------------------------------------
     def wait_idle(self, timeout: float = 60.0, *, include_llm_jobs: bool = False) -> bool:
@@ -313,7 +313,7 @@ class Scheduler:
         try:
             while time.monotonic() < deadline:
                 self.notify_jobs()
-                if not probe.pending_jobs(exclude_kinds=exclude):
+                if not probe.jobs.pending(exclude_kinds=exclude):
                     return True
                 time.sleep(0.1)
             return False

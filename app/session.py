@@ -56,7 +56,7 @@ class ChatSession:
     def open(self, store) -> int:
         """The conversation's id; the first call of a new chat creates it."""
         if self.conversation_id is None:
-            self.conversation_id = store.create_conversation(
+            self.conversation_id = store.conversations.create_conversation(
                 "New chat", incognito=self.incognito, space_id=self.space_id or 1
             )
             if self.read_all:

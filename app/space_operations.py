@@ -194,7 +194,7 @@ def import_as_space(
     The space is made first, so a name taken fails before anything is imported."""
     sid = store.spaces.create(name)
     try:
-        record = store.import_cube(path, on_progress=on_progress, cancelled=cancelled)
+        record = store.cubes.import_cube(path, on_progress=on_progress, cancelled=cancelled)
     except BaseException:
         if store.spaces.get(sid) is not None and store.spaces.get(sid).empty:
             store.spaces.delete(sid)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 def memory_mode(store, conversation_id: int, memory_enabled: Callable[[], bool] = lambda: True) -> tuple[bool, bool]:
     """(read, write): incognito chats neither read nor write memory; paused ones only read."""
-    conv = store.get_conversation(conversation_id)
+    conv = store.conversations.get_conversation(conversation_id)
     if conv is not None and conv.incognito:
         return False, False
     paused = (conv is not None and conv.memory_paused) or not memory_enabled() or store.is_paused()
@@ -18,7 +18,7 @@ def memory_mode(store, conversation_id: int, memory_enabled: Callable[[], bool] 
 def queue_exchange_page(store, conversation_id: int, user, assistant_id: int, reply: str) -> int:
     """Queue the page of one exchange (user message `user`, reply `assistant_id`). The job's key is the
     reply's id, so queueing one exchange twice keeps one job."""
-    return store.enqueue(
+    return store.jobs.enqueue(
         "add_page",
         {
             "cid": conversation_id,

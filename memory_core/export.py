@@ -82,7 +82,7 @@ def _walk(list_fn) -> Iterator:
 def _conversations(store) -> list:
     out, offset = [], 0
     while True:
-        batch = store.list_conversations(limit=BATCH, offset=offset)
+        batch = store.conversations.list_conversations(limit=BATCH, offset=offset)
         out += batch
         if len(batch) < BATCH:
             return out
@@ -91,7 +91,7 @@ def _conversations(store) -> list:
 
 def _with_versions(store, kind: str, item) -> dict:
     d = dataclasses.asdict(item)
-    d["versions"] = [dataclasses.asdict(v) for v in store.item_versions(kind, item.id)]
+    d["versions"] = [dataclasses.asdict(v) for v in store.persona.item_versions(kind, item.id)]
     return d
 
 
@@ -103,9 +103,9 @@ def export_json(store, path: str | Path, *, on_progress: Progress | None = None)
     """Write the whole memory as one JSON document (see the module docstring)."""
     path = Path(path)
     stats = store.stats()
-    traits = store.list_traits(include_archived=True, limit=1_000_000)
-    knowledge = store.list_knowledge(include_archived=True, limit=1_000_000)
-    n_pages, n_segs = store.count_pages(), store.count_segments()
+    traits = store.persona.list_traits(include_archived=True, limit=1_000_000)
+    knowledge = store.persona.list_knowledge(include_archived=True, limit=1_000_000)
+    n_pages, n_segs = store.pages.count_pages(), store.segments.count_segments()
     total = len(traits) + len(knowledge) + n_segs + n_pages
     done = 0
 
@@ -120,7 +120,7 @@ def export_json(store, path: str | Path, *, on_progress: Progress | None = None)
             "format": FORMAT,
             "version": VERSION,
             "exported_at": _iso(store.clock()),
-            "embedding_model": store.embed_model_id,
+            "embedding_model": store.embedding.model_id,
             "embedding_dim": store.dim,
             "paused": store.is_paused(),
             "counts": {"pages": n_pages, "segments": n_segs, "traits": len(traits), "knowledge": len(knowledge)},
@@ -136,7 +136,10 @@ def export_json(store, path: str | Path, *, on_progress: Progress | None = None)
                 fh.write(("," if i else "") + "\n" + json.dumps(_with_versions(store, kind, item), ensure_ascii=False))
                 tick()
             fh.write("]")
-        for name, items in (("segments", _walk(store.list_segments)), ("pages", _walk(store.list_pages))):
+        for name, items in (
+            ("segments", _walk(store.segments.list_segments)),
+            ("pages", _walk(store.pages.list_pages)),
+        ):
             fh.write(f',\n"{name}": [')
             for i, item in enumerate(items):
                 fh.write(("," if i else "") + "\n" + json.dumps(dataclasses.asdict(item), ensure_ascii=False))
@@ -157,16 +160,16 @@ def export_markdown(
 ) -> ExportResult:
     """Write a readable account of the memory: persona, knowledge, then segments, hottest first."""
     path = Path(path)
-    traits = store.list_traits(limit=1_000_000)
-    knowledge = store.list_knowledge(limit=1_000_000)
-    n_segs = store.count_segments()
+    traits = store.persona.list_traits(limit=1_000_000)
+    knowledge = store.persona.list_knowledge(limit=1_000_000)
+    n_segs = store.segments.count_segments()
     limit = n_segs if max_segments is None else min(n_segs, max_segments)
     total = len(traits) + len(knowledge) + limit
     done = 0
     with atomic_file(path) as fh:
         w = fh.write
         w(
-            f"# What the assistant remembers\n\nExported {_iso(store.clock())} · {store.count_pages():,} pages · "
+            f"# What the assistant remembers\n\nExported {_iso(store.clock())} · {store.pages.count_pages():,} pages · "
             f"{n_segs:,} segments · {len(traits)} traits · {len(knowledge)} facts\n\n"
         )
         w("## Persona\n\n")
@@ -194,7 +197,7 @@ def export_markdown(
         w("## Segments (hottest first)\n\n| id | tier | heat | pages | visits | summary |\n|---|---|---|---|---|---|\n")
         offset = 0
         while offset < limit:
-            batch = store.list_segments(
+            batch = store.segments.list_segments(
                 order_by="heat", descending=True, limit=min(BATCH, limit - offset), offset=offset
             )
             if not batch:
@@ -207,7 +210,7 @@ def export_markdown(
                 on_progress(done, total)
     if on_progress is not None:
         on_progress(total, total)
-    return ExportResult(path, store.count_pages(), n_segs, len(traits), len(knowledge), path.stat().st_size)
+    return ExportResult(path, store.pages.count_pages(), n_segs, len(traits), len(knowledge), path.stat().st_size)
 
 
 def export_memory(

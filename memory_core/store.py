@@ -2,8 +2,10 @@
 
 Each component has one job and shares the store's one `Database` (connection, lock, transactions, meta,
 events); the front wires them, in one direction (a component takes the ones it uses in its constructor),
-and offers their methods as its own public API (`store.add_page` is `store.intake.add_page`). The
-components are attributes too, as Anki's `Collection` holds `col.decks`: `store.pages`, `store.persona`...
+and callers reach each by name, as Anki's `Collection` holds `col.decks`: `store.intake.add_page(...)`,
+`store.persona.list_traits()`, `store.curation.forget(...)`. The front itself keeps only what concerns the
+whole file: open/close, transactions, pause, stats, backup, export, the integrity check, and `retrieve`
+(the one memory call of every reply).
 
 Threading: a MemoryStore owns one connection and serialises its own calls with a lock. Open
 another MemoryStore on the same file for another thread (WAL: one writer, concurrent readers).
@@ -13,25 +15,23 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import apsw
-import numpy as np
 
 from . import integrity
 from .conversations import Conversations
 from .cubes import Cubes
 from .curation import Curation
-from .database import Cursor, Database
+from .database import Database
 from .db import SCHEMA_VERSION, connect, migrate
 from .embedding import Embedding
 from .events import EventLog
 from .export import export_memory
 from .intake import Intake
-from .jobs import JobHandler, Jobs
+from .jobs import Jobs
 from .merging import PersonaMerge
 from .pages import Pages
 from .persona import Persona
@@ -46,6 +46,8 @@ from .types import (
     EmbeddingMismatchError,
     EmbedFn,
     MemoryParams,
+    Retrieval,
+    RetrievalBudget,
     TokenEmbedFn,
 )
 from .upkeep import Upkeep
@@ -123,90 +125,6 @@ class MemoryStore:
         key = path if path != ":memory:" else f":memory:{id(self)}"
         page_cache: MatrixCache = shared_cache(key, "page", dim)
         self.retrieval = Retriever(db, self.embedding, self.pages, self.segments, self.persona, self.upkeep, page_cache)
-        self._bind_api()
-
-    def _bind_api(self) -> None:
-        """The public API: each method is its component's own (same signature and docstring)."""
-        self.add_listener, self.remove_listener = self.db.add_listener, self.db.remove_listener
-        self.events, self.latest_event_id = self.event_log.events, self.event_log.latest_event_id
-        self.segment_events = self.event_log.segment_events
-        self._bind_conversations()
-        self._bind_memory()
-        # memory cubes (memory_core.cubes)
-        self.export_cube, self.plan_cube_import, self.import_cube = (
-            self.cubes.export,
-            self.cubes.plan,
-            self.cubes.import_cube,
-        )
-        self.cube_imports, self.undo_cube_import, self.cube_origin = (
-            self.cubes.imports,
-            self.cubes.undo,
-            self.cubes.origin,
-        )
-        # jobs
-        self.enqueue, self.cancel_jobs = self.jobs.enqueue, self.jobs.cancel
-        self.pending_jobs, self.list_jobs, self.run_pending = (
-            self.jobs.pending,
-            self.jobs.list_jobs,
-            self.jobs.run_pending,
-        )
-        # recall
-        self.retrieve, self.warm_up = self.retrieval.retrieve, self.retrieval.warm_up
-        self.memory_saying = self.retrieval.memory_saying
-
-    def _bind_conversations(self) -> None:
-        """Conversations and messages (memory_core.conversations)."""
-        conv = self.conversations
-        self.create_conversation = conv.create_conversation
-        self.rename_conversation = conv.rename_conversation
-        self.delete_conversation = conv.delete_conversation
-        self.get_conversation = conv.get_conversation
-        self.list_conversations = conv.list_conversations
-        self.find_conversation = conv.find_conversation
-        self.search_conversations = conv.search_conversations
-        self.set_conversation_flags = conv.set_conversation_flags
-        self.add_message = conv.add_message
-        self.update_message = conv.update_message
-        self.delete_message = conv.delete_message
-        self.get_message = conv.get_message
-        self.list_messages = conv.list_messages
-        self.list_messages_to = conv.list_messages_to
-        self.all_messages = conv.all_messages
-        self.list_messages_with_status = conv.list_messages_with_status
-        self.mark_interrupted_messages = conv.mark_interrupted_messages
-        self.message_siblings = conv.message_siblings
-        self.message_children = conv.message_children
-
-    def _bind_memory(self) -> None:
-        """Pages, segments, the persona and what the user does to memory."""
-        db, pages, segs, persona, cur = self.db, self.pages, self.segments, self.persona, self.curation
-        # pages and segments
-        self.add_page, self.add_pages, self.embed_pages = (
-            self.intake.add_page,
-            self.intake.add_pages,
-            self.intake.embed_pages,
-        )
-        self.get_page, self.list_pages, self.count_pages = pages.get, pages.list_pages, pages.count_pages
-        self.get_segment, self.list_segments, self.count_segments = segs.get, segs.list_segments, segs.count_segments
-        self.restore_segment = segs.restore
-        self.record_quoted_pages = segs.record_quoted_pages  # a reply's prompt quoted them: their topics' visits
-        # persona
-        self.list_traits, self.count_traits, self.get_trait = (
-            persona.list_traits,
-            persona.count_traits,
-            persona.get_trait,
-        )
-        self.list_knowledge, self.count_knowledge = persona.list_knowledge, persona.count_knowledge
-        self.get_knowledge, self.item_versions = persona.get_knowledge, persona.item_versions
-        self.add_knowledge, self.add_trait = persona.add_knowledge, persona.add_trait
-        self.edit_knowledge, self.edit_trait = persona.edit_knowledge, persona.edit_trait
-        self.set_item_status = persona.set_item_status
-        # what the user does to memory
-        self.edit_page, self.pin, self.forget = cur.edit_page, cur.pin, cur.forget
-        self.conversation_memory, self.forget_conversation = cur.conversation_memory, cur.forget_conversation
-        self.forget_waiting_pages = cur.forget_waiting_pages
-        self.undo_version, self.wipe_memory = cur.undo_version, cur.wipe_memory
-        self.forgotten_spans = db.purge.spans  # when forgotten memory existed: the backups that may hold it
 
     # ------------------------------------------------------------------ open / close / transactions
     @classmethod
@@ -295,11 +213,23 @@ class MemoryStore:
         with self.db.transaction():
             yield self
 
-    @property
-    def in_transaction(self) -> bool:
-        return self.db.in_transaction
+    # ------------------------------------------------------------------ recall
+    def retrieve(
+        self,
+        query: str,
+        conversation_id: int | None = None,
+        budget: RetrievalBudget | None = None,
+        *,
+        record_visits: bool = False,
+        off: Iterable[str] = (),
+        spaces: frozenset[int] | None = None,
+    ) -> Retrieval:
+        """Recall memory for `query` (see `Retriever.retrieve`): the one memory call of every reply."""
+        return self.retrieval.retrieve(
+            query, conversation_id, budget, record_visits=record_visits, off=off, spaces=spaces
+        )
 
-    # ------------------------------------------------------------------ settings the components hold
+    # ------------------------------------------------------------------ settings of the whole file
     @property
     def params(self) -> MemoryParams:
         return self.db.params
@@ -311,71 +241,6 @@ class MemoryStore:
     @property
     def clock(self) -> Callable[[], float]:
         return self.db.clock
-
-    @property
-    def embed_model_id(self) -> str:
-        return self.embedding.model_id
-
-    @property
-    def llm(self) -> CompleteJsonFn | None:
-        return self.promotion.llm
-
-    @llm.setter
-    def llm(self, llm: CompleteJsonFn | None) -> None:
-        self.promotion.llm = llm
-
-    @property
-    def llm_model_id(self) -> str | None:
-        """The model that answers the LLM jobs: the persona records it, and a model whose answers keep
-        being rejected is skipped by its id."""
-        return self.promotion.llm_model_id
-
-    @llm_model_id.setter
-    def llm_model_id(self, model_id: str | None) -> None:
-        self.promotion.llm_model_id = model_id
-
-    @property
-    def model_titles(self) -> bool:
-        """Whether the model that answers the LLM jobs writes topic titles (the app's rule, decision 0026)."""
-        return self.titles.model_writes
-
-    @model_titles.setter
-    def model_titles(self, on: bool) -> None:
-        self.titles.model_writes = bool(on)
-
-    @property
-    def on_progress(self) -> Callable[[str, int, int], None] | None:
-        """on_progress(what, done, total) of a long job (re-embedding), on the thread that runs it."""
-        return self.jobs.on_progress
-
-    @on_progress.setter
-    def on_progress(self, fn: Callable[[str, int, int], None] | None) -> None:
-        self.jobs.on_progress = fn
-
-    # pages per upkeep job (tests make them small)
-    @property
-    def TOKEN_INDEX_BATCH(self) -> int:
-        return self.upkeep.TOKEN_INDEX_BATCH
-
-    @TOKEN_INDEX_BATCH.setter
-    def TOKEN_INDEX_BATCH(self, n: int) -> None:
-        self.upkeep.TOKEN_INDEX_BATCH = n
-
-    @property
-    def READ_IN_CONTEXT_BATCH(self) -> int:
-        return self.upkeep.READ_IN_CONTEXT_BATCH
-
-    @READ_IN_CONTEXT_BATCH.setter
-    def READ_IN_CONTEXT_BATCH(self, n: int) -> None:
-        self.upkeep.READ_IN_CONTEXT_BATCH = n
-
-    @property
-    def REEMBED_BATCH(self) -> int:
-        return self.upkeep.REEMBED_BATCH
-
-    @REEMBED_BATCH.setter
-    def REEMBED_BATCH(self, n: int) -> None:
-        self.upkeep.REEMBED_BATCH = n
 
     # ------------------------------------------------------------------ pause, stats, whole-file operations
     def set_paused(self, paused: bool) -> None:
@@ -451,50 +316,3 @@ class MemoryStore:
     def check_integrity(self) -> list[str]:
         """Problems found across base, vector and FTS tables (empty list = consistent)."""
         return integrity.check_integrity(self.db)
-
-    # ------------------------------------------------------------------ helpers the tests reach for
-    @property
-    def _conn(self) -> apsw.Connection:
-        return self.db.conn
-
-    @property
-    def _page_cache(self) -> MatrixCache:
-        return self.retrieval._page_cache
-
-    def _x(self, sql: str, params: Sequence | dict = ()) -> Cursor:
-        return self.db.execute(sql, params)
-
-    def _rows(self, sql: str, params: Sequence | dict = ()) -> list[Any]:
-        return self.db.rows(sql, params)
-
-    def _one(self, sql: str, params: Sequence | dict = ()) -> Any:
-        return self.db.one(sql, params)
-
-    def _scalar(self, sql: str, params: Sequence | dict = ()) -> Any:
-        return self.db.scalar(sql, params)
-
-    def _get_meta(self, key: str, default: str | None = None) -> str | None:
-        return self.db.get_meta(key, default)
-
-    def _page_vec(self, pid: int) -> np.ndarray:
-        return self.pages.page_vec(pid)
-
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embedding.embed(texts)
-
-    def _queue_token_index(self, missing: bool | None = None) -> None:
-        self.pages.queue_token_index(missing)
-
-    def _llm_rejection_state(self) -> dict:
-        return self.promotion.rejection_state()
-
-    def _reembedding(self) -> tuple[int, int] | None:
-        return self.upkeep.reembedding()
-
-    @property
-    def _job_index_tokens(self) -> JobHandler:
-        return self.jobs.handler("index_tokens")
-
-    @property
-    def _job_read_in_context(self) -> JobHandler:
-        return self.jobs.handler("read_in_context")

@@ -126,7 +126,7 @@ class BackupRestore:
             box.open()
 
         def look(store) -> tuple[list[Path], list]:
-            spans = store.forgotten_spans()
+            spans = store.db.purge.spans()
             return backups.holding_forgotten(host.ctx.paths, spans), spans
 
         host.backend.db(look, found, host.show_db_error)

@@ -150,7 +150,7 @@ class Backend(QObject):
         from app.topic_titles import model_writes_titles
 
         self._db = UiWorker(self._open_db_store, name="mnemo-ui-db")
-        self._db.submit(lambda store: store.pending_jobs(), self._db_opened, on_error=self._db_failed, label="open")
+        self._db.submit(lambda store: store.jobs.pending(), self._db_opened, on_error=self._db_failed, label="open")
         factory = self._scheduler_factory or Scheduler
         self.scheduler = factory(
             open_store=self._open_scheduler_store,

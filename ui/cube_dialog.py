@@ -266,7 +266,7 @@ class CubeImportDialog(QDialog):
             self.status.setText(f"Not undone: {exc}")
             self.status.setStyleSheet(ERROR_STYLE)
 
-        self._worker.with_store(lambda s: s.undo_cube_import(record.id), undone, failed)
+        self._worker.with_store(lambda s: s.cubes.undo(record.id), undone, failed)
 
 
 class CubeImportsDialog(QDialog):
@@ -313,7 +313,7 @@ class CubeImportsDialog(QDialog):
 
     def refresh(self) -> None:
         self.loaded = False
-        self._worker.with_store(lambda s: s.cube_imports(), self._show, self._error)
+        self._worker.with_store(lambda s: s.cubes.imports(), self._show, self._error)
 
     def _show(self, records) -> None:
         self.records = list(records)
@@ -361,9 +361,9 @@ class CubeImportsDialog(QDialog):
         def undone(report) -> None:
             self.status.setText(report.describe().capitalize() + ".")
             self.changed.emit()
-            self._worker.with_store(lambda s: s.cube_imports(), self._show_keep_status, self._error)
+            self._worker.with_store(lambda s: s.cubes.imports(), self._show_keep_status, self._error)
 
-        self._worker.with_store(lambda s: s.undo_cube_import(rec.id), undone, self._error)
+        self._worker.with_store(lambda s: s.cubes.undo(rec.id), undone, self._error)
 
     def _show_keep_status(self, records) -> None:
         said = self.status.text()
@@ -458,7 +458,7 @@ class CubeExportDialog(QDialog):
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self._poll)
         self.chats_loaded = False
-        self._worker.with_store(lambda s: s.list_conversations(limit=1000), self._chats, self._error)
+        self._worker.with_store(lambda s: s.conversations.list_conversations(limit=1000), self._chats, self._error)
 
     def _chats(self, convs) -> None:
         for conv in convs:

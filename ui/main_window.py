@@ -642,7 +642,7 @@ class MainWindow(QMainWindow):
                     self.current_title = c.title
                     self._update_header()
 
-        self.backend.db(lambda s: s.list_conversations(limit=LIST_LIMIT), show)
+        self.backend.db(lambda s: s.conversations.list_conversations(limit=LIST_LIMIT), show)
 
     def search(self, text: str) -> None:
         if not self.backend.started:
@@ -652,7 +652,8 @@ class MainWindow(QMainWindow):
             self.refresh_conversations()
             return
         self.backend.db(
-            lambda s: s.search_conversations(text), lambda rows: self.sidebar.set_search_results(rows, self.current_id)
+            lambda s: s.conversations.search_conversations(text),
+            lambda rows: self.sidebar.set_search_results(rows, self.current_id),
         )
 
     def set_chat_space(self, space_id: int, read_all: bool) -> None:
@@ -700,11 +701,15 @@ class MainWindow(QMainWindow):
             if focus_message is not None:  # the branch through that message, to its newest end
                 leaf = focus_message
                 while True:
-                    children = store.message_children(leaf)
+                    children = store.conversations.message_children(leaf)
                     if not children:
                         break
                     leaf = children[-1].id
-            return store.get_conversation(cid), store.list_messages(cid, leaf_id=leaf), store.message_siblings(cid)
+            return (
+                store.conversations.get_conversation(cid),
+                store.conversations.list_messages(cid, leaf_id=leaf),
+                store.conversations.message_siblings(cid),
+            )
 
         def shown(value):
             if seq != self._load_seq:
@@ -746,7 +751,7 @@ class MainWindow(QMainWindow):
             for w in self.chat_view.messages():
                 w.set_siblings(siblings.get(w.message_id, []))
 
-        self.backend.db(lambda store: store.message_siblings(cid), shown, self.show_db_error)
+        self.backend.db(lambda store: store.conversations.message_siblings(cid), shown, self.show_db_error)
 
     def latest_reply_id(self) -> int | None:
         """The newest saved reply of the chat on screen (the inspector's trace opens on it)."""
@@ -1216,7 +1221,7 @@ class MainWindow(QMainWindow):
                 self.current_title = conv.title
                 self._update_header()
 
-        self.backend.db(lambda s: s.get_conversation(cid), done, self.show_db_error)
+        self.backend.db(lambda s: s.conversations.get_conversation(cid), done, self.show_db_error)
 
     # ------------------------------------------------------------------ dialogs and menus
     def open_settings(self) -> None:

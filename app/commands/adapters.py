@@ -67,7 +67,7 @@ def _remove(ctx, store, args) -> int:
 
 def _use(ctx, store, args) -> int:
     registry = ad.AdapterRegistry(ctx.paths.data_dir)
-    if store.get_conversation(args.chat) is None:
+    if store.conversations.get_conversation(args.chat) is None:
         return fail(f"no chat {args.chat} (see `mnemo chats list`)")
     try:
         if args.name == "none":

@@ -81,15 +81,15 @@ def _settle(store):
             bar = bars[what] = ProgressBar(total, label=what, unit="pages")
         bar.update(done - bar.done)
 
-    store.on_progress = progress
+    store.jobs.on_progress = progress
     try:
-        store.run_pending(allow_llm=False)
+        store.jobs.run_pending(allow_llm=False)
     except Exception as exc:
         if not is_storage_full(exc):
             raise
         print("[memory update postponed: the disk is full]", file=sys.stderr)
     finally:
-        store.on_progress = None
+        store.jobs.on_progress = None
         for bar in bars.values():
             bar.close()
 

@@ -21,7 +21,7 @@ def _when(ts: float) -> str:
 
 
 def _list(store, args) -> int:
-    convs = store.list_conversations(limit=args.limit)
+    convs = store.conversations.list_conversations(limit=args.limit)
     rows = [
         {
             "id": c.id,
@@ -29,7 +29,7 @@ def _list(store, args) -> int:
             "created_at": c.created_at,
             "updated_at": c.updated_at,
             "source": c.source,
-            "messages": len(store.list_messages(c.id)),
+            "messages": len(store.conversations.list_messages(c.id)),
         }
         for c in convs
     ]
@@ -84,7 +84,7 @@ def _refused(args, question: str, word: str, unasked: str, no: str) -> int | Non
 
 
 def _delete(store, args) -> int:
-    conv = store.get_conversation(args.id)
+    conv = store.conversations.get_conversation(args.id)
     if conv is None:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
     also = ""
@@ -112,7 +112,7 @@ def _delete(store, args) -> int:
 
 
 def _forget(store, args) -> int:
-    conv = store.get_conversation(args.id)
+    conv = store.conversations.get_conversation(args.id)
     if conv is None:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
     held = operations.chat_taught(store, args.id)

@@ -39,7 +39,7 @@ def _row(kind: str, item) -> str:
 
 def _list(store, args):
     if args.kind == "page":
-        return store.list_pages(
+        return store.pages.list_pages(
             tier=args.tier,
             conversation_id=args.conversation,
             text=args.text,
@@ -48,18 +48,18 @@ def _list(store, args):
             offset=args.offset,
         )
     if args.kind == "segment":
-        return store.list_segments(tier=args.tier, limit=args.limit, offset=args.offset)
+        return store.segments.list_segments(tier=args.tier, limit=args.limit, offset=args.offset)
     if args.kind == "trait":
-        return store.list_traits(limit=args.limit, offset=args.offset)
-    return store.list_knowledge(limit=args.limit, offset=args.offset)
+        return store.persona.list_traits(limit=args.limit, offset=args.offset)
+    return store.persona.list_knowledge(limit=args.limit, offset=args.offset)
 
 
 def _get(store, kind: str, item_id: int):
     getter = {
-        "page": store.get_page,
-        "segment": store.get_segment,
-        "trait": store.get_trait,
-        "knowledge": store.get_knowledge,
+        "page": store.pages.get,
+        "segment": store.segments.get,
+        "trait": store.persona.get_trait,
+        "knowledge": store.persona.get_knowledge,
     }[kind]
     return getter(item_id)
 
@@ -187,7 +187,7 @@ def _import_cube(ctx, store, args) -> int:
     shown: dict = {}
     try:
         if args.dry_run:
-            plan = store.plan_cube_import(path)
+            plan = store.cubes.plan(path)
             if args.json:
                 print_json(plan.to_json())
             else:
@@ -201,7 +201,7 @@ def _import_cube(ctx, store, args) -> int:
                 store, path, args.space, on_progress=lambda w, d, t: _progress_line(w, d, t, shown)
             )
         else:
-            record = store.import_cube(path, on_progress=lambda w, d, t: _progress_line(w, d, t, shown))
+            record = store.cubes.import_cube(path, on_progress=lambda w, d, t: _progress_line(w, d, t, shown))
     except CubeError as exc:
         _end_progress(shown)
         return fail(f"not imported: {exc}; memory was not changed", 1)
@@ -233,7 +233,7 @@ def _import_cube(ctx, store, args) -> int:
 
 
 def _imports(ctx, store, args) -> int:
-    records = store.cube_imports()
+    records = store.cubes.imports()
     if args.json:
         print_json([r.to_json() for r in records])
     elif not records:
@@ -247,7 +247,7 @@ def _undo_import(ctx, store, args) -> int:
     from memory_core.cubes import CubeError
 
     try:
-        report = store.undo_cube_import(args.id)
+        report = store.cubes.undo(args.id)
     except CubeError as exc:
         return fail(f"nothing undone: {exc}", 1)
     print(report.describe())
@@ -262,7 +262,7 @@ def _list_backups(ctx, args) -> int:
     if args.drop_forgotten:
         store = ctx.open_store()
         try:
-            if not backups.holding_forgotten(ctx.paths, store.forgotten_spans()):
+            if not backups.holding_forgotten(ctx.paths, store.db.purge.spans()):
                 print("no backup holds forgotten memory")
             else:
                 _drop_backups(ctx, store, sys.stdout)
@@ -293,7 +293,7 @@ def after_forget(ctx, store, out=None) -> None:
     from app import backups
 
     out = out or sys.stdout
-    held = backups.holding_forgotten(ctx.paths, store.forgotten_spans())
+    held = backups.holding_forgotten(ctx.paths, store.db.purge.spans())
     if not held:
         return
     said = f"{backups.describe_holding(held)} may still hold what was forgotten"
@@ -369,8 +369,8 @@ def _show(ctx, store, args) -> int:
         return fail(f"no {args.kind} with id {args.id}", 1)
     data = dataclasses.asdict(item)
     if args.kind in ("trait", "knowledge"):
-        data["versions"] = [dataclasses.asdict(v) for v in store.item_versions(args.kind, args.id)]
-    origin = store.cube_origin(args.kind, args.id)
+        data["versions"] = [dataclasses.asdict(v) for v in store.persona.item_versions(args.kind, args.id)]
+    origin = store.cubes.origin(args.kind, args.id)
     if origin is not None:  # it came with a memory cube
         data["imported"] = origin.describe()
     _print_record(data, args.json)
@@ -378,14 +378,14 @@ def _show(ctx, store, args) -> int:
 
 
 def _forget(ctx, store, args) -> int:
-    store.forget(args.kind, args.ids)
+    store.curation.forget(args.kind, args.ids)
     print(f"forgot {len(args.ids)} {args.kind}(s)")
     after_forget(ctx, store)
     return 0
 
 
 def _pin(ctx, store, args) -> int:
-    store.pin(args.kind, args.id, not args.unpin)
+    store.curation.pin(args.kind, args.id, not args.unpin)
     print(f"{'unpinned' if args.unpin else 'pinned'} {args.kind} {args.id}")
     return 0
 
@@ -396,7 +396,7 @@ def _wipe(ctx, store, args) -> int:
             return fail("wipe deletes all memory; pass --yes to confirm")
         if input("Type 'wipe' to delete all memory: ").strip() != "wipe":
             return fail("not wiped", 1)
-    store.wipe_memory()
+    store.curation.wipe_memory()
     print("all memory wiped (conversations are kept)")
     after_forget(ctx, store)
     return 0
@@ -414,10 +414,12 @@ def _pause(ctx, store, args) -> int:
 
 def _events(ctx, store, args) -> int:
     if args.segment is not None:
-        events = store.segment_events(args.segment)[-args.limit :]
+        events = store.event_log.segment_events(args.segment)[-args.limit :]
     else:
         kinds = args.kind or None
-        events = store.events(since_id=args.since or 0, limit=args.limit, kinds=kinds, newest=args.since is None)
+        events = store.event_log.events(
+            since_id=args.since or 0, limit=args.limit, kinds=kinds, newest=args.since is None
+        )
     if args.json:
         print_json([dataclasses.asdict(e) for e in events])
     else:

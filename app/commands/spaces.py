@@ -121,7 +121,7 @@ def _merge(store, args) -> int:
 
 
 def _chat(store, args) -> int:
-    if store.get_conversation(args.chat) is None:
+    if store.conversations.get_conversation(args.chat) is None:
         return fail(f"no chat {args.chat}")
     if args.space is not None or args.read is not None:
         ops.set_chat_space(store, args.chat, args.space, read_all=None if args.read is None else args.read == "all")

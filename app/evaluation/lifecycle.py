@@ -193,15 +193,15 @@ class LifecycleEval:
                 clock.t = max(t.timestamp for t in turns if t.session == s)
                 write_conversation(store, dataclasses.replace(conv, turns=turns))
                 if live:
-                    store.run_pending(allow_llm=False)
+                    store.jobs.run_pending(allow_llm=False)
                 clock.t += 60.0
                 for q in by_session.get(s, []):
                     r = self._ask(store, q)
                     out.session[q.index] = self._recall(q, r)
                     if live:
                         quoted = [h.page.id for h in r.pages if floor.refusal(h) is None]
-                        store.record_quoted_pages(quoted[: params.quoting.recall_turns])
-                        store.run_pending(allow_llm=False)
+                        store.segments.record_quoted_pages(quoted[: params.quoting.recall_turns])
+                        store.jobs.run_pending(allow_llm=False)
                     clock.t += 30.0
             self._end_of_life(store, clock, questions, out)
             out.stats = _store_stats(store)
@@ -233,24 +233,24 @@ class LifecycleEval:
 
 
 def _store_stats(store) -> dict[str, Any]:
-    events = store.events(limit=1_000_000)
+    events = store.event_log.events(limit=1_000_000)
     return {
-        "archived_segments": store.count_segments(tier="archive"),
-        "mtm_segments": store.count_segments(tier="mtm"),
-        "archived_pages": store.count_pages(tier="archive"),
-        "pages": store.count_pages(),
+        "archived_segments": store.segments.count_segments(tier="archive"),
+        "mtm_segments": store.segments.count_segments(tier="mtm"),
+        "archived_pages": store.pages.count_pages(tier="archive"),
+        "pages": store.pages.count_pages(),
         "promotions": sum(1 for e in events if e.kind == "promoted"),
         "visits": sum(1 for e in events if e.kind == "segment_visited"),
-        "knowledge": store.count_knowledge(),
+        "knowledge": store.persona.count_knowledge(),
     }
 
 
 def _turn_pages(store) -> dict[str, dict]:
     """Each dialogue turn's page at the end of the replay: its tier, segment and what the lifecycle did to that
     segment (visits, promotions)."""
-    segs = {s.id: s for s in store.list_segments(limit=1_000_000)}
+    segs = {s.id: s for s in store.segments.list_segments(limit=1_000_000)}
     out: dict[str, dict] = {}
-    for p in store.list_pages(limit=1_000_000, order_by="id", descending=False):
+    for p in store.pages.list_pages(limit=1_000_000, order_by="id", descending=False):
         ids = p.meta.get("turn_ids") if isinstance(p.meta, dict) else None
         seg = segs.get(p.segment_id) if p.segment_id is not None else None
         info = {

@@ -286,8 +286,8 @@ class LocomoEval:
     def _ask_before(self, store, question: str) -> tuple[int, int]:
         """--asked-before: the question was asked once already, in a chat of its own, and got a
         non-answer (what a small model often says); (chat id, page id) of the page that left."""
-        cid = store.create_conversation("asked before")
-        return cid, store.add_page(cid, question, ASKED_BEFORE_REPLY)
+        cid = store.conversations.create_conversation("asked before")
+        return cid, store.intake.add_page(cid, question, ASKED_BEFORE_REPLY)
 
     # -- run ------------------------------------------------------------------------------------
     def run(self, samples: Sequence[Sample], *, limit: int | None = None, data_path: str = "") -> dict:
@@ -363,8 +363,8 @@ class LocomoEval:
                     cid, pid = asked
                     recalled = any(t.startswith(f"page:{pid}:") for u in ranked.get("mnemo", []) for t in u)
                     row["asked_before"] = {"page_id": pid, "recalled": recalled}
-                    store.forget("page", pid)
-                    store.delete_conversation(cid)
+                    store.curation.forget("page", pid)
+                    store.conversations.delete_conversation(cid)
                 if askings:
                     top = metrics.fill_turn_budget(ranked.get("mnemo", []), 10)
                     row["asked_before"] = {
@@ -563,8 +563,8 @@ class LocomoEval:
 def segment_stats(store, titles: int = 5) -> dict:
     """A store's segments (mid-term and archived): how many, the largest one's share of all the pages, the
     median size, and the biggest segments' titles, for `--segments` (issue 31: topical segments)."""
-    segs = store.list_segments(limit=1_000_000)
-    pages = store.count_pages()
+    segs = store.segments.list_segments(limit=1_000_000)
+    pages = store.pages.count_pages()
     sizes = sorted((s.page_count for s in segs), reverse=True)
     big = sorted(segs, key=lambda s: (-s.page_count, s.id))[:titles]
     return {

@@ -125,17 +125,17 @@ class PersonaEval:
         store = self._open_store(tmp / f"{sample.sample_id}.sqlite3")
         try:
             write_conversation(store, sample.conversation)
-            store.run_pending(allow_llm=self.llm is not None)
-            for seg in store.list_segments(limit=100_000):  # promote every segment (what, not when)
+            store.jobs.run_pending(allow_llm=self.llm is not None)
+            for seg in store.segments.list_segments(limit=100_000):  # promote every segment (what, not when)
                 store.jobs.enqueue("promote_segment", {"segment_id": seg.id}, key=f"persona-eval:{seg.id}")
-            store.run_pending(allow_llm=self.llm is not None)
-            known = store.list_knowledge("user", limit=100_000)
+            store.jobs.run_pending(allow_llm=self.llm is not None)
+            known = store.persona.list_knowledge("user", limit=100_000)
             facts = [k.text for k in known]
             by_model: dict[str, int] = {}
             for k in known:  # the model's own facts, and those of the LLM-free path it fell back to
                 by_model[k.model] = by_model.get(k.model, 0) + 1
-            others = store.count_knowledge("person")
-            sizes = [s.page_count for s in store.list_segments(limit=100_000)]
+            others = store.persona.count_knowledge("person")
+            sizes = [s.page_count for s in store.segments.list_segments(limit=100_000)]
         finally:
             store.close()
         a, b = sample.speakers

@@ -99,7 +99,7 @@ def _meta_of(message: Any) -> dict:
 
 
 def _stored_turn_ids(store, cid: int) -> set:
-    return {_meta_of(m).get("turn_id") for m in store.list_messages(cid)}
+    return {_meta_of(m).get("turn_id") for m in store.conversations.list_messages(cid)}
 
 
 def write_conversation(
@@ -112,14 +112,14 @@ def write_conversation(
 ) -> ConversationOutcome:
     """Write (or finish) one conversation in one transaction."""
     issues = issues if issues is not None else []
-    existing = store.find_conversation(conv.source, conv.external_id)
+    existing = store.conversations.find_conversation(conv.source, conv.external_id)
     parent_id = None
     turns = conv.turns
     status = "imported"
     kept = None
     if existing is not None:
         kept = _earlier_people(store, existing.id, conv)
-        messages = store.list_messages(existing.id)
+        messages = store.conversations.list_messages(existing.id)
         done = {_meta_of(m).get("turn_id") for m in messages}
         turns = [t for t in conv.turns if t.turn_id not in done]
         if not turns:
@@ -141,7 +141,7 @@ def write_conversation(
     draft, _ = page_items(turns, [0] * len(turns), plans, source=conv.source, limit=max_side_chars, people=people)
     for start in range(0, len(draft), PAGE_CHUNK):  # in chunks, so the progress bar moves
         chunk = draft[start : start + PAGE_CHUNK]
-        store.embed_pages(
+        store.intake.embed_pages(
             chunk,
             conversation_id=existing.id if existing is not None else None,
             before=draft[start - 1] if start else None,
@@ -166,7 +166,7 @@ def _earlier_people(store, cid: int, conv: ParsedConversation) -> dict[str, str 
 
     if conv.people is None:
         return None
-    for page in store.list_pages(conversation_id=cid, limit=1):
+    for page in store.pages.list_pages(conversation_id=cid, limit=1):
         earlier = People.from_meta(page.meta)
         if earlier is not None and earlier != conv.people:
             conv.people = earlier
@@ -182,9 +182,9 @@ def _write_turns(store, conv, existing, turns, parent_id, plans, draft, issues, 
     """The SQL part of `write_conversation`, inside its transaction; returns the conversation id."""
     # the write lock is held now: what another import wrote while this one embedded is there to see
     if existing is None:
-        if store.find_conversation(conv.source, conv.external_id) is not None:
+        if store.conversations.find_conversation(conv.source, conv.external_id) is not None:
             raise _WrittenMeanwhile
-        cid = store.create_conversation(
+        cid = store.conversations.create_conversation(
             conv.title, created_at=conv.created_at, source=conv.source, external_id=conv.external_id
         )
     else:
@@ -194,7 +194,7 @@ def _write_turns(store, conv, existing, turns, parent_id, plans, draft, issues, 
     ids: list[int] = []
     for t in turns:
         meta = {"turn_id": t.turn_id, "import_source": conv.source, **t.meta}
-        mid = store.add_message(
+        mid = store.conversations.add_message(
             cid, t.role, t.text, parent_id=parent_id, created_at=t.timestamp, status=t.status, meta=meta
         )
         ids.append(mid)
@@ -213,7 +213,7 @@ def _write_turns(store, conv, existing, turns, parent_id, plans, draft, issues, 
                 skipped=False,
             )
         )
-    store.add_pages(cid, items)
+    store.intake.add_pages(cid, items)
     return cid
 
 
@@ -254,8 +254,8 @@ def write_profile(store, parsed: ParseResult) -> int:
 
     src = parsed.profile_source
     adders = (
-        (parsed.about_user, lambda s: store.add_knowledge("user", s, source=src, skip_existing=True)),
-        (parsed.reply_style, lambda s: store.add_trait("reply style", s, source=src, skip_existing=True)),
+        (parsed.about_user, lambda s: store.persona.add_knowledge("user", s, source=src, skip_existing=True)),
+        (parsed.reply_style, lambda s: store.persona.add_trait("reply style", s, source=src, skip_existing=True)),
     )
     added = 0
     for texts, add in adders:

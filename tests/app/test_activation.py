@@ -20,10 +20,10 @@ def _fresh_model(data_dir) -> LlamaCppChatModel:
 
 
 def _garden_chat(store) -> int:
-    cid = store.create_conversation("garden")
+    cid = store.conversations.create_conversation("garden")
     for i in range(3):
-        store.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
-        store.add_message(cid, "assistant", "Mulch, deep watering and shade. " * 3)
+        store.conversations.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
+        store.conversations.add_message(cid, "assistant", "Mulch, deep watering and shade. " * 3)
     return cid
 
 
@@ -34,7 +34,7 @@ def data_dir(tmp_path):
 
 def test_the_first_reply_after_a_restart_starts_from_the_saved_state_and_says_so(store, data_dir):
     cid = _garden_chat(store)
-    store.add_trait("hobby", "gardening")  # the persona is part of the stable prefix
+    store.persona.add_trait("hobby", "gardening")  # the persona is part of the stable prefix
     model = _fresh_model(data_dir)
     try:
         warmed = ChatAgent(store, model, max_tokens=12).warm(cid)
@@ -53,16 +53,16 @@ def test_the_first_reply_after_a_restart_starts_from_the_saved_state_and_says_so
         model.close()
     assert result.status == "complete"
     assert result.stats["restored_prompt_tokens"] == warmed == result.stats["cached_prompt_tokens"]
-    saved = store.get_message(result.assistant_message_id).meta["stats"]
+    saved = store.conversations.get_message(result.assistant_message_id).meta["stats"]
     assert saved["restored_prompt_tokens"] == warmed  # what the trace view shows
     after = activation_cache.summary(cache, store)
     assert after.hits == 1 and {r.slot: r.hits for r in after.rows}[f"chat:{cid}"] == 1
 
 
 def test_an_incognito_chat_keeps_no_state(store, data_dir):
-    cid = store.create_conversation("secret", incognito=True)
-    store.add_message(cid, "user", "Something I would rather not keep anywhere, about my plans.")
-    store.add_message(cid, "assistant", "Understood. " * 10)
+    cid = store.conversations.create_conversation("secret", incognito=True)
+    store.conversations.add_message(cid, "user", "Something I would rather not keep anywhere, about my plans.")
+    store.conversations.add_message(cid, "assistant", "Understood. " * 10)
     model = _fresh_model(data_dir)
     try:
         assert ChatAgent(store, model).warm(cid) > 0
@@ -73,20 +73,20 @@ def test_an_incognito_chat_keeps_no_state(store, data_dir):
 
 def test_states_built_while_forgotten_memory_existed_are_deleted(store, data_dir):
     cid = _garden_chat(store)
-    trait = store.add_trait("employer", "works at the Acme bakery")
+    trait = store.persona.add_trait("employer", "works at the Acme bakery")
     model = _fresh_model(data_dir)
     try:
         agent = ChatAgent(store, model)
         agent.warm(cid)
         cache = activation_cache.open_cache(data_dir)
         assert len(cache.entries()) == 2
-        store.forget("trait", [trait])
+        store.curation.forget("trait", [trait])
         assert activation_cache.summary(cache, store).rows == []  # they held the trait's text
         agent.warm(cid)  # built again, without it
     finally:
         model.close()
     assert len(cache.entries()) == 2
-    assert activation_cache.purge_forgotten(cache, store.forgotten_spans()) == 0
+    assert activation_cache.purge_forgotten(cache, store.db.purge.spans()) == 0
 
 
 def test_mnemo_memory_activation_lists_and_clears(mnemo_dirs, capsys):

@@ -11,7 +11,7 @@ KEY = {"model": "/models/SmolLM2-135M.gguf", "n_ctx": 2048}
 
 
 def test_the_view_lists_the_saved_states_and_clear_deletes_them(qtbot, ctx, store, panel_factory):
-    cid = store.create_conversation("Allotment plans")
+    cid = store.conversations.create_conversation("Allotment plans")
     cache = activation_cache.open_cache(ctx.paths.data_dir)
     cache.put(KEY, activation_cache.NEW_CHAT, list(range(50)), b"\x01" * 5000)
     hit = cache.put(KEY, activation_cache.chat_slot(cid), list(range(300)), b"\x02" * 30000)
@@ -34,17 +34,17 @@ def test_the_view_lists_the_saved_states_and_clear_deletes_them(qtbot, ctx, stor
 
 
 def test_the_trace_says_a_reply_started_from_a_saved_state(qtbot, store, panel_factory):
-    cid = store.create_conversation("garden")
-    uid = store.add_message(cid, "user", "What keeps the soil moist?")
+    cid = store.conversations.create_conversation("garden")
+    uid = store.conversations.add_message(cid, "user", "What keeps the soil moist?")
     trace = {"query": "What keeps the soil moist?", "included": {}, "prompt_tokens": 1900}
-    restored = store.add_message(
+    restored = store.conversations.add_message(
         cid,
         "assistant",
         "Mulch.",
         parent_id=uid,
         meta={"trace": trace, "stats": {"cached_prompt_tokens": 1850, "restored_prompt_tokens": 1840}},
     )
-    plain = store.add_message(
+    plain = store.conversations.add_message(
         cid, "assistant", "Mulch.", parent_id=uid, meta={"trace": trace, "stats": {"cached_prompt_tokens": 1850}}
     )
     panel = panel_factory("trace")

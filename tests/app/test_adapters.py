@@ -121,13 +121,13 @@ def test_adapters_travel_in_a_cube(tmp_path, store):
     home = ad.AdapterRegistry(tmp_path / "home")
     home.add(bundled_adapter(tmp_path / "style.gguf"), scale=0.75)
     cube = tmp_path / "memory.mnemocube"
-    store.export_cube(cube, extras=ad.cube_extras(home))
+    store.cubes.export(cube, extras=ad.cube_extras(home))
     away = ad.AdapterRegistry(tmp_path / "away")
     added, problems = ad.adapters_from_cube(away, cube)
     assert problems == [] and [(r.name, r.scale, r.source) for r in added] == [("style", 0.75, "cube memory.mnemocube")]
     assert away.get("style").sha256 == home.get("style").sha256
     assert ad.adapters_from_cube(away, cube) == ([], [])  # a second import adds nothing
-    plan = store.plan_cube_import(cube)  # the memory import still checks the cube whole
+    plan = store.cubes.plan(cube)  # the memory import still checks the cube whole
     assert plan is not None
 
 
@@ -137,7 +137,7 @@ def test_a_tampered_adapter_in_a_cube_is_refused(tmp_path, store):
     home = ad.AdapterRegistry(tmp_path / "home")
     home.add(bundled_adapter(tmp_path / "style.gguf"))
     cube = tmp_path / "memory.mnemocube"
-    store.export_cube(cube, extras=ad.cube_extras(home))
+    store.cubes.export(cube, extras=ad.cube_extras(home))
     data = bytearray(cube.read_bytes())
     at = data.find(b"ffn_down.weight.lora_b") + 2000  # inside the stored adapter's tensors
     data[at] ^= 0xFF
@@ -147,12 +147,12 @@ def test_a_tampered_adapter_in_a_cube_is_refused(tmp_path, store):
     assert added == [] and len(problems) == 1 and "adapter-1.gguf: damaged (Bad CRC-32" in problems[0]
     assert away.records() == [] and not list((tmp_path / "away").glob("adapters/*.gguf"))
     with pytest.raises(CubeError, match="damaged"):
-        store.plan_cube_import(cube)  # the memory import refuses the whole cube
+        store.cubes.plan(cube)  # the memory import refuses the whole cube
 
 
 def test_cube_names_an_optional_member_only_under_its_prefixes(tmp_path, store):
     from memory_core.cubes import CubeError
 
     with pytest.raises(CubeError, match="parametric/"):
-        store.export_cube(tmp_path / "x.mnemocube", extras=[("../evil.gguf", b"x")])
+        store.cubes.export(tmp_path / "x.mnemocube", extras=[("../evil.gguf", b"x")])
     assert not (tmp_path / "x.mnemocube").exists()

@@ -22,17 +22,17 @@ def test_turn_persists_messages_trace_and_job(agent, store):
     result = agent.send(cid, "Hello! My name is Ada.", on_token=tokens.append)
     assert result.status == "complete"
     assert "".join(tokens) == result.text and result.text
-    msgs = store.list_messages(cid)
+    msgs = store.conversations.list_messages(cid)
     assert [m.role for m in msgs] == ["user", "assistant"]
     assert msgs[0].content == "Hello! My name is Ada."
     assert msgs[1].content == result.text
     assert msgs[1].meta["stats"]["prompt_tokens"] > 0
     assert msgs[1].meta["stats"]["completion_tokens"] > 0
     assert "trace" in msgs[1].meta
-    assert store.pending_jobs() == 1
-    assert store.get_conversation(cid).title.startswith("Hello! My name is Ada")
-    store.run_pending(allow_llm=False)
-    assert store.count_pages(conversation_id=cid) == 1
+    assert store.jobs.pending() == 1
+    assert store.conversations.get_conversation(cid).title.startswith("Hello! My name is Ada")
+    store.jobs.run_pending(allow_llm=False)
+    assert store.pages.count_pages(conversation_id=cid) == 1
 
 
 def test_fact_from_early_turn_recalled_in_new_conversation(agent, store):
@@ -47,16 +47,18 @@ def test_fact_from_early_turn_recalled_in_new_conversation(agent, store):
     ]
     for text in statements:
         agent.send(cid, text)
-        store.run_pending(allow_llm=False)
+        store.jobs.run_pending(allow_llm=False)
     # STM capacity is 3: the first pages overflowed into mid-term memory
-    assert store.count_pages(conversation_id=cid, tier="stm") == 3
+    assert store.pages.count_pages(conversation_id=cid, tier="stm") == 3
     assert (
-        store.count_pages(conversation_id=cid, tier="mtm") + store.count_pages(conversation_id=cid, tier="archive") == 3
+        store.pages.count_pages(conversation_id=cid, tier="mtm")
+        + store.pages.count_pages(conversation_id=cid, tier="archive")
+        == 3
     )
     other = agent.new_conversation()
     result = agent.send(other, "Where does my sister Margot live?")
     page_ids = [p["page_id"] for p in result.trace["pages"]]
-    first_page = store.list_pages(conversation_id=cid, order_by="timestamp", descending=False, limit=1)[0]
+    first_page = store.pages.list_pages(conversation_id=cid, order_by="timestamp", descending=False, limit=1)[0]
     assert first_page.id in page_ids
     assert first_page.id in result.trace["included"]["pages"]
     assert "Lisbon" in result.prompt.messages[-2]["content"]  # recalled pages sit with the question
@@ -80,9 +82,9 @@ def test_a_reworded_question_quotes_the_page_that_shares_no_word_with_it(agent, 
     # no keyword in common ("dog" / "beagle", "name" / "called") and a wordy reply: the page scores its
     # cosine alone, under the combined floor, yet it stands out from the rest of memory and is quoted
     cid = agent.new_conversation()
-    beagle_id = store.add_page(cid, "Hi! I adopted a beagle called Pepper last week.", BEAGLE_REPLY)
-    beagle = store.get_page(beagle_id)
-    store.add_pages(
+    beagle_id = store.intake.add_page(cid, "Hi! I adopted a beagle called Pepper last week.", BEAGLE_REPLY)
+    beagle = store.pages.get(beagle_id)
+    store.intake.add_pages(
         agent.new_conversation(),
         [
             {"user_text": "The weather was rainy all weekend.", "assistant_text": "Perfect weather for a book."},
@@ -103,8 +105,8 @@ def test_asking_again_in_a_new_chat_does_not_recall_the_first_answer(agent, stor
     agent.send(cid, "My sister Margot lives in Lisbon and teaches violin.")
     first = agent.new_conversation()
     agent.send(first, "Which city does my sister Margot live in?")
-    store.run_pending(allow_llm=False)
-    (asked,) = store.list_pages(conversation_id=first)
+    store.jobs.run_pending(allow_llm=False)
+    (asked,) = store.pages.list_pages(conversation_id=first)
     again = agent.send(agent.new_conversation(), "Which city does my sister Margot live in?")
     assert asked.id not in [p["page_id"] for p in again.trace["pages"]]
     assert [p["page_id"] for p in again.trace["skipped"]] == [asked.id]
@@ -125,7 +127,7 @@ def test_stop_keeps_partial_reply(agent, store):
     agent.max_tokens = 200
     result = agent.send(cid, "Tell me a long story about a lighthouse keeper.", on_token=on_token, cancel=cancel)
     assert result.status == "stopped"
-    stored = store.get_message(result.assistant_message_id)
+    stored = store.conversations.get_message(result.assistant_message_id)
     assert stored.status == "stopped"
     assert stored.content == "".join(seen)
 
@@ -133,18 +135,18 @@ def test_stop_keeps_partial_reply(agent, store):
 def test_regenerate_makes_sibling_and_edit_branches(agent, store):
     cid = agent.new_conversation()
     first = agent.send(cid, "Name a colour.")
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     again = agent.regenerate(first.assistant_message_id)
     assert again.user_message_id == first.user_message_id
-    siblings = store.message_children(first.user_message_id)
+    siblings = store.conversations.message_children(first.user_message_id)
     assert {m.id for m in siblings} == {first.assistant_message_id, again.assistant_message_id}
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     # the rejected reply's page is forgotten: one page for this exchange
-    assert store.count_pages(conversation_id=cid) == 1
+    assert store.pages.count_pages(conversation_id=cid) == 1
     edited = agent.edit_and_resend(first.user_message_id, "Name a fruit.")
-    branch = store.list_messages(cid)
+    branch = store.conversations.list_messages(cid)
     assert [m.content for m in branch if m.role == "user"] == ["Name a fruit."]
-    assert store.get_message(first.user_message_id) is not None  # the old branch is kept
+    assert store.conversations.get_message(first.user_message_id) is not None  # the old branch is kept
     assert edited.user_message_id != first.user_message_id
 
 
@@ -153,9 +155,9 @@ def test_a_message_asking_to_remember_keeps_its_fact_at_once(agent, store):
     result = agent.send(cid, "Remember that my locker code is 4312. Thanks!")
     kept = result.stats["remembered"]
     assert kept["outcome"] == "added" and kept["text"] == "my locker code is 4312"
-    (k,) = store.list_knowledge(owner="user")
+    (k,) = store.persona.list_knowledge(owner="user")
     assert (k.id, k.text, k.model) == (kept["id"], "my locker code is 4312", "user")
-    assert store.get_message(result.assistant_message_id).meta["stats"]["remembered"] == kept
+    assert store.conversations.get_message(result.assistant_message_id).meta["stats"]["remembered"] == kept
     # stored before retrieval: this very reply's prompt holds it, and so does a new chat's
     assert k.id in result.trace["included"]["knowledge"]
     other = agent.send(agent.new_conversation(), "What is my locker code?")
@@ -163,23 +165,23 @@ def test_a_message_asking_to_remember_keeps_its_fact_at_once(agent, store):
     assert any("my locker code is 4312" in m["content"] for m in other.prompt.messages if m["role"] == "system")
     # regenerating the reply does not store it again; saying it again confirms it
     regen = agent.regenerate(result.assistant_message_id)
-    assert "remembered" not in regen.stats and store.get_knowledge(k.id).version == 1
+    assert "remembered" not in regen.stats and store.persona.get_knowledge(k.id).version == 1
     again = agent.send(cid, "Please remember: my locker code is 4312")
     # a confirmation counts, it is no new version (issue 31)
-    assert again.stats["remembered"]["outcome"] == "confirmed" and store.get_knowledge(k.id).version == 1
-    assert store.get_knowledge(k.id).confirmations == 1
+    assert again.stats["remembered"]["outcome"] == "confirmed" and store.persona.get_knowledge(k.id).version == 1
+    assert store.persona.get_knowledge(k.id).confirmations == 1
     # a paused or incognito chat keeps nothing; a question about memory is not a request
     paused = agent.new_conversation()
-    store.set_conversation_flags(paused, memory_paused=True)
+    store.conversations.set_conversation_flags(paused, memory_paused=True)
     secret = agent.new_conversation()
-    store.set_conversation_flags(secret, incognito=True)
+    store.conversations.set_conversation_flags(secret, incognito=True)
     for c, text in (
         (paused, "Remember that I take the bus at 7."),
         (secret, "Remember that I take the bus at 7."),
         (cid, "Do you remember my locker code?"),
     ):
         assert "remembered" not in agent.send(c, text).stats
-    assert store.count_knowledge() == 1
+    assert store.persona.count_knowledge() == 1
 
 
 def test_a_request_at_the_end_of_a_message_keeps_what_came_before(agent, store):
@@ -188,31 +190,31 @@ def test_a_request_at_the_end_of_a_message_keeps_what_came_before(agent, store):
     kept = result.stats["remembered"]
     assert (kept["outcome"], kept["text"]) == ("added", "I am allergic to peanuts")
     assert kept["id"] in result.trace["included"]["knowledge"]
-    assert [k.text for k in store.list_knowledge(owner="user")] == ["I am allergic to peanuts"]
+    assert [k.text for k in store.persona.list_knowledge(owner="user")] == ["I am allergic to peanuts"]
 
 
 def test_incognito_reads_and_writes_nothing(agent, store):
     cid = agent.new_conversation()
     agent.send(cid, "Remember that my locker code is 4312.")
-    store.run_pending(allow_llm=False)
-    pages_before, jobs_before = store.count_pages(), len(store.list_jobs())
+    store.jobs.run_pending(allow_llm=False)
+    pages_before, jobs_before = store.pages.count_pages(), len(store.jobs.list_jobs())
     secret = agent.new_conversation()
-    store.set_conversation_flags(secret, incognito=True)
+    store.conversations.set_conversation_flags(secret, incognito=True)
     result = agent.send(secret, "What is my locker code?")
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     assert result.trace.get("memory") == "off"
     assert not any("4312" in m["content"] for m in result.prompt.messages)
-    assert store.count_pages() == pages_before
-    assert len(store.list_jobs()) == jobs_before
+    assert store.pages.count_pages() == pages_before
+    assert len(store.jobs.list_jobs()) == jobs_before
 
 
 def test_paused_conversation_reads_but_does_not_write(agent, store):
     cid = agent.new_conversation()
-    store.set_conversation_flags(cid, memory_paused=True)
+    store.conversations.set_conversation_flags(cid, memory_paused=True)
     agent.send(cid, "Something private.")
-    store.run_pending(allow_llm=False)
-    assert store.count_pages() == 0
-    assert store.pending_jobs() == 0
+    store.jobs.run_pending(allow_llm=False)
+    assert store.pages.count_pages() == 0
+    assert store.jobs.pending() == 0
 
 
 KILL_SCRIPT = textwrap.dedent("""
@@ -252,16 +254,16 @@ def test_sigkill_during_streaming_keeps_user_message_and_job_runs(tmp_path, embe
 
     store = MemoryStore.open(db, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
     try:
-        conv = store.list_conversations()[0]
-        msgs = store.list_messages(conv.id)
+        conv = store.conversations.list_conversations()[0]
+        msgs = store.conversations.list_messages(conv.id)
         assert msgs[0].role == "user" and "extremely long essay" in msgs[0].content
         assert msgs[1].status == "streaming" and msgs[1].content  # partial text was flushed
         agent = ChatAgent(store, None)
         assert agent.recover_interrupted() == 1
-        assert store.get_message(msgs[1].id).status == "interrupted"
-        assert store.pending_jobs() == 1
-        store.run_pending(allow_llm=False)
-        pages = store.list_pages(conversation_id=conv.id)
+        assert store.conversations.get_message(msgs[1].id).status == "interrupted"
+        assert store.jobs.pending() == 1
+        store.jobs.run_pending(allow_llm=False)
+        pages = store.pages.list_pages(conversation_id=conv.id)
         assert len(pages) == 1 and "extremely long essay" in pages[0].user_text
         assert agent.recover_interrupted() == 0  # idempotent
     finally:
@@ -287,7 +289,7 @@ def test_a_template_with_one_system_message_gets_recall_first(store, chat_model)
     agent = ChatAgent(store, OneSystemTemplate(chat_model), reply_reserve=256, max_tokens=8)
     cid = agent.new_conversation()
     agent.send(cid, "My sister Margot lives in Lisbon.")
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     other = agent.new_conversation()
     result = agent.send(other, "Where does my sister live?")
     assert result.status == "complete"
@@ -318,7 +320,7 @@ def test_a_server_refusing_a_second_system_message_gets_recall_first(store, chat
     agent = ChatAgent(store, model, reply_reserve=256, max_tokens=8)
     cid = agent.new_conversation()
     agent.send(cid, "My sister Margot lives in Lisbon.")
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     result = agent.send(agent.new_conversation(), "Where does my sister live?")
     assert result.status == "complete" and model.refused == 1
     assert [m["role"] for m in result.prompt.messages] == ["system", "user"]
@@ -331,16 +333,16 @@ def test_half_of_a_surrogate_pair_in_a_message_is_replaced_not_fatal(agent, stor
     cid = agent.new_conversation()
     result = agent.send(cid, "pasted from a broken clipboard: \ud800!")
     assert result.status == "complete"
-    assert store.list_messages(cid)[0].content == "pasted from a broken clipboard: \ufffd!"
+    assert store.conversations.list_messages(cid)[0].content == "pasted from a broken clipboard: \ufffd!"
     assert store.retrieve("clipboard \udfff").query == "clipboard \ufffd"
 
 
 def test_warming_a_conversation_lets_the_next_reply_skip_its_dialogue(agent, store, chat_model):
-    cid = store.create_conversation("garden")
+    cid = store.conversations.create_conversation("garden")
     for i in range(4):
-        store.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
-        store.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
-    store.add_trait("hobby", "gardening")  # the persona is part of the stable prefix
+        store.conversations.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
+        store.conversations.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
+    store.persona.add_trait("hobby", "gardening")  # the persona is part of the stable prefix
     chat_model._llm.reset()  # a fresh start: nothing cached
     warmed = agent.warm(cid)
     assert warmed > 200
@@ -357,7 +359,7 @@ def test_warming_is_nothing_for_a_model_without_a_local_cache(store):
 
     from app.agent import ChatAgent
 
-    assert ChatAgent(store, Remote()).warm(store.create_conversation()) == 0
+    assert ChatAgent(store, Remote()).warm(store.conversations.create_conversation()) == 0
 
 
 LOOPING = "Write a poem where every line is 'the sea is calm tonight'."
@@ -384,7 +386,7 @@ def test_a_reply_that_loops_is_stopped_and_keeps_what_came_before_the_loop(store
     assert result.stats["completion_tokens"] < 160
     assert 1 <= _most_repeated_line(result.text) <= 2  # one stanza (its refrain line is in it twice)
     assert "".join(streamed).startswith(result.text)  # what was shown, less the loop
-    stored = store.get_message(result.assistant_message_id)
+    stored = store.conversations.get_message(result.assistant_message_id)
     assert stored.content == result.text and stored.status == "complete"
     assert stored.meta["stats"]["finish_reason"] == "repetition"
 
@@ -434,9 +436,9 @@ def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, ch
     assert result.status == "complete" and result.stats["markup_removed"] == 2
     assert result.text.endswith("Here's the answer: \nMy grandmother grew up in Porto. a < b")
     assert "".join(streamed) == result.text and "memory>" not in result.text
-    assert store.get_message(result.assistant_message_id).content == result.text
-    store.run_pending(allow_llm=False)
-    assert "<memory>" not in store.list_pages()[0].assistant_text  # nor does it reach memory
+    assert store.conversations.get_message(result.assistant_message_id).content == result.text
+    store.jobs.run_pending(allow_llm=False)
+    assert "<memory>" not in store.pages.list_pages()[0].assistant_text  # nor does it reach memory
 
     from app.prompting import MarkupFilter
 
@@ -475,7 +477,7 @@ def _writes_the_dialogue_on(model):
 def test_a_reply_that_writes_the_quoted_dialogue_on_ends_before_the_turn_nobody_said(store, chat_model):
     agent = ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12)
     agent.send(agent.new_conversation(), "My grandmother grew up in Porto.")
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     agent = ChatAgent(store, _writes_the_dialogue_on(chat_model), reply_reserve=256, max_tokens=12)
     streamed = []
     result = agent.send(agent.new_conversation(), "Where did my grandmother grow up?", on_token=streamed.append)
@@ -486,9 +488,9 @@ def test_a_reply_that_writes_the_quoted_dialogue_on_ends_before_the_turn_nobody_
     assert result.status == "complete" and result.stats["finish_reason"] == "invented_turn"
     assert result.stats["quoting_removed"] == 2  # the recitation and the header
     assert "".join(streamed).rstrip() == result.text  # what was shown is what is kept
-    assert store.get_message(result.assistant_message_id).content == result.text
-    store.run_pending(allow_llm=False)
-    assert all("Assistant:" not in p.assistant_text for p in store.list_pages())  # nor does it reach memory
+    assert store.conversations.get_message(result.assistant_message_id).content == result.text
+    store.jobs.run_pending(allow_llm=False)
+    assert all("Assistant:" not in p.assistant_text for p in store.pages.list_pages())  # nor does it reach memory
 
 
 @pytest.mark.parametrize(
@@ -501,9 +503,9 @@ def test_a_reply_that_writes_the_quoted_dialogue_on_ends_before_the_turn_nobody_
 def test_labels_stay_where_no_page_was_quoted_or_a_dialogue_was_asked_for(store, chat_model, message):
     if message.startswith("Write"):
         ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
-            store.create_conversation(), "My grandmother grew up in Porto."
+            store.conversations.create_conversation(), "My grandmother grew up in Porto."
         )
-        store.run_pending(allow_llm=False)
+        store.jobs.run_pending(allow_llm=False)
     agent = ChatAgent(store, _writes_the_dialogue_on(chat_model), reply_reserve=256, max_tokens=12)
     result = agent.send(agent.new_conversation(), message)
     assert bool(result.prompt.included["pages"]) is message.startswith("Write")
@@ -514,7 +516,7 @@ def test_labels_stay_where_no_page_was_quoted_or_a_dialogue_was_asked_for(store,
 
 def test_a_reply_that_copies_the_notation_of_quoted_facts_is_filtered_too(store, chat_model):
     """Known facts are quoted as "- (user) …"; the bundled model writes "(user) …" back as well."""
-    store.add_knowledge("user", "My locker code is 4312")
+    store.persona.add_knowledge("user", "My locker code is 4312")
     agent = ChatAgent(
         store,
         _Framed(chat_model, before=["(us", "er) My locker code is 4312.\n(assistant) Anything else?"], alone=True),
@@ -527,8 +529,8 @@ def test_a_reply_that_copies_the_notation_of_quoted_facts_is_filtered_too(store,
 
 
 def test_a_recited_answer_of_an_imported_chatgpt_chat_is_chatgpts(store, chat_model):
-    cid = store.create_conversation("Lenses", source="chatgpt", external_id="c1")
-    store.add_page(
+    cid = store.conversations.create_conversation("Lenses", source="chatgpt", external_id="c1")
+    store.intake.add_page(
         cid, "Which lens should I buy for street photography?", "A 35 mm prime lens suits street photography best."
     )
     agent = ChatAgent(
@@ -544,9 +546,9 @@ def test_a_recited_answer_of_an_imported_chatgpt_chat_is_chatgpts(store, chat_mo
 
 def test_a_reply_that_only_recites_a_page_keeps_no_trailing_line_break(store, chat_model):
     ChatAgent(store, chat_model, reply_reserve=256, max_tokens=12).send(
-        store.create_conversation(), "My grandmother grew up in Porto."
+        store.conversations.create_conversation(), "My grandmother grew up in Porto."
     )
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     agent = ChatAgent(
         store,
         _Framed(chat_model, before=["User: My grandmother grew up in Porto.", "\n"], alone=True),
@@ -565,13 +567,13 @@ def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(ag
     kept = agent.send(cid, "Remember that my locker code is 4312.").stats["remembered"]
     agent.send(cid, "My sister Margot lives in Lisbon.")
     agent.send(agent.new_conversation(), "The locker room at my gym smells of chlorine.")
-    store.run_pending(allow_llm=False)
-    pages_before = store.count_pages()
+    store.jobs.run_pending(allow_llm=False)
+    pages_before = store.pages.count_pages()
     # the page that said it, and any reply of the model that repeated it (the bundled model sometimes
     # does, depending on what it ran before); not the gym's
     holding = [
         p.id
-        for p in store.list_pages(limit=100)
+        for p in store.pages.list_pages(limit=100)
         if all(w in f"{p.user_text} {p.assistant_text}".lower() for w in ("locker", "code", "4312"))
     ]
     other = agent.new_conversation()
@@ -579,25 +581,25 @@ def test_a_message_asking_to_forget_takes_the_fact_and_the_pages_that_said_it(ag
     forgot = result.stats["forgot"]
     assert forgot["what"] == "my locker code is 4312" and forgot["facts"] == [[kept["id"]]]
     assert forgot["pages"] == len(holding) >= 1
-    assert store.get_knowledge(kept["id"]) is None
+    assert store.persona.get_knowledge(kept["id"]) is None
     assert result.trace["included"]["knowledge"] == []  # this very reply cannot recall it
-    store.run_pending(allow_llm=False)
-    assert store.count_pages() == pages_before - len(holding)  # the request is not kept as a page
-    assert not any("4312" in p.user_text + p.assistant_text for p in store.list_pages(limit=100))
-    assert any("chlorine" in p.user_text for p in store.list_pages(limit=100))
-    assert store.get_message(result.assistant_message_id).meta["stats"]["forgot"] == forgot
+    store.jobs.run_pending(allow_llm=False)
+    assert store.pages.count_pages() == pages_before - len(holding)  # the request is not kept as a page
+    assert not any("4312" in p.user_text + p.assistant_text for p in store.pages.list_pages(limit=100))
+    assert any("chlorine" in p.user_text for p in store.pages.list_pages(limit=100))
+    assert store.conversations.get_message(result.assistant_message_id).meta["stats"]["forgot"] == forgot
     # regenerating it keeps no page either; nothing left to match says so
     agent.regenerate(result.assistant_message_id)
     again = agent.send(other, "Forget that my locker code is 4312")
     assert again.stats["forgot"] == {"what": "my locker code is 4312", "facts": [], "pages": 0}
-    store.run_pending(allow_llm=False)
-    assert store.count_pages() == pages_before - len(holding)
+    store.jobs.run_pending(allow_llm=False)
+    assert store.pages.count_pages() == pages_before - len(holding)
     # in an incognito chat memory is not touched at all
     secret = agent.new_conversation()
-    store.set_conversation_flags(secret, incognito=True)
+    store.conversations.set_conversation_flags(secret, incognito=True)
     agent.send(agent.new_conversation(), "My sister Margot lives in Lisbon.")  # said again: the page above may be
-    store.run_pending(allow_llm=False)  # gone (its reply repeated the code)
-    margot = store.count_pages(text="Margot")
+    store.jobs.run_pending(allow_llm=False)  # gone (its reply repeated the code)
+    margot = store.pages.count_pages(text="Margot")
     assert margot >= 1
     assert "forgot" not in agent.send(secret, "Forget that my sister Margot lives in Lisbon.").stats
-    assert store.count_pages(text="Margot") == margot
+    assert store.pages.count_pages(text="Margot") == margot

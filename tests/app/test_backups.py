@@ -23,14 +23,16 @@ def test_a_backup_is_a_complete_database_even_while_another_connection_writes(tm
     s = _open(tmp_path / "mnemo.sqlite3", embedder)
     other = _open(tmp_path / "mnemo.sqlite3", embedder)
     try:
-        cid = s.create_conversation()
-        s.add_pages(cid, [{"user_text": f"I planted tree number {i}.", "assistant_text": "Nice."} for i in range(400)])
+        cid = s.conversations.create_conversation()
+        s.intake.add_pages(
+            cid, [{"user_text": f"I planted tree number {i}.", "assistant_text": "Nice."} for i in range(400)]
+        )
         progress = []
 
         def write_meanwhile(done, total):
             progress.append((done, total))
             if len(progress) == 1:
-                other.add_page(cid, "Written during the backup.", "Ok.")
+                other.intake.add_page(cid, "Written during the backup.", "Ok.")
 
         copy = s.backup(tmp_path / "copy.sqlite3", pages_per_step=8, on_progress=write_meanwhile)
         assert len(progress) > 2 and progress[-1][0] == progress[-1][1]
@@ -40,9 +42,9 @@ def test_a_backup_is_a_complete_database_even_while_another_connection_writes(tm
         other.close()
     c = _open(copy, embedder)
     try:
-        assert c.count_pages() in (400, 401)  # before or after the concurrent write, never torn
+        assert c.pages.count_pages() in (400, 401)  # before or after the concurrent write, never torn
         assert c.check_integrity() == [] and c._x("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert any("tree number 7." in p.text for p in c.list_pages(limit=1000, text="tree number 7."))
+        assert any("tree number 7." in p.text for p in c.pages.list_pages(limit=1000, text="tree number 7."))
     finally:
         c.close()
 
@@ -69,17 +71,17 @@ def test_daily_rotation_keeps_the_newest(tmp_path, embedder):
 def test_restore_puts_the_backup_back_and_keeps_the_current_file_aside(tmp_path, embedder):
     paths = Paths(tmp_path / "config", tmp_path / "data")
     s = _open(paths.db_file, embedder)
-    cid = s.create_conversation()
-    s.add_page(cid, "My bike is red.", "Noted.")
+    cid = s.conversations.create_conversation()
+    s.intake.add_page(cid, "My bike is red.", "Noted.")
     saved = backups.make_backup(s, paths)
-    s.add_page(cid, "My bike is now blue.", "Noted.")
+    s.intake.add_page(cid, "My bike is now blue.", "Noted.")
     s.close()
     paths.db_file.write_bytes(b"damaged" * 1000)  # the file is ruined afterwards
     aside = backups.restore(paths, saved)
     assert aside.read_bytes() == b"damaged" * 1000
     r = _open(paths.db_file, embedder)
     try:
-        assert [p.user_text for p in r.list_pages(limit=10)] == ["My bike is red."]
+        assert [p.user_text for p in r.pages.list_pages(limit=10)] == ["My bike is red."]
     finally:
         r.close()
 
@@ -90,7 +92,7 @@ def test_restore_refuses_a_file_that_is_not_a_sound_mnemo_memory_and_changes_not
 
     paths = Paths(tmp_path / "config", tmp_path / "data")
     s = _open(paths.db_file, embedder)
-    s.add_page(s.create_conversation(), "My bike is red.", "Noted.")
+    s.intake.add_page(s.conversations.create_conversation(), "My bike is red.", "Noted.")
     good = backups.make_backup(s, paths)
     s.close()
     before = paths.db_file.read_bytes()
@@ -123,13 +125,13 @@ def test_restore_drops_this_processs_cached_vectors_of_the_replaced_file(tmp_pat
     # path and syncs from the file's change log, which a different file can continue seamlessly.
     paths = Paths(tmp_path / "config", tmp_path / "data")
     s = _open(paths.db_file, embedder)
-    s.add_page(s.create_conversation(), "My bike is blue.", "Noted.")
+    s.intake.add_page(s.conversations.create_conversation(), "My bike is blue.", "Noted.")
     assert len(s.retrieve("bike", record_visits=False).pages) == 1  # the cache holds it
     s.close()
     other = _open(tmp_path / "other" / "mnemo.sqlite3", embedder)  # another profile's memory
-    cid = other.create_conversation()
+    cid = other.conversations.create_conversation()
     for text in ("I keep bees in the garden.", "My cat is called Tom.", "I drink green tea."):
-        other.add_page(cid, text, "Lovely.")
+        other.intake.add_page(cid, text, "Lovely.")
     copy = other.backup(tmp_path / "other-copy.sqlite3")
     other.close()
     backups.restore(paths, copy)
@@ -164,7 +166,7 @@ def _mnemo(dirs, *args):
 
 def test_cli_backup_list_damage_and_restore(mnemo_dirs, embedder):
     s = _open(mnemo_dirs["data"] / "mnemo.sqlite3", embedder)
-    s.add_page(s.create_conversation(), "I keep bees in the garden.", "Lovely.")
+    s.intake.add_page(s.conversations.create_conversation(), "I keep bees in the garden.", "Lovely.")
     s.close()
     out = _mnemo(mnemo_dirs, "memory", "backup")
     assert out.returncode == 0 and "memory backed up to" in out.stdout, out.stderr
@@ -194,7 +196,10 @@ def test_a_cancelled_backup_leaves_nothing_and_stale_partials_are_swept(tmp_path
     paths = Paths(tmp_path / "config", tmp_path / "data")
     s = _open(paths.db_file, embedder)
     try:
-        s.add_pages(s.create_conversation(), [{"user_text": f"line {i}", "assistant_text": "ok"} for i in range(300)])
+        s.intake.add_pages(
+            s.conversations.create_conversation(),
+            [{"user_text": f"line {i}", "assistant_text": "ok"} for i in range(300)],
+        )
         steps = []
         with pytest.raises(InterruptedError):  # cancelled between steps, here after the second
             s.backup(
@@ -233,20 +238,20 @@ def test_the_backups_made_while_forgotten_memory_existed_are_named_and_dropped(t
         old = backups.make_backup(s, paths, now=time.time() - 7200)
         t = time.time() - 3600
         os.utime(old, (t, t))  # made an hour ago: before the fact below existed
-        kid = s.add_knowledge("user", "My locker code is 4312.")
+        kid = s.persona.add_knowledge("user", "My locker code is 4312.")
         holds = backups.make_backup(s, paths, now=time.time() - 60)
-        assert backups.holding_forgotten(paths, s.forgotten_spans()) == []
-        s.forget("knowledge", kid)
-        assert backups.holding_forgotten(paths, s.forgotten_spans()) == [holds]
+        assert backups.holding_forgotten(paths, s.db.purge.spans()) == []
+        s.curation.forget("knowledge", kid)
+        assert backups.holding_forgotten(paths, s.db.purge.spans()) == [holds]
         assert b"4312" in holds.read_bytes() and b"4312" not in old.read_bytes()
         gone, fresh = backups.drop_forgotten(s, paths, keep=2)
         assert gone == [holds] and not holds.exists() and fresh is not None and b"4312" not in fresh.read_bytes()
         assert backups.list_backups(paths) == [fresh, old]
-        assert backups.holding_forgotten(paths, s.forgotten_spans()) == []
+        assert backups.holding_forgotten(paths, s.db.purge.spans()) == []
         # with backups off (keep 0) the ones that hold it go, and none is made
-        kid = s.add_knowledge("user", "My bike lock code is 9876.")
+        kid = s.persona.add_knowledge("user", "My bike lock code is 9876.")
         later = backups.make_backup(s, paths, now=time.time() + 60)
-        s.forget("knowledge", kid)
+        s.curation.forget("knowledge", kid)
         assert backups.drop_forgotten(s, paths, keep=0) == ([later], None) and not later.exists()
     finally:
         s.close()
@@ -258,7 +263,7 @@ def test_cli_names_the_backups_that_hold_what_was_forgotten_and_drops_them(mnemo
     paths = Paths.resolve()
     s = _open(paths.db_file, embedder)
     try:
-        kid = s.add_knowledge("user", "My locker code is 4312.")
+        kid = s.persona.add_knowledge("user", "My locker code is 4312.")
         made = backups.make_backup(s, paths, now=time.time() - 60)
     finally:
         s.close()

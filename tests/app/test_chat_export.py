@@ -15,14 +15,18 @@ T0 = 1_712_045_731.0  # 2024-04-02T08:15:31Z
 
 def _chat(store):
     """A chat whose second reply was regenerated: two branches, the newest one last."""
-    cid = store.create_conversation("Balcony garden: plans", created_at=T0)
-    u1 = store.add_message(cid, "user", "My balcony faces north. What can I grow?", created_at=T0)
-    a1 = store.add_message(cid, "assistant", "Leafy greens:\n\n- lettuce\n- spinach", parent_id=u1, created_at=T0 + 9)
-    u2 = store.add_message(cid, "user", "And herbs?", parent_id=a1, created_at=T0 + 60)
-    first = store.add_message(
+    cid = store.conversations.create_conversation("Balcony garden: plans", created_at=T0)
+    u1 = store.conversations.add_message(cid, "user", "My balcony faces north. What can I grow?", created_at=T0)
+    a1 = store.conversations.add_message(
+        cid, "assistant", "Leafy greens:\n\n- lettuce\n- spinach", parent_id=u1, created_at=T0 + 9
+    )
+    u2 = store.conversations.add_message(cid, "user", "And herbs?", parent_id=a1, created_at=T0 + 60)
+    first = store.conversations.add_message(
         cid, "assistant", "Mint and parsley.", parent_id=u2, created_at=T0 + 70, meta={"model": "smollm2"}
     )
-    store.add_message(cid, "assistant", "Parsley, mint and chives.", parent_id=u2, created_at=T0 + 80, status="stopped")
+    store.conversations.add_message(
+        cid, "assistant", "Parsley, mint and chives.", parent_id=u2, created_at=T0 + 80, status="stopped"
+    )
     return cid, first
 
 
@@ -39,7 +43,7 @@ def test_markdown_export_reimports_unchanged(store, embedder, tmp_path):
     (conv,) = parsed.conversations
     assert conv.title == "Balcony garden: plans"
     assert [(t.role, t.text, t.timestamp, t.status) for t in conv.turns] == [
-        (m.role, m.content, m.created_at, m.status) for m in store.list_messages(cid)
+        (m.role, m.content, m.created_at, m.status) for m in store.conversations.list_messages(cid)
     ]
     # into another memory and out again: the same file
     from memory_core import MemoryStore
@@ -49,7 +53,7 @@ def test_markdown_export_reimports_unchanged(store, embedder, tmp_path):
     )
     try:
         write_conversation(other, conv)
-        (copy,) = other.list_conversations()
+        (copy,) = other.conversations.list_conversations()
         assert export_chat(other, copy.id, tmp_path / "again.md").path.read_text(encoding="utf-8") == text
     finally:
         other.close()
@@ -57,15 +61,17 @@ def test_markdown_export_reimports_unchanged(store, embedder, tmp_path):
 
 def test_a_message_quoting_speaker_lines_reads_back_whole(store, tmp_path):
     """A pasted transcript inside a message ("User: …" lines) is text, not new messages."""
-    cid = store.create_conversation("Pasted dialogue", created_at=T0)
+    cid = store.conversations.create_conversation("Pasted dialogue", created_at=T0)
     pasted = "Summarise this:\nUser: where is my passport?\n**Assistant:** In the drawer.\n> Human: thanks"
-    u = store.add_message(cid, "user", pasted, created_at=T0)
-    store.add_message(
+    u = store.conversations.add_message(cid, "user", pasted, created_at=T0)
+    store.conversations.add_message(
         cid, "assistant", "Assistant: it is in the drawer.\nUser: asked where.", parent_id=u, created_at=T0 + 5
     )
     out = export_chat(store, cid, tmp_path / "pasted.md")
     (conv,) = load(out.path).conversations
-    assert [(t.role, t.text) for t in conv.turns] == [(m.role, m.content) for m in store.list_messages(cid)]
+    assert [(t.role, t.text) for t in conv.turns] == [
+        (m.role, m.content) for m in store.conversations.list_messages(cid)
+    ]
 
 
 def test_json_export_of_another_branch_keeps_every_field(store, tmp_path):
@@ -125,7 +131,7 @@ def test_chats_command_lists_and_exports(mnemo_dirs, embedder, tmp_path, capsys)
     store = AppContext.create().open_store()
     try:
         cid, _ = _chat(store)
-        store.add_page(cid, "My balcony faces north. What can I grow?", "Leafy greens.")
+        store.intake.add_page(cid, "My balcony faces north. What can I grow?", "Leafy greens.")
     finally:
         store.close()
     assert main(["chats", "list", "--json"]) == 0
@@ -154,7 +160,7 @@ def test_chats_command_lists_and_exports(mnemo_dirs, embedder, tmp_path, capsys)
     assert main(["chats", "list", "--json"]) == 0 and json.loads(capsys.readouterr().out) == []
     store = AppContext.create().open_store()
     try:
-        assert store.count_pages() == 1 and store.get_conversation(cid) is None
+        assert store.pages.count_pages() == 1 and store.conversations.get_conversation(cid) is None
     finally:
         store.close()
 
@@ -165,12 +171,12 @@ def test_chats_forget_and_delete_forget_take_what_memory_learned(mnemo_dirs, emb
     store = AppContext.create().open_store()
     try:
         cid, _ = _chat(store)
-        other = store.create_conversation("Elsewhere")
+        other = store.conversations.create_conversation("Elsewhere")
         for text in ("My balcony faces north.", "I grow mint in a blue pot.", "The balcony railing is rusty."):
-            store.add_page(cid, text, "Noted.")
-        store.add_page(other, "I keep bees in the garden.", "Lovely.")
-        store.run_pending(allow_llm=False)
-        empty = store.create_conversation("Nothing here")
+            store.intake.add_page(cid, text, "Noted.")
+        store.intake.add_page(other, "I keep bees in the garden.", "Lovely.")
+        store.jobs.run_pending(allow_llm=False)
+        empty = store.conversations.create_conversation("Nothing here")
     finally:
         store.close()
     assert main(["chats", "forget", str(cid)]) == 2  # no terminal to ask: needs --yes
@@ -183,9 +189,9 @@ def test_chats_forget_and_delete_forget_take_what_memory_learned(mnemo_dirs, emb
     assert main(["chats", "forget", "999", "--yes"]) == 1
     store = AppContext.create().open_store()
     try:
-        assert store.count_pages(conversation_id=cid) == 0 and store.count_pages() == 1
-        assert len(store.all_messages(cid)) == 5  # the chat stays, both branches
-        assert not any("balcony" in k.text.lower() for k in store.list_knowledge())
+        assert store.pages.count_pages(conversation_id=cid) == 0 and store.pages.count_pages() == 1
+        assert len(store.conversations.all_messages(cid)) == 5  # the chat stays, both branches
+        assert not any("balcony" in k.text.lower() for k in store.persona.list_knowledge())
     finally:
         store.close()
     capsys.readouterr()
@@ -197,7 +203,7 @@ def test_chats_forget_and_delete_forget_take_what_memory_learned(mnemo_dirs, emb
     assert "deleted “Elsewhere” and forgot 1 page" in capsys.readouterr().out
     store = AppContext.create().open_store()
     try:
-        assert store.count_pages() == 0 and store.get_conversation(other) is None
+        assert store.pages.count_pages() == 0 and store.conversations.get_conversation(other) is None
         assert store.check_integrity() == []
     finally:
         store.close()
@@ -206,14 +212,16 @@ def test_chats_forget_and_delete_forget_take_what_memory_learned(mnemo_dirs, emb
 def test_an_interrupted_reply_is_marked_in_markdown_and_reads_back_so(store, embedder, tmp_path):
     """A reply cut short by a crash (left 'streaming', marked 'interrupted' at the next start) says so
     after its speaker; a reply being written as the file is made ends there too: 'interrupted'."""
-    cid = store.create_conversation("Cut short", created_at=T0)
-    u1 = store.add_message(cid, "user", "Tell me about Porto.", created_at=T0)
-    a1 = store.add_message(
+    cid = store.conversations.create_conversation("Cut short", created_at=T0)
+    u1 = store.conversations.add_message(cid, "user", "Tell me about Porto.", created_at=T0)
+    a1 = store.conversations.add_message(
         cid, "assistant", "Porto is a city on the Dou", parent_id=u1, created_at=T0 + 2, status="streaming"
     )
-    assert store.mark_interrupted_messages() == 1  # what a start after the crash does
-    u2 = store.add_message(cid, "user", "Go on.", parent_id=a1, created_at=T0 + 60)
-    store.add_message(cid, "assistant", "It is known for", parent_id=u2, created_at=T0 + 61, status="streaming")
+    assert store.conversations.mark_interrupted_messages() == 1  # what a start after the crash does
+    u2 = store.conversations.add_message(cid, "user", "Go on.", parent_id=a1, created_at=T0 + 60)
+    store.conversations.add_message(
+        cid, "assistant", "It is known for", parent_id=u2, created_at=T0 + 61, status="streaming"
+    )
     text = export_chat(store, cid, tmp_path / "cut.md").path.read_text(encoding="utf-8")
     assert text == (
         "# Cut short\n\n"
@@ -230,5 +238,10 @@ def test_an_interrupted_reply_is_marked_in_markdown_and_reads_back_so(store, emb
         ("assistant", "It is known for", "interrupted"),
     ]
     write_conversation(store, conv)  # into a memory: the replies keep their status
-    copy = next(c for c in store.list_conversations() if c.source == "text")
-    assert [m.status for m in store.list_messages(copy.id)] == ["complete", "interrupted", "complete", "interrupted"]
+    copy = next(c for c in store.conversations.list_conversations() if c.source == "text")
+    assert [m.status for m in store.conversations.list_messages(copy.id)] == [
+        "complete",
+        "interrupted",
+        "complete",
+        "interrupted",
+    ]

@@ -8,14 +8,14 @@ from app.chat_memory import chat_memory, forget_chat_memory
 
 def _send(agent, store, cid, text):
     result = agent.send(cid, text)
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     return result
 
 
 def test_forgetting_a_chat_takes_its_pages_and_facts_and_leaves_the_rest(agent, store):
     keep = agent.new_conversation()
     _send(agent, store, keep, "My brother Tomas repairs old clocks in Vienna.")
-    kept_fact = store.add_knowledge("user", "I play the cello on Sundays.")  # added in the inspector: no chat
+    kept_fact = store.persona.add_knowledge("user", "I play the cello on Sundays.")  # added in the inspector: no chat
 
     cid = agent.new_conversation()
     added = _send(agent, store, cid, "Remember that my locker code is 4312.").stats["remembered"]
@@ -36,16 +36,16 @@ def test_forgetting_a_chat_takes_its_pages_and_facts_and_leaves_the_rest(agent, 
     assert undone["outcome"] == "updated" and undone["id"] == moved["id"] and undone["version"] == 3
 
     preview = chat_memory(store, cid)
-    assert len(preview.memory.page_ids) == 6 and store.get_page(preview.memory.page_ids[0]) is not None
+    assert len(preview.memory.page_ids) == 6 and store.pages.get(preview.memory.page_ids[0]) is not None
     assert [(r.id, r.outcome) for r in preview.remembered] == [(added["id"], "added")]  # Porto was changed since
     assert preview.describe().startswith("6 pages") and "1 fact it asked to remember" in preview.describe()
 
     gone = forget_chat_memory(store, cid)
-    assert store.count_pages(conversation_id=cid) == 0
-    assert store.get_knowledge(added["id"]) is None  # the locker code is gone
-    assert store.get_knowledge(moved["id"]).text == "I live in Madrid now"  # confirmed elsewhere since: stays
-    assert store.get_knowledge(kept_fact) is not None
-    assert store.count_pages(conversation_id=keep) == 1 and len(store.list_messages(cid)) == 12
+    assert store.pages.count_pages(conversation_id=cid) == 0
+    assert store.persona.get_knowledge(added["id"]) is None  # the locker code is gone
+    assert store.persona.get_knowledge(moved["id"]).text == "I live in Madrid now"  # confirmed elsewhere since: stays
+    assert store.persona.get_knowledge(kept_fact) is not None
+    assert store.pages.count_pages(conversation_id=keep) == 1 and len(store.conversations.list_messages(cid)) == 12
     assert sorted(gone.memory.page_ids) == sorted(preview.memory.page_ids)
     hits = store.retrieve("locker code hotel Krakow pierogi", None)
     assert all(h.page.conversation_id != cid for h in hits.pages)
@@ -54,7 +54,7 @@ def test_forgetting_a_chat_takes_its_pages_and_facts_and_leaves_the_rest(agent, 
     # a chat whose message *changed* a fact: forgetting it puts the earlier text back
     back = forget_chat_memory(store, wrong)
     assert [(r.id, r.outcome) for r in back.remembered] == [(moved["id"], "updated")]
-    k = store.get_knowledge(moved["id"])
+    k = store.persona.get_knowledge(moved["id"])
     assert (k.text, k.version) == ("I live in Lyon now", 2)
     assert "1 fact it changed" in back.describe()
     assert chat_memory(store, wrong).empty

@@ -35,7 +35,7 @@ def test_ask_dash_takes_the_message_from_standard_input(mnemo_dirs, embedder):
         mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim
     )
     try:
-        user, reply = store.list_messages(result["conversation_id"])
+        user, reply = store.conversations.list_messages(result["conversation_id"])
         assert user.role == "user" and user.content == message  # whole, lines kept, the final newline not
         assert reply.id == result["message_id"]
     finally:

@@ -172,7 +172,10 @@ def test_ask_after_an_embedding_model_change_re_embeds_with_a_progress_bar(mnemo
     old = MemoryStore.open(
         mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id="an-older-model", dim=embedder.dim
     )
-    old.add_pages(old.create_conversation(), [{"user_text": f"note {i}", "assistant_text": "ok"} for i in range(300)])
+    old.intake.add_pages(
+        old.conversations.create_conversation(),
+        [{"user_text": f"note {i}", "assistant_text": "ok"} for i in range(300)],
+    )
     old.close()
     out = mnemo(mnemo_dirs, "ask", "Hello")
     assert "re-embedding memory |" in out.stderr and "300/300 pages" in out.stderr
@@ -192,8 +195,8 @@ def test_an_older_memory_is_embedded_again_with_its_words_and_a_progress_bar(mne
     old = MemoryStore.open(
         mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim
     )
-    old.add_pages(
-        old.create_conversation(),
+    old.intake.add_pages(
+        old.conversations.create_conversation(),
         [{"user_text": f"note {i}: the basil needs sun", "assistant_text": "ok"} for i in range(300)],
     )
     old.close()

@@ -44,7 +44,7 @@ def source(tmp_path):
     s = open_profile(dirs)
     try:
         build_memory(s, Clock())
-        expected = persona_text(s), s.count_pages()
+        expected = persona_text(s), s.pages.count_pages()
     finally:
         s.close()
     return dirs, expected
@@ -69,7 +69,7 @@ def test_export_import_twice_list_and_undo(source, tmp_path):
     assert json.loads(second)["counts"]["pages"] == {"present": src_pages}  # nothing added the second time
     s = open_profile(dst)
     try:
-        assert persona_text(s) == src_persona and s.count_pages() == src_pages
+        assert persona_text(s) == src_persona and s.pages.count_pages() == src_pages
     finally:
         s.close()
 
@@ -81,7 +81,7 @@ def test_export_import_twice_list_and_undo(source, tmp_path):
     assert again.returncode == 1 and "was undone already" in again.stderr
     s = open_profile(dst)
     try:
-        assert s.count_pages() == 0 and persona_text(s) == []
+        assert s.pages.count_pages() == 0 and persona_text(s) == []
     finally:
         s.close()
 
@@ -105,7 +105,7 @@ def test_what_goes_into_a_cube(source, tmp_path):
     mnemo(dst, "memory", "import", str(persona))
     s = open_profile(dst)
     try:
-        assert s.count_pages() == 0 and persona_text(s) == src_persona
+        assert s.pages.count_pages() == 0 and persona_text(s) == src_persona
     finally:
         s.close()
 

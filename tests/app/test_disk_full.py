@@ -18,27 +18,27 @@ def _disk_before_store(full_disk):
 
 
 def _integrity(store) -> str:
-    return store._x("PRAGMA integrity_check").fetchone()[0]
+    return store.db.execute("PRAGMA integrity_check").fetchone()[0]
 
 
 def test_a_message_sent_to_a_full_disk_is_refused_clearly_and_nothing_is_lost(agent, store, full_disk):
     cid = agent.new_conversation()
     first = agent.send(cid, "My cat is called Miso.")
     assert first.status == "complete"
-    store.run_pending(allow_llm=False)
-    before = [(m.role, m.content) for m in store.list_messages(cid)]
+    store.jobs.run_pending(allow_llm=False)
+    before = [(m.role, m.content) for m in store.conversations.list_messages(cid)]
 
     full_disk.full = True
     with pytest.raises(DiskFullError) as err:
         agent.send(cid, "And my dog is called Tofu.")
     assert str(err.value) == MESSAGE_NOT_SAVED and "disk is full" in str(err.value)
-    assert [(m.role, m.content) for m in store.list_messages(cid)] == before  # readable, unchanged
+    assert [(m.role, m.content) for m in store.conversations.list_messages(cid)] == before  # readable, unchanged
 
     full_disk.full = False
     assert _integrity(store) == "ok"
     again = agent.send(cid, "And my dog is called Tofu.")
     assert again.status == "complete"
-    assert [m.content for m in store.list_messages(cid)][:3] == [
+    assert [m.content for m in store.conversations.list_messages(cid)][:3] == [
         before[0][1],
         before[1][1],
         "And my dog is called Tofu.",
@@ -61,32 +61,32 @@ def test_the_disk_filling_during_a_reply_keeps_what_was_saved(agent, store, full
 
     full_disk.full = False
     assert _integrity(store) == "ok"
-    user, reply = store.list_messages(cid)
+    user, reply = store.conversations.list_messages(cid)
     assert user.content == "Tell me about the sea."
     assert reply.status == "streaming" and reply.content == chunks[0]  # what the first flush saved
     # the next start marks it interrupted and queues its memory update, as after a crash
     restart_here()
     assert ChatAgent(store, agent.model).recover_interrupted() == 1
-    assert store.get_message(reply.id).status == "interrupted"
-    assert store.run_pending(allow_llm=False) == 1
-    assert store.count_pages(conversation_id=cid) == 1
+    assert store.conversations.get_message(reply.id).status == "interrupted"
+    assert store.jobs.run_pending(allow_llm=False) == 1
+    assert store.pages.count_pages(conversation_id=cid) == 1
 
 
 def test_a_memory_job_waits_for_disk_space_without_counting_a_failure(agent, store, full_disk):
     cid = agent.new_conversation()
     assert agent.send(cid, "I live in Porto.").status == "complete"
-    assert store.pending_jobs() == 1
+    assert store.jobs.pending() == 1
 
     full_disk.full = True
     with pytest.raises(Exception) as err:
-        store.run_pending(allow_llm=False)
+        store.jobs.run_pending(allow_llm=False)
     assert is_storage_full(err.value)
     full_disk.full = False
-    job = store.list_jobs(status="pending")[0]
+    job = store.jobs.list_jobs(status="pending")[0]
     assert job.attempts == 0 and job.error is None  # not the job's fault: not counted
 
-    assert store.run_pending(allow_llm=False) == 1
-    assert store.count_pages(conversation_id=cid) == 1
+    assert store.jobs.run_pending(allow_llm=False) == 1
+    assert store.pages.count_pages(conversation_id=cid) == 1
 
 
 def test_recall_still_answers_when_the_disk_is_full(tmp_path, embedder, full_disk):
@@ -98,10 +98,10 @@ def test_recall_still_answers_when_the_disk_is_full(tmp_path, embedder, full_dis
         params=MemoryParams.from_flat(stm_capacity=1),
     )
     try:
-        cid = s.create_conversation()
-        s.add_page(cid, "My sister Margot teaches violin in Lisbon.", "How lovely!")
-        s.add_page(cid, "I repaired my bicycle brakes today.", "Well done.")
-        s.add_page(cid, "We had pasta for dinner.", "Yum.")
+        cid = s.conversations.create_conversation()
+        s.intake.add_page(cid, "My sister Margot teaches violin in Lisbon.", "How lovely!")
+        s.intake.add_page(cid, "I repaired my bicycle brakes today.", "Well done.")
+        s.intake.add_page(cid, "We had pasta for dinner.", "Yum.")
         full_disk.full = True
         r = s.retrieve("Who teaches violin?")  # segments that supplied a page get a visit: a write
         assert r.segments and "Margot" in r.pages[0].page.text
@@ -130,7 +130,7 @@ def test_an_import_into_a_full_disk_stops_clearly_and_finishes_later(mnemo_dirs,
     assert job.phase == "done", job.error
     s = ctx.open_store()
     try:
-        assert s.list_conversations() and s._x("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert s.conversations.list_conversations() and s.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         s.close()
 
@@ -166,8 +166,8 @@ def test_the_disk_filling_as_the_reply_is_queued_for_memory_rolls_back_both(agen
     cid = agent.new_conversation()
     result = agent.send(cid, "Hello there.")
     assert result.status == "failed" and result.error == REPLY_NOT_SAVED
-    reply = store.list_messages(cid)[1]
-    assert reply.status == "streaming" and store.pending_jobs() == 0  # neither half committed
+    reply = store.conversations.list_messages(cid)[1]
+    assert reply.status == "streaming" and store.jobs.pending() == 0  # neither half committed
     monkeypatch.undo()
     restart_here()
     done = recover_interrupted(store)

@@ -28,8 +28,8 @@ def test_facts_become_questions():
 
 
 def test_collect_pairs_from_store(store):
-    store.add_knowledge("user", "My dog is called Biscuit.")
-    store.add_knowledge("user", "I work at a bakery in Porto.")
+    store.persona.add_knowledge("user", "My dog is called Biscuit.")
+    store.persona.add_knowledge("user", "I work at a bakery in Porto.")
     pairs = distill.collect_pairs(store)
     assert len({p.source for p in pairs}) == 2 and all(p.source.startswith("fact ") for p in pairs)
     assert any(p.answer == "You work at a bakery in Porto." for p in pairs)

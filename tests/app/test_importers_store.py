@@ -31,7 +31,7 @@ def _open(dirs, embedder):
 
 
 def _all_pages(store):
-    return store.list_pages(limit=100000, order_by="timestamp", descending=False)
+    return store.pages.list_pages(limit=100000, order_by="timestamp", descending=False)
 
 
 def test_chatgpt_export_through_the_cli(mnemo_dirs, embedder, capsys):
@@ -43,9 +43,9 @@ def test_chatgpt_export_through_the_cli(mnemo_dirs, embedder, capsys):
     assert "node b-a1: message has no content.parts — skipped" in err
     s = _open(mnemo_dirs, embedder)
     try:
-        conv = s.find_conversation("chatgpt", "6f1e0a52-0c3b-4d0e-9a57-lisbon000001")
+        conv = s.conversations.find_conversation("chatgpt", "6f1e0a52-0c3b-4d0e-9a57-lisbon000001")
         assert conv.title == "Trip to Lisbon" and conv.created_at == 1700000050.25
-        msgs = s.list_messages(conv.id)
+        msgs = s.conversations.list_messages(conv.id)
         assert [m.meta["turn_id"] for m in msgs] == ["u-1b", "a-1c", "u-2", "a-2", "u-3", "a-3"]
         assert [m.created_at for m in msgs] == [
             1700000200.0,
@@ -56,7 +56,7 @@ def test_chatgpt_export_through_the_cli(mnemo_dirs, embedder, capsys):
             1700000410.0,
         ]
         assert [m.role for m in msgs] == ["user", "assistant"] * 3
-        pages = s.list_pages(conversation_id=conv.id, order_by="timestamp", descending=False)
+        pages = s.pages.list_pages(conversation_id=conv.id, order_by="timestamp", descending=False)
         assert [p.meta["turn_ids"] for p in pages] == [["u-1b", "a-1c"], ["u-2", "a-2"], ["u-3", "a-3"]]
         assert pages[0].timestamp == 1700000200.0
         assert pages[0].user_message_id == msgs[0].id and pages[0].assistant_message_id == msgs[1].id
@@ -69,10 +69,10 @@ def test_chatgpt_export_through_the_cli(mnemo_dirs, embedder, capsys):
     s = _open(mnemo_dirs, embedder)
     try:
         assert report["persona_items_added"] == 2
-        (fact,) = s.list_knowledge(owner="user")
+        (fact,) = s.persona.list_knowledge(owner="user")
         assert fact.text == "I live in Porto." and fact.model == "ChatGPT custom instructions"
-        assert s.item_versions("knowledge", fact.id)[-1].reason == "added from ChatGPT custom instructions"
-        (style,) = s.list_traits()
+        assert s.persona.item_versions("knowledge", fact.id)[-1].reason == "added from ChatGPT custom instructions"
+        (style,) = s.persona.list_traits()
         assert (style.dimension, style.value) == ("reply_style", "Be brief.")
         assert s.retrieve("Which city do I live in?", record_visits=False).knowledge[0].item.id == fact.id
     finally:
@@ -86,7 +86,7 @@ def test_chatgpt_export_through_the_cli(mnemo_dirs, embedder, capsys):
     try:
         assert s.stats()["conversations"] == 3 and s.stats()["messages"] == 13
         assert s.stats()["pages_total"] == 6
-        assert [k.version for k in s.list_knowledge(owner="user")] == [1]  # not confirmed again
+        assert [k.version for k in s.persona.list_knowledge(owner="user")] == [1]  # not confirmed again
     finally:
         s.close()
 
@@ -107,11 +107,11 @@ def test_claude_export_zip_through_the_cli(tmp_path, mnemo_dirs, embedder, capsy
     assert "conversation 3 ('Untitled'): is empty — skipped" in err
     s = _open(mnemo_dirs, embedder)
     try:
-        conv = s.find_conversation("claude", "a3c1f0e2-5b1d-4c7e-9f10-garden000001")
+        conv = s.conversations.find_conversation("claude", "a3c1f0e2-5b1d-4c7e-9f10-garden000001")
         assert conv.title == "Planning a vegetable garden" and conv.source == "claude"
-        msgs = s.list_messages(conv.id)
+        msgs = s.conversations.list_messages(conv.id)
         assert [m.meta["turn_id"] for m in msgs] == ["m1", "m2", "m3b", "m4c", "m5", "m6"]
-        pages = s.list_pages(conversation_id=conv.id, order_by="timestamp", descending=False)
+        pages = s.pages.list_pages(conversation_id=conv.id, order_by="timestamp", descending=False)
         assert [p.meta["turn_ids"] for p in pages] == [["m1", "m2"], ["m3b", "m4c"], ["m5", "m6"]]
         assert s.check_integrity() == []
         hit = s.retrieve("What is my son called?", record_visits=False).pages
@@ -131,9 +131,9 @@ def test_text_transcript_through_the_cli(mnemo_dirs, embedder, capsys):
     assert "line(s) of text before the first speaker line" in err
     s = _open(mnemo_dirs, embedder)
     try:
-        (conv,) = s.list_conversations()
+        (conv,) = s.conversations.list_conversations()
         assert conv.title == "Planning the garden" and conv.source == "text"
-        assert len(s.list_messages(conv.id)) == 6
+        assert len(s.conversations.list_messages(conv.id)) == 6
     finally:
         s.close()
 
@@ -148,7 +148,7 @@ def test_partial_conversation_is_finished_not_duplicated(store):
     assert out.status == "imported" and out.turns_written == 3
     out = write_conversation(store, lisbon)
     assert out.status == "resumed" and out.turns_written == 3
-    msgs = store.list_messages(out.conversation_id)
+    msgs = store.conversations.list_messages(out.conversation_id)
     assert [m.meta["turn_id"] for m in msgs] == ["u-1b", "a-1c", "u-2", "a-2", "u-3", "a-3"]
     assert msgs[3].parent_id == msgs[2].id  # chained after the stored part
     turn_ids = [t for p in _all_pages(store) for t in p.meta["turn_ids"]]
@@ -159,7 +159,7 @@ def test_partial_conversation_is_finished_not_duplicated(store):
 
 def test_failure_rolls_back_the_whole_conversation(store, monkeypatch):
     parsed = load(FIXTURES / "chatgpt_conversations.json")
-    real_add_pages = store.add_pages
+    real_add_pages = store.intake.add_pages
     calls = {"n": 0}
 
     def failing_add_pages(cid, items):
@@ -173,7 +173,7 @@ def test_failure_rolls_back_the_whole_conversation(store, monkeypatch):
         write_all(store, parsed)
     # the first conversation is complete, the failed one left nothing behind
     assert store.stats()["conversations"] == 1 and store.stats()["messages"] == 6
-    assert store.find_conversation("chatgpt", "0b7d2c1e-5f44-4a8e-8c2b-sourdough002") is None
+    assert store.conversations.find_conversation("chatgpt", "0b7d2c1e-5f44-4a8e-8c2b-sourdough002") is None
     assert store.check_integrity() == []
     monkeypatch.setattr(store, "add_pages", real_add_pages)
     report = write_all(store, parsed)  # re-running finishes the job
@@ -294,10 +294,10 @@ def test_five_megabyte_message_is_imported_and_capped_for_memory(tmp_path, mnemo
     assert "turn u: message of 5,242,880 characters: imported in full" in err
     s = _open(mnemo_dirs, embedder)
     try:
-        conv = s.find_conversation("chatgpt", "huge-1")
-        msgs = s.list_messages(conv.id)
+        conv = s.conversations.find_conversation("chatgpt", "huge-1")
+        msgs = s.conversations.list_messages(conv.id)
         assert len(msgs[0].content) == len(big)
-        (page,) = s.list_pages(conversation_id=conv.id)
+        (page,) = s.pages.list_pages(conversation_id=conv.id)
         assert len(page.user_text) < 17_000 and "truncated" in page.user_text and page.meta["truncated"]
         assert s.check_integrity() == []
     finally:
@@ -325,7 +325,7 @@ def test_locomo_conversation_pages_carry_turn_ids(store, locomo_path):
     pages = _all_pages(store)
     ids = [t for p in pages for t in p.meta["turn_ids"]]
     assert sorted(ids) == sorted(t.turn_id for t in conv.turns)
-    msgs = store.list_messages(out.conversation_id)
+    msgs = store.conversations.list_messages(out.conversation_id)
     assert msgs[0].content.startswith("Caroline: ") and msgs[0].role == "user"
     assert msgs[0].created_at == 1683554160.0  # 1:56 pm on 8 May, 2023 (UTC)
     photo = next(m for m in msgs if m.meta["turn_id"] == "D1:5")
@@ -393,7 +393,7 @@ def test_an_import_reads_each_page_after_the_one_before_across_chunks_and_resume
         )
 
     def vectors(store):
-        return [store._page_vec(p.id) for p in sorted(store.list_pages(), key=lambda p: p.id)]
+        return [store.pages.page_vec(p.id) for p in sorted(store.pages.list_pages(), key=lambda p: p.id)]
 
     whole = open_("whole.db")
     writer.write_conversation(whole, conv(6))

@@ -82,8 +82,8 @@ def test_search_finds_what_the_app_remembered(mnemo_dirs, app_ctx, errlog):
     store = _store(app_ctx)
     try:
         kept = operations.remember(store, "My sister Ines lives in Lisbon")
-        cid = store.create_conversation("Trip")
-        pid = store.add_page(
+        cid = store.conversations.create_conversation("Trip")
+        pid = store.intake.add_page(
             cid, "I booked the night train to Vienna for March.", "Nice, the sleeper is a good choice."
         )
     finally:
@@ -139,8 +139,8 @@ def test_remember_and_forget_round_trip_marks_the_source(mnemo_dirs, app_ctx, er
     assert after.structured_content["facts"] == []
     store = _store(app_ctx)
     try:
-        assert store.count_knowledge() == 0
-        events = store.events(0, 100)
+        assert store.persona.count_knowledge() == 0
+        events = store.event_log.events(0, 100)
         added_events = [e for e in events if e.kind == "knowledge_added"]
         assert [e.detail.get("model") for e in added_events] == ["via MCP: Claude Desktop"] * 2
         assert sum(e.kind == "forgotten" for e in events) == 2
@@ -156,9 +156,9 @@ def test_the_inspector_reads_the_source_of_an_mcp_write(mnemo_dirs, app_ctx, err
     kid = anyio.run(main).structured_content["id"]
     store = _store(app_ctx)
     try:
-        fact = store.get_knowledge(kid)
+        fact = store.persona.get_knowledge(kid)
         assert fact.model == "via MCP: Cursor"  # the inspector's "model" of the fact
-        assert store.item_versions("knowledge", kid)[-1].reason == "added via MCP: Cursor"  # its "Why"
+        assert store.persona.item_versions("knowledge", kid)[-1].reason == "added via MCP: Cursor"  # its "Why"
     finally:
         store.close()
 
@@ -178,7 +178,7 @@ def test_a_malformed_call_is_a_protocol_error_and_changes_nothing(mnemo_dirs, ap
     store = _store(app_ctx)
     try:
         operations.remember(store, "I like green tea")
-        before = (store.latest_event_id(), store.count_knowledge())
+        before = (store.event_log.latest_event_id(), store.persona.count_knowledge())
     finally:
         store.close()
 
@@ -192,7 +192,7 @@ def test_a_malformed_call_is_a_protocol_error_and_changes_nothing(mnemo_dirs, ap
     assert error.code == INVALID_PARAMS and says in error.message
     store = _store(app_ctx)
     try:
-        assert (store.latest_event_id(), store.count_knowledge()) == before
+        assert (store.event_log.latest_event_id(), store.persona.count_knowledge()) == before
     finally:
         store.close()
 
@@ -234,7 +234,7 @@ def test_a_paused_memory_learns_nothing_but_still_answers_and_forgets(mnemo_dirs
     assert forgot.structured_content["forgot_anything"]
     store = _store(app_ctx)
     try:
-        assert store.count_knowledge() == 0 and store.is_paused()
+        assert store.persona.count_knowledge() == 0 and store.is_paused()
     finally:
         store.close()
 
@@ -278,7 +278,7 @@ def test_writes_beside_another_writer_lose_nothing(mnemo_dirs, app_ctx, errlog):
     assert not errors and not any(r.is_error for r in results)
     store = _store(app_ctx)
     try:
-        texts = {k.text for k in store.list_knowledge("user")}
+        texts = {k.text for k in store.persona.list_knowledge("user")}
     finally:
         store.close()
     assert texts == set(facts) | set(app_facts)

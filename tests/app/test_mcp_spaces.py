@@ -53,7 +53,7 @@ def test_a_call_chooses_its_space_and_an_unknown_one_writes_nothing(mnemo_dirs, 
 
     store = _store(app_ctx)
     try:
-        before = (store.latest_event_id(), store.count_knowledge())
+        before = (store.event_log.latest_event_id(), store.persona.count_knowledge())
     finally:
         store.close()
     schema, kept, plain, everywhere, at_work, nope, lost = anyio.run(main)
@@ -73,10 +73,10 @@ def test_a_call_chooses_its_space_and_an_unknown_one_writes_nothing(mnemo_dirs, 
     assert lost.is_error and "no space named 'Nope'" in lost.content[0].text
     store = _store(app_ctx)
     try:
-        assert store.get_knowledge(kept.structured_content["id"]).space_id == work
-        assert store.get_knowledge(plain.structured_content["id"]).space_id == 1
-        assert store.count_knowledge() == before[1] + 2  # the refused one wrote nothing
-        assert not [k for k in store.list_knowledge(limit=50) if "locker" in k.text]
+        assert store.persona.get_knowledge(kept.structured_content["id"]).space_id == work
+        assert store.persona.get_knowledge(plain.structured_content["id"]).space_id == 1
+        assert store.persona.count_knowledge() == before[1] + 2  # the refused one wrote nothing
+        assert not [k for k in store.persona.list_knowledge(limit=50) if "locker" in k.text]
     finally:
         store.close()
 
@@ -102,8 +102,8 @@ def test_the_servers_space_is_the_default(mnemo_dirs, app_ctx, errlog):  # noqa:
     assert not forgot.structured_content["forgot_anything"]  # forgetting reads the server's space only
     store = _store(app_ctx)
     try:
-        assert store.get_knowledge(kept.structured_content["id"]).space_id == work
-        assert [k.text for k in store.list_knowledge(limit=50) if "Ines" in k.text] == [
+        assert store.persona.get_knowledge(kept.structured_content["id"]).space_id == work
+        assert [k.text for k in store.persona.list_knowledge(limit=50) if "Ines" in k.text] == [
             "My sister Ines lives in Lisbon"
         ]
     finally:

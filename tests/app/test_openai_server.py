@@ -71,7 +71,7 @@ def _wait_for(condition, timeout: float = MEMORY_TIMEOUT_S, what: str = "the con
 def _page_saying(ctx, text: str):
     store = ctx.open_store()
     try:
-        return [p for p in store.list_pages(limit=100) if p.user_text == text]
+        return [p for p in store.pages.list_pages(limit=100) if p.user_text == text]
     finally:
         store.close()
 
@@ -98,9 +98,9 @@ def test_a_streamed_reply_becomes_memory(served, app_ctx):
     assert pages[0].assistant_text == text.strip() or pages[0].assistant_text == text
     store = app_ctx.open_store()
     try:
-        conv = store.get_conversation(pages[0].conversation_id)
+        conv = store.conversations.get_conversation(pages[0].conversation_id)
         assert conv.title == "alice (via OpenAI API)" and not conv.incognito
-        assert [m.role for m in store.list_messages(conv.id)] == ["user", "assistant"]
+        assert [m.role for m in store.conversations.list_messages(conv.id)] == ["user", "assistant"]
     finally:
         store.close()
 
@@ -119,9 +119,9 @@ def test_a_streamed_reply_becomes_memory(served, app_ctx):
     _wait_for(lambda: _page_saying(app_ctx, "Hello there."), what="bob's page")
     store = app_ctx.open_store()
     try:
-        titles = {c.title: c.id for c in store.list_conversations()}
+        titles = {c.title: c.id for c in store.conversations.list_conversations()}
         assert set(titles) == {"alice (via OpenAI API)", "bob (via OpenAI API)"}
-        assert len(store.list_messages(titles["alice (via OpenAI API)"])) == 4
+        assert len(store.conversations.list_messages(titles["alice (via OpenAI API)"])) == 4
     finally:
         store.close()
 
@@ -146,7 +146,7 @@ def test_incognito_requests_leave_no_memory(served, app_ctx):
     assert _page_saying(app_ctx, secret) == []
     store = app_ctx.open_store()
     try:
-        incognito = [c for c in store.list_conversations() if c.incognito]
+        incognito = [c for c in store.conversations.list_conversations() if c.incognito]
         assert [c.title for c in incognito] == ["carol (via OpenAI API, incognito)"]
     finally:
         store.close()
@@ -160,12 +160,14 @@ def test_recovers_what_a_dead_process_left_but_not_what_a_live_one_writes(mnemo_
 
     store = app_ctx.open_store()
     try:
-        cid = store.create_conversation("In the window")
-        live = store.add_message(
+        cid = store.conversations.create_conversation("In the window")
+        live = store.conversations.add_message(
             cid, "user", "What is the capital of Peru?", status="pending", meta={"writer": token(store)}
         )
-        crashed = store.create_conversation("In a process that died")
-        dead = store.add_message(crashed, "user", "And of Chile?", status="pending", meta={"writer": "0" * 32})
+        crashed = store.conversations.create_conversation("In a process that died")
+        dead = store.conversations.add_message(
+            crashed, "user", "And of Chile?", status="pending", meta={"writer": "0" * 32}
+        )
     finally:
         store.close()
     s = _serve(mnemo_dirs)
@@ -178,8 +180,11 @@ def test_recovers_what_a_dead_process_left_but_not_what_a_live_one_writes(mnemo_
         stop(s.proc)
     store = app_ctx.open_store()
     try:
-        assert store.get_message(live).status == "pending" and store.message_children(live) == []
-        assert [m.status for m in store.message_children(dead)] == ["interrupted"]
+        assert (
+            store.conversations.get_message(live).status == "pending"
+            and store.conversations.message_children(live) == []
+        )
+        assert [m.status for m in store.conversations.message_children(dead)] == ["interrupted"]
     finally:
         store.close()
 

@@ -91,8 +91,8 @@ def test_the_instance_lock_is_owner_only(tmp_path):
 
 
 def test_exports_and_the_backups_folder_are_owner_only(store, tmp_path):
-    cid = store.create_conversation("Private")
-    store.add_message(cid, "user", "My PIN is not for others.")
+    cid = store.conversations.create_conversation("Private")
+    store.conversations.add_message(cid, "user", "My PIN is not for others.")
     for name in ("chat.md", "chat.json"):
         assert mode(export_chat(store, cid, tmp_path / name).path) == 0o600
     (tmp_path / "old.md").write_text("an earlier export")

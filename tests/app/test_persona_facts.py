@@ -50,14 +50,14 @@ def test_hi_in_a_fresh_chat_quotes_no_fact_and_a_question_quotes_its_fact(tmp_pa
     )
     try:
         for f in USER_FACTS:
-            store.add_knowledge("user", f)
+            store.persona.add_knowledge("user", f)
         agent = ChatAgent(store, chat_model, reply_reserve=256, max_tokens=8)
         hi = agent.send(agent.new_conversation(), "Hi!")
         assert hi.trace["knowledge"], "retrieval brought no fact: the test would say nothing"
         assert hi.trace["included"]["knowledge"] == []
         assert not any("Known facts" in m["content"] for m in hi.prompt.messages)
         asked = agent.send(agent.new_conversation(), "What is my dog called?")
-        rex = next(k.id for k in store.list_knowledge("user") if "beagle" in k.text)
+        rex = next(k.id for k in store.persona.list_knowledge("user") if "beagle" in k.text)
         assert rex in asked.trace["included"]["knowledge"]
     finally:
         store.close()
@@ -68,7 +68,7 @@ def _people(me):
 
 
 def _page(store, cid, user, assistant, meta=None):
-    pid = store.add_page(cid, user, assistant, meta=meta or {})
+    pid = store.intake.add_page(cid, user, assistant, meta=meta or {})
     return pid
 
 
@@ -78,7 +78,7 @@ def test_facts_about_other_people_are_theirs_and_named(fresh):
     chats (no "people") are the user's. Person facts stay out of the user's facts."""
     store = fresh(stm_capacity=0, tau=0.5)
     try:
-        cid = store.create_conversation()
+        cid = store.conversations.create_conversation()
         _page(
             store,
             cid,
@@ -93,11 +93,11 @@ def test_facts_about_other_people_are_theirs_and_named(fresh):
             "Melanie: I painted a lake sunrise with my kids yesterday.",
             _people("Melanie"),
         )
-        own = store.create_conversation()
+        own = store.conversations.create_conversation()
         _page(store, own, "I adopted a beagle called Rex last spring.", "Lovely, Rex is a great name.")
-        store.run_pending(allow_llm=False)
-        mine = [k.text for k in store.list_knowledge("user")]
-        theirs = store.list_knowledge("person")
+        store.jobs.run_pending(allow_llm=False)
+        mine = [k.text for k in store.persona.list_knowledge("user")]
+        theirs = store.persona.list_knowledge("person")
         assert "The user adopted a beagle called Rex last spring." in mine
         assert "The user painted a lake sunrise with their kids yesterday." in mine  # me = Melanie
         assert {(k.subject, k.text) for k in theirs} >= {
@@ -108,7 +108,7 @@ def test_facts_about_other_people_are_theirs_and_named(fresh):
         assert not any("Caroline" in t or "Melanie" in t for t in mine)
         assert all(k.owner == "person" for k in theirs)
         # no trait from a stranger's side: "location: Sweden" would be the user's profile
-        assert not any(t.value == "Sweden" for t in store.list_traits())
+        assert not any(t.value == "Sweden" for t in store.persona.list_traits())
         # the Saved memories view lists the user's own facts only
         from ui.inspector.memories import saved_memories
 
@@ -121,26 +121,26 @@ def test_facts_about_other_people_are_theirs_and_named(fresh):
 def test_an_llm_free_fact_is_updated_by_a_contradicting_one_and_confirmed_without_a_version(fresh, clock):
     store = fresh(stm_capacity=0, tau=0.5)
     try:
-        cid = store.create_conversation()
+        cid = store.conversations.create_conversation()
         _page(store, cid, "I live in Porto with my partner.", "Porto is lovely.")
-        store.run_pending(allow_llm=False)
-        home = next(k for k in store.list_knowledge("user") if "Porto" in k.text)
+        store.jobs.run_pending(allow_llm=False)
+        home = next(k for k in store.persona.list_knowledge("user") if "Porto" in k.text)
         assert home.text == "The user lives in Porto with their partner."
         clock.advance(60)
         _page(store, cid, "I live in Porto with my partner.", "You said so, yes.")
-        store.run_pending(allow_llm=False)
-        again = store.get_knowledge(home.id)
+        store.jobs.run_pending(allow_llm=False)
+        again = store.persona.get_knowledge(home.id)
         assert (again.version, again.confirmations) == (1, 1)
         clock.advance(60)
         _page(store, cid, "I moved to Lyon last month for a new job.", "Exciting!")
-        store.run_pending(allow_llm=False)
-        moved = store.get_knowledge(home.id)
+        store.jobs.run_pending(allow_llm=False)
+        moved = store.persona.get_knowledge(home.id)
         assert moved.text == "The user moved to Lyon last month for a new job." and moved.version == 2
-        assert [v.text for v in store.item_versions("knowledge", home.id)] == [
+        assert [v.text for v in store.persona.item_versions("knowledge", home.id)] == [
             "The user lives in Porto with their partner.",
             "The user moved to Lyon last month for a new job.",
         ]
-        assert not any("Porto" in k.text for k in store.list_knowledge("user"))
+        assert not any("Porto" in k.text for k in store.persona.list_knowledge("user"))
     finally:
         store.close()
 
@@ -148,8 +148,8 @@ def test_an_llm_free_fact_is_updated_by_a_contradicting_one_and_confirmed_withou
 def test_knowledge_is_capped_by_setting_aside_the_longest_unused_never_a_pinned_or_written_fact(fresh, clock):
     store = fresh(stm_capacity=0, tau=0.5, max_knowledge=3)
     try:
-        written = store.add_knowledge("user", "The user is allergic to peanuts.")
-        cid = store.create_conversation()
+        written = store.persona.add_knowledge("user", "The user is allergic to peanuts.")
+        cid = store.conversations.create_conversation()
         said = [
             "I adopted a beagle called Rex last spring.",
             "I play the violin in a community orchestra.",
@@ -160,19 +160,19 @@ def test_knowledge_is_capped_by_setting_aside_the_longest_unused_never_a_pinned_
         for i, s in enumerate(said):
             clock.advance(60)
             _page(store, cid, s, "Nice.")
-            store.run_pending(allow_llm=False)
+            store.jobs.run_pending(allow_llm=False)
             if i == 0:
-                first = next(k.id for k in store.list_knowledge("user") if "beagle" in k.text)
-                store.pin("knowledge", first)
-        active = store.list_knowledge("user")
+                first = next(k.id for k in store.persona.list_knowledge("user") if "beagle" in k.text)
+                store.curation.pin("knowledge", first)
+        active = store.persona.list_knowledge("user")
         assert len(active) == 3
         assert {written, first} <= {k.id for k in active}
-        archived = [k for k in store.list_knowledge("user", include_archived=True) if k.status == "archived"]
+        archived = [k for k in store.persona.list_knowledge("user", include_archived=True) if k.status == "archived"]
         assert sorted(k.text for k in archived) == [
             "The user is training for the Lisbon marathon in April.",
             "The user plays the violin in a community orchestra.",
         ]
-        events = store.events(kinds=["knowledge_archived"])
+        events = store.event_log.events(kinds=["knowledge_archived"])
         assert sorted(e.item_id for e in events) == sorted(k.id for k in archived)
     finally:
         store.close()

@@ -20,8 +20,8 @@ def _import_attack(store, tmp_path) -> None:
         f"# Climbing gym\n\nUser: {ATTACK}\n\nAssistant: Noted, your locker code is 4417.\n", encoding="utf-8"
     )
     write_all(store, load(transcript, "text"), path=str(transcript))
-    store.run_pending(allow_llm=False)
-    assert store.count_pages() == 1
+    store.jobs.run_pending(allow_llm=False)
+    assert store.pages.count_pages() == 1
 
 
 def _specials(chat_model, tokens: list[int]) -> dict[int, int]:

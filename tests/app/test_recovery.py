@@ -14,9 +14,9 @@ from app.writer_lease import release as restart_here  # this process's turns now
 
 def _cut_short(store, text="I keep bees on my roof.", reply="Bees on a roof, how", status="streaming"):
     """A user message and a reply left as a crash leaves them (the reply's row, never finished)."""
-    cid = store.create_conversation("Bees")
-    uid = store.add_message(cid, "user", text)
-    aid = store.add_message(cid, "assistant", reply, parent_id=uid, status=status)
+    cid = store.conversations.create_conversation("Bees")
+    uid = store.conversations.add_message(cid, "user", text)
+    aid = store.conversations.add_message(cid, "assistant", reply, parent_id=uid, status=status)
     return cid, uid, aid
 
 
@@ -24,63 +24,67 @@ def test_a_reply_cut_short_is_kept_and_its_exchange_queued_once(store):
     cid, _uid, aid = _cut_short(store)
     done = recover_interrupted(store)
     assert (done.replies, done.queued, done.unanswered) == (1, 1, 0)
-    assert store.get_message(aid).status == "interrupted"
-    assert store.get_message(aid).content == "Bees on a roof, how"
+    assert store.conversations.get_message(aid).status == "interrupted"
+    assert store.conversations.get_message(aid).content == "Bees on a roof, how"
     assert not recover_interrupted(store)  # idempotent: nothing found the second time
-    assert store.run_pending(allow_llm=False) >= 1
-    pages = store.list_pages(assistant_message_id=aid)
+    assert store.jobs.run_pending(allow_llm=False) >= 1
+    pages = store.pages.list_pages(assistant_message_id=aid)
     assert len(pages) == 1 and "bees" in pages[0].user_text
     assert not recover_interrupted(store)
-    assert store.count_pages(conversation_id=cid) == 1
+    assert store.pages.count_pages(conversation_id=cid) == 1
 
 
 def test_replies_recovered_long_ago_never_hide_a_new_one(store):
     """Recovered replies stay 'interrupted' (their text is kept, they can be regenerated); more of them
     than one listing returns must not keep recovery from the newest crash."""
-    cid = store.create_conversation("Many crashes")
+    cid = store.conversations.create_conversation("Many crashes")
     with store.transaction():
         for i in range(1001):
-            uid = store.add_message(cid, "user", f"message {i}")
-            store.add_message(cid, "assistant", "cut", parent_id=uid, status="interrupted", meta={"recovered": True})
+            uid = store.conversations.add_message(cid, "user", f"message {i}")
+            store.conversations.add_message(
+                cid, "assistant", "cut", parent_id=uid, status="interrupted", meta={"recovered": True}
+            )
     _cid, _uid, aid = _cut_short(store, status="interrupted")  # as an older Mnemo left it
     assert recover_interrupted(store).replies == 1
-    assert store.get_message(aid).meta.get("recovered")
+    assert store.conversations.get_message(aid).meta.get("recovered")
 
 
 def test_a_reply_an_older_mnemo_marked_interrupted_is_queued_too(store):
     """The desktop app used to mark such replies 'interrupted' without queueing their memory."""
     _cid, _uid, aid = _cut_short(store, status="interrupted")
     assert recover_interrupted(store).queued == 1
-    store.run_pending(allow_llm=False)
-    assert len(store.list_pages(assistant_message_id=aid)) == 1
+    store.jobs.run_pending(allow_llm=False)
+    assert len(store.pages.list_pages(assistant_message_id=aid)) == 1
     assert not recover_interrupted(store)
 
 
 def test_an_exchange_already_in_memory_is_not_queued_again(store):
     cid, uid, aid = _cut_short(store, status="interrupted")
-    store.add_page(cid, "I keep bees on my roof.", "Bees on a roof, how", user_message_id=uid, assistant_message_id=aid)
-    store.run_pending(allow_llm=False)
+    store.intake.add_page(
+        cid, "I keep bees on my roof.", "Bees on a roof, how", user_message_id=uid, assistant_message_id=aid
+    )
+    store.jobs.run_pending(allow_llm=False)
     assert recover_interrupted(store).queued == 0
-    assert store.pending_jobs() == 0
+    assert store.jobs.pending() == 0
 
 
 def test_a_paused_chat_keeps_the_reply_but_learns_nothing(store):
     cid, _uid, aid = _cut_short(store)
-    store.set_conversation_flags(cid, memory_paused=True)
+    store.conversations.set_conversation_flags(cid, memory_paused=True)
     assert recover_interrupted(store).queued == 0
-    assert store.get_message(aid).status == "interrupted" and store.pending_jobs() == 0
+    assert store.conversations.get_message(aid).status == "interrupted" and store.jobs.pending() == 0
 
 
 def test_a_message_stored_before_its_reply_began_gets_an_interrupted_reply(store):
     """The app stores what was typed before the model loads; a crash then leaves it 'pending'."""
-    cid = store.create_conversation()
+    cid = store.conversations.create_conversation()
     uid = post_message(store, cid, "Are you there?")
-    assert store.get_message(uid).status == "pending"
+    assert store.conversations.get_message(uid).status == "pending"
     assert not recover_interrupted(store)  # this process is still writing it
     restart_here()
     done = recover_interrupted(store)
     assert done.unanswered == 1 and done.queued == 0
-    user, reply = store.list_messages(cid)
+    user, reply = store.conversations.list_messages(cid)
     assert user.id == uid and user.status == "complete" and user.content == "Are you there?"
     assert reply.role == "assistant" and reply.status == "interrupted" and reply.meta["error"] == NOT_STARTED
     assert not recover_interrupted(store)
@@ -88,7 +92,7 @@ def test_a_message_stored_before_its_reply_began_gets_an_interrupted_reply(store
 
 def test_a_reply_that_begins_marks_its_message_answered(agent, store):
     result = agent.send(agent.new_conversation(), "Say hello.")
-    assert store.get_message(result.user_message_id).status == "complete"
+    assert store.conversations.get_message(result.user_message_id).status == "complete"
     assert not recover_interrupted(store)
 
 
@@ -98,14 +102,14 @@ def test_post_then_reply_is_one_turn(store, chat_model):
     result = operations.reply(session, store, chat_model, uid)
     assert result.user_message_id == uid and result.conversation_id == session.conversation_id
     assert result.status in ("complete", "stopped")
-    assert store.pending_jobs() == 1  # its page, queued with the reply
+    assert store.jobs.pending() == 1  # its page, queued with the reply
 
 
 def test_record_failed_reply_answers_the_stored_message(store):
-    cid = store.create_conversation()
+    cid = store.conversations.create_conversation()
     uid = post_message(store, cid, "Hello?")
     aid = operations.reply_failed(store, uid, "the model file is damaged")
-    user, reply = store.list_messages(cid)
+    user, reply = store.conversations.list_messages(cid)
     assert user.status == "complete" and reply.id == aid and reply.status == "failed"
     assert reply.meta["error"] == "the model file is damaged"
     assert not recover_interrupted(store)
@@ -143,14 +147,16 @@ def test_what_a_live_process_is_writing_is_left_to_it(store):
     )
     try:
         uid = int(child.stdout.readline())
-        assert store.get_message(uid).status == "pending"
+        assert store.conversations.get_message(uid).status == "pending"
         assert not recover_interrupted(store)  # the child holds its writer lock: its turn, not a crash
-        assert store.get_message(uid).status == "pending"
+        assert store.conversations.get_message(uid).status == "pending"
     finally:
         child.kill()
         child.wait(timeout=30)
     assert recover_interrupted(store).unanswered == 1  # the lock went with the process
-    assert store.get_message(uid).status == "complete"
+    assert store.conversations.get_message(uid).status == "complete"
     writers = Path(store.path).parent / "writers"
-    assert not (writers / f"{store.get_message(uid).meta['writer']}.lock").exists()  # a dead writer's file is swept
+    assert not (
+        writers / f"{store.conversations.get_message(uid).meta['writer']}.lock"
+    ).exists()  # a dead writer's file is swept
     assert os.path.isdir(writers)

@@ -23,7 +23,7 @@ def _hiking_turns(store, model):
         "I hike every weekend in summer.",
     ]:
         agent.send(cid, text)
-        store.run_pending(allow_llm=False, exclude_kinds=("promote_segment",))
+        store.jobs.run_pending(allow_llm=False, exclude_kinds=("promote_segment",))
     return cid
 
 
@@ -50,7 +50,7 @@ def scheduler(tmp_path, embedder, chat_model):
         idle_s=0.2,
         poll_s=0.1,
     )
-    s.events, s.job_counts, s.open = events, jobs, open_store
+    s.event_log.events, s.job_counts, s.open = events, jobs, open_store
     s.start()
     yield s
     s.stop()
@@ -72,7 +72,7 @@ def test_chat_runs_on_llm_thread_and_memory_job_in_background(scheduler):
     assert scheduler.wait_idle(timeout=60)
     probe = scheduler.open()
     try:
-        assert probe.count_pages() == 1
+        assert probe.pages.count_pages() == 1
     finally:
         probe.close()
     # the events and the job count are told by the memory thread after its commit, which another
@@ -119,16 +119,18 @@ def test_llm_memory_jobs_run_on_llm_thread_when_idle(scheduler):
     assert scheduler.wait_idle(timeout=300, include_llm_jobs=True)
     probe = scheduler.open()
     try:
-        done = [j for j in probe.list_jobs(status="done") if j.kind == "promote_segment"]
+        done = [j for j in probe.jobs.list_jobs(status="done") if j.kind == "promote_segment"]
         assert done, "no promotion ran"
-        assert probe.pending_jobs() == 0
+        assert probe.jobs.pending() == 0
         # what the user said became persona or knowledge (the bundled model's own answer, empty lists or
         # inventions, is not stated by the turns: the LLM-free path stands in for it)
-        items = [f"{t.dimension}: {t.value}" for t in probe.list_traits()] + [k.text for k in probe.list_knowledge()]
+        items = [f"{t.dimension}: {t.value}" for t in probe.persona.list_traits()] + [
+            k.text for k in probe.persona.list_knowledge()
+        ]
         assert any("hik" in item.lower() for item in items), items
         # the store knows which model answered (provenance; rejections are counted per model)
         assert scheduler.llm_store.llm_model_id == scheduler.model.model_id
-        for e in probe.events(limit=1000):
+        for e in probe.event_log.events(limit=1000):
             if e.kind == "llm_fallback":
                 assert e.detail["model"] == scheduler.model.model_id
     finally:
@@ -153,17 +155,19 @@ def test_a_chat_task_preempts_a_generating_memory_job_which_runs_again_later(sch
     assert scheduler.jobs_deferred == 1, f"the job was not preempted (chat waited {waited:.2f} s)"
     probe = scheduler.open()
     try:
-        job = next(j for j in probe.list_jobs() if j.kind == "promote_segment")
+        job = next(j for j in probe.jobs.list_jobs() if j.kind == "promote_segment")
         assert job.status == "done" or (job.status == "pending" and job.attempts == 0)  # not counted as a failure
         if job.status == "pending":  # a cut-short answer is not judged (a finished one may fall back)
-            assert not [e for e in probe.events(limit=1000) if e.kind == "llm_fallback"]  # nothing half-stored
+            assert not [
+                e for e in probe.event_log.events(limit=1000) if e.kind == "llm_fallback"
+            ]  # nothing half-stored
     finally:
         probe.close()
     assert scheduler.wait_idle(timeout=300, include_llm_jobs=True)
     probe = scheduler.open()
     try:
-        done = [j for j in probe.list_jobs(status="done") if j.kind == "promote_segment"]
-        assert done and probe.pending_jobs() == 0
+        done = [j for j in probe.jobs.list_jobs(status="done") if j.kind == "promote_segment"]
+        assert done and probe.jobs.pending() == 0
         assert all(j.attempts == 1 for j in done)
     finally:
         probe.close()
@@ -174,7 +178,7 @@ def test_the_memory_thread_loads_the_page_index_at_start(scheduler):
     start, so the first reply does not pay for it."""
     probe = scheduler.open()
     try:
-        cache = probe._page_cache  # shared by every connection to this file in the process
+        cache = probe.retrieval._page_cache  # shared by every connection to this file in the process
         deadline = time.monotonic() + 30
         while cache.seq < 0 and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -19,11 +19,11 @@ def test_spaces_commands_and_a_space_as_a_cube(tmp_path):
     s = open_profile(src)
     try:
         clock = Clock()
-        home = s.create_conversation("home")
-        office = s.create_conversation("office")
+        home = s.conversations.create_conversation("home")
+        office = s.conversations.create_conversation("office")
         for cid, (u, a) in zip((home, office), ROWS):
             clock.advance(60)
-            s.add_page(cid, u, a)
+            s.intake.add_page(cid, u, a)
     finally:
         s.close()
     assert "space 2 'Work' created" in mnemo(src, "memory", "spaces", "create", "Work").stdout
@@ -53,7 +53,7 @@ def test_spaces_commands_and_a_space_as_a_cube(tmp_path):
     try:
         by_name = {sp.name: sp.pages for sp in d.spaces.list()}
         assert by_name == {"Personal": 0, "Imported work": 1}
-        [page] = d.list_pages(limit=5)
+        [page] = d.pages.list_pages(limit=5)
         assert "Porto" in page.user_text and d.spaces.name_of(page.space_id) == "Imported work"
     finally:
         d.close()
@@ -68,12 +68,12 @@ def test_merge_fuses_facts_and_says_so(tmp_path):
     s = open_profile(dirs)
     try:
         work = s.spaces.create("Work")
-        porto = s.add_knowledge("user", "The user lives in Porto.")
-        pinned = s.add_knowledge("user", "The user's manager is Ana.", pinned=True)
+        porto = s.persona.add_knowledge("user", "The user lives in Porto.")
+        pinned = s.persona.add_knowledge("user", "The user's manager is Ana.", pinned=True)
         with s.transaction():  # said a day before what Work holds
             s.db.execute("UPDATE knowledge SET updated_at = updated_at - 86400")
-        s.add_knowledge("user", "The user lives in Lyon now.", space_id=work)
-        s.add_knowledge("user", "The user's manager is Rui now.", space_id=work)
+        s.persona.add_knowledge("user", "The user lives in Lyon now.", space_id=work)
+        s.persona.add_knowledge("user", "The user's manager is Rui now.", space_id=work)
     finally:
         s.close()
     plan = mnemo(dirs, "memory", "spaces", "merge", "Work", "Personal", "--dry-run").stdout
@@ -89,9 +89,9 @@ def test_merge_fuses_facts_and_says_so(tmp_path):
     assert done.startswith("“Work” merged into “Personal”: 1 fact moved. Newer, updated what “Personal” holds")
     s = open_profile(dirs)
     try:
-        assert s.get_knowledge(porto).text == "The user lives in Lyon now."
-        assert [v.text for v in s.item_versions("knowledge", porto)][0] == "The user lives in Porto."
-        assert sorted(k.text for k in s.list_knowledge(limit=10)) == [
+        assert s.persona.get_knowledge(porto).text == "The user lives in Lyon now."
+        assert [v.text for v in s.persona.item_versions("knowledge", porto)][0] == "The user lives in Porto."
+        assert sorted(k.text for k in s.persona.list_knowledge(limit=10)) == [
             "The user lives in Lyon now.",
             "The user's manager is Ana.",
             "The user's manager is Rui now.",

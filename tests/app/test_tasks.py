@@ -46,7 +46,7 @@ def test_results_and_errors_reach_their_callbacks_through_deliver(open_store):
 
     q = TaskQueue("t-cb", open_resource=open_store, deliver=deliver)
     got, failed = [], []
-    cid = q.submit(lambda s: s.create_conversation("x"), got.append, failed.append).result(timeout=30)
+    cid = q.submit(lambda s: s.conversations.create_conversation("x"), got.append, failed.append).result(timeout=30)
     boom = q.submit(lambda s: 1 / 0, got.append, failed.append)
     with pytest.raises(ZeroDivisionError):
         boom.result(timeout=30)

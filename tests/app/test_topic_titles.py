@@ -98,10 +98,10 @@ def test_the_scheduler_runs_title_jobs_on_the_llm_thread_when_idle(tmp_path, emb
     s.start()
     try:
         with open_store() as store:
-            cid = store.create_conversation()
+            cid = store.conversations.create_conversation()
             for i, (u, a) in enumerate(POTTERY[:3]):
-                store.add_page(cid, u, a, embedding=mix(384, 0, 10 + i, 0.9))
-            assert [j.kind for j in store.list_jobs("pending")] == ["title_segment"]
+                store.intake.add_page(cid, u, a, embedding=mix(384, 0, 10 + i, 0.9))
+            assert [j.kind for j in store.jobs.list_jobs("pending")] == ["title_segment"]
         s.notify_jobs()
         assert s.wait_idle(timeout=300, include_llm_jobs=True)
         if writes:
@@ -110,7 +110,7 @@ def test_the_scheduler_runs_title_jobs_on_the_llm_thread_when_idle(tmp_path, emb
         else:
             assert not done.is_set()  # no capable model: the keywords' title stays, nothing asked
         with open_store() as store:
-            (seg,) = store.list_segments(limit=10)
+            (seg,) = store.segments.list_segments(limit=10)
             assert (seg.title_by == chat_model.model_id) == any(k == "segment_titled" for k, _ in seen)
     finally:
         s.stop()

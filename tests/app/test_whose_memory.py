@@ -49,7 +49,7 @@ def _open(dirs, embedder):
 def _pages(dirs, embedder):
     s = _open(dirs, embedder)
     try:
-        return s.list_pages(limit=10_000), s.stats()["conversations"]
+        return s.pages.list_pages(limit=10_000), s.stats()["conversations"]
     finally:
         s.close()
 
@@ -145,7 +145,7 @@ def test_a_file_of_several_dialogues_claims_only_those_the_user_is_in(tmp_path, 
     s = MemoryStore.open(tmp_path / "m.sqlite3", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
     try:
         write_all(s, parsed, path=str(path))
-        me = {p.meta["people"]["user_side"]: p.meta["people"]["me"] for p in s.list_pages(limit=100)}
+        me = {p.meta["people"]["user_side"]: p.meta["people"]["me"] for p in s.pages.list_pages(limit=100)}
     finally:
         s.close()
     assert me == {"Caroline": None, "Jon": "Gina"}
@@ -162,7 +162,7 @@ def test_a_dialogue_written_without_an_answer_is_other_peoples(tmp_path, embedde
     s = MemoryStore.open(tmp_path / "m.sqlite3", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
     try:
         write_conversation(s, conv)
-        assert {People.from_meta(p.meta) for p in s.list_pages(limit=100)} == {People("Caroline", "Melanie")}
+        assert {People.from_meta(p.meta) for p in s.pages.list_pages(limit=100)} == {People("Caroline", "Melanie")}
     finally:
         s.close()
 
@@ -203,7 +203,7 @@ def test_the_background_import_stops_to_ask_who_the_user_is(tmp_path, embedder, 
     assert run_import(ctx, job).phase == "done" and job.report.pages_written == 4
     s = ctx.open_store()
     try:
-        assert {p.meta["people"]["me"] for p in s.list_pages(limit=100)} == {"Melanie"}
+        assert {p.meta["people"]["me"] for p in s.pages.list_pages(limit=100)} == {"Melanie"}
     finally:
         s.close()
     other = tmp_path / "other.json"
@@ -254,9 +254,9 @@ def _chatgpt_export(exchanges, start: float) -> list[dict]:
 
 
 def _persona_of(store) -> tuple[list[str], list[str]]:
-    store.run_pending(allow_llm=False)
-    facts = sorted(k.text for k in store.list_knowledge("user"))
-    traits = sorted(f"{t.dimension}: {t.value}" for t in store.list_traits())
+    store.jobs.run_pending(allow_llm=False)
+    facts = sorted(k.text for k in store.persona.list_knowledge("user"))
+    traits = sorted(f"{t.dimension}: {t.value}" for t in store.persona.list_traits())
     return facts, traits
 
 
@@ -276,12 +276,14 @@ def test_the_users_own_chatgpt_export_reaches_the_persona_as_chats_in_the_app_do
     start = 1_700_000_000.0
     app = open_("app.db")
     try:
-        cid = app.create_conversation("About me", created_at=start)
+        cid = app.conversations.create_conversation("About me", created_at=start)
         parent = None
         for i, (said, reply) in enumerate(OWN_EXCHANGES):
-            uid = app.add_message(cid, "user", said, parent_id=parent, created_at=start + i * 120)
-            parent = app.add_message(cid, "assistant", reply, parent_id=uid, created_at=start + i * 120 + 5)
-            user = next(m for m in app.list_messages(cid) if m.id == uid)
+            uid = app.conversations.add_message(cid, "user", said, parent_id=parent, created_at=start + i * 120)
+            parent = app.conversations.add_message(
+                cid, "assistant", reply, parent_id=uid, created_at=start + i * 120 + 5
+            )
+            user = next(m for m in app.conversations.list_messages(cid) if m.id == uid)
             queue_exchange_page(app, cid, user, parent, reply)
         in_app = _persona_of(app)
     finally:
@@ -293,7 +295,7 @@ def test_the_users_own_chatgpt_export_reaches_the_persona_as_chats_in_the_app_do
         parsed = load(export)
         assert parsed.format == "chatgpt" and parsed.conversations[0].people is None
         write_all(imported, parsed, path=str(export))
-        pages = imported.list_pages(limit=100)
+        pages = imported.pages.list_pages(limit=100)
         assert len(pages) == len(OWN_EXCHANGES) and all("people" not in p.meta for p in pages)
         from_export = _persona_of(imported)
     finally:

@@ -112,9 +112,9 @@ def main(argv: list[str] | None = None) -> dict:
             embed_tokens=emb.embed_with_tokens,
         )
         for dimension, value in TRAITS[: args.traits]:
-            store.add_trait(dimension, value)
+            store.persona.add_trait(dimension, value)
         cid = _chat(store, args.exchanges)
-        leaf = store.list_messages(cid)[-1].id
+        leaf = store.conversations.list_messages(cid)[-1].id
 
         model = restart(data_dir)  # the session before the restart: opening the chat warms and saves it
         t0 = time.perf_counter()

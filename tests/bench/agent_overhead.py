@@ -40,8 +40,8 @@ FILLER = [
 
 def _history(store, exchanges) -> int:
     """An earlier conversation whose (user, assistant) `exchanges` are memory pages, an hour apart."""
-    cid = store.create_conversation("history")
-    store.add_pages(
+    cid = store.conversations.create_conversation("history")
+    store.intake.add_pages(
         cid,
         [
             {"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 3600}
@@ -115,7 +115,7 @@ def main(argv=None) -> dict:
                     "compose_ms": result.stats["compose_ms"],
                 }
             )
-            store.run_pending(allow_llm=False)
+            store.jobs.run_pending(allow_llm=False)
         store.close()
 
     def col(k):

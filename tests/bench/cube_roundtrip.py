@@ -46,20 +46,20 @@ def _build(store, samples) -> None:
 
     for sample in samples:
         write_conversation(store, sample.conversation)
-    store.run_pending(allow_llm=False)
-    for seg in store.list_segments(limit=100_000):  # the persona, by the extractive path (no LLM)
-        store.enqueue("promote_segment", {"segment_id": seg.id})
-    store.run_pending()
-    store.add_knowledge("user", "I live in Porto")
-    store.add_knowledge("user", "I live in Lyon now")  # an update: Porto stays a version
-    store.add_knowledge("user", "I am allergic to peanuts", pinned=True)
-    store.add_trait("hobby", "paints landscapes", pinned=True)
-    pages = store.list_pages(order_by="id", descending=False, limit=100_000)
+    store.jobs.run_pending(allow_llm=False)
+    for seg in store.segments.list_segments(limit=100_000):  # the persona, by the extractive path (no LLM)
+        store.jobs.enqueue("promote_segment", {"segment_id": seg.id})
+    store.jobs.run_pending()
+    store.persona.add_knowledge("user", "I live in Porto")
+    store.persona.add_knowledge("user", "I live in Lyon now")  # an update: Porto stays a version
+    store.persona.add_knowledge("user", "I am allergic to peanuts", pinned=True)
+    store.persona.add_trait("hobby", "paints landscapes", pinned=True)
+    pages = store.pages.list_pages(order_by="id", descending=False, limit=100_000)
     for p in pages[:: max(1, len(pages) // 10)]:
-        store.pin("page", p.id)
-    segs = store.list_segments(order_by="id", descending=False, limit=5)
+        store.curation.pin("page", p.id)
+    segs = store.segments.list_segments(order_by="id", descending=False, limit=5)
     if segs:
-        store.pin("segment", segs[0].id)
+        store.curation.pin("segment", segs[0].id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,16 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         report["build_s"] = round(time.perf_counter() - t0, 1)
         report["source"] = counts(src)
         t0 = time.perf_counter()
-        cube = src.export_cube(folder / "locomo.mnemocube", app_version="bench")
+        cube = src.cubes.export(folder / "locomo.mnemocube", app_version="bench")
         report["export"] = {"s": round(time.perf_counter() - t0, 2), "bytes": cube.bytes, "counts": cube.counts}
 
         dst = _open(folder / "empty.db", embedder)
         t0 = time.perf_counter()
-        record = dst.import_cube(cube.path)
+        record = dst.cubes.import_cube(cube.path)
         report["import"] = {"s": round(time.perf_counter() - t0, 2), "status": record.status}
         report["import"]["counts"] = record.counts.to_json()
         report["integrity"] = dst.check_integrity()
-        report["pending_jobs_after_import"] = dst.pending_jobs()
+        report["pending_jobs_after_import"] = dst.jobs.pending()
 
         def top(store, question: str) -> list[tuple]:
             r = store.retrieve(question, budget=RetrievalBudget(pages=25), record_visits=False)
@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         report["top25_same"] = same
         report["top25_differing"] = differing[:10]
         report["persona_same"] = persona(src) == persona(dst)
-        report["persona_items"] = {"traits": src.count_traits(include_archived=True)}
-        report["persona_items"]["facts"] = src.count_knowledge(include_archived=True)
+        report["persona_items"] = {"traits": src.persona.count_traits(include_archived=True)}
+        report["persona_items"]["facts"] = src.persona.count_knowledge(include_archived=True)
         report["versions"] = report["source"]["item_version"]
         report["derivations"] = report["source"]["derivation"]
         report["pins_same"] = pins(src) == pins(dst)
@@ -129,13 +129,13 @@ def main(argv: list[str] | None = None) -> int:
 
         before = counts(dst)
         t0 = time.perf_counter()
-        second = dst.import_cube(cube.path)
+        second = dst.cubes.import_cube(cube.path)
         report["second_import"] = {
             "s": round(time.perf_counter() - t0, 2),
             "added": second.counts.added,
             "unchanged": counts(dst) == before,
         }
-        undo = dst.undo_cube_import(record.id)
+        undo = dst.cubes.undo(record.id)
         after = counts(dst)
         report["undo"] = {
             "pages_removed": undo.pages,
@@ -145,11 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.other_model:
             other = _open(folder / "other.db", embedder, model_id="another-model-id")
             t0 = time.perf_counter()
-            rec = other.import_cube(cube.path)
+            rec = other.cubes.import_cube(cube.path)
             report["other_model"] = {
                 "s": round(time.perf_counter() - t0, 1),
                 "status": rec.status,
-                "pages": other.count_pages(),
+                "pages": other.pages.count_pages(),
                 "top25_same": sum(top(src, q.question) == top(other, q.question) for q in questions),
                 "top25_same_pages": sum(
                     [x[:3] for x in top(src, q.question)] == [x[:3] for x in top(other, q.question)] for q in questions

@@ -65,7 +65,7 @@ def _tell(ctx, store) -> int:
     model = ctx.chat_model()
     for fact, _, _ in FACTS:
         operations.send(session, store, model, f"Remember that {fact[0].lower()}{fact[1:]}")
-    return len(store.list_knowledge("user"))
+    return len(store.persona.list_knowledge("user"))
 
 
 def main(argv: list[str] | None = None) -> dict:

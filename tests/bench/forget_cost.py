@@ -51,12 +51,19 @@ def _build(path: Path, n_pages: int, emb, rng: random.Random) -> dict:
     s = MemoryStore.open(path, emb.embed, embed_model_id=emb.model_id, dim=emb.dim)
     try:
         for _ in range(max(1, n_pages // PAGES_PER_CHAT)):
-            cid = s.create_conversation()
+            cid = s.conversations.create_conversation()
             with s.transaction():
                 sides = []
                 for _ in range(PAGES_PER_CHAT):
                     u, a = rng.choice(turns), rng.choice(turns)
-                    sides.append((s.add_message(cid, "user", u), s.add_message(cid, "assistant", a), u, a))
+                    sides.append(
+                        (
+                            s.conversations.add_message(cid, "user", u),
+                            s.conversations.add_message(cid, "assistant", a),
+                            u,
+                            a,
+                        )
+                    )
             items = []
             for um, am, u, a in sides:
                 v = base[rng.randrange(len(base))] + np.random.default_rng(rng.randrange(1 << 30)).normal(
@@ -71,21 +78,21 @@ def _build(path: Path, n_pages: int, emb, rng: random.Random) -> dict:
                         "embedding": (v / np.linalg.norm(v)).astype(np.float32),
                     }
                 )
-            s.add_pages(cid, items)
+            s.intake.add_pages(cid, items)
         for _ in range(300):
             try:
-                s.add_knowledge("user", rng.choice(turns))
+                s.persona.add_knowledge("user", rng.choice(turns))
             except ValueError:  # not a usable fact
                 pass
         trace = to_json({"trace": s.retrieve("what did she say about the painting?", None).to_trace()})
-        replies = s._rows("SELECT id FROM message WHERE role = 'assistant' ORDER BY random() LIMIT 5000")
+        replies = s.db.rows("SELECT id FROM message WHERE role = 'assistant' ORDER BY random() LIMIT 5000")
         with s.transaction():
             for (mid,) in replies:
-                s._x("UPDATE message SET meta = ? WHERE id = ?", (trace, mid))
-        s._x("PRAGMA wal_checkpoint(TRUNCATE)")
+                s.db.execute("UPDATE message SET meta = ? WHERE id = ?", (trace, mid))
+        s.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return {
-            "pages": s.count_pages(),
-            "messages": s._scalar("SELECT count(*) FROM message"),
+            "pages": s.pages.count_pages(),
+            "messages": s.db.scalar("SELECT count(*) FROM message"),
             "replies_with_trace": len(replies),
             "trace_bytes": len(trace),
             "file_mb": round(path.stat().st_size / 1e6, 1),
@@ -112,14 +119,14 @@ def _forgets(path: Path, emb, purge: bool) -> dict:
             out[name] = round(time.perf_counter() - t, 3)
 
         pick = random.Random(1)  # the same items in both copies
-        pages = [r[0] for r in s._rows("SELECT id FROM page ORDER BY id")]
-        facts = [r[0] for r in s._rows("SELECT id FROM knowledge ORDER BY id")]
-        chats = [r[0] for r in s._rows("SELECT id FROM conversation ORDER BY id")]
-        timed("forget_one_page_s", lambda: s.forget("page", pick.choice(pages)))
-        timed("forget_one_fact_s", lambda: s.forget("knowledge", pick.choice(facts)))
+        pages = [r[0] for r in s.db.rows("SELECT id FROM page ORDER BY id")]
+        facts = [r[0] for r in s.db.rows("SELECT id FROM knowledge ORDER BY id")]
+        chats = [r[0] for r in s.db.rows("SELECT id FROM conversation ORDER BY id")]
+        timed("forget_one_page_s", lambda: s.curation.forget("page", pick.choice(pages)))
+        timed("forget_one_fact_s", lambda: s.curation.forget("knowledge", pick.choice(facts)))
         first, second = pick.sample(chats, 2)
-        timed("forget_a_chats_memory_s", lambda: s.forget_conversation(first))
-        timed("delete_a_chat_s", lambda: s.delete_conversation(second))
+        timed("forget_a_chats_memory_s", lambda: s.curation.forget_conversation(first))
+        timed("delete_a_chat_s", lambda: s.conversations.delete_conversation(second))
     finally:
         Purge.finish = finish  # type: ignore[method-assign]
         s.close()

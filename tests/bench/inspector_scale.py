@@ -64,7 +64,7 @@ def build_store(ctx, n: int, *, seed: int = 7, per_conv: int = 200, n_topics: in
     base = 1_600_000_000.0
     while done < n:
         k = min(per_conv, n - done)
-        cid = store.create_conversation(f"Bench conversation {conv + 1}", created_at=base + conv * 86400)
+        cid = store.conversations.create_conversation(f"Bench conversation {conv + 1}", created_at=base + conv * 86400)
         items = []
         topic = int(rng.integers(n_topics))
         for i in range(k):
@@ -82,7 +82,7 @@ def build_store(ctx, n: int, *, seed: int = 7, per_conv: int = 200, n_topics: in
                     "embedding": v,
                 }
             )
-        store.add_pages(cid, items)
+        store.intake.add_pages(cid, items)
         done += k
         conv += 1
         if conv % 25 == 0:

@@ -156,7 +156,7 @@ def main(argv=None) -> dict:
                 t0 = time.perf_counter()
                 result = agent.send(cid, text)
                 seconds = time.perf_counter() - t0
-                store.run_pending(allow_llm=False)  # the app's memory jobs between turns
+                store.jobs.run_pending(allow_llm=False)  # the app's memory jobs between turns
                 n, c = copied(result.text, earlier)
                 rows.append(
                     {

@@ -63,7 +63,7 @@ async def _measure(ctx, data: Path, config: Path, queries: list[str], warm: int)
         env={"OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(repo)},
     )
     store = ctx.open_store()
-    store.warm_up()
+    store.retrieval.warm_up()
     budget = RetrievalBudget(pages=10, knowledge=10)
     local_ms, mcp_ms, server_ms = [], [], []
     with open(os.devnull, "w") as quiet:

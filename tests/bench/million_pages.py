@@ -117,17 +117,17 @@ def fill_with_add_pages(store, synth: Synthetic, total: int) -> None:
     synthetic pages' token rows written afterwards as tests.bench.retrieval does: the reference `bulk_fill` is
     compared with."""
     for chat in range(chats(total)):
-        cid = store.create_conversation(f"bench {chat}")
+        cid = store.conversations.create_conversation(f"bench {chat}")
         items = synth.chat_items(chat, total)
-        store.embed_pages(items, conversation_id=cid)
-        ids = store.add_pages(cid, items)
+        store.intake.embed_pages(items, conversation_id=cid)
+        ids = store.intake.add_pages(cid, items)
         rows = synth.token_rows(chat, len(items))
-        have = {r[0] for r in store._rows("SELECT page_id FROM page_tok WHERE page_id >= ?", (ids[0],))}
+        have = {r[0] for r in store.db.rows("SELECT page_id FROM page_tok WHERE page_id >= ?", (ids[0],))}
         with store.transaction():
             for pid, row in zip(ids, rows):
                 if pid not in have:
-                    store._x("INSERT INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)", (pid, *row))
-            store._x("DELETE FROM job WHERE kind = 'index_tokens'")
+                    store.db.execute("INSERT INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)", (pid, *row))
+            store.db.execute("DELETE FROM job WHERE kind = 'index_tokens'")
 
 
 @dataclass
@@ -157,19 +157,19 @@ class BulkFill:
         self.seg_kw: dict[int, dict] = {}  # segment -> keyword counts (its kw_counts)
         self.seg_n: dict[int, int] = {}
         self.chain_ids: list[int] = []
-        self.next_chain = int(store._scalar("SELECT coalesce(max(id), 0) FROM chain")) + 1
+        self.next_chain = int(store.db.scalar("SELECT coalesce(max(id), 0) FROM chain")) + 1
         self.before: dict[int, str] = {}
 
     def fill(self, total: int) -> dict:
         store = self.store
-        have = store.count_pages()
-        if have != int(store._get_meta(BULK_META, "0") or 0):
+        have = store.pages.count_pages()
+        if have != int(store.db.get_meta(BULK_META, "0") or 0):
             raise ValueError(f"the store holds {have} pages not written by a bulk fill; fill an empty one")
         if have % PAGES_PER_CHAT or total % PAGES_PER_CHAT or total < have:
             raise ValueError(f"a bulk fill goes from {have} to a larger multiple of {PAGES_PER_CHAT} pages")
         t0 = time.perf_counter()
         mtm = self._mid_term(total)
-        self.before = dict(store._rows("SELECT id, tier FROM segment"))  # an earlier fill's segments
+        self.before = dict(store.db.rows("SELECT id, tier FROM segment"))  # an earlier fill's segments
         for first in range(have // PAGES_PER_CHAT, chats(total), CHATS_PER_TXN):
             block = self._block(range(first, min(chats(total), first + CHATS_PER_TXN)), total, mtm)
             self._write(block)
@@ -207,7 +207,7 @@ class BulkFill:
         store, synth = self.store, self.synth
         items = synth.chat_items(chat, total)
         if any("embedding" not in it for it in items):
-            store.embed_pages(items)  # read in context, and their word rows kept in the store's memo
+            store.intake.embed_pages(items)  # read in context, and their word rows kept in the store's memo
         cid, start = chat + 1, chat * PAGES_PER_CHAT
         out.conversations.append((cid, f"bench {chat}", self.now, self.now))
         vecs = [store.embedding.check_vec(it["embedding"]) for it in items]
@@ -256,7 +256,7 @@ class BulkFill:
 
     def _join(self, sid: int, vec: np.ndarray, kws: list[str]) -> None:
         if sid not in self.seg_n:
-            row = self.store._one("SELECT emb_sum, kw_counts, page_count FROM segment WHERE id = ?", (sid,))
+            row = self.store.db.one("SELECT emb_sum, kw_counts, page_count FROM segment WHERE id = ?", (sid,))
             self.seg_sum[sid] = np.frombuffer(row[0], np.float32).copy() if row else np.zeros(len(vec), np.float32)
             self.seg_kw[sid] = from_json(row[1], {}) if row else {}
             self.seg_n[sid] = row[2] if row else 0
@@ -265,7 +265,7 @@ class BulkFill:
         self.seg_n[sid] += 1
 
     def _write(self, b: _Block) -> None:
-        conn = self.store._conn
+        conn = self.store.db.conn
         with self.store.transaction():
             conn.executemany(
                 "INSERT INTO conversation(id, title, created_at, updated_at) VALUES (?, ?, ?, ?)", b.conversations
@@ -296,7 +296,7 @@ class BulkFill:
         changes (mid-term keeps the largest) moves with its pages."""
         store, segs = self.store, self.store.segments
         # the keyword refresh counts the memory's pages once, not every COMMON_REFRESH words
-        segs._common_memo = [10**12, store.count_pages(), {}]
+        segs._common_memo = [10**12, store.pages.count_pages(), {}]
         earlier = self.before
         for sid, tier in earlier.items():
             want = "mtm" if sid in mtm else "archive"
@@ -305,25 +305,25 @@ class BulkFill:
         for sid, n in self.seg_n.items():
             tier = "mtm" if sid in mtm else "archive"
             counts = self.seg_kw[sid]
-            store._x(
+            store.db.execute(
                 "UPDATE segment SET tier = ?, keywords = ?, kw_counts = ?, emb_sum = ?, page_count = ?, "
                 "l_interaction = ?, archived_at = ? WHERE id = ?",
                 (tier, to_json(segs._top_keywords(counts)), to_json(counts), vec_blob(self.seg_sum[sid]), n, n,
                  None if tier == "mtm" else self.now, sid),
             )  # fmt: skip
             if earlier.get(sid, tier) != tier:
-                store._x("UPDATE page SET tier = ? WHERE segment_id = ?", (tier, sid))
+                store.db.execute("UPDATE page SET tier = ? WHERE segment_id = ?", (tier, sid))
             segs.vec_put(sid, tier, unit(self.seg_sum[sid]))
             segs.refresh_summary(sid)
 
     def _retier(self, sid: int, tier: str) -> None:
         store = self.store
-        store._x(
+        store.db.execute(
             "UPDATE segment SET tier = ?, archived_at = ? WHERE id = ?",
             (tier, None if tier == "mtm" else self.now, sid),
         )
-        store._x("UPDATE page SET tier = ? WHERE segment_id = ?", (tier, sid))
-        vec = np.frombuffer(store._one("SELECT emb_sum FROM segment WHERE id = ?", (sid,))[0], np.float32)
+        store.db.execute("UPDATE page SET tier = ? WHERE segment_id = ?", (tier, sid))
+        vec = np.frombuffer(store.db.one("SELECT emb_sum FROM segment WHERE id = ?", (sid,))[0], np.float32)
         store.segments.vec_put(sid, tier, unit(vec))
 
 

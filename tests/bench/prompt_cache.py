@@ -41,10 +41,10 @@ QUESTIONS = [
 
 
 def _chat(store, n_exchanges: int) -> int:
-    cid = store.create_conversation("long chat")
+    cid = store.conversations.create_conversation("long chat")
     for i in range(n_exchanges):
-        store.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
-        store.add_message(
+        store.conversations.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
+        store.conversations.add_message(
             cid,
             "assistant",
             "Gardens adapt to drought with mulch, deep watering, native plants and shade. " * 6 + f"That is point {i}.",
@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> dict:
                 params=MemoryParams(),
                 embed_tokens=emb.embed_with_tokens,
             )
-            other = store.create_conversation("trips")
-            store.add_pages(
+            other = store.conversations.create_conversation("trips")
+            store.intake.add_pages(
                 other,
                 [
                     {

@@ -214,15 +214,15 @@ HELD_OUT_SMALL_TALK = [
 def write_chats(store, items) -> None:
     """The statements of `items` as pages of chats of 4 exchanges each, a day apart."""
     for c in range(0, len(items), 4):
-        cid = store.create_conversation(f"chat {c // 4 + 1}")
-        store.add_pages(
+        cid = store.conversations.create_conversation(f"chat {c // 4 + 1}")
+        store.intake.add_pages(
             cid,
             [
                 {"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + c * 86400 + i * 60}
                 for i, (u, a, _) in enumerate(items[c : c + 4])
             ],
         )
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
 
 
 # the quoting rules that decide which pages are quoted (the others choose turns of them)

@@ -327,7 +327,7 @@ def main(argv=None) -> dict:
                 reply = agent.send(agent.new_conversation(), text).text
                 if args.show:
                     print(f"--- [asked before] {text}\n{reply}\n", flush=True)
-            store.run_pending(allow_llm=False)
+            store.jobs.run_pending(allow_llm=False)
         for seed in range(args.seeds):
             model.set_seed(args.first_seed + seed)
             for text, expect in asked if args.recall_only else SMALL_TALK + asked:

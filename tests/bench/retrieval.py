@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> dict:
     result: dict = {"machine_cpus": os.cpu_count(), "embed_model": emb.model_id, "sizes": {}}
     result["openblas_num_threads"] = os.environ.get("OPENBLAS_NUM_THREADS")
     conv = None
-    n = store.count_pages()  # an existing --db is filled up, not refilled
+    n = store.pages.count_pages()  # an existing --db is filled up, not refilled
     t_fill = time.perf_counter()
     for size in sizes:
         if args.bulk and n < size:
@@ -256,11 +256,11 @@ def main(argv: list[str] | None = None) -> dict:
             fill = fill_in_child(str(db), size, args.real, args.embed_threads)
             result.setdefault("bulk_fill", {})[str(size)] = fill
             store = open_store(db, emb)
-            n = store.count_pages()
-            conv = store._scalar("SELECT max(id) FROM conversation")
+            n = store.pages.count_pages()
+            conv = store.db.scalar("SELECT max(id) FROM conversation")
         while n < size:
             if n % 50 == 0 or conv is None:
-                conv = store.create_conversation(f"bench {n // 50}")
+                conv = store.conversations.create_conversation(f"bench {n // 50}")
             batch = min(500, size - n, 50 - n % 50)
             texts = [page_texts(rng, n + k) for k in range(batch)]
             items = [
@@ -271,15 +271,15 @@ def main(argv: list[str] | None = None) -> dict:
                 vecs = clustered_vectors(nrng, batch, emb.dim, centers, n)
                 for it, v in zip(items, vecs):
                     it["embedding"] = v
-            store.add_pages(conv, items)
+            store.intake.add_pages(conv, items)
             n += batch
         fill_s = time.perf_counter() - t_fill
         # pages with random vectors get random token rows and side vectors too (the word-by-word match reads
         # a row per candidate page, the ranking of sides one per recalled page, so their cost is measured at
         # every size): 24 content tokens, a LoCoMo page's mean
         with store.transaction():
-            for (pid,) in store._rows("SELECT id FROM page WHERE id NOT IN (SELECT page_id FROM page_tok)"):
-                store._x(
+            for (pid,) in store.db.rows("SELECT id FROM page WHERE id NOT IN (SELECT page_id FROM page_tok)"):
+                store.db.execute(
                     "INSERT INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)",
                     (
                         pid,
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> dict:
                         nrng.integers(-127, 128, size=2 * emb.dim, dtype=np.int8).tobytes(),
                     ),
                 )
-            store._x("DELETE FROM job WHERE kind = 'index_tokens'")
+            store.db.execute("DELETE FROM job WHERE kind = 'index_tokens'")
         # first retrieve after a (re)open loads the in-memory matrix from SQLite
         store.close()
         store = open_store(db, emb)
@@ -312,9 +312,9 @@ def main(argv: list[str] | None = None) -> dict:
             emb.embed_with_tokens([q])
             alone.append((time.perf_counter() - t0) * 1000)
         result["sizes"][str(size)] = {
-            "pages": store.count_pages(),
-            "segments_mtm": store.count_segments(tier="mtm"),
-            "segments_archive": store.count_segments(tier="archive"),
+            "pages": store.pages.count_pages(),
+            "segments_mtm": store.segments.count_segments(tier="mtm"),
+            "segments_archive": store.segments.count_segments(tier="archive"),
             "retrieve_ms_p50": round(percentile(lat, 50), 2),
             "retrieve_ms_p95": round(percentile(lat, 95), 2),
             "retrieve_cpu_ms_p50": round(percentile(cpu, 50), 2),
@@ -331,18 +331,20 @@ def main(argv: list[str] | None = None) -> dict:
         k = MemoryParams().ranking.dense_candidates
         qv = emb.embed(QUERIES)
         conn = store.db.conn
-        row["dense_recall_mean"], row["dense_recall_min"] = dense_recall(store._page_cache, qv, k, conn)
-        row["dense_recall_top20_mean"], row["dense_recall_top20_min"] = dense_recall(store._page_cache, qv, 20, conn)
+        row["dense_recall_mean"], row["dense_recall_min"] = dense_recall(store.retrieval._page_cache, qv, k, conn)
+        row["dense_recall_top20_mean"], row["dense_recall_top20_min"] = dense_recall(
+            store.retrieval._page_cache, qv, 20, conn
+        )
         # ... and for queries like the synthetic pages (new pages on their topics, as tests.bench.vector_scale
         # asks): the real questions look for the `--real` pages, whose directions a prefilter fitted
         # to a matrix of synthetic vectors, may not hold
         like = clustered_vectors(np.random.default_rng(11), 60, emb.dim, centers, 0)
         row["dense_recall_top20_pagelike_mean"], row["dense_recall_top20_pagelike_min"] = dense_recall(
-            store._page_cache, like, 20, conn
+            store.retrieval._page_cache, like, 20, conn
         )
         # what the page vectors take in memory (the matrix, its sign sketch and id map; int8 from COMPACT_FROM_ROWS)
-        row["vector_memory_mb"] = round(store._page_cache.nbytes() / 2**20, 1)
-        row["vector_dtype"] = str(store._page_cache.matrix.dtype)
+        row["vector_memory_mb"] = round(store.retrieval._page_cache.nbytes() / 2**20, 1)
+        row["vector_dtype"] = str(store.retrieval._page_cache.matrix.dtype)
         row["ratio_p50_to_embed_p50"] = round(row["retrieve_ms_p50"] / row["embed_alone_ms_p50"], 2)
         row["rss_mb"], row["peak_rss_mb"] = resident_mb()  # the whole process: embedder, matrix, SQLite cache
         # what loading the page vectors (the matrix, its sketch and id map) added to it
@@ -354,11 +356,11 @@ def main(argv: list[str] | None = None) -> dict:
     for i in range(args.adds):
         u, a = page_texts(rng, n + i)
         t0 = time.perf_counter()
-        store.add_page(conv, u, a)
+        store.intake.add_page(conv, u, a)
         with_embed.append((time.perf_counter() - t0) * 1000)
         v = clustered_vectors(nrng, 1, emb.dim, centers, n + i)[0]
         t0, c0 = time.perf_counter(), time.process_time()
-        store.add_page(conv, u + " again", a, embedding=v)
+        store.intake.add_page(conv, u + " again", a, embedding=v)
         store_only.append((time.perf_counter() - t0) * 1000)
         store_cpu.append((time.process_time() - c0) * 1000)
     if args.adds > 0:
@@ -366,7 +368,7 @@ def main(argv: list[str] | None = None) -> dict:
         result["add_page_ms_p95"] = round(percentile(with_embed, 95), 2)
         result["add_page_store_only_ms_median"] = round(statistics.median(store_only), 2)
         result["add_page_store_only_cpu_ms_median"] = round(statistics.median(store_cpu), 2)
-        result["add_page_at_pages"] = store.count_pages()
+        result["add_page_at_pages"] = store.pages.count_pages()
     result["load_average_1min_at_end"] = round(os.getloadavg()[0], 2)
     result["targets"] = {
         "retrieve_ms_p95_at_100k": 50,

@@ -40,18 +40,18 @@ def build(store, locomo: Path, n_questions: int) -> tuple[int, int]:
     parsed = load(locomo, "locomo")
     write_all(store, parsed, path=str(locomo))
     work, copied = store.spaces.create("Work"), 0
-    for conv in store.list_conversations():
-        pages = sorted(store.list_pages(conversation_id=conv.id, limit=100_000), key=lambda p: p.timestamp)
+    for conv in store.conversations.list_conversations():
+        pages = sorted(store.pages.list_pages(conversation_id=conv.id, limit=100_000), key=lambda p: p.timestamp)
         third = len(pages) // 3
         store.spaces.move_pages([p.id for p in pages[2 * third :]], work)
         copied += len(store.spaces.copy_pages([p.id for p in pages[third : 2 * third]], work))
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     raw = json.loads(locomo.read_text(encoding="utf-8"))
     qs = [q["question"] for s in raw for q in s.get("qa", []) if isinstance(q.get("question"), str)]
     step = max(1, len(qs) // max(1, n_questions))
     for q in qs[::step][:n_questions]:
         store.retrieve(q, record_visits=True)
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     return work, copied
 
 
@@ -96,11 +96,11 @@ def pairs(tmp: Path) -> dict[str, dict[str, int]]:
             tmp / f"pair-{i}.db", emb.embed, embed_model_id=emb.model_id, dim=emb.dim, params=MemoryParams()
         )
         try:
-            store.add_knowledge("user", held)
+            store.persona.add_knowledge("user", held)
             with store.transaction():  # Personal's fact an hour older
                 store.db.execute("UPDATE knowledge SET updated_at = updated_at - 3600")
             work = store.spaces.create("Work")
-            store.add_knowledge("user", offered, space_id=work)
+            store.persona.add_knowledge("user", offered, space_id=work)
             m = store.spaces.merge(work, 1)
             did = m.fused[0].how if m.fused else ("pinned" if m.conflicts else "kept both")
             print(f"  {label:<5} -> {did:<9} {held!r} / {offered!r}")

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
         shutil.copyfile(cache, path)
         store = retrieval_bench.open_store(path, emb)
         try:
-            conv = store.create_conversation("bench spaces")
+            conv = store.conversations.create_conversation("bench spaces")
             store.retrieve("warm up the cache", None, record_visits=False)
             base = _measure(store, conv, qs, None)
             counts = _split(store)

@@ -191,13 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     load_s = time.perf_counter() - t_start
 
     seeder = ctx.open_store()  # the benchmark's own connection, to queue memory work
-    seed_cid = seeder.create_conversation("Benchmark: memory jobs")
+    seed_cid = seeder.conversations.create_conversation("Benchmark: memory jobs")
     turns = []
     probe = Probe(args.probe_ms)
     for turn_no in range(args.turns):
         for i in range(args.jobs):
             topic = TOPICS[(i + turn_no * 3) % len(TOPICS)]
-            seeder.enqueue(
+            seeder.jobs.enqueue(
                 "add_page",
                 {
                     "cid": seed_cid,
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                     * 4,
                 },
             )
-        pending_before = seeder.pending_jobs()
+        pending_before = seeder.jobs.pending()
         win.backend.notify_jobs()
         probe.start()
         t_send = time.perf_counter()
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         t_end = time.perf_counter()
         probe.stop()
         turn = win.backend.turn
-        pending_after = seeder.pending_jobs()
+        pending_after = seeder.jobs.pending()
         first = turn.first_token_at or t_end
         stats = (turn.result.stats if turn.result else {}) or {}
         turns.append(
@@ -245,10 +245,12 @@ def main(argv: list[str] | None = None) -> int:
         probe.ticks.clear()
     # Opening a long chat: the window lets the model process its prompt prefix in the background
     # (Backend.warm) while the user reads; the event loop must stay as responsive as while streaming.
-    long_cid = seeder.create_conversation("Benchmark: a long chat")
+    long_cid = seeder.conversations.create_conversation("Benchmark: a long chat")
     for i in range(8):
-        seeder.add_message(long_cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
-        seeder.add_message(
+        seeder.conversations.add_message(
+            long_cid, "user", f"Question {i}: how do gardens handle drought in region {i}?"
+        )
+        seeder.conversations.add_message(
             long_cid, "assistant", "Gardens adapt to drought with mulch, deep watering, native plants and shade. " * 6
         )
     pump(lambda: win.backend.last_warm is None or win.backend.last_warm.done(), 120)  # the after-reply one

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> dict:
             embed_tokens=emb.embed_with_tokens,
         )
         cid = _chat(store, args.exchanges)
-        leaf = store.list_messages(cid)[-1].id
+        leaf = store.conversations.list_messages(cid)[-1].id
         agent = ChatAgent(store, model, max_tokens=8)
         for i in range(args.runs):
             for mode in ("cold", "warmed"):

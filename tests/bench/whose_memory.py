@@ -179,17 +179,17 @@ def write_own_chats(store, facts, start: float) -> dict[str, int]:
         exchanges += [*chunk[:2], next(filler), *chunk[2:]]
     for n in range(0, len(exchanges), 4):
         day = start + (n // 4) * 86400
-        cid = store.create_conversation(f"chat {n // 4 + 1}", created_at=day)
+        cid = store.conversations.create_conversation(f"chat {n // 4 + 1}", created_at=day)
         parent = None
         for k, (said, reply) in enumerate(exchanges[n : n + 4]):
             t = day + k * 120
-            uid = store.add_message(cid, "user", said, parent_id=parent, created_at=t)
-            aid = store.add_message(cid, "assistant", reply, parent_id=uid, created_at=t + 5)
+            uid = store.conversations.add_message(cid, "user", said, parent_id=parent, created_at=t)
+            aid = store.conversations.add_message(cid, "assistant", reply, parent_id=uid, created_at=t + 5)
             parent = aid
-            (user,) = [m for m in store.list_messages(cid) if m.id == uid]
+            (user,) = [m for m in store.conversations.list_messages(cid) if m.id == uid]
             queue_exchange_page(store, cid, user, aid, reply)
-    store.run_pending(allow_llm=False)
-    pages = store.list_pages(limit=100_000)
+    store.jobs.run_pending(allow_llm=False)
+    pages = store.pages.list_pages(limit=100_000)
     return {p.user_text: p.id for p in pages if p.conversation_id is not None and p.meta.get("people") is None}
 
 

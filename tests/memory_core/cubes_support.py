@@ -60,41 +60,43 @@ def build_memory(s: MemoryStore, clock, *, start: float | None = None) -> dict[s
     """Fill `s` (opened with a small STM) with a bit of everything; returns the ids worth naming."""
     if start is not None:
         clock.t = start
-    own = s.create_conversation("Trip and music")
-    imported = s.create_conversation("Bread", source="chatgpt", external_id="bread-1")
+    own = s.conversations.create_conversation("Trip and music")
+    imported = s.conversations.create_conversation("Bread", source="chatgpt", external_id="bread-1")
     for u, a in OWN:
         clock.advance(300)
-        s.add_page(own, u, a)
+        s.intake.add_page(own, u, a)
     t = clock.t
     for i, (u, a) in enumerate(IMPORTED):
-        s.add_page(imported, u, a, timestamp=t - 86400 * 30 + i * 60)
-    s.run_pending()
-    for seg in s.list_segments():  # the persona read out of the pages (the extractive path: no LLM)
-        s.enqueue("promote_segment", {"segment_id": seg.id})
-    s.run_pending()
-    drawn = [k for k in s.list_knowledge() if k.source_page_ids]
+        s.intake.add_page(imported, u, a, timestamp=t - 86400 * 30 + i * 60)
+    s.jobs.run_pending()
+    for seg in s.segments.list_segments():  # the persona read out of the pages (the extractive path: no LLM)
+        s.jobs.enqueue("promote_segment", {"segment_id": seg.id})
+    s.jobs.run_pending()
+    drawn = [k for k in s.persona.list_knowledge() if k.source_page_ids]
     assert drawn, "the extractive path drew no fact from the pages"
     # a later page confirms a drawn fact: a second version with both pages as its sources
-    other = next(p.id for p in s.list_pages(limit=100) if p.id not in drawn[0].source_page_ids)
+    other = next(p.id for p in s.pages.list_pages(limit=100) if p.id not in drawn[0].source_page_ids)
     with s.transaction():
-        s.merge.upsert_knowledge("user", drawn[0].text, 0.7, [other], s._embed([drawn[0].text])[0], {own}, "extractive")
+        s.merge.upsert_knowledge(
+            "user", drawn[0].text, 0.7, [other], s.embedding.embed([drawn[0].text])[0], {own}, "extractive"
+        )
     clock.advance(60)
-    s.add_knowledge("user", "I live in Porto")
+    s.persona.add_knowledge("user", "I live in Porto")
     clock.advance(60)
-    s.add_knowledge("user", "I live in Lyon now")  # an update: "I live in Porto" stays a version
+    s.persona.add_knowledge("user", "I live in Lyon now")  # an update: "I live in Porto" stays a version
     clock.advance(60)
-    peanuts = s.add_knowledge("user", "I am allergic to peanuts", pinned=True)
-    s.add_knowledge("user", "I own a bicycle")
-    old = s.add_knowledge("assistant", "The assistant suggested a packing list")
+    peanuts = s.persona.add_knowledge("user", "I am allergic to peanuts", pinned=True)
+    s.persona.add_knowledge("user", "I own a bicycle")
+    old = s.persona.add_knowledge("assistant", "The assistant suggested a packing list")
     assert old is not None
-    s.set_item_status("knowledge", old, "archived")
-    s.add_trait("hobby", "plays the cello")
-    jazz = s.add_trait("music", "likes Dvorak", pinned=True)
-    pages = s.list_pages(order_by="id", descending=False, limit=100)
+    s.persona.set_item_status("knowledge", old, "archived")
+    s.persona.add_trait("hobby", "plays the cello")
+    jazz = s.persona.add_trait("music", "likes Dvorak", pinned=True)
+    pages = s.pages.list_pages(order_by="id", descending=False, limit=100)
     mtm = [p for p in pages if p.tier == "mtm"]
-    s.pin("page", mtm[0].id)
-    segs = s.list_segments(order_by="id", descending=False)
-    s.pin("segment", segs[0].id)
+    s.curation.pin("page", mtm[0].id)
+    segs = s.segments.list_segments(order_by="id", descending=False)
+    s.curation.pin("segment", segs[0].id)
     if len(segs) > 2:
         with s.transaction():
             s.segments.archive(segs[-1].id)  # a segment in the archive too
@@ -124,19 +126,19 @@ MEMORY_TABLES = (
 def dump(s: MemoryStore) -> dict[str, list]:
     """Every row of the tables a memory is made of, vectors and index rows included: two dumps are equal
     exactly when nothing changed."""
-    out: dict[str, list] = {t: s._rows(f"SELECT * FROM {t} ORDER BY 1, 2") for t in MEMORY_TABLES}
-    out["page_vec"] = s._rows("SELECT page_id, embedding FROM page_vec ORDER BY page_id")
-    out["segment_vec"] = s._rows("SELECT segment_id, tier, embedding FROM segment_vec ORDER BY segment_id")
-    out["knowledge_vec"] = s._rows("SELECT knowledge_id, embedding FROM knowledge_vec ORDER BY knowledge_id")
-    out["page_tok"] = s._rows("SELECT * FROM page_tok ORDER BY page_id")
+    out: dict[str, list] = {t: s.db.rows(f"SELECT * FROM {t} ORDER BY 1, 2") for t in MEMORY_TABLES}
+    out["page_vec"] = s.db.rows("SELECT page_id, embedding FROM page_vec ORDER BY page_id")
+    out["segment_vec"] = s.db.rows("SELECT segment_id, tier, embedding FROM segment_vec ORDER BY segment_id")
+    out["knowledge_vec"] = s.db.rows("SELECT knowledge_id, embedding FROM knowledge_vec ORDER BY knowledge_id")
+    out["page_tok"] = s.db.rows("SELECT * FROM page_tok ORDER BY page_id")
     for fts in ("page_fts", "page_tri", "knowledge_fts", "knowledge_tri"):
-        out[fts] = s._rows(f"SELECT rowid FROM {fts} ORDER BY rowid")
+        out[fts] = s.db.rows(f"SELECT rowid FROM {fts} ORDER BY rowid")
     return out
 
 
 def counts(s: MemoryStore) -> dict[str, int]:
     return {
-        t: s._scalar(f"SELECT count(*) FROM {t}")
+        t: s.db.scalar(f"SELECT count(*) FROM {t}")
         for t in ("page", "segment", "chain", "conversation", "trait", "knowledge", "item_version", "derivation")
     }
 
@@ -155,16 +157,16 @@ def persona(s: MemoryStore) -> list[tuple]:
 
     out = []
     for kind in ("trait", "knowledge"):
-        for (iid,) in s._rows(f"SELECT id FROM {kind}"):
-            item = s.get_trait(iid) if kind == "trait" else s.get_knowledge(iid)
+        for (iid,) in s.db.rows(f"SELECT id FROM {kind}"):
+            item = s.persona.get_trait(iid) if kind == "trait" else s.persona.get_knowledge(iid)
             assert item is not None
             text = item.value if kind == "trait" else item.text
             versions = []
-            for v in s.item_versions(kind, iid):
+            for v in s.persona.item_versions(kind, iid):
                 detail = dict(v.detail)
                 srcs = detail.pop("source_page_ids", [])
                 versions.append((v.version, v.text, v.reason, repr(sorted(detail.items())), tuple(pages(srcs))))
-            derived = s._rows(
+            derived = s.db.rows(
                 "SELECT version, page_id FROM derivation WHERE item_kind = ? AND item_id = ? ORDER BY 1, 2", (kind, iid)
             )
             by_version: dict[int, list[int]] = {}
@@ -192,11 +194,11 @@ def persona(s: MemoryStore) -> list[tuple]:
 def structure(s: MemoryStore) -> list[tuple]:
     """Every page by content with what it is linked to, by content too: its tier, the page before it in its
     chain, its chain's summary, its segment (and the segment's heat parts), its chat."""
-    pages = {p.id: p for p in s.list_pages(order_by="id", descending=False, limit=100_000)}
+    pages = {p.id: p for p in s.pages.list_pages(order_by="id", descending=False, limit=100_000)}
     out = []
     for p in pages.values():
-        seg = s.get_segment(p.segment_id) if p.segment_id else None
-        conv = s.get_conversation(p.conversation_id) if p.conversation_id else None
+        seg = s.segments.get(p.segment_id) if p.segment_id else None
+        conv = s.conversations.get_conversation(p.conversation_id) if p.conversation_id else None
         out.append(
             (
                 page_key(p),
@@ -228,10 +230,10 @@ def structure(s: MemoryStore) -> list[tuple]:
 
 def pins(s: MemoryStore) -> dict[str, list]:
     return {
-        "page": sorted(page_key(p) for p in s.list_pages(pinned=True, limit=10_000)),
-        "segment": sorted(seg.summary for seg in s.list_segments(pinned=True, limit=10_000)),
-        "trait": sorted(t.value for t in s.list_traits(include_archived=True) if t.pinned),
-        "knowledge": sorted(k.text for k in s.list_knowledge(include_archived=True) if k.pinned),
+        "page": sorted(page_key(p) for p in s.pages.list_pages(pinned=True, limit=10_000)),
+        "segment": sorted(seg.summary for seg in s.segments.list_segments(pinned=True, limit=10_000)),
+        "trait": sorted(t.value for t in s.persona.list_traits(include_archived=True) if t.pinned),
+        "knowledge": sorted(k.text for k in s.persona.list_knowledge(include_archived=True) if k.pinned),
     }
 
 
@@ -243,8 +245,8 @@ def top(s: MemoryStore, question: str, n: int = 25) -> list[tuple]:
 
 def persona_text(s: MemoryStore) -> list[tuple]:
     return sorted(
-        [("trait", t.dimension, t.value, t.status, t.version) for t in s.list_traits(include_archived=True)]
-        + [("knowledge", k.owner, k.text, k.status, k.version) for k in s.list_knowledge(include_archived=True)]
+        [("trait", t.dimension, t.value, t.status, t.version) for t in s.persona.list_traits(include_archived=True)]
+        + [("knowledge", k.owner, k.text, k.status, k.version) for k in s.persona.list_knowledge(include_archived=True)]
     )
 
 

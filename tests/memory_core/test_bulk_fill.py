@@ -53,25 +53,25 @@ def test_a_bulk_filled_store_is_consistent(stores):
     assert s["segments"]["mtm"] == MemoryParams().tiers.mtm_capacity and s["segments"]["archive"] > 0
     assert s["pending_jobs"] == 0  # opened again, it has nothing to redo (reading in context, word rows, segments)
     # mid-term memory keeps the segments of most pages, as eviction leaves them when nothing was visited
-    smallest_kept = bulk._scalar("SELECT min(page_count) FROM segment WHERE tier = 'mtm'")
-    assert smallest_kept >= bulk._scalar("SELECT max(page_count) FROM segment WHERE tier = 'archive'")
-    seg = bulk.list_segments(limit=1)[0]
+    smallest_kept = bulk.db.scalar("SELECT min(page_count) FROM segment WHERE tier = 'mtm'")
+    assert smallest_kept >= bulk.db.scalar("SELECT max(page_count) FROM segment WHERE tier = 'archive'")
+    seg = bulk.segments.list_segments(limit=1)[0]
     assert seg.keywords and seg.summary and seg.title
 
 
 def test_the_rows_retrieval_reads_are_those_add_pages_writes(stores):
     ref, bulk, _ = stores
     cols = "id, conversation_id, user_text, assistant_text, timestamp, keywords, prev_page_id, meta, space_id"
-    assert bulk._rows(f"SELECT {cols} FROM page ORDER BY id") == ref._rows(f"SELECT {cols} FROM page ORDER BY id")
-    assert bulk._rows("SELECT id, tier = 'stm' FROM page ORDER BY id") == ref._rows(
+    assert bulk.db.rows(f"SELECT {cols} FROM page ORDER BY id") == ref._rows(f"SELECT {cols} FROM page ORDER BY id")
+    assert bulk.db.rows("SELECT id, tier = 'stm' FROM page ORDER BY id") == ref._rows(
         "SELECT id, tier = 'stm' FROM page ORDER BY id"
     )
     for table, key in (("page_vec", "page_id"), ("page_tok", "page_id")):
-        a = bulk._rows(f"SELECT * FROM {table} ORDER BY {key}")
+        a = bulk.db.rows(f"SELECT * FROM {table} ORDER BY {key}")
         assert a == ref._rows(f"SELECT * FROM {table} ORDER BY {key}"), table
     # dialogue chains: the same links (chain ids may be numbered otherwise)
     chained = "SELECT id FROM page WHERE chain_id IS NOT NULL ORDER BY id"
-    assert bulk._rows(chained) == ref._rows(chained)
+    assert bulk.db.rows(chained) == ref._rows(chained)
 
 
 def test_retrieve_ranks_a_bulk_filled_store_as_one_filled_through_add_pages(stores):
@@ -97,10 +97,10 @@ def test_a_bulk_fill_goes_on_from_where_it_stopped_and_refuses_other_stores(embe
     try:
         bulk_fill(store, synth, 300, log=lambda m: None)
         bulk_fill(store, synth, 600, log=lambda m: None)
-        assert store.count_pages() == 600 and store.check_integrity() == []
+        assert store.pages.count_pages() == 600 and store.check_integrity() == []
         with pytest.raises(ValueError, match="multiple of 50"):
             bulk_fill(store, synth, 625, log=lambda m: None)
-        store.add_page(store.create_conversation("mine"), "my own page", "noted")
+        store.intake.add_page(store.conversations.create_conversation("mine"), "my own page", "noted")
         with pytest.raises(ValueError, match="not written by a bulk fill"):
             bulk_fill(store, synth, 700, log=lambda m: None)
     finally:

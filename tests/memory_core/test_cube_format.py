@@ -24,7 +24,7 @@ def test_the_schema_is_the_codes():
 def test_an_exported_cube_meets_the_schema(tmp_path, embedder, clock):
     s = open_memory(tmp_path / "m.db", embedder, clock)
     build_memory(s, clock)
-    path = s.export_cube(tmp_path / "c.mnemocube").path
+    path = s.cubes.export(tmp_path / "c.mnemocube").path
     s.close()
     root = schema()
 

@@ -59,17 +59,17 @@ def world(tmp_path_factory, embedder) -> World:
     folder = tmp_path_factory.mktemp("fuzz")
     src = open_memory(folder / "source.db", embedder, Clock())
     build_memory(src, src.clock)  # type: ignore[arg-type]
-    cube = src.export_cube(folder / "c.mnemocube").path.read_bytes()
+    cube = src.cubes.export(folder / "c.mnemocube").path.read_bytes()
     src.close()
     t = open_memory(folder / "template.db", embedder, Clock())
-    cid = t.create_conversation("mine")
-    t.add_page(cid, "I collect vinyl records.", "Which genres?")
-    t.add_knowledge("user", "I live in Madrid")
+    cid = t.conversations.create_conversation("mine")
+    t.intake.add_page(cid, "I collect vinyl records.", "Which genres?")
+    t.persona.add_knowledge("user", "I live in Madrid")
     t.close()
     w = World(folder, cube, folder / "template.db", {}, embedder)
     with _copy(w) as (store, path):
         path.write_bytes(cube)
-        store.import_cube(path)
+        store.cubes.import_cube(path)
         w.after = _comparable(dump(store))
     return w
 
@@ -97,7 +97,7 @@ def attempt(w: World, data: bytes, *, limits: CubeLimits | None = None, intact_i
         path.write_bytes(data)
         before = dump(store)
         try:
-            store.import_cube(path, limits)
+            store.cubes.import_cube(path, limits)
         except CubeError as exc:
             assert "\n" not in str(exc) and str(exc), repr(exc)
             assert dump(store) == before
@@ -106,7 +106,7 @@ def attempt(w: World, data: bytes, *, limits: CubeLimits | None = None, intact_i
         if intact_if_valid:
             assert _comparable(dump(store)) == w.after
         else:
-            store.undo_cube_import(store.cube_imports()[0].id)
+            store.cubes.undo(store.cubes.imports()[0].id)
             now = dump(store)
             assert {t: now[t] for t in ITEM_TABLES} == {t: before[t] for t in ITEM_TABLES}
         return "imported"

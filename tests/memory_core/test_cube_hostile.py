@@ -25,7 +25,7 @@ def pristine(tmp_path_factory, embedder) -> Path:
     s = open_memory(folder / "source.db", embedder, Clock())
     try:
         build_memory(s, s.clock)  # type: ignore[arg-type]
-        return s.export_cube(folder / "good.mnemocube").path
+        return s.cubes.export(folder / "good.mnemocube").path
     finally:
         s.close()
 
@@ -33,9 +33,9 @@ def pristine(tmp_path_factory, embedder) -> Path:
 @pytest.fixture
 def target(tmp_path, embedder, clock):
     s = open_memory(tmp_path / "target.db", embedder, clock)
-    cid = s.create_conversation("mine")
-    s.add_page(cid, "I collect vinyl records.", "Which genres?")
-    s.add_knowledge("user", "I live in Madrid")
+    cid = s.conversations.create_conversation("mine")
+    s.intake.add_page(cid, "I collect vinyl records.", "Which genres?")
+    s.persona.add_knowledge("user", "I live in Madrid")
     yield s
     s.close()
 
@@ -83,9 +83,9 @@ def refused(store: MemoryStore, path: Path, expect: str, limits: CubeLimits | No
     `expect`, and that nothing changed; returns the message."""
     before = dump(store)
     with pytest.raises(CubeError) as dry:
-        store.plan_cube_import(path, limits)
+        store.cubes.plan(path, limits)
     with pytest.raises(CubeError) as real:
-        store.import_cube(path, limits)
+        store.cubes.import_cube(path, limits)
     for exc in (dry.value, real.value):
         message = str(exc)
         assert "\n" not in message and expect in message, message
@@ -94,7 +94,7 @@ def refused(store: MemoryStore, path: Path, expect: str, limits: CubeLimits | No
 
 
 def test_the_pristine_cube_imports(target, pristine):
-    assert target.import_cube(pristine).status == "done"
+    assert target.cubes.import_cube(pristine).status == "done"
 
 
 def test_a_cube_of_an_older_format_imports(target, pristine, tmp_path):
@@ -103,7 +103,7 @@ def test_a_cube_of_an_older_format_imports(target, pristine, tmp_path):
     manifest = json.loads(m["manifest.json"])
     manifest["format_version"] = 1
     m["manifest.json"] = json.dumps(manifest).encode()
-    assert target.import_cube(write_cube(tmp_path / "old.mnemocube", m, fix=False)).status == "done"
+    assert target.cubes.import_cube(write_cube(tmp_path / "old.mnemocube", m, fix=False)).status == "done"
 
 
 def test_not_a_zip(target, tmp_path):

@@ -14,8 +14,8 @@ TOPICS = "violin marathon sourdough chess kayak orchids telescope pottery salsa 
 
 
 def _fill(store, n=60):
-    cid = store.create_conversation("exported")
-    store.add_pages(
+    cid = store.conversations.create_conversation("exported")
+    store.intake.add_pages(
         cid,
         [
             {
@@ -27,10 +27,10 @@ def _fill(store, n=60):
             for i in range(n)
         ],
     )
-    k = store.add_knowledge("user", "Has a cat called Miso")
-    store.edit_knowledge(k, "Has a cat called Miso, afraid of storms")
-    store.add_trait("interests", "hiking | climbing")
-    store.add_knowledge("assistant", "Recommended a book about tea")
+    k = store.persona.add_knowledge("user", "Has a cat called Miso")
+    store.persona.edit_knowledge(k, "Has a cat called Miso, afraid of storms")
+    store.persona.add_trait("interests", "hiking | climbing")
+    store.persona.add_knowledge("assistant", "Recommended a book about tea")
     return cid
 
 
@@ -42,13 +42,13 @@ def test_json_export_matches_the_store(open_store, tmp_path):
     res = export_json(s, out, on_progress=lambda d, t: seen.append((d, t)))
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["format"] == FORMAT and doc["version"] == 1
-    assert doc["embedding_model"] == s.embed_model_id and doc["embedding_dim"] == s.dim
+    assert doc["embedding_model"] == s.embedding.model_id and doc["embedding_dim"] == s.dim
     assert [p["id"] for p in doc["pages"]] == [
-        p.id for p in s.list_pages(order_by="id", descending=False, limit=10_000)
+        p.id for p in s.pages.list_pages(order_by="id", descending=False, limit=10_000)
     ]
-    assert len(doc["pages"]) == s.count_pages() == res.pages == doc["counts"]["pages"] == 60
+    assert len(doc["pages"]) == s.pages.count_pages() == res.pages == doc["counts"]["pages"] == 60
     assert {p["tier"] for p in doc["pages"]} == {"stm", "mtm", "archive"}
-    assert len(doc["segments"]) == s.count_segments() == res.segments
+    assert len(doc["segments"]) == s.segments.count_segments() == res.segments
     assert any("日本語" in p["user_text"] and "“quotes”" in p["user_text"] for p in doc["pages"])
     assert [t["value"] for t in doc["traits"]] == ["hiking | climbing"]
     miso = next(k for k in doc["knowledge"] if "Miso" in k["text"])
@@ -66,7 +66,7 @@ def test_markdown_export_reads_like_a_document(open_store, tmp_path):
     assert text.startswith("# What the assistant remembers")
     assert "### interests" in text and "hiking \\| climbing" in text
     assert "Miso" in text and "Recommended a book about tea" in text
-    hottest = s.list_segments(order_by="heat", limit=1)[0]
+    hottest = s.segments.list_segments(order_by="heat", limit=1)[0]
     assert f"| {hottest.id} | {hottest.tier} |" in text
 
 
@@ -92,13 +92,13 @@ def test_keyset_paging_walks_every_page_once(open_store):
     _fill(s, 130)
     seen, after = [], 0
     while True:
-        batch = s.list_pages(order_by="id", descending=False, limit=50, after_id=after)
+        batch = s.pages.list_pages(order_by="id", descending=False, limit=50, after_id=after)
         seen += [p.id for p in batch]
         if len(batch) < 50:
             break
         after = batch[-1].id
     assert seen == sorted(seen) and len(seen) == len(set(seen)) == 130
-    segs = s.list_segments(order_by="id", descending=False, limit=1000, after_id=0)
-    assert [x.id for x in s.list_segments(order_by="id", descending=False, after_id=segs[0].id, limit=1000)] == [
-        x.id for x in segs[1:]
-    ]
+    segs = s.segments.list_segments(order_by="id", descending=False, limit=1000, after_id=0)
+    assert [
+        x.id for x in s.segments.list_segments(order_by="id", descending=False, after_id=segs[0].id, limit=1000)
+    ] == [x.id for x in segs[1:]]

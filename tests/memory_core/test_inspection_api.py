@@ -13,9 +13,9 @@ def _fill(store, n: int, per_conv: int = 40):
     dim = store.dim
     done = 0
     while done < n:
-        cid = store.create_conversation(f"c{done}")
+        cid = store.conversations.create_conversation(f"c{done}")
         k = min(per_conv, n - done)
-        store.add_pages(
+        store.intake.add_pages(
             cid,
             [
                 {
@@ -32,47 +32,47 @@ def _fill(store, n: int, per_conv: int = 40):
 
 def test_events_filters_and_latest_id(open_store):
     s = open_store(stm_capacity=1)
-    assert s.latest_event_id() == 0 and s.events() == []
+    assert s.event_log.latest_event_id() == 0 and s.event_log.events() == []
     _fill(s, 30)
-    every = s.events(limit=10_000)
-    assert s.latest_event_id() == every[-1].id
-    moved = s.events(limit=10_000, kinds=["page_moved"])
+    every = s.event_log.events(limit=10_000)
+    assert s.event_log.latest_event_id() == every[-1].id
+    moved = s.event_log.events(limit=10_000, kinds=["page_moved"])
     assert moved and {e.kind for e in moved} == {"page_moved"}
     assert [e.id for e in moved] == [e.id for e in every if e.kind == "page_moved"]
-    rest = s.events(limit=10_000, exclude_kinds=["page_moved"])
+    rest = s.event_log.events(limit=10_000, exclude_kinds=["page_moved"])
     assert len(rest) + len(moved) == len(every)
-    newest = s.events(limit=5, newest=True)
+    newest = s.event_log.events(limit=5, newest=True)
     assert [e.id for e in newest] == [e.id for e in every[-5:]]
     sid = moved[0].detail["segment_id"]
-    own = s.events(limit=1000, item_kind="segment", item_id=sid)
+    own = s.event_log.events(limit=1000, item_kind="segment", item_id=sid)
     assert own and all(e.item_kind == "segment" and e.item_id == sid for e in own)
 
 
 def test_segment_events_include_visits_and_replay_heat(open_store, clock):
     s = open_store(stm_capacity=1)
     dim = s.dim
-    cid = s.create_conversation("t")
+    cid = s.conversations.create_conversation("t")
     for i in range(4):
-        s.add_page(cid, f"I like hiking {i}", "nice", embedding=mix(dim, 3, 50 + i, 0.95))
+        s.intake.add_page(cid, f"I like hiking {i}", "nice", embedding=mix(dim, 3, 50 + i, 0.95))
         clock.advance(60)
-    s.add_page(cid, "unrelated", "ok", embedding=basis(dim, 200))  # pushes the last hiking page out of STM
-    seg = s.list_segments(tier="mtm", order_by="page_count", limit=1)[0]
+    s.intake.add_page(cid, "unrelated", "ok", embedding=basis(dim, 200))  # pushes the last hiking page out of STM
+    seg = s.segments.list_segments(tier="mtm", order_by="page_count", limit=1)[0]
     before = seg.n_visit
     r = s.retrieve("hiking", None, RetrievalBudget(pages=3))
     assert any(h.page.segment_id == seg.id for h in r.pages)
-    s.record_quoted_pages([h.page.id for h in r.pages])  # the reply's prompt quoted them
-    evs = s.segment_events(seg.id)
+    s.segments.record_quoted_pages([h.page.id for h in r.pages])  # the reply's prompt quoted them
+    evs = s.event_log.segment_events(seg.id)
     visits = [e for e in evs if e.kind == "segment_visited"]
-    after = s.get_segment(seg.id)
+    after = s.segments.get(seg.id)
     assert after.n_visit == before + 1 and len(visits) == after.n_visit
     assert visits[-1].detail["n_visit"] == after.n_visit
     moved_in = [e for e in evs if e.kind == "page_moved"]
     assert len(moved_in) == after.page_count
     assert [e.id for e in evs] == sorted(e.id for e in evs)
     # no record_visits -> no event
-    n = len(s.segment_events(seg.id))
+    n = len(s.event_log.segment_events(seg.id))
     s.retrieve("hiking", None, RetrievalBudget(pages=3), record_visits=False)
-    assert len(s.segment_events(seg.id)) == n
+    assert len(s.event_log.segment_events(seg.id)) == n
 
 
 def test_deep_pages_equal_shallow_pages_for_every_order(open_store):
@@ -80,19 +80,21 @@ def test_deep_pages_equal_shallow_pages_for_every_order(open_store):
     _fill(s, 1300)
     for order in ("id", "tier", "segment", "conversation", "timestamp"):
         for desc in (False, True):
-            whole = [p.id for p in s.list_pages(order_by=order, descending=desc, limit=2000)]
+            whole = [p.id for p in s.pages.list_pages(order_by=order, descending=desc, limit=2000)]
             assert len(whole) == 1300
-            deep = [p.id for p in s.list_pages(order_by=order, descending=desc, limit=150, offset=1100)]
+            deep = [p.id for p in s.pages.list_pages(order_by=order, descending=desc, limit=150, offset=1100)]
             assert deep == whole[1100:1250], (order, desc)
-            tail = s.list_pages(order_by=order, descending=desc, limit=500, offset=1200)
+            tail = s.pages.list_pages(order_by=order, descending=desc, limit=500, offset=1200)
             assert [p.id for p in tail] == whole[1200:]
             assert all(p.user_text.startswith("page ") for p in tail)
     # with a filter, the deep path pages through the filtered rows
-    odd = [p.id for p in s.list_pages(text="topic 3", order_by="timestamp", limit=5000)]
+    odd = [p.id for p in s.pages.list_pages(text="topic 3", order_by="timestamp", limit=5000)]
     assert 150 < len(odd) < 1300
-    many = [p.id for p in s.list_pages(text="about", order_by="segment", limit=5000)]
+    many = [p.id for p in s.pages.list_pages(text="about", order_by="segment", limit=5000)]
     assert len(many) > 1050
-    assert [p.id for p in s.list_pages(text="about", order_by="segment", limit=50, offset=1000)] == many[1000:1050]
+    assert [p.id for p in s.pages.list_pages(text="about", order_by="segment", limit=50, offset=1000)] == many[
+        1000:1050
+    ]
 
 
 def test_count_knowledge_with_text(open_store):
@@ -102,8 +104,8 @@ def test_count_knowledge_with_text(open_store):
         ("user", "Owns a cat"),
         ("assistant", "Suggested hiking boots"),
     ]:
-        s.add_knowledge(owner, text)
-    assert s.count_knowledge(text="hiking") == 2
-    assert s.count_knowledge("user", text="hiking") == 1
-    assert s.count_knowledge(text="HIKING") == 2
-    assert len(s.list_knowledge(text="hiking")) == s.count_knowledge(text="hiking")
+        s.persona.add_knowledge(owner, text)
+    assert s.persona.count_knowledge(text="hiking") == 2
+    assert s.persona.count_knowledge("user", text="hiking") == 1
+    assert s.persona.count_knowledge(text="HIKING") == 2
+    assert len(s.persona.list_knowledge(text="hiking")) == s.persona.count_knowledge(text="hiking")

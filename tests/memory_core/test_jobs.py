@@ -24,46 +24,46 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_enqueue_is_idempotent_by_key(open_store):
     s = open_store()
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     payload = {"conversation_id": cid, "user_text": "I bake sourdough bread", "assistant_text": "Yum."}
-    j1 = s.enqueue("add_page", payload, key="turn:1")
-    j2 = s.enqueue("add_page", payload, key="turn:1")
-    assert j1 == j2 and s.pending_jobs() == 1
-    assert s.run_pending() == 1
-    assert s.enqueue("add_page", payload, key="turn:1") == j1  # done jobs keep their key
-    assert s.run_pending() == 0
-    assert s.count_pages() == 1
+    j1 = s.jobs.enqueue("add_page", payload, key="turn:1")
+    j2 = s.jobs.enqueue("add_page", payload, key="turn:1")
+    assert j1 == j2 and s.jobs.pending() == 1
+    assert s.jobs.run_pending() == 1
+    assert s.jobs.enqueue("add_page", payload, key="turn:1") == j1  # done jobs keep their key
+    assert s.jobs.run_pending() == 0
+    assert s.pages.count_pages() == 1
 
 
 def test_run_pending_max_jobs_and_failures(open_store):
     s = open_store(job_max_attempts=2)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     for i in range(3):
-        s.enqueue("add_page", {"conversation_id": cid, "user_text": f"note {i}", "assistant_text": "ok"})
-    bad = s.enqueue("no_such_kind", {})
-    assert s.run_pending(max_jobs=2) == 2
-    assert s.pending_jobs() == 2
-    assert s.run_pending() == 1  # the bad job fails once, stays pending
-    assert s.run_pending() == 0  # second failure: marked failed
-    assert [j.id for j in s.list_jobs("failed")] == [bad]
-    assert "unknown job kind" in s.list_jobs("failed")[0].error
-    assert s.pending_jobs() == 0 and s.count_pages() == 3
+        s.jobs.enqueue("add_page", {"conversation_id": cid, "user_text": f"note {i}", "assistant_text": "ok"})
+    bad = s.jobs.enqueue("no_such_kind", {})
+    assert s.jobs.run_pending(max_jobs=2) == 2
+    assert s.jobs.pending() == 2
+    assert s.jobs.run_pending() == 1  # the bad job fails once, stays pending
+    assert s.jobs.run_pending() == 0  # second failure: marked failed
+    assert [j.id for j in s.jobs.list_jobs("failed")] == [bad]
+    assert "unknown job kind" in s.jobs.list_jobs("failed")[0].error
+    assert s.jobs.pending() == 0 and s.pages.count_pages() == 3
 
 
 def test_add_page_job_dedupes_by_assistant_message(open_store):
     s = open_store()
-    cid = s.create_conversation()
-    mid = s.add_message(cid, "assistant", "Sure.")
+    cid = s.conversations.create_conversation()
+    mid = s.conversations.add_message(cid, "assistant", "Sure.")
     payload = {
         "conversation_id": cid,
         "user_text": "Remind me to call mom",
         "assistant_text": "Sure.",
         "assistant_message_id": mid,
     }
-    s.enqueue("add_page", payload)
-    s.enqueue("add_page", payload)  # e.g. enqueued twice by a retry without a key
-    assert s.run_pending() == 2
-    assert s.count_pages() == 1
+    s.jobs.enqueue("add_page", payload)
+    s.jobs.enqueue("add_page", payload)  # e.g. enqueued twice by a retry without a key
+    assert s.jobs.run_pending() == 2
+    assert s.pages.count_pages() == 1
 
 
 _CHILD = textwrap.dedent("""
@@ -111,9 +111,9 @@ def _run_and_kill(db: Path, checkpoint: str, params: dict) -> None:
 def test_sigkilled_add_page_job_completes_after_restart(open_store, tmp_path):
     db = tmp_path / "memory.db"
     s = open_store(db, stm_capacity=0)
-    cid = s.create_conversation()
-    s.add_page(cid, "Earlier page about gardening tomatoes", "Nice.")
-    s.enqueue(
+    cid = s.conversations.create_conversation()
+    s.intake.add_page(cid, "Earlier page about gardening tomatoes", "Nice.")
+    s.jobs.enqueue(
         "add_page",
         {
             "conversation_id": cid,
@@ -126,37 +126,37 @@ def test_sigkilled_add_page_job_completes_after_restart(open_store, tmp_path):
     # the child inserts the page (and moves it to MTM) inside the job's transaction, then is killed
     _run_and_kill(db, "add_page:after_insert", {"stm_capacity": 0})
     s = open_store(db, stm_capacity=0)
-    assert s.pending_jobs() == 1 and s.count_pages() == 1  # nothing half-written survived
-    assert s.run_pending() == 1
-    assert s.run_pending() == 0
-    pages = s.list_pages(order_by="id", descending=False)
+    assert s.jobs.pending() == 1 and s.pages.count_pages() == 1  # nothing half-written survived
+    assert s.jobs.run_pending() == 1
+    assert s.jobs.run_pending() == 0
+    pages = s.pages.list_pages(order_by="id", descending=False)
     assert [p.user_text for p in pages] == ["Earlier page about gardening tomatoes", "I adopted a cat named Miso"]
     assert s.check_integrity() == []
-    assert s._scalar("SELECT count(*) FROM page_vec") == 2
+    assert s.db.scalar("SELECT count(*) FROM page_vec") == 2
 
 
 def test_sigkilled_promotion_completes_without_duplicate_rows(open_store, tmp_path):
     db = tmp_path / "memory.db"
     params = {"stm_capacity": 0, "tau": 3.0}
     s = open_store(db, **params)
-    cid = s.create_conversation()
-    s.add_page(cid, "My name is Ann and I live in Berlin.", "Hi Ann!", embedding=basis(D, 0))
-    s.add_page(cid, "I work as a nurse in Berlin.", "Busy job!", embedding=mix(D, 0, 1, 0.95))
-    assert [j.kind for j in s.list_jobs("pending")] == ["promote_segment"]
+    cid = s.conversations.create_conversation()
+    s.intake.add_page(cid, "My name is Ann and I live in Berlin.", "Hi Ann!", embedding=basis(D, 0))
+    s.intake.add_page(cid, "I work as a nurse in Berlin.", "Busy job!", embedding=mix(D, 0, 1, 0.95))
+    assert [j.kind for j in s.jobs.list_jobs("pending")] == ["promote_segment"]
     s.close()
     _run_and_kill(db, "promote:between_items", params)
     s = open_store(db, **params)
-    assert s.count_traits() == 0 and s.pending_jobs() == 1
-    assert s.run_pending(allow_llm=False) == 1
-    s.run_pending(allow_llm=False)
-    traits = [(t.dimension, t.value) for t in s.list_traits()]
+    assert s.persona.count_traits() == 0 and s.jobs.pending() == 1
+    assert s.jobs.run_pending(allow_llm=False) == 1
+    s.jobs.run_pending(allow_llm=False)
+    traits = [(t.dimension, t.value) for t in s.persona.list_traits()]
     assert len(traits) == len(set(traits)) and ("name", "Ann") in traits
-    assert s.list_segments()[0].promotions == 1
-    n_k = s.count_knowledge()
+    assert s.segments.list_segments()[0].promotions == 1
+    n_k = s.persona.count_knowledge()
     # running promotion again for the same pages adds nothing
-    s.enqueue("promote_segment", {"segment_id": s.list_segments()[0].id})
-    s.run_pending(allow_llm=False)
-    assert s.count_knowledge() == n_k and len(s.list_traits()) == len(traits)
+    s.jobs.enqueue("promote_segment", {"segment_id": s.segments.list_segments()[0].id})
+    s.jobs.run_pending(allow_llm=False)
+    assert s.persona.count_knowledge() == n_k and len(s.persona.list_traits()) == len(traits)
     assert s.check_integrity() == []
 
 
@@ -179,8 +179,10 @@ class ScriptedLLM:
 
 
 def _hot_segment(s, cid):
-    s.add_page(cid, "I adopted a beagle called Rex.", "Lovely!", embedding=basis(D, 0))
-    s.add_page(cid, "Rex and I walk by the lake every morning.", "Sounds peaceful.", embedding=mix(D, 0, 1, 0.95))
+    s.intake.add_page(cid, "I adopted a beagle called Rex.", "Lovely!", embedding=basis(D, 0))
+    s.intake.add_page(
+        cid, "Rex and I walk by the lake every morning.", "Sounds peaceful.", embedding=mix(D, 0, 1, 0.95)
+    )
 
 
 def test_llm_promotion_uses_schema_and_stores_valid_items(open_store):
@@ -199,15 +201,15 @@ def test_llm_promotion_uses_schema_and_stores_valid_items(open_store):
         }
     )
     s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     _hot_segment(s, cid)
-    assert s.run_pending() == 1
+    assert s.jobs.run_pending() == 1
     messages, schema = llm.calls[0]
     assert schema == PROMOTE_SCHEMA and messages[0]["role"] == "system"
     assert "Rex" in messages[1]["content"]
-    t = s.list_traits()[0]
+    t = s.persona.list_traits()[0]
     assert (t.dimension, t.value, t.model) == ("pets", "a beagle called Rex", "tiny-llm")
-    k = s.list_knowledge("user")[0]
+    k = s.persona.list_knowledge("user")[0]
     assert k.text == "The user walks Rex by the lake every morning" and k.model == "tiny-llm"
     assert k.source_page_ids  # provenance attributed to the matching page(s)
 
@@ -224,14 +226,14 @@ def test_llm_promotion_uses_schema_and_stores_valid_items(open_store):
 )
 def test_bad_llm_output_falls_back_and_logs(open_store, bad, caplog):
     s = open_store(llm=ScriptedLLM(bad), llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     _hot_segment(s, cid)
-    assert s.run_pending() == 1
-    assert any(e.kind == "llm_fallback" for e in s.events(limit=100))
+    assert s.jobs.run_pending() == 1
+    assert any(e.kind == "llm_fallback" for e in s.event_log.events(limit=100))
     assert "LLM output rejected" in caplog.text
-    for k in s.list_knowledge():
+    for k in s.persona.list_knowledge():
         assert k.model == "extractive" and "oops" not in k.text and "crashed" not in k.text
-    assert any("Rex" in k.text for k in s.list_knowledge())
+    assert any("Rex" in k.text for k in s.persona.list_knowledge())
 
 
 def test_junk_items_in_valid_llm_output_are_dropped(open_store):
@@ -248,11 +250,11 @@ def test_junk_items_in_valid_llm_output_are_dropped(open_store):
         }
     )
     s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     _hot_segment(s, cid)
-    s.run_pending()
-    assert [(t.dimension, t.value, t.confidence) for t in s.list_traits()] == [("pet", "beagle", 0.6)]
-    assert [k.text for k in s.list_knowledge()] == ["The user owns a beagle named Rex"]
+    s.jobs.run_pending()
+    assert [(t.dimension, t.value, t.confidence) for t in s.persona.list_traits()] == [("pet", "beagle", 0.6)]
+    assert [k.text for k in s.persona.list_knowledge()] == ["The user owns a beagle named Rex"]
 
 
 def test_items_the_conversation_does_not_state_are_dropped(open_store):
@@ -276,29 +278,29 @@ def test_items_the_conversation_does_not_state_are_dropped(open_store):
         }
     )
     s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     _hot_segment(s, cid)
-    s.run_pending()
-    assert [(t.dimension, t.value) for t in s.list_traits()] == [("pet", "a beagle called Rex")]
-    assert sorted(k.text for k in s.list_knowledge()) == [
+    s.jobs.run_pending()
+    assert [(t.dimension, t.value) for t in s.persona.list_traits()] == [("pet", "a beagle called Rex")]
+    assert sorted(k.text for k in s.persona.list_knowledge()) == [
         "The assistant found it lovely",
         "The user walks Rex by the lake every morning",
     ]
-    assert not any(e.kind == "llm_fallback" for e in s.events(limit=100))
+    assert not any(e.kind == "llm_fallback" for e in s.event_log.events(limit=100))
 
 
 def test_an_answer_with_nothing_stated_falls_back_to_what_the_user_said(open_store):
     # the bundled model mostly answers with empty lists: the persona would never grow
     llm = ScriptedLLM({"traits": [], "user_knowledge": [], "assistant_knowledge": []})
     s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     _hot_segment(s, cid)
-    s.run_pending()
-    fallback = [e for e in s.events(limit=100) if e.kind == "llm_fallback"]
+    s.jobs.run_pending()
+    fallback = [e for e in s.event_log.events(limit=100) if e.kind == "llm_fallback"]
     assert fallback and "nothing in the model's answer" in fallback[0].detail["reason"]
-    texts = [k.text for k in s.list_knowledge()]
+    texts = [k.text for k in s.persona.list_knowledge()]
     assert "The user adopted a beagle called Rex." in texts  # a statement about the user, not a quote
-    assert all(k.model == "extractive" for k in s.list_knowledge())
+    assert all(k.model == "extractive" for k in s.persona.list_knowledge())
 
 
 def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_model_changes(open_store, tmp_path, clock):
@@ -309,20 +311,20 @@ def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_mode
     llm = ScriptedLLM(*[empty] * 5, useful)
     path = tmp_path / "memory.db"
     s = open_store(path, llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
 
     def promote_a_segment(k):
-        s.add_page(cid, f"I adopted a beagle, number {k}.", "Lovely!", embedding=basis(D, (2 * k) % D))
-        s.add_page(
+        s.intake.add_page(cid, f"I adopted a beagle, number {k}.", "Lovely!", embedding=basis(D, (2 * k) % D))
+        s.intake.add_page(
             cid, f"Beagle {k} and I walk by the lake.", "Nice.", embedding=mix(D, (2 * k) % D, (2 * k + 1) % D, 0.95)
         )
-        s.run_pending()
+        s.jobs.run_pending()
 
     for k in range(4):
         promote_a_segment(k)
     assert len(llm.calls) == 3  # the fourth promotion did not ask the model
-    assert len([e for e in s.events(limit=1000) if e.kind == "promoted"]) == 4
-    fallbacks = [e for e in s.events(limit=1000) if e.kind == "llm_fallback"]
+    assert len([e for e in s.event_log.events(limit=1000) if e.kind == "promoted"]) == 4
+    fallbacks = [e for e in s.event_log.events(limit=1000) if e.kind == "llm_fallback"]
     assert sorted(e.detail["in_a_row"] for e in fallbacks) == [1, 2, 3]
     assert any("not asked again" in e.summary for e in fallbacks)
 
@@ -330,21 +332,21 @@ def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_mode
     s = open_store(path, llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
     promote_a_segment(4)
     assert len(llm.calls) == 3
-    s.llm_model_id = "a-bigger-llm"  # the user chose another model: it is asked
+    s.promotion.llm_model_id = "a-bigger-llm"  # the user chose another model: it is asked
     promote_a_segment(5)
     assert len(llm.calls) == 4
 
-    s.llm_model_id = "tiny-llm"  # a week later the first model gets one more try
+    s.promotion.llm_model_id = "tiny-llm"  # a week later the first model gets one more try
     clock.advance(LLM_RETRY_AFTER_S)
     promote_a_segment(6)
     assert len(llm.calls) == 5
     promote_a_segment(7)  # rejected again: skipped for another week
     assert len(llm.calls) == 5
 
-    s.llm_model_id = "a-bigger-llm"  # an accepted answer clears that model's count
+    s.promotion.llm_model_id = "a-bigger-llm"  # an accepted answer clears that model's count
     promote_a_segment(8)
-    assert "The user adopted a beagle" in [k.text for k in s.list_knowledge()]
-    assert "a-bigger-llm" not in s._llm_rejection_state()
+    assert "The user adopted a beagle" in [k.text for k in s.persona.list_knowledge()]
+    assert "a-bigger-llm" not in s.promotion.rejection_state()
 
 
 def test_a_deferred_llm_step_leaves_the_job_pending_and_uncounted(open_store):
@@ -355,38 +357,38 @@ def test_a_deferred_llm_step_leaves_the_job_pending_and_uncounted(open_store):
         {"traits": [], "user_knowledge": ["The user has a beagle, Rex"], "assistant_knowledge": []},
     )
     s = open_store(llm=llm, llm_model_id="tiny-llm", stm_capacity=0, tau=3.0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     _hot_segment(s, cid)
-    assert s.run_pending() == 0
-    job = s.list_jobs()[0]
+    assert s.jobs.run_pending() == 0
+    job = s.jobs.list_jobs()[0]
     assert (job.kind, job.status, job.attempts, job.error) == ("promote_segment", "pending", 0, None)
-    assert s.list_knowledge() == [] and not any(e.kind == "llm_fallback" for e in s.events(limit=100))
-    assert s.run_pending() == 1  # later, the model answers: stored as the LLM's
-    assert [k.text for k in s.list_knowledge()] == ["The user has a beagle, Rex"]
-    assert s.list_jobs()[0].attempts == 1
+    assert s.persona.list_knowledge() == [] and not any(e.kind == "llm_fallback" for e in s.event_log.events(limit=100))
+    assert s.jobs.run_pending() == 1  # later, the model answers: stored as the LLM's
+    assert [k.text for k in s.persona.list_knowledge()] == ["The user has a beagle, Rex"]
+    assert s.jobs.list_jobs()[0].attempts == 1
 
 
 def test_allow_llm_false_uses_extractive_path(open_store):
     llm = ScriptedLLM()
     s = open_store(llm=llm, stm_capacity=0, tau=3.0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     _hot_segment(s, cid)
-    s.run_pending(allow_llm=False)
-    assert llm.calls == [] and s.list_knowledge()
+    s.jobs.run_pending(allow_llm=False)
+    assert llm.calls == [] and s.persona.list_knowledge()
 
 
 @pytest.mark.slow
 def test_real_small_llm_promotion_never_stores_junk(open_store, chat_model):
     """The bundled SmolLM2-135M with a schema grammar: whatever it says, only clean items are stored."""
     s = open_store(llm=chat_model.complete_json, llm_model_id="smollm2-135m", stm_capacity=0, tau=3.0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     _hot_segment(s, cid)
-    assert s.run_pending() == 1
+    assert s.jobs.run_pending() == 1
     from memory_core.extract import clean_item
 
-    for k in s.list_knowledge():
+    for k in s.persona.list_knowledge():
         assert clean_item(k.text) == k.text
-    for t in s.list_traits():
+    for t in s.persona.list_traits():
         assert clean_item(t.value, 200) == t.value and t.dimension
     assert s.check_integrity() == []
 

@@ -21,13 +21,13 @@ def _keyword_scores(store, text: str, clock) -> tuple[Q.KeywordQuery, dict[int, 
 
 def test_frequent_terms_are_searched_among_the_newest_pages(open_store, clock, monkeypatch):
     s = open_store(stm_capacity=0)
-    cid = s.create_conversation()
-    old_rare = s.add_page(cid, "My garden finally grew a zucchini the size of my arm", "Impressive!")
+    cid = s.conversations.create_conversation()
+    old_rare = s.intake.add_page(cid, "My garden finally grew a zucchini the size of my arm", "Impressive!")
     garden = []
     for i in range(40):  # on fewer than half the pages: a term that tells (query.keyword_query)
-        garden.append(s.add_page(cid, f"The garden needs water again, day {i}", "Keep it up"))
-        s.add_page(cid, f"Work was long today, meeting number {i}", "Rest well")
-        s.add_page(cid, f"I read a chapter of my novel, chapter {i}", "Enjoy it")
+        garden.append(s.intake.add_page(cid, f"The garden needs water again, day {i}", "Keep it up"))
+        s.intake.add_page(cid, f"Work was long today, meeting number {i}", "Rest well")
+        s.intake.add_page(cid, f"I read a chapter of my novel, chapter {i}", "Enjoy it")
     _, whole = _keyword_scores(s, "garden zucchini", clock)  # 41 matches: within the default bound
     monkeypatch.setattr(Q, "KEYWORD_POSTINGS", 6)
     kq, windowed = _keyword_scores(s, "garden zucchini", clock)
@@ -46,8 +46,8 @@ def test_frequent_terms_are_searched_among_the_newest_pages(open_store, clock, m
 
 def test_a_query_within_the_bound_is_one_search(open_store, clock):
     s = open_store(stm_capacity=0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     for i in range(5):
-        s.add_page(cid, f"I walked the dog in the park, walk {i}", "Nice")
+        s.intake.add_page(cid, f"I walked the dog in the park, walk {i}", "Nice")
     kq, scores = _keyword_scores(s, "dog park", clock)
     assert kq.recent is None and kq.fts and len(scores) == 5

@@ -30,9 +30,9 @@ def _mode(path) -> int:
 def test_the_memory_file_and_its_wal_and_shm_are_the_users_alone(tmp_path, open_store):
     path = tmp_path / "memory.db"
     s = open_store(path)
-    s.add_knowledge("user", "I keep bees on the roof.")
+    s.persona.add_knowledge("user", "I keep bees on the roof.")
     assert {_mode(path), _mode(f"{path}-wal"), _mode(f"{path}-shm")} == {0o600}
-    assert s._scalar("PRAGMA secure_delete") == 1
+    assert s.db.scalar("PRAGMA secure_delete") == 1
     s.close()
     # a file an older Mnemo left readable by all is tightened at the next open, its -wal and -shm too
     os.chmod(path, 0o644)
@@ -48,21 +48,23 @@ def test_the_memory_file_and_its_wal_and_shm_are_the_users_alone(tmp_path, open_
 
 def test_a_finished_job_keeps_no_text_but_its_key(open_store):
     s = open_store()
-    cid = s.create_conversation()
-    jid = s.enqueue("add_page", {"cid": cid, "user_text": f"My {WORD} is blue.", "assistant_text": "Noted."}, key="k:1")
-    assert s.run_pending(allow_llm=False) == 1
-    assert s._rows("SELECT status, payload FROM job WHERE id = ?", (jid,)) == [("done", "{}")]
-    assert s.enqueue("add_page", {"cid": cid, "user_text": "again", "assistant_text": "x"}, key="k:1") == jid
+    cid = s.conversations.create_conversation()
+    jid = s.jobs.enqueue(
+        "add_page", {"cid": cid, "user_text": f"My {WORD} is blue.", "assistant_text": "Noted."}, key="k:1"
+    )
+    assert s.jobs.run_pending(allow_llm=False) == 1
+    assert s.db.rows("SELECT status, payload FROM job WHERE id = ?", (jid,)) == [("done", "{}")]
+    assert s.jobs.enqueue("add_page", {"cid": cid, "user_text": "again", "assistant_text": "x"}, key="k:1") == jid
 
 
 def test_forgetting_a_chat_takes_its_failed_page_jobs_with_their_text(open_store):
     s = open_store()
-    cid, other = s.create_conversation(), s.create_conversation()
+    cid, other = s.conversations.create_conversation(), s.conversations.create_conversation()
     for c in (cid, other):
-        jid = s.enqueue("add_page", {"cid": c, "user_text": f"the {WORD} code", "assistant_text": "ok"})
-        s._x("UPDATE job SET status = 'failed', error = 'boom' WHERE id = ?", (jid,))
-    s.forget_conversation(cid)
-    left = s._rows("SELECT payload FROM job")
+        jid = s.jobs.enqueue("add_page", {"cid": c, "user_text": f"the {WORD} code", "assistant_text": "ok"})
+        s.db.execute("UPDATE job SET status = 'failed', error = 'boom' WHERE id = ?", (jid,))
+    s.curation.forget_conversation(cid)
+    left = s.db.rows("SELECT payload FROM job")
     assert len(left) == 1 and f'"cid":{other}' in left[0][0]
 
 
@@ -73,20 +75,20 @@ def _reply_with_trace(s, cid, page_id, knowledge_id, *, remembered=None) -> int:
     assert any(k["knowledge_id"] == knowledge_id for k in trace["knowledge"])
     assert any(p["page_id"] == page_id for p in trace["pages"] + trace["stm"])
     stats = {"remembered": remembered} if remembered else {}
-    return s.add_message(cid, "assistant", "I cannot say.", meta={"trace": trace, "stats": stats})
+    return s.conversations.add_message(cid, "assistant", "I cannot say.", meta={"trace": trace, "stats": stats})
 
 
 def test_replies_traces_lose_the_text_of_a_forgotten_fact_and_keep_the_rest(open_store):
     s = open_store()
-    cid = s.create_conversation()
-    pid = s.add_page(None, f"The secret word is {WORD}.", "I will keep it.", meta={"source_title": WORD})
-    kid = s.add_knowledge("user", f"The secret word is {WORD}.")
-    keep = s.add_knowledge("user", "The secret word of the club is 'lantern'.")
+    cid = s.conversations.create_conversation()
+    pid = s.intake.add_page(None, f"The secret word is {WORD}.", "I will keep it.", meta={"source_title": WORD})
+    kid = s.persona.add_knowledge("user", f"The secret word is {WORD}.")
+    keep = s.persona.add_knowledge("user", "The secret word of the club is 'lantern'.")
     remembered = {"kind": "knowledge", "id": kid, "text": f"The secret word is {WORD}.", "outcome": "added"}
     mid = _reply_with_trace(s, cid, pid, kid, remembered=remembered)
-    assert WORD in to_json(s.get_message(mid).meta)
-    s.forget("knowledge", kid)
-    meta = s.get_message(mid).meta
+    assert WORD in to_json(s.conversations.get_message(mid).meta)
+    s.curation.forget("knowledge", kid)
+    meta = s.conversations.get_message(mid).meta
     fact = next(k for k in meta["trace"]["knowledge"] if k["knowledge_id"] == kid)
     assert fact["text"] == "" and fact["forgotten"] is True and "score" in fact and "reason" in fact
     assert meta["stats"]["remembered"] == {"kind": "knowledge", "id": kid, "outcome": "added", "forgotten": True}
@@ -94,8 +96,8 @@ def test_replies_traces_lose_the_text_of_a_forgotten_fact_and_keep_the_rest(open
     assert other["text"] == "The secret word of the club is 'lantern'." and "forgotten" not in other
     # the page's meta was still quoted; forgetting the page takes it (its id, score and reason stay)
     assert WORD in to_json(meta)
-    s.forget("page", pid)
-    meta = s.get_message(mid).meta
+    s.curation.forget("page", pid)
+    meta = s.conversations.get_message(mid).meta
     assert WORD not in to_json(meta)
     hit = next(p for p in meta["trace"]["pages"] + meta["trace"]["stm"] if p["page_id"] == pid)
     assert hit["meta"] == {} and hit["forgotten"] is True and "score" in hit
@@ -104,115 +106,115 @@ def test_replies_traces_lose_the_text_of_a_forgotten_fact_and_keep_the_rest(open
 def test_a_wipe_takes_every_recalled_text_from_every_trace_and_vacuums_the_file(tmp_path, open_store):
     path = tmp_path / "memory.db"
     s = open_store(path)
-    cid = s.create_conversation()
-    s.add_message(cid, "user", "what is the secret word?")
-    pid = s.add_page(None, f"The secret word is {WORD}.", "I will keep it.")
-    kid = s.add_knowledge("user", f"The secret word is {WORD}.")
-    s.add_trait("likes", f"the {WORD} game")
+    cid = s.conversations.create_conversation()
+    s.conversations.add_message(cid, "user", "what is the secret word?")
+    pid = s.intake.add_page(None, f"The secret word is {WORD}.", "I will keep it.")
+    kid = s.persona.add_knowledge("user", f"The secret word is {WORD}.")
+    s.persona.add_trait("likes", f"the {WORD} game")
     mid = _reply_with_trace(s, cid, pid, kid)
-    s.add_pages(None, [{"user_text": f"filler {i} " * 40, "assistant_text": "ok " * 40} for i in range(60)])
-    pages_before = s._scalar("PRAGMA page_count")
-    s.wipe_memory()
-    assert WORD not in to_json(s.get_message(mid).meta)
-    assert s._scalar("PRAGMA freelist_count") == 0 and s._scalar("PRAGMA page_count") < pages_before
+    s.intake.add_pages(None, [{"user_text": f"filler {i} " * 40, "assistant_text": "ok " * 40} for i in range(60)])
+    pages_before = s.db.scalar("PRAGMA page_count")
+    s.curation.wipe_memory()
+    assert WORD not in to_json(s.conversations.get_message(mid).meta)
+    assert s.db.scalar("PRAGMA freelist_count") == 0 and s.db.scalar("PRAGMA page_count") < pages_before
     assert WORD.encode() not in _raw(path)
-    assert s.get_message(mid).content == "I cannot say."  # the chat stays
+    assert s.conversations.get_message(mid).content == "I cannot say."  # the chat stays
 
 
 def test_a_forgotten_page_leaves_no_term_in_the_index_and_no_byte_in_the_file(tmp_path, open_store):
     path = tmp_path / "memory.db"
     s = open_store(path)
-    s.add_pages(None, [{"user_text": f"note {i} about gardens", "assistant_text": "fine"} for i in range(40)])
-    pid = s.add_page(None, f"My locker holds the {WORD} box.", "Noted.")
-    s.add_pages(None, [{"user_text": f"later note {i}", "assistant_text": "fine"} for i in range(40)])
-    assert b"0" + WORD.encode() in fts_terms(s._conn, "page_fts")
-    s.forget("page", pid)
-    terms = fts_terms(s._conn, "page_fts")
+    s.intake.add_pages(None, [{"user_text": f"note {i} about gardens", "assistant_text": "fine"} for i in range(40)])
+    pid = s.intake.add_page(None, f"My locker holds the {WORD} box.", "Noted.")
+    s.intake.add_pages(None, [{"user_text": f"later note {i}", "assistant_text": "fine"} for i in range(40)])
+    assert b"0" + WORD.encode() in fts_terms(s.db.conn, "page_fts")
+    s.curation.forget("page", pid)
+    terms = fts_terms(s.db.conn, "page_fts")
     assert b"0" + WORD.encode() not in terms and b"0garden" in terms  # the rest is still indexed
-    assert s.list_pages(text="gardens", limit=100)  # and found
+    assert s.pages.list_pages(text="gardens", limit=100)  # and found
     assert WORD.encode()[1:] not in _raw(path)
     assert os.path.getsize(f"{path}-wal") == 0  # checkpointed and truncated
-    assert s._get_meta(PENDING_KEY) is None
+    assert s.db.get_meta(PENDING_KEY) is None
 
 
 def test_a_deleted_chats_messages_leave_the_message_index(open_store):
     s = open_store()
-    cid, other = s.create_conversation(), s.create_conversation()
-    s.add_message(cid, "user", f"my {WORD} password")
+    cid, other = s.conversations.create_conversation(), s.conversations.create_conversation()
+    s.conversations.add_message(cid, "user", f"my {WORD} password")
     for i in range(30):
-        s.add_message(other, "user", f"a message about tea number {i}")
+        s.conversations.add_message(other, "user", f"a message about tea number {i}")
     tri = [b"0" + WORD[i : i + 3].encode() for i in range(len(WORD) - 2)]
-    assert all(t in fts_terms(s._conn, "message_fts") for t in tri)
-    s.delete_conversation(cid)
-    terms = fts_terms(s._conn, "message_fts")
+    assert all(t in fts_terms(s.db.conn, "message_fts") for t in tri)
+    s.conversations.delete_conversation(cid)
+    terms = fts_terms(s.db.conn, "message_fts")
     assert not any(t in terms for t in tri) and b"0tea" in terms
-    assert s.search_conversations("tea")
+    assert s.conversations.search_conversations("tea")
 
 
 def test_a_purge_a_crash_cut_short_is_finished_at_the_next_open(tmp_path, open_store, monkeypatch):
     path = tmp_path / "memory.db"
     s = open_store(path)
-    s.add_pages(None, [{"user_text": f"note {i}", "assistant_text": "fine"} for i in range(30)])
-    pid = s.add_page(None, f"The {WORD} is in the drawer.", "Noted.")
+    s.intake.add_pages(None, [{"user_text": f"note {i}", "assistant_text": "fine"} for i in range(30)])
+    pid = s.intake.add_page(None, f"The {WORD} is in the drawer.", "Noted.")
     with monkeypatch.context() as m:
         m.setattr(Purge, "finish", lambda self, f: None)  # the process dies right after the commit
-        s.forget("page", pid)
-        assert b"0" + WORD.encode() in fts_terms(s._conn, "page_fts")
-        assert s._get_meta(PENDING_KEY) is not None
+        s.curation.forget("page", pid)
+        assert b"0" + WORD.encode() in fts_terms(s.db.conn, "page_fts")
+        assert s.db.get_meta(PENDING_KEY) is not None
     s.close()
     s = open_store(path)
-    assert b"0" + WORD.encode() not in fts_terms(s._conn, "page_fts")
-    assert s._get_meta(PENDING_KEY) is None
+    assert b"0" + WORD.encode() not in fts_terms(s.db.conn, "page_fts")
+    assert s.db.get_meta(PENDING_KEY) is None
 
 
 def test_each_forget_records_when_what_it_removed_existed(tmp_path, open_store, clock):
     path = tmp_path / "memory.db"
     s = open_store(path)
-    kid = s.add_knowledge("user", "I was born in Lyon.")
+    kid = s.persona.add_knowledge("user", "I was born in Lyon.")
     made = clock()
     clock.advance(3600)
-    s.add_knowledge("user", "I keep bees on the roof.")
-    assert s.forgotten_spans() == []
+    s.persona.add_knowledge("user", "I keep bees on the roof.")
+    assert s.db.purge.spans() == []
     clock.advance(3600)
-    s.forget("knowledge", kid)
-    assert s.forgotten_spans() == [(made, clock())]
+    s.curation.forget("knowledge", kid)
+    assert s.db.purge.spans() == [(made, clock())]
     # a chat deleted later, made after the first span ended: a second span
     clock.advance(3600)
-    cid = s.create_conversation()
-    s.add_message(cid, "user", "hello")
+    cid = s.conversations.create_conversation()
+    s.conversations.add_message(cid, "user", "hello")
     clock.advance(60)
-    s.delete_conversation(cid)
-    assert s.forgotten_spans() == [(made, made + 7200), (made + 10800, made + 10860)]
-    assert read_forgotten_spans(path) == s.forgotten_spans()  # read without a store (mnemo memory backups)
+    s.conversations.delete_conversation(cid)
+    assert s.db.purge.spans() == [(made, made + 7200), (made + 10800, made + 10860)]
+    assert read_forgotten_spans(path) == s.db.purge.spans()  # read without a store (mnemo memory backups)
 
 
 @pytest.mark.parametrize("rolled_back", [True, False])
 def test_a_forget_rolled_back_leaves_traces_and_spans_alone(open_store, rolled_back):
     s = open_store()
-    cid = s.create_conversation()
-    pid = s.add_page(None, f"The secret word is {WORD}.", "I will keep it.")
-    kid = s.add_knowledge("user", f"The secret word is {WORD}.")
+    cid = s.conversations.create_conversation()
+    pid = s.intake.add_page(None, f"The secret word is {WORD}.", "I will keep it.")
+    kid = s.persona.add_knowledge("user", f"The secret word is {WORD}.")
     mid = _reply_with_trace(s, cid, pid, kid)
     with s.transaction():
         try:
             with s.transaction():
-                s.forget("knowledge", kid)
+                s.curation.forget("knowledge", kid)
                 if rolled_back:
                     raise RuntimeError("changed my mind")
         except RuntimeError:
             pass
-    assert (WORD in to_json(s.get_message(mid).meta)) is rolled_back
-    assert (s.get_knowledge(kid) is not None) is rolled_back
-    assert (s.forgotten_spans() == []) is rolled_back
+    assert (WORD in to_json(s.conversations.get_message(mid).meta)) is rolled_back
+    assert (s.persona.get_knowledge(kid) is not None) is rolled_back
+    assert (s.db.purge.spans() == []) is rolled_back
 
 
 def test_a_request_to_forget_takes_the_replies_still_waiting_to_become_pages(open_store):
     s = open_store()
-    cid = s.create_conversation()
-    said = s.enqueue("add_page", {"cid": cid, "user_text": "My locker code is 4312.", "assistant_text": "Noted."})
-    other = s.enqueue("add_page", {"cid": cid, "user_text": "The locker room smells.", "assistant_text": "Oh."})
-    assert s.forget_waiting_pages("code") == 0  # one word names too much
-    assert s.forget_waiting_pages("my locker code is 4312") == 1
-    assert [r[0] for r in s._rows("SELECT id FROM job")] == [other] and said != other
-    s.run_pending(allow_llm=False)
-    assert not s.list_pages(text="4312") and s.list_pages(text="smells")
+    cid = s.conversations.create_conversation()
+    said = s.jobs.enqueue("add_page", {"cid": cid, "user_text": "My locker code is 4312.", "assistant_text": "Noted."})
+    other = s.jobs.enqueue("add_page", {"cid": cid, "user_text": "The locker room smells.", "assistant_text": "Oh."})
+    assert s.curation.forget_waiting_pages("code") == 0  # one word names too much
+    assert s.curation.forget_waiting_pages("my locker code is 4312") == 1
+    assert [r[0] for r in s.db.rows("SELECT id FROM job")] == [other] and said != other
+    s.jobs.run_pending(allow_llm=False)
+    assert not s.pages.list_pages(text="4312") and s.pages.list_pages(text="smells")

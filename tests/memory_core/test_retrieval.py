@@ -30,15 +30,15 @@ def fill(s, cid, clock):
     ids = []
     for u, a in CHAT:
         clock.advance(3600)
-        ids.append(s.add_page(cid, u, a))
+        ids.append(s.intake.add_page(cid, u, a))
     return ids
 
 
 def test_finds_relevant_pages_with_reasons(open_store, clock):
     s = open_store(stm_capacity=2)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     ids = fill(s, cid, clock)
-    other = s.create_conversation()
+    other = s.conversations.create_conversation()
     for q, expect in [
         ("What is the name of my dog?", ids[0]),
         ("Where is Laura's wedding?", ids[1]),
@@ -54,8 +54,10 @@ def test_finds_relevant_pages_with_reasons(open_store, clock):
     assert top.similarity > 0.3 and top.standout > 0.2
     assert all(h.similarity < top.similarity and h.standout < top.standout for h in rest)
     # the usual cosine: the median of the other pages' cosines beside a prior of unrelated pages
-    q = s._embed([r.query])[0]
-    others = [float(s._page_cache.vector(pid) @ q) for pid in s._page_cache.row_of if pid != top.page.id]
+    q = s.embedding.embed([r.query])[0]
+    others = [
+        float(s.retrieval._page_cache.vector(pid) @ q) for pid in s.retrieval._page_cache.row_of if pid != top.page.id
+    ]
     usual = float(np.median(others + [UNRELATED_COSINE] * UNRELATED_PRIOR_PAGES))
     assert abs(top.standout - (top.similarity - usual)) < 1e-4
     assert f"cos {top.similarity:.2f} ({top.standout:+.2f} over the usual)" in top.reason
@@ -71,11 +73,11 @@ def test_small_talk_recalls_nothing_strongly(open_store, clock):
     # "Hi" is all stop words; porter stems "his" to "hi", so a keyword search would rank "His band…"
     # as a perfect keyword match. Such a query is left to the embedding, and nothing clears the floor.
     s = open_store(stm_capacity=2)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     fill(s, cid, clock)
     clock.advance(3600)
-    s.add_page(cid, "His band played all night.", "Sounds like fun.")
-    other = s.create_conversation()
+    s.intake.add_page(cid, "His band played all night.", "Sounds like fun.")
+    other = s.conversations.create_conversation()
     for q in ("Hi!", "Thanks, that's helpful.", "How are you?"):
         r = s.retrieve(q, other, RetrievalBudget(pages=5))
         assert r.pages and all("keyword" not in h.reason for h in r.pages), q
@@ -89,7 +91,7 @@ def test_small_talk_recalls_nothing_strongly(open_store, clock):
 
 def test_stm_budget_and_scope(open_store, clock):
     s = open_store(stm_capacity=3)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     ids = fill(s, cid, clock)
     r = s.retrieve("garden vegetables", cid, RetrievalBudget(pages=5, stm=2))
     assert [h.page.id for h in r.stm] == ids[-2:]
@@ -108,31 +110,33 @@ def test_stm_budget_and_scope(open_store, clock):
 
 def test_cjk_pages_found_by_trigram(open_store, clock):
     s = open_store(stm_capacity=0)
-    cid = s.create_conversation()
-    a = s.add_page(cid, "我最喜欢的食物是北京烤鸭", "听起来很好吃")
-    s.add_page(cid, "今天天气很好，我们去公园散步", "好主意")
-    s.add_page(cid, "The weather is nice today", "Let's go for a walk")
+    cid = s.conversations.create_conversation()
+    a = s.intake.add_page(cid, "我最喜欢的食物是北京烤鸭", "听起来很好吃")
+    s.intake.add_page(cid, "今天天气很好，我们去公园散步", "好主意")
+    s.intake.add_page(cid, "The weather is nice today", "Let's go for a walk")
     r = s.retrieve("北京烤鸭", None, RetrievalBudget(pages=2))
     assert r.pages[0].page.id == a and "keyword match" in r.pages[0].reason
 
 
 def test_date_in_question_and_dialogue_neighbours(open_store):
     s = open_store(stm_capacity=0)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     day1 = datetime(2023, 5, 8, 14).timestamp()
     day2 = datetime(2023, 6, 20, 14).timestamp()
-    p1 = s.add_page(cid, "I went hiking in the hills", "Sounds fun", timestamp=day1)
-    p2 = s.add_page(cid, "I went hiking in the hills again", "Nice", timestamp=day2)
+    p1 = s.intake.add_page(cid, "I went hiking in the hills", "Sounds fun", timestamp=day1)
+    p2 = s.intake.add_page(cid, "I went hiking in the hills again", "Nice", timestamp=day2)
     r = s.retrieve("Where did I go hiking on 20 June, 2023?", None, RetrievalBudget(pages=2))
     assert r.pages[0].page.id == p2 and "date named in the question" in r.pages[0].reason
     r = s.retrieve("Where did I go hiking on May 8, 2023?", None, RetrievalBudget(pages=2))
     assert r.pages[0].page.id == p1
     # the answer often sits in the page after the one that matches the question
     t = datetime(2023, 7, 1, 10).timestamp()
-    q = s.add_page(cid, "Guess which team I signed with this week!", "Which team did you sign with?", timestamp=t)
-    ans = s.add_page(cid, "The Minnesota Wolves! Can't wait to play.", "Congrats!", timestamp=t + 60)
+    q = s.intake.add_page(
+        cid, "Guess which team I signed with this week!", "Which team did you sign with?", timestamp=t
+    )
+    ans = s.intake.add_page(cid, "The Minnesota Wolves! Can't wait to play.", "Congrats!", timestamp=t + 60)
     for k in range(6):
-        s.add_page(cid, f"Unrelated chat about cooking pasta number {k}", "Yum", timestamp=t + 120 + 60 * k)
+        s.intake.add_page(cid, f"Unrelated chat about cooking pasta number {k}", "Yum", timestamp=t + 120 + 60 * k)
     r = s.retrieve("Which team did John sign with?", None, RetrievalBudget(pages=3))
     got = [h.page.id for h in r.pages]
     assert q in got and ans in got
@@ -143,12 +147,12 @@ def test_date_in_question_and_dialogue_neighbours(open_store):
 
 def test_knowledge_and_traits(open_store, clock):
     s = open_store(stm_capacity=0)
-    k1 = s.add_knowledge("user", "The user is allergic to shellfish")
-    s.add_knowledge("user", "The user plays the cello")
-    s.add_knowledge("assistant", "The assistant promised to suggest cello teachers")
-    t_b = s.add_trait("occupation", "accountant")
-    t_a = s.add_trait("hobby", "cello")
-    s.pin("trait", t_b)
+    k1 = s.persona.add_knowledge("user", "The user is allergic to shellfish")
+    s.persona.add_knowledge("user", "The user plays the cello")
+    s.persona.add_knowledge("assistant", "The assistant promised to suggest cello teachers")
+    t_b = s.persona.add_trait("occupation", "accountant")
+    t_a = s.persona.add_trait("hobby", "cello")
+    s.curation.pin("trait", t_b)
     r = s.retrieve("Can I eat shrimp?", None, RetrievalBudget(knowledge=1))
     assert [h.item.id for h in r.knowledge] == [k1]
     assert [h.item.id for h in r.traits] == [t_a, t_b]  # stable order: by dimension
@@ -160,53 +164,53 @@ def test_knowledge_and_traits(open_store, clock):
 
 def test_cache_sees_writes_of_another_connection(open_store, clock):
     s1 = open_store(stm_capacity=0)
-    cid = s1.create_conversation()
-    s1.add_page(cid, "I collect vintage postcards", "Fun hobby")
+    cid = s1.conversations.create_conversation()
+    s1.intake.add_page(cid, "I collect vintage postcards", "Fun hobby")
     assert s1.retrieve("postcards", None).pages
     s2 = open_store(stm_capacity=0)
-    p = s2.add_page(cid, "My car is a red Volvo estate", "Solid car")
+    p = s2.intake.add_page(cid, "My car is a red Volvo estate", "Solid car")
     assert s1.retrieve("What car do I drive?", None).pages[0].page.id == p
-    s2.forget("page", p)
+    s2.curation.forget("page", p)
     assert p not in [h.page.id for h in s1.retrieve("What car do I drive?", None).pages]
 
 
 def test_visits_raise_heat_and_trigger_promotion(open_store, clock):
     s = open_store(stm_capacity=0, tau=4.0)
-    cid = s.create_conversation()
-    p = s.add_page(cid, "I live in Reykjavik and work as a geologist.", "Iceland has amazing geology.")
-    sid = s.get_page(p).segment_id
-    assert s.pending_jobs() == 0
+    cid = s.conversations.create_conversation()
+    p = s.intake.add_page(cid, "I live in Reykjavik and work as a geologist.", "Iceland has amazing geology.")
+    sid = s.pages.get(p).segment_id
+    assert s.jobs.pending() == 0
     for _ in range(2):
         r = s.retrieve("Where do I live?", None, RetrievalBudget(pages=1))
-        s.record_quoted_pages([h.page.id for h in r.pages])  # two replies quoted the page
-    seg = s.get_segment(sid)
+        s.segments.record_quoted_pages([h.page.id for h in r.pages])  # two replies quoted the page
+    seg = s.segments.get(sid)
     assert seg.n_visit == 2 and seg.heat >= 4.0
-    assert [j.kind for j in s.list_jobs("pending")] == ["promote_segment"]
-    s.run_pending(allow_llm=False)
-    assert ("location", "Reykjavik") in {(t.dimension, t.value) for t in s.list_traits()}
-    seg = s.get_segment(sid)
+    assert [j.kind for j in s.jobs.list_jobs("pending")] == ["promote_segment"]
+    s.jobs.run_pending(allow_llm=False)
+    assert ("location", "Reykjavik") in {(t.dimension, t.value) for t in s.persona.list_traits()}
+    seg = s.segments.get(sid)
     assert (seg.n_visit, seg.l_interaction) == (0, 0)  # both counts start again after promotion (MemoryOS)
 
 
 def test_management_listing_filters_sorting_paging(open_store, clock):
     s = open_store(stm_capacity=2)
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     ids = fill(s, cid, clock)
-    assert s.count_pages() == 8 and s.count_pages(tier="stm") == 2
-    newest = s.list_pages(limit=3)
+    assert s.pages.count_pages() == 8 and s.pages.count_pages(tier="stm") == 2
+    newest = s.pages.list_pages(limit=3)
     assert [p.id for p in newest] == ids[::-1][:3]
-    page2 = s.list_pages(order_by="id", descending=False, limit=3, offset=3)
+    page2 = s.pages.list_pages(order_by="id", descending=False, limit=3, offset=3)
     assert [p.id for p in page2] == ids[3:6]
-    assert [p.id for p in s.list_pages(text="Lisbon")] == [ids[1]]
-    assert s.count_pages(text="lisbon") == 1
-    segs = s.list_segments(order_by="heat")
+    assert [p.id for p in s.pages.list_pages(text="Lisbon")] == [ids[1]]
+    assert s.pages.count_pages(text="lisbon") == 1
+    segs = s.segments.list_segments(order_by="heat")
     assert segs and all(segs[i].heat >= segs[i + 1].heat for i in range(len(segs) - 1))
-    assert s.count_segments(tier="mtm") == len(s.list_segments(tier="mtm"))
+    assert s.segments.count_segments(tier="mtm") == len(s.segments.list_segments(tier="mtm"))
     sid = segs[0].id
-    assert {p.segment_id for p in s.list_pages(segment_id=sid)} == {sid}
+    assert {p.segment_id for p in s.pages.list_pages(segment_id=sid)} == {sid}
     st = s.stats()
     assert st["pages"] == {"stm": 2, "mtm": 6, "archive": 0} and st["db_size_bytes"] > 0
-    assert s.get_page(10_000) is None and s.get_segment(10_000) is None
+    assert s.pages.get(10_000) is None and s.segments.get(10_000) is None
 
 
 def test_neighbour_context_prefers_on_topic_passage(open_store):
@@ -215,13 +219,13 @@ def test_neighbour_context_prefers_on_topic_passage(open_store):
 
     def build(s):
         t = datetime(2023, 7, 1, 10).timestamp()
-        c1, c2 = s.create_conversation(), s.create_conversation()
-        s.add_page(c1, "The weather was grey all week.", "Hope it clears up.", timestamp=t)
-        lone = s.add_page(c1, "I keep two beehives in the garden now.", "Nice!", timestamp=t + 60)
-        s.add_page(c1, "The traffic was awful this morning.", "Ugh, sorry.", timestamp=t + 120)
-        s.add_page(c2, "The weather was grey all week.", "Hope it clears up.", timestamp=t + 86400)
-        ctx = s.add_page(c2, "I keep two beehives in the garden now.", "Nice!", timestamp=t + 86460)
-        s.add_page(
+        c1, c2 = s.conversations.create_conversation(), s.conversations.create_conversation()
+        s.intake.add_page(c1, "The weather was grey all week.", "Hope it clears up.", timestamp=t)
+        lone = s.intake.add_page(c1, "I keep two beehives in the garden now.", "Nice!", timestamp=t + 60)
+        s.intake.add_page(c1, "The traffic was awful this morning.", "Ugh, sorry.", timestamp=t + 120)
+        s.intake.add_page(c2, "The weather was grey all week.", "Hope it clears up.", timestamp=t + 86400)
+        ctx = s.intake.add_page(c2, "I keep two beehives in the garden now.", "Nice!", timestamp=t + 86460)
+        s.intake.add_page(
             c2, "The bees made their first honey, the hives are thriving.", "Fresh honey, lovely!", timestamp=t + 86520
         )
         return lone, ctx
@@ -245,12 +249,12 @@ def test_an_earlier_asking_of_the_same_question_is_not_recalled(open_store, cloc
     ("I don't know", or a wrong guess) and the model repeated it. In Mnemo's own chats that page is
     passed over (and listed as skipped); in an imported dialogue the reply is the record and stays."""
     s = open_store(stm_capacity=1)
-    facts = s.create_conversation()
+    facts = s.conversations.create_conversation()
     fill(s, facts, clock)
-    asked = s.create_conversation()
+    asked = s.conversations.create_conversation()
     clock.advance(60)
-    earlier = s.add_page(asked, "What is my sister's name?", "I'm not sure, I don't have that information.")
-    other = s.create_conversation()
+    earlier = s.intake.add_page(asked, "What is my sister's name?", "I'm not sure, I don't have that information.")
+    other = s.conversations.create_conversation()
     r = s.retrieve("what's the name of my sister?", other, RetrievalBudget(pages=3))
     assert earlier not in [h.page.id for h in r.pages]
     assert [h.page.id for h in r.skipped] == [earlier] and "asked before" in r.skipped[0].reason
@@ -261,9 +265,9 @@ def test_an_earlier_asking_of_the_same_question_is_not_recalled(open_store, cloc
     r = s.retrieve("Is my sister's name hard to spell?", other, RetrievalBudget(pages=12))
     assert not r.skipped and earlier in [h.page.id for h in r.pages]
     # an imported dialogue: the answer there is what the other side said
-    imported = s.create_conversation("Ana & Ben", source="locomo", external_id="x")
+    imported = s.conversations.create_conversation("Ana & Ben", source="locomo", external_id="x")
     clock.advance(60)
-    answer = s.add_page(imported, "Ana: What is your dog's name?", "Ben: His name is Pepper.")
+    answer = s.intake.add_page(imported, "Ana: What is your dog's name?", "Ben: His name is Pepper.")
     r = s.retrieve("What is the name of Ben's dog?", other, RetrievalBudget(pages=3))
     assert answer in [h.page.id for h in r.pages] and not r.skipped
 
@@ -284,13 +288,15 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
     ranks, scores, matched = {}, {}, set()
     for weight in (1.0, 0.5):
         s = open_store(tmp_path / f"weight-{weight}.db", stm_capacity=1, asked_weight=weight)
-        told = fill(s, s.create_conversation(), clock)[1]
+        told = fill(s, s.conversations.create_conversation(), clock)[1]
         asked = []
         for q, a in ASKINGS:
             clock.advance(60)
-            asked.append(s.add_page(s.create_conversation(), q, a))
+            asked.append(s.intake.add_page(s.conversations.create_conversation(), q, a))
         r = s.retrieve(
-            "Where is my sister Laura's wedding going to be?", s.create_conversation(), RetrievalBudget(pages=4)
+            "Where is my sister Laura's wedding going to be?",
+            s.conversations.create_conversation(),
+            RetrievalBudget(pages=4),
         )
         order = [h.page.id for h in r.pages]
         ranks[weight] = order.index(told)
@@ -317,23 +323,25 @@ def test_earlier_questions_on_a_topic_do_not_crowd_out_what_the_user_said(open_s
         assert 0.5 * (scores[1.0][a] - w_kw) - 1e-6 <= scores[0.5][a] < 0.5 * scores[1.0][a] - 0.01, a
     # a page the user pinned keeps its score
     s = open_store(tmp_path / "pinned.db", stm_capacity=1)
-    pinned = s.add_page(s.create_conversation(), "When is Laura's wedding?", "On 12 May, in Lisbon.")
-    s.pin("page", pinned)
-    r = s.retrieve("Is Laura's wedding in spring?", s.create_conversation(), RetrievalBudget(pages=2))
+    pinned = s.intake.add_page(
+        s.conversations.create_conversation(), "When is Laura's wedding?", "On 12 May, in Lisbon."
+    )
+    s.curation.pin("page", pinned)
+    r = s.retrieve("Is Laura's wedding in spring?", s.conversations.create_conversation(), RetrievalBudget(pages=2))
     assert "question asked" not in next(h.reason for h in r.pages if h.page.id == pinned)
     s.close()
 
     s = open_store(stm_capacity=1)
-    telling = s.add_page(
-        s.create_conversation(),
+    telling = s.intake.add_page(
+        s.conversations.create_conversation(),
         "Should I visit her more often now that my sister Laura is moving to "
         "Porto with her husband and the kids in May?",
         "Yes.",
     )
-    imported = s.create_conversation("Ana & Ben", source="locomo", external_id="x")
+    imported = s.conversations.create_conversation("Ana & Ben", source="locomo", external_id="x")
     clock.advance(60)
-    record = s.add_page(imported, "Ana: Where is Laura moving to?", "Ben: To Porto, in May.")
-    r = s.retrieve("Where is Laura moving?", s.create_conversation(), RetrievalBudget(pages=3))
+    record = s.intake.add_page(imported, "Ana: Where is Laura moving to?", "Ben: To Porto, in May.")
+    r = s.retrieve("Where is Laura moving?", s.conversations.create_conversation(), RetrievalBudget(pages=3))
     assert {telling, record} <= {h.page.id for h in r.pages}
     assert not any("question asked" in h.reason for h in r.pages)
 
@@ -353,8 +361,8 @@ def test_words_on_most_pages_weigh_half_in_the_query_vector(open_store, clock):
     question asks about matches every page alike. The vector is the mean of the question's and the
     question's without such words; the retrieval says which words they were."""
     s = open_store()
-    cid = s.create_conversation("imported")
-    s.add_pages(
+    cid = s.conversations.create_conversation("imported")
+    s.intake.add_pages(
         cid,
         [
             {"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 60}
@@ -364,29 +372,29 @@ def test_words_on_most_pages_weigh_half_in_the_query_vector(open_store, clock):
     q = "What did Ana bake for the school fair?"
     r = s.retrieve(q, None, RetrievalBudget(pages=3), record_visits=False)
     assert r.common_words == ["ana"] and json.loads(json.dumps(r.to_trace()))["common_words"] == ["ana"]
-    plain, stripped = s._embed([q, "What did bake for the school fair?"])
+    plain, stripped = s.embedding.embed([q, "What did bake for the school fair?"])
     expect = np.asarray(plain) + np.asarray(stripped)
     expect /= np.linalg.norm(expect)
     top = r.pages[0]
     assert "lemon tart" in top.page.user_text
-    assert abs(top.similarity - float(s._page_cache.vector(top.page.id) @ expect)) < 1e-4
-    assert abs(top.similarity - float(s._page_cache.vector(top.page.id) @ np.asarray(plain))) > 1e-3
+    assert abs(top.similarity - float(s.retrieval._page_cache.vector(top.page.id) @ expect)) < 1e-4
+    assert abs(top.similarity - float(s.retrieval._page_cache.vector(top.page.id) @ np.asarray(plain))) > 1e-3
     # a query about nothing else keeps it whole
     assert s.retrieve("Tell me about Ana", None, RetrievalBudget(pages=3), record_visits=False).common_words == []
     # a word on fewer pages, or no such word, leaves the vector as it was
     r = s.retrieve("Where did her brother move for work?", None, RetrievalBudget(pages=3), record_visits=False)
     assert r.common_words == []
     top = r.pages[0]
-    q_plain = np.asarray(s._embed(["Where did her brother move for work?"])[0])
-    assert abs(top.similarity - float(s._page_cache.vector(top.page.id) @ q_plain)) < 1e-4
+    q_plain = np.asarray(s.embedding.embed(["Where did her brother move for work?"])[0])
+    assert abs(top.similarity - float(s.retrieval._page_cache.vector(top.page.id) @ q_plain)) < 1e-4
 
 
 def test_a_small_memory_or_a_mix_of_0_has_no_common_words(open_store, clock):
     s = open_store()
-    cid = s.create_conversation("imported")
-    s.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE * 3])  # 18 pages: too few
+    cid = s.conversations.create_conversation("imported")
+    s.intake.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE * 3])  # 18 pages: too few
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == []
-    s.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE])
+    s.intake.add_pages(cid, [{"user_text": u, "assistant_text": a} for u, a in DIALOGUE])
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == ["ana"]
     s.params.ranking.common_word_mix = 0.0
     assert s.retrieve("What did Ana bake?", None, RetrievalBudget(pages=3), record_visits=False).common_words == []
@@ -398,8 +406,8 @@ def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_
     than the search returns (`RankingParams.keyword_limit`: here 16 for 8 pages), no page gets a keyword match for
     them (scaled by that IDF, the arbitrary ones returned used to get a full one)."""
     s = open_store(keyword_candidates=10)
-    cid = s.create_conversation("imported")
-    s.add_pages(
+    cid = s.conversations.create_conversation("imported")
+    s.intake.add_pages(
         cid,
         [
             {"user_text": u, "assistant_text": a, "timestamp": 1_700_000_000 + i * 60}
@@ -420,9 +428,9 @@ def test_no_keyword_match_from_words_on_every_page_alone(open_store, clock, tmp_
     assert all("keyword match" in h.reason for h in r.pages)
     # so does a small memory, where a word on one page of two is already on half the pages
     s2 = open_store(tmp_path / "small.db")
-    c2 = s2.create_conversation()
-    s2.add_page(c2, "We adopted a grey cat called Smoke.", "Cats are great company.")
-    s2.add_page(c2, "The roof leaked again during the storm.", "Oh no!")
+    c2 = s2.conversations.create_conversation()
+    s2.intake.add_page(c2, "We adopted a grey cat called Smoke.", "Cats are great company.")
+    s2.intake.add_page(c2, "The roof leaked again during the storm.", "Oh no!")
     top = s2.retrieve("Smoke", None, RetrievalBudget(pages=2), record_visits=False).pages[0]
     assert "Smoke" in top.page.user_text and "keyword match" in top.reason
 
@@ -449,9 +457,9 @@ def test_two_threads_rank_as_every_stage_in_turn_on_one(open_tok, clock, monkeyp
     are those of ranking.rank_pages running every stage in turn on one thread."""
     monkeypatch.setattr(ranking, "SPLIT_MATCH_PAGES", 2)  # the word-by-word match split even for a few pages
     s = open_tok()
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     fill(s, cid, clock)
-    other = s.create_conversation()
+    other = s.conversations.create_conversation()
     rt = s.retrieval
     for q in ["What is the name of my dog?", "Where is Laura's wedding?", "my sourdough starter", "cello"]:
         got = s.retrieve(q, other, RetrievalBudget(pages=5))

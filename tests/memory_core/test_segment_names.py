@@ -14,7 +14,7 @@ DIALOGUES = [
 
 def _import(s, clock):
     for a, b, topics in DIALOGUES:
-        cid = s.create_conversation(f"{a} and {b}")
+        cid = s.conversations.create_conversation(f"{a} and {b}")
         items = []
         for i in range(12):
             topic = topics[i % len(topics)]
@@ -26,14 +26,14 @@ def _import(s, clock):
                     "meta": {"people": {"user_side": a, "assistant_side": b, "me": None}},
                 }
             )
-        s.add_pages(cid, items)
+        s.intake.add_pages(cid, items)
 
 
 def test_no_topic_keyword_or_title_is_a_speakers_name(open_store, clock):
     s = open_store(stm_capacity=0)
     _import(s, clock)
     names = {w.lower() for a, b, _ in DIALOGUES for w in (a, b)}
-    segments = s.list_segments(limit=100)
+    segments = s.segments.list_segments(limit=100)
     assert segments
     for seg in segments:
         assert not any(T.is_name(k.lower(), names) for k in seg.keywords), seg.keywords

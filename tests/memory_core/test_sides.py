@@ -74,7 +74,7 @@ def test_side_cosines_of_many_pages_at_once_match_one_by_one():
 
 
 def _sides(store) -> dict[int, bytes | None]:
-    return dict(store._rows("SELECT page_id, sides FROM page_tok"))
+    return dict(store.db.rows("SELECT page_id, sides FROM page_tok"))
 
 
 def _expected_sides(embedder, user, reply, context=""):
@@ -85,10 +85,10 @@ def _expected_sides(embedder, user, reply, context=""):
 
 def test_the_store_keeps_side_vectors_from_the_page_pass(open_tok, embedder):
     s = open_tok()
-    cid = s.create_conversation()
-    a = s.add_page(cid, "My sister Clara lives in Lisbon.", "Lisbon is lovely!")
-    b = s.add_page(cid, "Hi!", "")  # one side: not split
-    (c,) = s.add_pages(cid, [{"user_text": "I run every Sunday.", "assistant_text": "Good for you."}])
+    cid = s.conversations.create_conversation()
+    a = s.intake.add_page(cid, "My sister Clara lives in Lisbon.", "Lisbon is lovely!")
+    b = s.intake.add_page(cid, "Hi!", "")  # one side: not split
+    (c,) = s.intake.add_pages(cid, [{"user_text": "I run every Sunday.", "assistant_text": "Good for you."}])
     got = _sides(s)
     assert got[b] == b""
     np.testing.assert_allclose(
@@ -97,44 +97,44 @@ def test_the_store_keeps_side_vectors_from_the_page_pass(open_tok, embedder):
         atol=0.02,
     )
     assert TM.unpack_sides(got[c], embedder.dim) is not None
-    s.edit_page(a, assistant_text="Lisbon has great custard tarts.")
+    s.curation.edit_page(a, assistant_text="Lisbon has great custard tarts.")
     new = TM.unpack_sides(_sides(s)[a], embedder.dim)
     np.testing.assert_allclose(
         new, _expected_sides(embedder, "My sister Clara lives in Lisbon.", "Lisbon has great custard tarts."), atol=0.02
     )
-    s.forget("page", a)
+    s.curation.forget("page", a)
     assert a not in _sides(s)
 
 
 def test_an_older_memory_gets_its_side_vectors_in_the_background(open_tok, embedder, tmp_path):
     path = tmp_path / "v4.db"
     s = open_tok(path)
-    cid = s.create_conversation()
-    ids = [s.add_page(cid, f"I planted {w} in the garden.", "Lovely!") for w in ("tulips", "roses", "basil")]
-    rows_before = dict(s._rows("SELECT page_id, vecs FROM page_tok"))
-    s._x("UPDATE page_tok SET sides = NULL")  # rows written before schema 5
+    cid = s.conversations.create_conversation()
+    ids = [s.intake.add_page(cid, f"I planted {w} in the garden.", "Lovely!") for w in ("tulips", "roses", "basil")]
+    rows_before = dict(s.db.rows("SELECT page_id, vecs FROM page_tok"))
+    s.db.execute("UPDATE page_tok SET sides = NULL")  # rows written before schema 5
     s.close()
     s = open_tok(path)
-    assert s.pending_jobs(kinds=["index_tokens"]) == 1
+    assert s.jobs.pending(kinds=["index_tokens"]) == 1
     r = s.retrieve("Where did I plant basil?", record_visits=False)
     assert all(u.side == "page" for u in r.sides)  # whole pages meanwhile
-    s.run_pending()
+    s.jobs.run_pending()
     assert all(TM.unpack_sides(b, embedder.dim) is not None for b in _sides(s).values())
-    assert dict(s._rows("SELECT page_id, vecs FROM page_tok")) == rows_before  # the word rows are the same
-    assert s._scalar("PRAGMA user_version") == D.SCHEMA_VERSION >= 5
+    assert dict(s.db.rows("SELECT page_id, vecs FROM page_tok")) == rows_before  # the word rows are the same
+    assert s.db.scalar("PRAGMA user_version") == D.SCHEMA_VERSION >= 5
     assert set(_sides(s)) == set(ids)
 
 
 def test_sides_rank_the_better_turn_of_each_page_first(open_tok):
     s = open_tok()
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     pages = [
         ("My weekend was busy.", "I went kayaking on the river with my brother."),
         ("I adopted a beagle puppy called Pepper.", "Aww, what a cute name!"),
         ("Any plans for the summer?", "We are driving along the coast of Portugal."),
         ("I finished reading a novel about whales.", "Was it good?"),
     ]
-    ids = [s.add_page(cid, u, a) for u, a in pages]
+    ids = [s.intake.add_page(cid, u, a) for u, a in pages]
     r = s.retrieve("Who went kayaking on the river?", budget=RetrievalBudget(pages=4), record_visits=False)
     assert len(r.sides) == 8 and {u.hit.page.id for u in r.sides} == set(ids)
     first = r.sides[0]
@@ -155,7 +155,7 @@ def test_sides_rank_the_better_turn_of_each_page_first(open_tok):
     assert trace["sides"][0] == {"page_id": ids[0], "side": "assistant", "score": pytest.approx(first.score)}
     assert len(trace["pages"][0]["side_similarity"]) == 2
     # a page that is not split is one unit of both sides
-    one = s.add_page(cid, "Kayaking on the river again today!", "")
+    one = s.intake.add_page(cid, "Kayaking on the river again today!", "")
     r = s.retrieve("Who went kayaking on the river?", budget=RetrievalBudget(pages=5), record_visits=False)
     (unit,) = [u for u in r.sides if u.hit.page.id == one]
     assert unit.side == "page" and unit.hit.side_similarity is None

@@ -21,12 +21,12 @@ WORK = [
 def _two_spaces(s, clock):
     """Personal (space 1) and Work (space 2), a chat of pages in each."""
     s.db.execute("INSERT INTO space(id, name, created_at) VALUES (2, 'Work', 0)")
-    home, work = s.create_conversation("home"), s.create_conversation("work")
+    home, work = s.conversations.create_conversation("home"), s.conversations.create_conversation("work")
     ids = {}
     for cid, rows in ((home, PERSONAL), (work, WORK)):
         for u, a in rows:
             clock.advance(3600)
-            ids[u] = s.add_page(cid, u, a)
+            ids[u] = s.intake.add_page(cid, u, a)
     with s.transaction():
         s.db.execute("UPDATE page SET space_id = 2 WHERE conversation_id = ?", (work,))
     return home, work, ids
@@ -39,7 +39,7 @@ def _ids(r):
 def test_a_chat_recalls_only_the_spaces_it_reads(open_store, clock):
     s = open_store(stm_capacity=1)
     home, work, ids = _two_spaces(s, clock)
-    reader = s.create_conversation("reader")
+    reader = s.conversations.create_conversation("reader")
     work_ids = {ids[u] for u, _ in WORK}
     home_ids = {ids[u] for u, _ in PERSONAL}
     everything = s.retrieve("Biscuit Lisbon", reader, RetrievalBudget(pages=6))
@@ -56,7 +56,7 @@ def test_a_chat_recalls_only_the_spaces_it_reads(open_store, clock):
 def test_reading_every_space_ranks_as_one_memory(open_store, clock):
     s = open_store(stm_capacity=1)
     _home, _work, _ids_by_text = _two_spaces(s, clock)
-    reader = s.create_conversation("reader")
+    reader = s.conversations.create_conversation("reader")
     for q in ("Where is the wedding?", "What is due on Friday?", "Biscuit"):
         plain = s.retrieve(q, reader, RetrievalBudget(pages=5), record_visits=False)
         both = s.retrieve(q, reader, RetrievalBudget(pages=5), record_visits=False, spaces=frozenset({1, 2}))
@@ -68,7 +68,7 @@ def test_reading_every_space_ranks_as_one_memory(open_store, clock):
 def test_a_move_between_spaces_is_seen_by_the_next_recall(open_store, clock):
     s = open_store(stm_capacity=1)
     _home, _work, ids = _two_spaces(s, clock)
-    reader = s.create_conversation("reader")
+    reader = s.conversations.create_conversation("reader")
     dog = ids[PERSONAL[0][0]]
     assert dog not in _ids(s.retrieve("my dog Biscuit", reader, RetrievalBudget(pages=6), spaces=frozenset({2})))
     with s.transaction():
@@ -80,11 +80,11 @@ def test_a_move_between_spaces_is_seen_by_the_next_recall(open_store, clock):
 def test_facts_keep_to_the_spaces_read(open_store, clock):
     s = open_store()
     s.db.execute("INSERT INTO space(id, name, created_at) VALUES (2, 'Work', 0)")
-    home_fact = s.add_knowledge("user", "The user's dog is called Biscuit.")
-    work_fact = s.add_knowledge("user", "The Biscuit account's report is due on Friday.")
+    home_fact = s.persona.add_knowledge("user", "The user's dog is called Biscuit.")
+    work_fact = s.persona.add_knowledge("user", "The Biscuit account's report is due on Friday.")
     with s.transaction():
         s.db.execute("UPDATE knowledge SET space_id = 2 WHERE id = ?", (work_fact,))
-    cid = s.create_conversation()
+    cid = s.conversations.create_conversation()
     budget = RetrievalBudget(pages=0, knowledge=5)
     assert {h.item.id for h in s.retrieve("Biscuit", cid, budget).knowledge} == {home_fact, work_fact}
     assert {h.item.id for h in s.retrieve("Biscuit", cid, budget, spaces=frozenset({1})).knowledge} == {home_fact}

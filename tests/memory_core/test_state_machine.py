@@ -56,7 +56,10 @@ def make_machine(embedder):
                 params=MemoryParams.from_flat(stm_capacity=2, mtm_capacity=3, tau=2.5, theta=0.6),
                 clock=self.clock,
             )
-            self.convs = [self.store.create_conversation("a"), self.store.create_conversation("b")]
+            self.convs = [
+                self.store.conversations.create_conversation("a"),
+                self.store.conversations.create_conversation("b"),
+            ]
             self.alive: set[int] = set()
 
         def teardown(self):
@@ -66,7 +69,7 @@ def make_machine(embedder):
         @rule(target=pages, conv=st.integers(0, 1), u=text_st, a=text_st)
         def add_page(self, conv, u, a):
             self.clock.advance(30)
-            pid = self.store.add_page(self.convs[conv], u, a)
+            pid = self.store.intake.add_page(self.convs[conv], u, a)
             assert pid > 0
             self.alive.add(pid)
             return pid
@@ -74,7 +77,9 @@ def make_machine(embedder):
         @rule(conv=st.integers(0, 1), items=st.lists(st.tuples(text_st, text_st), min_size=1, max_size=4))
         def add_pages(self, conv, items):
             self.clock.advance(30)
-            ids = self.store.add_pages(self.convs[conv], [{"user_text": u, "assistant_text": a} for u, a in items])
+            ids = self.store.intake.add_pages(
+                self.convs[conv], [{"user_text": u, "assistant_text": a} for u, a in items]
+            )
             self.alive.update(ids)
 
         @rule(q=text_st, conv=st.sampled_from([None, 0, 1]))
@@ -88,42 +93,42 @@ def make_machine(embedder):
         @rule(pid=pages, u=text_st)
         def edit(self, pid, u):
             if pid in self.alive:
-                self.store.edit_page(pid, user_text=u)
+                self.store.curation.edit_page(pid, user_text=u)
 
         @rule(pid=consumes(pages))
         def forget_page(self, pid):
-            n = self.store.forget("page", pid)
+            n = self.store.curation.forget("page", pid)
             assert n == (1 if pid in self.alive else 0)
             self.alive.discard(pid)
-            assert self.store.get_page(pid) is None
+            assert self.store.pages.get(pid) is None
 
         @rule(pid=pages)
         def forget_segment_of(self, pid):
-            p = self.store.get_page(pid)
+            p = self.store.pages.get(pid)
             if p is not None and p.segment_id is not None:
-                gone = {x.id for x in self.store.list_pages(segment_id=p.segment_id, limit=10_000)}
-                self.store.forget("segment", p.segment_id)
+                gone = {x.id for x in self.store.pages.list_pages(segment_id=p.segment_id, limit=10_000)}
+                self.store.curation.forget("segment", p.segment_id)
                 self.alive -= gone
 
         @rule(pid=pages, on=st.booleans())
         def pin_page(self, pid, on):
-            self.store.pin("page", pid, on)
+            self.store.curation.pin("page", pid, on)
 
         @rule(pid=pages, on=st.booleans())
         def pin_segment(self, pid, on):
-            p = self.store.get_page(pid)
+            p = self.store.pages.get(pid)
             if p is not None and p.segment_id is not None:
-                self.store.pin("segment", p.segment_id, on)
+                self.store.curation.pin("segment", p.segment_id, on)
 
         @rule()
         def promote(self):
-            self.store.run_pending(allow_llm=False)
+            self.store.jobs.run_pending(allow_llm=False)
 
-        @precondition(lambda self: self.store.count_knowledge() > 0)
+        @precondition(lambda self: self.store.persona.count_knowledge() > 0)
         @rule(data=st.data())
         def forget_knowledge(self, data):
-            ks = self.store.list_knowledge(include_archived=True)
-            self.store.forget("knowledge", data.draw(st.sampled_from([k.id for k in ks])))
+            ks = self.store.persona.list_knowledge(include_archived=True)
+            self.store.curation.forget("knowledge", data.draw(st.sampled_from([k.id for k in ks])))
 
         @rule(dt=st.sampled_from([10.0, 1e5, 1e7]))
         def time_passes(self, dt):
@@ -132,16 +137,16 @@ def make_machine(embedder):
         @invariant()
         def consistent(self):
             assert self.store.check_integrity() == []
-            tiers = dict(self.store._rows("SELECT tier, count(*) FROM page GROUP BY tier"))
+            tiers = dict(self.store.db.rows("SELECT tier, count(*) FROM page GROUP BY tier"))
             assert set(tiers) <= {"stm", "mtm", "archive"}
-            assert sum(tiers.values()) == len(self.alive) == self.store.count_pages()
+            assert sum(tiers.values()) == len(self.alive) == self.store.pages.count_pages()
             for cid in self.convs:
-                assert self.store.count_pages(tier="stm", conversation_id=cid) <= 2
-            unpinned_mtm = self.store._scalar(
+                assert self.store.pages.count_pages(tier="stm", conversation_id=cid) <= 2
+            unpinned_mtm = self.store.db.scalar(
                 "SELECT count(*) FROM segment s WHERE tier = 'mtm' AND pinned = 0 AND NOT EXISTS "
                 "(SELECT 1 FROM page p WHERE p.segment_id = s.id AND p.pinned = 1)"
             )
-            if self.store.count_segments(tier="mtm") > 3:
+            if self.store.segments.count_segments(tier="mtm") > 3:
                 assert unpinned_mtm == 0  # over capacity only when everything left is pinned
 
     return MemoryMachine

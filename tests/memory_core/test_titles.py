@@ -36,27 +36,27 @@ class Scripted:
 
 def _pages(store, n, cid=None):
     """`n` pottery pages, straight to mid-term memory, all close enough to share one segment."""
-    cid = cid or store.create_conversation()
+    cid = cid or store.conversations.create_conversation()
     for i, (u, a) in enumerate(POTTERY[:n]):
-        store.add_page(cid, u, a, embedding=mix(D, 0, 10 + i, 0.9))
-    (seg,) = store.list_segments(limit=10)
+        store.intake.add_page(cid, u, a, embedding=mix(D, 0, 10 + i, 0.9))
+    (seg,) = store.segments.list_segments(limit=10)
     return cid, seg.id
 
 
 def _title_jobs(store, status="pending"):
-    return [j for j in store.list_jobs(status, limit=1000) if j.kind == "title_segment"]
+    return [j for j in store.jobs.list_jobs(status, limit=1000) if j.kind == "title_segment"]
 
 
 def test_a_segment_is_due_a_title_at_three_pages_and_at_each_doubling(open_store):
     s = open_store(stm_capacity=0, tau=1e9)
     cid, sid = _pages(s, 2)
     assert not _title_jobs(s)  # two pages: the keywords' title is enough
-    s.add_page(cid, *POTTERY[2], embedding=mix(D, 0, 12, 0.9))
+    s.intake.add_page(cid, *POTTERY[2], embedding=mix(D, 0, 12, 0.9))
     assert [j.payload for j in _title_jobs(s)] == [{"segment_id": sid}]
     for i in (3, 4):
-        s.add_page(cid, *POTTERY[i], embedding=mix(D, 0, 10 + i, 0.9))
+        s.intake.add_page(cid, *POTTERY[i], embedding=mix(D, 0, 10 + i, 0.9))
     assert len(_title_jobs(s)) == 1  # not on every page
-    s.add_page(cid, *POTTERY[5], embedding=mix(D, 0, 15, 0.9))
+    s.intake.add_page(cid, *POTTERY[5], embedding=mix(D, 0, 15, 0.9))
     assert len(_title_jobs(s)) == 2  # six pages: twice the three it was asked at
     assert [TT.due(n, 3) for n in (5, 6, 11, 12)] == [False, True, True, True]
     assert not TT.due(2, 0) and TT.due(3, 0) and not TT.due(11, 6)
@@ -66,28 +66,28 @@ def test_no_capable_model_asks_nothing_and_the_keywords_title_stays(open_store):
     model = Scripted({"title": "Learning pottery"})
     s = open_store(stm_capacity=0, tau=1e9, llm=model, llm_model_id="big-7b.gguf")
     _, sid = _pages(s, 3)
-    keywords_title = s.get_segment(sid).title
-    s.run_pending()  # the app has not said the model is capable: model_titles is off
+    keywords_title = s.segments.get(sid).title
+    s.jobs.run_pending()  # the app has not said the model is capable: model_titles is off
     assert model.asked == [] and not _title_jobs(s)
-    seg = s.get_segment(sid)
+    seg = s.segments.get(sid)
     assert seg.title == keywords_title and seg.title_by == ""
 
 
 def test_the_models_title_is_kept_shown_and_goes_with_a_forgotten_page(open_store):
     model = Scripted({"title": "learning pottery at a class."})
     s = open_store(stm_capacity=0, tau=1e9, llm=model, llm_model_id="big-7b.gguf")
-    s.model_titles = True
+    s.titles.model_writes = True
     _, sid = _pages(s, 3)
-    assert s.run_pending(kinds=["title_segment"]) == 1
+    assert s.jobs.run_pending(kinds=["title_segment"]) == 1
     system, user = model.asked[0]
     assert "Never put a person's name" in system["content"] and "pottery teacher" in user["content"]
-    seg = s.get_segment(sid)
+    seg = s.segments.get(sid)
     assert (seg.title, seg.title_by) == ("Learning pottery at a class", "big-7b.gguf")
-    (ev,) = s.events(kinds=["segment_titled"], limit=10)
+    (ev,) = s.event_log.events(kinds=["segment_titled"], limit=10)
     assert "pottery" not in ev.summary.lower() and "pottery" not in str(ev.detail)  # events never quote memory
     # a page of it forgotten: its words may be in the title, so the title goes and a new one is due
-    s.forget("page", s.list_pages(tier="mtm", limit=1)[0].id)
-    seg = s.get_segment(sid)
+    s.curation.forget("page", s.pages.list_pages(tier="mtm", limit=1)[0].id)
+    seg = s.segments.get(sid)
     assert seg.page_count == 2 and seg.title_by == "" and seg.title == s.segments.title(seg.keywords)
     assert not _title_jobs(s)  # two pages left: the keywords' title until it has three again
 
@@ -97,27 +97,29 @@ def test_a_page_forgotten_while_the_model_writes_leaves_no_title(open_store):
     _, sid = _pages(s, 3)
 
     def forgetting_model(messages, schema):
-        s.forget("page", s.list_pages(tier="mtm", limit=1)[0].id)  # meanwhile, on the same memory
+        s.curation.forget("page", s.pages.list_pages(tier="mtm", limit=1)[0].id)  # meanwhile, on the same memory
         return {"title": "Learning pottery"}
 
-    s.llm, s.llm_model_id, s.model_titles = forgetting_model, "big-7b.gguf", True
-    s.run_pending(kinds=["title_segment"])
-    assert s.get_segment(sid).title_by == ""
-    assert not s.events(kinds=["segment_titled"], limit=10)
+    s.promotion.llm, s.promotion.llm_model_id, s.titles.model_writes = forgetting_model, "big-7b.gguf", True
+    s.jobs.run_pending(kinds=["title_segment"])
+    assert s.segments.get(sid).title_by == ""
+    assert not s.event_log.events(kinds=["segment_titled"], limit=10)
 
 
 def test_a_refused_title_keeps_the_keywords_and_says_why(open_store):
     model = Scripted({"title": "Caroline's pottery"}, {"title": "A short title"})
     s = open_store(stm_capacity=0, tau=1e9, llm=model, llm_model_id="big-7b.gguf")
-    s.model_titles = True
-    cid = s.create_conversation()
+    s.titles.model_writes = True
+    cid = s.conversations.create_conversation()
     for i, (u, a) in enumerate(POTTERY[:6]):
         meta = {"people": {"user_side": "Caroline", "assistant_side": "Melanie", "me": "Caroline"}}
-        s.add_pages(cid, [{"user_text": u, "assistant_text": a, "meta": meta, "embedding": mix(D, 0, 10 + i, 0.9)}])
-        s.run_pending(kinds=["title_segment"])
-    (seg,) = s.list_segments(limit=10)
+        s.intake.add_pages(
+            cid, [{"user_text": u, "assistant_text": a, "meta": meta, "embedding": mix(D, 0, 10 + i, 0.9)}]
+        )
+        s.jobs.run_pending(kinds=["title_segment"])
+    (seg,) = s.segments.list_segments(limit=10)
     assert seg.title_by == "" and len(model.asked) == 2
-    reasons = [e.detail["reason"] for e in s.events(kinds=["title_refused"], limit=10)]
+    reasons = [e.detail["reason"] for e in s.event_log.events(kinds=["title_refused"], limit=10)]
     assert sorted(reasons) == ["a copy of the instruction", "names a person"]
 
 
@@ -147,7 +149,7 @@ def test_check_title_on_a_real_locomo_conversation(open_store, locomo_path, answ
     conv = samples[0].conversation
     s = open_store()
     write_conversation(s, dataclasses.replace(conv, turns=conv.turns[:40]))
-    pages = s.list_pages(limit=100)
+    pages = s.pages.list_pages(limit=100)
     names = s.titles.names([p.meta.get("people") for p in pages])
     assert {"caroline", "melanie"} <= names
     text = "\n".join(f"{p.user_text} {p.assistant_text}" for p in pages)
@@ -158,13 +160,13 @@ def test_the_bundled_model_titles_a_segment_through_llama_cpp(open_store, chat_m
     """The real SmolLM2-135M GGUF, forced on: it is asked with the JSON schema's grammar and what it says is
     either kept (plain words from the pages, no name) or refused with a reason; never a third outcome."""
     s = open_store(stm_capacity=0, tau=1e9, llm=chat_model.complete_json, llm_model_id=chat_model.model_id)
-    s.model_titles = True
+    s.titles.model_writes = True
     _, sid = _pages(s, 4)
-    assert s.run_pending(kinds=["title_segment"]) == 1
-    titled = s.events(kinds=["segment_titled"], limit=10)
-    refused = s.events(kinds=["title_refused"], limit=10)
+    assert s.jobs.run_pending(kinds=["title_segment"]) == 1
+    titled = s.event_log.events(kinds=["segment_titled"], limit=10)
+    refused = s.event_log.events(kinds=["title_refused"], limit=10)
     assert len(titled) + len(refused) == 1
-    seg = s.get_segment(sid)
+    seg = s.segments.get(sid)
     if titled:
         assert seg.title_by == chat_model.model_id
         text = " ".join(f"{u} {a}" for u, a in POTTERY[:4])

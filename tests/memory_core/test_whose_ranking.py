@@ -45,20 +45,22 @@ def open_store(tmp_path, embedder):
 def _memory(open_store, me: str | None = None):
     s = open_store(stm_capacity=2)
     people = {"user_side": "Grace", "assistant_side": "Omar", "me": me}
-    cid = s.create_conversation("Grace & Omar", created_at=T, source="locomo", external_id="g-1")
-    s.add_pages(
+    cid = s.conversations.create_conversation("Grace & Omar", created_at=T, source="locomo", external_id="g-1")
+    s.intake.add_pages(
         cid,
         [
             {"user_text": u, "assistant_text": a, "timestamp": T + i * 60, "meta": {"people": people}}
             for i, (u, a) in enumerate(STRANGERS)
         ],
     )
-    own = s.create_conversation("chat", created_at=T + 86400)
-    lisbon = s.add_page(
+    own = s.conversations.create_conversation("chat", created_at=T + 86400)
+    lisbon = s.intake.add_page(
         own, "I moved to Lisbon last year.", "Lisbon is lovely! How are you settling in?", timestamp=T + 86400
     )
-    s.add_page(own, "Can you give me a risotto recipe?", "Toast the rice, add stock slowly.", timestamp=T + 86500)
-    s.run_pending(allow_llm=False)
+    s.intake.add_page(
+        own, "Can you give me a risotto recipe?", "Toast the rice, add stock slowly.", timestamp=T + 86500
+    )
+    s.jobs.run_pending(allow_llm=False)
     return s, lisbon
 
 

@@ -48,15 +48,19 @@ def jobs(ctx) -> None:
 
     model = ctx.chat_model()
     store = ctx.open_store(llm=lambda messages, schema: model.complete_json(messages, schema, max_tokens=128))
-    cid = store.create_conversation("Fault injection")
+    cid = store.conversations.create_conversation("Fault injection")
     for topic in TOPICS:
         uid = post_message(store, cid, f"[{uuid.uuid4().hex[:8]}] I spent the weekend reading about {topic}.")
         with store.transaction():
-            aid = store.add_message(cid, "assistant", f"Reading about {topic} sounds restful.", parent_id=uid)
-            store.update_message(uid, status="complete")
-            queue_exchange_page(store, cid, store.get_message(uid), aid, f"Reading about {topic} sounds restful.")
+            aid = store.conversations.add_message(
+                cid, "assistant", f"Reading about {topic} sounds restful.", parent_id=uid
+            )
+            store.conversations.update_message(uid, status="complete")
+            queue_exchange_page(
+                store, cid, store.conversations.get_message(uid), aid, f"Reading about {topic} sounds restful."
+            )
         mark(f"QUEUED {aid}")
-    while store.run_pending(max_jobs=1, allow_llm=True):
+    while store.jobs.run_pending(max_jobs=1, allow_llm=True):
         mark("JOB")
 
 

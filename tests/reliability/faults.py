@@ -161,12 +161,12 @@ def check(scenario: str, env, lines: list[str], before: dict, rnd: Round) -> Non
         problems = store.check_integrity()
         rnd.integrity_ok = ok and not problems
         rnd.problems += [f"{scenario}: {p}" for p in problems]
-        store.run_pending(allow_llm=False)  # what the restart left (the LLM's own jobs wait for it)
+        store.jobs.run_pending(allow_llm=False)  # what the restart left (the LLM's own jobs wait for it)
         left = store.db.rows("SELECT kind, status, error FROM job WHERE status IN ('pending', 'failed')")
         rnd.problems += [f"{scenario}: job {k} {s} {e or ''}" for k, s, e in left if k != "promote_segment"]
         for line in lines:
             if line.startswith("POSTED "):
-                msg = store.get_message(int(line.split()[1]))
+                msg = store.conversations.get_message(int(line.split()[1]))
                 rnd.lost_messages += msg is None or not msg.content
         _check_exchanges(store, rnd)
         if scenario == "import":
@@ -218,7 +218,7 @@ def _check_import(store, rnd: Round, clean: dict[str, int]) -> None:
     job = run_import(AppContext.create(), ImportJob(FIXTURE))
     if job.phase != "done":
         rnd.problems.append(f"import: the second import {job.phase}: {job.error}")
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     got = imported_counts(store)
     if got != clean:
         rnd.duplicates += max(0, sum(got.values()) - sum(clean.values()))
@@ -251,7 +251,7 @@ def clean_import(env) -> dict[str, int]:
     assert job.phase == "done", job.error
     store = ctx.open_store()
     try:
-        store.run_pending(allow_llm=False)
+        store.jobs.run_pending(allow_llm=False)
         return imported_counts(store)
     finally:
         store.close()
@@ -285,10 +285,10 @@ def seed_restore(env) -> set[int]:
     ctx = AppContext.create()
     store = ctx.open_store()
     try:
-        cid = store.create_conversation("Before the backup")
-        store.add_message(cid, "user", "A message kept in the backup.")
+        cid = store.conversations.create_conversation("Before the backup")
+        store.conversations.add_message(cid, "user", "A message kept in the backup.")
         make_backup(store, ctx.paths, keep=2)
-        store.add_message(cid, "user", "A message written after the backup.")
+        store.conversations.add_message(cid, "user", "A message written after the backup.")
         return {1, store.db.scalar("SELECT count(*) FROM message")}
     finally:
         store.close()

@@ -74,8 +74,8 @@ def agent(store, chat_model):
 def _held_by_a_chat(store) -> int:
     """How often the sentence's word is in what the user's chats keep: messages, titles, and the
     question each reply's trace repeats (the message it answered)."""
-    n = sum(t.count(NEEDLE) for (t,) in store._rows("SELECT title FROM conversation"))
-    for content, meta_s in store._rows("SELECT content, meta FROM message"):
+    n = sum(t.count(NEEDLE) for (t,) in store.db.rows("SELECT title FROM conversation"))
+    for content, meta_s in store.db.rows("SELECT content, meta FROM message"):
         trace = json.loads(meta_s).get("trace") or {}
         n += content.count(NEEDLE) + str(trace.get("query", "")).count(NEEDLE)
     return n
@@ -96,23 +96,23 @@ def _where_it_is(store, paths) -> dict[str, int]:
     found["database file"] -= _held_by_a_chat(store)  # a kept chat holds its own messages
     found["job table"] = sum(
         (payload + (error or "")).lower().count(TOKEN)
-        for payload, error in store._rows("SELECT payload, error FROM job")
+        for payload, error in store.db.rows("SELECT payload, error FROM job")
     )
     chat_keeps_it = _held_by_a_chat(store) > 0
     for table in FTS_TABLES:
-        terms = fts_terms(store._conn, table)
+        terms = fts_terms(store.db.conn, table)
         found[f"{table} terms"] = sum(TOKEN in t.decode(errors="replace") for t in terms)
         if table == "message_fts" and not chat_keeps_it:  # trigrams: a kept chat's messages are indexed
             found[f"{table} trigrams"] = sum(b"0" + TOKEN[i : i + 3].encode() in terms for i in range(len(TOKEN) - 2))
-    for mid, meta_s in store._rows("SELECT id, meta FROM message"):
+    for mid, meta_s in store.db.rows("SELECT id, meta FROM message"):
         meta = json.loads(meta_s)
         (meta.get("trace") or {}).pop("query", None)
         found[f"message {mid} meta"] = json.dumps(meta, ensure_ascii=False).lower().count(TOKEN)
     held = _held_by_a_chat(store)
     for b in backups.list_backups(paths):
         found[f"backup {b.name}"] = b.read_bytes().count(NEEDLE.encode()) - held  # a copy of the memory now
-    found["found by search"] = store.count_pages(text=TOKEN) + sum(
-        TOKEN in k.text.lower() for k in store.list_knowledge(limit=1000)
+    found["found by search"] = store.pages.count_pages(text=TOKEN) + sum(
+        TOKEN in k.text.lower() for k in store.persona.list_knowledge(limit=1000)
     )
     return {k: v for k, v in found.items() if v}
 
@@ -136,15 +136,15 @@ def test_forgotten_text_is_nowhere_in_the_files(way, store, agent, paths, capsys
         # exchange still waits as a job when it is forgotten
         chat = agent.new_conversation()
         assert agent.send(chat, f"Remember that {SENTENCE}.").stats["remembered"]["outcome"] == "added"
-        store.run_pending(allow_llm=False)
+        store.jobs.run_pending(allow_llm=False)
         agent.send(chat, f"By the way, the {TOKEN.capitalize()} cabin has a red door.")
     else:
-        store.add_page(None, f"{SENTENCE}.", "Noted: the spare key is under the heron statue.")
+        store.intake.add_page(None, f"{SENTENCE}.", "Noted: the spare key is under the heron statue.")
         remember_fact(store, SENTENCE)
     # another chat's reply recalls it (its chat reads memory but writes none: a paused chat); the reply
     # is stopped at its first token, so what it says cannot repeat the word: only its trace holds it
     other = agent.new_conversation()
-    store.set_conversation_flags(other, memory_paused=True)
+    store.conversations.set_conversation_flags(other, memory_paused=True)
     stop = CancelToken()
     agent.max_tokens, max_tokens = 1, agent.max_tokens
     recalled = agent.send(other, ASK_KEY, on_token=lambda _: stop.cancel(), cancel=stop)
@@ -153,14 +153,16 @@ def test_forgotten_text_is_nowhere_in_the_files(way, store, agent, paths, capsys
     # one token: a longer first chunk can be a whole recitation ("You said: “Qzv…”": app.quoted_turns writes a
     # quoted page back as one chunk), and the chat's own reply would then rightly keep the word
     assert TOKEN not in recalled.text.lower(), recalled.text
-    assert store.count_pages(text=TOKEN) >= 1
+    assert store.pages.count_pages(text=TOKEN) >= 1
     before = backups.make_backup(store, paths, now=time.time() - 3600)  # named apart from the new one
     assert NEEDLE.encode() in before.read_bytes()
     assert _where_it_is(store, paths), "the sentence must be somewhere before it is forgotten"
 
     if way == "forget_item":
-        store.forget("page", [p.id for p in store.list_pages(text=TOKEN)])
-        store.forget("knowledge", [k.id for k in store.list_knowledge(limit=100) if TOKEN in k.text.lower()])
+        store.curation.forget("page", [p.id for p in store.pages.list_pages(text=TOKEN)])
+        store.curation.forget(
+            "knowledge", [k.id for k in store.persona.list_knowledge(limit=100) if TOKEN in k.text.lower()]
+        )
     elif way == "forget_chat":
         assert chat is not None
         assert not operations.forget_chat(store, chat).empty
@@ -175,10 +177,10 @@ def test_forgotten_text_is_nowhere_in_the_files(way, store, agent, paths, capsys
     if way in ("delete_chat_forget", "wipe"):
         _told_and_dropped(capsys, paths)
     else:  # the store's own calls: the app names the backups, and the user drops them
-        assert backups.holding_forgotten(paths, store.forgotten_spans()) == [before]
+        assert backups.holding_forgotten(paths, store.db.purge.spans()) == [before]
         gone, fresh = backups.drop_forgotten(store, paths, keep=2)
         assert gone == [before] and fresh is not None and not before.exists()
-    assert backups.holding_forgotten(paths, store.forgotten_spans()) == []
+    assert backups.holding_forgotten(paths, store.db.purge.spans()) == []
 
     assert _where_it_is(store, paths) == {}
     assert store.check_integrity() == []

@@ -35,22 +35,22 @@ def build(ctx, locomo: Path, n_questions: int, chat: bool) -> dict:
         f"in {time.perf_counter() - t0:.0f} s",
         file=sys.stderr,
     )
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     # recall memory for LoCoMo questions, as chat turns would (segments gain N_visit → heat)
     raw = json.loads(locomo.read_text(encoding="utf-8"))
     qs = [q["question"] for s in raw for q in s.get("qa", []) if isinstance(q.get("question"), str)]
     step = max(1, len(qs) // max(1, n_questions))
     for q in qs[::step][:n_questions]:
         store.retrieve(q, record_visits=True)
-    store.run_pending(allow_llm=False)
-    info = {"pages": store.count_pages()}
+    store.jobs.run_pending(allow_llm=False)
+    info = {"pages": store.pages.count_pages()}
     if chat:
         from app.agent import ChatAgent
         from models.llama_cpp_backend import LlamaCppChatModel
 
         model = LlamaCppChatModel(n_ctx=2048, max_tokens=48, seed=1234)
         try:
-            cid = store.create_conversation("New chat")
+            cid = store.conversations.create_conversation("New chat")
             question = "What did Caroline research for her career, and when did she go to the LGBTQ support group?"
             result = ChatAgent(store, model).send(cid, question)
             info["message_id"] = result.assistant_message_id

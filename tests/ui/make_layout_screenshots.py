@@ -57,19 +57,19 @@ def seed(ctx) -> None:
     try:
         now = time.time()
         for title, days, turns in CHATS:
-            cid = store.create_conversation(title, created_at=now - days * DAY)
+            cid = store.conversations.create_conversation(title, created_at=now - days * DAY)
             parent = None
             for i, (u, a) in enumerate(turns):
                 at = now - days * DAY + i * 600
-                uid = store.add_message(cid, "user", u, parent_id=parent, created_at=at)
-                aid = store.add_message(cid, "assistant", a, parent_id=uid, created_at=at + 5)
-                store.add_page(cid, u, a, timestamp=at, user_message_id=uid, assistant_message_id=aid)
+                uid = store.conversations.add_message(cid, "user", u, parent_id=parent, created_at=at)
+                aid = store.conversations.add_message(cid, "assistant", a, parent_id=uid, created_at=at + 5)
+                store.intake.add_page(cid, u, a, timestamp=at, user_message_id=uid, assistant_message_id=aid)
                 parent = aid
         for f in FACTS:
             operations.remember(store, f)
         for dim, value in TRAITS:
             operations.remember_a_trait(store, dim, value, pin=dim == "occupation")
-        store.run_pending(allow_llm=False)
+        store.jobs.run_pending(allow_llm=False)
     finally:
         store.close()
 

@@ -64,21 +64,21 @@ def _pump(app, seconds: float, until=None) -> bool:
 def _seed(ctx) -> int:
     store = ctx.open_store()
     try:
-        old = store.create_conversation("Trip to Lisbon in May")
-        store.add_message(old, "user", "Plan three days in Lisbon for me.")
-        store.add_message(old, "assistant", "Day 1: Alfama and the castle…")
-        store.create_conversation("Sourdough starter schedule")
-        cid = store.create_conversation("Reading a big CSV in Python")
-        u = store.add_message(cid, "user", QUESTION)
-        a = store.add_message(
+        old = store.conversations.create_conversation("Trip to Lisbon in May")
+        store.conversations.add_message(old, "user", "Plan three days in Lisbon for me.")
+        store.conversations.add_message(old, "assistant", "Day 1: Alfama and the castle…")
+        store.conversations.create_conversation("Sourdough starter schedule")
+        cid = store.conversations.create_conversation("Reading a big CSV in Python")
+        u = store.conversations.add_message(cid, "user", QUESTION)
+        a = store.conversations.add_message(
             cid,
             "assistant",
             ANSWER,
             parent_id=u,
             meta={"stats": {"completion_tokens": 212, "tokens_per_s": 38.5, "time_to_first_token_s": 0.42}},
         )
-        u2 = store.add_message(cid, "user", FOLLOW_UP, parent_id=a)
-        store.add_message(
+        u2 = store.conversations.add_message(cid, "user", FOLLOW_UP, parent_id=a)
+        store.conversations.add_message(
             cid,
             "assistant",
             FOLLOW_ANSWER,

@@ -31,26 +31,26 @@ WORK = [
 
 def build(store) -> None:
     """Two spaces with pages, facts and traits; Personal's facts a day older than Work's."""
-    home = store.create_conversation("Weekend plans")
+    home = store.conversations.create_conversation("Weekend plans")
     for u, a in PERSONAL:
-        store.add_page(home, u, a)
-    store.add_knowledge("user", "The user lives in Porto.")
-    store.add_knowledge("user", "The user's dog is called Biscuit.")
-    store.add_knowledge("user", "The user's manager is Ana.", pinned=True)
-    store.add_knowledge("assistant", "I will answer in French when asked.")
-    store.add_trait("likes", "jazz")
-    store.add_trait("diet", "vegetarian")
+        store.intake.add_page(home, u, a)
+    store.persona.add_knowledge("user", "The user lives in Porto.")
+    store.persona.add_knowledge("user", "The user's dog is called Biscuit.")
+    store.persona.add_knowledge("user", "The user's manager is Ana.", pinned=True)
+    store.persona.add_knowledge("assistant", "I will answer in French when asked.")
+    store.persona.add_trait("likes", "jazz")
+    store.persona.add_trait("diet", "vegetarian")
     with store.transaction():  # said a day before what Work holds
         store.db.execute("UPDATE knowledge SET updated_at = updated_at - 86400, created_at = created_at - 86400")
     work = store.spaces.create("Work")
-    office = store.create_conversation("Porto client", space_id=work)
+    office = store.conversations.create_conversation("Porto client", space_id=work)
     for u, a in WORK:
-        store.add_page(office, u, a)
-    store.add_knowledge("user", "The user lives in Lyon now.", space_id=work)
-    store.add_knowledge("user", "The user's manager is Rui now.", space_id=work)
-    store.add_knowledge("user", "The user's report for the Porto client is due Friday.", space_id=work)
-    store.add_trait("occupation", "data engineer", space_id=work)
-    store.add_trait("likes", "jazz", space_id=work)
+        store.intake.add_page(office, u, a)
+    store.persona.add_knowledge("user", "The user lives in Lyon now.", space_id=work)
+    store.persona.add_knowledge("user", "The user's manager is Rui now.", space_id=work)
+    store.persona.add_knowledge("user", "The user's report for the Porto client is due Friday.", space_id=work)
+    store.persona.add_trait("occupation", "data engineer", space_id=work)
+    store.persona.add_trait("likes", "jazz", space_id=work)
 
 
 def shoot(ctx, out: Path) -> list[Path]:

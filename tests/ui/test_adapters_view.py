@@ -24,7 +24,7 @@ def _open(qtbot, panel, cid):
 
 
 def test_the_view_lists_adapters_and_keeps_the_chats_choice(qtbot, ctx, store, panel_factory, tmp_path):
-    cid = store.create_conversation("Trip planning")
+    cid = store.conversations.create_conversation("Trip planning")
     reg = ad.AdapterRegistry(ctx.paths.data_dir)
     reg.add(bundled_adapter(tmp_path / "style.gguf"), scale=0.5)
     reg.add(wrong_shape_adapter(tmp_path / "wide.gguf"))
@@ -68,7 +68,7 @@ def test_add_refuses_a_file_that_is_no_adapter(qtbot, ctx, store, panel_factory,
 
 @pytest.mark.skipif(bool(distill.missing_packages()), reason='needs the [train] extra: pip install "mnemo[train]"')
 def test_teaching_runs_in_the_background_and_cancel_keeps_nothing(qtbot, ctx, store, panel_factory):
-    store.add_knowledge("user", "My sister's name is Clara.")
+    store.persona.add_knowledge("user", "My sister's name is Clara.")
     panel = panel_factory()
     view = _open(qtbot, panel, None)
     said = []

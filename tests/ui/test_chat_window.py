@@ -97,7 +97,7 @@ def test_escape_stops_a_generation(make_window, chat, qtbot):
     assert last.status == "stopped" and last.status_label.text() == "Stopped"
     assert last.text == result.text
     # The partial reply is stored with its status.
-    stored = win.backend.db(lambda s: s.get_message(result.assistant_message_id)).result(timeout=30)
+    stored = win.backend.db(lambda s: s.conversations.get_message(result.assistant_message_id)).result(timeout=30)
     assert stored.status == "stopped" and stored.content == result.text
 
 
@@ -129,7 +129,7 @@ def test_regenerate_makes_a_new_sibling_reply(make_window, chat, qtbot):
     shown = win.chat_view.messages()
     assert [w.role for w in shown] == ["user", "assistant"]
     assert shown[1].message_id == second.assistant_message_id and shown[1].text == second.text
-    children = win.backend.db(lambda s: s.message_children(first.user_message_id)).result(timeout=30)
+    children = win.backend.db(lambda s: s.conversations.message_children(first.user_message_id)).result(timeout=30)
     assert [m.id for m in children] == [first.assistant_message_id, second.assistant_message_id]
 
 
@@ -152,7 +152,7 @@ def test_versions_navigator_switches_between_regenerated_replies(make_window, ch
     assert older.text == first.text and older.branch_label.text() == "1/2"
     assert older.next_branch.isEnabled() and not older.prev_branch.isEnabled()
     third = chat.send(win, "And a vegetable?").result
-    user = win.backend.db(lambda s: s.get_message(third.user_message_id)).result(timeout=30)
+    user = win.backend.db(lambda s: s.conversations.get_message(third.user_message_id)).result(timeout=30)
     assert user.parent_id == first.assistant_message_id  # continues the version on screen
     qtbot.mouseClick(win.chat_view.messages()[1].next_branch, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: win.chat_view.messages()[1].message_id == second.assistant_message_id, timeout=10_000)
@@ -179,7 +179,10 @@ def test_edit_and_resend_branches_from_the_edited_message(make_window, chat, qtb
     ]
     assert shown[0].text == "My cat is called Felix."
     old, new = win.backend.db(
-        lambda s: (s.get_message(first.user_message_id), s.get_message(second.user_message_id))
+        lambda s: (
+            s.conversations.get_message(first.user_message_id),
+            s.conversations.get_message(second.user_message_id),
+        )
     ).result(timeout=30)
     assert old.content == "My cat is called Tom." and new.parent_id == old.parent_id  # siblings
 
@@ -273,13 +276,13 @@ def test_incognito_conversation_writes_no_memory(make_window, chat, qtbot):
     assert win.backend.scheduler.wait_idle(timeout=60)
     store = win.ctx.open_store()
     try:
-        conv = store.get_conversation(t1.conversation_id)
+        conv = store.conversations.get_conversation(t1.conversation_id)
         assert conv.incognito
-        assert store.count_pages() == 0
-        assert store.count_segments() == 0
-        assert store.list_knowledge() == []
-        assert store.list_traits() == []
-        assert [j for j in store.list_jobs() if j.kind == "add_page"] == []
+        assert store.pages.count_pages() == 0
+        assert store.segments.count_segments() == 0
+        assert store.persona.list_knowledge() == []
+        assert store.persona.list_traits() == []
+        assert [j for j in store.jobs.list_jobs() if j.kind == "add_page"] == []
     finally:
         store.close()
     # The same turn in an ordinary conversation does write memory (so the check above can fail).
@@ -289,9 +292,9 @@ def test_incognito_conversation_writes_no_memory(make_window, chat, qtbot):
     assert win.backend.scheduler.wait_idle(timeout=60)
     store = win.ctx.open_store()
     try:
-        assert [j.kind for j in store.list_jobs()] == ["add_page"]
-        assert store.count_pages() == 1
-        assert store.list_pages()[0].conversation_id == t3.conversation_id
+        assert [j.kind for j in store.jobs.list_jobs()] == ["add_page"]
+        assert store.pages.count_pages() == 1
+        assert store.pages.list_pages()[0].conversation_id == t3.conversation_id
     finally:
         store.close()
 
@@ -302,7 +305,7 @@ def test_incognito_toggle_on_an_existing_conversation_is_saved(make_window, chat
     win.incognito_action.trigger()
     assert win.incognito_button.isChecked()
     chat.wait_db(win)
-    conv = win.backend.db(lambda s: s.get_conversation(t.conversation_id)).result(timeout=30)
+    conv = win.backend.db(lambda s: s.conversations.get_conversation(t.conversation_id)).result(timeout=30)
     assert conv.incognito
     win.new_chat()
     win.open_conversation(t.conversation_id)

@@ -26,7 +26,7 @@ def cube(tmp_path, embedder) -> tuple[Path, int]:
     s = open_memory(tmp_path / "other.db", embedder, Clock())
     try:
         build_memory(s, s.clock)  # type: ignore[arg-type]
-        return s.export_cube(tmp_path / "other-memory.mnemocube").path, s.count_pages()
+        return s.cubes.export(tmp_path / "other-memory.mnemocube").path, s.pages.count_pages()
     finally:
         s.close()
 
@@ -42,7 +42,7 @@ def _import(win, qtbot, path) -> None:
 
 
 def _pages(win) -> int:
-    return win.backend.db(lambda s: s.count_pages()).result(timeout=30)
+    return win.backend.db(lambda s: s.pages.count_pages()).result(timeout=30)
 
 
 def test_import_from_the_menu_then_undo(make_window, qtbot, cube, monkeypatch):

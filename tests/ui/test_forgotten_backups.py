@@ -31,7 +31,7 @@ def test_forgetting_a_chat_offers_to_delete_the_backups_that_hold_it(make_window
     qtbot.waitUntil(lambda: not old.exists() and len(backups.list_backups(paths)) == 1, timeout=30_000)
     (fresh,) = backups.list_backups(paths)
     assert (
-        fresh != old and backups.holding_forgotten(paths, win.backend.db(lambda s: s.forgotten_spans()).result()) == []
+        fresh != old and backups.holding_forgotten(paths, win.backend.db(lambda s: s.db.purge.spans()).result()) == []
     )
     qtbot.waitUntil(lambda: "Deleted 1 backup" in win.statusBar().currentMessage(), timeout=30_000)
     # asked once: the same backups and the same forgets are not asked about again

@@ -42,7 +42,7 @@ def ctx(mnemo_dirs, embedder):
 def _people(ctx) -> list[dict]:
     s = ctx.open_store()
     try:
-        return [p.meta.get("people") for p in s.list_pages(limit=100)]
+        return [p.meta.get("people") for p in s.pages.list_pages(limit=100)]
     finally:
         s.close()
 

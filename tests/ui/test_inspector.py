@@ -51,7 +51,7 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
     # the count is a line of its own: a bar 8 px high cannot hold it (it was drawn across the bar)
     assert not ov.cards["mtm"].bar.isTextVisible()
     assert ov.cards["mtm"].bar_text.text() == f"{st['segments']['mtm']:,} of {store.params.tiers.mtm_capacity:,}"
-    evs = store.events(0, 100000)
+    evs = store.event_log.events(0, 100000)
     shown = ov.events.records()
     assert len(shown) == min(300, len(evs))
     assert [e.id for e in shown] == [e.id for e in reversed(evs)][: len(shown)]  # newest first
@@ -65,8 +65,8 @@ def test_overview_shows_the_stats_and_events(qtbot, store, filled, panel_factory
 
 def test_overview_says_what_background_work_is_waiting_for(qtbot, store, filled, panel_factory):
     """ "2 pending" alone leaves a user wondering; the card says what the queued jobs do."""
-    store.enqueue("promote_segment", {"segment_id": 10**9})
-    store.enqueue("promote_segment", {"segment_id": 10**9 + 1})
+    store.jobs.enqueue("promote_segment", {"segment_id": 10**9})
+    store.jobs.enqueue("promote_segment", {"segment_id": 10**9 + 1})
     assert store.stats()["pending_by_kind"] == {"promote_segment": 2}
     card = panel_factory("overview").overview.cards["jobs"]
     assert card.value.text() == "2 waiting"
@@ -175,21 +175,21 @@ def test_no_button_is_cut_off_in_a_docked_panel(qtbot, store, filled, panel_fact
 def test_pages_table_equals_the_database_and_sorts_and_filters_in_sql(qtbot, store, filled, panel_factory):
     panel = panel_factory("pages")
     m = panel.pages.model
-    assert m.rowCount() == store.count_pages()
+    assert m.rowCount() == store.pages.count_pages()
     shown = load_all(m, panel)
-    assert _ids(shown) == _ids(store.list_pages(limit=10_000))  # default: newest first
+    assert _ids(shown) == _ids(store.pages.list_pages(limit=10_000))  # default: newest first
     assert [m.index(r, m.column_index("user")).data() for r in range(3)] == [
-        " ".join(p.user_text.split()) for p in store.list_pages(limit=3)
+        " ".join(p.user_text.split()) for p in store.pages.list_pages(limit=3)
     ]
     # click the "Page" header: ascending id, then descending
     header = panel.pages.table.horizontalHeader()
     col = m.column_index("id")
     header.setSortIndicator(col, Qt.SortOrder.AscendingOrder)
     settle(panel)
-    assert _ids(load_all(m, panel)) == _ids(store.list_pages(order_by="id", descending=False, limit=10_000))
+    assert _ids(load_all(m, panel)) == _ids(store.pages.list_pages(order_by="id", descending=False, limit=10_000))
     header.setSortIndicator(m.column_index("tier"), Qt.SortOrder.DescendingOrder)
     settle(panel)
-    assert _ids(load_all(m, panel)) == _ids(store.list_pages(order_by="tier", descending=True, limit=10_000))
+    assert _ids(load_all(m, panel)) == _ids(store.pages.list_pages(order_by="tier", descending=True, limit=10_000))
     # a column that SQL cannot sort keeps the current order
     header.setSortIndicator(m.column_index("user"), Qt.SortOrder.AscendingOrder)
     settle(panel)
@@ -198,17 +198,17 @@ def test_pages_table_equals_the_database_and_sorts_and_filters_in_sql(qtbot, sto
     panel.pages.search.setText("Luna")
     qtbot.waitUntil(lambda: m.filters.get("text") == "Luna", timeout=3000)
     settle(panel)
-    assert _ids(load_all(m, panel)) == _ids(store.list_pages(text="Luna", order_by="tier", limit=10_000))
+    assert _ids(load_all(m, panel)) == _ids(store.pages.list_pages(text="Luna", order_by="tier", limit=10_000))
     panel.pages.search.setText("")
     panel.pages.tier.setCurrentIndex(panel.pages.tier.findData("stm"))
     qtbot.waitUntil(lambda: "text" not in m.filters, timeout=3000)
     settle(panel)
-    assert m.rowCount() == store.count_pages(tier="stm") > 0
+    assert m.rowCount() == store.pages.count_pages(tier="stm") > 0
     assert {p.tier for p in load_all(m, panel)} == {"stm"}
 
 
 def test_page_detail_chain_navigation_and_links(qtbot, store, filled, panel_factory):
-    chained = [p for p in store.list_pages(limit=10_000) if p.prev_page_id and p.next_page_id]
+    chained = [p for p in store.pages.list_pages(limit=10_000) if p.prev_page_id and p.next_page_id]
     assert chained, "the memory core linked no dialogue chain"
     p = chained[0]
     panel = panel_factory()
@@ -233,12 +233,12 @@ def test_page_detail_chain_navigation_and_links(qtbot, store, filled, panel_fact
     settle(panel)
     assert panel.current_tab() == "pages" and view.model.filters == {"segment_id": p.segment_id}
     assert sorted(_ids(load_all(view.model, panel))) == sorted(
-        _ids(store.list_pages(segment_id=p.segment_id, limit=10_000))
+        _ids(store.pages.list_pages(segment_id=p.segment_id, limit=10_000))
     )
     # link to the conversation message
     got = []
     panel.message_requested.connect(lambda cid, mid: got.append((cid, mid)))
-    page_with_msg = store.get_page(p.id)
+    page_with_msg = store.pages.get(p.id)
     view.load_page(p.id)
     settle(panel)
     if page_with_msg.assistant_message_id or page_with_msg.user_message_id:
@@ -251,7 +251,7 @@ def test_segments_table_heat_and_charts_equal_the_database(qtbot, store, filled,
     settle(panel)
     sv = panel.segments
     m = sv.model
-    db = store.list_segments(limit=10_000)
+    db = store.segments.list_segments(limit=10_000)
     shown = load_all(m, panel)
     assert _ids(shown) == _ids(db)  # hottest first
     for a, b in zip(shown, db):
@@ -269,7 +269,7 @@ def test_segments_table_heat_and_charts_equal_the_database(qtbot, store, filled,
     assert m.index(0, heat_col).data(BarRole) == pytest.approx(db[0].heat, abs=1e-3)
     assert sv.table.itemDelegateForColumn(heat_col) is sv.delegate
     # the chart of all segments: the hottest mid-term ones (hottest drawn at the top)
-    hottest = store.list_segments(tier="mtm", order_by="heat", limit=20)
+    hottest = store.segments.list_segments(tier="mtm", order_by="heat", limit=20)
     assert list(reversed(sv.chart.segment_ids)) == _ids(hottest)
     # one segment's heat over time, with the promotion threshold
     sv.show_segment(db[0].id)
@@ -281,10 +281,10 @@ def test_segments_table_heat_and_charts_equal_the_database(qtbot, store, filled,
     # sort by pages (SQL) and filter by tier
     sv.table.horizontalHeader().setSortIndicator(m.column_index("page_count"), Qt.SortOrder.DescendingOrder)
     settle(panel)
-    assert _ids(load_all(m, panel)) == _ids(store.list_segments(order_by="page_count", limit=10_000))
+    assert _ids(load_all(m, panel)) == _ids(store.segments.list_segments(order_by="page_count", limit=10_000))
     sv.tier.setCurrentIndex(sv.tier.findData("mtm"))
     settle(panel)
-    assert m.rowCount() == store.count_segments(tier="mtm")
+    assert m.rowCount() == store.segments.count_segments(tier="mtm")
 
 
 def test_a_heat_just_below_tau_is_not_shown_as_tau(qtbot, store, filled, panel_factory):
@@ -292,9 +292,9 @@ def test_a_heat_just_below_tau_is_not_shown_as_tau(qtbot, store, filled, panel_f
     (nor "0.00 below τ") anywhere the inspector shows it."""
     import time
 
-    seg = store.list_segments(tier="mtm", limit=1)[0]
+    seg = store.segments.list_segments(tier="mtm", limit=1)[0]
     with store.transaction():
-        store._x(
+        store.db.execute(
             "UPDATE segment SET n_visit = 0, l_interaction = ?, last_access = ?, pinned = 0 WHERE id = ?",
             (
                 int(store.params.heat.tau / store.params.heat.beta) - 1,
@@ -302,7 +302,7 @@ def test_a_heat_just_below_tau_is_not_shown_as_tau(qtbot, store, filled, panel_f
                 seg.id,
             ),
         )
-    heat = store.get_segment(seg.id).heat
+    heat = store.segments.get(seg.id).heat
     assert store.params.heat.tau - 0.01 < heat < store.params.heat.tau
     panel = panel_factory("segments")
     sv = panel.segments
@@ -321,14 +321,14 @@ def test_a_heat_just_below_tau_is_not_shown_as_tau(qtbot, store, filled, panel_f
 
 
 def test_persona_shows_traits_by_dimension_and_knowledge(qtbot, store, filled, panel_factory):
-    traits = store.list_traits(limit=10_000)
+    traits = store.persona.list_traits(limit=10_000)
     assert traits, "the LLM-free promotion produced no traits"
     panel = panel_factory("persona")
     pv = panel.persona
     assert sorted(t.id for t in pv.traits.traits()) == sorted(t.id for t in traits)
     assert pv.traits.dimensions() == sorted({t.dimension for t in traits}, key=str.lower)
     for owner in ("user", "assistant"):
-        assert _ids(pv.knowledge[owner].records()) == _ids(store.list_knowledge(owner=owner, limit=10_000))
+        assert _ids(pv.knowledge[owner].records()) == _ids(store.persona.list_knowledge(owner=owner, limit=10_000))
     t = traits[0]
     idx = pv.traits.index_of_key(("trait", t.id))
     pv.tree.setCurrentIndex(idx)
@@ -336,7 +336,7 @@ def test_persona_shows_traits_by_dimension_and_knowledge(qtbot, store, filled, p
     assert pv.item[1].id == t.id and t.value in pv.detail.toPlainText()
     for src in t.source_page_ids:
         assert f"page {src}" in pv.detail.toPlainText()
-    versions = store.item_versions("trait", t.id)
+    versions = store.persona.item_versions("trait", t.id)
     assert [v.version for v in pv.versions.records()] == [v.version for v in reversed(versions)]
     # an evidence link opens its source page
     if t.source_page_ids:
@@ -354,7 +354,7 @@ def test_persona_headings_are_whole_in_a_docked_panel(qtbot, store, filled, pane
     settle(panel)
     pv = panel.persona
     labels = [pv.traits_label] + [pv.kviews[o].parentWidget().property("title_label") for o in ("user", "assistant")]
-    n_user = len(store.list_knowledge(owner="user", limit=10_000))
+    n_user = len(store.persona.list_knowledge(owner="user", limit=10_000))
     assert labels[1].text() == f"Facts about you — {n_user} fact{'s' if n_user != 1 else ''}"
     for lab in labels:
         one_line = lab.fontMetrics().horizontalAdvance(lab.text()) <= lab.contentsRect().width()
@@ -365,13 +365,13 @@ def test_persona_headings_are_whole_in_a_docked_panel(qtbot, store, filled, pane
 def test_edit_page_reindexes_and_the_view_refreshes(qtbot, store, filled, panel_factory):
     panel = panel_factory("pages")
     view = panel.pages
-    target = store.list_pages(tier="mtm", limit=1)[0]
+    target = store.pages.list_pages(tier="mtm", limit=1)[0]
     view.load_page(target.id)
     settle(panel)
     panel.edit_texts = lambda title, fields, note="": ["I adopted a parrot called Zephyrine.", "Parrots are clever."]
     view.edit_btn.click()
     settle(panel)
-    p = store.get_page(target.id)
+    p = store.pages.get(target.id)
     assert p.user_text == "I adopted a parrot called Zephyrine."
     assert "Zephyrine" in view.detail.toPlainText()
     row = view.model.row_of_key(target.id)
@@ -383,27 +383,27 @@ def test_edit_page_reindexes_and_the_view_refreshes(qtbot, store, filled, panel_
 def test_pin_page_and_segment(qtbot, store, filled, panel_factory):
     panel = panel_factory("pages")
     view = panel.pages
-    target = store.list_pages(limit=1)[0]
+    target = store.pages.list_pages(limit=1)[0]
     view.table.select_key(target.id)
     settle(panel)
     assert view.page.id == target.id and view.pin_btn.text() == "Pin"
     view.pin_btn.click()
     settle(panel)
-    assert store.get_page(target.id).pinned
+    assert store.pages.get(target.id).pinned
     row = view.model.row_of_key(target.id)
     assert view.model.index(row, view.model.column_index("pinned")).data() == "pinned"
     assert view.pin_btn.text() == "Unpin"
     view.pin_btn.click()
     settle(panel)
-    assert not store.get_page(target.id).pinned
+    assert not store.pages.get(target.id).pinned
     panel.show_tab("segments")
     settle(panel)
-    seg = store.list_segments(limit=1)[0]
+    seg = store.segments.list_segments(limit=1)[0]
     panel.segments.show_segment(seg.id)
     settle(panel)
     panel.segments.pin_btn.click()
     settle(panel)
-    assert store.get_segment(seg.id).pinned
+    assert store.segments.get(seg.id).pinned
     rec = panel.segments.model.peek(panel.segments.model.row_of_key(seg.id))
     assert rec.pinned
 
@@ -425,12 +425,12 @@ def test_multi_select_forget_pages_needs_confirmation_and_leaves_retrieval(qtbot
     view.forget_btn.click()
     settle(panel)
     assert asked and "3 pages" in asked[0]
-    assert all(store.get_page(i) is not None for i in victims)  # cancelled: nothing forgotten
+    assert all(store.pages.get(i) is not None for i in victims)  # cancelled: nothing forgotten
     panel.confirm = lambda title, text, action="Forget": True
     view.forget_btn.click()
     settle(panel)
-    assert all(store.get_page(i) is None for i in victims)
-    assert view.model.rowCount() == store.count_pages(text="Luna")
+    assert all(store.pages.get(i) is None for i in victims)
+    assert view.model.rowCount() == store.pages.count_pages(text="Luna")
     assert not set(victims) & set(_ids(load_all(view.model, panel)))
     for q in (query, "Luna knocked a glass off the table", "salmon cat food"):
         assert not set(victims) & {h.page.id for h in store.retrieve(q, record_visits=False).pages}
@@ -440,15 +440,15 @@ def test_forget_segment_from_the_segments_table(qtbot, store, filled, panel_fact
     panel = panel_factory("segments")
     settle(panel)
     sv = panel.segments
-    seg = store.list_segments(limit=1)[0]
-    pages = _ids(store.list_pages(segment_id=seg.id, limit=10_000))
+    seg = store.segments.list_segments(limit=1)[0]
+    pages = _ids(store.pages.list_pages(segment_id=seg.id, limit=10_000))
     row = sv.model.row_of_key(seg.id)
     _select_rows(sv.table, [row])
     panel.confirm = lambda title, text, action="Forget": True
     sv.forget_btn.click()
     settle(panel)
-    assert store.get_segment(seg.id) is None
-    assert all(store.get_page(p) is None for p in pages)
+    assert store.segments.get(seg.id) is None
+    assert all(store.pages.get(p) is None for p in pages)
     assert seg.id not in _ids(load_all(sv.model, panel))
     text = pages and store  # the segment's topic no longer comes back
     assert text is not None
@@ -459,20 +459,20 @@ def test_forget_segment_from_the_segments_table(qtbot, store, filled, panel_fact
 def test_edit_pin_forget_persona_items(qtbot, store, filled, panel_factory):
     panel = panel_factory("persona")
     pv = panel.persona
-    t = store.list_traits(limit=1)[0]
+    t = store.persona.list_traits(limit=1)[0]
     pv.tree.setCurrentIndex(pv.traits.index_of_key(("trait", t.id)))
     settle(panel)
     panel.edit_texts = lambda title, fields, note="": ["mountain hiking and glaciers"]
     pv.edit_btn.click()
     settle(panel)
-    t2 = store.get_trait(t.id)
+    t2 = store.persona.get_trait(t.id)
     assert t2.value == "mountain hiking and glaciers" and t2.version == t.version + 1
     assert [v.version for v in pv.versions.records()][0] == t2.version  # newest first
     assert any(v.text.endswith(t.value) or v.text == t.value for v in pv.versions.records())
     pv.pin_btn.click()
     settle(panel)
-    assert store.get_trait(t.id).pinned
-    know = store.list_knowledge(limit=1)
+    assert store.persona.get_trait(t.id).pinned
+    know = store.persona.list_knowledge(limit=1)
     if know:
         k = know[0]
         v = pv.kviews[k.owner]
@@ -481,14 +481,14 @@ def test_edit_pin_forget_persona_items(qtbot, store, filled, panel_factory):
         panel.edit_texts = lambda title, fields, note="": ["The user owns a cat named Luna who loves salmon."]
         pv.edit_btn.click()
         settle(panel)
-        assert store.get_knowledge(k.id).text == "The user owns a cat named Luna who loves salmon."
+        assert store.persona.get_knowledge(k.id).text == "The user owns a cat named Luna who loves salmon."
         assert pv.knowledge[k.owner].record(pv.knowledge[k.owner].row_of_key(k.id)).text.startswith("The user owns")
         panel.confirm = lambda *a, **kw: True
         assert v.select_key(k.id)
         settle(panel)
         pv.forget_btn.click()
         settle(panel)
-        assert store.get_knowledge(k.id) is None
+        assert store.persona.get_knowledge(k.id) is None
         assert k.id not in _ids(pv.knowledge[k.owner].records())
         hits = store.retrieve("cat named Luna who loves salmon", record_visits=False).knowledge
         assert k.id not in [h.item.id for h in hits]
@@ -497,7 +497,7 @@ def test_edit_pin_forget_persona_items(qtbot, store, filled, panel_factory):
     panel.confirm = lambda *a, **kw: True
     pv.forget_btn.click()
     settle(panel)
-    assert store.get_trait(t.id) is None
+    assert store.persona.get_trait(t.id) is None
     assert t.id not in [x.id for x in pv.traits.traits()]
     assert t.id not in [h.item.id for h in store.retrieve("hiking", record_visits=False).traits]
 
@@ -507,7 +507,7 @@ def test_pause_and_wipe_with_typed_confirmation(qtbot, store, filled, panel_fact
     panel.pause_box.setChecked(True)
     settle(panel)
     assert store.is_paused() and panel.overview.banner.isVisibleTo(panel)
-    assert store.add_pages(filled["cat"], [{"user_text": "x y z", "assistant_text": "q"}]) == [0]
+    assert store.intake.add_pages(filled["cat"], [{"user_text": "x y z", "assistant_text": "q"}]) == [0]
     panel.pause_box.setChecked(False)
     settle(panel)
     assert not store.is_paused()
@@ -515,13 +515,13 @@ def test_pause_and_wipe_with_typed_confirmation(qtbot, store, filled, panel_fact
     panel.confirm_typed = lambda *a, **kw: False
     panel.wipe_btn.click()
     settle(panel)
-    assert store.count_pages() > 0
+    assert store.pages.count_pages() > 0
     panel.show_tab("pages")
     settle(panel)
     panel.confirm_typed = lambda *a, **kw: True
     panel.wipe_btn.click()
     settle(panel)
-    assert store.count_pages() == 0 and store.count_segments() == 0 and store.count_traits() == 0
+    assert store.pages.count_pages() == 0 and store.segments.count_segments() == 0 and store.persona.count_traits() == 0
     assert panel.pages.model.rowCount() == 0
     assert panel.overview.stats["pages_total"] == 0
 
@@ -538,8 +538,8 @@ def test_typed_confirmation_dialog_needs_the_exact_phrase(qtbot):
 
 # ---------------------------------------------------------------------- live updates keep selection and scroll
 def test_live_refresh_keeps_selection_and_scroll(qtbot, store, panel_factory):
-    cid = store.create_conversation("bulk")
-    store.add_pages(cid, random_items(900, store.dim))
+    cid = store.conversations.create_conversation("bulk")
+    store.intake.add_pages(cid, random_items(900, store.dim))
     panel = panel_factory("pages")
     view = panel.pages
     table = view.table
@@ -557,10 +557,10 @@ def test_live_refresh_keeps_selection_and_scroll(qtbot, store, panel_factory):
     chosen = sorted(m.peek(r).id for r in rows)
     current = view.page.id
     # memory changes elsewhere (another connection): new pages on top, one page above the view forgotten
-    store.add_pages(cid, random_items(5, store.dim, start=1_900_000_000.0, seed=9))
-    store.forget("page", [m.peek(10).id])
+    store.intake.add_pages(cid, random_items(5, store.dim, start=1_900_000_000.0, seed=9))
+    store.curation.forget("page", [m.peek(10).id])
     panel.notify_memory_event()
-    qtbot.waitUntil(lambda: m.rowCount() == store.count_pages(), timeout=10_000)
+    qtbot.waitUntil(lambda: m.rowCount() == store.pages.count_pages(), timeout=10_000)
     settle(panel)
     sel = sorted(m.peek(i.row()).id for i in table.selectionModel().selectedRows())
     assert sel == chosen
@@ -573,7 +573,7 @@ def test_trace_of_a_chat_reply_lists_the_pages_of_its_prompt(qtbot, store, fille
     from app.agent import ChatAgent
 
     agent = ChatAgent(store, chat_model)
-    cid = store.create_conversation("New chat")
+    cid = store.conversations.create_conversation("New chat")
     result = agent.send(cid, "What happened with my cat Luna at the vet?")
     included = result.trace["included"]["pages"]
     assert included, "the prompt recalled no page"
@@ -602,12 +602,12 @@ def test_trace_shows_a_page_quoted_by_one_side(qtbot, store, filled, panel_facto
 
     store.params.quoting.recall_turns = 3
     result = ChatAgent(store, chat_model).send(
-        store.create_conversation("q"), "What happened with my cat Luna at the vet?"
+        store.conversations.create_conversation("q"), "What happened with my cat Luna at the vet?"
     )
     half = result.trace["half_pages"]
     assert half and len(result.trace["included"]["pages"]) <= 3, result.trace["included"]
     pid, side = next(iter(half.items()))
-    page = store.get_page(int(pid))
+    page = store.pages.get(int(pid))
     said, other = (page.user_text, page.assistant_text) if side == "user" else (page.assistant_text, page.user_text)
     label = "User: " if side == "user" else "Assistant: "
     (block,) = [b for b in result.prompt.messages[-2]["content"].split("\n\n") if f"(page {pid})" in b]
@@ -630,11 +630,11 @@ def test_trace_shows_an_earlier_asking_of_the_question_as_left_out(qtbot, store,
 
     agent = ChatAgent(store, chat_model)
     question = "What happened with my cat Luna at the vet?"
-    first = store.create_conversation("first")
+    first = store.conversations.create_conversation("first")
     agent.send(first, question)
-    store.run_pending(allow_llm=False)
-    (asked,) = store.list_pages(conversation_id=first)
-    result = agent.send(store.create_conversation("again"), question)
+    store.jobs.run_pending(allow_llm=False)
+    (asked,) = store.pages.list_pages(conversation_id=first)
+    result = agent.send(store.conversations.create_conversation("again"), question)
     panel = panel_factory()
     panel.show_trace_for_message(result.assistant_message_id)
     settle(panel)
@@ -658,7 +658,7 @@ def test_trace_says_why_a_recalled_page_was_not_quoted(qtbot, store, filled, pan
 
     store.params.quoting.recall_min_score = 2.0  # a high floor: most recalled pages stay out of the prompt
     result = ChatAgent(store, chat_model).send(
-        store.create_conversation("q"), "What happened with my cat Luna at the vet?"
+        store.conversations.create_conversation("q"), "What happened with my cat Luna at the vet?"
     )
     panel = panel_factory()
     panel.show_trace_for_message(result.assistant_message_id)
@@ -697,7 +697,7 @@ def _ns(hit: dict):
 def test_test_query_box_recalls_like_the_store_without_visits(qtbot, store, filled, panel_factory):
     panel = panel_factory("trace")
     tv = panel.trace
-    visits = {s.id: s.n_visit for s in store.list_segments(limit=10_000)}
+    visits = {s.id: s.n_visit for s in store.segments.list_segments(limit=10_000)}
     q = "pasta dinner party for my friends"
     tv.query.setText(q)
     tv.run_btn.click()
@@ -710,7 +710,7 @@ def test_test_query_box_recalls_like_the_store_without_visits(qtbot, store, fill
     assert len(expected) == store.params.quoting.recall_turns
     assert tv.listed_page_ids("not_in_prompt") == expected
     assert all(r["reason"] for r in tv.not_in_prompt.records())
-    assert {s.id: s.n_visit for s in store.list_segments(limit=10_000)} == visits
+    assert {s.id: s.n_visit for s in store.segments.list_segments(limit=10_000)} == visits
     assert tv.segs.rowCount() > 0 and tv.items.rowCount() == len(store.retrieve(q, record_visits=False).traits) + len(
         store.retrieve(q, record_visits=False).knowledge
     )
@@ -731,7 +731,7 @@ def test_export_from_the_inspector(qtbot, store, filled, panel_factory, tmp_path
     assert sig.args == [str(target)] and panel.export_btn.isEnabled()
     doc = json.loads(target.read_text(encoding="utf-8"))
     assert [p["id"] for p in doc["pages"]] == [
-        p.id for p in store.list_pages(order_by="id", descending=False, limit=100_000)
+        p.id for p in store.pages.list_pages(order_by="id", descending=False, limit=100_000)
     ]
     assert "Exported" in panel.status_label.text()
     # a file that cannot be written: a message, no file, the button back
@@ -755,7 +755,9 @@ def test_add_remembers_a_fact_and_a_trait_the_user_writes(qtbot, store, filled, 
     panel.ask_new_item = ask
     pv.add_btn.click()
     settle(panel)
-    (k,) = [k for k in store.list_knowledge(owner="user", limit=10_000) if k.text == "I am allergic to peanuts."]
+    (k,) = [
+        k for k in store.persona.list_knowledge(owner="user", limit=10_000) if k.text == "I am allergic to peanuts."
+    ]
     assert k.pinned and k.model == "user"
     assert k.id in _ids(pv.knowledge["user"].records())
     assert panel.status_label.text() == f"Remembered as fact {k.id}: I am allergic to peanuts."
@@ -767,22 +769,22 @@ def test_add_remembers_a_fact_and_a_trait_the_user_writes(qtbot, store, filled, 
     # saying it again confirms it (a count, no new version of the same words); a trait goes under its dimension
     pv.add_btn.click()
     settle(panel)
-    again = store.get_knowledge(k.id)
+    again = store.persona.get_knowledge(k.id)
     assert (again.version, again.confirmations) == (1, 1)
     assert panel.status_label.text().startswith(f"Already remembered as fact {k.id}")
     panel.ask_new_item = lambda dims: {"kind": "trait", "dimension": "likes", "value": "bebop jazz", "pin": False}
     pv.add_btn.click()
     settle(panel)
-    (t,) = [t for t in store.list_traits(limit=10_000) if t.value == "bebop jazz"]
+    (t,) = [t for t in store.persona.list_traits(limit=10_000) if t.value == "bebop jazz"]
     assert t.dimension == "likes" and t.id in [r.id for r in pv.traits.traits()]
     # cancelled: nothing changes
-    before = store.count_knowledge() + store.count_traits()
+    before = store.persona.count_knowledge() + store.persona.count_traits()
     panel.ask_new_item = lambda dims: None
     pv.add_btn.click()
     settle(panel)
-    assert store.count_knowledge() + store.count_traits() == before
+    assert store.persona.count_knowledge() + store.persona.count_traits() == before
     # a link to an item that was forgotten since (an old reply's "remembered as fact N") says so
-    store.forget("knowledge", k.id)
+    store.curation.forget("knowledge", k.id)
     panel.show_persona_item("knowledge", k.id)
     settle(panel)
     assert pv.item is None and f"Fact {k.id} is no longer in memory" in pv.detail.toPlainText()

@@ -138,11 +138,11 @@ def fill_store(store, *, rounds: int = 2, promote: bool = True) -> dict[str, int
     convs = {}
     base = 1_700_000_000.0
     for i, topic in enumerate(TOPICS):
-        cid = store.create_conversation(f"About {topic}", created_at=base + i * 86400)
-        store.add_pages(cid, topic_items(topic, base + i * 86400, rounds))
+        cid = store.conversations.create_conversation(f"About {topic}", created_at=base + i * 86400)
+        store.intake.add_pages(cid, topic_items(topic, base + i * 86400, rounds))
         convs[topic] = cid
     if promote:
-        store.run_pending(allow_llm=False)
+        store.jobs.run_pending(allow_llm=False)
     return convs
 
 

@@ -38,24 +38,24 @@ def test_lazy_models_pass_model_tester_through_changes(qtbot, store, filled, pan
         segs.sort(segs.column_index("page_count"), Qt.SortOrder.DescendingOrder)
         pages.set_filters(text="pasta")
         settle(panel)
-        assert pages.rowCount() == store.count_pages(text="pasta") > 0
+        assert pages.rowCount() == store.pages.count_pages(text="pasta") > 0
         pages.set_filters()
         settle(panel)
         load_all(pages, panel)
         # live refresh with rows added (end inserts + layout change) ...
-        store.add_pages(filled["cat"], random_items(25, store.dim, start=1_800_000_000.0))
+        store.intake.add_pages(filled["cat"], random_items(25, store.dim, start=1_800_000_000.0))
         pages.refresh()
         segs.refresh()
         settle(panel)
-        assert pages.rowCount() == store.count_pages()
+        assert pages.rowCount() == store.pages.count_pages()
         # ... and with rows removed
-        gone = [p.id for p in store.list_pages(limit=7)]
-        store.forget("page", gone)
+        gone = [p.id for p in store.pages.list_pages(limit=7)]
+        store.curation.forget("page", gone)
         pages.refresh()
         segs.refresh()
         settle(panel)
-        assert pages.rowCount() == store.count_pages()
-        store.wipe_memory()
+        assert pages.rowCount() == store.pages.count_pages()
+        store.curation.wipe_memory()
         pages.refresh()
         segs.refresh()
         settle(panel)
@@ -85,19 +85,19 @@ def test_list_and_tree_models_pass_model_tester(qtbot, store, filled, panel_fact
         panel.trace.query.setText("my cat at the vet")
         panel.trace.run_query()
         settle(panel)
-        traits = store.list_traits()
+        traits = store.persona.list_traits()
         if traits:
             persona.load_item("trait", traits[0].id)
             settle(panel)
-            assert persona.versions.rowCount() == len(store.item_versions("trait", traits[0].id))
+            assert persona.versions.rowCount() == len(store.persona.item_versions("trait", traits[0].id))
         persona.archived.setChecked(True)
         settle(panel)
-        store.add_pages(filled["spanish"], random_items(30, store.dim, start=1_800_000_000.0, seed=3))
-        store.run_pending(allow_llm=False)
+        store.intake.add_pages(filled["spanish"], random_items(30, store.dim, start=1_800_000_000.0, seed=3))
+        store.jobs.run_pending(allow_llm=False)
         panel.refresh_all(force=True)
         persona.refresh()
         settle(panel)
-        store.wipe_memory()
+        store.curation.wipe_memory()
         panel.refresh_all(force=True)
         persona.refresh()
         settle(panel)
@@ -139,8 +139,8 @@ def test_heat_history_replays_events():
 
 def test_heat_history_of_a_real_segment_matches_the_store(store, filled):
     p = store.params
-    for seg in store.list_segments(limit=50):
-        h = heat_history(store.segment_events(seg.id), seg, p)
+    for seg in store.segments.list_segments(limit=50):
+        h = heat_history(store.event_log.segment_events(seg.id), seg, p)
         assert h.complete, h.notes
         assert h.now[1] == pytest.approx(seg.heat)
 
@@ -174,12 +174,12 @@ def test_attach_creates_one_right_dock_and_listens(qtbot, ctx, store, filled):
         assert docks[0].isVisible()
         settle(panel)
         before = panel.overview.stats.get("pages_total")
-        store.add_pages(filled["cat"], random_items(3, store.dim, start=1_800_000_000.0))
+        store.intake.add_pages(filled["cat"], random_items(3, store.dim, start=1_800_000_000.0))
         main.memory_event.emit(object())  # the main window's re-emitted scheduler event
         deadline = time.monotonic() + 10
         while panel.overview.stats.get("pages_total") == before and time.monotonic() < deadline:
             settle(panel)
-        assert panel.overview.stats["pages_total"] == store.count_pages()
+        assert panel.overview.stats["pages_total"] == store.pages.count_pages()
         panel.open_message(1, 42)
         assert main.shown == [(1, 42)]
         docks[0].close()
@@ -225,8 +225,8 @@ def test_the_ui_thread_never_touches_the_store_and_no_sql_in_the_ui(qtbot, ctx, 
             settle(p)
         p.trace.query.setText("hiking in the Alps")
         p.trace.run_query()
-        p.pages.load_page(store.list_pages(limit=1)[0].id)
-        p.segments.show_segment(store.list_segments(limit=1)[0].id)
+        p.pages.load_page(store.pages.list_pages(limit=1)[0].id)
+        p.segments.show_segment(store.segments.list_segments(limit=1)[0].id)
         p.confirm = lambda *a, **kw: True
         p.pages.forget_btn.click()
         settle(p)

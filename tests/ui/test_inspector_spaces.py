@@ -21,7 +21,7 @@ from tests.ui.test_inspector_fixtures import (  # noqa: F401  (fixtures)
 
 def test_pages_filter_by_space(qtbot, store, filled, panel_factory):
     work = store.spaces.create("Work")
-    ids = [p.id for p in store.list_pages(limit=10_000)]
+    ids = [p.id for p in store.pages.list_pages(limit=10_000)]
     store.spaces.move_pages(ids[: len(ids) // 3], work)
     panel = panel_factory("pages")
     view, m = panel.pages, panel.pages.model
@@ -33,14 +33,14 @@ def test_pages_filter_by_space(qtbot, store, filled, panel_factory):
     qtbot.waitUntil(lambda: m.filters.get("space_id") == work, timeout=5000)
     settle(panel)
     shown = load_all(m, panel)
-    assert sorted(p.id for p in shown) == sorted(p.id for p in store.list_pages(space_id=work, limit=10_000))
-    assert m.rowCount() == store.count_pages(space_id=work) == len(ids) // 3
+    assert sorted(p.id for p in shown) == sorted(p.id for p in store.pages.list_pages(space_id=work, limit=10_000))
+    assert m.rowCount() == store.pages.count_pages(space_id=work) == len(ids) // 3
     assert {m.index(r, m.column_index("space")).data() for r in range(m.rowCount())} == {"Work"}  # by name
     assert not view.table.isColumnHidden(m.column_index("space"))
     view.space.setCurrentIndex(0)  # All spaces
     qtbot.waitUntil(lambda: "space_id" not in m.filters, timeout=5000)
     settle(panel)
-    assert m.rowCount() == store.count_pages()
+    assert m.rowCount() == store.pages.count_pages()
     view.space.setCurrentIndex(i)
     settle(panel)
     Path("/tmp/spaces").mkdir(parents=True, exist_ok=True)
@@ -68,9 +68,9 @@ def _traits(pv) -> list[tuple[str, str]]:
 
 
 def test_persona_facts_and_traits_filter_by_space(qtbot, store, panel_factory):
-    store.add_knowledge("user", "The user's dog is called Biscuit.")
-    store.add_knowledge("assistant", "I will answer in French.")
-    store.add_trait("likes", "jazz")
+    store.persona.add_knowledge("user", "The user's dog is called Biscuit.")
+    store.persona.add_knowledge("assistant", "I will answer in French.")
+    store.persona.add_trait("likes", "jazz")
     panel = panel_factory("persona")
     pv = panel.persona
     settle(panel)
@@ -81,8 +81,8 @@ def test_persona_facts_and_traits_filter_by_space(qtbot, store, panel_factory):
     assert pv.tree.isColumnHidden(pv.traits.SPACE)
 
     work = store.spaces.create("Work")
-    store.add_knowledge("user", "The user's report is due on Friday.", space_id=work)
-    store.add_trait("occupation", "engineer", space_id=work)
+    store.persona.add_knowledge("user", "The user's report is due on Friday.", space_id=work)
+    store.persona.add_trait("occupation", "engineer", space_id=work)
     pv.refresh()
     settle(panel)
     qtbot.waitUntil(lambda: pv.space.count() == 3 and user.table_model().rowCount() == 2, timeout=10_000)

@@ -22,19 +22,19 @@ def store(ctx):
 
 def _two_topics(store):
     """A pottery topic titled by a (scripted) model and a kayak topic with its keywords' title."""
-    store.llm, store.llm_model_id, store.model_titles = (
+    store.promotion.llm, store.promotion.llm_model_id, store.titles.model_writes = (
         (lambda m, s: {"title": "Learning pottery"}),
         "big-7b.gguf",
         True,
     )
-    cid = store.create_conversation()
+    cid = store.conversations.create_conversation()
     for i, (u, a) in enumerate(POTTERY[:4]):  # the last stays in recent chat
-        store.add_page(cid, u, a, embedding=mix(384, 0, 10 + i, 0.9))
-    cid = store.create_conversation()
+        store.intake.add_page(cid, u, a, embedding=mix(384, 0, 10 + i, 0.9))
+    cid = store.conversations.create_conversation()
     for i in range(4):
-        store.add_page(cid, f"kayak river paddle trip {i}", "fun", embedding=mix(384, 1, 20 + i, 0.9))
-    store.run_pending()
-    by = {s.title_by: s for s in store.list_segments(tier="mtm", limit=100) if s.page_count >= 2}
+        store.intake.add_page(cid, f"kayak river paddle trip {i}", "fun", embedding=mix(384, 1, 20 + i, 0.9))
+    store.jobs.run_pending()
+    by = {s.title_by: s for s in store.segments.list_segments(tier="mtm", limit=100) if s.page_count >= 2}
     assert by["big-7b.gguf"].title == "Learning pottery" and "" in by
     return by["big-7b.gguf"], by[""]
 

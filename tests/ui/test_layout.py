@@ -109,12 +109,12 @@ def test_dates_in_the_chat_and_date_groups_in_the_chat_list(make_window, qtbot, 
     win = make_window(start=False)
     store = win.ctx.open_store()
     try:
-        old = store.create_conversation("Old trip", created_at=now - 40 * day)
-        u = store.add_message(old, "user", "Where did we go?", created_at=now - 40 * day)
-        store.add_message(old, "assistant", "To Porto.", parent_id=u, created_at=now - 40 * day + 5)
-        fresh = store.create_conversation("Today's chat")
-        store.add_message(fresh, "user", "Hello.")
-        expected_old = date_group(store.get_conversation(old).updated_at, now)
+        old = store.conversations.create_conversation("Old trip", created_at=now - 40 * day)
+        u = store.conversations.add_message(old, "user", "Where did we go?", created_at=now - 40 * day)
+        store.conversations.add_message(old, "assistant", "To Porto.", parent_id=u, created_at=now - 40 * day + 5)
+        fresh = store.conversations.create_conversation("Today's chat")
+        store.conversations.add_message(fresh, "user", "Hello.")
+        expected_old = date_group(store.conversations.get_conversation(old).updated_at, now)
     finally:
         store.close()
     win.start_background_loading()
@@ -144,9 +144,13 @@ def test_chat_actions_need_a_chat_and_imported_lines_have_no_reply_actions(make_
     # an imported chat: its lines have no trace to show, nothing of Mnemo's to regenerate or resend
     store = win.ctx.open_store()
     try:
-        cid = store.create_conversation("From ChatGPT", source="chatgpt")
-        u = store.add_message(cid, "user", "What is a haiku?", meta={"import_source": "chatgpt", "turn_id": "u1"})
-        store.add_message(cid, "assistant", "A short poem.", parent_id=u, meta={"import_source": "chatgpt"})
+        cid = store.conversations.create_conversation("From ChatGPT", source="chatgpt")
+        u = store.conversations.add_message(
+            cid, "user", "What is a haiku?", meta={"import_source": "chatgpt", "turn_id": "u1"}
+        )
+        store.conversations.add_message(
+            cid, "assistant", "A short poem.", parent_id=u, meta={"import_source": "chatgpt"}
+        )
     finally:
         store.close()
     win.open_conversation(cid)
@@ -203,8 +207,8 @@ def test_saved_memories_edit_pin_and_forget_act_on_the_store(make_window, qtbot)
         qtbot.waitUntil(lambda: view.row_of("knowledge", fact.id) is None, timeout=20_000)
         check = win.ctx.open_store()
         try:
-            assert check.get_knowledge(fact.id) is None
-            assert check.get_trait(trait.id).pinned
+            assert check.persona.get_knowledge(fact.id) is None
+            assert check.persona.get_trait(trait.id).pinned
             assert not any(h.item.id == fact.id for h in check.retrieve("Where do I live?").knowledge)
         finally:
             check.close()

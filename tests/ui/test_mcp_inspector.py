@@ -82,9 +82,9 @@ def test_mcp_writes_appear_in_the_open_inspector(make_window, chat, qtbot, mnemo
     try:
 
         def page_kept() -> bool:
-            return any(p.user_text == said for p in store.list_pages(limit=50))
+            return any(p.user_text == said for p in store.pages.list_pages(limit=50))
 
         qtbot.waitUntil(page_kept, timeout=TIMEOUT_MS)  # the chat's page too: nothing lost
-        assert {store.get_knowledge(i).text for i in ids} == set(FACTS)
+        assert {store.persona.get_knowledge(i).text for i in ids} == set(FACTS)
     finally:
         store.close()

@@ -110,8 +110,8 @@ def offending(strings: list[tuple[str, str]]) -> list[tuple[str, list[str], str]
 
 def _emit_the_other_events(store) -> None:
     """Events of the kinds a filled store has none of, as the memory core writes them."""
-    seg = store.list_segments(limit=1)[0]
-    fact = store.list_knowledge(limit=1)[0]
+    seg = store.segments.list_segments(limit=1)[0]
+    fact = store.persona.list_knowledge(limit=1)[0]
     with store.transaction():
         emit = store.db.emit
         emit(
@@ -147,11 +147,11 @@ def test_the_inspector_speaks_plain_words_and_keeps_the_technical_ones_one_click
     from app.agent import ChatAgent
 
     agent = ChatAgent(store, chat_model)
-    cid = store.create_conversation("Luna")
+    cid = store.conversations.create_conversation("Luna")
     first = agent.send(cid, "What happened with my cat Luna at the vet?")
-    store.run_pending(allow_llm=False)  # its page is made, then the regenerate forgets it
+    store.jobs.run_pending(allow_llm=False)  # its page is made, then the regenerate forgets it
     again = agent.regenerate(first.assistant_message_id)  # forgets the replaced reply's page: an event
-    store.run_pending(allow_llm=False)
+    store.jobs.run_pending(allow_llm=False)
     _emit_the_other_events(store)
     panel = panel_factory("overview")
     panel.resize(1100, 900)
@@ -168,7 +168,7 @@ def test_the_inspector_speaks_plain_words_and_keeps_the_technical_ones_one_click
         settle(panel)
         if name == "segments":  # a topic's detail: its heat in words, its history
             load_all(panel.segments.model, panel)
-            for sid in [s.id for s in store.list_segments(limit=3)]:
+            for sid in [s.id for s in store.segments.list_segments(limit=3)]:
                 panel.segments.show_segment(sid)
                 settle(panel)
                 found += offending(visible_strings(panel.segments))
@@ -199,7 +199,7 @@ def test_the_inspector_speaks_plain_words_and_keeps_the_technical_ones_one_click
     assert panel.details
     panel.show_tab("segments")
     settle(panel)
-    panel.segments.show_segment(store.list_segments(limit=1)[0].id)
+    panel.segments.show_segment(store.segments.list_segments(limit=1)[0].id)
     settle(panel)
     assert "N_visit" in panel.segments.detail.toPlainText()
     panel.show_tab("overview")

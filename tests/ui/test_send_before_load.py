@@ -11,7 +11,11 @@ from tests.ui.conftest import LOAD_TIMEOUT_MS, TURN_TIMEOUT_MS
 def _messages(ctx):
     store = ctx.open_store()
     try:
-        return [(m.role, m.content, m.status) for c in store.list_conversations() for m in store.list_messages(c.id)]
+        return [
+            (m.role, m.content, m.status)
+            for c in store.conversations.list_conversations()
+            for m in store.conversations.list_messages(c.id)
+        ]
     finally:
         store.close()
 

@@ -34,9 +34,9 @@ def _done(dlg, worker):
 
 
 def test_manage_spaces(qtbot, store, worker):  # noqa: F811
-    home = store.create_conversation("home")
-    store.add_page(home, "I adopted a golden retriever puppy named Biscuit.", "Biscuit sounds sweet.")
-    store.add_knowledge("user", "The user's dog is called Biscuit.")
+    home = store.conversations.create_conversation("home")
+    store.intake.add_page(home, "I adopted a golden retriever puppy named Biscuit.", "Biscuit sounds sweet.")
+    store.persona.add_knowledge("user", "The user's dog is called Biscuit.")
     dlg = SpacesDialog(lambda fn, done, err: worker.submit(fn, done, on_error=err))
     qtbot.addWidget(dlg)
     dlg.show()
@@ -73,7 +73,7 @@ def test_manage_spaces(qtbot, store, worker):  # noqa: F811
     dlg.delete_space()
     _done(dlg, worker)
     assert asked and asked[0][2] == "Forget and delete" and "forgets that memory" in asked[0][1]
-    assert store.spaces.get(1) is not None and store.count_pages() == 1
+    assert store.spaces.get(1) is not None and store.pages.count_pages() == 1
 
     # merge Personal into Office: the confirmation says what happens, then everything moves
     dlg.ask_target = lambda title, names: names.index("Office")
@@ -85,14 +85,14 @@ def test_manage_spaces(qtbot, store, worker):  # noqa: F811
     assert "“Personal” is removed" in text
     assert dlg.status.text() == "“Personal” merged into “Office”: 1 page and 1 fact moved."
     assert _names(dlg) == ["Office — 1 page, 1 fact, 1 chat"]
-    assert [p.space_id for p in store.list_pages(limit=5)] == [store.spaces.resolve("Office")]
+    assert [p.space_id for p in store.pages.list_pages(limit=5)] == [store.spaces.resolve("Office")]
 
     # a second space, filled, deleted with its memory after the confirmation
     dlg.ask_name = lambda title, label, text: "Scratch"
     dlg.new_space()
     qtbot.waitUntil(lambda: dlg.list.count() == 2, timeout=10_000)
     scratch = store.spaces.resolve("Scratch")
-    store.add_knowledge("user", "The user is testing a scratch space.", space_id=scratch)
+    store.persona.add_knowledge("user", "The user is testing a scratch space.", space_id=scratch)
     dlg.reload()
     qtbot.waitUntil(lambda: "Scratch — 1 fact" in _names(dlg), timeout=10_000)
     Path("/tmp/spaces").mkdir(parents=True, exist_ok=True)
@@ -103,21 +103,21 @@ def test_manage_spaces(qtbot, store, worker):  # noqa: F811
     qtbot.waitUntil(lambda: dlg.list.count() == 1, timeout=30_000)
     assert dlg.status.text() == "Space “Scratch” deleted; 1 item forgotten with it."
     assert [s.name for s in store.spaces.list()] == ["Office"]
-    assert not [k for k in store.list_knowledge() if "scratch" in k.text]
+    assert not [k for k in store.persona.list_knowledge() if "scratch" in k.text]
 
 
 def test_merge_into_says_what_fuses_before_and_after(qtbot, store, worker):  # noqa: F811
     work = store.spaces.create("Work")
-    porto = store.add_knowledge("user", "The user lives in Porto.")
-    dog = store.add_knowledge("user", "The user's dog is called Biscuit.")
-    pinned = store.add_knowledge("user", "The user's manager is Ana.", pinned=True)
-    store.add_knowledge("user", "The user drinks green tea.")
+    porto = store.persona.add_knowledge("user", "The user lives in Porto.")
+    dog = store.persona.add_knowledge("user", "The user's dog is called Biscuit.")
+    pinned = store.persona.add_knowledge("user", "The user's manager is Ana.", pinned=True)
+    store.persona.add_knowledge("user", "The user drinks green tea.")
     with store.transaction():  # said a day before what Work holds
         store.db.execute("UPDATE knowledge SET updated_at = updated_at - 86400, created_at = created_at - 86400")
-    store.add_knowledge("user", "The user lives in Lyon now.", space_id=work)
-    store.add_knowledge("user", "The user's dog is named Biscuit.", space_id=work)
-    store.add_knowledge("user", "The user's manager is Rui now.", space_id=work)
-    store.add_knowledge("user", "The user drinks green tea.", space_id=work)
+    store.persona.add_knowledge("user", "The user lives in Lyon now.", space_id=work)
+    store.persona.add_knowledge("user", "The user's dog is named Biscuit.", space_id=work)
+    store.persona.add_knowledge("user", "The user's manager is Rui now.", space_id=work)
+    store.persona.add_knowledge("user", "The user drinks green tea.", space_id=work)
     dlg = SpacesDialog(lambda fn, done, err: worker.submit(fn, done, on_error=err))
     qtbot.addWidget(dlg)
     qtbot.waitUntil(lambda: dlg.list.count() == 2, timeout=10_000)
@@ -148,10 +148,10 @@ def test_merge_into_says_what_fuses_before_and_after(qtbot, store, worker):  # n
         "Newer, updated what “Personal” holds (the older text stays a version): 1 fact.",
         "Against a pinned item, left beside it: “The user's manager is Rui now” (pinned: “The user's manager is Ana”).",
     ]
-    assert store.get_knowledge(porto).text == "The user lives in Lyon now."
-    assert store.get_knowledge(dog).confirmations == 1
-    assert store.get_knowledge(pinned).text == "The user's manager is Ana."
-    assert store.count_knowledge() == 5 and store.check_integrity() == []
+    assert store.persona.get_knowledge(porto).text == "The user lives in Lyon now."
+    assert store.persona.get_knowledge(dog).confirmations == 1
+    assert store.persona.get_knowledge(pinned).text == "The user's manager is Ana."
+    assert store.persona.count_knowledge() == 5 and store.check_integrity() == []
 
 
 def test_reachable_from_the_window_and_the_picker_follows(make_window, chat, qtbot):
@@ -184,7 +184,7 @@ def test_reachable_from_the_window_and_the_picker_follows(make_window, chat, qtb
 def test_inspector_pages_move_and_copy_to_a_space(qtbot, store, panel_factory):  # noqa: F811
     fill_store(store)
     work = store.spaces.create("Work")
-    total = store.count_pages()
+    total = store.pages.count_pages()
     panel = panel_factory("pages")
     view = panel.pages
     settle(panel)
@@ -198,23 +198,23 @@ def test_inspector_pages_move_and_copy_to_a_space(qtbot, store, panel_factory): 
     )
     assert len(view.table.selected_rows()) == 2
     actions.copy_action.trigger()
-    qtbot.waitUntil(lambda: store.count_pages(space_id=work) == 2, timeout=20_000)
+    qtbot.waitUntil(lambda: store.pages.count_pages(space_id=work) == 2, timeout=20_000)
     settle(panel)
-    assert store.count_pages() == total + 2 and "copied to “Work”" in panel.status_label.text()
+    assert store.pages.count_pages() == total + 2 and "copied to “Work”" in panel.status_label.text()
     load_all(view.model, panel)
     row = next(r for r in range(view.model.rowCount()) if view.model.peek(r).space_id == 1)
     view.table.selectRow(row)  # a page of Personal (the copies in Work are listed too)
     actions.move_action.trigger()
-    qtbot.waitUntil(lambda: store.count_pages(space_id=work) == 3, timeout=20_000)
+    qtbot.waitUntil(lambda: store.pages.count_pages(space_id=work) == 3, timeout=20_000)
     settle(panel)
-    assert store.count_pages() == total + 2 and store.check_integrity() == []
+    assert store.pages.count_pages() == total + 2 and store.check_integrity() == []
 
 
 def test_the_trace_names_a_recalled_pages_space_when_there_are_two(qtbot, store, panel_factory):  # noqa: F811
     from ui.inspector.tracing import trace_for_query
 
-    home = store.create_conversation("home")
-    pid = store.add_page(home, "I adopted a golden retriever puppy named Biscuit.", "Biscuit sounds sweet.")
+    home = store.conversations.create_conversation("home")
+    pid = store.intake.add_page(home, "I adopted a golden retriever puppy named Biscuit.", "Biscuit sounds sweet.")
     one = trace_for_query(store, "my puppy Biscuit")
     assert [r["page_id"] for r in one.not_in_prompt] == [pid]
     assert "space_name" not in one.not_in_prompt[0]  # one space: not named
@@ -232,7 +232,7 @@ def test_the_trace_names_a_recalled_pages_space_when_there_are_two(qtbot, store,
 
 def test_inspector_add_keeps_a_fact_in_the_chats_space(qtbot, store, panel_factory):  # noqa: F811
     work = store.spaces.create("Work")
-    store.add_knowledge("user", "The user's deadline is Friday.")  # the same words, in Personal
+    store.persona.add_knowledge("user", "The user's deadline is Friday.")  # the same words, in Personal
     panel = panel_factory("persona")
     panel.write_space = lambda: work  # the window sets this to its space picker's space
     panel.ask_new_item = lambda dims: {
@@ -243,15 +243,17 @@ def test_inspector_add_keeps_a_fact_in_the_chats_space(qtbot, store, panel_facto
     }
     panel.persona.add_btn.click()
     settle(panel)
-    facts = [k for k in store.list_knowledge(owner="user", limit=100) if k.text == "The user's deadline is Friday."]
+    facts = [
+        k for k in store.persona.list_knowledge(owner="user", limit=100) if k.text == "The user's deadline is Friday."
+    ]
     assert sorted(k.space_id for k in facts) == [1, work]  # added in Work, the Personal one not confirmed
     assert panel.status_label.text().startswith("Remembered as fact")
 
 
 def test_inspector_persona_move_and_copy_to_a_space(qtbot, store, panel_factory):  # noqa: F811
     work = store.spaces.create("Work")
-    kid = store.add_knowledge("user", "The user's deadline is Friday.")
-    tid = store.add_trait("likes", "jazz")
+    kid = store.persona.add_knowledge("user", "The user's deadline is Friday.")
+    tid = store.persona.add_trait("likes", "jazz")
     panel = panel_factory("persona")
     pv = panel.persona
     settle(panel)
@@ -260,11 +262,11 @@ def test_inspector_persona_move_and_copy_to_a_space(qtbot, store, panel_factory)
     qtbot.waitUntil(lambda: view.table_model().rowCount() == 1, timeout=10_000)
     view.selectRow(0)
     pv.space_actions.copy_action.trigger()
-    qtbot.waitUntil(lambda: any(k.space_id == work for k in store.list_knowledge(limit=10)), timeout=20_000)
+    qtbot.waitUntil(lambda: any(k.space_id == work for k in store.persona.list_knowledge(limit=10)), timeout=20_000)
     settle(panel)
     assert panel.status_label.text() == "1 fact copied to “Work”."
-    assert store.get_knowledge(kid).space_id == 1  # the original stays
+    assert store.persona.get_knowledge(kid).space_id == 1  # the original stays
     pv.space_actions._to_space("move", [("trait", tid)], [(1, "Personal"), (work, "Work")])
-    qtbot.waitUntil(lambda: store.get_trait(tid).space_id == work, timeout=20_000)
+    qtbot.waitUntil(lambda: store.persona.get_trait(tid).space_id == work, timeout=20_000)
     settle(panel)
     assert panel.status_label.text() == "1 trait moved to “Work”."

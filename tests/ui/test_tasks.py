@@ -22,7 +22,9 @@ def test_callbacks_run_on_the_ui_thread_and_busy_is_reported(qtbot, tmp_path, em
     busy, got = [], []
     worker.busy_changed = busy.append
     main = threading.current_thread()
-    worker.submit(lambda s: s.create_conversation("x"), lambda cid: got.append((cid, threading.current_thread())))
+    worker.submit(
+        lambda s: s.conversations.create_conversation("x"), lambda cid: got.append((cid, threading.current_thread()))
+    )
     qtbot.waitUntil(lambda: worker.idle, timeout=30_000)
     assert got and got[0][1] is main
     assert busy == [True, False]

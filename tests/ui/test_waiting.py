@@ -72,5 +72,5 @@ def test_a_reply_behind_a_memory_job_says_so_and_its_first_token_counts_the_wait
         f"first token {stats['time_to_first_token_s']:.1f} s" in shown and f"waited {stats['queued_s']:.1f} s" in shown
     )
     # the stored reply keeps the same figures (the chat shows them again when reopened)
-    stored = win.backend.db(lambda s: s.get_message(turn.result.assistant_message_id)).result(timeout=30)
+    stored = win.backend.db(lambda s: s.conversations.get_message(turn.result.assistant_message_id)).result(timeout=30)
     assert stored.meta["stats"]["time_to_first_token_s"] == stats["time_to_first_token_s"]

@@ -215,7 +215,7 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     def ask(fn):
         return win.backend.db(fn).result(timeout=30)
 
-    assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 2
+    assert ask(lambda s: s.pages.count_pages(conversation_id=a.conversation_id)) == 2
     # "Show what Mnemo remembers from it": the inspector's pages of that chat only
     win.sidebar.memoryRequested.emit(a.conversation_id)
     panel = win.inspector
@@ -237,13 +237,13 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     win.sidebar.forgetRequested.emit(a.conversation_id)
     chat.wait_db(win)
     assert asked == ["2 pages and 1 fact it asked to remember"]
-    assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 2
+    assert ask(lambda s: s.pages.count_pages(conversation_id=a.conversation_id)) == 2
     monkeypatch.setattr(win, "ask_forget", lambda name, held: True)
     win.sidebar.forgetRequested.emit(a.conversation_id)
     qtbot.waitUntil(lambda: "Forgot what Mnemo learned" in win.statusBar().currentMessage(), timeout=30_000)
-    assert ask(lambda s: s.count_pages(conversation_id=a.conversation_id)) == 0
-    assert ask(lambda s: s.get_knowledge(a.stats["remembered"]["id"])) is None
-    assert ask(lambda s: len(s.all_messages(a.conversation_id))) == 4  # the chat stays
+    assert ask(lambda s: s.pages.count_pages(conversation_id=a.conversation_id)) == 0
+    assert ask(lambda s: s.persona.get_knowledge(a.stats["remembered"]["id"])) is None
+    assert ask(lambda s: len(s.conversations.all_messages(a.conversation_id))) == 4  # the chat stays
     assert a.conversation_id in win.sidebar.ids()
     qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 0, timeout=30_000)  # the inspector follows
     # nothing left: saying so instead of asking
@@ -258,8 +258,8 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     qtbot.waitUntil(lambda: c.conversation_id not in win.sidebar.ids(), timeout=30_000)
     chat.wait_db(win)
     assert "forgotten: 1 page" in win.statusBar().currentMessage()
-    assert ask(lambda s: s.count_pages()) == 1
-    assert ask(lambda s: s.list_pages()[0].conversation_id) == b.conversation_id
+    assert ask(lambda s: s.pages.count_pages()) == 1
+    assert ask(lambda s: s.pages.list_pages()[0].conversation_id) == b.conversation_id
     assert ask(lambda s: s.check_integrity()) == []
     # deleted without forgetting: Memory ▸ Memory from deleted chats finds what it taught
     monkeypatch.setattr(win, "ask_delete", lambda name, held: (True, False))
@@ -359,7 +359,7 @@ def test_a_one_megabyte_paste_does_not_freeze_the_ui(make_window, chat, qtbot):
     timer.stop()
     turn = win.backend.turn
     assert turn.result is not None and turn.result.status in ("complete", "stopped"), turn.error
-    stored = win.backend.db(lambda s: s.get_message(turn.result.user_message_id)).result(timeout=60)
+    stored = win.backend.db(lambda s: s.conversations.get_message(turn.result.user_message_id)).result(timeout=60)
     assert stored.content == big
     assert max(gaps) < 0.5, f"the UI stalled {max(gaps) * 1000:.0f} ms"
 
@@ -655,7 +655,7 @@ def test_a_full_disk_keeps_the_typed_message_and_says_why(full_disk, make_window
     full_disk.full = False
     turn = chat.send(win, win.composer.text())  # space freed: send again
     assert turn.result is not None and turn.result.status == "complete", turn.error
-    msgs = win.backend.db(lambda s: s.list_messages(turn.conversation_id)).result(timeout=60)
+    msgs = win.backend.db(lambda s: s.conversations.list_messages(turn.conversation_id)).result(timeout=60)
     assert [m.content for m in msgs if m.role == "user"] == ["My cat is called Miso.", "And my dog is called Tofu."]
     # the failed try is gone from the view: one bubble per message actually sent
     assert [w.text for w in win.chat_view.messages() if w.role == "user"] == [
@@ -716,8 +716,8 @@ def test_re_embedding_after_a_model_change_shows_progress(make_window, qtbot, mn
     old = MemoryStore.open(
         mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id="an-older-model", dim=embedder.dim
     )
-    cid = old.create_conversation()
-    old.add_pages(cid, [{"user_text": f"note {i} about tea", "assistant_text": "ok"} for i in range(300)])
+    cid = old.conversations.create_conversation()
+    old.intake.add_pages(cid, [{"user_text": f"note {i} about tea", "assistant_text": "ok"} for i in range(300)])
     old.close()
     win = make_window(start=False)
     seen = []
@@ -812,7 +812,7 @@ def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(mak
 
     paths = Paths(mnemo_dirs["config"], mnemo_dirs["data"])
     s = MemoryStore.open(paths.db_file, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
-    s.add_page(s.create_conversation(), "I keep bees.", "Lovely.")
+    s.intake.add_page(s.conversations.create_conversation(), "I keep bees.", "Lovely.")
     saved = backups.make_backup(s, paths)
     s.close()
     for extra in ("-wal", "-shm"):
@@ -834,7 +834,7 @@ def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(mak
     assert [p.read_bytes() for p in kept] == [b"ruined" * 1000]
     r = MemoryStore.open(paths.db_file, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
     try:
-        assert [p.user_text for p in r.list_pages()] == ["I keep bees."]
+        assert [p.user_text for p in r.pages.list_pages()] == ["I keep bees."]
     finally:
         r.close()
 
@@ -892,7 +892,7 @@ def test_restoring_while_a_reply_streams_stops_it_and_keeps_both_in_the_file_set
     ]
     old = MemoryStore.open(aside[0], embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
     try:
-        msgs = [m for c in old.list_conversations() for m in old.list_messages(c.id)]
+        msgs = [m for c in old.conversations.list_conversations() for m in old.conversations.list_messages(c.id)]
         texts = [m.content for m in msgs]
     finally:
         old.close()
@@ -915,11 +915,11 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
 
     paths = AppContext.create().paths
     s = MemoryStore.open(paths.db_file, embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim)
-    bees = s.create_conversation("Bees")
-    s.add_message(bees, "user", "I keep bees.")
-    s.add_page(bees, "I keep bees.", "Lovely.")
+    bees = s.conversations.create_conversation("Bees")
+    s.conversations.add_message(bees, "user", "I keep bees.")
+    s.intake.add_page(bees, "I keep bees.", "Lovely.")
     saved = backups.make_backup(s, paths)
-    s.add_page(s.create_conversation("Tea"), "I drink green tea.", "Nice.")  # after the backup
+    s.intake.add_page(s.conversations.create_conversation("Tea"), "I drink green tea.", "Nice.")  # after the backup
     s.close()
     ctx = AppContext.create()
     ctx._embedder, ctx._chat_model = embedder, chat_model
@@ -978,10 +978,10 @@ def _open_warmed_chat(make_window, qtbot, mnemo_dirs, embedder, *, exchanges: in
     s = MemoryStore.open(
         mnemo_dirs["data"] / "mnemo.sqlite3", embedder.embed, embed_model_id=embedder.model_id, dim=embedder.dim
     )
-    cid = s.create_conversation("Drought")
+    cid = s.conversations.create_conversation("Drought")
     for i in range(exchanges):
-        s.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
-        s.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
+        s.conversations.add_message(cid, "user", f"Question {i}: how do gardens handle drought in region {i}?")
+        s.conversations.add_message(cid, "assistant", "Mulch, deep watering, native plants and shade. " * 4)
     s.close()
     win = make_window(max_tokens=4)
     win.open_conversation(cid)
@@ -1191,9 +1191,9 @@ def test_forgetting_a_chat_while_its_reply_streams_stops_it_first(make_window, c
     assert win.backend.scheduler.wait_idle(timeout=60)
     stored = win.backend.db(
         lambda s: (
-            s.count_pages(conversation_id=first.conversation_id),
-            [j for j in s.list_jobs(status="pending") if j.kind == "add_page"],
-            [m.status for m in s.all_messages(first.conversation_id)],
+            s.pages.count_pages(conversation_id=first.conversation_id),
+            [j for j in s.jobs.list_jobs(status="pending") if j.kind == "add_page"],
+            [m.status for m in s.conversations.all_messages(first.conversation_id)],
         )
     ).result(timeout=30)
     assert stored == (0, [], ["complete", "complete", "complete", "stopped"])

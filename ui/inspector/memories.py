@@ -68,14 +68,14 @@ def saved_memories(store) -> list[SavedMemory]:
             return None
         cid = cids[0]
         if cid not in titles:
-            conv = store.get_conversation(cid)
+            conv = store.conversations.get_conversation(cid)
             titles[cid] = conv.title if conv is not None else None
         return titles[cid]
 
     out = []
-    for k in store.list_knowledge(owner="user", limit=5000):
+    for k in store.persona.list_knowledge(owner="user", limit=5000):
         out.append(_entry("knowledge", k, k.text, k.text, "Fact", chat_title(k.conversation_ids)))
-    for t in store.list_traits(limit=5000):
+    for t in store.persona.list_traits(limit=5000):
         sentence = trait_sentence(t.dimension, t.value)
         out.append(_entry("trait", t, sentence, t.value, trait_name(t.dimension), chat_title(t.conversation_ids)))
     out.sort(key=lambda m: (not m.pinned, -m.updated_at, m.kind, m.id))
@@ -255,13 +255,13 @@ class SavedMemoriesView(QWidget):
             return
         new = vals[0].strip()
         if m.kind == "knowledge":
-            self.panel.act(lambda s: s.edit_knowledge(m.id, new), "Memory edited.")
+            self.panel.act(lambda s: s.persona.edit_knowledge(m.id, new), "Memory edited.")
         else:
-            self.panel.act(lambda s: s.edit_trait(m.id, new), "Memory edited.")
+            self.panel.act(lambda s: s.persona.edit_trait(m.id, new), "Memory edited.")
 
     def pin(self, m: SavedMemory) -> None:
         new = not m.pinned
-        self.panel.act(lambda s: s.pin(m.kind, m.id, new), "Memory pinned." if new else "Memory unpinned.")
+        self.panel.act(lambda s: s.curation.pin(m.kind, m.id, new), "Memory pinned." if new else "Memory unpinned.")
 
     def forget(self, m: SavedMemory) -> None:
         if not self.panel.confirm(
@@ -271,7 +271,7 @@ class SavedMemoriesView(QWidget):
             "Forget",
         ):
             return
-        self.panel.act(lambda s: s.forget(m.kind, [m.id]), "Memory forgotten.")
+        self.panel.act(lambda s: s.curation.forget(m.kind, [m.id]), "Memory forgotten.")
 
     def _add(self) -> None:
         add = getattr(self.panel, "add_memory", None)

@@ -702,10 +702,10 @@ class PagesModel(LazyTableModel):
         return super()._fetch_block(store, filters, order_by, desc, offset, limit)
 
     def _count_fn(self, store, filters):
-        return store.count_pages(**filters)
+        return store.pages.count_pages(**filters)
 
     def _fetch_fn(self, store, filters, order_by, desc, offset, limit):
-        return store.list_pages(**filters, order_by=order_by, descending=desc, limit=limit, offset=offset)
+        return store.pages.list_pages(**filters, order_by=order_by, descending=desc, limit=limit, offset=offset)
 
 
 # ====================================================================== segments
@@ -816,16 +816,16 @@ class SegmentsModel(LazyTableModel):
     ]
 
     def _count_fn(self, store, filters):
-        return store.count_segments(**filters)
+        return store.segments.count_segments(**filters)
 
     def _fetch_fn(self, store, filters, order_by, desc, offset, limit):
-        return store.list_segments(**filters, order_by=order_by, descending=desc, limit=limit, offset=offset)
+        return store.segments.list_segments(**filters, order_by=order_by, descending=desc, limit=limit, offset=offset)
 
     def _extra_fn(self, store, filters, first_block=None):
         if first_block is not None and not filters and self._order_by == "heat" and self._desc:
             recs = first_block[0]
             return {"max_heat": recs[0].heat if recs else 0.0}  # the first row is the hottest
-        top = store.list_segments(order_by="heat", descending=True, limit=1)
+        top = store.segments.list_segments(order_by="heat", descending=True, limit=1)
         return {"max_heat": top[0].heat if top else 0.0}
 
     def heat_scale(self) -> float:

@@ -335,7 +335,7 @@ class InspectorPanel(QWidget):
         def fetch(store):
             stats = store.stats()
             # recalls (segment_visited) would flood the list: it shows what changed in memory
-            evs = store.events(limit=OVERVIEW_EVENTS, newest=True, exclude_kinds=("segment_visited",))
+            evs = store.event_log.events(limit=OVERVIEW_EVENTS, newest=True, exclude_kinds=("segment_visited",))
             return stats, evs
 
         def done(result):
@@ -380,15 +380,15 @@ class InspectorPanel(QWidget):
 
         def fetch(store):
             if last is None:
-                return "init", store.latest_event_id()
+                return "init", store.event_log.latest_event_id()
             if last:
-                chk = store.events(last - 1, 1)
+                chk = store.event_log.events(last - 1, 1)
                 if not chk or chk[0].id != last:
-                    return "reset", store.latest_event_id()
-            evs = store.events(last, 1000)
+                    return "reset", store.event_log.latest_event_id()
+            evs = store.event_log.events(last, 1000)
             newest = evs[-1].id if evs else last
             if len(evs) == 1000:
-                newest = store.latest_event_id()
+                newest = store.event_log.latest_event_id()
             return ("new" if evs else "same"), newest
 
         def done(result):
@@ -592,7 +592,7 @@ class InspectorPanel(QWidget):
             return
 
         def wipe(store):
-            store.wipe_memory()
+            store.curation.wipe_memory()
 
         def done(_):
             self.status("All memory wiped.")

@@ -38,7 +38,7 @@ class PromptData:
 
 
 def prompt_for_message(store, message_id: int) -> PromptData:
-    msg = store.get_message(int(message_id))
+    msg = store.conversations.get_message(int(message_id))
     data = PromptData(int(message_id))
     if msg is None:
         data.note = f"Message {message_id} does not exist."

@@ -35,7 +35,7 @@ def _pages(store, ids) -> dict[int, Any]:
     for pid in dict.fromkeys(ids):
         if pid is None:
             continue
-        p = store.get_page(int(pid))
+        p = store.pages.get(int(pid))
         if p is not None:
             out[int(pid)] = p
     return out
@@ -51,7 +51,7 @@ def _topics(store, rows: list[dict]) -> None:
         if sid is None or row.get("missing"):
             continue
         if sid not in seen:
-            seen[sid] = store.get_segment(int(sid))
+            seen[sid] = store.segments.get(int(sid))
         seg = seen[sid]
         if seg is not None:
             row["topic_title"] = seg.title
@@ -146,7 +146,7 @@ def _segments(store, trace: dict, hits: list[dict]) -> list[dict]:
     rows = []
     for s in trace.get("segments", []) or []:
         sid = s.get("segment_id")
-        seg = store.get_segment(int(sid)) if sid is not None else None
+        seg = store.segments.get(int(sid)) if sid is not None else None
         rows.append(
             {
                 "segment_id": sid,
@@ -160,7 +160,7 @@ def _segments(store, trace: dict, hits: list[dict]) -> list[dict]:
 
 
 def trace_for_message(store, message_id: int) -> TraceData:
-    msg = store.get_message(int(message_id))
+    msg = store.conversations.get_message(int(message_id))
     if msg is None:
         return TraceData("reply", "", message_id=message_id, note=f"Message {message_id} does not exist.")
     trace = (msg.meta or {}).get("trace")

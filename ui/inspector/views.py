@@ -160,7 +160,7 @@ class PinAndForget:
             return
         new, kind = not it.pinned, self.kind
         name = wording._item(kind, it.id).capitalize()
-        self.panel.act(lambda s: s.pin(kind, it.id, new), f"{name} {'pinned' if new else 'unpinned'}.")
+        self.panel.act(lambda s: s.curation.pin(kind, it.id, new), f"{name} {'pinned' if new else 'unpinned'}.")
 
     def forget_selected(self) -> None:
         rows = self.table.selected_rows()
@@ -178,7 +178,7 @@ class PinAndForget:
         if not self.panel.confirm(title, text, "Forget"):
             return
         kind, n = self.kind, len(ids)
-        self.panel.act(lambda s: s.forget(kind, ids), f"Forgot {count(n, wording._item(kind, None))}.")
+        self.panel.act(lambda s: s.curation.forget(kind, ids), f"Forgot {count(n, wording._item(kind, None))}.")
 
 
 # ====================================================================== Overview
@@ -583,14 +583,14 @@ class PagesView(QWidget):
             self._show_page(quick, self.page_context if self.page and self.page.id == quick.id else {})
 
         def fetch(store):
-            p = store.get_page(pid)
+            p = store.pages.get(pid)
             ctx: dict[str, Any] = {}
             if p is not None:
                 if p.conversation_id is not None:
-                    conv = store.get_conversation(p.conversation_id)
+                    conv = store.conversations.get_conversation(p.conversation_id)
                     ctx["conversation_title"] = conv.title if conv else None
                 if p.segment_id is not None:
-                    seg = store.get_segment(p.segment_id)
+                    seg = store.segments.get(p.segment_id)
                     ctx["segment"] = seg
             return p, ctx
 
@@ -702,7 +702,7 @@ class PagesView(QWidget):
         if vals is None:
             return
         u, a = vals
-        self.panel.act(lambda s: s.edit_page(p.id, user_text=u, assistant_text=a), f"Page {p.id} edited.")
+        self.panel.act(lambda s: s.curation.edit_page(p.id, user_text=u, assistant_text=a), f"Page {p.id} edited.")
 
     def _forget_question(self, ids: list[int]) -> tuple[str, str]:
         what = f"page {ids[0]}" if len(ids) == 1 else f"these {len(ids)} pages"
@@ -834,8 +834,8 @@ class SegmentsView(QWidget):
 
     def load_chart(self) -> None:
         def fetch(store):
-            segs = store.list_segments(tier="mtm", order_by="heat", descending=True, limit=20)
-            return segs, store.count_segments(tier="mtm")
+            segs = store.segments.list_segments(tier="mtm", order_by="heat", descending=True, limit=20)
+            return segs, store.segments.count_segments(tier="mtm")
 
         self.panel.run(fetch, lambda r: self.chart.set_segments(r[0], self.params, r[1]), label="heat chart")
 
@@ -845,10 +845,10 @@ class SegmentsView(QWidget):
 
     def show_segment(self, sid: int, select: bool = True) -> None:
         def fetch(store):
-            seg = store.get_segment(sid)
+            seg = store.segments.get(sid)
             if seg is None:
                 return None, None
-            evs = store.segment_events(sid)
+            evs = store.event_log.segment_events(sid)
             return seg, evs
 
         def done(result):
@@ -922,7 +922,7 @@ class SegmentsView(QWidget):
     def restore(self) -> None:
         s = self.segment
         if s is not None:
-            self.panel.act(lambda st: st.restore_segment(s.id), f"Topic {s.id} brought back from the archive.")
+            self.panel.act(lambda st: st.segments.restore(s.id), f"Topic {s.id} brought back from the archive.")
 
     def _forget_question(self, ids: list[int]) -> tuple[str, str]:
         recs = {r.id: r for r in self.model.loaded_records()}
@@ -1060,10 +1060,10 @@ class PersonaView(QWidget):
             def ours(items: list) -> list:  # the Space filter: the items of one space
                 return items if sid is None else [x for x in items if x.space_id == sid]
 
-            traits = ours(store.list_traits(include_archived=arch, limit=5000))
+            traits = ours(store.persona.list_traits(include_archived=arch, limit=5000))
             know = {
                 o: ours(
-                    store.list_knowledge(
+                    store.persona.list_knowledge(
                         owner=o, include_archived=arch, order_by=order[o][0], descending=order[o][1], limit=5000
                     )
                 )
@@ -1173,8 +1173,8 @@ class PersonaView(QWidget):
             self._show_item((kind, quick), None)
 
         def fetch(store):
-            rec = store.get_trait(iid) if kind == "trait" else store.get_knowledge(iid)
-            versions = store.item_versions(kind, iid) if rec is not None else []
+            rec = store.persona.get_trait(iid) if kind == "trait" else store.persona.get_knowledge(iid)
+            versions = store.persona.item_versions(kind, iid) if rec is not None else []
             return rec, versions
 
         def done(result):
@@ -1270,13 +1270,13 @@ class PersonaView(QWidget):
                 "The old value is kept in the version history.",
             )
             if vals is not None:
-                self.panel.act(lambda s: s.edit_trait(r.id, vals[0]), f"Trait {r.id} edited.")
+                self.panel.act(lambda s: s.persona.edit_trait(r.id, vals[0]), f"Trait {r.id} edited.")
         else:
             vals = self.panel.edit_texts(
                 f"Edit fact {r.id}", [("Fact", r.text)], "The old text is kept in the version history."
             )
             if vals is not None:
-                self.panel.act(lambda s: s.edit_knowledge(r.id, vals[0]), f"Fact {r.id} edited.")
+                self.panel.act(lambda s: s.persona.edit_knowledge(r.id, vals[0]), f"Fact {r.id} edited.")
 
     def add_item(self) -> None:
         """Persona ▸ Add…: remember a fact or a trait the user writes (`app.remember`), on the worker, in
@@ -1307,7 +1307,7 @@ class PersonaView(QWidget):
         kind, r = self.item
         new = not r.pinned
         name = wording._item(kind, r.id).capitalize()
-        self.panel.act(lambda s: s.pin(kind, r.id, new), f"{name} {'pinned' if new else 'unpinned'}.")
+        self.panel.act(lambda s: s.curation.pin(kind, r.id, new), f"{name} {'pinned' if new else 'unpinned'}.")
 
     def forget_selected(self) -> None:
         items = self._selected()
@@ -1326,9 +1326,9 @@ class PersonaView(QWidget):
 
         def forget(s):
             if traits:
-                s.forget("trait", traits)
+                s.curation.forget("trait", traits)
             if know:
-                s.forget("knowledge", know)
+                s.curation.forget("knowledge", know)
 
         self.panel.act(forget, f"Forgot {n} item{'s' if n != 1 else ''}.")
 
