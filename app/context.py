@@ -6,12 +6,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.activation_cache import attach as attach_activation
-from app.adapters import attach as attach_adapters
-from app.backends import build_chat_model, build_embedder
+from app.chat.activation_cache import attach as attach_activation
 from app.errors import cannot_open_database, database_open_error
-from app.instance_lock import LOCK_NAME
-from app.private_files import ensure_private_dir, secure_folder
+from app.parametric.adapters import attach as attach_adapters
+from app.runtime.backends import build_chat_model, build_embedder
+from app.runtime.instance_lock import LOCK_NAME
+from app.runtime.private_files import ensure_private_dir, secure_folder
 from app.settings import SETTINGS_FILE, Paths, Settings, load_settings, save_settings
 from app.settings_schema import memory_overrides
 
@@ -28,7 +28,7 @@ class AppContext:
     @classmethod
     def create(cls, config_dir=None, data_dir=None) -> AppContext:
         paths = Paths.resolve(config_dir, data_dir)
-        # owner-only, also what an older Mnemo made 0755/0644 ("backups": app.backups.BACKUP_DIR, not
+        # owner-only, also what an older Mnemo made 0755/0644 ("backups": app.operations.backups.BACKUP_DIR, not
         # imported here, as it loads memory_core before the window paints)
         secure_folder(paths.data_dir, folders=("backups",), files=(LOCK_NAME,))
         secure_folder(paths.config_dir, files=(SETTINGS_FILE,))
@@ -52,7 +52,7 @@ class AppContext:
                 self._chat_model = build_chat_model(self.settings.chat, self.paths.settings_file)
                 # its saved prompt states, in <data dir>/activation/ (llama.cpp in-process only)
                 attach_activation(self._chat_model, self.paths.data_dir)
-                attach_adapters(self._chat_model, self.paths.data_dir)  # its LoRA adapters (app.adapters)
+                attach_adapters(self._chat_model, self.paths.data_dir)  # its LoRA adapters (app.parametric.adapters)
             return self._chat_model
 
     def reset_chat_model(self) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import platformdirs
 
-from app.private_files import ensure_private_dir
+from app.runtime.private_files import ensure_private_dir
 from app.settings_schema import RULE, Rule, checked, memory_overrides, setting
 
 APP_NAME = "Mnemo"
@@ -76,7 +76,7 @@ class Settings:
     custom_instructions: str = ""
     # Overrides of memory_core.MemoryParams, by field name (only what the user changed).
     memory: dict[str, Any] = field(default_factory=dict)
-    # Daily copies of the memory database kept in <data dir>/backups (app.backups); 0 = none.
+    # Daily copies of the memory database kept in <data dir>/backups (app.operations.backups); 0 = none.
     backup_keep: int = setting(2, low=0)
     # Who writes the titles of memory's topics: the chat model ("on"), their keywords ("off"), or the chat
     # model when it is capable, at least 1B parameters ("auto"; app.topic_titles, decision 0026).

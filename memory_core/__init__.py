@@ -16,8 +16,8 @@ from .cubes import (
     ItemOrigin,
     UndoReport,
 )
-from .db import check_file, is_storage_full
-from .purge import read_forgotten_spans
+from .storage.purge import read_forgotten_spans
+from .storage.schema import check_file, is_storage_full
 from .store import MemoryStore
 from .types import (
     CompleteJsonFn,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import text as T
-from .codec import from_json, to_json
-from .database import Database, like_pattern
-from .segments import Segments
+from .segments.component import Segments
+from .storage.codec import from_json, to_json
+from .storage.database import Database, like_pattern
 from .types import Conversation, Message
 
 CONV_COLS = "id, title, created_at, updated_at, source, external_id, memory_paused, incognito, space_id, read_spaces"
@@ -36,7 +36,7 @@ class Conversations:
         incognito: bool = False,
         space_id: int = 1,
     ) -> int:
-        """A new chat; `space_id`: the memory space it writes to (memory_core.spaces), reading only it."""
+        """A new chat; `space_id`: the memory space it writes to (memory_core.spaces.component), reading only it."""
         now = self.db.clock() if created_at is None else float(created_at)
         with self.db.transaction():
             self.db.execute(
@@ -56,7 +56,7 @@ class Conversations:
         Memory derived from it stays (the user forgets memory explicitly): its STM pages move to
         MTM first, and the pages' `conversation_id` becomes NULL. The messages leave no text in the
         file: their full-text entries are purged once this commits, and the span of time they
-        existed is recorded for the backups that still hold them (memory_core.purge).
+        existed is recorded for the backups that still hold them (memory_core.storage.purge).
         """
         with self.db.transaction():
             made = self.db.execute("SELECT created_at FROM conversation WHERE id = ?", (cid,)).fetchone()

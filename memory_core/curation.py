@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import text as T
-from .codec import from_json, to_json
-from .database import Database
-from .embedding import Embedding
-from .fts import fts_del, fts_put
-from .pages import Pages
-from .segments import Segments
+from .pages.component import Pages
+from .pages.embedding import Embedding
+from .persona.versions import Versions
+from .segments.component import Segments
+from .storage.codec import from_json, to_json
+from .storage.database import Database
+from .storage.fts import fts_del, fts_put
 from .types import ITEM_KINDS, ConversationMemory, page_text
-from .versions import Versions
 
 # a reply of conversation ? waiting to become a page (agents queue {"cid": …}; imports and older jobs
 # {"conversation_id": …}); _PAGE_JOB_OF: also one that failed, which keeps the exchange's text
@@ -254,7 +254,7 @@ class Curation:
     def wipe_memory(self) -> None:
         """Delete every memory row (pages, segments, chains, traits, knowledge, versions, vectors, FTS,
         pending memory jobs, events) and what replies' traces quoted of it. Conversations and messages
-        stay. Once it commits the file is vacuumed (memory_core.purge): no text of memory is left in it."""
+        stay. Once it commits the file is vacuumed (memory_core.storage.purge): no text of memory is left in it."""
         with self.db.transaction():
             since = self.db.execute(
                 "SELECT min(t) FROM (SELECT min(created_at) AS t FROM page UNION ALL "

@@ -21,25 +21,28 @@ from pathlib import Path
 
 import apsw
 
-from . import integrity
 from .conversations import Conversations
 from .cubes import Cubes
 from .curation import Curation
-from .database import Database
-from .db import SCHEMA_VERSION, connect, migrate
-from .embedding import Embedding
-from .events import EventLog
-from .export import export_memory
-from .intake import Intake
-from .jobs import Jobs
-from .merging import PersonaMerge
-from .pages import Pages
-from .persona import Persona
-from .promotion import Promotion
-from .retrieval import Retriever
-from .segments import Segments
-from .spaces import Spaces
-from .titles import SegmentTitles
+from .pages.component import Pages
+from .pages.embedding import Embedding
+from .pages.intake import Intake
+from .pages.upkeep import Upkeep
+from .persona.component import Persona
+from .persona.merge import PersonaMerge
+from .persona.promotion import Promotion
+from .persona.versions import Versions
+from .readable_export import export_memory
+from .recall.retriever import Retriever
+from .segments.component import Segments
+from .segments.titles import SegmentTitles
+from .spaces.component import Spaces
+from .storage import integrity
+from .storage.database import Database
+from .storage.events import EventLog
+from .storage.jobs import Jobs
+from .storage.schema import SCHEMA_VERSION, connect, migrate
+from .storage.vecindex import MatrixCache, shared_cache
 from .types import (
     CompleteJsonFn,
     DamagedDatabaseError,
@@ -50,9 +53,6 @@ from .types import (
     RetrievalBudget,
     TokenEmbedFn,
 )
-from .upkeep import Upkeep
-from .vecindex import MatrixCache, shared_cache
-from .versions import Versions
 
 _DAMAGED = (apsw.NotADBError, apsw.CorruptError)
 
@@ -191,7 +191,7 @@ class MemoryStore:
             store.upkeep.at_open(meta)
             store.segments.at_open()  # segments an older joining rule made are made again (a job)
             db.set_meta("schema_version", str(SCHEMA_VERSION))
-        db.purge.at_open()  # a purge a crash left undone (memory_core.purge)
+        db.purge.at_open()  # a purge a crash left undone (memory_core.storage.purge)
         return store
 
     def close(self) -> None:
@@ -297,7 +297,7 @@ class MemoryStore:
     def export(
         self, path: str | Path, *, fmt: str | None = None, on_progress: Callable[[int, int], None] | None = None
     ):
-        """Write everything remembered to a JSON or Markdown file (see `memory_core.export`)."""
+        """Write everything remembered to a JSON or Markdown file (see `memory_core.readable_export`)."""
         return export_memory(self, path, fmt=fmt, on_progress=on_progress)
 
     def backup(

@@ -78,9 +78,9 @@ class PersonaParams:
 
 @dataclass
 class RankingParams:
-    """How pages are ranked for a query (memory_core/ranking.py; each stage names what it reads)."""
+    """How pages are ranked for a query (memory_core/recall/ranking.py; each stage names what it reads)."""
 
-    # retrieval (memory_core/ranking.py): score = w_dense*cos + w_keyword*min(1, bm25/sum(idf of query
+    # retrieval (memory_core/recall/ranking.py): score = w_dense*cos + w_keyword*min(1, bm25/sum(idf of query
     # terms)) + w_tokens*word-by-word + date boost,
     # then a page also inherits neighbor_prev * (score of the page before it in its conversation)
     # and neighbor_next * (score of the page after it): answers often follow the turn that matched;
@@ -131,7 +131,7 @@ class RankingParams:
 
 @dataclass
 class QuotingParams:
-    """Which recalled pages a reply's prompt quotes, and how many turns (app/prompting.py QuoteFloor)."""
+    """Which recalled pages a reply's prompt quotes, and how many turns (app/chat/prompting.py QuoteFloor)."""
 
     # pages scoring under this are not put in a reply's prompt: small talk ("Hi!", "Thanks") recalls
     # nothing instead of the least unrelated pages (LoCoMo dev: 0.1 % of the top-10 evidence pages
@@ -252,7 +252,7 @@ class Conversation:
     external_id: str | None = None
     memory_paused: bool = False
     incognito: bool = False
-    space_id: int = 1  # the memory space its pages are written to (memory_core.spaces)
+    space_id: int = 1  # the memory space its pages are written to (memory_core.spaces.component)
     # the spaces it recalls from: None its own only, "all", or a list of space ids (Spaces.read_set)
     read_spaces: str | list[int] | None = None
 
@@ -302,7 +302,7 @@ class Page:
     user_message_id: int | None = None
     assistant_message_id: int | None = None
     meta: dict = field(default_factory=dict)
-    space_id: int = 1  # the memory space it belongs to (memory_core.spaces)
+    space_id: int = 1  # the memory space it belongs to (memory_core.spaces.component)
 
     @property
     def text(self) -> str:
@@ -365,7 +365,7 @@ class Trait:
     source_page_ids: list[int] = field(default_factory=list)
     conversation_ids: list[int] = field(default_factory=list)
     model: str = ""
-    space_id: int = 1  # the memory space it belongs to (memory_core.spaces)
+    space_id: int = 1  # the memory space it belongs to (memory_core.spaces.component)
 
 
 @dataclass
@@ -384,7 +384,7 @@ class Knowledge:
     model: str = ""
     subject: str | None = None  # the person a 'person' fact is about
     confirmations: int = 0  # how often it was said again (a confirmation is no new version)
-    space_id: int = 1  # the memory space it belongs to (memory_core.spaces)
+    space_id: int = 1  # the memory space it belongs to (memory_core.spaces.component)
 
 
 @dataclass
@@ -441,7 +441,7 @@ class PageHit:
     inherited_from: int | None = None
     # the page's own cosine to the query, and how far that lies above the usual cosine of the memory's
     # other pages (retrieval.typical_cosine: what any page scores against it): a page that stands out is
-    # on the topic even when it shares no word with the query (app.prompting.QuoteFloor); no standout
+    # on the topic even when it shares no word with the query (app.chat.prompting.QuoteFloor); no standout
     # for an earlier asking
     similarity: float | None = None
     standout: float | None = None

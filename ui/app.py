@@ -58,7 +58,7 @@ def run_gui(ctx, *, self_test: bool = False, timings: bool = False, started: flo
             print("Mnemo is already running on this memory; its window was brought to the front.")
             return 0
         instance = InstanceServer(ctx.paths.data_dir, app)
-        from app.instance_lock import InstanceLock
+        from app.runtime.instance_lock import InstanceLock
 
         running = InstanceLock(ctx.paths.data_dir)  # held for the process's life: `mnemo memory restore` checks it
         running.acquire()

@@ -66,7 +66,7 @@ class BackupRestore:
 
     def backup_now(self) -> None:
         """Memory ▸ Back up memory now: a copy in <data dir>/backups on the database thread."""
-        from app import backups
+        from app.operations import backups
 
         host = self.host
         host.backup_action.setEnabled(False)
@@ -86,9 +86,9 @@ class BackupRestore:
 
     def offer_to_drop_forgotten(self) -> None:
         """After a forget: when backups made before it may still hold what went, say which and offer
-        to delete them, a new backup being made first (app.backups.drop_forgotten). Asked once for
+        to delete them, a new backup being made first (app.operations.backups.drop_forgotten). Asked once for
         the same backups and the same forgets; not modal."""
-        from app import backups
+        from app.operations import backups
 
         host = self.host
         if not host.backend.started or self.forgotten_box is not None:
@@ -132,7 +132,7 @@ class BackupRestore:
         host.backend.db(look, found, host.show_db_error)
 
     def _drop_forgotten(self) -> None:
-        from app import backups
+        from app.operations import backups
 
         host = self.host
         keep = host.ctx.settings.backup_keep
@@ -155,7 +155,7 @@ class BackupRestore:
         host.jobs_label.setText("Memory: unavailable")
         if self.store_error_box is not None:
             return  # both workers report the same failure; one dialog is enough
-        from app import backups
+        from app.operations import backups
         from memory_core import DamagedDatabaseError
 
         self.restore_button = None
@@ -192,7 +192,7 @@ class BackupRestore:
 
     def restore_from_backup(self) -> None:
         """Memory ▸ Restore from a backup…: choose a copy; `restore_backup` checks and swaps it in."""
-        from app import backups
+        from app.operations import backups
         from ui.restore_dialog import RestoreDialog
 
         paths = self.host.ctx.paths
@@ -238,7 +238,7 @@ class BackupRestore:
         the current file), the copy is swapped in with the current file kept aside, and the window
         closes with `reopen_notice` set: `ui.app.run_gui` opens a fresh window on the restored
         memory (the models stay loaded)."""
-        from app import backups
+        from app.operations import backups
 
         host = self.host
         host.restore_action.setEnabled(False)

@@ -1,14 +1,14 @@
 """The Qt side of the background workers: every LLM, embedding and database call runs here, off the UI thread.
 
-Two kinds of worker, both on `app.tasks`:
+Two kinds of worker, both on `app.runtime.tasks`:
 
-- the `app.scheduler.Scheduler` (one LLM thread that owns the chat model and runs chat
+- the `app.runtime.scheduler.Scheduler` (one LLM thread that owns the chat model and runs chat
   turns, one memory thread for memory jobs);
 - a database worker (`ui.tasks.UiWorker`) with its own `MemoryStore` connection for what the
   window reads and edits (conversation list, messages, search, renames, flags), so switching
   conversations never waits behind a reply that is streaming.
 
-A chat turn is the `app.operations` call for its kind on the chat's `app.session.ChatSession`
+A chat turn is the `app.operations.chats` call for its kind on the chat's `app.chat.session.ChatSession`
 (kept here, one per chat opened). Workers report back through Qt signals of `Backend`, which
 lives on the UI thread, so Qt queues every callback onto the UI thread. Streamed tokens are not
 sent one signal per token: the LLM thread appends them to a `Turn` buffer and the window drains
@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from app import operations
-from app.session import ChatOptions, ChatSession
+from app.chat.session import ChatOptions, ChatSession
+from app.operations import chats as operations
 from models.chat import CancelToken
 from ui.tasks import UiWorker
 
 if TYPE_CHECKING:
-    from app.scheduler import Scheduler
+    from app.runtime.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Turn:
     first_token_at: float | None = None
     waiting: str | None = None  # WAITING_MEMORY while queued behind memory work; None once begun
     began_at: float | None = None  # when its task began on the LLM thread
-    result: Any = None  # app.agent.TurnResult when finished
+    result: Any = None  # app.chat.agent.TurnResult when finished
     error: str | None = None  # the task failed before or outside the agent (e.g. model load)
     done: bool = False
     _parts: list[str] = field(default_factory=list)
@@ -145,8 +145,8 @@ class Backend(QObject):
         if self._started:
             return
         self._started = True
-        from app import backups
-        from app.scheduler import Scheduler
+        from app.operations import backups
+        from app.runtime.scheduler import Scheduler
         from app.topic_titles import model_writes_titles
 
         self._db = UiWorker(self._open_db_store, name="mnemo-ui-db")
@@ -231,7 +231,7 @@ class Backend(QObject):
 
     def _daily_backup(self, store) -> None:
         """On the memory thread, once per start (a minute in, chat idle): today's copy, if due."""
-        from app.backups import maybe_backup
+        from app.operations.backups import maybe_backup
 
         try:
             made = maybe_backup(
@@ -322,7 +322,7 @@ class Backend(QObject):
             )
             return n
 
-        from app.scheduler import PRIORITY_NORMAL
+        from app.runtime.scheduler import PRIORITY_NORMAL
 
         self.last_warm = self.scheduler.submit(task, priority=PRIORITY_NORMAL)
         self.last_warm.add_done_callback(self._warm_done)
@@ -465,7 +465,7 @@ class Backend(QObject):
         self.turnFinished.emit(turn)
 
     def prompt_of(self, message_id: int | None):
-        """The whole prompt (app.prompting.ComposedPrompt) of a recent reply of this session, or None."""
+        """The whole prompt (app.chat.prompting.ComposedPrompt) of a recent reply of this session, or None."""
         return self._prompts.get(message_id) if message_id is not None else None
 
     def stop_turn(self) -> None:

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import wording
-from app.remember import footnote, forget_note
+from app.operations.remember import footnote, forget_note
 from ui import markdown, plain, theme
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ import with progress and Cancel, then Undo), Memory ▸ Memory imports… (every
 inspector's Export… as a cube (the whole memory, a chat, a segment, a span of time or the persona).
 
 The work runs on a task queue of the dialog's own, each task on a store connection of its own
-(`app.cube_job`); the dialogs poll its progress on a timer and hear of outcomes on the UI thread, so
+(`app.operations.cubes`); the dialogs poll its progress on a timer and hear of outcomes on the UI thread, so
 the window and its chats go on meanwhile. Cancelling an import undoes what it wrote.
 """
 
@@ -42,8 +42,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import cube_job
-from app.tasks import TaskQueue
+from app.operations import cubes as cube_job
+from app.runtime.tasks import TaskQueue
 from ui.tasks import MainThread
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Import past conversations (a ChatGPT or Claude export, LoCoMo JSON, a text transcript) from the app.
 
-The import runs as a task on a queue of its own (`app.tasks.TaskQueue`; `app.importers.job`
+The import runs as a task on a queue of its own (`app.runtime.tasks.TaskQueue`; `app.importers.job`
 opens its own database connection); this dialog polls its progress on a timer and hears of
 the outcome on the UI thread (`ui.tasks.MainThread`), so the window stays responsive and the
 chat can be used meanwhile. Cancel keeps what was written; importing the file again finishes it.
@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.importers.job import ImportJob, run_import
-from app.tasks import TaskQueue
+from app.runtime.tasks import TaskQueue
 from ui.tasks import MainThread
 
 log = logging.getLogger(__name__)

@@ -36,8 +36,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import operations, wording
-from app.space_operations import set_chat_space
+from app import wording
+from app.operations import chats as operations
+from app.operations.spaces import set_chat_space
 from app.wording import count
 from models.discover import find_models, find_servers
 from models.resolve import default_gguf_path
@@ -793,7 +794,7 @@ class MainWindow(QMainWindow):
     def export_conversation(self, cid: int | None, path: str | None = None, fmt: str | None = None) -> None:
         """Chat ▸ Export chat… and the sidebar's Export…: the branch on screen (another chat: its newest
         branch) as a Markdown transcript that Mnemo imports again, or as JSON with every field. Written
-        on the database thread, atomically (app.chat_export)."""
+        on the database thread, atomically (app.operations.chat_export)."""
         if cid is None:
             self.statusBar().showMessage("Open a chat to export it", 4000)
             return
@@ -861,7 +862,7 @@ class MainWindow(QMainWindow):
 
     def ask_delete(self, name: str, held) -> tuple[bool, bool]:
         """Ask whether to delete chat `name`, offering to forget what memory learned from it (`held`,
-        an app.chat_memory.ChatMemory). Returns (delete, forget too). Tests replace this hook."""
+        an app.operations.chat_memory.ChatMemory). Returns (delete, forget too). Tests replace this hook."""
         if held.empty:
             return self._question(
                 "Delete chat", f"Delete “{name}” and its messages?", "Memory holds nothing from it.", "Delete"
@@ -886,7 +887,7 @@ class MainWindow(QMainWindow):
 
     def _with_chat_memory(self, cid: int, then) -> None:
         """`then(name, held)` on the UI thread, once the database thread has read what memory holds from
-        chat `cid` (app.chat_memory.chat_memory), for a question that names it."""
+        chat `cid` (app.operations.chat_memory.chat_memory), for a question that names it."""
         name = self.sidebar.title_of(cid) or self.current_title
         self.backend.db(lambda s: operations.chat_taught(s, cid), lambda held: then(name, held), self.show_db_error)
 
@@ -902,7 +903,7 @@ class MainWindow(QMainWindow):
         self._with_chat_memory(cid, ask)
 
     def forget_conversation_memory(self, cid: int | None) -> None:
-        """Forget what memory learned from a chat (app.chat_memory); the chat and its messages stay."""
+        """Forget what memory learned from a chat (app.operations.chat_memory); the chat and its messages stay."""
         if cid is None:
             return
 

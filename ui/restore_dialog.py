@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app import backups
+from app.operations import backups
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
 

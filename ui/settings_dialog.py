@@ -244,12 +244,12 @@ class SettingsDialog(QDialog):
         return page
 
     def _adapters_box(self, page: QWidget) -> QGroupBox:
-        """The model's adapters (parametric memory, app.adapters), listed; the inspector's Adapters tab
+        """The model's adapters (parametric memory, app.parametric.adapters), listed; the inspector's Adapters tab
         turns them on per chat, adds, removes and teaches."""
         from PySide6.QtWidgets import QAbstractItemView, QTableWidget, QTableWidgetItem
 
-        from app.activation_cache import human_bytes
-        from app.adapters import AdapterRegistry, rows
+        from app.chat.activation_cache import human_bytes
+        from app.parametric.adapters import AdapterRegistry, rows
 
         box = QGroupBox("Adapters", page)
         v = QVBoxLayout(box)

@@ -1,5 +1,5 @@
 """The chat header's memory-space picker: which space the open chat writes to, and whether it recalls
-from that space only or from every space (memory_core.spaces). A new chat takes the space shown."""
+from that space only or from every space (memory_core.spaces.component). A new chat takes the space shown."""
 
 from __future__ import annotations
 

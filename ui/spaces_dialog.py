@@ -1,5 +1,5 @@
 """Memory ▸ Memory spaces… (and the space picker's "Manage…"): create, rename, merge and delete the
-memory's spaces (memory_core.spaces) through app.space_operations, the functions `mnemo memory spaces`
+memory's spaces (memory_core.spaces.component) through app.operations.spaces, the functions `mnemo memory spaces`
 calls. Each change runs on the window's database thread (`run`, ui.bridge's `db`), so a merge or the
 deletion of a space of many pages never blocks the window; the buttons wait while it runs.
 
@@ -10,7 +10,7 @@ one), and what it did after. The questions go
 through `ask_name`, `ask_target` and `confirm`, which tests replace.
 
 `SpaceActions` puts "Move to space…" and "Copy to space…" on the inspector's pages (their context menu):
-the selected pages go to, or are copied into, another space (app.space_operations move_items/copy_items).
+the selected pages go to, or are copied into, another space (app.operations.spaces move_items/copy_items).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import space_operations as ops
+from app.operations import spaces as ops
 from app.wording import count
 
 Run = Callable[..., Any]  # run(fn(store), on_done(value), on_error(exc)): the database thread

@@ -1,6 +1,6 @@
-"""The Qt side of `app.tasks`: callbacks of background tasks run on the UI thread.
+"""The Qt side of `app.runtime.tasks`: callbacks of background tasks run on the UI thread.
 
-`MainThread` is a `deliver` for `app.tasks.TaskQueue`: it posts each callback through a queued
+`MainThread` is a `deliver` for `app.runtime.tasks.TaskQueue`: it posts each callback through a queued
 signal to the thread it lives in (the UI thread), so a callback may touch widgets. `UiWorker`
 is a task queue with its own store connection whose callbacks run there, counting what is in
 flight (`busy_changed`, `wait_idle`) and giving failures without an `on_error` to one sink. The
@@ -19,7 +19,7 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal, Slot
 
-from app.tasks import Callback, TaskQueue
+from app.runtime.tasks import Callback, TaskQueue
 
 log = logging.getLogger(__name__)
 

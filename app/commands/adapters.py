@@ -1,6 +1,6 @@
 """`mnemo memory adapters [list|add FILE [--scale S]|remove NAME|use NAME --chat ID|scale NAME S|new-chats NAME on|off]`
 and `mnemo memory distill`: parametric memory, the LoRA adapters the chat model can use
-(app.adapters), and training one from what memory holds (app.distill)."""
+(app.parametric.adapters), and training one from what memory holds (app.parametric.distill)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from app import adapters as ad
 from app.commands._common import fail, print_json
+from app.parametric import adapters as ad
 from models.chat import CancelToken
 from models.lora import AdapterError
 
 
 def _size(n: int) -> str:
-    from app.activation_cache import human_bytes
+    from app.chat.activation_cache import human_bytes
 
     return human_bytes(n)
 
@@ -124,7 +124,7 @@ def run_adapters(args, ctx) -> int:
 
 def run_distill(args, ctx) -> int:
     """Train an adapter from memory, showing each step; Ctrl+C cancels and keeps nothing."""
-    from app import distill
+    from app.parametric import distill
 
     model_path = ad.current_model_path(ctx.settings)
     if model_path is None:
@@ -156,7 +156,7 @@ def run_distill(args, ctx) -> int:
 
 
 def _train(ctx, store, model_path: Path, pairs, config, cancel: CancelToken, args):
-    from app import distill
+    from app.parametric import distill
 
     def progress(step: int, steps: int, loss: float) -> None:
         if not args.json:

@@ -6,12 +6,12 @@ import signal
 import sys
 import threading
 
-from app import operations
-from app.agent import DiskFullError
+from app.chat.agent import DiskFullError
+from app.chat.session import ChatOptions, ChatSession
 from app.commands._common import fail, print_json
 from app.importers.progress import ProgressBar
-from app.remember import footnote, forget_note
-from app.session import ChatOptions, ChatSession
+from app.operations import chats as operations
+from app.operations.remember import footnote, forget_note
 from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError

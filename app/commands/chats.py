@@ -1,9 +1,9 @@
 """`mnemo chats list|export|rename|delete|forget`: the conversations in this memory, one of them as a
 file, a new title, or gone; what memory learned from a chat stays, as in the app, unless `forget` (or
-`delete --forget`) removes it (app.chat_memory says what that takes).
+`delete --forget`) removes it (app.operations.chat_memory says what that takes).
 
 `export` writes the chat's newest branch as a Markdown transcript (which `mnemo ingest` reads
-back) or as JSON (every field); see app.chat_export.
+back) or as JSON (every field); see app.operations.chat_export.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import sys
 
-from app import operations
 from app.commands._common import fail, print_json
+from app.operations import chats as operations
 from app.wording import count
 
 
@@ -44,7 +44,7 @@ def _list(store, args) -> int:
 
 
 def _export(store, args) -> int:
-    from app.chat_export import format_for, render_chat
+    from app.operations.chat_export import format_for, render_chat
 
     to_stdout = args.file in (None, "-")
     try:

@@ -216,7 +216,7 @@ def _run_persona(args, ctx, samples) -> int:
         else:
             from dataclasses import replace
 
-            from app.backends import build_chat_model
+            from app.runtime.backends import build_chat_model
 
             model = build_chat_model(replace(ctx.settings.chat, backend="llama", gguf_path=args.persona_model))
         llm, model_id = model.complete_json, getattr(model, "model_id", None) or str(args.persona_model)

@@ -1,4 +1,4 @@
-"""`mnemo mcp`: serve the memory to other assistants over the Model Context Protocol (app.mcp_server)."""
+"""`mnemo mcp`: serve the memory to other assistants over the Model Context Protocol (app.doors.mcp_server)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ DEFAULT_PORT = 8765
 
 
 def run(args, ctx) -> int:
-    from memory_core.spaces import SpaceError
+    from memory_core.spaces.component import SpaceError
 
     try:
         return _serve(args, ctx)
@@ -17,15 +17,15 @@ def run(args, ctx) -> int:
 
 
 def _serve(args, ctx) -> int:
-    from app.api_access import is_loopback, load_token, token_hint
+    from app.doors.api_access import is_loopback, load_token, token_hint
 
     if not args.http:
-        from app.mcp_server import run_stdio
+        from app.doors.mcp_server import run_stdio
 
         return run_stdio(ctx, args.space)
     if not is_loopback(args.host):
         return fail(f"mcp --http listens on loopback addresses only (127.0.0.1, ::1, localhost), not {args.host}")
-    from app.mcp_server import run_http
+    from app.doors.mcp_server import run_http
 
     config = ctx.paths.config_dir
     try:

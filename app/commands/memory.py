@@ -10,10 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app import operations
 from app.commands import adapters as adapter_commands
 from app.commands import spaces as space_commands
 from app.commands._common import fail, print_json
+from app.operations import chats as operations
 from app.wording import heat
 from memory_core.text import one_line
 
@@ -138,7 +138,7 @@ def _end_progress(shown: dict) -> None:
 
 
 def _export_cube(ctx, store, args) -> int:
-    from app.cube_job import export_cube, parse_when
+    from app.operations.cubes import export_cube, parse_when
     from memory_core.cubes import CubeError, CubeSelection
 
     if args.file is not None:
@@ -195,7 +195,7 @@ def _import_cube(ctx, store, args) -> int:
                 print("(a dry run: nothing was imported)")
             return 0
         if args.space:
-            from app.space_operations import import_as_space
+            from app.operations.spaces import import_as_space
 
             record, _sid = import_as_space(
                 store, path, args.space, on_progress=lambda w, d, t: _progress_line(w, d, t, shown)
@@ -256,7 +256,7 @@ def _undo_import(ctx, store, args) -> int:
 
 
 def _list_backups(ctx, args) -> int:
-    from app import backups
+    from app.operations import backups
     from memory_core import read_forgotten_spans
 
     if args.drop_forgotten:
@@ -290,7 +290,7 @@ def _list_backups(ctx, args) -> int:
 def after_forget(ctx, store, out=None) -> None:
     """After a forget (or a wipe, or a deleted chat): name the backups that may still hold what went and,
     at a terminal, offer to delete them (a new backup of memory as it is now is made first)."""
-    from app import backups
+    from app.operations import backups
 
     out = out or sys.stdout
     held = backups.holding_forgotten(ctx.paths, store.db.purge.spans())
@@ -305,7 +305,7 @@ def after_forget(ctx, store, out=None) -> None:
 
 
 def _drop_backups(ctx, store, out) -> None:
-    from app import backups
+    from app.operations import backups
 
     gone, fresh = backups.drop_forgotten(store, ctx.paths, keep=ctx.settings.backup_keep)
     print(
@@ -316,12 +316,12 @@ def _drop_backups(ctx, store, out) -> None:
 
 def _restore(ctx, args) -> int:
     """Without opening the current database: it may be the damaged one."""
-    from app import backups
+    from app.operations import backups
 
     src = Path(args.file)
     if not src.is_file():
         return fail(f"no such backup: {src}", 1)
-    from app.instance_lock import app_is_running, held_message
+    from app.runtime.instance_lock import app_is_running, held_message
 
     if app_is_running(ctx.paths.data_dir):
         return fail(held_message(ctx.paths.data_dir, "restore swaps the database file"), 1)
@@ -342,7 +342,7 @@ def _restore(ctx, args) -> int:
 
 
 def _backup(ctx, store, args) -> int:
-    from app import backups
+    from app.operations import backups
 
     path = (
         store.backup(args.file)
@@ -434,8 +434,8 @@ def _stats(ctx, store, args) -> int:
 
 
 def _activation(ctx, store, args) -> int:
-    """`activation [list|clear]`: the chat model's saved prompt states (app.activation_cache)."""
-    from app import activation_cache as ac
+    """`activation [list|clear]`: the chat model's saved prompt states (app.chat.activation_cache)."""
+    from app.chat import activation_cache as ac
 
     cache = ac.open_cache(ctx.paths.data_dir)
     if args.what == "clear":

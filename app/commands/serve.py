@@ -1,4 +1,4 @@
-"""`mnemo serve`: an OpenAI-compatible endpoint on 127.0.0.1 that chats with memory (app.openai_server)."""
+"""`mnemo serve`: an OpenAI-compatible endpoint on 127.0.0.1 that chats with memory (app.doors.openai_server)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ DEFAULT_PORT = 8766
 
 
 def run(args, ctx) -> int:
-    from app.api_access import check_bind, load_token, token_hint
+    from app.doors.api_access import check_bind, load_token, token_hint
 
     token = None if args.no_token else load_token(ctx.paths.config_dir)
     refused = check_bind(args.host, allow_remote=args.allow_remote, token=token)
     if refused:
         return fail(f"serve: {refused}")
-    from app.local_http import bind, serve, url_of
-    from app.openai_server import TurnRunner, build_app
+    from app.doors.local_http import bind, serve, url_of
+    from app.doors.openai_server import TurnRunner, build_app
     from models.errors import ModelError
 
     try:

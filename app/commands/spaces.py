@@ -1,11 +1,11 @@
-"""`mnemo memory spaces …`: the memory's named spaces (memory_core.spaces). list, create, rename,
+"""`mnemo memory spaces …`: the memory's named spaces (memory_core.spaces.component). list, create, rename,
 delete, move (pages, facts or a whole chat), copy (pages, facts, traits), merge, and `chat` (the space a
 chat writes to and reads)."""
 
 from __future__ import annotations
 
-from app import space_operations as ops
 from app.commands._common import fail, print_json
+from app.operations import spaces as ops
 
 
 def add_parser(acts) -> None:

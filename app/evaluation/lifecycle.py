@@ -175,7 +175,7 @@ class LifecycleEval:
     ) -> _Replay:
         """One replay: sessions in date order, each question asked after its session; with `live`, the quoted
         pages' visits and the memory jobs after each question, and the small mid-term capacity."""
-        from app.prompting import QuoteFloor
+        from app.chat.prompting import QuoteFloor
 
         conv = sample.conversation
         sessions = sorted({t.session for t in conv.turns})

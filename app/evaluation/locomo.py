@@ -253,7 +253,7 @@ class LocomoEval:
         if asked_before not in (None, "same", "all"):
             raise ValueError(f"asked_before must be 'same' or 'all', not {asked_before!r}")
         self.asked_before = asked_before  # None, "same" (that question) or "all" (every question of a sample)
-        # mnemo's recall with each ranking stage switched off in turn (memory_core.ranking.SWITCHABLE)
+        # mnemo's recall with each ranking stage switched off in turn (memory_core.recall.ranking.SWITCHABLE)
         self.ablate = ablate
 
     # -- stores ------------------------------------------------------------------------------
@@ -301,8 +301,8 @@ class LocomoEval:
         }
         qa_answerer = None
         if self.qa_model is not None:
+            from app.chat.prompting import QuoteFloor
             from app.evaluation.qa import QAAnswerer
-            from app.prompting import QuoteFloor
 
             qa_answerer = QAAnswerer(
                 self.qa_model, memory_turns=self.qa_turns, floor=QuoteFloor.from_params(self._params())
@@ -463,7 +463,7 @@ class LocomoEval:
 
     def _ablation_recall(self, store, q: Question) -> dict[str, dict[str, float]]:
         """--ablate: mnemo's recall at each k with each ranking stage switched off in turn."""
-        from memory_core.ranking import SWITCHABLE
+        from memory_core.recall.ranking import SWITCHABLE
 
         out = {}
         for stage in SWITCHABLE:
@@ -498,7 +498,7 @@ class LocomoEval:
     # -- report ------------------------------------------------------------------------------------
     def _ablation_summary(self, rows: list[dict]) -> dict:
         """Recall summaries by k of mnemo with every stage ("none" off) and with each stage off in turn."""
-        from memory_core.ranking import SWITCHABLE
+        from memory_core.recall.ranking import SWITCHABLE
 
         rows = [r for r in rows if "ablation" in r]
         out = {"none": {f"k{k}": summarize(rows, _row_value("recall", "mnemo", str(k))) for k in self.ks}}
@@ -730,7 +730,7 @@ def format_qa(qa: dict, qa_model: str) -> list[str]:
 
 def format_ablation(ablation: dict, ks: Sequence[int]) -> list[str]:
     """The ablation table: mnemo's recall (categories 1-5) at each k with every stage, then with each
-    stage off (memory_core.ranking.SWITCHABLE), and the change against every stage on."""
+    stage off (memory_core.recall.ranking.SWITCHABLE), and the change against every stage on."""
     head = (
         f"{'stage off':<18} "
         + " ".join(f"{'R@' + str(k):>6}" for k in ks)

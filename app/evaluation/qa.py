@@ -1,7 +1,7 @@
 """Answering LoCoMo questions with a chat model: three prompts for the same model.
 
 - "memory": the question with what the memory retrieved, composed by the chat agent's own
-  `app.prompting.compose_prompt` (pages quoted as data with their dates) under an
+  `app.chat.prompting.compose_prompt` (pages quoted as data with their dates) under an
   eval-specific system prompt that asks for a short answer.
 - "no-memory": the question alone (what the model guesses).
 - "full-context": the conversation itself, session by session with dates, truncated from
@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from app.prompting import QuoteFloor
+    from app.chat.prompting import QuoteFloor
 
 NOT_MENTIONED = "Not mentioned in the conversation"
 
@@ -75,7 +75,9 @@ class QAAnswerer:
         self.max_answer_tokens = max_answer_tokens
         # recalled turns quoted: the chat agent's budget unless told (MemoryParams.quoting.recall_turns)
         self.memory_turns = memory_turns or MemoryParams().quoting.recall_turns
-        self.floor = floor  # as the chat agent: app.prompting.QuoteFloor.from_params(MemoryParams); None: every page
+        self.floor = (
+            floor  # as the chat agent: app.chat.prompting.QuoteFloor.from_params(MemoryParams); None: every page
+        )
         self.budget = self.n_ctx - max_answer_tokens - 16
         self._full_cache: dict[str, str] = {}
 
@@ -90,7 +92,7 @@ class QAAnswerer:
 
     # -- prompts ----------------------------------------------------------------------------
     def memory_messages(self, question: str, retrieval, speakers: tuple[str, str]) -> tuple[list[dict], dict]:
-        from app.prompting import compose_prompt
+        from app.chat.prompting import compose_prompt
 
         system = SYSTEM_MEMORY.format(a=speakers[0], b=speakers[1])
         retrieval = _top_pages(retrieval, self.memory_turns)

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from app.importers.base import ImportFatalError, ParsedConversation
-from app.instance_lock import InstanceLock
+from app.runtime.instance_lock import InstanceLock
 
 
 class ImportBusyError(ImportFatalError):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app.importers.base import ImportFatalError
-from memory_core import safezip
+from memory_core.cubes import safezip
 
 MAX_FILE_BYTES = 2 * 1024**3  # refuse absurd inputs up front rather than exhaust memory
 # What a conversations.json inside a zip may expand to. Parsing JSON takes several times its size in
@@ -81,7 +81,7 @@ def _from_zip(fh: Any, name: str, max_unzipped: int, max_ratio: float) -> tuple[
 def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, shown: str, max_bytes: int, max_ratio: float) -> bytes:
     """The member's bytes, refused before anything is inflated when its header says it is bigger than
     `max_bytes` or compressed more than `max_ratio` to 1, and inflated in steps of a MiB, so what
-    it really holds never takes more memory than the header said (memory_core.safezip)."""
+    it really holds never takes more memory than the header said (memory_core.cubes.safezip)."""
     return safezip.read_member(
         zf,
         info,

@@ -27,7 +27,7 @@ from app.importers.base import ImportFatalError, ImportIssue, ParsedConversation
 SOURCE = "text"
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "system": "system"}
 _WHO = "|".join(_ROLES)
-# how a reply cut short is marked after its speaker, "**Assistant (interrupted):**" (app.chat_export)
+# how a reply cut short is marked after its speaker, "**Assistant (interrupted):**" (app.operations.chat_export)
 CUT_SHORT = ("interrupted", "stopped", "failed")
 _SPEAKER = re.compile(
     r"^\s*(?:>\s*)?(?:[-*+]\s+)?"

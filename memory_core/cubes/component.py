@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..codec import from_json
-from ..database import Database
-from ..embedding import Embedding
-from ..jobs import Jobs
-from ..merging import PersonaMerge
-from ..pages import Pages
-from ..segments import Segments
-from ..versions import Versions
+from ..pages.component import Pages
+from ..pages.embedding import Embedding
+from ..persona.merge import PersonaMerge
+from ..persona.versions import Versions
+from ..segments.component import Segments
+from ..storage.codec import from_json
+from ..storage.database import Database
+from ..storage.jobs import Jobs
 from .export import CubeExport, CubeSelection, export_cube
 from .format import CubeCancelled, CubeLimits
 from .importer import Importer

@@ -20,9 +20,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..codec import from_json, to_json
-from ..database import Database
-from ..export import atomic_file
+from ..readable_export import atomic_file
+from ..storage.codec import from_json, to_json
+from ..storage.database import Database
 from .format import (
     FORMAT,
     FORMAT_VERSION,
@@ -51,7 +51,7 @@ class CubeSelection:
     since: float | None = None
     until: float | None = None
     persona_only: bool = False
-    # one memory space (memory_core.spaces): its pages, and the traits and facts kept in it
+    # one memory space (memory_core.spaces.component): its pages, and the traits and facts kept in it
     space_id: int | None = None
 
     @property

@@ -22,16 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import from_json, to_json, unit, vec_blob
-from ..database import Database
-from ..embedding import Embedding
-from ..fts import fts_put
-from ..jobs import Jobs
-from ..merging import PersonaMerge
-from ..pages import Pages
-from ..segments import Segments
+from ..pages.component import Pages
+from ..pages.embedding import Embedding
+from ..persona.merge import PersonaMerge
+from ..persona.versions import Versions
+from ..segments.component import Segments
+from ..storage.codec import from_json, to_json, unit, vec_blob
+from ..storage.database import Database
+from ..storage.fts import fts_put
+from ..storage.jobs import Jobs
 from ..types import page_text
-from ..versions import Versions
 from .format import CubeError, CubeLimits, decode_bytes, decode_vector
 from .persona_merge import Decision, PersonaImport, chats_of, item_kind, key_of, pages_of, stored_key
 from .reader import CubeReader
@@ -602,7 +602,7 @@ class Importer:
 
 
 def _persona_text(kind: str, rec: dict) -> str:
-    """The text a trait or fact is embedded as (memory_core.persona)."""
+    """The text a trait or fact is embedded as (memory_core.persona.component)."""
     return f"{rec['dimension']}: {rec['value']}" if kind == "trait" else rec["text"]
 
 

@@ -1,4 +1,4 @@
-"""A cube's traits and facts joining the persona by its own rules (memory_core.merging): one already held
+"""A cube's traits and facts joining the persona by its own rules (memory_core.persona.merge): one already held
 is recognised and skipped; one close to an item held confirms or updates it, the older text staying a
 version, unless the item is pinned (left, and reported) or the cube's is older; anything else comes in as
 it was, with every version and the pages it was drawn from.
@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import from_json, to_json, vec_blob
-from ..database import Database
-from ..embedding import Embedding
-from ..fts import fts_put
-from ..merging import PersonaMerge
-from ..versions import Versions
+from ..pages.embedding import Embedding
+from ..persona.merge import PersonaMerge
+from ..persona.versions import Versions
+from ..storage.codec import from_json, to_json, vec_blob
+from ..storage.database import Database
+from ..storage.fts import fts_put
 from .format import content_key
 from .records import Conflict
 

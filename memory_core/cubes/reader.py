@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import safezip, token_match
+from ..recall import token_match
+from . import safezip
 from .format import (
     COUNT_OF,
     FORMAT,

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..codec import to_json
-from ..database import Database
-from ..jobs import Jobs
+from ..storage.codec import to_json
+from ..storage.database import Database
+from ..storage.jobs import Jobs
 from .format import CubeCancelled
 from .reader import CubeReader
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..codec import from_json
-from ..database import Database
-from ..versions import Versions
+from ..persona.versions import Versions
+from ..storage.codec import from_json
+from ..storage.database import Database
 from .format import CubeError
 from .persona_merge import PersonaImport
 from .records import UndoReport

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.agent import ChatAgent
+from app.chat.agent import ChatAgent
 from memory_core import MemoryParams, MemoryStore
 
 

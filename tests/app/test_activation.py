@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app import activation_cache
-from app.agent import ChatAgent
+from app.chat import activation_cache
+from app.chat.agent import ChatAgent
 from app.cli import main as cli_main
 from models.llama_cpp_backend import LlamaCppChatModel
 

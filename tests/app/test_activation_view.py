@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app import activation_cache
+from app.chat import activation_cache
 from tests.ui import test_inspector_fixtures as fixtures
 
 ctx, store, panel_factory = fixtures.ctx, fixtures.store, fixtures.panel_factory  # the inspector tests' fixtures

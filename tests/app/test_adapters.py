@@ -1,4 +1,4 @@
-"""Parametric memory in the app: the adapter registry (app.adapters) on a real data folder, each chat's
+"""Parametric memory in the app: the adapter registry (app.parametric.adapters) on a real data folder, each chat's
 choice kept and put on the real bundled model before its turn, adapters that do not fit left off with
 one line, and `mnemo memory adapters` end to end."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from app import adapters as ad
-from app.session import ChatSession
+from app.chat.session import ChatSession
+from app.parametric import adapters as ad
 from models.lora import AdapterError
 from tests.adapter_files import bundled_adapter, wrong_shape_adapter
 from tests.app.test_cli_commands import mnemo

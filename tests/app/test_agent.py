@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from app.agent import ChatAgent
+from app.chat.agent import ChatAgent
 from memory_core import MemoryStore
 from models.chat import CancelToken
 
@@ -219,7 +219,7 @@ def test_paused_conversation_reads_but_does_not_write(agent, store):
 
 KILL_SCRIPT = textwrap.dedent("""
     import sys
-    from app.agent import ChatAgent
+    from app.chat.agent import ChatAgent
     from memory_core import MemoryStore
     from models.embedder import OnnxEmbedder
     from models.llama_cpp_backend import LlamaCppChatModel
@@ -357,7 +357,7 @@ def test_warming_is_nothing_for_a_model_without_a_local_cache(store):
     class Remote:  # e.g. the OpenAI-compatible HTTP backend
         n_ctx = 4096
 
-    from app.agent import ChatAgent
+    from app.chat.agent import ChatAgent
 
     assert ChatAgent(store, Remote()).warm(store.conversations.create_conversation()) == 0
 
@@ -392,7 +392,7 @@ def test_a_reply_that_loops_is_stopped_and_keeps_what_came_before_the_loop(store
 
 
 def test_a_chat_is_titled_by_its_first_message_cut_between_words():
-    from app.agent import title_from
+    from app.chat.agent import title_from
 
     assert title_from("  What does my\nsister do?  ") == "What does my sister do?"
     long = "Hi! My name is Dana, I keep bees on my roof in Lyon and my sister Ines is visiting next week."
@@ -440,7 +440,7 @@ def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, ch
     store.jobs.run_pending(allow_llm=False)
     assert "<memory>" not in store.pages.list_pages()[0].assistant_text  # nor does it reach memory
 
-    from app.prompting import MarkupFilter
+    from app.chat.prompting import MarkupFilter
 
     # a "<" that begins no tag is held only until it is clear, then shown; a tag is dropped
     f = MarkupFilter()
@@ -459,7 +459,7 @@ def test_the_prompts_memory_tags_written_back_by_the_model_are_dropped(store, ch
 def _writes_the_dialogue_on(model):
     """A reply opened by a role label and followed by a turn nobody said, the label and a page header split
     over chunks as a tokenizer may split them: what the bundled model does now and then when pages are
-    quoted to it (app.quoted_turns). The middle is fixed too: the real model's own 12 tokens, drawn with
+    quoted to it (app.chat.quoted_turns). The middle is fixed too: the real model's own 12 tokens, drawn with
     the next seed of the session, sometimes held a header of their own and changed what was counted."""
     return _Framed(
         model,

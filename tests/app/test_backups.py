@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from app import backups
+from app.operations import backups
 from app.settings import Paths
 from memory_core import MemoryStore
 

@@ -1,14 +1,14 @@
-"""Exporting one chat (app.chat_export, `mnemo chats`): the branch asked for, a Markdown transcript
+"""Exporting one chat (app.operations.chat_export, `mnemo chats`): the branch asked for, a Markdown transcript
 that the text importer reads back unchanged, JSON with every field, nothing half-written."""
 
 import json
 
 import pytest
 
-from app.chat_export import export_chat, format_for
 from app.cli import main
 from app.importers import load
 from app.importers.writer import write_conversation
+from app.operations.chat_export import export_chat, format_for
 
 T0 = 1_712_045_731.0  # 2024-04-02T08:15:31Z
 
@@ -99,7 +99,7 @@ def test_a_full_disk_leaves_the_old_file(store, tmp_path, monkeypatch):
     cid, _ = _chat(store)
     target = tmp_path / "garden.md"
     target.write_text("an earlier export", encoding="utf-8")
-    import app.chat_export as ce
+    import app.operations.chat_export as ce
 
     real = ce.atomic_file
 

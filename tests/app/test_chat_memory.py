@@ -1,9 +1,9 @@
-"""Forgetting what memory learned from one chat (app.chat_memory), through the real agent, the
+"""Forgetting what memory learned from one chat (app.operations.chat_memory), through the real agent, the
 bundled GGUF, the real embedder and a real store file."""
 
 from __future__ import annotations
 
-from app.chat_memory import chat_memory, forget_chat_memory
+from app.operations.chat_memory import chat_memory, forget_chat_memory
 
 
 def _send(agent, store, cid, text):

@@ -136,7 +136,7 @@ def test_a_data_folder_that_cannot_be_made_says_what_is_in_the_way(mnemo_dirs, t
 
 
 def test_restore_beside_the_window_names_the_lock(mnemo_dirs, tmp_path):
-    from app.instance_lock import InstanceLock
+    from app.runtime.instance_lock import InstanceLock
 
     backup = tmp_path / "backup.sqlite3"
     backup.write_bytes(b"")

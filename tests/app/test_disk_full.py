@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.agent import MESSAGE_NOT_SAVED, REPLY_NOT_SAVED, ChatAgent, DiskFullError
-from app.writer_lease import release as restart_here
+from app.chat.agent import MESSAGE_NOT_SAVED, REPLY_NOT_SAVED, ChatAgent, DiskFullError
+from app.chat.writer_lease import release as restart_here
 from memory_core import MemoryParams, MemoryStore, is_storage_full
 
 
@@ -157,7 +157,7 @@ def test_the_disk_filling_as_the_reply_is_queued_for_memory_rolls_back_both(agen
     the reply row stays as a crash leaves it, and the next start keeps it and queues its memory."""
     import apsw
 
-    from app.recovery import recover_interrupted
+    from app.chat.recovery import recover_interrupted
 
     def full(*args, **kwargs):  # the disk fills as the reply's page is queued
         raise apsw.FullError("database or disk is full")

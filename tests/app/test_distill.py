@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app import distill
+from app.parametric import distill
 from models.chat import CancelToken
 from models.lora import check_fits
 from models.resolve import default_gguf_path
@@ -89,7 +89,7 @@ def test_distill_cancel_keeps_nothing(tmp_path):
 def test_cli_distill_shows_progress_and_keeps_the_adapter(mnemo_dirs):
     import json
 
-    from app import adapters as ad
+    from app.parametric import adapters as ad
     from tests.app.test_cli_commands import mnemo
 
     mnemo(mnemo_dirs, "memory", "add", "fact", "My sister's name is Clara.")

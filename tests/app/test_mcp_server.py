@@ -20,9 +20,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, Implementation
 
-from app import operations
 from app.context import AppContext
-from app.mcp_server import StrictToolCalls
+from app.doors.mcp_server import StrictToolCalls
+from app.operations import chats as operations
 from tests.app.ready_line import REPO_ROOT, start, stop
 
 CLIENT = "Mnemo tests"

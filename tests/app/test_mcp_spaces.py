@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import Implementation
 
-from app import operations
+from app.operations import chats as operations
 from tests.app.ready_line import REPO_ROOT
 from tests.app.test_mcp_server import _env, _store, app_ctx, errlog  # noqa: F401  (fixtures)
 

@@ -15,9 +15,9 @@ import pytest
 
 openai = pytest.importorskip("openai", reason="the test extra's openai client")
 
-from app.api_access import check_bind, is_loopback  # noqa: E402
 from app.context import AppContext  # noqa: E402
-from app.openai_server import BadRequest, parse_request  # noqa: E402
+from app.doors.api_access import check_bind, is_loopback  # noqa: E402
+from app.doors.openai_server import BadRequest, parse_request  # noqa: E402
 from tests.app.ready_line import REPO_ROOT, start, stop  # noqa: E402
 
 START_TIMEOUT_S = 120
@@ -156,7 +156,7 @@ def test_incognito_requests_leave_no_memory(served, app_ctx):
 def test_recovers_what_a_dead_process_left_but_not_what_a_live_one_writes(mnemo_dirs, app_ctx):
     """A window (here: this test process) has a message waiting for the model: not a crash's. A
     process that died left one too: the server's start gives it an interrupted reply."""
-    from app.writer_lease import token
+    from app.chat.writer_lease import token
 
     store = app_ctx.open_store()
     try:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from app.backups import backup_dir, make_backup
-from app.chat_export import export_chat
 from app.context import AppContext
-from app.instance_lock import InstanceLock
-from app.private_files import ensure_private_dir, secure_folder
+from app.operations.backups import backup_dir, make_backup
+from app.operations.chat_export import export_chat
+from app.runtime.instance_lock import InstanceLock
+from app.runtime.private_files import ensure_private_dir, secure_folder
 from app.settings import Paths, Settings, save_settings
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")

@@ -39,7 +39,7 @@ def fresh(tmp_path, embedder, clock):
 def test_hi_in_a_fresh_chat_quotes_no_fact_and_a_question_quotes_its_fact(tmp_path, embedder, chat_model):
     """The prompt as the agent builds it (real store, embedder and model): small talk quotes none of the
     facts retrieval brings (it brought five to every prompt); a question quotes the fact it is about."""
-    from app.agent import ChatAgent
+    from app.chat.agent import ChatAgent
 
     store = MemoryStore.open(
         tmp_path / "hi.sqlite3",
@@ -181,7 +181,7 @@ def test_knowledge_is_capped_by_setting_aside_the_longest_unused_never_a_pinned_
 def test_the_llm_path_asks_about_the_people_by_name_and_keeps_their_facts_theirs():
     """A dialogue of two other people: the model is asked about Caroline and Melanie by name, and what it
     says about either is about her, whatever subject it wrote ("The user …" included); no trait."""
-    from memory_core.extract import PageText, llm_extract
+    from memory_core.persona.extract import PageText, llm_extract
 
     asked = []
 

@@ -6,7 +6,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from app.prompting import QuoteFloor, compose_prompt
+from app.chat.prompting import QuoteFloor, compose_prompt
 from memory_core.types import Knowledge, KnowledgeHit, Page, PageHit, Retrieval, SideHit, Trait, TraitHit
 
 
@@ -368,7 +368,7 @@ def test_quote_floor_round_trips_through_a_trace():
 def test_each_quoting_rule_can_be_switched_off_by_name(chat_model):
     import pytest
 
-    from app.prompting import QUOTING_RULES, quoted_pages
+    from app.chat.prompting import QUOTING_RULES, quoted_pages
 
     floor = QuoteFloor(min_score=0.4, keyword_min_similarity=0.2, min_similarity=0.3, min_standout=0.2)
     assert not floor.admits(_hit(0.3, 0.25, 0.0))

@@ -1,10 +1,10 @@
-"""The quoted pages' notation written back by the model (app.quoted_turns), fed as a stream would be."""
+"""The quoted pages' notation written back by the model (app.chat.quoted_turns), fed as a stream would be."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.quoted_turns import HOLD_LABELLED, QuotedPage, QuotedTurnFilter, asks_for_dialogue, recited_side
+from app.chat.quoted_turns import HOLD_LABELLED, QuotedPage, QuotedTurnFilter, asks_for_dialogue, recited_side
 
 PAGES = [
     QuotedPage("On Friday I made a mushroom risotto.", "Sounds delicious."),

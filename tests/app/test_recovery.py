@@ -1,15 +1,15 @@
-"""One crash-recovery routine for the desktop app and the terminal (`app.recovery`): every
+"""One crash-recovery routine for the desktop app and the terminal (`app.chat.recovery`): every
 exchange a crash cut short is kept and queued for memory, once."""
 
 from __future__ import annotations
 
 import pytest
 
-from app import operations
-from app.agent import post_message
-from app.recovery import NOT_STARTED, recover_interrupted
-from app.session import ChatSession
-from app.writer_lease import release as restart_here  # this process's turns now count as a dead one's
+from app.chat.agent import post_message
+from app.chat.recovery import NOT_STARTED, recover_interrupted
+from app.chat.session import ChatSession
+from app.chat.writer_lease import release as restart_here  # this process's turns now count as a dead one's
+from app.operations import chats as operations
 
 
 def _cut_short(store, text="I keep bees on my roof.", reply="Bees on a roof, how", status="streaming"):
@@ -123,7 +123,7 @@ def test_finished_replies_are_left_alone(store, status):
 
 CHILD = """
 import sys
-from app.agent import post_message
+from app.chat.agent import post_message
 from memory_core import MemoryStore
 from models.embedder import OnnxEmbedder
 e = OnnxEmbedder()

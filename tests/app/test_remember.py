@@ -1,8 +1,8 @@
-"""Which chat messages ask Mnemo to remember something, and what the fact is (app.remember)."""
+"""Which chat messages ask Mnemo to remember something, and what the fact is (app.operations.remember)."""
 
 import pytest
 
-from app.remember import remember_request
+from app.operations.remember import remember_request
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_other_messages_are_not_requests(message):
     ],
 )
 def test_a_request_to_forget_names_what(message, what):
-    from app.remember import forget_request
+    from app.operations.remember import forget_request
 
     assert forget_request(message) == what
 
@@ -101,6 +101,6 @@ def test_a_request_to_forget_names_what(message, what):
     ],
 )
 def test_not_a_request_to_forget(message):
-    from app.remember import forget_request
+    from app.operations.remember import forget_request
 
     assert forget_request(message) is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.repetition import RepetitionGuard
+from app.chat.repetition import RepetitionGuard
 
 
 def feed_all(text: str, step: int) -> RepetitionGuard:

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from app.agent import ChatAgent
-from app.scheduler import PRIORITY_NORMAL, Scheduler
+from app.chat.agent import ChatAgent
+from app.runtime.scheduler import PRIORITY_NORMAL, Scheduler
 from memory_core import MemoryParams, MemoryStore
 
 

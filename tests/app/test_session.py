@@ -1,11 +1,11 @@
-"""`ChatSession` and `app.operations` on the real store and the bundled model: what both front ends call."""
+"""`ChatSession` and `app.operations.chats` on the real store and the bundled model: what both front ends call."""
 
 from __future__ import annotations
 
 import pytest
 
-from app import operations
-from app.session import ChatOptions, ChatSession
+from app.chat.session import ChatOptions, ChatSession
+from app.operations import chats as operations
 
 
 def test_a_session_creates_its_chat_with_the_first_message_and_keeps_its_agent(store, chat_model):

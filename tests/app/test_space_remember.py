@@ -4,7 +4,7 @@ what is in the spaces it reads, and the persona merge matches a new fact only wi
 
 from __future__ import annotations
 
-from app.remember import forget_statement, remember_fact, remember_trait
+from app.operations.remember import forget_statement, remember_fact, remember_trait
 
 WORDS = "My locker code is 4312"
 

@@ -1,4 +1,4 @@
-"""`app.tasks.TaskQueue`, the one background-task mechanism, on a real store connection."""
+"""`app.runtime.tasks.TaskQueue`, the one background-task mechanism, on a real store connection."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from app.tasks import TaskQueue
+from app.runtime.tasks import TaskQueue
 from memory_core import MemoryStore
 
 

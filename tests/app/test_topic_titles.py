@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from app.scheduler import Scheduler
+from app.runtime.scheduler import Scheduler
 from app.settings import Paths, load_settings
 from app.topic_titles import model_writes_titles, parameter_count
 from memory_core import MemoryParams, MemoryStore

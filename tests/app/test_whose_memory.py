@@ -264,7 +264,7 @@ def test_the_users_own_chatgpt_export_reaches_the_persona_as_chats_in_the_app_do
     """The same exchanges, said in a chat of the app (its messages and `add_page` jobs) or imported from
     the user's ChatGPT export: the pages of the export carry no "people", and promotion (the extractive
     path, as without a model) learns the same facts and traits about the user from both."""
-    from app.turn_memory import queue_exchange_page
+    from app.chat.turn_memory import queue_exchange_page
     from memory_core import MemoryParams, MemoryStore
 
     params = MemoryParams.from_flat(stm_capacity=1, tau=0.9)  # every segment of one new page is hot

@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args(argv)
 
-    from app import activation_cache
-    from app.agent import ChatAgent
+    from app.chat import activation_cache
+    from app.chat.agent import ChatAgent
     from memory_core import MemoryParams, MemoryStore
     from models.embedder import OnnxEmbedder
     from models.llama_cpp_backend import LlamaCppChatModel

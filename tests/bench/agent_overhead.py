@@ -61,7 +61,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--max-tokens", type=int, default=48)
     args = parser.parse_args(argv)
 
-    from app.agent import ChatAgent
+    from app.chat.agent import ChatAgent
     from memory_core import MemoryParams, MemoryStore
     from models.embedder import OnnxEmbedder
     from models.llama_cpp_backend import LlamaCppChatModel

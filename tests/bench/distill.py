@@ -5,8 +5,8 @@ with the adapter `mnemo memory distill` trains off (before) and on (after).
     python -m tests.bench.distill [--steps 80] [--threads 2] [--rank 8]
 
 Each fact is told as a chat message ("Remember that my sister's name is Clara.") through the real
-chat turn (app.operations.send, the bundled SmolLM2-135M), which keeps it in the persona; distilling
-then reads the memory (app.distill.collect_pairs) and trains on the CPU (the [train] extra). The
+chat turn (app.operations.chats.send, the bundled SmolLM2-135M), which keeps it in the persona; distilling
+then reads the memory (app.parametric.distill.collect_pairs) and trains on the CPU (the [train] extra). The
 questions are worded as a person would ask them, not always as the distiller words its own (e.g.
 "What is my dog's name?" for "My dog is called Biscuit"; "What instrument does my brother play?"
 matches no rule of the distiller's). Score: the share of answers holding the fact's key word (a whole
@@ -58,8 +58,8 @@ def _score(answers: list[str]) -> float:
 
 
 def _tell(ctx, store) -> int:
-    from app import operations
-    from app.session import ChatSession
+    from app.chat.session import ChatSession
+    from app.operations import chats as operations
 
     session = ChatSession()
     model = ctx.chat_model()
@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rank", type=int, default=8)
     args = ap.parse_args(argv)
-    from app import distill
     from app.context import AppContext
+    from app.parametric import distill
     from models.llama_cpp_backend import LlamaCppChatModel
     from models.resolve import default_gguf_path
 

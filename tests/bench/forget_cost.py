@@ -1,4 +1,4 @@
-"""Benchmark: what forgetting costs with the purge (memory_core.purge) and without it, at a realistic size.
+"""Benchmark: what forgetting costs with the purge (memory_core.storage.purge) and without it, at a realistic size.
 
 Builds a memory of --pages pages (LoCoMo turns as text, vectors of 300 real embeddings with a little
 noise, so the build needs no hour of embedding) with one message per side, and gives 5,000 replies a
@@ -43,7 +43,7 @@ def _turns() -> list[str]:
 
 def _build(path: Path, n_pages: int, emb, rng: random.Random) -> dict:
     from memory_core import MemoryStore
-    from memory_core.codec import to_json
+    from memory_core.storage.codec import to_json
 
     turns = _turns()
     base = emb.embed([f"{rng.choice(turns)}\n{rng.choice(turns)}" for _ in range(300)])
@@ -104,7 +104,7 @@ def _build(path: Path, n_pages: int, emb, rng: random.Random) -> dict:
 
 def _forgets(path: Path, emb, purge: bool) -> dict:
     from memory_core import MemoryStore
-    from memory_core.purge import Purge
+    from memory_core.storage.purge import Purge
 
     finish = Purge.finish
     s = MemoryStore.open(path, emb.embed, embed_model_id=emb.model_id, dim=emb.dim)

@@ -15,7 +15,7 @@ defaults), a few seeds, and prints JSON:
     python -m tests.bench.long_chat [--seeds 3] [--first-seed 7000] [--chat tune|held-out] [--max-tokens 512]
         [--self-repeat-penalty P] [--recall-own-after N] [--off RULE,RULE] [--no-guard] [--show]
 
-`--off` switches quoting rules off by name (`app.prompting.QUOTING_RULES`), for the ablation.
+`--off` switches quoting rules off by name (`app.chat.prompting.QUOTING_RULES`), for the ablation.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def main(argv=None) -> dict:
         help="MemoryParams.quoting.recall_own_after (99: the chat's own pages never quoted)",
     )
     parser.add_argument(
-        "--off", default="", help="quoting rules switched off, comma-separated (app.prompting.QUOTING_RULES)"
+        "--off", default="", help="quoting rules switched off, comma-separated (app.chat.prompting.QUOTING_RULES)"
     )
     parser.add_argument(
         "--chat",
@@ -109,8 +109,8 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     chat = CHAT if args.chat == "tune" else HELD_OUT
 
-    from app.agent import ChatAgent
-    from app.prompting import switched_off
+    from app.chat.agent import ChatAgent
+    from app.chat.prompting import switched_off
     from app.settings import ChatModelSettings
     from memory_core import MemoryParams, MemoryStore
     from models.embedder import OnnxEmbedder

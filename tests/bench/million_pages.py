@@ -9,7 +9,7 @@ vectors around TOPIC_CENTERS topics with random 4-bit token rows and side vector
 index alone (`Synthetic`), so the same pages can go through `add_pages` too (`fill_with_add_pages`) and the two
 stores be compared (tests/memory_core/test_bulk_fill.py).
 
-What `bulk_fill` writes for a page is what `add_pages` writes (memory_core.intake, pages, segments): the page row
+What `bulk_fill` writes for a page is what `add_pages` writes (memory_core.pages.intake, pages, segments): the page row
 (its chat, timestamp, keywords, tier), its vector (page_vec, vec0) and its vec_log row, its porter row (page_fts;
 page_tri for CJK text), its token rows and side vectors (page_tok). Each chat's last `stm_capacity` pages stay in
 short-term memory; the earlier ones are linked into dialogue chains by the store's rule (cosine + keyword Jaccard
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memory_core import text as T
-from memory_core import token_match
-from memory_core.codec import from_json, to_json, unit, vec_blob
+from memory_core.recall import token_match
+from memory_core.storage.codec import from_json, to_json, unit, vec_blob
 from memory_core.types import page_text
 
 PAGES_PER_CHAT = 50  # as tests.bench.retrieval's chats
@@ -235,7 +235,7 @@ class BulkFill:
                 self._join(sid, vec, kws[k])
 
     def _chains(self, items, vecs, kws, n_moved: int, start: int, out: _Block) -> tuple[dict, dict]:
-        """Dialogue chains of the chat's moved pages, by the store's rule (memory_core.segments._link_chain):
+        """Dialogue chains of the chat's moved pages, by the store's rule (memory_core.segments.component._link_chain):
         each is linked to the page moved before it when cosine + keyword Jaccard >= chain_theta within
         chain_max_gap_s. (page -> previous page id, page -> chain id), pages by their place in the chat."""
         p = self.params.segments

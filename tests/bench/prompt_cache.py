@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--questions", type=int, default=4)
     args = ap.parse_args(argv)
 
-    from app.agent import ChatAgent
+    from app.chat.agent import ChatAgent
     from memory_core import MemoryParams, MemoryStore
     from models.embedder import OnnxEmbedder
     from models.llama_cpp_backend import LlamaCppChatModel

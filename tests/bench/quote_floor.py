@@ -1,4 +1,4 @@
-"""Benchmark: which recalled pages are quoted to the model (app.prompting.QuoteFloor), on memory
+"""Benchmark: which recalled pages are quoted to the model (app.chat.prompting.QuoteFloor), on memory
 written the way people talk to an assistant, without LoCoMo's speaker names in every message.
 
 Each statement below was said in one of several chats (4 exchanges each, a day apart); each question
@@ -16,7 +16,7 @@ rule before QuoteFloor) and for the current rule, it prints JSON per set:
         [--ablate]
 
 `--ablate` adds, for the current rule, a row per page-level quoting rule switched off
-(`app.prompting.QUOTING_RULES`; the turn-level ones choose no pages and are measured by reply_quality).
+(`app.chat.prompting.QUOTING_RULES`; the turn-level ones choose no pages and are measured by reply_quality).
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ PAGE_RULES = ("score_floor", "keyword_closeness", "standout", "neighbour_exempti
 
 
 def measure(store, floor, items, small_talk, off=()) -> dict:
-    from app.prompting import quoted_pages
+    from app.chat.prompting import quoted_pages
 
     def quoted(query):
         return quoted_pages(store.retrieve(query, None, record_visits=False).pages, floor, off)
@@ -266,7 +266,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--ablate", action="store_true", help="also each page-level quoting rule off in turn")
     args = parser.parse_args(argv)
 
-    from app.prompting import QuoteFloor
+    from app.chat.prompting import QuoteFloor
     from memory_core import MemoryStore
     from models.embedder import OnnxEmbedder
 

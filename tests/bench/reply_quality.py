@@ -13,7 +13,7 @@ seeds each, and prints JSON:
 - `invented_turn_rate`: replies that write the dialogue on ("User: …", "(user) …" lines), as shown;
   `markup_rate`: replies that wrote the prompt's <memory> tags (the agent drops the tags);
   `quoting_rate`: replies in which the model wrote the quoted pages' notation back (role labels, page
-  headers; `app.quoted_turns` takes them out), `turn_cut_rate`: those ended where they began a turn
+  headers; `app.chat.quoted_turns` takes them out), `turn_cut_rate`: those ended where they began a turn
   nobody said;
 - `recall_hit_rate`: questions about earlier talk whose reply names the remembered detail, overall
   and for the odd and even questions apart (`recall_hit_rate_halves`: tune a prompt on one half,
@@ -25,7 +25,7 @@ seeds each, and prints JSON:
         [--recall-keyword-min-similarity S] [--model FILE.gguf] [--recall-only] [--show]
         [--asked-before] [--asked-weight W] [--reworded] [--off RULE,RULE]
 
-`--off` switches quoting rules off by name (`app.prompting.QUOTING_RULES`), for the ablation.
+`--off` switches quoting rules off by name (`app.chat.prompting.QUOTING_RULES`), for the ablation.
 
 `--reworded` puts tests.bench.quote_floor's 48 statements in memory (12 chats) and asks its 48 questions
 instead, each in other words than the statement ("What is the name of my dog?" / "I adopted a beagle
@@ -268,12 +268,12 @@ def main(argv=None) -> dict:
         help="MemoryParams.ranking.asked_weight (default: the app's; 1.0 = askings at full score)",
     )
     parser.add_argument(
-        "--off", default="", help="quoting rules switched off, comma-separated (app.prompting.QUOTING_RULES)"
+        "--off", default="", help="quoting rules switched off, comma-separated (app.chat.prompting.QUOTING_RULES)"
     )
     args = parser.parse_args(argv)
 
-    from app.agent import ChatAgent
-    from app.prompting import switched_off
+    from app.chat.agent import ChatAgent
+    from app.chat.prompting import switched_off
     from memory_core import MemoryParams, MemoryStore
     from models.embedder import OnnxEmbedder
     from models.llama_cpp_backend import LlamaCppChatModel

@@ -36,8 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_core import MemoryParams, MemoryStore, RetrievalBudget, token_match
-from memory_core.vecindex import MatrixCache
+from memory_core import MemoryParams, MemoryStore, RetrievalBudget
+from memory_core.recall import token_match
+from memory_core.storage.vecindex import MatrixCache
 
 TOPICS = [
     "hiking mountains trail boots summit",

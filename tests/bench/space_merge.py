@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     if args.pairs_only:
         return 0
     from app.context import AppContext
-    from app.space_operations import describe_merge
+    from app.operations.spaces import describe_merge
 
     store = AppContext.create(config_dir=tmp / "config", data_dir=tmp / "data").open_store()
     try:

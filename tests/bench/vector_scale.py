@@ -1,6 +1,6 @@
 """The dense search alone at a million pages: `python -m tests.bench.vector_scale [--rows 1000000]`.
 
-The page matrix (memory_core.vecindex.MatrixCache) loaded from a vector table of `--rows` synthetic unit
+The page matrix (memory_core.storage.vecindex.MatrixCache) loaded from a vector table of `--rows` synthetic unit
 vectors (clustered like the retrieval benchmark's pages: 3,000 topics and noise), as a memory that size
 is when opened: int8 rows from COMPACT_FROM_ROWS rows, and a sign sketch. Prints the search's
 p50/p95 for queries like new pages on those topics, what the vectors take in memory,
@@ -27,7 +27,7 @@ from pathlib import Path
 import apsw
 import numpy as np
 
-from memory_core import vecindex
+from memory_core.storage import vecindex
 
 
 def _topics(dim: int, seed: int = 7) -> np.ndarray:

@@ -12,7 +12,7 @@ LoCoMo's, whose dev file is kept for evaluation.
 
 For each question about the user, the answer is the page where the user said it. The benchmark prints
 JSON: the share of questions whose answer page is among the first 3 pages recalled, with the rule
-"others" (memory_core.ranking.weigh_others: other people's pages weigh less for a question in the first
+"others" (memory_core.recall.ranking.weigh_others: other people's pages weigh less for a question in the first
 person) off ("before") and on ("after"), per set; TUNE chose OTHERS_WEIGHT, HELD_OUT was written after
 it. A third row imports the same dialogues as if the user were their first speaker (`--as-user`): they
 are then the user's, and the rule leaves them alone.
@@ -170,7 +170,7 @@ def make_dialogue(index: int, sessions: int, seed: int) -> dict:
 def write_own_chats(store, facts, start: float) -> dict[str, int]:
     """The user's own chats, as the app writes them: messages, then each exchange's `add_page` job.
     A chat of 4 exchanges (3 facts and a question to the assistant) a day; {statement: page id}."""
-    from app.turn_memory import queue_exchange_page
+    from app.chat.turn_memory import queue_exchange_page
 
     filler = iter(FILLER * 4)
     exchanges: list[tuple[str, str]] = []
@@ -227,7 +227,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
 
     from memory_core import MemoryStore
-    from memory_core.ranking import OTHERS_WEIGHT
+    from memory_core.recall.ranking import OTHERS_WEIGHT
     from models.embedder import OnnxEmbedder
 
     emb = OnnxEmbedder()

@@ -8,7 +8,7 @@ import pytest
 from app.cli import main
 from app.evaluation.locomo import LocomoEval, format_tables, load_samples
 from app.importers.writer import write_conversation
-from memory_core.ranking import SWITCHABLE
+from memory_core.recall.ranking import SWITCHABLE
 from tests.eval.test_locomo_eval import TOY
 
 # the harness's toy conversation, with a question that names a date (the "date" stage's part)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memory_core.export import FORMAT, export_json, export_memory
+from memory_core.readable_export import FORMAT, export_json, export_memory
 
 from .conftest import mix
 

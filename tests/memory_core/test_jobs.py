@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.extract import PROMOTE_SCHEMA
+from memory_core.persona.extract import PROMOTE_SCHEMA
 
 from .conftest import basis, mix
 
@@ -304,7 +304,7 @@ def test_an_answer_with_nothing_stated_falls_back_to_what_the_user_said(open_sto
 
 
 def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_model_changes(open_store, tmp_path, clock):
-    from memory_core.promotion import LLM_RETRY_AFTER_S
+    from memory_core.persona.promotion import LLM_RETRY_AFTER_S
 
     empty = {"traits": [], "user_knowledge": [], "assistant_knowledge": []}
     useful = {"traits": [], "user_knowledge": ["The user adopted a beagle"], "assistant_knowledge": []}
@@ -384,7 +384,7 @@ def test_real_small_llm_promotion_never_stores_junk(open_store, chat_model):
     cid = s.conversations.create_conversation()
     _hot_segment(s, cid)
     assert s.jobs.run_pending() == 1
-    from memory_core.extract import clean_item
+    from memory_core.persona.extract import clean_item
 
     for k in s.persona.list_knowledge():
         assert clean_item(k.text) == k.text
@@ -394,7 +394,7 @@ def test_real_small_llm_promotion_never_stores_junk(open_store, chat_model):
 
 
 def test_the_llm_free_path_names_a_favourite_by_what_it_is():
-    from memory_core.extract import PageText, extractive_extract
+    from memory_core.persona.extract import PageText, extractive_extract
 
     out = extractive_extract(
         [
@@ -410,7 +410,7 @@ def test_the_llm_free_path_names_a_favourite_by_what_it_is():
 
 
 def test_the_llm_free_path_skips_likes_and_goals_that_point_elsewhere():
-    from memory_core.extract import PageText, extractive_extract
+    from memory_core.persona.extract import PageText, extractive_extract
 
     said = (
         "I love it so much. I love your turtles. I love how uncomplicated it is. I'm going to make it work. "
@@ -426,7 +426,7 @@ def test_the_llm_free_path_skips_likes_and_goals_that_point_elsewhere():
 
 
 def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_reactions():
-    from memory_core.extract import MAX_USER_FACTS, PageText, extractive_extract
+    from memory_core.persona.extract import MAX_USER_FACTS, PageText, extractive_extract
 
     # sentences as LoCoMo imports write them (speaker label first); the kept ones are about the speaker,
     # the dropped ones react to the listener or point at something said elsewhere (2026-11-30 dev split)
@@ -492,7 +492,7 @@ def test_the_llm_free_path_quotes_what_the_user_says_about_themselves_not_their_
 
 
 def test_the_llm_free_path_keeps_a_like_or_goal_whole_and_without_filler():
-    from memory_core.extract import PageText, extractive_extract
+    from memory_core.persona.extract import PageText, extractive_extract
 
     said = (
         "Connecting with the things I love makes writing fun. I love traveling too. "

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core import query as Q
-from memory_core import ranking as R
+from memory_core.recall import query as Q
+from memory_core.recall import ranking as R
 
 
 def _keyword_scores(store, text: str, clock) -> tuple[Q.KeywordQuery, dict[int, float]]:

@@ -1,4 +1,4 @@
-"""Forgetting purges (memory_core.purge): secure delete and owner-only files at every open, finished
+"""Forgetting purges (memory_core.storage.purge): secure delete and owner-only files at every open, finished
 jobs without text, traces without the forgotten text, full-text indexes merged, the write-ahead log
 emptied, a wipe vacuumed, a purge a crash cut short finished at the next open, and the spans of time
 the backups are judged by. A real file; the bytes are read raw."""
@@ -11,9 +11,9 @@ import stat
 import pytest
 
 from memory_core import read_forgotten_spans
-from memory_core.codec import to_json
-from memory_core.db import connect
-from memory_core.purge import PENDING_KEY, Purge
+from memory_core.storage.codec import to_json
+from memory_core.storage.purge import PENDING_KEY, Purge
+from memory_core.storage.schema import connect
 from tests.reliability.fts_blocks import fts_terms
 
 WORD = "zorbquaxil"  # no other text holds it

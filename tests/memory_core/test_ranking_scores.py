@@ -7,7 +7,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core import ranking as R
+from memory_core.recall import ranking as R
 from memory_core.types import MemoryParams
 
 _score = st.floats(min_value=-0.5, max_value=3.0, allow_nan=False)

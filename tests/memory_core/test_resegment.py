@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_core import segments as S
+from memory_core.segments import component as S
 
 from .conftest import basis, mix
 

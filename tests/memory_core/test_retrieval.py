@@ -10,9 +10,10 @@ from datetime import datetime
 
 import numpy as np
 
-from memory_core import MemoryParams, RetrievalBudget, ranking
-from memory_core.query import keyword_query, parse_text, set_vectors, texts_to_embed
-from memory_core.retrieval import UNRELATED_COSINE, UNRELATED_PRIOR_PAGES
+from memory_core import MemoryParams, RetrievalBudget
+from memory_core.recall import ranking
+from memory_core.recall.query import keyword_query, parse_text, set_vectors, texts_to_embed
+from memory_core.recall.retriever import UNRELATED_COSINE, UNRELATED_PRIOR_PAGES
 
 CHAT = [
     ("I adopted a golden retriever puppy named Biscuit.", "Congratulations! Golden retrievers are sweet."),

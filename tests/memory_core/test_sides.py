@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from memory_core import RetrievalBudget
-from memory_core import db as D
-from memory_core import token_match as TM
+from memory_core.recall import token_match as TM
+from memory_core.storage import schema as D
 from memory_core.types import page_text
 
 

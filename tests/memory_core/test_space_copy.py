@@ -1,4 +1,4 @@
-"""Copying between memory spaces (memory_core.spaces copy_pages / copy_facts): a copy is a new item in the
+"""Copying between memory spaces (memory_core.spaces.component copy_pages / copy_facts): a copy is a new item in the
 target space with the same text, vector and sources; the original stays and is forgotten on its own; a
 segment's copied pages make a segment of one space; each copy is logged. Real store, real embedder."""
 

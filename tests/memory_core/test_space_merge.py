@@ -1,11 +1,11 @@
-"""Merging two memory spaces with the dedup of a cube import (memory_core.space_merge): a fact close to
+"""Merging two memory spaces with the dedup of a cube import (memory_core.spaces.fusion): a fact close to
 one of the target's updates it (the older text stays a version) or confirms it (no new version), a pinned
 target is left and the conflict reported, a page held already is not doubled and takes no fact with it,
 an older fact is kept archived, and a dry run says all this and changes nothing. Real store, real embedder."""
 
 from __future__ import annotations
 
-from memory_core.space_merge import SpaceMerge
+from memory_core.spaces.fusion import SpaceMerge
 
 
 def _two_spaces(s, clock, pairs, *, pin_target: bool = False):

@@ -1,4 +1,4 @@
-"""Recall scoped to memory spaces (memory_core.space_filter): a chat reads only its spaces, every
+"""Recall scoped to memory spaces (memory_core.recall.space_filter): a chat reads only its spaces, every
 stage (dense, keyword, dialogue neighbours, facts) keeps to them, and reading all spaces ranks as one
 memory. Real store, real embedder."""
 

@@ -1,4 +1,4 @@
-"""Memory spaces (memory_core.spaces): the migration keeps an old memory in Personal, chats write to
+"""Memory spaces (memory_core.spaces.component): the migration keeps an old memory in Personal, chats write to
 their space and read what they are set to, moves and merges keep counts (a merge drops what the target
 holds word for word; the rest of the fusion: test_space_merge.py), forgetting in one space leaves the
 same words in another, and one space goes out as a cube and comes back as a new space. Real store, real
@@ -12,8 +12,8 @@ import pytest
 
 from memory_core import RetrievalBudget
 from memory_core.cubes.export import CubeSelection
-from memory_core.db import MIGRATIONS, _m_spaces, connect
-from memory_core.spaces import SpaceError
+from memory_core.spaces.component import SpaceError
+from memory_core.storage.schema import MIGRATIONS, _m_spaces, connect
 
 EXCHANGES = [
     ("I adopted a golden retriever puppy named Biscuit.", "Congratulations, Biscuit sounds sweet."),

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from memory_core import EmbeddingMismatchError, MemoryStore, StoreClosedError
-from memory_core.db import SCHEMA_VERSION
+from memory_core.storage.schema import SCHEMA_VERSION
 
 
 def test_schema_wal_foreign_keys_and_meta(open_store, tmp_path, embedder):
@@ -125,7 +125,7 @@ def test_a_changed_model_reembeds_batch_by_batch_resumes_and_ranks_only_what_it_
     new = s2.intake.add_page(cid, "The tomato seedlings need water every day.", "Sure.")
     assert similarity(s2)[new] > 0.3  # written by the new model
     # and how far it stands out is measured against the pages it can be compared with (none other yet)
-    from memory_core.retrieval import typical_cosine
+    from memory_core.recall.retriever import typical_cosine
 
     hit = next(
         h
@@ -319,7 +319,7 @@ def test_agent_helpers(open_store):
 
 
 def test_migrates_a_version_1_database(tmp_path, embedder, clock):
-    from memory_core import db as D
+    from memory_core.storage import schema as D
 
     conn = D.connect(tmp_path / "old.db")
     conn.execute("BEGIN")
@@ -343,7 +343,7 @@ def test_many_connections_creating_one_new_file_at_once(tmp_path):
     """Several threads opening a brand-new database (app start: UI + workers) never fail with BUSY."""
     import threading
 
-    from memory_core.db import connect, migrate
+    from memory_core.storage.schema import connect, migrate
 
     errors = []
     for trial in range(10):

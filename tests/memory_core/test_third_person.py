@@ -1,10 +1,10 @@
-"""First-person sentences as facts about their subject (memory_core.third_person)."""
+"""First-person sentences as facts about their subject (memory_core.persona.third_person)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory_core.third_person import as_first_person, third_person
+from memory_core.persona.third_person import as_first_person, third_person
 
 
 @pytest.mark.parametrize(

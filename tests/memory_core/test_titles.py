@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from memory_core import titles as TT
+from memory_core.segments import titles as TT
 
 from .conftest import mix
 

@@ -1,4 +1,4 @@
-"""Word-by-word matching (memory_core.token_match, page_tok): the functions by hand, then the store with
+"""Word-by-word matching (memory_core.recall.token_match, page_tok): the functions by hand, then the store with
 the real embedder's token vectors: rows kept through add/edit/forget/wipe, the score it adds, the
 background indexing of older memories, and a changed embedding model."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memory_core import MemoryStore, RetrievalBudget
-from memory_core import token_match as TM
+from memory_core.recall import token_match as TM
 from memory_core.types import page_text
 
 
@@ -138,7 +138,7 @@ def test_retrieval_adds_the_word_by_word_score(open_tok, embedder, tmp_path):
         (hit,) = st.retrieve(query, budget=RetrievalBudget(pages=5), record_visits=False).pages
         scores[w], hits[w] = hit.score, hit
         assert ("word by word" in hit.reason) == (w > 0)
-    # the quoting floor reads the score without the match (app.prompting.QuoteFloor)
+    # the quoting floor reads the score without the match (app.chat.prompting.QuoteFloor)
     assert hits[1.0].match_score == pytest.approx(scores[0.0], abs=1e-6)
     assert hits[0.0].match_score == pytest.approx(scores[0.0], abs=1e-6)
     (qv, qt), (pv, pt) = embedder.embed_with_tokens([query, page_text(user, reply)])[1]
@@ -207,7 +207,7 @@ def test_a_changed_embedding_model_drops_the_token_rows(open_tok):
 
 
 def test_migration_adds_the_token_table(tmp_path, embedder, clock):
-    from memory_core import db as D
+    from memory_core.storage import schema as D
 
     conn = D.connect(tmp_path / "v3.db")
     for i in range(3):

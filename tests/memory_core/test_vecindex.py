@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory_core import vecindex
+from memory_core.storage import vecindex
 
 
 def _embedding_like(n, dim, seed=0):

@@ -1,4 +1,4 @@
-"""Rule "others" (memory_core.ranking.weigh_others, decision 0020): for a question about the user ("Where
+"""Rule "others" (memory_core.recall.ranking.weigh_others, decision 0020): for a question about the user ("Where
 do I live?") a page of a conversation between other people (`meta["people"]["me"]` None) weighs
 OTHERS_WEIGHT, so the user's own words rank first on like evidence; questions about the dialogue's
 people, and dialogues the user is in, rank as before."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.ranking import OTHERS_WEIGHT, SWITCHABLE, first_person
+from memory_core.recall.ranking import OTHERS_WEIGHT, SWITCHABLE, first_person
 
 T = 1_690_000_000.0
 STRANGERS = [

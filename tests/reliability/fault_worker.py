@@ -26,8 +26,8 @@ def mark(line: str) -> None:
 
 def turn(ctx) -> None:
     """Chat turns as the desktop app runs them: the message stored before the model loads, then the reply."""
-    from app import operations
-    from app.session import ChatOptions, ChatSession
+    from app.chat.session import ChatOptions, ChatSession
+    from app.operations import chats as operations
 
     store = ctx.open_store()
     session = ChatSession(options=ChatOptions.from_settings(ctx.settings))
@@ -43,8 +43,8 @@ def turn(ctx) -> None:
 def jobs(ctx) -> None:
     """Exchanges queued for memory, then the memory jobs they start (the LLM-free ones, as the
     memory thread runs them, and the LLM's segment promotion when one is due)."""
-    from app.agent import post_message
-    from app.turn_memory import queue_exchange_page
+    from app.chat.agent import post_message
+    from app.chat.turn_memory import queue_exchange_page
 
     model = ctx.chat_model()
     store = ctx.open_store(llm=lambda messages, schema: model.complete_json(messages, schema, max_tokens=128))
@@ -77,7 +77,7 @@ def import_(ctx) -> None:
 
 
 def backup(ctx) -> None:
-    from app.backups import make_backup
+    from app.operations.backups import make_backup
 
     store = ctx.open_store()
     for _ in range(3):
@@ -93,7 +93,7 @@ def export(ctx) -> None:
 
 
 def restore(ctx) -> None:
-    from app.backups import list_backups, restore
+    from app.operations.backups import list_backups, restore
 
     for _ in range(3):
         restore(ctx.paths, list_backups(ctx.paths)[-1])

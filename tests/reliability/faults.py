@@ -258,7 +258,7 @@ def clean_import(env) -> dict[str, int]:
 
 
 def _check_backups(ctx, rnd: Round) -> None:
-    from app.backups import UnusableBackupError, check, list_backups
+    from app.operations.backups import UnusableBackupError, check, list_backups
 
     for b in list_backups(ctx.paths):
         try:
@@ -278,8 +278,8 @@ def _check_exports(ctx, rnd: Round) -> None:
 def seed_restore(env) -> set[int]:
     """A profile for the restore scenario: a backup, then more messages; returns the message
     counts a restore may leave (the backup's, or the current one)."""
-    from app.backups import make_backup
     from app.context import AppContext
+    from app.operations.backups import make_backup
 
     os.environ.update({k: env[k] for k in ("MNEMO_DATA_DIR", "MNEMO_CONFIG_DIR")})
     ctx = AppContext.create()

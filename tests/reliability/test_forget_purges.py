@@ -15,10 +15,11 @@ import time
 
 import pytest
 
-from app import backups, operations
-from app.agent import ChatAgent
+from app.chat.agent import ChatAgent
 from app.cli import main as cli
-from app.remember import remember_fact
+from app.operations import backups
+from app.operations import chats as operations
+from app.operations.remember import remember_fact
 from app.settings import Paths
 from memory_core import MemoryParams, MemoryStore
 from models.chat import CancelToken
@@ -150,7 +151,7 @@ def test_forgotten_text_is_nowhere_in_the_files(way, store, agent, paths, capsys
     recalled = agent.send(other, ASK_KEY, on_token=lambda _: stop.cancel(), cancel=stop)
     agent.max_tokens = max_tokens
     assert any(TOKEN in k["text"].lower() for k in recalled.trace["knowledge"]), recalled.trace["knowledge"]
-    # one token: a longer first chunk can be a whole recitation ("You said: “Qzv…”": app.quoted_turns writes a
+    # one token: a longer first chunk can be a whole recitation ("You said: “Qzv…”": app.chat.quoted_turns writes a
     # quoted page back as one chunk), and the chat's own reply would then rightly keep the word
     assert TOKEN not in recalled.text.lower(), recalled.text
     assert store.pages.count_pages(text=TOKEN) >= 1

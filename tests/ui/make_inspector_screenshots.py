@@ -45,7 +45,7 @@ def build(ctx, locomo: Path, n_questions: int, chat: bool) -> dict:
     store.jobs.run_pending(allow_llm=False)
     info = {"pages": store.pages.count_pages()}
     if chat:
-        from app.agent import ChatAgent
+        from app.chat.agent import ChatAgent
         from models.llama_cpp_backend import LlamaCppChatModel
 
         model = LlamaCppChatModel(n_ctx=2048, max_tokens=48, seed=1234)

@@ -1,6 +1,6 @@
 """Screenshots of the window as a person uses it, offscreen: `python -m tests.ui.make_layout_screenshots OUTDIR`.
 
-A temp store gets a few chats of the user's own (their facts kept through `app.operations.remember`,
+A temp store gets a few chats of the user's own (their facts kept through `app.operations.chats.remember`,
 pages through the memory core, topics formed by its LLM-free jobs); one more message goes through the
 real window and the bundled GGUF, so the last reply has a trace and a prompt. Then it saves the main
 window at 1440×900 and 800×600 with the inspector docked, every inspector tab (Saved memories and
@@ -51,7 +51,7 @@ QUESTION = "Where do I live now, and what am I training for?"
 
 
 def seed(ctx) -> None:
-    from app import operations
+    from app.operations import chats as operations
 
     store = ctx.open_store()
     try:

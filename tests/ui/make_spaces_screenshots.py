@@ -57,7 +57,7 @@ def shoot(ctx, out: Path) -> list[Path]:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
-    from app import space_operations as ops
+    from app.operations import spaces as ops
     from ui.inspector import InspectorWindow
     from ui.spaces_dialog import SpacesDialog, merge_question
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from app import adapters as ad
-from app import distill
+from app.parametric import adapters as ad
+from app.parametric import distill
 from tests.adapter_files import bundled_adapter, wrong_shape_adapter
 from tests.ui import test_inspector_fixtures as fixtures
 

@@ -7,7 +7,7 @@ import time
 
 from PySide6.QtWidgets import QMessageBox
 
-from app import backups
+from app.operations import backups
 
 
 def test_forgetting_a_chat_offers_to_delete_the_backups_that_hold_it(make_window, chat, qtbot, monkeypatch):

@@ -570,7 +570,7 @@ def test_live_refresh_keeps_selection_and_scroll(qtbot, store, panel_factory):
 
 # ---------------------------------------------------------------------- retrieval trace
 def test_trace_of_a_chat_reply_lists_the_pages_of_its_prompt(qtbot, store, filled, panel_factory, chat_model):
-    from app.agent import ChatAgent
+    from app.chat.agent import ChatAgent
 
     agent = ChatAgent(store, chat_model)
     cid = store.conversations.create_conversation("New chat")
@@ -598,7 +598,7 @@ def test_trace_of_a_chat_reply_lists_the_pages_of_its_prompt(qtbot, store, fille
 def test_trace_shows_a_page_quoted_by_one_side(qtbot, store, filled, panel_factory, chat_model):
     """With room for three turns, the prompt takes the better side of the best pages first: a page quoted
     by one side shows that side only in the trace, and says so."""
-    from app.agent import ChatAgent
+    from app.chat.agent import ChatAgent
 
     store.params.quoting.recall_turns = 3
     result = ChatAgent(store, chat_model).send(
@@ -626,7 +626,7 @@ def test_trace_shows_a_page_quoted_by_one_side(qtbot, store, filled, panel_facto
 
 
 def test_trace_shows_an_earlier_asking_of_the_question_as_left_out(qtbot, store, filled, panel_factory, chat_model):
-    from app.agent import ChatAgent
+    from app.chat.agent import ChatAgent
 
     agent = ChatAgent(store, chat_model)
     question = "What happened with my cat Luna at the vet?"
@@ -653,8 +653,8 @@ def test_trace_shows_an_earlier_asking_of_the_question_as_left_out(qtbot, store,
 
 
 def test_trace_says_why_a_recalled_page_was_not_quoted(qtbot, store, filled, panel_factory, chat_model):
-    from app.agent import ChatAgent
-    from app.prompting import QuoteFloor
+    from app.chat.agent import ChatAgent
+    from app.chat.prompting import QuoteFloor
 
     store.params.quoting.recall_min_score = 2.0  # a high floor: most recalled pages stay out of the prompt
     result = ChatAgent(store, chat_model).send(

@@ -176,7 +176,7 @@ def test_a_paused_memory_says_so_in_the_chat(make_window, qtbot, chat):
 
 
 def test_saved_memories_edit_pin_and_forget_act_on_the_store(make_window, qtbot):
-    from app import operations
+    from app.operations import chats as operations
 
     win = make_window(start=False)
     store = win.ctx.open_store()
@@ -217,7 +217,7 @@ def test_saved_memories_edit_pin_and_forget_act_on_the_store(make_window, qtbot)
 
 
 def test_custom_instructions_reach_the_prompt_and_the_prompt_view_shows_its_parts(make_window, qtbot, chat):
-    from app.prompting import INSTRUCTIONS_HEADING, SECTIONS
+    from app.chat.prompting import INSTRUCTIONS_HEADING, SECTIONS
 
     win = make_window(max_tokens=8)
     win.ctx.settings.custom_instructions = "Always answer in French."

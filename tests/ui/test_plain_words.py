@@ -144,7 +144,7 @@ def _emit_the_other_events(store) -> None:
 def test_the_inspector_speaks_plain_words_and_keeps_the_technical_ones_one_click_away(
     qtbot, store, filled, panel_factory, chat_model
 ):
-    from app.agent import ChatAgent
+    from app.chat.agent import ChatAgent
 
     agent = ChatAgent(store, chat_model)
     cid = store.conversations.create_conversation("Luna")

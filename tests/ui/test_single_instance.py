@@ -93,7 +93,7 @@ def test_a_second_process_exits_and_the_first_keeps_running(qtbot, tmp_path):
 
 
 def test_the_instance_lock_is_exclusive_and_released(tmp_path):
-    from app.instance_lock import InstanceLock, app_is_running
+    from app.runtime.instance_lock import InstanceLock, app_is_running
 
     assert app_is_running(tmp_path) is False
     held = InstanceLock(tmp_path)

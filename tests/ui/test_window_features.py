@@ -41,7 +41,7 @@ def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs
     assert s.ui.enter_sends is False and s.ui.theme == "dark"
     assert s.chat.temperature == pytest.approx(0.35) and s.chat.max_tokens == 333
     assert s.chat.min_p == pytest.approx(0.2) and s.chat.repeat_penalty == pytest.approx(1.0)
-    from app.backends import build_chat_model  # the llama backend gets them (loaded for real)
+    from app.runtime.backends import build_chat_model  # the llama backend gets them (loaded for real)
 
     s.chat.backend = "llama"
     model = build_chat_model(s.chat)
@@ -164,7 +164,7 @@ def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(ma
 
 
 def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch):
-    from app.chat_memory import ChatMemory
+    from app.operations.chat_memory import ChatMemory
     from memory_core import ConversationMemory
 
     win = make_window(start=False)
@@ -757,7 +757,7 @@ def test_an_unsent_message_survives_quitting_and_a_sent_one_does_not_come_back(m
 
 
 def test_the_window_makes_the_daily_backup_in_the_background(make_window, qtbot, mnemo_dirs, monkeypatch):
-    from app import backups
+    from app.operations import backups
     from app.settings import Paths
 
     monkeypatch.setattr(backups, "START_DELAY_S", 0.5)  # a minute after start in the app
@@ -806,7 +806,7 @@ def test_export_memory_from_the_memory_menu(make_window, chat, qtbot, tmp_path, 
 
 
 def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(make_window, qtbot, mnemo_dirs, embedder):
-    from app import backups
+    from app.operations import backups
     from app.settings import Paths
     from memory_core import MemoryStore
 
@@ -869,7 +869,7 @@ def test_restore_from_the_menu_refuses_a_file_that_is_not_a_mnemo_memory(make_wi
 def test_restoring_while_a_reply_streams_stops_it_and_keeps_both_in_the_file_set_aside(
     make_window, chat, qtbot, mnemo_dirs, embedder, chat_model
 ):
-    from app import backups
+    from app.operations import backups
     from memory_core import MemoryStore
 
     win = make_window(max_tokens=400)
@@ -881,7 +881,7 @@ def test_restoring_while_a_reply_streams_stops_it_and_keeps_both_in_the_file_set
     qtbot.waitUntil(
         lambda: win.backend.turn is not None and win.backend.turn.first_token_at is not None, timeout=120_000
     )
-    qtbot.wait(300)  # the first token is saved at once (app.agent)
+    qtbot.wait(300)  # the first token is saved at once (app.chat.agent)
     win.backups.restore_backup(saved)
     qtbot.waitUntil(lambda: win.backups.reopen_notice is not None and not win.isVisible(), timeout=60_000)
     assert win.backups.reopen_notice[1].endswith("was restored.")
@@ -907,8 +907,8 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from app import backups
     from app.context import AppContext
+    from app.operations import backups
     from memory_core import MemoryStore
     from ui.app import run_gui
     from ui.main_window import MainWindow

@@ -1,4 +1,4 @@
-"""The Activation memory view: the chat model's saved prompt states (app.activation_cache).
+"""The Activation memory view: the chat model's saved prompt states (app.chat.activation_cache).
 
 Each row is one saved state: the chat it is the beginning of (or "New chats", the system prompt and
 profile every new chat starts with), how many tokens it holds, its size on disk, when it was built
@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import activation_cache
+from app.chat import activation_cache
 from ui.inspector import fmt
 from ui.inspector.host import PanelHost
 

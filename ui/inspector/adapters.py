@@ -1,4 +1,4 @@
-"""The Adapters view: parametric memory, the LoRA adapters the chat model can use (app.adapters).
+"""The Adapters view: parametric memory, the LoRA adapters the chat model can use (app.parametric.adapters).
 
 Each row is one adapter: whether the chat open in the window uses it (a check box: the chat's choice,
 kept), its name, the model it was made for, its size, scale and where it came from, and whether every
@@ -6,7 +6,7 @@ new chat starts with it. One that cannot go on the current model says why in its
 is off. Add… copies an adapter file in (a file that is no adapter is refused with one line), Remove
 deletes one, Scale… changes how strongly it acts.
 
-"Teach the model my memories…" runs `mnemo memory distill` (app.distill) on a worker of its own
+"Teach the model my memories…" runs `mnemo memory distill` (app.parametric.distill) on a worker of its own
 (ui.tasks.UiWorker, the app's one background mechanism: minutes of training must not hold up the
 inspector's reads), with a progress bar and Cancel, which keeps nothing. It needs the [train] extra;
 without it the button says what to install.
@@ -36,9 +36,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import adapters as ad
-from app import distill
-from app.activation_cache import human_bytes
+from app.chat.activation_cache import human_bytes
+from app.parametric import adapters as ad
+from app.parametric import distill
 from models.chat import CancelToken
 from ui.inspector.host import PanelHost
 from ui.tasks import MainThread, UiWorker

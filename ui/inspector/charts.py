@@ -108,7 +108,7 @@ def heat_history(events: Sequence, segment, params, now: float | None = None, sa
             before = heat_at(t)
             h.marks.append((t, before, "promoted"))
             l_int = 0
-            n = 0  # both counts start again once the topic is read (memory_core.promotion)
+            n = 0  # both counts start again once the topic is read (memory_core.persona.promotion)
         elif e.kind in VISIT_EVENTS:
             n += int(d.get("count", 1))
             last = t

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import operations
+from app.operations import chats as operations
 from ui import theme
 from ui.elided_label import ShrinkingLabel
 from ui.inspector import dialogs

@@ -1,7 +1,7 @@
 """The prompt view: a reply's whole prompt as the model read it, and how many tokens each part took
 (system, profile, recalled memory, the dialogue, the message), the way Letta shows its context window.
 
-The tokens of each part are in the reply's trace (`trace["prompt_sections"]`, app.agent), so they show for
+The tokens of each part are in the reply's trace (`trace["prompt_sections"]`, app.chat.agent), so they show for
 any reply written since they were kept. The text itself is kept in memory for the replies of this session
 (`ui.bridge.Backend.prompt_of`): a prompt is mostly the chat and its memory, which are stored already.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QTextBrowser, QVBoxLayout, QWidget
 
-from app.prompting import SECTIONS
+from app.chat.prompting import SECTIONS
 from ui.inspector import fmt
 from ui.inspector.host import PanelHost
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from app.prompting import QuoteFloor
+from app.chat.prompting import QuoteFloor
 from memory_core import RetrievalBudget
 from ui.inspector.models import TraceData, finite
 

@@ -36,7 +36,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import operations, wording
+from app import wording
+from app.operations import chats as operations
 from app.wording import count, heat, heat_gap, heat_in_words, pending_work, plain_left_out, plain_reason
 from ui import plain, theme
 from ui.inspector import fmt
@@ -1279,7 +1280,7 @@ class PersonaView(QWidget):
                 self.panel.act(lambda s: s.persona.edit_knowledge(r.id, vals[0]), f"Fact {r.id} edited.")
 
     def add_item(self) -> None:
-        """Persona ▸ Add…: remember a fact or a trait the user writes (`app.remember`), on the worker, in
+        """Persona ▸ Add…: remember a fact or a trait the user writes (`app.operations.remember`), on the worker, in
         the memory space of the window's chat (`panel.write_space`, set by the window; else Personal)."""
         got = self.panel.ask_new_item(self.traits.dimensions())
         if got is None:
@@ -1495,7 +1496,7 @@ class TraceView(QWidget):
             tok = f"; prompt {data.prompt_tokens:,} tokens" if data.prompt_tokens else ""
             if tok and data.cached_prompt_tokens is not None:
                 tok += f" ({data.cached_prompt_tokens:,} already processed)"
-            if tok and data.restored_prompt_tokens:  # activation memory: app.activation_cache
+            if tok and data.restored_prompt_tokens:  # activation memory: app.chat.activation_cache
                 tok += f"; it started from a saved state ({data.restored_prompt_tokens:,} tokens not processed again)"
             dropped = ", ".join(f"{v} {k}" for k, v in (data.dropped or {}).items() if v)
             head = (

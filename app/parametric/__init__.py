@@ -1,0 +1,1 @@
+"""Parametric memory: the user's LoRA adapters and distilling memory into one."""

@@ -1,0 +1,122 @@
+"""Replies' traces without the text of forgotten memory.
+
+A reply keeps, in `message.meta`, the trace of what was recalled for it: the facts with their text, the
+traits with their value, the pages with their meta (their text is read from the page when shown), and,
+for a message that asked to remember something, the fact it kept (`stats.remembered`). Once an item is
+forgotten its words must not survive there: each trace entry that names it keeps its id, score and
+reason (the inspector still says a page or fact was recalled, and that it has been forgotten since)
+and loses its text, marked `"forgotten": true`.
+
+Finding the replies: only a reply written after an item was made can name it (`since`), and its
+meta is matched by the entry's JSON (`"knowledge_id":12,`; memory_core writes compact, key-sorted JSON,
+`codec.to_json`) before it is parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from ..storage.codec import from_json, to_json
+
+
+class Database(Protocol):
+    """What the scrub uses of memory_core.storage.database.Database (named here: that module imports this one)."""
+
+    def execute(self, sql: str, params: Any = ()) -> Any: ...
+
+
+# a trace entry's id as it is written: '"page_id":12,' (hits and sides), '"knowledge_id":12,',
+# '"trait_id":12,', and a kept fact '"id":12,"kind":"knowledge"'
+_REF = re.compile(r'"(page_id|knowledge_id|trait_id)":(\d+)[,}]|"id":(\d+),"kind":"(knowledge|trait)"')
+_ID_KEY = {"page_id": "page", "knowledge_id": "knowledge", "trait_id": "trait"}
+# what each kind of entry says of its item, dropped when the item is forgotten
+_TEXT_KEYS = {"page": ("meta",), "knowledge": ("text",), "trait": ("value",)}
+
+
+def scrub_traces(db: Database, items: Iterable[tuple[str, int]], since: float | None) -> int:
+    """Drop the text of the forgotten `items` ((kind, id): "page", "knowledge", "trait") from every
+    reply's trace and kept fact written at or after `since` (None: every reply). Runs inside the
+    forget's transaction. Returns how many replies were rewritten."""
+    gone: set[tuple[str, int]] = {(k, int(i)) for k, i in items}
+    if not gone:
+        return 0
+    changed = 0
+    for mid, meta_s in db.execute(
+        "SELECT id, meta FROM message WHERE role = 'assistant' AND created_at >= ? AND meta != '{}'",
+        (float("-inf") if since is None else since,),
+    ).fetchall():
+        if not any(_ref(m) in gone for m in _REF.finditer(meta_s)):
+            continue
+        meta = from_json(meta_s, {})
+        if _scrub_meta(meta, lambda kind, iid: (kind, iid) in gone):
+            db.execute("UPDATE message SET meta = ? WHERE id = ?", (to_json(meta), mid))
+            changed += 1
+    return changed
+
+
+def scrub_all_traces(db: Database) -> int:
+    """Drop the text of every recalled item from every reply (memory was wiped). Returns how many
+    replies were rewritten."""
+    changed = 0
+    for mid, meta_s in db.execute("SELECT id, meta FROM message WHERE role = 'assistant' AND meta != '{}'").fetchall():
+        if _REF.search(meta_s) is None and '"forgot"' not in meta_s:
+            continue
+        meta = from_json(meta_s, {})
+        if _scrub_meta(meta, lambda kind, iid: True):
+            db.execute("UPDATE message SET meta = ? WHERE id = ?", (to_json(meta), mid))
+            changed += 1
+    return changed
+
+
+def _ref(m: re.Match) -> tuple[str, int]:
+    if m.group(1):
+        return _ID_KEY[m.group(1)], int(m.group(2))
+    return m.group(4), int(m.group(3))
+
+
+def _scrub_meta(meta: Any, is_gone) -> bool:
+    """Scrub one reply's meta in place; whether anything changed."""
+    if not isinstance(meta, dict):
+        return False
+    changed = False
+    trace = meta.get("trace")
+    if isinstance(trace, dict):
+        for key, kind, id_key in (
+            ("stm", "page", "page_id"),
+            ("pages", "page", "page_id"),
+            ("skipped", "page", "page_id"),
+            ("knowledge", "knowledge", "knowledge_id"),
+            ("traits", "trait", "trait_id"),
+        ):
+            for entry in trace.get(key) or []:
+                if isinstance(entry, dict) and _gone(entry.get(id_key), kind, is_gone):
+                    changed |= _drop_text(entry, kind)
+    stats = meta.get("stats")
+    forgot = stats.get("forgot") if isinstance(stats, dict) else None
+    if isinstance(forgot, dict) and any(isinstance(f, list) and len(f) > 1 for f in forgot.get("facts") or []):
+        # a request to forget once kept the forgotten facts' text ([id, text]): their ids stay
+        forgot["facts"] = [f[:1] if isinstance(f, list) else f for f in forgot["facts"]]
+        changed = True
+    kept = stats.get("remembered") if isinstance(stats, dict) else None
+    if isinstance(kept, dict) and kept.get("kind") in ("knowledge", "trait"):
+        if _gone(kept.get("id"), kept["kind"], is_gone) and ("text" in kept or not kept.get("forgotten")):
+            kept.pop("text", None)
+            kept["forgotten"] = True
+            changed = True
+    return changed
+
+
+def _gone(iid: Any, kind: str, is_gone) -> bool:
+    return isinstance(iid, int) and is_gone(kind, iid)
+
+
+def _drop_text(entry: dict, kind: str) -> bool:
+    if entry.get("forgotten") and not any(entry.get(k) for k in _TEXT_KEYS[kind]):
+        return False
+    for key in _TEXT_KEYS[kind]:
+        if key in entry:
+            entry[key] = {} if key == "meta" else ""
+    entry["forgotten"] = True
+    return True

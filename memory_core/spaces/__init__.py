@@ -1,0 +1,1 @@
+"""Memory spaces: named parts of one memory, and fusing two of them."""
