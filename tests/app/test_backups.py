@@ -43,7 +43,7 @@ def test_a_backup_is_a_complete_database_even_while_another_connection_writes(tm
     c = _open(copy, embedder)
     try:
         assert c.pages.count_pages() in (400, 401)  # before or after the concurrent write, never torn
-        assert c.check_integrity() == [] and c._x("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert c.check_integrity() == [] and c.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert any("tree number 7." in p.text for p in c.pages.list_pages(limit=1000, text="tree number 7."))
     finally:
         c.close()

@@ -129,7 +129,7 @@ def test_llm_memory_jobs_run_on_llm_thread_when_idle(scheduler):
         ]
         assert any("hik" in item.lower() for item in items), items
         # the store knows which model answered (provenance; rejections are counted per model)
-        assert scheduler.llm_store.llm_model_id == scheduler.model.model_id
+        assert scheduler.llm_store.promotion.llm_model_id == scheduler.model.model_id
         for e in probe.event_log.events(limit=1000):
             if e.kind == "llm_fallback":
                 assert e.detail["model"] == scheduler.model.model_id

@@ -62,16 +62,16 @@ def test_a_bulk_filled_store_is_consistent(stores):
 def test_the_rows_retrieval_reads_are_those_add_pages_writes(stores):
     ref, bulk, _ = stores
     cols = "id, conversation_id, user_text, assistant_text, timestamp, keywords, prev_page_id, meta, space_id"
-    assert bulk.db.rows(f"SELECT {cols} FROM page ORDER BY id") == ref._rows(f"SELECT {cols} FROM page ORDER BY id")
-    assert bulk.db.rows("SELECT id, tier = 'stm' FROM page ORDER BY id") == ref._rows(
+    assert bulk.db.rows(f"SELECT {cols} FROM page ORDER BY id") == ref.db.rows(f"SELECT {cols} FROM page ORDER BY id")
+    assert bulk.db.rows("SELECT id, tier = 'stm' FROM page ORDER BY id") == ref.db.rows(
         "SELECT id, tier = 'stm' FROM page ORDER BY id"
     )
     for table, key in (("page_vec", "page_id"), ("page_tok", "page_id")):
         a = bulk.db.rows(f"SELECT * FROM {table} ORDER BY {key}")
-        assert a == ref._rows(f"SELECT * FROM {table} ORDER BY {key}"), table
+        assert a == ref.db.rows(f"SELECT * FROM {table} ORDER BY {key}"), table
     # dialogue chains: the same links (chain ids may be numbered otherwise)
     chained = "SELECT id FROM page WHERE chain_id IS NOT NULL ORDER BY id"
-    assert bulk.db.rows(chained) == ref._rows(chained)
+    assert bulk.db.rows(chained) == ref.db.rows(chained)
 
 
 def test_retrieve_ranks_a_bulk_filled_store_as_one_filled_through_add_pages(stores):
