@@ -3,7 +3,8 @@
 Folders come from platformdirs and can be overridden for tests and portable use:
 `--config-dir`/`--data-dir` on the command line, or MNEMO_CONFIG_DIR/MNEMO_DATA_DIR.
 Every value is read through one schema (app.settings_schema): its default's type and the field's
-`Rule` here, MemoryParams' own fields for the "memory" section.
+`Rule` here, MemoryParams' own fields for the "memory" section. Each setting is declared once, on its field
+(`setting`: default, bounds, label, help), which the settings dialog and docs/settings.md read too.
 """
 
 from __future__ import annotations
@@ -27,43 +28,137 @@ DB_FILE = "mnemo.sqlite3"
 
 @dataclass
 class ChatModelSettings:
+    """Which chat model answers and how it generates: each field declared once (`setting`), with the range
+    settings.json is checked against and the label and tooltip of Settings ▸ Model."""
+
     backend: str = setting(
-        "llama", choices=("llama", "openai")
-    )  # "llama" (a GGUF run in-process) or "openai" (an OpenAI-compatible server)
-    gguf_path: str = ""  # empty: the bundled SmolLM2-135M
-    server_url: str = "http://127.0.0.1:8080/v1"
-    server_model: str = ""
-    api_key: str = ""
-    n_ctx: int = setting(4096, low=256, high=1_048_576)
-    n_threads: int = setting(0, low=0, high=256)  # 0: automatic (cores - 1 while generating, all cores for the prompt)
-    n_gpu_layers: int = setting(0, low=-1, high=999)  # -1: all
-    temperature: float = setting(0.5, low=0.0, high=2.0)
-    top_p: float = setting(0.95, low=0.0, high=1.0)
-    min_p: float = setting(
-        0.1, low=0.0, high=1.0
-    )  # llama.cpp: never draw a token under min_p x the likeliest one's probability
-    repeat_penalty: float = setting(1.1, low=1.0, high=2.0)  # llama.cpp: > 1 discourages repeating the last 64 tokens
-    self_repeat_penalty: float = setting(
-        0.8, low=0.0, high=5.0
-    )  # a GGUF run here: > 0 keeps a reply from reciting earlier replies
-    max_tokens: int = setting(512, low=1, high=131_072)
-    reply_reserve: int = setting(512, low=16, high=131_072)  # tokens kept free for the reply when composing a prompt
+        "llama",
+        choices=("llama", "openai"),
+        label="Chat model",
+        help='"llama": a GGUF file on this computer (llama.cpp); "openai": an OpenAI-compatible server',
+    )
+    gguf_path: str = setting("", label="Model file", help="The GGUF chat model; empty: the bundled SmolLM2-135M")
+    server_url: str = setting(
+        "http://127.0.0.1:8080/v1", label="Server URL", help='The OpenAI-compatible server, for "openai"'
+    )
+    server_model: str = setting("", label="Model name", help="The model the server runs; empty: the server's default")
+    api_key: str = setting("", label="API key", help="Only if the server needs one")
+    n_ctx: int = setting(
+        4096,
+        low=256,
+        high=1_048_576,
+        label="Context length (tokens)",
+        help="Tokens the model reads at once: the prompt (system prompt, profile, recalled memory, the chat) and "
+        "the reply. More holds more of a long chat but needs more memory and time",
+    )
+    n_threads: int = setting(  # 0: automatic (cores - 1 while generating, all cores for the prompt)
+        0,
+        low=0,
+        high=256,
+        label="Threads",
+        help="CPU threads llama.cpp uses (All cores: one fewer while writing a reply)",
+    )
+    n_gpu_layers: int = setting(  # -1: all
+        0, low=-1, high=999, label="GPU layers", help="Layers offloaded to the GPU (0: CPU only, -1: all)"
+    )
+    temperature: float = setting(
+        0.5,
+        low=0.0,
+        high=2.0,
+        label="Temperature",
+        help="How adventurous the wording is: 0 always takes the likeliest word, 1 and more vary",
+    )
+    top_p: float = setting(
+        0.95,
+        low=0.0,
+        high=1.0,
+        label="Top-p",
+        help="Pick only among the likeliest words that together make up this share",
+    )
+    min_p: float = setting(  # llama.cpp: never draw a token under min_p x the likeliest one's probability
+        0.1,
+        low=0.0,
+        high=1.0,
+        label="Min-p",
+        help="Never pick a word less likely than this share of the likeliest one "
+        "(keeps small models from wandering off; llama.cpp's sampler, "
+        "so servers not built on llama.cpp may ignore it)",
+    )
+    repeat_penalty: float = setting(  # llama.cpp: > 1 discourages repeating the last 64 tokens
+        1.1,
+        low=1.0,
+        high=2.0,
+        label="Repeat penalty",
+        help="Above 1, words of the last 64 tokens are less likely to come again "
+        "(1 = off; llama.cpp's sampler, so servers not built on llama.cpp "
+        "may ignore it)",
+    )
+    self_repeat_penalty: float = setting(  # a GGUF run here: > 0 keeps a reply from reciting earlier replies
+        0.8,
+        low=0.0,
+        high=5.0,
+        label="Self-repeat penalty",
+        help="Keeps a reply from copying the model's earlier replies in the chat word "
+        "for word: the longer the copy, the less likely its next word (0 = off; "
+        "a GGUF run here only)",
+    )
+    max_tokens: int = setting(
+        512,
+        low=1,
+        high=131_072,
+        label="Max reply tokens",
+        help="The longest reply, in tokens (a token is about ¾ of a word)",
+    )
+    reply_reserve: int = setting(  # tokens kept free for the reply when composing a prompt
+        512,
+        low=16,
+        high=131_072,
+        label="Reply reserve (tokens)",
+        help="Tokens of the context kept free for the reply when the prompt is composed",
+    )
 
 
 @dataclass
 class EmbeddingSettings:
-    onnx_path: str = ""  # empty: the bundled all-MiniLM-L6-v2 int8
-    tokenizer_path: str = ""
+    onnx_path: str = setting(
+        "",
+        label="ONNX model",
+        help="Any ONNX sentence-embedding model with inputs input_ids/attention_mask; empty: the bundled "
+        "all-MiniLM-L6-v2 (int8). A new model applies at the next start; memory is then re-embedded",
+    )
+    tokenizer_path: str = setting(
+        "", label="Tokenizer", help="The embedding model's tokenizer.json; empty: the bundled tokenizer.json"
+    )
 
 
 @dataclass
 class UISettings:
-    enter_sends: bool = True
-    theme: str = setting("system", choices=("system", "light", "dark"))
+    enter_sends: bool = setting(
+        True,
+        label="Enter sends the message (Shift+Enter adds a line)",
+        help="Off: Ctrl+Enter sends and Enter adds a line",
+    )
+    theme: str = setting(
+        "system",
+        choices=("system", "light", "dark"),
+        label="Theme",
+        help="The window's colours: the system's, light or dark",
+    )
     # let the model process the open chat's prompt while the user reads or types (ChatAgent.warm)
-    prepare_replies: bool = True
+    prepare_replies: bool = setting(
+        True,
+        label="Prepare replies while you read or type",
+        help="The local model processes the open chat in the background, so the next "
+        "reply starts sooner (uses one core for a few seconds after opening a chat "
+        "or after a reply)",
+    )
     # Settings shows the memory's tuning knobs, and the inspector its technical details, when on
-    developer: bool = False
+    developer: bool = setting(
+        False,
+        label="Developer settings",
+        help="Show the tuning knobs: how the model generates, its context, the embedding model, and every memory "
+        "parameter (the memory inspector then shows its technical details too)",
+    )
 
 
 @dataclass
@@ -73,18 +168,41 @@ class Settings:
     ui: UISettings = field(default_factory=UISettings)
     # What the user wants every reply to follow ("answer in French", "be brief"): after the system prompt.
     # Imported ChatGPT custom instructions ("how to respond") land here (ui.import_dialog).
-    custom_instructions: str = ""
+    custom_instructions: str = setting(
+        "",
+        label="Custom instructions",
+        help="What every reply should follow: how to answer, what to call you, what to keep in mind. Mnemo puts "
+        "it after its own instructions in every prompt. Importing a ChatGPT export fills it with your "
+        "ChatGPT custom instructions when it is empty.",
+    )
     # Overrides of memory_core.MemoryParams, by field name (only what the user changed).
     memory: dict[str, Any] = field(default_factory=dict)
     # Daily copies of the memory database kept in <data dir>/backups (app.operations.backups); 0 = none.
-    backup_keep: int = setting(2, low=0)
+    backup_keep: int = setting(
+        2,
+        low=0,
+        label="Daily backups to keep",
+        help="Mnemo copies its memory once a day to the backups folder; this many copies are kept",
+    )
     # Who writes the titles of memory's topics: the chat model ("on"), their keywords ("off"), or the chat
     # model when it is capable, at least 1B parameters ("auto"; app.topic_titles, decision 0026).
-    topic_titles: str = setting("auto", choices=("auto", "on", "off"))
+    topic_titles: str = setting(
+        "auto",
+        choices=("auto", "on", "off"),
+        label="Topic titles",
+        help="Who names the topics your pages are grouped into (the memory inspector's Topics tab): the chat "
+        'model, when it is idle, or their keywords. "When it is capable" lets a model of 1B parameters or '
+        "more write them: the small bundled model's titles are often beside the point",
+    )
     # Legacy (≤ 0.1): the global pause switch lived here. It now lives in the memory database
     # (`MemoryStore.set_paused`), shared by the app, the inspector and the CLI; a True found here
     # is moved there when the store is next opened (AppContext.open_store).
-    memory_paused: bool = False
+    memory_paused: bool = setting(
+        False,
+        label="Memory paused (old place)",
+        help="Where the pause switch lived in older versions: true is moved into the memory database when it is next "
+        "opened; Memory ▸ Pause memory sets it now",
+    )
 
 
 def _from_dict(cls, data: Any, notes: list[str] | None = None, where: str = ""):

@@ -2,7 +2,9 @@
 
 A value's type is its default's (a setting's dataclass field, a memory parameter's MemoryParams
 field), so the schema cannot drift from the code that uses it; a range (`Rule`) says what the code can
-work with. A value that does not fit keeps its default and the user is told in one sentence
+work with. Both are declared once, on the field, with its label and help (`setting` here for a setting of
+app.settings, `memory_core.types.param` for a memory parameter): this check, the settings dialog and
+docs/settings.md (app.settings_doc) all read them there. A value that does not fit keeps its default and the user is told in one sentence
 (`AppContext.settings_notes`: a warning in the CLI, a message box in the window), so a typo in the file
 never stops Mnemo or turns into a TypeError deep in a reply.
 """
@@ -12,7 +14,8 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cache
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -43,44 +46,111 @@ class Rule:
         return None
 
 
-def setting(default: T, *, low: float | None = None, high: float | None = None, choices: tuple[str, ...] = ()) -> T:
-    """A settings dataclass field with its `Rule` (typed as its default, as `field` is)."""
-    return field(default=default, metadata={RULE: Rule(low, high, choices)})
+ABOUT = "about"  # the dataclass field metadata key that holds a setting's About
 
 
-# Memory parameters: a count is at least 0 and a weight or duration at least 0, unless named here.
-# (MemoryParams fields say what each means; these bounds say what the engine can compute with.)
-_AT_LEAST_ONE = Rule(low=1)
-_COSINE = Rule(low=-1.0, high=1.0)
-_SHARE = Rule(low=0.0, high=1.0)
-MEMORY_RULES: dict[str, Rule] = {
-    "stm_capacity": _AT_LEAST_ONE,
-    "mtm_capacity": _AT_LEAST_ONE,
-    "segment_candidates": _AT_LEAST_ONE,
-    "dense_candidates": _AT_LEAST_ONE,
-    "keyword_candidates": _AT_LEAST_ONE,
-    "job_max_attempts": _AT_LEAST_ONE,
-    "import_batch": _AT_LEAST_ONE,
-    "mu": Rule(low=1.0),  # seconds; heat divides by it
-    "rrf_k": Rule(low=1.0),  # reciprocal rank fusion divides by k + rank
-    "theta": Rule(low=-1.0, high=2.0),  # cosine + Jaccard
-    "chain_theta": Rule(low=-1.0, high=2.0),
-    "duplicate_threshold": _COSINE,
-    "update_threshold": _COSINE,
-    "trait_update_threshold": _COSINE,
-    "recall_keyword_min_similarity": _COSINE,
-    "recall_min_similarity": _COSINE,
-    "recall_min_standout": Rule(low=-2.0, high=2.0),  # a cosine over the usual one
-    "recall_min_score": Rule(),  # a ranking score: any finite number
-    "common_word_df": _SHARE,
-    "common_word_mix": _SHARE,
-}
-_DEFAULT_MEMORY_RULE = Rule(low=0)
+@dataclass(frozen=True)
+class About:
+    """What a setting of settings.json is called and does: the settings dialog's label and tooltip, and
+    docs/settings.md's row (written beside the field's default and Rule, so the three cannot drift)."""
+
+    label: str
+    help: str
+
+
+def setting(
+    default: T,
+    *,
+    label: str,
+    help: str,
+    low: float | None = None,
+    high: float | None = None,
+    choices: tuple[str, ...] = (),
+) -> T:
+    """A settings dataclass field with its `Rule` and `About` (typed as its default, as `field` is)."""
+    return field(default=default, metadata={RULE: Rule(low, high, choices), ABOUT: About(label, help)})
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """One setting as its field declares it: what the schema check, the settings dialog and
+    docs/settings.md read. `name` is its key in settings.json (`chat.n_ctx`; a memory parameter's flat
+    name, under "memory"); `group` its section there, or the memory parameter's group in the dialog."""
+
+    name: str
+    group: str
+    default: Any
+    rule: Rule
+    label: str
+    help: str
+
+
+def about(cls: type, name: str) -> About:
+    """The label and help declared on the field `name` of the settings dataclass `cls` (`setting`)."""
+    for f in fields(cls):
+        if f.name == name:
+            return f.metadata[ABOUT]
+    raise KeyError(f"{cls.__name__} has no setting {name!r}")
+
+
+def rule_of(cls: type, name: str) -> Rule:
+    """The range or choices declared on the field `name` of the settings dataclass `cls`."""
+    for f in fields(cls):
+        if f.name == name:
+            return f.metadata.get(RULE, Rule())
+    raise KeyError(f"{cls.__name__} has no setting {name!r}")
+
+
+def settings_of(cls: type, section: str = "") -> list[SettingInfo]:
+    """Every setting of the settings dataclass `cls` (app.settings.Settings), sections walked in field
+    order, by its key in settings.json. The "memory" object is left out: `memory_settings` lists it."""
+    out: list[SettingInfo] = []
+    defaults = cls()
+    for f in fields(cls):
+        default = getattr(defaults, f.name)
+        name = f"{section}.{f.name}" if section else f.name
+        if is_dataclass(default):
+            out += settings_of(type(default), name)
+        elif name != "memory":
+            a = f.metadata[ABOUT]
+            out.append(
+                SettingInfo(name, section or "(top level)", default, f.metadata.get(RULE, Rule()), a.label, a.help)
+            )
+    return out
+
+
+@cache
+def memory_settings() -> tuple[SettingInfo, ...]:
+    """Every memory parameter as its MemoryParams field declares it (memory_core.types.param), in the
+    order of the dialog's groups (memory_core.types.PARAM_SECTIONS), each group in field order. Read on
+    first use, so that memory_core is not loaded at start for a file that changes no parameter."""
+    from memory_core.types import PARAM_SECTIONS, MemoryParams
+
+    defaults = MemoryParams().flat()
+    found = [(name, MemoryParams.info(name)) for name in defaults]
+    return tuple(
+        SettingInfo(name, info.group, defaults[name], Rule(info.low, info.high), info.label, info.help)
+        for group in PARAM_SECTIONS
+        for name, info in found
+        if info.group == group
+    )
 
 
 def memory_rule(name: str) -> Rule:
-    """The range of the memory parameter `name` (its type is its default's)."""
-    return MEMORY_RULES.get(name, _DEFAULT_MEMORY_RULE)
+    """The range of the memory parameter `name` (its type is its default's), as its field declares it."""
+    return _memory_rules()[name]
+
+
+def __getattr__(name: str) -> Any:
+    """MEMORY_RULES (flat parameter name -> Rule), made from the MemoryParams fields on first use."""
+    if name == "MEMORY_RULES":
+        return _memory_rules()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@cache
+def _memory_rules() -> dict[str, Rule]:
+    return {s.name: s.rule for s in memory_settings()}
 
 
 def checked(name: str, default: Any, value: Any, rule: Rule, notes: list[str] | None) -> tuple[bool, Any]:
@@ -110,9 +180,8 @@ def memory_overrides(data: Any, notes: list[str] | None) -> dict[str, Any]:
         return {}
     if not data:
         return {}
-    from memory_core import MemoryParams  # only for a file that changes a parameter (not at every start)
-
-    defaults = MemoryParams().flat()
+    # memory_settings loads memory_core: only for a file that changes a parameter (not at every start)
+    defaults = {s.name: s.default for s in memory_settings()}
     kept: dict[str, Any] = {}
     for name, value in data.items():
         if name not in defaults:

@@ -6,17 +6,15 @@ tooltip) are behind the "Developer settings" switch. `apply()` writes into `ctx.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TypeVar
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QButtonGroup,
-    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -27,16 +25,18 @@ from PySide6.QtWidgets import (
     QPushButton,
     QRadioButton,
     QScrollArea,
-    QSpinBox,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from app.settings_schema import memory_rule
+from app.settings import Settings
+from app.settings_schema import about
 from models.discover import find_models, find_servers
 from ui.model_finder import ModelFinder
-from ui.param_help import PARAM_GROUPS, param_help
+from ui.settings_fields import MemoryParamsForm, float_knob, int_knob, setting_check, setting_label
+
+_W = TypeVar("_W", bound=QWidget)
 
 THEME_LABELS = [("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")]
 # settings.topic_titles (app.topic_titles, decision 0026)
@@ -65,24 +65,6 @@ def _file_row(parent: QWidget, edit: QLineEdit, caption: str, filter_: str, name
     return row
 
 
-def _spin(lo: int, hi: int, value: int, special: str | None = None) -> QSpinBox:
-    s = QSpinBox()
-    s.setRange(lo, hi)
-    s.setValue(value)
-    if special:
-        s.setSpecialValueText(special)
-    return s
-
-
-def _dspin(lo: float, hi: float, value: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
-    s = QDoubleSpinBox()
-    s.setDecimals(decimals)
-    s.setRange(lo, hi)
-    s.setSingleStep(step)
-    s.setValue(value)
-    return s
-
-
 def _hint(text: str, parent: QWidget) -> QLabel:
     label = QLabel(text, parent)
     label.setObjectName("hintLabel")
@@ -109,12 +91,7 @@ class SettingsDialog(QDialog):
         self.embedding_tab = self._embedding_tab(s)
         self.tabs.addTab(self.embedding_tab, "Embeddings")
         bottom = QHBoxLayout()
-        self.developer_check = QCheckBox("Developer settings", self)
-        self.developer_check.setToolTip(
-            "Show the tuning knobs: how the model generates, its context, the embedding model, and every memory "
-            "parameter (the memory inspector then shows its technical details too)"
-        )
-        self.developer_check.setChecked(s.ui.developer)
+        self.developer_check = setting_check(s.ui, "developer", self)
         self.developer_check.toggled.connect(self._show_developer)
         bottom.addWidget(self.developer_check)
         bottom.addStretch(1)
@@ -137,26 +114,35 @@ class SettingsDialog(QDialog):
             w.setVisible(on)
 
     # -- tabs -----------------------------------------------------------------------
-    def _model_tab(self, s) -> QWidget:
+    def _model_tab(self, s: Settings) -> QWidget:
         page = QWidget()
         lay = QVBoxLayout(page)
-        src = QGroupBox("Chat model", page)
+        lay.addWidget(self._source_box(page, s))
+        lay.addWidget(self._adapters_box(page))
+        lay.addWidget(self._generation_box(page, s))
+        lay.addStretch(1)
+        return page
+
+    def _source_box(self, page: QWidget, s: Settings) -> QGroupBox:
+        """Which chat model answers: a GGUF file (found on disk or browsed to) or a server running here."""
+        c = s.chat
+        src = QGroupBox(setting_label(c, "backend"), page)
         form = QFormLayout(src)
         self.local_radio = QRadioButton("A GGUF file on this computer (llama.cpp)", src)
         self.server_radio = QRadioButton("An OpenAI-compatible server (llama-server, Ollama, vLLM, LM Studio)", src)
         group = QButtonGroup(src)
         group.addButton(self.local_radio)
         group.addButton(self.server_radio)
-        (self.server_radio if s.chat.backend == "openai" else self.local_radio).setChecked(True)
+        (self.server_radio if c.backend == "openai" else self.local_radio).setChecked(True)
         self.local_radio.toggled.connect(self._backend_changed)
         form.addRow(self.local_radio)
-        self.gguf_edit = QLineEdit(s.chat.gguf_path, src)
+        self.gguf_edit = QLineEdit(c.gguf_path, src)
         self.gguf_edit.setPlaceholderText("Empty: the bundled SmolLM2-135M")
         self.gguf_edit.setAccessibleName("GGUF model file")
         self.gguf_row = _file_row(
             src, self.gguf_edit, "Choose a GGUF model", "GGUF models (*.gguf);;All files (*)", "GGUF model file"
         )
-        form.addRow("Model file", self.gguf_row)
+        form.addRow(setting_label(c, "gguf_path", self.gguf_edit), self.gguf_row)
         self.found_combo, self._finder = self._search_row(
             form,
             "Found on disk",
@@ -166,14 +152,10 @@ class SettingsDialog(QDialog):
             self._models_found,
             self._found_chosen,
         )
-        self.gpu_spin = _spin(-1, 999, s.chat.n_gpu_layers)
-        self.gpu_spin.setToolTip("Layers offloaded to the GPU (0: CPU only, -1: all)")
-        self._developer_row(form, "GPU layers", self.gpu_spin)
-        self.threads_spin = _spin(0, 256, s.chat.n_threads, "All cores")
-        self.threads_spin.setToolTip("CPU threads llama.cpp uses (All cores: one fewer while writing a reply)")
-        self._developer_row(form, "Threads", self.threads_spin)
+        self.gpu_spin = self._developer_row(form, int_knob(form, c, "n_gpu_layers"))
+        self.threads_spin = self._developer_row(form, int_knob(form, c, "n_threads", special="All cores"))
         form.addRow(self.server_radio)
-        configured = [(s.chat.server_url, s.chat.api_key)]
+        configured = [(c.server_url, c.api_key)]
         self.server_combo, self._server_finder = self._search_row(
             form,
             "Running here",
@@ -183,65 +165,34 @@ class SettingsDialog(QDialog):
             self._servers_found,
             self._server_chosen,
         )
-        self.url_edit = QLineEdit(s.chat.server_url, src)
+        self.url_edit = QLineEdit(c.server_url, src)
         self.url_edit.setPlaceholderText("http://127.0.0.1:8080/v1")
-        form.addRow("Server URL", self.url_edit)
-        self.server_model_edit = QLineEdit(s.chat.server_model, src)
+        form.addRow(setting_label(c, "server_url", self.url_edit), self.url_edit)
+        self.server_model_edit = QLineEdit(c.server_model, src)
         self.server_model_edit.setPlaceholderText("e.g. llama3.1 (empty: the server's default)")
-        form.addRow("Model name", self.server_model_edit)
-        self.key_edit = QLineEdit(s.chat.api_key, src)
+        form.addRow(setting_label(c, "server_model", self.server_model_edit), self.server_model_edit)
+        self.key_edit = QLineEdit(c.api_key, src)
         self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
         self.key_edit.setPlaceholderText("Only if the server needs one")
-        form.addRow("API key", self.key_edit)
-        lay.addWidget(src)
-        lay.addWidget(self._adapters_box(page))
+        form.addRow(setting_label(c, "api_key", self.key_edit), self.key_edit)
+        return src
 
+    def _generation_box(self, page: QWidget, s: Settings) -> QGroupBox:
+        """How the model generates (Developer settings on): labels, tooltips and ranges from the fields of
+        app.settings.ChatModelSettings."""
         gen = QGroupBox("Generation", page)
         self.developer_only.append(gen)
         g = QFormLayout(gen)
-        self.ctx_spin = _spin(256, 1_048_576, s.chat.n_ctx)
-        self.ctx_spin.setSingleStep(1024)
-        self.ctx_spin.setToolTip(
-            "Tokens the model reads at once: the prompt (system prompt, profile, recalled memory, the chat) and "
-            "the reply. More holds more of a long chat but needs more memory and time"
-        )
-        g.addRow("Context length (tokens)", self.ctx_spin)
-        self.temp_spin = _dspin(0.0, 2.0, s.chat.temperature, 0.05)
-        self.temp_spin.setToolTip("How adventurous the wording is: 0 always takes the likeliest word, 1 and more vary")
-        g.addRow("Temperature", self.temp_spin)
-        self.top_p_spin = _dspin(0.0, 1.0, s.chat.top_p, 0.01)
-        self.top_p_spin.setToolTip("Pick only among the likeliest words that together make up this share")
-        g.addRow("Top-p", self.top_p_spin)
-        self.min_p_spin = _dspin(0.0, 1.0, s.chat.min_p, 0.01)
-        self.min_p_spin.setToolTip(
-            "Never pick a word less likely than this share of the likeliest one "
-            "(keeps small models from wandering off; llama.cpp's sampler, "
-            "so servers not built on llama.cpp may ignore it)"
-        )
-        g.addRow("Min-p", self.min_p_spin)
-        self.repeat_spin = _dspin(1.0, 2.0, s.chat.repeat_penalty, 0.01)
-        self.repeat_spin.setToolTip(
-            "Above 1, words of the last 64 tokens are less likely to come again "
-            "(1 = off; llama.cpp's sampler, so servers not built on llama.cpp "
-            "may ignore it)"
-        )
-        g.addRow("Repeat penalty", self.repeat_spin)
-        self.self_repeat_spin = _dspin(0.0, 5.0, s.chat.self_repeat_penalty, 0.1)
-        self.self_repeat_spin.setToolTip(
-            "Keeps a reply from copying the model's earlier replies in the chat word "
-            "for word: the longer the copy, the less likely its next word (0 = off; "
-            "a GGUF run here only)"
-        )
-        g.addRow("Self-repeat penalty", self.self_repeat_spin)
-        self.max_tokens_spin = _spin(1, 131_072, s.chat.max_tokens)
-        self.max_tokens_spin.setToolTip("The longest reply, in tokens (a token is about ¾ of a word)")
-        g.addRow("Max reply tokens", self.max_tokens_spin)
-        self.reserve_spin = _spin(16, 131_072, s.chat.reply_reserve)
-        self.reserve_spin.setToolTip("Tokens of the context kept free for the reply when the prompt is composed")
-        g.addRow("Reply reserve (tokens)", self.reserve_spin)
-        lay.addWidget(gen)
-        lay.addStretch(1)
-        return page
+        c = s.chat
+        self.ctx_spin = int_knob(g, c, "n_ctx", step=1024)
+        self.temp_spin = float_knob(g, c, "temperature", step=0.05)
+        self.top_p_spin = float_knob(g, c, "top_p", step=0.01)
+        self.min_p_spin = float_knob(g, c, "min_p", step=0.01)
+        self.repeat_spin = float_knob(g, c, "repeat_penalty", step=0.01)
+        self.self_repeat_spin = float_knob(g, c, "self_repeat_penalty", step=0.1)
+        self.max_tokens_spin = int_knob(g, c, "max_tokens")
+        self.reserve_spin = int_knob(g, c, "reply_reserve")
+        return gen
 
     def _adapters_box(self, page: QWidget) -> QGroupBox:
         """The model's adapters (parametric memory, app.parametric.adapters), listed; the inspector's Adapters tab
@@ -275,36 +226,29 @@ class SettingsDialog(QDialog):
         )
         return box
 
-    def _developer_row(self, form: QFormLayout, label: str, widget: QWidget) -> None:
-        """A form row shown only with Developer settings on."""
-        form.addRow(label, widget)
+    def _developer_row(self, form: QFormLayout, widget: _W) -> _W:
+        """`widget`'s row of `form`, shown only with Developer settings on; returns the widget."""
         self._developer_rows = getattr(self, "_developer_rows", [])
         self._developer_rows.append((form.labelForField(widget), widget))
+        return widget
 
-    def _replies_tab(self, s) -> QWidget:
+    def _replies_tab(self, s: Settings) -> QWidget:
         page = QWidget()
         lay = QVBoxLayout(page)
-        box = QGroupBox("Custom instructions", page)
+        box = QGroupBox(setting_label(s, "custom_instructions"), page)
         bl = QVBoxLayout(box)
-        bl.addWidget(
-            _hint(
-                "What every reply should follow: how to answer, what to call you, what to keep in mind. Mnemo puts "
-                "it after its own instructions in every prompt. Importing a ChatGPT export fills it with your "
-                "ChatGPT custom instructions when it is empty.",
-                box,
-            )
-        )
+        bl.addWidget(_hint(about(Settings, "custom_instructions").help, box))
         self.instructions_edit = QPlainTextEdit(box)
         self.instructions_edit.setPlaceholderText("For example: Answer briefly, in British English. I am a nurse.")
         self.instructions_edit.setPlainText(s.custom_instructions)
-        self.instructions_edit.setAccessibleName("Custom instructions")
+        self.instructions_edit.setAccessibleName(box.title())
         self.instructions_edit.setMinimumHeight(160)
         bl.addWidget(self.instructions_edit)
         lay.addWidget(box)
         lay.addStretch(1)
         return page
 
-    def _embedding_tab(self, s) -> QWidget:
+    def _embedding_tab(self, s: Settings) -> QWidget:
         page = QWidget()
         lay = QVBoxLayout(page)
         box = QGroupBox("Sentence-embedding model", page)
@@ -312,13 +256,13 @@ class SettingsDialog(QDialog):
         self.onnx_edit = QLineEdit(s.embedding.onnx_path, box)
         self.onnx_edit.setPlaceholderText("Empty: the bundled all-MiniLM-L6-v2 (int8)")
         form.addRow(
-            "ONNX model",
+            setting_label(s.embedding, "onnx_path", self.onnx_edit),
             _file_row(box, self.onnx_edit, "Choose an ONNX model", "ONNX models (*.onnx)", "ONNX model file"),
         )
         self.tokenizer_edit = QLineEdit(s.embedding.tokenizer_path, box)
         self.tokenizer_edit.setPlaceholderText("Empty: the bundled tokenizer.json")
         form.addRow(
-            "Tokenizer",
+            setting_label(s.embedding, "tokenizer_path", self.tokenizer_edit),
             _file_row(
                 box, self.tokenizer_edit, "Choose tokenizer.json", "Tokenizer (tokenizer.json *.json)", "tokenizer file"
             ),
@@ -335,13 +279,7 @@ class SettingsDialog(QDialog):
         lay.addStretch(1)
         return page
 
-    def _memory_tab(self, s) -> QWidget:
-        from memory_core import MemoryParams
-
-        # flat parameter names, as settings.json's "memory" object keeps them
-        self._param_defaults: dict[str, Any] = MemoryParams().flat()
-        current = dict(self._param_defaults)
-        current.update({k: v for k, v in s.memory.items() if k in current})
+    def _memory_tab(self, s: Settings) -> QWidget:
         outer = QWidget()
         olay = QVBoxLayout(outer)
         olay.setContentsMargins(0, 0, 0, 0)
@@ -357,46 +295,25 @@ class SettingsDialog(QDialog):
         )
         lay.addWidget(note)
         plain = QFormLayout()
-        self.backup_spin = _spin(0, 365, s.backup_keep, "No backups")
-        self.backup_spin.setToolTip(
-            "Mnemo copies its memory once a day to the backups folder; this many copies are kept"
-        )
-        self.backup_spin.setAccessibleName("Daily backups to keep")
-        plain.addRow("Daily backups to keep", self.backup_spin)
+        # a year of daily copies at most in the box; settings.json may keep more (its Rule has no upper bound)
+        self.backup_spin = int_knob(plain, s, "backup_keep", special="No backups", widget_high=365)
         self.titles_combo = QComboBox(page)
         for key, label in TOPIC_TITLE_LABELS:
             self.titles_combo.addItem(label, key)
         self.titles_combo.setCurrentIndex(max(0, self.titles_combo.findData(s.topic_titles)))
-        self.titles_combo.setToolTip(
-            "Who names the topics your pages are grouped into (the memory inspector's Topics tab): the chat "
-            'model, when it is idle, or their keywords. "When it is capable" lets a model of 1B parameters or '
-            "more write them: the small bundled model's titles are often beside the point"
-        )
-        self.titles_combo.setAccessibleName("Topic titles")
-        plain.addRow("Topic titles", self.titles_combo)
+        titles_label = setting_label(s, "topic_titles", self.titles_combo)
+        self.titles_combo.setAccessibleName(titles_label)
+        plain.addRow(titles_label, self.titles_combo)
         lay.addLayout(plain)
-        self.param_edits: dict[str, QSpinBox | QDoubleSpinBox] = {}
-        shown = set()
-        for title, params in PARAM_GROUPS.items():
-            box = QGroupBox(title, page)
-            form = QFormLayout(box)
-            for name in params:
-                if name in current:
-                    self._param_row(form, name, current[name])
-                    shown.add(name)
-            self.developer_only.append(box)
-            lay.addWidget(box)
-        rest = [n for n in current if n not in shown]  # a parameter the help table does not know yet
-        if rest:
-            box = QGroupBox("Other", page)
-            form = QFormLayout(box)
-            for name in rest:
-                self._param_row(form, name, current[name])
+        # every memory parameter, in its group, as its field declares it (memory_core.types.param)
+        self.memory_form = MemoryParamsForm(page, s.memory)
+        self.param_edits = self.memory_form.edits
+        for box in self.memory_form.boxes:
             self.developer_only.append(box)
             lay.addWidget(box)
         reset = QPushButton("Restore defaults", page)
         reset.setToolTip("Every memory parameter back to its default")
-        reset.clicked.connect(self._reset_params)
+        reset.clicked.connect(self.memory_form.reset)
         lay.addWidget(reset, 0, Qt.AlignmentFlag.AlignLeft)
         hint = _hint("Memory parameters apply at the next start.", page)
         self.developer_only += [reset, hint]
@@ -406,49 +323,12 @@ class SettingsDialog(QDialog):
         olay.addWidget(scroll)
         return outer
 
-    def _param_row(self, form: QFormLayout, name: str, value) -> None:
-        label, tip = param_help(name)
-        w = self._param_widget(name, value)
-        w.setToolTip(f"{tip}\n({name}, default {self._param_defaults[name]:g})")
-        w.setAccessibleName(label)
-        form.addRow(label, w)
-        form.labelForField(w).setToolTip(w.toolTip())
-
-    def _param_widget(self, name: str, value) -> QSpinBox | QDoubleSpinBox:
-        default = self._param_defaults[name]
-        if isinstance(default, bool):
-            raise TypeError(name)
-        w: QSpinBox | QDoubleSpinBox
-        rule = memory_rule(name)  # the range settings.json is checked against (app.settings_schema)
-        if isinstance(default, int):
-            lo = int(rule.low) if rule.low is not None else 0
-            w = _spin(lo, int(rule.high) if rule.high is not None else 10_000_000, int(value))
-        else:
-            big = abs(float(default)) >= 1000
-            lo_f = rule.low if rule.low is not None else -1000.0
-            hi_f = rule.high if rule.high is not None else (1e12 if big else 1000.0)
-            w = _dspin(lo_f, hi_f, float(value), 1000.0 if big else 0.05, 0 if big else 3)
-        self.param_edits[name] = w
-        return w
-
-    def _reset_params(self) -> None:
-        for name, w in self.param_edits.items():
-            w.setValue(self._param_defaults[name])
-
-    def _interface_tab(self, s) -> QWidget:
+    def _interface_tab(self, s: Settings) -> QWidget:
         page = QWidget()
         form = QFormLayout(page)
-        self.enter_check = QCheckBox("Enter sends the message (Shift+Enter adds a line)", page)
-        self.enter_check.setChecked(s.ui.enter_sends)
-        self.enter_check.setToolTip("Off: Ctrl+Enter sends and Enter adds a line")
+        self.enter_check = setting_check(s.ui, "enter_sends", page)
         form.addRow(self.enter_check)
-        self.prepare_check = QCheckBox("Prepare replies while you read or type", page)
-        self.prepare_check.setChecked(s.ui.prepare_replies)
-        self.prepare_check.setToolTip(
-            "The local model processes the open chat in the background, so the next "
-            "reply starts sooner (uses one core for a few seconds after opening a chat "
-            "or after a reply)"
-        )
+        self.prepare_check = setting_check(s.ui, "prepare_replies", page)
         form.addRow(self.prepare_check)
         self.theme_combo = QComboBox(page)
         for key, label in THEME_LABELS:
@@ -456,8 +336,9 @@ class SettingsDialog(QDialog):
         self.theme_combo.setCurrentIndex(
             max(0, [k for k, _ in THEME_LABELS].index(s.ui.theme) if s.ui.theme in dict(THEME_LABELS) else 0)
         )
-        self.theme_combo.setAccessibleName("Theme")
-        form.addRow("Theme", self.theme_combo)
+        theme_label = setting_label(s.ui, "theme", self.theme_combo)
+        self.theme_combo.setAccessibleName(theme_label)
+        form.addRow(theme_label, self.theme_combo)
         return page
 
     def _data_tab(self) -> QWidget:
@@ -587,13 +468,7 @@ class SettingsDialog(QDialog):
         c.reply_reserve = self.reserve_spin.value()
         s.embedding.onnx_path = self.onnx_edit.text().strip()
         s.embedding.tokenizer_path = self.tokenizer_edit.text().strip()
-        overrides = {}
-        for name, w in self.param_edits.items():
-            default = self._param_defaults[name]
-            value = int(w.value()) if isinstance(default, int) else float(w.value())
-            if abs(value - default) > 1e-9 * max(1.0, abs(default)):
-                overrides[name] = value
-        s.memory = overrides
+        s.memory = self.memory_form.overrides()
         s.ui.enter_sends = self.enter_check.isChecked()
         s.ui.prepare_replies = self.prepare_check.isChecked()
         s.ui.theme = self.theme_combo.currentData()
