@@ -20,9 +20,9 @@ def dialog(qtbot, mnemo_dirs):
     ctx.settings.memory = {"tau": 3.5, "max_knowledge": 40}
     dlg = SettingsDialog(ctx)
     qtbot.addWidget(dlg)
-    yield dlg
     for combo in (dlg.found_combo, dlg.server_combo):  # the searches for models and servers end first
         qtbot.waitUntil(lambda c=combo: not c.itemText(0).startswith("Looking"), timeout=30_000)
+    return dlg
 
 
 def test_every_memory_parameter_shows_in_its_group_with_its_label_help_and_range(dialog):
