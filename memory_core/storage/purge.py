@@ -9,7 +9,7 @@ freed bytes are zeroed, but four other places keep a forgotten item's words:
   option cannot help a contentless table (it needs the deleted text to find the entries), so the
   tables a transaction deleted from are optimized (`optimize`: every segment merged into one, the
   deleted entries dropped). It rewrites the index (what that costs: tests/bench/forget_cost.py);
-- the traces of replies that recalled the item (memory_core.recall.traces), rewritten in the transaction;
+- the traces of replies that recalled the item (memory_core.storage.traces), rewritten in the transaction;
 - the write-ahead log, which holds the pages as they were before: checkpointed and truncated;
 - after a wipe, the free pages of a file that has shrunk: VACUUM.
 
@@ -33,8 +33,8 @@ from typing import Any, Protocol
 
 import apsw
 
-from ..recall.traces import scrub_all_traces, scrub_traces
 from .codec import from_json, to_json
+from .traces import scrub_all_traces, scrub_traces
 
 
 class Database(Protocol):
