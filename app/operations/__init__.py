@@ -1,1 +1,2 @@
-"""What a user does, as small functions every front end calls: chats, spaces, remembering, forgetting a chat's memory, chat export, cubes, backups."""
+"""What a user does, as small functions every front end calls: chats, spaces, remembering, forgetting a chat's
+memory, chat export, cubes, backups."""

@@ -1,1 +1,2 @@
-"""Long-term memory: the persona's traits and facts, how a new one joins, their versions, promotion from hot segments, and extraction."""
+"""Long-term memory: the persona's traits and facts, how a new one joins, their versions, promotion from hot
+segments, and extraction."""
