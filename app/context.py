@@ -9,9 +9,9 @@ from typing import Any
 from app.chat.activation_cache import attach as attach_activation
 from app.errors import cannot_open_database, database_open_error
 from app.parametric.adapters import attach as attach_adapters
+from app.private_files import ensure_private_dir, secure_folder
 from app.runtime.backends import build_chat_model, build_embedder
 from app.runtime.instance_lock import LOCK_NAME
-from app.runtime.private_files import ensure_private_dir, secure_folder
 from app.settings import SETTINGS_FILE, Paths, Settings, load_settings, save_settings
 from app.settings_schema import memory_overrides
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import platformdirs
 
-from app.runtime.private_files import ensure_private_dir
+from app.private_files import ensure_private_dir
 from app.settings_schema import RULE, Rule, checked, memory_overrides, setting
 
 APP_NAME = "Mnemo"

@@ -24,10 +24,9 @@ import apsw
 from .conversations import Conversations
 from .cubes import Cubes
 from .curation import Curation
+from .intake import Intake
 from .pages.component import Pages
 from .pages.embedding import Embedding
-from .pages.intake import Intake
-from .pages.upkeep import Upkeep
 from .persona.component import Persona
 from .persona.merge import PersonaMerge
 from .persona.promotion import Promotion
@@ -53,6 +52,7 @@ from .types import (
     RetrievalBudget,
     TokenEmbedFn,
 )
+from .upkeep import Upkeep
 
 _DAMAGED = (apsw.NotADBError, apsw.CorruptError)
 

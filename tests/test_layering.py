@@ -162,3 +162,60 @@ def test_runtime_imports_follow_layers(package):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# The rooms inside memory_core and app (a folder, or a module beside the folders) and the rooms each may import
+# from its own package: docs/architecture.md's table of rooms. A new edge is a decision, made here and there.
+MC_BASE = {"memory_core.types", "memory_core.text", "memory_core.storage"}
+# app's helpers beside its folders: the version, private files, one-line messages and errors, words and figures
+APP_BASE = {"app", "app.private_files", "app.messages", "app.errors", "app.wording"}
+ROOMS = {
+    "memory_core.storage": {"memory_core.types", "memory_core.text"},
+    "memory_core.pages": MC_BASE,
+    "memory_core.persona": MC_BASE | {"memory_core.pages"},
+    "memory_core.segments": MC_BASE | {"memory_core.pages", "memory_core.persona"},
+    "memory_core.intake": MC_BASE | {"memory_core.pages", "memory_core.segments"},
+    "memory_core.upkeep": MC_BASE | {"memory_core.pages", "memory_core.segments"},
+    "memory_core.conversations": MC_BASE | {"memory_core.segments"},
+    "memory_core.recall": MC_BASE
+    | {"memory_core.pages", "memory_core.persona", "memory_core.segments", "memory_core.upkeep"},
+    "memory_core.spaces": MC_BASE | {"memory_core.persona", "memory_core.segments"},
+    "memory_core.curation": MC_BASE | {"memory_core.pages", "memory_core.persona", "memory_core.segments"},
+    "memory_core.readable_export": MC_BASE,
+    "memory_core.cubes": MC_BASE
+    | {"memory_core.pages", "memory_core.persona", "memory_core.segments", "memory_core.readable_export"},
+    "app.runtime": APP_BASE | {"app.settings"},
+    "app.parametric": APP_BASE | {"app.runtime"},
+    "app.importers": APP_BASE | {"app.runtime"},
+    # the turn uses the memory verbs a message can ask for (remember, forget): app.operations.remember
+    "app.chat": APP_BASE | {"app.operations", "app.parametric", "app.runtime"},
+    "app.operations": APP_BASE | {"app.chat", "app.importers", "app.runtime", "app.settings"},
+    "app.doors": APP_BASE | {"app.chat", "app.operations", "app.runtime"},
+    "app.evaluation": APP_BASE | {"app.chat", "app.importers"},
+}
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("memory_core", "app") and len(parts) > 1 else parts[0]
+
+
+def test_rooms_import_only_the_rooms_they_may():
+    known = _sources()
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {imp} (room {_room(imp)})"
+        for mod, path in known.items()
+        if _room(mod) in ROOMS
+        for imp, line in _imports(mod, path, known)
+        if imp in known
+        and imp.split(".")[0] == mod.split(".")[0]
+        and _room(imp) not in ROOMS[_room(mod)] | {_room(mod), mod.split(".")[0]}
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_memory_cores_rooms_form_no_circle():
+    graph = {room: {r for r in may if r in ROOMS} for room, may in ROOMS.items() if room.startswith("memory_core.")}
+    assert _cycles(graph) == []
+    folders = {p.name for p in (ROOT / "memory_core").iterdir() if (p / "__init__.py").exists()}
+    assert {f"memory_core.{f}" for f in folders} <= set(ROOMS), "a memory_core folder without a row in ROOMS"

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.runtime.private_files import ensure_private_dir
+from app.private_files import ensure_private_dir
 from app.wording import count
 from models.kv_cache_store import KVCacheStore, KVEntry
 

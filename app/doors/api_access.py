@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from app.runtime.private_files import ensure_private_dir, make_private_file
+from app.private_files import ensure_private_dir, make_private_file
 
 TOKEN_FILE = "api-token"
 TOKEN_ENV = "MNEMO_API_TOKEN"

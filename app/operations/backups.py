@@ -21,7 +21,7 @@ import shutil
 import time
 from pathlib import Path
 
-from app.runtime.private_files import ensure_private_dir, make_private_file
+from app.private_files import ensure_private_dir, make_private_file
 from app.settings import Paths
 from memory_core import check_file
 from memory_core.storage.vecindex import drop_shared

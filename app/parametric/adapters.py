@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from app.runtime.private_files import ensure_private_dir
+from app.private_files import ensure_private_dir
 from models.lora import AdapterError, AdapterInfo, check_fits, file_digest, inspect_adapter
 
 log = logging.getLogger(__name__)

@@ -1,1 +1,1 @@
-"""What runs the app: the background scheduler and task threads, building backends, the instance lock, private files."""
+"""What runs the app: the background scheduler and task threads, building backends, the instance lock."""

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from app.runtime.private_files import PRIVATE_FILE, ensure_private_dir, private_fd
+from app.private_files import PRIVATE_FILE, ensure_private_dir, private_fd
 
 LOCK_NAME = "mnemo.lock"
 

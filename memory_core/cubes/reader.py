@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..recall import token_match
+from ..pages import token_match
 from . import safezip
 from .format import (
     COUNT_OF,

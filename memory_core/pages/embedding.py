@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..recall import token_match
 from ..storage.codec import unit
 from ..storage.database import Database
 from ..types import EmbedFn, TokenEmbedFn, page_text
+from . import token_match
 
 # token vectors of one text as a token embedder gives them: (its token vectors, its token strings)
 TokenRows = tuple[np.ndarray, list[str]]

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import text as T
+from ..pages import token_match
 from ..types import MemoryParams
-from . import token_match
 
 # Terms beyond this are left out of the keyword query (FTS5's OR of a whole paragraph is slow and says little)
 MAX_KEYWORD_TERMS = 24

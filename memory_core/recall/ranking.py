@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from .. import text as T
+from ..pages import token_match
 from ..storage.vecindex import MatrixCache
 from ..types import MemoryParams, Page, PageHit, SideHit
-from . import token_match
 from .query import ParsedQuery
 from .space_filter import SpaceScope
 

@@ -19,7 +19,6 @@ import apsw
 from .. import text as T
 from ..pages.component import Pages
 from ..pages.embedding import Embedding
-from ..pages.upkeep import Upkeep
 from ..persona.component import TRAIT_COLS, Persona
 from ..segments.component import Segments
 from ..storage.codec import vec_blob as _blob
@@ -27,6 +26,7 @@ from ..storage.database import Database
 from ..storage.schema import is_storage_full
 from ..storage.vecindex import MatrixCache
 from ..types import Knowledge, KnowledgeHit, PageHit, Retrieval, RetrievalBudget, TraitHit
+from ..upkeep import Upkeep
 from .query import ParsedQuery, TermStats, common_words, keyword_query, parse_text, set_vectors, texts_to_embed
 from .ranking import (
     NEAREST_STAGES,

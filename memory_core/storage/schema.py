@@ -335,13 +335,13 @@ def _m3(conn: apsw.Connection, dim: int) -> None:
 
 
 def _m4(conn: apsw.Connection, dim: int) -> None:
-    """Each page's content-token vectors (4-bit rows, memory_core.recall.token_match) for word-by-word
+    """Each page's content-token vectors (4-bit rows, memory_core.pages.token_match) for word-by-word
     matching. Derived data: filled as pages are embedded, or by the "index_tokens" job."""
     conn.execute("CREATE TABLE IF NOT EXISTS page_tok(page_id INTEGER PRIMARY KEY, vecs BLOB NOT NULL)")
 
 
 def _m5(conn: apsw.Connection, dim: int) -> None:
-    """Each page's two side vectors (memory_core.recall.token_match.pack_sides: b"" for a page not split), made
+    """Each page's two side vectors (memory_core.pages.token_match.pack_sides: b"" for a page not split), made
     in the same encoder pass as its token rows; NULL in a row from before, which "index_tokens" redoes."""
     conn.execute("ALTER TABLE page_tok ADD COLUMN sides BLOB")
 

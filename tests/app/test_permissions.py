@@ -13,8 +13,8 @@ import pytest
 from app.context import AppContext
 from app.operations.backups import backup_dir, make_backup
 from app.operations.chat_export import export_chat
+from app.private_files import ensure_private_dir, secure_folder
 from app.runtime.instance_lock import InstanceLock
-from app.runtime.private_files import ensure_private_dir, secure_folder
 from app.settings import Paths, Settings, save_settings
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")

@@ -9,7 +9,7 @@ vectors around TOPIC_CENTERS topics with random 4-bit token rows and side vector
 index alone (`Synthetic`), so the same pages can go through `add_pages` too (`fill_with_add_pages`) and the two
 stores be compared (tests/memory_core/test_bulk_fill.py).
 
-What `bulk_fill` writes for a page is what `add_pages` writes (memory_core.pages.intake, pages, segments): the page row
+What `bulk_fill` writes for a page is what `add_pages` writes (memory_core.intake, pages, segments): the page row
 (its chat, timestamp, keywords, tier), its vector (page_vec, vec0) and its vec_log row, its porter row (page_fts;
 page_tri for CJK text), its token rows and side vectors (page_tok). Each chat's last `stm_capacity` pages stay in
 short-term memory; the earlier ones are linked into dialogue chains by the store's rule (cosine + keyword Jaccard

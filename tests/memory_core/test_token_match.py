@@ -1,4 +1,4 @@
-"""Word-by-word matching (memory_core.recall.token_match, page_tok): the functions by hand, then the store with
+"""Word-by-word matching (memory_core.pages.token_match, page_tok): the functions by hand, then the store with
 the real embedder's token vectors: rows kept through add/edit/forget/wipe, the score it adds, the
 background indexing of older memories, and a changed embedding model."""
 

@@ -7,15 +7,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .. import text as T
-from ..segments.component import Segments
-from ..storage.codec import to_json
-from ..storage.database import Database, checkpoint
-from ..storage.fts import fts_put
-from ..storage.jobs import Jobs
-from ..types import page_text
-from .component import Pages
-from .embedding import Embedding
+from . import text as T
+from .pages.component import Pages
+from .pages.embedding import Embedding
+from .segments.component import Segments
+from .storage.codec import to_json
+from .storage.database import Database, checkpoint
+from .storage.fts import fts_put
+from .storage.jobs import Jobs
+from .types import page_text
 
 
 class Intake:

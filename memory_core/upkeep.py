@@ -10,14 +10,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..recall import token_match
-from ..segments.component import Segments
-from ..storage.codec import vec_blob
-from ..storage.database import Database
-from ..storage.jobs import Jobs
-from ..types import PAGE_CONTEXT, page_text
-from .component import UNINDEXED, Pages
-from .embedding import Embedding
+from .pages import token_match
+from .pages.component import UNINDEXED, Pages
+from .pages.embedding import Embedding
+from .segments.component import Segments
+from .storage.codec import vec_blob
+from .storage.database import Database
+from .storage.jobs import Jobs
+from .types import PAGE_CONTEXT, page_text
 
 # a batch of stored pages embedded again: (ids, bodies, contexts, vectors)
 PageBatch = tuple[list[int], list[str], list[str], np.ndarray]
