@@ -105,7 +105,7 @@ def _made(backup: Path) -> float:
 
 def holding_forgotten(paths: Paths, spans: list[tuple[float, float]]) -> list[Path]:
     """The backups, newest first, made while memory since forgotten existed (`spans`: from
-    `MemoryStore.forgotten_spans()`): each may still hold some of it."""
+    `store.db.purge.spans()`): each may still hold some of it."""
     out = []
     for backup in list_backups(paths):
         try:

@@ -94,7 +94,7 @@ class Retriever:
         - knowledge: the best user/assistant facts; traits: the active persona, in a stable order.
         With `record_visits`, segments that supplied a page get a visit (N_visit + 1) in one short write;
         by default none do: a chat reply records visits only for the pages its prompt quoted
-        (`MemoryStore.record_quoted_pages`), so a recall nobody read heats nothing.
+        (`store.segments.record_quoted_pages`), so a recall nobody read heats nothing.
         `off`: ranking stages switched off (memory_core.recall.ranking.SWITCHABLE), for the ablation.
         `spaces`: the memory spaces recalled from (None: all); the STM is the conversation's own.
         """

@@ -128,7 +128,7 @@ from memory_core import MemoryStore
 from models.embedder import OnnxEmbedder
 e = OnnxEmbedder()
 store = MemoryStore.open(sys.argv[1], e.embed, embed_model_id=e.model_id, dim=e.dim)
-cid = store.create_conversation("Another process")
+cid = store.conversations.create_conversation("Another process")
 print(post_message(store, cid, "Written by a live process."), flush=True)
 sys.stdin.read()  # alive until the test closes its stdin, or kills it
 """

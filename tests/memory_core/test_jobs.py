@@ -74,7 +74,7 @@ _CHILD = textwrap.dedent("""
     e = OnnxEmbedder()
     s = MemoryStore.open({db!r}, e.embed, embed_model_id=e.model_id, dim=e.dim,
                          params=MemoryParams.from_flat(**{params!r}))
-    s.run_pending(allow_llm=False)
+    s.jobs.run_pending(allow_llm=False)
     print("FINISHED", flush=True)
 """)
 

@@ -286,11 +286,11 @@ def test_every_way_in_reads_the_same_context(open_tok, embedder, tmp_path):
     chunked.intake.embed_pages(pre[2:], before=pre[1])  # a later chunk: read after the chunk before
     by_chunk = chunked.intake.add_pages(chunked.conversations.create_conversation(), pre)
     jobs = open_tok(tmp_path / "jobs.db")
-    jcid = jobs.create_conversation()
+    jcid = jobs.conversations.create_conversation()
     for it in items:
-        jobs.enqueue("add_page", {"cid": jcid, **it})
-    jobs.run_pending()
-    by_job = [p.id for p in sorted(jobs.list_pages(), key=lambda p: p.id)]
+        jobs.jobs.enqueue("add_page", {"cid": jcid, **it})
+    jobs.jobs.run_pending()
+    by_job = [p.id for p in sorted(jobs.pages.list_pages(), key=lambda p: p.id)]
     for store, ids in ((bulk, by_bulk), (chunked, by_chunk), (jobs, by_job)):
         for mine, theirs in zip(by_one, ids):
             np.testing.assert_allclose(store.pages.page_vec(theirs), one.pages.page_vec(mine), atol=1e-5)
