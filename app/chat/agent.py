@@ -1,4 +1,4 @@
-"""`ChatAgent`: one chat turn end to end (DESIGN.md, "One chat turn").
+"""`ChatAgent`: one chat turn end to end (docs/architecture.md, "The path of one chat turn").
 
 persist the user message → retrieve → compose within the token budget → stream the
 reply → store it with its trace and token counts → enqueue the memory update. The

@@ -1,17 +1,17 @@
 """Compose the chat prompt from memory within a token budget.
 
 Order, most stable first, so llama.cpp can reuse the KV cache of the longest common
-prefix between turns (DESIGN.md, "activation memory"): system prompt and the persona
+prefix between turns (docs/architecture.md, "Memory kinds: plaintext and activation"): system prompt and the persona
 traits (change only when memory is promoted; sorted) → recent dialogue (only grows) →
 what was recalled for this message (knowledge and pages, which change with every
 question; a system message of its own) → the new message.
 
-DESIGN.md puts the recalled pages before the dialogue; but then each question's recall
+The first design put the recalled pages before the dialogue; but then each question's recall
 invalidates the cached dialogue behind it, and the whole conversation is processed again
 at every turn. On a chat of 8 long exchanges (~1,650-token prompts) with the bundled model,
 the first token comes after 3.6 s instead of 8.8 s (`tests/bench/prompt_cache.py`); LoCoMo
 QA quality is the same (docs/decisions/0004-recall-after-the-dialogue.md).
-Chat templates that accept a system message only at the start get the DESIGN.md layout
+Chat templates that accept a system message only at the start get that first layout
 (`recall_at_end=False`; the agent falls back by itself).
 Nothing time-of-now is put in the stable part. Memory is quoted as data inside <memory> tags: what
 was recalled cannot close them (`quote_as_data`), and the chat backend tokenises every message's text

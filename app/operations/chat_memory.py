@@ -1,7 +1,7 @@
 """Forget what memory learned from one chat, whether the chat itself stays or is deleted.
 
-Deleting a chat keeps its memory (DESIGN.md: memory is forgotten explicitly), and once it is gone
-its pages no longer name it. So the window's Delete dialog offers to forget first, the chat list and
+Deleting a chat keeps its memory (memory is forgotten only when the user says so), and once it is gone its
+pages no longer name it. So the window's Delete dialog offers to forget first, the chat list and
 the Chat menu offer "Forget what Mnemo learned from this chat…", and `mnemo chats forget` /
 `mnemo chats delete --forget` do the same from the command line.
 

@@ -1,5 +1,5 @@
 """Benchmark: time to first token in a long chat, with recalled memory placed after the dialogue
-(the composer's layout) vs before it (DESIGN.md's first layout), through the real agent.
+(the composer's layout) vs before it (the first design's layout), through the real agent.
 
     python -m tests.bench.prompt_cache [--exchanges 8] [--questions 4]
 
