@@ -121,9 +121,13 @@ def pending_work(by_kind: dict[str, int] | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- events
-def _item(kind: str | None, iid: int | None) -> str:
+def item_name(kind: str | None, iid: int | None) -> str:
+    """An item as a person names it: "fact 3", "topic 12", "page" (no id)."""
     name = {"knowledge": "fact", "segment": "topic", "conversation": "chat"}.get(kind or "", kind or "item")
     return f"{name} {iid}" if iid is not None else name
+
+
+_item = item_name  # the inspector's name until it calls app.operations.memory (removed with that change)
 
 
 def _pages(d: dict) -> str:
@@ -212,7 +216,7 @@ def event_sentence(
     """A memory event (memory_core.types.Event) as a sentence a person reads: "Learned 2 facts about you
     from topic 3", "Page 224 removed from memory" (its stored summary is the technical one)."""
     d = detail or {}
-    item = _item(item_kind, item_id)
+    item = item_name(item_kind, item_id)
     if kind == "forgotten":
         return _event_forgotten(item, d, item_kind)
     make = _EVENTS.get(kind)

@@ -64,19 +64,22 @@ class Curation:
             self.segments.recontext(self.pages.pages_after([pid]))  # the next page was read after the old words
             self.db.emit("edited", "page", pid, f"page {pid} edited by the user")
 
-    def pin(self, kind: str, item_id: int, pinned: bool = True) -> None:
-        """Pin (protect from eviction and automatic updates) or unpin a page, segment, knowledge item or trait."""
+    def pin(self, kind: str, item_id: int, pinned: bool = True) -> bool:
+        """Pin (protect from eviction and automatic updates) or unpin a page, segment, knowledge item or trait.
+        Returns whether memory holds the item."""
         if kind not in ITEM_KINDS:
             raise ValueError(f"kind must be one of {ITEM_KINDS}")
         with self.db.transaction():
             self.db.execute(f"UPDATE {kind} SET pinned = ? WHERE id = ?", (int(pinned), item_id))
-            if self.db.changes():
+            found = bool(self.db.changes())
+            if found:
                 self.db.emit(
                     "pinned" if pinned else "unpinned",
                     kind,
                     item_id,
                     f"{kind} {item_id} {'pinned' if pinned else 'unpinned'}",
                 )
+        return found
 
     def forget(self, kind: str, ids: int | Sequence[int]) -> int:
         """Remove items for good: base rows, vectors, FTS entries, and what was derived only from them.

@@ -14,6 +14,7 @@ from app.commands import adapters as adapter_commands
 from app.commands import spaces as space_commands
 from app.commands._common import fail, print_json
 from app.operations import chats as operations
+from app.operations import memory as memory_verbs
 from app.wording import heat
 from memory_core.text import one_line
 
@@ -378,16 +379,15 @@ def _show(ctx, store, args) -> int:
 
 
 def _forget(ctx, store, args) -> int:
-    store.curation.forget(args.kind, args.ids)
-    print(f"forgot {len(args.ids)} {args.kind}(s)")
+    print(memory_verbs.forget(store, args.kind, args.ids).describe())
     after_forget(ctx, store)
     return 0
 
 
 def _pin(ctx, store, args) -> int:
-    store.curation.pin(args.kind, args.id, not args.unpin)
-    print(f"{'unpinned' if args.unpin else 'pinned'} {args.kind} {args.id}")
-    return 0
+    done = memory_verbs.pin(store, args.kind, args.id, not args.unpin)
+    print(done.describe())
+    return 0 if done.found else 1
 
 
 def _wipe(ctx, store, args) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from app.operations import memory as memory_verbs
 from app.operations.remember import OWNERS, forget_statement, remember_fact, statement_to_forget
 from memory_core import RetrievalBudget
 from memory_core.spaces.component import SpaceError
@@ -173,7 +174,7 @@ def forget(
     if kind not in FORGET_KINDS:
         raise Refused(f"kind is one of {', '.join(FORGET_KINDS)}")
     assert item_id is not None
-    if not store.curation.forget(FORGET_KINDS[kind], [int(item_id)]):
+    if not memory_verbs.forget(store, FORGET_KINDS[kind], int(item_id)).removed:
         raise Refused(f"memory holds no {kind} {item_id}")
     return {"kind": kind, "id": int(item_id), "forgot_anything": True}
 

@@ -59,10 +59,10 @@ def test_memory_list_pin_forget_wipe(filled):
     only = json.loads(mnemo(filled, "memory", "events", "--kind", kind, "--json").stdout)
     assert only and {e["kind"] for e in only} == {kind}
     assert len(only) == sum(e["kind"] == kind for e in every)
-    mnemo(filled, "memory", "pin", "page", str(cat["id"]))
+    assert mnemo(filled, "memory", "pin", "page", str(cat["id"])).stdout.strip() == f"Page {cat['id']} pinned."
     shown = json.loads(mnemo(filled, "memory", "show", "page", str(cat["id"]), "--json").stdout)
     assert shown["pinned"] is True
-    mnemo(filled, "memory", "forget", "page", str(cat["id"]))
+    assert mnemo(filled, "memory", "forget", "page", str(cat["id"])).stdout.strip() == f"Page {cat['id']} forgotten."
     trace = json.loads(mnemo(filled, "search", "what is my cat afraid of", "--json").stdout)
     assert all("Miso" not in p["user_text"] for p in trace["pages"])
     events = json.loads(mnemo(filled, "memory", "events", "--json").stdout)
