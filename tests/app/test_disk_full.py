@@ -162,7 +162,7 @@ def test_the_disk_filling_as_the_reply_is_queued_for_memory_rolls_back_both(agen
     def full(*args, **kwargs):  # the disk fills as the reply's page is queued
         raise apsw.FullError("database or disk is full")
 
-    monkeypatch.setattr(store, "enqueue", full)
+    monkeypatch.setattr(store.jobs, "enqueue", full)
     cid = agent.new_conversation()
     result = agent.send(cid, "Hello there.")
     assert result.status == "failed" and result.error == REPLY_NOT_SAVED

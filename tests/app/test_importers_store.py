@@ -168,14 +168,14 @@ def test_failure_rolls_back_the_whole_conversation(store, monkeypatch):
             raise RuntimeError("disk full")
         return real_add_pages(cid, items)
 
-    monkeypatch.setattr(store, "add_pages", failing_add_pages)
+    monkeypatch.setattr(store.intake, "add_pages", failing_add_pages)
     with pytest.raises(RuntimeError):
         write_all(store, parsed)
     # the first conversation is complete, the failed one left nothing behind
     assert store.stats()["conversations"] == 1 and store.stats()["messages"] == 6
     assert store.conversations.find_conversation("chatgpt", "0b7d2c1e-5f44-4a8e-8c2b-sourdough002") is None
     assert store.check_integrity() == []
-    monkeypatch.setattr(store, "add_pages", real_add_pages)
+    monkeypatch.setattr(store.intake, "add_pages", real_add_pages)
     report = write_all(store, parsed)  # re-running finishes the job
     assert [o.status for o in report.outcomes] == ["already imported", "imported", "imported"]
     assert store.stats()["messages"] == 13

@@ -50,7 +50,7 @@ def scheduler(tmp_path, embedder, chat_model):
         idle_s=0.2,
         poll_s=0.1,
     )
-    s.event_log.events, s.job_counts, s.open = events, jobs, open_store
+    s.events, s.job_counts, s.open = events, jobs, open_store
     s.start()
     yield s
     s.stop()
