@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QLabel, QMenuBar, QMessageBox, QPushButton, QStatusBar, QWidget
+from PySide6.QtWidgets import QMenuBar, QMessageBox, QPushButton, QStatusBar, QWidget
 
 from app.messages import DAMAGED_DB_ADVICE
 
@@ -23,6 +22,8 @@ if TYPE_CHECKING:
     from app.context import AppContext
     from ui.bridge import Backend
     from ui.restore_dialog import RestoreDialog
+    from ui.window.menus import WindowMenus
+    from ui.window.status import StatusRoom
 
 log = logging.getLogger("ui.main_window")
 
@@ -36,9 +37,8 @@ class BackupHost(Protocol):
 
     ctx: AppContext
     backend: Backend
-    backup_action: QAction
-    restore_action: QAction
-    jobs_label: QLabel
+    menus: WindowMenus  # its backup_action and restore_action
+    status: StatusRoom  # its jobs_label
 
     def statusBar(self) -> QStatusBar: ...
     def centralWidget(self) -> QWidget | None: ...
@@ -69,17 +69,17 @@ class BackupRestore:
         from app import backups
 
         host = self.host
-        host.backup_action.setEnabled(False)
+        host.menus.backup_action.setEnabled(False)
         host.statusBar().showMessage("Backing up memory…", 0)
         keep = max(1, host.ctx.settings.backup_keep)
 
         def done(path: Path) -> None:
-            host.backup_action.setEnabled(True)
+            host.menus.backup_action.setEnabled(True)
             self.last_backup = path
             host.statusBar().showMessage(f"Memory backed up to {path}", 10000)
 
         def failed(exc: BaseException) -> None:
-            host.backup_action.setEnabled(True)
+            host.menus.backup_action.setEnabled(True)
             host.show_db_error(exc)
 
         host.backend.db(lambda store: backups.make_backup(store, host.ctx.paths, keep=keep), done, failed)
@@ -152,7 +152,7 @@ class BackupRestore:
         """The store could not be opened: say so, and offer the latest backup if the file is damaged."""
         host = self.host
         host.statusBar().showMessage("The memory database could not be opened", 0)
-        host.jobs_label.setText("Memory: unavailable")
+        host.status.jobs_label.setText("Memory: unavailable")
         if self.store_error_box is not None:
             return  # both workers report the same failure; one dialog is enough
         from app import backups
@@ -241,11 +241,11 @@ class BackupRestore:
         from app import backups
 
         host = self.host
-        host.restore_action.setEnabled(False)
+        host.menus.restore_action.setEnabled(False)
         host.statusBar().showMessage(f"Checking {backup.name}…", 0)
 
         def refused(exc: BaseException) -> None:
-            host.restore_action.setEnabled(True)
+            host.menus.restore_action.setEnabled(True)
             host.statusBar().showMessage("The backup was not restored", 10000)
             box = self._box(QMessageBox.Icon.Warning, "Mnemo — restore", "This file cannot be restored.")
             box.setInformativeText(f"{exc}\n\nYour memory was left as it was.")

@@ -247,7 +247,7 @@ def test_the_real_main_window_opens_the_inspector_dock(make_window, qtbot):
     from ui.inspector import InspectorPanel
 
     win = make_window()
-    win.show_inspector()
+    win.dock.show_inspector()
     panel = win.inspector
     try:
         assert isinstance(panel, InspectorPanel)
@@ -255,7 +255,7 @@ def test_the_real_main_window_opens_the_inspector_dock(make_window, qtbot):
         assert [d for d in docks if d.widget() is panel]
         dock = next(d for d in docks if d.widget() is panel)
         assert win.dockWidgetArea(dock) == Qt.DockWidgetArea.RightDockWidgetArea and dock.isVisible()
-        win.show_inspector()
+        win.dock.show_inspector()
         assert win.inspector is panel and len([d for d in win.findChildren(QDockWidget) if d.widget() is panel]) == 1
         settle(panel)
         assert panel.overview.stats.get("schema_version")
