@@ -35,7 +35,11 @@ from ui.inspector.adapters import TIP as ADAPTERS_TIP
 from ui.inspector.adapters import AdaptersView
 from ui.inspector.memories import SavedMemoriesView
 from ui.inspector.prompt_view import PromptView
-from ui.inspector.views import OverviewView, PagesView, PersonaView, SegmentsView, TraceView
+from ui.inspector.tabs.overview import OverviewView
+from ui.inspector.tabs.pages import PagesView
+from ui.inspector.tabs.persona import PersonaView
+from ui.inspector.tabs.segments import SegmentsView
+from ui.inspector.tabs.trace import TraceView
 from ui.tasks import UiWorker
 
 log = logging.getLogger(__name__)
@@ -218,7 +222,7 @@ class InspectorPanel(QWidget):
             if rec is None:
                 missing.append(r)
             else:
-                keys.append(model._key(rec))
+                keys.append(model.key_of(rec))
         if not missing:
             callback(keys)
             return
@@ -233,7 +237,7 @@ class InspectorPanel(QWidget):
         def fetch(store):
             out = []
             for a, b in ranges:
-                out += [model._key(x) for x in model._fetch_fn(store, filters, order_by, desc, a, b - a + 1)]
+                out += [model.key_of(x) for x in model._fetch_fn(store, filters, order_by, desc, a, b - a + 1)]
             return out
 
         self.run(fetch, lambda more: callback(keys + more), label="resolve selection")

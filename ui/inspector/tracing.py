@@ -11,7 +11,7 @@ from typing import Any
 
 from app.prompting import QuoteFloor
 from memory_core import RetrievalBudget
-from ui.inspector.models import TraceData, finite
+from ui.inspector.tabs.trace import TraceData, finite
 
 # a stored trace's page hit as QuoteFloor reads it (traces written before similarities were kept lack them)
 _HIT_DEFAULTS = {"score": 0.0, "similarity": None, "standout": None, "inherited_from": None, "match_score": None}
