@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from app.context import AppContext
     from ui.bridge import Backend
     from ui.restore_dialog import RestoreDialog
-    from ui.window.menus import WindowMenus
-    from ui.window.status import StatusRoom
+    from ui.window.host import Menus, Status
 
 log = logging.getLogger("ui.main_window")
 
@@ -37,8 +36,11 @@ class BackupHost(Protocol):
 
     ctx: AppContext
     backend: Backend
-    menus: WindowMenus  # its backup_action and restore_action
-    status: StatusRoom  # its jobs_label
+
+    @property
+    def menus(self) -> Menus: ...  # its backup_action and restore_action
+    @property
+    def status(self) -> Status: ...  # its jobs_label
 
     def statusBar(self) -> QStatusBar: ...
     def centralWidget(self) -> QWidget | None: ...

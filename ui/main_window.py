@@ -127,14 +127,14 @@ class MainWindow(QMainWindow):
         self._closing = False
         self._built = False  # resizes before the rooms have their widgets lay nothing out
         # the rooms: each holds this window and reaches the widgets and the other rooms through it
-        self.turns = TurnController(self)
-        self.chats = ChatListOps(self)
-        self.dock = InspectorDock(self)
-        self.dialogs = WindowDialogs(self)
-        self.menus = WindowMenus(self)
+        self.turns = TurnController(self, self)
+        self.chats = ChatListOps(self, self)
+        self.dock = InspectorDock(self, self)
+        self.dialogs = WindowDialogs(self, self)
+        self.menus = WindowMenus(self, self)
 
         self._build()
-        self.status = StatusRoom(self)
+        self.status = StatusRoom(self, self)
         self.menus.build()
         self._built = True
         self._connect_backend()

@@ -839,7 +839,7 @@ def test_trace_items_show_score_and_prompt_use_without_scrolling(qtbot, store, p
 def test_trace_header_names_the_words_weighed_half(qtbot, store, panel_factory):
     """A query word on most pages (an imported dialogue's speaker names) counts half in the query's
     vector (MemoryParams.ranking.common_word_mix); the trace says which."""
-    from ui.inspector.tabs.trace import TraceData
+    from ui.inspector.tracing import TraceData
 
     panel = panel_factory("trace")
     panel.trace.set_data(TraceData("query", "What did Ana bake?", common_words=["ana"]))

@@ -236,7 +236,7 @@ def test_the_ui_thread_never_touches_the_store_and_no_sql_in_the_ui(qtbot, ctx, 
     assert {"list_pages", "count_pages", "list_segments", "stats", "events", "retrieve", "forget"} <= names
     main = threading.main_thread().name
     assert not [c for c in calls if c[1] == main], "store calls on the UI thread"
-    src = "\n".join(f.read_text(encoding="utf-8") for f in pathlib.Path("ui/inspector").glob("*.py"))
+    src = "\n".join(f.read_text(encoding="utf-8") for f in pathlib.Path("ui/inspector").rglob("*.py"))
     assert "import apsw" not in src and "import sqlite3" not in src
     assert not re.search(r"\b(SELECT|INSERT|UPDATE|DELETE)\s+[\w*]", src.replace("ON DELETE", ""))
     assert not re.search(r"\b(store|st|s)\._\w", src)  # only the public API of the memory core

@@ -199,7 +199,7 @@ class SavedMemoriesView(QWidget):
             self.refresh()
 
     def refresh(self) -> None:
-        self.panel.run(saved_memories, self._apply, label="saved memories")
+        self.panel.worker.submit(saved_memories, self._apply, label="saved memories")
 
     def _apply(self, memories: list[SavedMemory]) -> None:
         self.loaded = True

@@ -187,16 +187,6 @@ class InspectorPanel(QWidget):
         self._poll_timer.start()
 
     # ------------------------------------------------------------------ worker plumbing
-    def run(
-        self,
-        fn: Callable[[Any], Any],
-        done: Callable[[Any], None] | None = None,
-        *,
-        label: str = "",
-        on_error: Callable[[BaseException], None] | None = None,
-    ) -> None:
-        self.worker.submit(fn, done, on_error=on_error, label=label)
-
     def act(
         self, fn: Callable[[Any], Any], message: str | Callable[[Any], str], after: Callable[[], None] | None = None
     ) -> None:
@@ -211,7 +201,9 @@ class InspectorPanel(QWidget):
             self.memory_changed.emit()
             self.refresh_all(force=True)
 
-        self.run(fn, done, label=label, on_error=lambda exc: self.status_error(f"{label.rstrip('.')} failed: {exc}"))
+        self.worker.submit(
+            fn, done, label=label, on_error=lambda exc: self.status_error(f"{label.rstrip('.')} failed: {exc}")
+        )
 
     def resolve_keys(self, model, rows: list[int], callback: Callable[[list], None]) -> None:
         """Ids of the given rows of a lazy model (fetching those whose block is not loaded)."""
@@ -240,7 +232,7 @@ class InspectorPanel(QWidget):
                 out += [model.key_of(x) for x in model._fetch_fn(store, filters, order_by, desc, a, b - a + 1)]
             return out
 
-        self.run(fetch, lambda more: callback(keys + more), label="resolve selection")
+        self.worker.submit(fetch, lambda more: callback(keys + more), label="resolve selection")
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Process events until the worker has delivered everything (tests and benchmarks)."""
@@ -350,7 +342,7 @@ class InspectorPanel(QWidget):
             self.pause_box.setChecked(self.paused)
             self.pause_box.blockSignals(False)
 
-        self.run(fetch, done, label="overview")
+        self.worker.submit(fetch, done, label="overview")
 
     def refresh_all(self, force: bool = False) -> None:
         """Re-read what is on screen now; other tabs refresh when they are next shown."""
@@ -409,7 +401,7 @@ class InspectorPanel(QWidget):
             self._polling = False
 
         self._polling = True
-        self.run(fetch, polled, label="poll events", on_error=poll_failed)
+        self.worker.submit(fetch, polled, label="poll events", on_error=poll_failed)
 
     def _poll_busy(self) -> bool:
         return getattr(self, "_polling", False)
@@ -462,7 +454,7 @@ class InspectorPanel(QWidget):
         if self.memories.loaded:
             reveal()
         else:
-            self.run(lambda s: None, reveal, label="saved memories")
+            self.worker.submit(lambda s: None, reveal, label="saved memories")
 
     def show_event(self, event) -> None:
         """Open the inspector where a memory event happened ("Memory updated" in the status bar): a fact or
@@ -487,7 +479,7 @@ class InspectorPanel(QWidget):
                     self.overview.select_event(int(eid))
 
             if eid is not None:
-                self.run(lambda s: None, select, label="overview")
+                self.worker.submit(lambda s: None, select, label="overview")
 
     def set_details(self, on: bool) -> None:
         """The Details switch: the memory core's own terms and figures, shown beside the plain words."""
@@ -581,7 +573,7 @@ class InspectorPanel(QWidget):
             self.status_error(f"Export failed, nothing was written: {exc}")
 
         self.status("Exporting…")
-        self.run(work, done, label="export", on_error=failed)
+        self.worker.submit(work, done, label="export", on_error=failed)
 
     def _on_export_progress(self, done: int, total: int) -> None:
         if not self.export_btn.isEnabled():
@@ -613,7 +605,7 @@ class InspectorPanel(QWidget):
             self.segments._show_segment(None)
             self.load_overview()
 
-        self.run(wipe, done, label="wipe", on_error=lambda exc: self.status_error(f"wipe failed: {exc}"))
+        self.worker.submit(wipe, done, label="wipe", on_error=lambda exc: self.status_error(f"wipe failed: {exc}"))
 
 
 class InspectorWindow(QMainWindow):

@@ -1,4 +1,5 @@
-"""Turn a reply's stored retrieval trace (message.meta["trace"]) or a test query into `TraceData`.
+"""Turn a reply's stored retrieval trace (message.meta["trace"]) or a test query into `TraceData`,
+what the Recall tab (ui.inspector.tabs.trace) shows.
 
 These functions run on the inspector's worker thread: they read a handful of rows through the
 memory core's API (get_message, get_page, get_segment, retrieve) and never touch the UI.
@@ -6,12 +7,45 @@ memory core's API (get_message, get_page, get_segment, retrieve) and never touch
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 from app.prompting import QuoteFloor
 from memory_core import RetrievalBudget
-from ui.inspector.tabs.trace import TraceData, finite
+
+
+def finite(x, default: float = 0.0) -> float:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return default
+    return x if math.isfinite(x) else default
+
+
+@dataclass
+class TraceData:
+    """What the trace view shows, prepared on the worker thread."""
+
+    source: str  # "reply" | "query"
+    query: str
+    message_id: int | None = None
+    conversation_id: int | None = None
+    in_prompt: list[dict] = field(default_factory=list)
+    not_in_prompt: list[dict] = field(default_factory=list)
+    stm: list[dict] = field(default_factory=list)
+    items: list[dict] = field(default_factory=list)
+    segments: list[dict] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    cached_prompt_tokens: int | None = None  # of those, already in the model's KV cache (warmed, reused)
+    restored_prompt_tokens: int = 0  # of those, loaded from a state saved before (activation memory)
+    timings_ms: dict = field(default_factory=dict)
+    common_words: list = field(default_factory=list)  # query words on most pages (MemoryParams.ranking.common_word_df)
+    included: dict = field(default_factory=dict)
+    dropped: dict = field(default_factory=dict)
+    note: str = ""
+
 
 # a stored trace's page hit as QuoteFloor reads it (traces written before similarities were kept lack them)
 _HIT_DEFAULTS = {"score": 0.0, "similarity": None, "standout": None, "inherited_from": None, "match_score": None}

@@ -13,16 +13,14 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from PySide6.QtWidgets import QCheckBox, QInputDialog, QMessageBox
+from PySide6.QtWidgets import QCheckBox, QInputDialog, QMainWindow, QMessageBox
 
 from app import operations
 from app.wording import count
 from ui import plain
-
-if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+from ui.window.host import ChatWindow
 
 log = logging.getLogger(__name__)
 
@@ -30,15 +28,16 @@ log = logging.getLogger(__name__)
 class ChatListOps:
     """What can be done to a whole chat, asked on the UI thread and done on the database thread."""
 
-    def __init__(self, window: MainWindow):
+    def __init__(self, window: ChatWindow, parent: QMainWindow):
         self.window = window
+        self.parent = parent  # the window as a Qt parent
 
     def rename_conversation(self, cid: int | None) -> None:
         w = self.window
         if cid is None:
             return
         old = w.sidebar.title_of(cid) or (w.current_title if cid == w.current_id else "")
-        title, ok = QInputDialog.getText(w, "Rename chat", "Title:", text=old)
+        title, ok = QInputDialog.getText(self.parent, "Rename chat", "Title:", text=old)
         title = " ".join(title.split())
         if not ok or not title:
             return
@@ -90,7 +89,7 @@ class ChatListOps:
 
         name = re.sub(r'[\\/:*?"<>|\s]+', " ", title).strip()[:80] or "chat"
         path, chosen = QFileDialog.getSaveFileName(
-            self.window,
+            self.parent,
             "Export chat",
             str(Path.home() / f"{name}.md"),
             "Markdown transcript (*.md);;JSON, every field (*.json)",
@@ -111,7 +110,7 @@ class ChatListOps:
             title,
             text,
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-            self.window,
+            self.parent,
         )
         plain.label(box).button(QMessageBox.StandardButton.Yes).setText(yes)  # chat names are text
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
@@ -126,7 +125,7 @@ class ChatListOps:
     def tell(self, title: str, text: str) -> None:
         """A message to acknowledge, its text shown as written (it may quote a chat's name)."""
         plain.label(
-            QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Close, self.window)
+            QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Close, self.parent)
         ).exec()
 
     def ask_delete(self, name: str, held) -> tuple[bool, bool]:

@@ -8,20 +8,20 @@ here, and the slow part of each runs in the background in the dialog itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMainWindow, QMessageBox
 
-if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+from ui.window.host import ChatWindow
 
 
 class WindowDialogs:
     """Opens the window's dialogs and applies what they change."""
 
-    def __init__(self, window: MainWindow):
+    def __init__(self, window: ChatWindow, parent: QMainWindow):
         self.window = window
+        self.parent = parent  # the window as a Qt parent
         self.settings_dialog: Any = None
         self.settings_notes_box: QMessageBox | None = None
         self.import_help: Any = None
@@ -33,7 +33,7 @@ class WindowDialogs:
     def open_settings(self) -> None:
         from ui.settings_dialog import SettingsDialog
 
-        dlg = SettingsDialog(self.window.ctx, self.window)
+        dlg = SettingsDialog(self.window.ctx, self.parent)
         self.settings_dialog = dlg
         dlg.accepted.connect(lambda: self.apply_settings(dlg))
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -81,7 +81,7 @@ class WindowDialogs:
             "Mnemo — settings",
             "Some settings could not be read; defaults are used for them.",
             QMessageBox.StandardButton.Close,
-            self.window,
+            self.parent,
         )
         box.setInformativeText("\n\n".join(notes) + "\n\nSaving from Settings writes a new settings.json.")
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -94,7 +94,7 @@ class WindowDialogs:
         in the background with progress."""
         from ui.import_help import ImportHelpDialog
 
-        dlg = ImportHelpDialog(self.window)
+        dlg = ImportHelpDialog(self.parent)
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dlg.chosen.connect(self.import_file)
         self.import_help = dlg
@@ -104,7 +104,7 @@ class WindowDialogs:
         from ui.import_dialog import ImportDialog
 
         w = self.window
-        dlg = ImportDialog(w.ctx, path, w)
+        dlg = ImportDialog(w.ctx, path, self.parent)
 
         def imported(_job) -> None:
             w.refresh_conversations()
@@ -140,13 +140,13 @@ class WindowDialogs:
         """Memory ▸ Import memory…: a memory cube, shown first as what it would add, merge and skip."""
         from ui import cube_dialog
 
-        return cube_dialog.import_cube(self.window, path) if path else cube_dialog.open_import(self.window)
+        return cube_dialog.import_cube(self.parent, path) if path else cube_dialog.open_import(self.parent)
 
     def show_memory_imports(self):
         """Memory ▸ Memory imports…: every cube imported, and Undo."""
         from ui import cube_dialog
 
-        return cube_dialog.open_imports(self.window)
+        return cube_dialog.open_imports(self.parent)
 
     def manage_spaces(self):
         """Memory ▸ Memory spaces… and the space picker's "Spaces…": create, rename, merge and delete
@@ -156,7 +156,7 @@ class WindowDialogs:
         w = self.window
         if not w.backend.started:
             return None
-        dlg = SpacesDialog(w.backend.db, w)
+        dlg = SpacesDialog(w.backend.db, self.parent)
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dlg.changed.connect(w.refresh_spaces)
         dlg.show()
@@ -167,7 +167,7 @@ class WindowDialogs:
         """Help ▸ How Mnemo remembers: what pages, topics, heat and the profile are."""
         from ui.help_dialog import MemoryHelpDialog
 
-        dlg = MemoryHelpDialog(self.window)
+        dlg = MemoryHelpDialog(self.parent)
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dlg.shortcuts_requested.connect(self.show_shortcuts)
         self.help_dialog = dlg
@@ -176,7 +176,7 @@ class WindowDialogs:
     def show_shortcuts(self) -> None:
         from ui.help_dialog import ShortcutsDialog
 
-        dlg = ShortcutsDialog(self.window)
+        dlg = ShortcutsDialog(self.parent)
         dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.shortcuts_dialog = dlg
         dlg.open()
@@ -185,7 +185,7 @@ class WindowDialogs:
         from app import __version__
 
         QMessageBox.about(
-            self.window,
+            self.parent,
             "About Mnemo",
             f"<b>Mnemo {__version__}</b><p>A local-first chat assistant with long-term memory.</p>"
             f"<p>Data folder: {self.window.ctx.paths.data_dir}</p>",

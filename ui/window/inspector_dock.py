@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMainWindow, QMessageBox
 
-if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+from ui.window.host import ChatWindow
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +25,14 @@ INSPECTOR_DOCK_ATTR = "_mnemo_inspector_dock"  # ui.inspector.panel.DOCK_ATTR: t
 class InspectorDock:
     """Shows the memory inspector and routes the window's memory commands to it."""
 
-    def __init__(self, window: MainWindow):
+    def __init__(self, window: ChatWindow, parent: QMainWindow):
         self.window = window
+        self.parent = parent  # the window as a Qt parent
         self.inspector: Any = None  # the panel, once opened
 
     def dock_widget(self):
         """The inspector's dock, or None when it was never opened (or Qt deleted it)."""
-        dock = getattr(self.window, INSPECTOR_DOCK_ATTR, None)
+        dock = getattr(self.parent, INSPECTOR_DOCK_ATTR, None)
         try:
             return dock if dock is not None and dock.widget() is not None else None
         except RuntimeError:  # deleted
@@ -77,13 +77,15 @@ class InspectorDock:
             module = importlib.import_module("ui.inspector")
             attach = module.attach
         except (ImportError, AttributeError):
-            QMessageBox.information(w, "Memory inspector", "The memory inspector is not part of this build yet.")
+            QMessageBox.information(
+                self.parent, "Memory inspector", "The memory inspector is not part of this build yet."
+            )
             return None
         try:
-            self.inspector = attach(w)
+            self.inspector = attach(self.parent)
         except Exception as exc:
             log.exception("the memory inspector failed to open")
-            QMessageBox.warning(w, "Memory inspector", f"The memory inspector could not be opened:\n{exc}")
+            QMessageBox.warning(self.parent, "Memory inspector", f"The memory inspector could not be opened:\n{exc}")
             return None
         self.sync_toggles()
         return self.inspector

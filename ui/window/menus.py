@@ -9,15 +9,12 @@ open chat or a message in it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QMenu, QToolButton
+from PySide6.QtWidgets import QMainWindow, QMenu, QToolButton
 
 from ui import theme
-
-if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+from ui.window.host import ChatWindow
 
 THEMES = (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark"))
 
@@ -25,8 +22,9 @@ THEMES = (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark"))
 class WindowMenus:
     """The menu bar's actions, built once the window's widgets and rooms exist."""
 
-    def __init__(self, window: MainWindow):
+    def __init__(self, window: ChatWindow, parent: QMainWindow):
         self.window = window
+        self.parent = parent  # the window as a Qt parent
         self.theme_actions: dict[str, QAction] = {}
 
     def _action(
@@ -39,20 +37,20 @@ class WindowMenus:
         checkable: bool = False,
         menu: QMenu | None = None,
     ) -> QAction:
-        act = QAction(text, self.window)
+        act = QAction(text, self.parent)
         if icon:
             act.setIcon(theme.icon(icon))
         if shortcut is not None:
             act.setShortcut(QKeySequence(shortcut))
         act.setCheckable(checkable)
         act.triggered.connect(slot)
-        self.window.addAction(act)  # shortcuts work even with the menu bar hidden
+        self.parent.addAction(act)  # shortcuts work even with the menu bar hidden
         if menu is not None:
             menu.addAction(act)
         return act
 
     def build(self) -> None:
-        mb = self.window.menuBar()
+        mb = self.parent.menuBar()
         self._chat_menu(mb.addMenu("&Chat"))
         self._memory_menu(mb.addMenu("&Memory"))
         self._view_menu(mb.addMenu("&View"))
@@ -139,9 +137,9 @@ class WindowMenus:
     def _view_menu(self, view: QMenu) -> None:
         w = self.window
         themes = view.addMenu("&Theme")
-        group = QActionGroup(w)
+        group = QActionGroup(self.parent)
         for key, label in THEMES:
-            act = QAction(label, w, checkable=True)
+            act = QAction(label, self.parent, checkable=True)
             act.setChecked(w.ctx.settings.ui.theme == key)
             act.triggered.connect(lambda _c=False, k=key: self.set_theme(k))
             group.addAction(act)

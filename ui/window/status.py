@@ -10,18 +10,16 @@ it on the Memory menu and the banner above the chat.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QProgressBar, QPushButton
 
 from app import operations, wording
 from app.wording import count
 from ui import plain
 from ui.elided_label import ShrinkingLabel
-
-if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+from ui.window.host import ChatWindow
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +42,9 @@ MEMORY_UPDATE_KINDS = {
 class StatusRoom:
     """The status bar's widgets and what updates them."""
 
-    def __init__(self, window: MainWindow):
+    def __init__(self, window: ChatWindow, parent: QMainWindow):
         self.window = window
+        self.parent = parent  # the window as a Qt parent
         self.memory_paused = False
         self.jobs_pending = 0  # memory jobs waiting, as the backend last said
         self.notice_event: Any = None  # the memory event the "Memory updated" notice opens the inspector at
@@ -56,18 +55,18 @@ class StatusRoom:
     def build(self) -> None:
         w = self.window
         sb = w.statusBar()
-        self.model_label = ShrinkingLabel("Model: —", w)  # a narrow window elides it, the tooltip has it all
+        self.model_label = ShrinkingLabel("Model: —", self.parent)  # a narrow window elides it, the tooltip has it all
         self.model_label.setAccessibleName("Model")
-        self.load_progress = QProgressBar(w)
+        self.load_progress = QProgressBar(self.parent)
         self.load_progress.setRange(0, 0)
         self.load_progress.setFixedWidth(90)
         self.load_progress.setAccessibleName("Loading the model")
         self.load_progress.hide()
-        self.speed_label = ShrinkingLabel("", w)
+        self.speed_label = ShrinkingLabel("", self.parent)
         self.speed_label.setAccessibleName("Speed of the last reply")
-        self.jobs_label = QLabel("", w)
+        self.jobs_label = QLabel("", self.parent)
         self.jobs_label.setAccessibleName("Memory updates waiting")
-        self.memory_notice = QPushButton("Memory updated", w)
+        self.memory_notice = QPushButton("Memory updated", self.parent)
         self.memory_notice.setObjectName("memoryNotice")
         self.memory_notice.setToolTip("Long-term memory changed — open the memory inspector")
         self.memory_notice.setAccessibleName("Memory updated: open the memory inspector")
@@ -115,7 +114,7 @@ class StatusRoom:
             "Mnemo — chat model",
             "The chat model could not be loaded.",
             QMessageBox.StandardButton.Close,
-            w,
+            self.parent,
         )
         box.setInformativeText(
             f"{message}\n\nChoose another GGUF file or a server in Settings → Model. "

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QMainWindow
 
 from ui.bridge import EDIT, REGENERATE, SEND, WAITING_MEMORY, Turn
 from ui.chat_view import MessageWidget
-
-if TYPE_CHECKING:
-    from ui.main_window import MainWindow
+from ui.window.host import ChatWindow
 
 FLUSH_MS = 40  # streamed tokens are drawn in batches this often (30–50 ms keeps it smooth and cheap)
 PENDING_LOADING = "Loading the model…"
@@ -29,15 +27,16 @@ PENDING_MEMORY = "Waiting for memory work to finish…"
 class TurnController:
     """Starts turns from what the user did and draws them on the chat view until they finish."""
 
-    def __init__(self, window: MainWindow):
+    def __init__(self, window: ChatWindow, parent: QMainWindow):
         self.window = window
+        self.parent = parent  # the window as a Qt parent
         self.editing_id: int | None = None
         self.turn_widget: MessageWidget | None = None
         self.turn_user_widget: MessageWidget | None = None
         self.unsent_widget: MessageWidget | None = None  # a message whose send failed before it was stored
         self.after_turn: list[Callable[[], None]] = []  # delete or forget a chat once its stopped reply is saved
         self.last_tokens_per_s: float | None = None
-        self.flush_timer = QTimer(window)
+        self.flush_timer = QTimer(parent)
         self.flush_timer.setInterval(FLUSH_MS)
         self.flush_timer.timeout.connect(self.flush)
 

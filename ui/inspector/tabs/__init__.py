@@ -6,7 +6,7 @@ share is in `common` (buttons, search box, pin and forget) and in ui.inspector.m
 
 What they show is in plain words (app.wording); the memory core's own terms and figures (heat formula,
 cosines, the tier names of its papers) appear only with the panel's Details switch (`set_details`).
-Each view reads through the panel's worker (`panel.run(fn, done)`: `fn(store)` runs on the
+Each view reads through the panel's worker (`panel.worker.submit(fn, done)`: `fn(store)` runs on the
 worker thread, `done(result)` back in the UI thread) and changes memory only through the
 memory core's management API (edit_*, pin, forget, set_paused, wipe_memory).
 """

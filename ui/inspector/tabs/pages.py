@@ -195,7 +195,7 @@ class PagesView(QWidget):
 
     def load_spaces(self) -> None:
         """Read the memory's spaces into the space filter (shown when there are two or more)."""
-        self.panel.run(lambda s: list(s.spaces.names().items()), self.set_spaces)
+        self.panel.worker.submit(lambda s: list(s.spaces.names().items()), self.set_spaces)
 
     def set_spaces(self, spaces: list[tuple[int, str]]) -> None:
         keep = self.space.currentData()
@@ -251,7 +251,7 @@ class PagesView(QWidget):
             if select:
                 self.table.select_key(p.id)
 
-        self.panel.run(fetch, done, label="page detail")
+        self.panel.worker.submit(fetch, done, label="page detail")
 
     def _show_page(self, p, ctx: dict | None = None, note: str = "") -> None:
         self.page = p

@@ -167,7 +167,7 @@ class PersonaView(QWidget):
             }
             return traits, know, store.spaces.names()
 
-        self.panel.run(fetch, self._apply, label="persona")
+        self.panel.worker.submit(fetch, self._apply, label="persona")
 
     def _set_spaces(self, names: dict[int, str]) -> None:
         """The Space filter's choices and the Space columns: shown while the memory has two spaces or more."""
@@ -284,7 +284,7 @@ class PersonaView(QWidget):
             if select:
                 self.select_item(kind, iid)
 
-        self.panel.run(fetch, done, label=f"{kind} detail")
+        self.panel.worker.submit(fetch, done, label=f"{kind} detail")
 
     def select_item(self, kind: str, iid: int) -> None:
         if kind == "trait":

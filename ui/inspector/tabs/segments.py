@@ -164,7 +164,7 @@ class SegmentsView(QWidget):
             segs = store.list_segments(tier="mtm", order_by="heat", descending=True, limit=20)
             return segs, store.count_segments(tier="mtm")
 
-        self.panel.run(fetch, lambda r: self.chart.set_segments(r[0], self.params, r[1]), label="heat chart")
+        self.panel.worker.submit(fetch, lambda r: self.chart.set_segments(r[0], self.params, r[1]), label="heat chart")
 
     def _on_current(self, key) -> None:
         if key is not None:
@@ -188,7 +188,7 @@ class SegmentsView(QWidget):
             if select:
                 self.table.select_key(sid)
 
-        self.panel.run(fetch, done, label="segment detail")
+        self.panel.worker.submit(fetch, done, label="segment detail")
 
     def _show_segment(self, seg, note: str = "", events=None) -> None:
         self.segment = seg

@@ -3,9 +3,6 @@ items and topics it scored, what went into the prompt and what was left out."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QSplitter, QTabWidget, QVBoxLayout, QWidget
@@ -19,6 +16,7 @@ from ui.inspector.host import PanelHost
 from ui.inspector.models import ListModel, elide_tip
 from ui.inspector.tables import InspectorTable
 from ui.inspector.tabs.common import browser, button, heading, muted_html
+from ui.inspector.tracing import TraceData, trace_for_message, trace_for_query
 
 DETAIL_MIN_HEIGHT = (
     150  # a detail pane shows a few lines of its page, not two  # secondary text, readable in both themes
@@ -121,15 +119,11 @@ class TraceView(QWidget):
 
     # -------------------------------------------------------------- API
     def show_message(self, message_id: int) -> None:
-        from ui.inspector.tracing import trace_for_message
-
         self.header.setText(f"Loading the trace of message {message_id}…")
         self.loading = message_id
-        self.panel.run(lambda s: trace_for_message(s, message_id), self.set_data, label="trace")
+        self.panel.worker.submit(lambda s: trace_for_message(s, message_id), self.set_data, label="trace")
 
     def run_query(self) -> None:
-        from ui.inspector.tracing import trace_for_query
-
         q = self.query.text().strip()
         if not q:
             return
@@ -145,7 +139,7 @@ class TraceView(QWidget):
             self.run_btn.setEnabled(True)
             self.panel.status_error(f"retrieval failed: {exc}")
 
-        self.panel.run(lambda s: trace_for_query(s, q, cid), done, label="test query", on_error=failed)
+        self.panel.worker.submit(lambda s: trace_for_query(s, q, cid), done, label="test query", on_error=failed)
 
     def set_data(self, data: TraceData | None) -> None:
         self.data = data
@@ -402,34 +396,3 @@ def trace_segment_columns() -> list[Column]:
         ),
         Column("pages_used", "Pages recalled", lambda r: r.get("pages_used", 0), width=90, align=ALIGN_RIGHT),
     ]
-
-
-def finite(x, default: float = 0.0) -> float:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return default
-    return x if math.isfinite(x) else default
-
-
-@dataclass
-class TraceData:
-    """What the trace view shows, prepared on the worker thread."""
-
-    source: str  # "reply" | "query"
-    query: str
-    message_id: int | None = None
-    conversation_id: int | None = None
-    in_prompt: list[dict] = field(default_factory=list)
-    not_in_prompt: list[dict] = field(default_factory=list)
-    stm: list[dict] = field(default_factory=list)
-    items: list[dict] = field(default_factory=list)
-    segments: list[dict] = field(default_factory=list)
-    prompt_tokens: int | None = None
-    cached_prompt_tokens: int | None = None  # of those, already in the model's KV cache (warmed, reused)
-    restored_prompt_tokens: int = 0  # of those, loaded from a state saved before (activation memory)
-    timings_ms: dict = field(default_factory=dict)
-    common_words: list = field(default_factory=list)  # query words on most pages (MemoryParams.ranking.common_word_df)
-    included: dict = field(default_factory=dict)
-    dropped: dict = field(default_factory=dict)
-    note: str = ""
