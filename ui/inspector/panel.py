@@ -103,6 +103,33 @@ class InspectorPanel(QWidget):
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
+        self._build_controls(lay)
+        self._build_tabs(ctx)
+        lay.addWidget(self.tabs, 1)
+
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(REFRESH_DEBOUNCE_MS)
+        self._refresh_timer.timeout.connect(self.refresh_all)
+        self._poll_timer = QTimer(self)
+        self._poll_timer.setInterval(poll_ms)
+        self._poll_timer.timeout.connect(self.poll_events)
+        self._poll_soon = QTimer(self)
+        self._poll_soon.setSingleShot(True)
+        self._poll_soon.setInterval(100)
+        self._poll_soon.timeout.connect(self.poll_events)
+
+        worker = self.worker
+        self.destroyed.connect(lambda *_: worker.stop(2.0))
+        app = QApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)
+        self.load_overview()
+        self.poll_events()
+        self._poll_timer.start()
+
+    def _build_controls(self, lay: QVBoxLayout) -> None:
+        """The two rows above the tabs: Pause and Details; the status line, Refresh, Export… and Wipe all…"""
         top = QHBoxLayout()  # no title of its own: the dock's title bar says "Memory"
         # the controls first, at fixed places: a status line beside them grew and shrank with its text and
         # moved "Pause memory" under the cursor; it has a line of its own below them
@@ -142,6 +169,8 @@ class InspectorPanel(QWidget):
         self._export_progress = _Progress()  # emitted from the worker thread, delivered in this one
         self._export_progress.changed.connect(self._on_export_progress)
 
+    def _build_tabs(self, ctx) -> None:
+        """One tab per view (TABS, in that order), then Activation memory and Adapters."""
         self.tabs = QTabWidget()
         self.tabs.setObjectName("inspectorTabs")
         self.tabs.setElideMode(Qt.TextElideMode.ElideNone)  # "Overview" read "w" in a docked panel
@@ -163,28 +192,6 @@ class InspectorPanel(QWidget):
         self.adapters = AdaptersView(self, ctx)  # parametric memory; refreshes itself when shown
         self.tabs.setTabToolTip(self.tabs.addTab(self.adapters, "Adapters"), ADAPTERS_TIP)
         self.tabs.currentChanged.connect(self._on_tab)
-        lay.addWidget(self.tabs, 1)
-
-        self._refresh_timer = QTimer(self)
-        self._refresh_timer.setSingleShot(True)
-        self._refresh_timer.setInterval(REFRESH_DEBOUNCE_MS)
-        self._refresh_timer.timeout.connect(self.refresh_all)
-        self._poll_timer = QTimer(self)
-        self._poll_timer.setInterval(poll_ms)
-        self._poll_timer.timeout.connect(self.poll_events)
-        self._poll_soon = QTimer(self)
-        self._poll_soon.setSingleShot(True)
-        self._poll_soon.setInterval(100)
-        self._poll_soon.timeout.connect(self.poll_events)
-
-        worker = self.worker
-        self.destroyed.connect(lambda *_: worker.stop(2.0))
-        app = QApplication.instance()
-        if app is not None:
-            app.aboutToQuit.connect(self.shutdown)
-        self.load_overview()
-        self.poll_events()
-        self._poll_timer.start()
 
     # ------------------------------------------------------------------ worker plumbing
     def act(

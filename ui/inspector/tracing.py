@@ -193,6 +193,37 @@ def _segments(store, trace: dict, hits: list[dict]) -> list[dict]:
     return rows
 
 
+def _why_left_out(h: dict, page, floor: QuoteFloor, msg, dropped: dict | None) -> str:
+    """Why a ranked page did not reach the reply's prompt."""
+    # the floor first: an older page of this chat may be quoted again (MemoryParams.quoting.recall_own_after)
+    if (refused := floor.refusal(SimpleNamespace(**{**_HIT_DEFAULTS, **h}))) is not None:
+        return refused
+    if (
+        page is not None
+        and page.conversation_id == msg.conversation_id
+        and page.assistant_message_id
+        and page.assistant_message_id < msg.id
+    ):
+        return "already in the dialogue shown to the model"
+    if h.get("inherited_from") is not None:
+        return "ranked for the page next to it in its conversation; quoted with it only as a question and its answer"
+    if (dropped or {}).get("pages"):
+        return "did not fit the prompt's budget (its tokens, or the turns it quotes of recalled pages)"
+    return "not used"
+
+
+def _stm_rows(stm: list, pages: dict, inc_msgs: set) -> list[dict]:
+    """The chat's recent pages, each said to be in the prompt as dialogue or cut for the budget."""
+    rows = []
+    for i, h in enumerate(stm):
+        row = _row(h, i + 1, pages)
+        page = pages.get(row["page_id"])
+        in_dialogue = page is not None and (page.user_message_id in inc_msgs or page.assistant_message_id in inc_msgs)
+        row["left_out"] = "in the prompt as dialogue" if in_dialogue else "older dialogue, cut for the budget"
+        rows.append(row)
+    return rows
+
+
 def trace_for_message(store, message_id: int) -> TraceData:
     msg = store.get_message(int(message_id))
     if msg is None:
@@ -245,34 +276,10 @@ def trace_for_message(store, message_id: int) -> TraceData:
         if pid in inc_set:
             continue
         row = _row(h, rank_of[pid], pages)
-        page = pages.get(pid)
-        # the floor first: an older page of this chat may be quoted again (MemoryParams.quoting.recall_own_after)
-        if (refused := floor.refusal(SimpleNamespace(**{**_HIT_DEFAULTS, **h}))) is not None:
-            row["left_out"] = refused
-        elif (
-            page is not None
-            and page.conversation_id == msg.conversation_id
-            and page.assistant_message_id
-            and page.assistant_message_id < msg.id
-        ):
-            row["left_out"] = "already in the dialogue shown to the model"
-        elif h.get("inherited_from") is not None:
-            row["left_out"] = (
-                "ranked for the page next to it in its conversation; quoted with it only as a question and its answer"
-            )
-        elif (data.dropped or {}).get("pages"):
-            row["left_out"] = "did not fit the prompt's budget (its tokens, or the turns it quotes of recalled pages)"
-        else:
-            row["left_out"] = "not used"
+        row["left_out"] = _why_left_out(h, pages.get(pid), floor, msg, data.dropped)
         data.not_in_prompt.append(row)
     data.not_in_prompt.extend(_skipped_rows(skipped, pages))
-    inc_msgs = set(included.get("messages", []))
-    for i, h in enumerate(stm):
-        row = _row(h, i + 1, pages)
-        page = pages.get(row["page_id"])
-        in_dialogue = page is not None and (page.user_message_id in inc_msgs or page.assistant_message_id in inc_msgs)
-        row["left_out"] = "in the prompt as dialogue" if in_dialogue else "older dialogue, cut for the budget"
-        data.stm.append(row)
+    data.stm = _stm_rows(stm, pages, set(included.get("messages", [])))
     data.items = _items(trace, included)
     data.segments = _segments(store, trace, hits)
     _topics(store, data.in_prompt + data.not_in_prompt)

@@ -32,45 +32,11 @@ class PagesView(QWidget):
         self.details = False  # the panel's Details switch: technical lines shown
         self.model = PagesModel(panel.worker)
         self.model.error.connect(panel.status_error)
-        lay = QVBoxLayout(self)
-        bar = QHBoxLayout()
-        self.search = DebouncedLine("Search page text…")
-        self.search.settled.connect(lambda _: self._apply_filters())
-        self.tier = QComboBox()
-        for label, val in TIER_FILTERS:
-            self.tier.addItem(label, val)
-        self.tier.currentIndexChanged.connect(lambda _: self._apply_filters())
-        self.space = QComboBox()  # memory spaces: filled by `set_spaces`, hidden while there is one
-        self.space.setObjectName("pageSpaceFilter")
-        self.space.setToolTip("Only the pages of one memory space")
-        self.space.addItem("All spaces", None)
-        self.space.hide()
-        self.space.currentIndexChanged.connect(lambda _: self._apply_filters())
-        self.pinned = QCheckBox("Pinned only")
-        self.pinned.toggled.connect(lambda _: self._apply_filters())
-        self.segment_chip = QPushButton()
-        self.segment_chip.setToolTip("Showing the pages of one topic; click to show all pages")
-        self.segment_chip.clicked.connect(lambda: self.set_segment_filter(None))
-        self.segment_chip.hide()
         self.segment_filter: int | None = None
-        self.chat_chip = QPushButton()
-        self.chat_chip.setToolTip("Showing what memory holds from one chat; click to show all pages")
-        self.chat_chip.clicked.connect(lambda: self.set_chat_filter(None))
-        self.chat_chip.hide()
         self.chat_filter: int | None = None
         self.deleted_chats = False  # pages of chats deleted without forgetting what they taught
-        self.count = QLabel("")
-        bar.addWidget(self.search, 2)
-        for w in (self.tier, self.space, self.pinned):
-            bar.addWidget(w)
-        bar.addStretch(1)
-        bar.addWidget(self.count)
-        lay.addLayout(bar)
-        chips = QHBoxLayout()  # a row of its own: in the dock the search box would shrink to "S…"
-        chips.addWidget(self.segment_chip)
-        chips.addWidget(self.chat_chip)
-        chips.addStretch(1)
-        lay.addLayout(chips)
+        lay = QVBoxLayout(self)
+        self._build_filters(lay)
 
         split = QSplitter(Qt.Orientation.Vertical)
         self.table = InspectorTable(self.model)
@@ -105,6 +71,44 @@ class PagesView(QWidget):
         lay.addWidget(split, 1)
         self.model.loaded.connect(self._on_loaded)
         self._show_page(None)
+
+    def _build_filters(self, lay: QVBoxLayout) -> None:
+        """Search, tier, space and pinned filters and the count; under them the topic and chat chips."""
+        bar = QHBoxLayout()
+        self.search = DebouncedLine("Search page text…")
+        self.search.settled.connect(lambda _: self._apply_filters())
+        self.tier = QComboBox()
+        for label, val in TIER_FILTERS:
+            self.tier.addItem(label, val)
+        self.tier.currentIndexChanged.connect(lambda _: self._apply_filters())
+        self.space = QComboBox()  # memory spaces: filled by `set_spaces`, hidden while there is one
+        self.space.setObjectName("pageSpaceFilter")
+        self.space.setToolTip("Only the pages of one memory space")
+        self.space.addItem("All spaces", None)
+        self.space.hide()
+        self.space.currentIndexChanged.connect(lambda _: self._apply_filters())
+        self.pinned = QCheckBox("Pinned only")
+        self.pinned.toggled.connect(lambda _: self._apply_filters())
+        self.segment_chip = QPushButton()
+        self.segment_chip.setToolTip("Showing the pages of one topic; click to show all pages")
+        self.segment_chip.clicked.connect(lambda: self.set_segment_filter(None))
+        self.segment_chip.hide()
+        self.chat_chip = QPushButton()
+        self.chat_chip.setToolTip("Showing what memory holds from one chat; click to show all pages")
+        self.chat_chip.clicked.connect(lambda: self.set_chat_filter(None))
+        self.chat_chip.hide()
+        self.count = QLabel("")
+        bar.addWidget(self.search, 2)
+        for w in (self.tier, self.space, self.pinned):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        bar.addWidget(self.count)
+        lay.addLayout(bar)
+        chips = QHBoxLayout()  # a row of its own: in the dock the search box would shrink to "S…"
+        chips.addWidget(self.segment_chip)
+        chips.addWidget(self.chat_chip)
+        chips.addStretch(1)
+        lay.addLayout(chips)
 
     # -------------------------------------------------------------- filters / loading
     def _apply_filters(self) -> None:

@@ -68,6 +68,33 @@ class PersonaView(QWidget):
 
         outer = QSplitter(Qt.Orientation.Vertical)
         top = QSplitter(Qt.Orientation.Horizontal)
+        top.addWidget(self._traits_pane())
+        right = QSplitter(Qt.Orientation.Vertical)
+        self.knowledge: dict[str, ListModel] = {}
+        self.kviews: dict[str, InspectorTable] = {}
+        for owner, title in (
+            ("user", "Facts about you"),
+            ("assistant", "Facts about Mnemo (what it said it would do)"),
+        ):
+            box, m, v = self._knowledge_box(owner, title)
+            self.knowledge[owner] = m
+            self.kviews[owner] = v
+            right.addWidget(box)
+        top.addWidget(right)
+        top.setStretchFactor(0, 1)
+        top.setStretchFactor(1, 1)
+        outer.addWidget(top)
+        # "Move to space…" / "Copy to space…" on the selected facts and traits (ui/spaces_dialog.py)
+        self.space_actions = SpaceActions(panel, [self.tree, *self.kviews.values()], lambda cb: cb(self._selected()))
+
+        outer.addWidget(self._detail_pane())
+        outer.setStretchFactor(0, 3)
+        outer.setStretchFactor(1, 2)
+        lay.addWidget(outer, 1)
+        self._show_item(None)
+
+    def _traits_pane(self) -> QWidget:
+        """The traits, grouped by kind in a tree."""
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
@@ -88,42 +115,31 @@ class PersonaView(QWidget):
         self.tree.setItemDelegateForColumn(1, BarDelegate(lambda: 1.0, parent=self.tree))
         self.tree.selectionModel().currentChanged.connect(self._on_tree_current)
         ll.addWidget(self.tree, 1)
-        top.addWidget(left)
+        return left
 
-        right = QSplitter(Qt.Orientation.Vertical)
-        self.knowledge: dict[str, ListModel] = {}
-        self.kviews: dict[str, InspectorTable] = {}
-        for owner, title in (
-            ("user", "Facts about you"),
-            ("assistant", "Facts about Mnemo (what it said it would do)"),
-        ):
-            box = QWidget()
-            bl = QVBoxLayout(box)
-            bl.setContentsMargins(0, 0, 0, 0)
-            lab = heading(title)
-            lab.setWordWrap(True)
-            bl.addWidget(lab)
-            m = ListModel(knowledge_columns(lambda sid: space_label(self.space_names, sid)))
-            v = InspectorTable(m)
-            v.setItemDelegateForColumn(m.column_index("confidence"), BarDelegate(lambda: 1.0, parent=v))
-            hh = v.horizontalHeader()
-            hh.setSortIndicator(m.column_index("updated_at"), Qt.SortOrder.DescendingOrder)
-            hh.sortIndicatorChanged.disconnect()
-            hh.sortIndicatorChanged.connect(lambda col, order, o=owner, mm=m: self._sort_knowledge(o, mm, col, order))
-            v.current_key_changed.connect(lambda key, o=owner: self._on_knowledge_current(o))
-            v.delete_pressed.connect(self.forget_selected)
-            bl.addWidget(v, 1)
-            self.knowledge[owner] = m
-            self.kviews[owner] = v
-            box.setProperty("title_label", lab)
-            right.addWidget(box)
-        top.addWidget(right)
-        top.setStretchFactor(0, 1)
-        top.setStretchFactor(1, 1)
-        outer.addWidget(top)
-        # "Move to space…" / "Copy to space…" on the selected facts and traits (ui/spaces_dialog.py)
-        self.space_actions = SpaceActions(panel, [self.tree, *self.kviews.values()], lambda cb: cb(self._selected()))
+    def _knowledge_box(self, owner: str, title: str) -> tuple[QWidget, ListModel, InspectorTable]:
+        """The facts of one owner ("user" | "assistant") under their heading, sorted on the database."""
+        box = QWidget()
+        bl = QVBoxLayout(box)
+        bl.setContentsMargins(0, 0, 0, 0)
+        lab = heading(title)
+        lab.setWordWrap(True)
+        bl.addWidget(lab)
+        m = ListModel(knowledge_columns(lambda sid: space_label(self.space_names, sid)))
+        v = InspectorTable(m)
+        v.setItemDelegateForColumn(m.column_index("confidence"), BarDelegate(lambda: 1.0, parent=v))
+        hh = v.horizontalHeader()
+        hh.setSortIndicator(m.column_index("updated_at"), Qt.SortOrder.DescendingOrder)
+        hh.sortIndicatorChanged.disconnect()
+        hh.sortIndicatorChanged.connect(lambda col, order, o=owner, mm=m: self._sort_knowledge(o, mm, col, order))
+        v.current_key_changed.connect(lambda key, o=owner: self._on_knowledge_current(o))
+        v.delete_pressed.connect(self.forget_selected)
+        bl.addWidget(v, 1)
+        box.setProperty("title_label", lab)
+        return box, m, v
 
+    def _detail_pane(self) -> QSplitter:
+        """The selected item in words, beside its version history."""
         bottom = QSplitter(Qt.Orientation.Horizontal)
         self.detail = browser()
         self.detail.anchorClicked.connect(lambda u: self.panel.follow_link(u.toString()))
@@ -136,11 +152,7 @@ class PersonaView(QWidget):
         self.versions_view = InspectorTable(self.versions, multi=False, sortable=False)
         vl.addWidget(self.versions_view, 1)
         bottom.addWidget(vbox)
-        outer.addWidget(bottom)
-        outer.setStretchFactor(0, 3)
-        outer.setStretchFactor(1, 2)
-        lay.addWidget(outer, 1)
-        self._show_item(None)
+        return bottom
 
     # -------------------------------------------------------------- loading
     def ensure_loaded(self) -> None:

@@ -52,6 +52,27 @@ class SegmentsView(QWidget):
         self.model = SegmentsModel(panel.worker, tau=self.params.heat.tau)
         self.model.error.connect(panel.status_error)
         lay = QVBoxLayout(self)
+        self._build_filters(lay)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.table = InspectorTable(self.model)
+        hide_technical(self.table, self.model, "segments", False)
+        self.pins = PinAndForget("segment", panel, self.table, self.model, lambda: self.segment, self._forget_question)
+        self.delegate = BarDelegate(self.model.heat_scale, lambda: self.params.heat.tau, parent=self.table)
+        self.table.setItemDelegateForColumn(self.model.column_index("heat"), self.delegate)
+        self.table.current_key_changed.connect(self._on_current)
+        self.table.delete_pressed.connect(self.pins.forget_selected)
+        split.addWidget(self.table)
+
+        split.addWidget(self._detail_pane())
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        lay.addWidget(split, 1)
+        self.model.loaded.connect(self._on_loaded)
+        self._show_segment(None)
+
+    def _build_filters(self, lay: QVBoxLayout) -> None:
+        """Search, tier and pinned filters; under them the heat key and the count."""
         bar = QHBoxLayout()
         self.search = DebouncedLine("Search topics…")
         self.search.settled.connect(lambda _: self._apply_filters())
@@ -83,16 +104,8 @@ class SegmentsView(QWidget):
         key.addWidget(self.count)
         lay.addLayout(key)
 
-        split = QSplitter(Qt.Orientation.Vertical)
-        self.table = InspectorTable(self.model)
-        hide_technical(self.table, self.model, "segments", False)
-        self.pins = PinAndForget("segment", panel, self.table, self.model, lambda: self.segment, self._forget_question)
-        self.delegate = BarDelegate(self.model.heat_scale, lambda: self.params.heat.tau, parent=self.table)
-        self.table.setItemDelegateForColumn(self.model.column_index("heat"), self.delegate)
-        self.table.current_key_changed.connect(self._on_current)
-        self.table.delete_pressed.connect(self.pins.forget_selected)
-        split.addWidget(self.table)
-
+    def _detail_pane(self) -> QSplitter:
+        """The heat chart of every topic, beside the selected topic's history, actions and words."""
         bottom = QSplitter(Qt.Orientation.Horizontal)
         self.chart = SegmentsHeatChart()
         self.chart.segment_clicked.connect(self.show_segment)
@@ -119,12 +132,7 @@ class SegmentsView(QWidget):
         bottom.addWidget(right)
         bottom.setStretchFactor(0, 1)
         bottom.setStretchFactor(1, 1)
-        split.addWidget(bottom)
-        split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 1)
-        lay.addWidget(split, 1)
-        self.model.loaded.connect(self._on_loaded)
-        self._show_segment(None)
+        return bottom
 
     def _apply_filters(self) -> None:
         self.model.set_filters(
