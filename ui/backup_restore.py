@@ -7,16 +7,16 @@ What it needs of the window is named by `BackupHost`.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMenuBar, QMessageBox, QPushButton, QStatusBar, QWidget
 
 from app.messages import DAMAGED_DB_ADVICE
+from ui.tasks import UiWorker
 
 if TYPE_CHECKING:
     from app.context import AppContext
@@ -210,27 +210,12 @@ class BackupRestore:
     def _in_background(
         self, fn: Callable[[], T], on_done: Callable[[T], None], on_error: Callable[[BaseException], None]
     ) -> None:
-        """Run `fn()` on a thread of its own (file copies and checks take seconds for a big memory);
-        the outcome comes back here on the UI thread (the window polls for it)."""
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mnemo-restore")
-        future = pool.submit(fn)
-        pool.shutdown(wait=False)
-        timer = QTimer(self.parent)
-        timer.setInterval(50)
-
-        def check() -> None:
-            if not future.done():
-                return
-            timer.stop()
-            timer.deleteLater()
-            exc = future.exception()
-            if exc is not None:
-                on_error(exc)
-            else:
-                on_done(future.result())
-
-        timer.timeout.connect(check)
-        timer.start()
+        """Run `fn()` on a worker of its own (ui.tasks.UiWorker: file copies and checks take seconds for a big
+        memory, and the window's database worker is stopped during a restore); the outcome comes back here on
+        the UI thread."""
+        worker = UiWorker(None, name="mnemo-restore")
+        worker.submit(lambda _: fn(), on_done, on_error=on_error, label="restore")
+        worker.stop(0, drop_pending=False, deliver_late=True)  # its thread ends with the task
 
     def restore_backup(self, backup: Path) -> None:
         """Put `backup` back as the memory, then reopen the window on it.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction
-    from PySide6.QtWidgets import QPushButton, QStatusBar, QToolButton, QWidget
+    from PySide6.QtWidgets import QLabel, QPushButton, QStatusBar, QToolButton, QWidget
 
     from app.context import AppContext
     from ui.bridge import Backend
@@ -96,7 +96,7 @@ class Status(Protocol):
     """ui.window.status.StatusRoom, as the other rooms (and ui.backup_restore) use it."""
 
     memory_notice: QPushButton
-    jobs_label: Any  # a QLabel
+    jobs_label: QLabel
 
     def show_speed(self, tps: float, st: dict) -> None: ...
     def set_memory_paused(self, paused: bool) -> None: ...
