@@ -404,7 +404,7 @@ class LazyTableModel(QAbstractTableModel):
             self.dataChanged.emit(self.index(0, 0), self.index(self._count - 1, len(self.columns) - 1))
 
 
-# ====================================================================== pages
+# ====================================================================== what the tabs share of their cells
 SPACE_TIP = "The memory space it belongs to (Personal, Work…; Memory ▸ Memory spaces…)"
 
 

@@ -362,6 +362,7 @@ class PagesView(QWidget):
         )
 
 
+# ====================================================================== the pages table
 def _chain(p) -> str:
     parts = []
     if p.prev_page_id:

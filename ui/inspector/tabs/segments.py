@@ -271,7 +271,7 @@ class SegmentsView(QWidget):
         )
 
 
-# ====================================================================== segments
+# ====================================================================== the topics table
 MODEL_TITLE_COLOR = QColor("#6a1b9a")  # a title the chat model wrote (decision 0026)
 
 
