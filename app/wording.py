@@ -127,9 +127,6 @@ def item_name(kind: str | None, iid: int | None) -> str:
     return f"{name} {iid}" if iid is not None else name
 
 
-_item = item_name  # the inspector's name until it calls app.operations.memory (removed with that change)
-
-
 def _pages(d: dict) -> str:
     pages = d.get("pages")
     return f" ({count(len(pages), 'page')})" if isinstance(pages, list) and pages else ""

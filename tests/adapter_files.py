@@ -11,9 +11,10 @@ from models import lora
 from models.resolve import default_gguf_path
 
 
-def bundled_adapter(path: Path, *, rank: int = 4, std: float = 0.05, seed: int = 0, every: int = 3) -> Path:
+def bundled_adapter(path: Path, *, rank: int = 4, std: float = 0.2, seed: int = 0, every: int = 3) -> Path:
     """Random ffn_down LoRA on every `every`th layer of the bundled model: large enough to change its
-    greedy output, ~170 kB."""
+    greedy output, ~170 kB. (How large depends on the llama.cpp build: one built on an AVX2 machine kept the
+    greedy reply unchanged up to std 0.08 and changed it from 0.12; 0.2 leaves a margin.)"""
     header = lora.model_header(default_gguf_path())
     rng = np.random.default_rng(seed)
     n_layers = sum(1 for name in header.tensors if name.endswith(".ffn_down.weight"))

@@ -7,22 +7,22 @@ What it needs of the window is named by `BackupHost`.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QLabel, QMenuBar, QMessageBox, QPushButton, QStatusBar, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMenuBar, QMessageBox, QPushButton, QStatusBar, QWidget
 
 from app.messages import DAMAGED_DB_ADVICE
+from ui.tasks import UiWorker
 
 if TYPE_CHECKING:
     from app.context import AppContext
     from ui.bridge import Backend
     from ui.restore_dialog import RestoreDialog
+    from ui.window.host import Menus, Status
 
 log = logging.getLogger("ui.main_window")
 
@@ -36,9 +36,11 @@ class BackupHost(Protocol):
 
     ctx: AppContext
     backend: Backend
-    backup_action: QAction
-    restore_action: QAction
-    jobs_label: QLabel
+
+    @property
+    def menus(self) -> Menus: ...  # its backup_action and restore_action
+    @property
+    def status(self) -> Status: ...  # its jobs_label
 
     def statusBar(self) -> QStatusBar: ...
     def centralWidget(self) -> QWidget | None: ...
@@ -69,17 +71,17 @@ class BackupRestore:
         from app.operations import backups
 
         host = self.host
-        host.backup_action.setEnabled(False)
+        host.menus.backup_action.setEnabled(False)
         host.statusBar().showMessage("Backing up memory…", 0)
         keep = max(1, host.ctx.settings.backup_keep)
 
         def done(path: Path) -> None:
-            host.backup_action.setEnabled(True)
+            host.menus.backup_action.setEnabled(True)
             self.last_backup = path
             host.statusBar().showMessage(f"Memory backed up to {path}", 10000)
 
         def failed(exc: BaseException) -> None:
-            host.backup_action.setEnabled(True)
+            host.menus.backup_action.setEnabled(True)
             host.show_db_error(exc)
 
         host.backend.db(lambda store: backups.make_backup(store, host.ctx.paths, keep=keep), done, failed)
@@ -152,7 +154,7 @@ class BackupRestore:
         """The store could not be opened: say so, and offer the latest backup if the file is damaged."""
         host = self.host
         host.statusBar().showMessage("The memory database could not be opened", 0)
-        host.jobs_label.setText("Memory: unavailable")
+        host.status.jobs_label.setText("Memory: unavailable")
         if self.store_error_box is not None:
             return  # both workers report the same failure; one dialog is enough
         from app.operations import backups
@@ -208,27 +210,12 @@ class BackupRestore:
     def _in_background(
         self, fn: Callable[[], T], on_done: Callable[[T], None], on_error: Callable[[BaseException], None]
     ) -> None:
-        """Run `fn()` on a thread of its own (file copies and checks take seconds for a big memory);
-        the outcome comes back here on the UI thread (the window polls for it)."""
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mnemo-restore")
-        future = pool.submit(fn)
-        pool.shutdown(wait=False)
-        timer = QTimer(self.parent)
-        timer.setInterval(50)
-
-        def check() -> None:
-            if not future.done():
-                return
-            timer.stop()
-            timer.deleteLater()
-            exc = future.exception()
-            if exc is not None:
-                on_error(exc)
-            else:
-                on_done(future.result())
-
-        timer.timeout.connect(check)
-        timer.start()
+        """Run `fn()` on a worker of its own (ui.tasks.UiWorker: file copies and checks take seconds for a big
+        memory, and the window's database worker is stopped during a restore); the outcome comes back here on
+        the UI thread."""
+        worker = UiWorker(None, name="mnemo-restore")
+        worker.submit(lambda _: fn(), on_done, on_error=on_error, label="restore")
+        worker.stop(0, drop_pending=False, deliver_late=True)  # its thread ends with the task
 
     def restore_backup(self, backup: Path) -> None:
         """Put `backup` back as the memory, then reopen the window on it.
@@ -241,11 +228,11 @@ class BackupRestore:
         from app.operations import backups
 
         host = self.host
-        host.restore_action.setEnabled(False)
+        host.menus.restore_action.setEnabled(False)
         host.statusBar().showMessage(f"Checking {backup.name}…", 0)
 
         def refused(exc: BaseException) -> None:
-            host.restore_action.setEnabled(True)
+            host.menus.restore_action.setEnabled(True)
             host.statusBar().showMessage("The backup was not restored", 10000)
             box = self._box(QMessageBox.Icon.Warning, "Mnemo — restore", "This file cannot be restored.")
             box.setInformativeText(f"{exc}\n\nYour memory was left as it was.")

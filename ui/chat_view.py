@@ -166,9 +166,20 @@ class MessageWidget(QFrame):
         lay.setContentsMargins(12, 8, 12, 6) if role == "user" else lay.setContentsMargins(4, 6, 4, 4)
         lay.setSpacing(3)
 
+        self._build_head(lay)
+        self.body = MessageBody(self, shrink=(role == "user"))
+        lay.addWidget(self.body)
+
+        self._build_notes(lay)
+        self._build_actions(lay, role)
+        self._render()
+        self._update_state()
+
+    def _build_head(self, lay: QVBoxLayout) -> None:
+        """The first line: who wrote it, the progress and status of a reply, and the date."""
         head = QHBoxLayout()
         head.setSpacing(6)
-        self.role_label = plain.label(QLabel("You" if role == "user" else "Mnemo", self))
+        self.role_label = plain.label(QLabel("You" if self.role == "user" else "Mnemo", self))
         self.role_label.setObjectName("roleLabel")
         head.addWidget(self.role_label)
         self.progress = QProgressBar(self)
@@ -189,9 +200,8 @@ class MessageWidget(QFrame):
         head.addWidget(self.date_label)
         lay.addLayout(head)
 
-        self.body = MessageBody(self, shrink=(role == "user"))
-        lay.addWidget(self.body)
-
+    def _build_notes(self, lay: QVBoxLayout) -> None:
+        """Under the body: the error of a failed reply, and "Show all" for a message too long to show whole."""
         self.error_label = plain.label(QLabel("", self))
         self.error_label.setObjectName("errorLabel")
         self.error_label.setWordWrap(True)
@@ -214,6 +224,8 @@ class MessageWidget(QFrame):
         self.elide_row.hide()
         lay.addWidget(self.elide_row)
 
+    def _build_actions(self, lay: QVBoxLayout, role: str) -> None:
+        """The last line: the ‹ i/n › versions, copy, and edit (yours) or regenerate and recall (Mnemo's)."""
         actions = QHBoxLayout()
         actions.setSpacing(2)
         if role == "user":
@@ -254,8 +266,6 @@ class MessageWidget(QFrame):
             self.stats_label.linkActivated.connect(self._remembered_link)
             actions.addWidget(self.stats_label, 1)
         lay.addLayout(actions)
-        self._render()
-        self._update_state()
 
     def reset(
         self, text: str, *, message_id: int | None, status: str, meta: dict | None, created_at: float | None = None

@@ -2,8 +2,8 @@
 import with progress and Cancel, then Undo), Memory ▸ Memory imports… (every import, and Undo), and the
 inspector's Export… as a cube (the whole memory, a chat, a segment, a span of time or the persona).
 
-The work runs on a task queue of the dialog's own, each task on a store connection of its own
-(`app.operations.cubes`); the dialogs poll its progress on a timer and hear of outcomes on the UI thread, so
+The work runs on a worker of the dialog's own (`ui.tasks.UiWorker`), each task on a store connection of
+its own (`app.operations.cubes`, `ui.tasks.on_own_store`); the dialogs poll its progress on a timer and hear of outcomes on the UI thread, so
 the window and its chats go on meanwhile. Cancelling an import undoes what it wrote.
 """
 
@@ -43,8 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.operations import cubes as cube_job
-from app.runtime.tasks import TaskQueue
-from ui.tasks import MainThread
+from ui.tasks import UiWorker, on_own_store
 
 log = logging.getLogger(__name__)
 
@@ -52,30 +51,15 @@ POLL_MS = 100
 ERROR_STYLE = "color: #c62828;"
 
 
-class _Worker:
-    """A task queue of the dialog's own whose callbacks run on the UI thread; each task opens a store."""
+def _dialog_worker(name: str) -> UiWorker:
+    """A dialog's own worker (ui.tasks.UiWorker): no store of its own, each task opens what it needs."""
+    return UiWorker(None, name=name)
 
-    def __init__(self, owner: QWidget, ctx, name: str):
-        self.ctx = ctx
-        self.tasks = TaskQueue(name, deliver=MainThread(owner))
 
-    def with_store(self, fn, done, failed) -> None:
-        ctx = self.ctx
-
-        def work(_resource: Any):
-            store = ctx.open_store()
-            try:
-                return fn(store)
-            finally:
-                store.close()
-
-        self.tasks.submit(work, done, failed, label=getattr(fn, "__name__", "cube"))
-
-    def submit(self, fn, done, failed) -> None:
-        self.tasks.submit(lambda _r: fn(), done, failed)
-
-    def stop(self) -> None:
-        self.tasks.stop(timeout=0)
+def _let_go(worker: UiWorker) -> None:
+    """The dialog closes: its worker ends once the task running is done, and that task's outcome still
+    reaches the dialog (an undo finishing after Close still tells the window)."""
+    worker.stop(0, drop_pending=False, deliver_late=True)
 
 
 class CubeImportDialog(QDialog):
@@ -132,7 +116,8 @@ class CubeImportDialog(QDialog):
         lay.addLayout(row)
         self.undo_button.hide()
         self.close_button.hide()
-        self._worker = _Worker(self, ctx, "mnemo-cube-import")
+        self._ctx = ctx
+        self._worker = _dialog_worker("mnemo-cube-import")
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self._poll)
@@ -140,8 +125,8 @@ class CubeImportDialog(QDialog):
     # -- the plan ---------------------------------------------------------------------
     def start(self) -> None:
         """Check the cube and say what importing it would do (nothing is written yet)."""
-        ctx, job = self._worker.ctx, self.job
-        self._worker.submit(lambda: cube_job.run_plan(ctx, job), self._planned, self._failed)
+        ctx, job = self._ctx, self.job
+        self._worker.submit(lambda _: cube_job.run_plan(ctx, job), self._planned, on_error=self._failed)
 
     def _planned(self, job) -> None:
         self.bar.hide()  # until there is something to show progress of
@@ -161,7 +146,7 @@ class CubeImportDialog(QDialog):
 
     # -- the import -------------------------------------------------------------------
     def start_import(self) -> None:
-        ctx, job = self._worker.ctx, self.job
+        ctx, job = self._ctx, self.job
         if self.as_space.isChecked():
             name = " ".join(self.space_name.text().split())
             if not name:
@@ -175,7 +160,7 @@ class CubeImportDialog(QDialog):
         self.status.setText("Importing…")
         self.bar.setRange(0, 0)
         self.bar.show()
-        self._worker.submit(lambda: cube_job.run_import(ctx, job), self._imported, self._failed)
+        self._worker.submit(lambda _: cube_job.run_import(ctx, job), self._imported, on_error=self._failed)
         self._timer.start()
 
     def cancel(self) -> None:
@@ -191,11 +176,11 @@ class CubeImportDialog(QDialog):
         if self.job.phase == "importing" and not self.job.finished:
             self.cancel()
             return
-        self._worker.stop()
+        _let_go(self._worker)
         super().reject()
 
     def accept(self) -> None:
-        self._worker.stop()
+        _let_go(self._worker)
         super().accept()
 
     def _poll(self) -> None:
@@ -266,7 +251,9 @@ class CubeImportDialog(QDialog):
             self.status.setText(f"Not undone: {exc}")
             self.status.setStyleSheet(ERROR_STYLE)
 
-        self._worker.with_store(lambda s: s.cubes.undo(record.id), undone, failed)
+        self._worker.submit(
+            on_own_store(self._ctx.open_store, lambda s: s.cubes.undo(record.id)), undone, on_error=failed
+        )
 
 
 class CubeImportsDialog(QDialog):
@@ -308,12 +295,15 @@ class CubeImportsDialog(QDialog):
         close.clicked.connect(self.accept)
         row.addWidget(close)
         lay.addLayout(row)
-        self._worker = _Worker(self, ctx, "mnemo-cube-imports")
+        self._ctx = ctx
+        self._worker = _dialog_worker("mnemo-cube-imports")
         self.loaded = False
 
     def refresh(self) -> None:
         self.loaded = False
-        self._worker.with_store(lambda s: s.cubes.imports(), self._show, self._error)
+        self._worker.submit(
+            on_own_store(self._ctx.open_store, lambda s: s.cubes.imports()), self._show, on_error=self._error
+        )
 
     def _show(self, records) -> None:
         self.records = list(records)
@@ -361,9 +351,15 @@ class CubeImportsDialog(QDialog):
         def undone(report) -> None:
             self.status.setText(report.describe().capitalize() + ".")
             self.changed.emit()
-            self._worker.with_store(lambda s: s.cubes.imports(), self._show_keep_status, self._error)
+            self._worker.submit(
+                on_own_store(self._ctx.open_store, lambda s: s.cubes.imports()),
+                self._show_keep_status,
+                on_error=self._error,
+            )
 
-        self._worker.with_store(lambda s: s.cubes.undo(rec.id), undone, self._error)
+        self._worker.submit(
+            on_own_store(self._ctx.open_store, lambda s: s.cubes.undo(rec.id)), undone, on_error=self._error
+        )
 
     def _show_keep_status(self, records) -> None:
         said = self.status.text()
@@ -377,11 +373,11 @@ class CubeImportsDialog(QDialog):
         self._selected()
 
     def accept(self) -> None:
-        self._worker.stop()
+        _let_go(self._worker)
         super().accept()
 
     def reject(self) -> None:
-        self._worker.stop()
+        _let_go(self._worker)
         super().reject()
 
 
@@ -453,12 +449,17 @@ class CubeExportDialog(QDialog):
         self.cancel_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
         self.cancel_button.clicked.connect(self.reject)
         lay.addWidget(self.buttons)
-        self._worker = _Worker(self, ctx, "mnemo-cube-export")
+        self._ctx = ctx
+        self._worker = _dialog_worker("mnemo-cube-export")
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self._poll)
         self.chats_loaded = False
-        self._worker.with_store(lambda s: s.conversations.list_conversations(limit=1000), self._chats, self._error)
+        self._worker.submit(
+            on_own_store(self._ctx.open_store, lambda s: s.conversations.list_conversations(limit=1000)),
+            self._chats,
+            on_error=self._error,
+        )
 
     def _chats(self, convs) -> None:
         for conv in convs:
@@ -490,7 +491,7 @@ class CubeExportDialog(QDialog):
         if self.scope.checkedButton() is self.one_chat and self.chat.currentData() is None:
             self.status.setText("There is no chat to export yet.")
             return
-        selection, path, ctx = self.selection(), self.path.text().strip(), self._worker.ctx
+        selection, path, ctx = self.selection(), self.path.text().strip(), self._ctx
         self.export_button.setEnabled(False)
         self.status.setStyleSheet("")
         self.status.setText(f"Exporting {selection.describe()}…")
@@ -506,7 +507,7 @@ class CubeExportDialog(QDialog):
                 ctx, store, path, selection, on_progress=progress, cancelled=self._cancel.is_set
             )
 
-        self._worker.with_store(work, self._exported, self._error)
+        self._worker.submit(on_own_store(self._ctx.open_store, work), self._exported, on_error=self._error)
 
     def _poll(self) -> None:
         with self._lock:
@@ -540,7 +541,7 @@ class CubeExportDialog(QDialog):
 
     def reject(self) -> None:
         self._cancel.set()
-        self._worker.stop()
+        _let_go(self._worker)
         super().reject()
 
 

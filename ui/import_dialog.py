@@ -1,9 +1,8 @@
 """Import past conversations (a ChatGPT or Claude export, LoCoMo JSON, a text transcript) from the app.
 
-The import runs as a task on a queue of its own (`app.runtime.tasks.TaskQueue`; `app.importers.job`
+The import runs as a task on the dialog's own worker (`ui.tasks.UiWorker`; `app.importers.job`
 opens its own database connection); this dialog polls its progress on a timer and hears of
-the outcome on the UI thread (`ui.tasks.MainThread`), so the window stays responsive and the
-chat can be used meanwhile. Cancel keeps what was written; importing the file again finishes it.
+the outcome on the UI thread, so the window stays responsive and the chat can be used meanwhile. Cancel keeps what was written; importing the file again finishes it.
 
 A dialogue between two named people (LoCoMo JSON) is not the user's chat with an assistant: once the
 file is read, the dialog asks "Who are you?" (one of the speakers, or neither: other people) before
@@ -34,8 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.importers.job import ImportJob, run_import
-from app.runtime.tasks import TaskQueue
-from ui.tasks import MainThread
+from ui.tasks import UiWorker
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +48,7 @@ class ImportDialog(QDialog):
     def __init__(self, ctx, path: str | Path, parent: QWidget | None = None):
         super().__init__(parent)
         self._ctx = ctx
+        self._worker = UiWorker(None, name="mnemo-import")  # the import opens its own store (app.importers)
         self.setWindowTitle("Import conversations")
         self.setMinimumWidth(520)
         self.job = ImportJob(Path(path))
@@ -93,10 +92,9 @@ class ImportDialog(QDialog):
     def start(self) -> None:
         """Read the file (and, unless it needs asking who the user is, write it) in the background."""
         ctx, job = self._ctx, self.job
-        # a queue per step: its thread ends once the step is done (no more tasks come to it)
-        tasks = TaskQueue("mnemo-import", deliver=MainThread(self))
-        tasks.submit(lambda _resource: run_import(ctx, job), self._finished, self._failed, label="import")
-        tasks.stop(timeout=0)
+        self._worker.submit(
+            lambda _resource: run_import(ctx, job), self._finished, on_error=self._failed, label="import"
+        )
         self._timer.start()
 
     def answer(self) -> None:
@@ -174,6 +172,7 @@ class ImportDialog(QDialog):
         self._finished(self.job)
 
     def _show_result(self) -> None:
+        self._worker.stop(0, drop_pending=False, deliver_late=True)  # nothing more to run: its thread ends
         job = self.job
         self.import_button.hide()
         self.who.hide()

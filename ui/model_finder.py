@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from ui.tasks import UiWorker
+
 
 class ModelFinder(QObject):
     """Runs a search (`models.discover.find_models`: GGUF files in other apps' folders; `find_servers`)
-    on a thread of its own — it walks folders or asks servers, which can take a moment — and emits
-    `done` on the UI thread with the result, or with the exception the search raised."""
+    on a worker of its own (ui.tasks.UiWorker) — it walks folders or asks servers, which can take a
+    moment — and emits `done` on the UI thread with the result, or with the exception the search raised."""
 
     done = Signal(object)
 
@@ -21,13 +22,13 @@ class ModelFinder(QObject):
         self._search = search
 
     def start(self) -> None:
-        threading.Thread(target=self._run, name="mnemo-find-models", daemon=True).start()
+        worker = UiWorker(None, name="mnemo-find-models")
+        worker.submit(lambda _: self._search(), self._report, on_error=self._report, label="find models")
+        worker.stop(0, drop_pending=False, deliver_late=True)  # its thread ends with the search
 
-    def _run(self) -> None:
-        try:
-            result: object = self._search()
-        except Exception as exc:  # a folder we may not read, a strange file system: the caller says so
-            result = exc
+    def _report(self, result: object) -> None:
+        """On the UI thread: the models found, or the exception (a folder we may not read, a strange file
+        system: the caller says so)."""
         try:
             self.done.emit(result)
         except RuntimeError:  # the window or dialog closed (and this object was deleted) meanwhile

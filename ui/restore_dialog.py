@@ -1,6 +1,6 @@
 """Memory ▸ Restore from a backup…: choose one of the daily copies, or any Mnemo memory file.
 
-The dialog only chooses; the window checks the file and swaps it in (`MainWindow._restore_backup`).
+The dialog only chooses; the window checks the file and swaps it in (`ui.backup_restore.BackupRestore.restore_backup`).
 """
 
 from __future__ import annotations

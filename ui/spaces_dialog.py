@@ -247,7 +247,7 @@ class SpaceActions(QObject):
     """ "Move to space…" and "Copy to space…" for what is selected in inspector lists (pages; facts and
     traits), in the context menu of each of `widgets`. `selected(callback)` hands the selection to
     `callback` as (kind, id) pairs, kind 'page', 'knowledge' or 'trait'; `panel` is the inspector's
-    (ui.inspector.host.PanelHost: run, act, status). The spaces are read when an action starts."""
+    (ui.inspector.host.PanelHost: worker, act, status). The spaces are read when an action starts."""
 
     WHAT = {"page": "page", "knowledge": "fact", "trait": "trait"}
 
@@ -276,7 +276,7 @@ class SpaceActions(QObject):
         def with_items(items: list) -> None:
             items = sorted({(str(k), int(i)) for k, i in items if i is not None})
             if items:
-                self.panel.run(
+                self.panel.worker.submit(
                     lambda s: [(sp.id, sp.name) for sp in ops.spaces(s)], lambda sp: self._to_space(how, items, sp)
                 )
 

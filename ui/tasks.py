@@ -2,10 +2,15 @@
 
 `MainThread` is a `deliver` for `app.runtime.tasks.TaskQueue`: it posts each callback through a queued
 signal to the thread it lives in (the UI thread), so a callback may touch widgets. `UiWorker`
-is a task queue with its own store connection whose callbacks run there, counting what is in
-flight (`busy_changed`, `wait_idle`) and giving failures without an `on_error` to one sink. The
-window's database reads and edits (ui.bridge) and the memory inspector (ui.inspector) each own one,
-so the UI thread never waits on SQLite, the embedder or the model.
+is a task queue (with a store connection of its own, or none) whose callbacks run there, counting
+what is in flight (`busy_changed`, `wait_idle`) and giving failures without an `on_error` to one sink.
+
+`UiWorker` is the one way the UI runs work in the background: the window's database reads and edits
+(ui.bridge's `Backend.db`), the memory inspector (ui.inspector: `panel.worker`), the import and
+memory-cube dialogs each own one, so the UI thread never waits on SQLite, the embedder or the model.
+(The chat model's own thread is the scheduler's, reached through `Backend.submit`.) A task that wants a
+store connection of its own for one call, opened and closed around it, wraps its function in
+`on_own_store`.
 """
 
 from __future__ import annotations
@@ -45,11 +50,13 @@ class MainThread(QObject):
 
 
 class UiWorker:
-    """A `TaskQueue` on a store connection of its own, whose callbacks run on the UI thread."""
+    """A `TaskQueue` whose callbacks run on the UI thread; its tasks get the store connection `open_store()`
+    made on the worker thread (None: tasks get None and open what they need)."""
 
-    def __init__(self, open_store: Callable[[], Any], *, name: str):
+    def __init__(self, open_store: Callable[[], Any] | None, *, name: str):
         self._main = MainThread()
         self.tasks = TaskQueue(name, open_resource=open_store, deliver=self._main)
+        self._deliver_late = False  # stopped with deliver_late: callbacks still run
         self._lock = threading.Lock()
         self._submitted = 0
         self._finished = 0  # delivered (or skipped) on the UI thread
@@ -60,9 +67,11 @@ class UiWorker:
     def start(self) -> None:
         self.tasks.start()
 
-    def stop(self, timeout: float = 10.0, *, drop_pending: bool = True) -> None:
+    def stop(self, timeout: float = 10.0, *, drop_pending: bool = True, deliver_late: bool = False) -> None:
         """End the worker after the task in progress (and, unless `drop_pending`, the queued ones);
-        callbacks due after this are not run: their widgets may be gone."""
+        callbacks due after this are not run: their widgets may be gone. With `deliver_late` they are
+        (a dialog that closes while its task finishes, whose outcome the window still follows)."""
+        self._deliver_late = deliver_late
         self.tasks.stop(timeout, drop_pending=drop_pending)
 
     @property
@@ -122,7 +131,7 @@ class UiWorker:
     def _settle(self, label: str, callback: Callable[[Any], None] | None, value: Any) -> None:
         """On the UI thread: run the callback unless the worker was stopped, then count it done."""
         try:
-            if callback is not None and not self.stopped:
+            if callback is not None and (not self.stopped or self._deliver_late):
                 callback(value)
         except RuntimeError as exc:  # a callback touched a widget Qt already deleted (a panel closing)
             log.debug("callback of %s skipped: %s", label, exc)
@@ -155,3 +164,18 @@ class UiWorker:
                     return True
             time.sleep(0.002)
         return False
+
+
+def on_own_store(open_store: Callable[[], Any], fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A task for a `UiWorker` without a store: `fn(store)` on a connection opened for it and closed
+    after (a dialog that reads or writes memory now and then holds no connection in between)."""
+
+    def task(_resource: Any) -> Any:
+        store = open_store()
+        try:
+            return fn(store)
+        finally:
+            store.close()
+
+    task.__name__ = getattr(fn, "__name__", "task")
+    return task

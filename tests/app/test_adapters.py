@@ -59,7 +59,7 @@ def test_chat_choice_persists_and_defaults(tmp_path):
 
 def test_turns_use_their_chats_adapters(tmp_path, chat_model):
     reg = ad.AdapterRegistry(tmp_path / "data")
-    reg.add(bundled_adapter(tmp_path / "strong.gguf", std=0.08))
+    reg.add(bundled_adapter(tmp_path / "strong.gguf", std=0.3))
     reg.add(wrong_shape_adapter(tmp_path / "wide.gguf"))
     ad.attach(chat_model, tmp_path / "data")
     question = [{"role": "user", "content": "What is the capital of France?"}]

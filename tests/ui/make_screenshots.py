@@ -156,17 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     _save(dlg, out / "settings-memory.png")
     dlg.close()
 
-    win.set_theme("dark", save=False)
+    win.menus.set_theme("dark", save=False)
     _pump(app, 0.3)
     win.chat_view.scroll_area.verticalScrollBar().setValue(0)
     _pump(app, 0.2)
     _save(win, out / "dark.png")
 
     # A real reply streaming from the bundled model, caught mid-stream.
-    win.set_theme("light", save=False)
+    win.menus.set_theme("light", save=False)
     win.new_chat()
     win.composer.set_text("Write a haiku about remembering.")
-    win.send()
+    win.turns.send()
     if _pump(app, 120, lambda: bool(win.backend.turn and win.backend.turn.first_token_at)):
         _pump(app, 0.15)
         _save(win, out / "streaming.png")

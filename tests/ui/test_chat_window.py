@@ -37,7 +37,7 @@ def test_typed_message_streams_tokens_into_the_view(make_window, chat, qtbot):
         assert win.composer.edit.toPlainText() == ""
         assert win.composer.send_button.accessibleName() == "Stop"
     # Before the first token the reply showed a "reading your message" state.
-    from ui.main_window import PENDING_PROMPT
+    from ui.window.turns import PENDING_PROMPT
 
     assert states[0] == (True, PENDING_PROMPT)
     user, assistant = win.chat_view.messages()
@@ -53,8 +53,8 @@ def test_typed_message_streams_tokens_into_the_view(make_window, chat, qtbot):
     assert user.message_id == turn.result.user_message_id
     assert win.composer.send_button.accessibleName() == "Send"
     # Status bar: model and tokens/s of the last reply; the conversation appears in the sidebar.
-    assert "SmolLM2" in win.model_label.text()
-    assert "tokens/s" in win.speed_label.text()
+    assert "SmolLM2" in win.status.model_label.text()
+    assert "tokens/s" in win.status.speed_label.text()
     chat.wait_db(win)
     assert win.current_id == turn.conversation_id
     assert win.sidebar.ids() == [turn.conversation_id]
@@ -164,14 +164,14 @@ def test_edit_and_resend_branches_from_the_edited_message(make_window, chat, qtb
     first = chat.send(win, "My cat is called Tom.").result
     user = win.chat_view.messages()[0]
     qtbot.mouseClick(user.edit_button, Qt.MouseButton.LeftButton)
-    assert win.editing_id == first.user_message_id
+    assert win.turns.editing_id == first.user_message_id
     assert win.edit_banner.isVisible()
     assert win.composer.text() == "My cat is called Tom."
     turn = chat.send(win, "My cat is called Felix.")
     assert turn.kind == "edit"
     second = turn.result
     assert second.status == "complete"
-    assert not win.edit_banner.isVisible() and win.editing_id is None
+    assert not win.edit_banner.isVisible() and win.turns.editing_id is None
     shown = win.chat_view.messages()
     assert [(w.role, w.message_id) for w in shown] == [
         ("user", second.user_message_id),
@@ -191,10 +191,10 @@ def test_edit_can_be_cancelled_with_escape(make_window, chat, qtbot):
     win = make_window(max_tokens=8)
     chat.send(win, "Hello.")
     win.activateWindow()
-    win.edit_last()
+    win.turns.edit_last()
     assert win.edit_banner.isVisible() and win.composer.text() == "Hello."
     qtbot.keyClick(win.composer.edit, Qt.Key.Key_Escape)
-    assert win.editing_id is None and not win.edit_banner.isVisible() and win.composer.text() == ""
+    assert win.turns.editing_id is None and not win.edit_banner.isVisible() and win.composer.text() == ""
 
 
 def test_switching_conversations_shows_each_ones_messages(make_window, chat, qtbot):
@@ -256,7 +256,7 @@ def test_switching_away_while_streaming_keeps_the_reply(make_window, chat, qtbot
     if win.backend.busy:
         shown = len(win.chat_view.last().text)
         qtbot.waitUntil(lambda: not win.backend.busy or len(win.chat_view.last().text) > shown, timeout=30_000)
-        win.stop()
+        win.turns.stop()
     turn = chat.wait_turn(win)
     assert turn.result.status in ("complete", "stopped")
     assert [w.role for w in win.chat_view.messages()] == ["user", "assistant"]
@@ -302,7 +302,7 @@ def test_incognito_conversation_writes_no_memory(make_window, chat, qtbot):
 def test_incognito_toggle_on_an_existing_conversation_is_saved(make_window, chat, qtbot):
     win = make_window(max_tokens=8)
     t = chat.send(win, "Hi.").result
-    win.incognito_action.trigger()
+    win.menus.incognito_action.trigger()
     assert win.incognito_button.isChecked()
     chat.wait_db(win)
     conv = win.backend.db(lambda s: s.conversations.get_conversation(t.conversation_id)).result(timeout=30)
@@ -374,7 +374,7 @@ def test_asking_to_remember_keeps_the_fact_and_the_reply_links_to_it(make_window
             "ask_new_item",
             lambda self, dims: {"kind": "trait", "dimension": "hobbies", "value": "beekeeping", "pin": False},
         )
-        win.remember_action.trigger()
+        win.menus.remember_action.trigger()
         qtbot.waitUntil(lambda: any(t.value == "beekeeping" for t in panel.persona.traits.traits()), timeout=20_000)
         assert panel.status_label.text().startswith("Remembered as trait")
     finally:

@@ -33,7 +33,7 @@ def cube(tmp_path, embedder) -> tuple[Path, int]:
 
 def _import(win, qtbot, path) -> None:
     """Import a cube from the window, all the way, and close its dialog."""
-    dlg = win.import_memory(str(path))
+    dlg = win.dialogs.import_memory(str(path))
     qtbot.waitUntil(lambda: dlg.import_button.isEnabled(), timeout=60_000)
     with qtbot.waitSignal(dlg.finished_import, timeout=60_000):
         dlg.start_import()
@@ -52,7 +52,7 @@ def test_import_from_the_menu_then_undo(make_window, qtbot, cube, monkeypatch):
     path, n = cube
     win = make_window(start=True)
     monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(path), "")))
-    win.import_memory_action.trigger()  # the menu entry, as a user would
+    win.menus.import_memory_action.trigger()  # the menu entry, as a user would
     dlg = win.cube_import_window
     qtbot.waitUntil(lambda: dlg.import_button.isEnabled(), timeout=60_000)
     assert f"pages: {n} to add" in dlg.details.toPlainText() and "Nothing has been imported yet" in dlg.status.text()
@@ -78,13 +78,13 @@ def test_the_imports_list_undoes_one(make_window, qtbot, cube, monkeypatch):
     path, n = cube
     win = make_window(start=True)
     _import(win, qtbot, path)
-    again = win.import_memory(str(path))  # the same cube again: nothing to add
+    again = win.dialogs.import_memory(str(path))  # the same cube again: nothing to add
     qtbot.waitUntil(lambda: again.close_button.isVisible(), timeout=60_000)
     assert "there is nothing to import" in again.status.text() and not again.import_button.isVisible()
     shot(again, "import-nothing-new")
     again.accept()
 
-    win.memory_imports_action.trigger()
+    win.menus.memory_imports_action.trigger()
     imports = win.cube_imports_window
     qtbot.waitUntil(lambda: imports.loaded, timeout=30_000)
     assert imports.table.rowCount() == 1 and imports.table.item(0, 4).text() == "imported"
@@ -101,7 +101,7 @@ def test_the_imports_list_undoes_one(make_window, qtbot, cube, monkeypatch):
 def test_a_cancelled_import_keeps_nothing_and_a_hostile_cube_is_refused(make_window, qtbot, cube, tmp_path):
     path, _ = cube
     win = make_window(start=True)
-    dlg = win.import_memory(str(path))
+    dlg = win.dialogs.import_memory(str(path))
     qtbot.waitUntil(lambda: dlg.import_button.isEnabled(), timeout=60_000)
     dlg.start_import()
     dlg.cancel()  # before its first batch
@@ -114,7 +114,7 @@ def test_a_cancelled_import_keeps_nothing_and_a_hostile_cube_is_refused(make_win
 
     bad = tmp_path / "bad.mnemocube"
     bad.write_bytes(path.read_bytes()[:5000])  # cut short
-    refused = win.import_memory(str(bad))
+    refused = win.dialogs.import_memory(str(bad))
     qtbot.waitUntil(lambda: refused.close_button.isVisible(), timeout=60_000)
     assert refused.status.text().startswith("Not imported: ") and "\n" not in refused.status.text()
     assert not refused.import_button.isVisible()
@@ -126,7 +126,7 @@ def test_export_a_cube_from_the_inspector(make_window, qtbot, cube, tmp_path):
     path, n = cube
     win = make_window(start=True)
     _import(win, qtbot, path)
-    panel = win.show_inspector()
+    panel = win.dock.show_inspector()
     out = tmp_path / "persona"
     export = panel.export_cube(str(out))
     qtbot.waitUntil(lambda: export.chats_loaded, timeout=30_000)
@@ -154,7 +154,7 @@ def test_a_cube_imported_as_a_new_memory_space(make_window, qtbot, cube):
     imported as a new space), the rest of memory stays in Personal."""
     path, n = cube
     win = make_window(start=True)
-    dlg = win.import_memory(str(path))
+    dlg = win.dialogs.import_memory(str(path))
     qtbot.waitUntil(lambda: dlg.import_button.isEnabled(), timeout=60_000)
     assert not dlg.space_name.isEnabled()
     dlg.as_space.setChecked(True)

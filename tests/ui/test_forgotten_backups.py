@@ -18,7 +18,7 @@ def test_forgetting_a_chat_offers_to_delete_the_backups_that_hold_it(make_window
     paths = win.ctx.paths
     old = win.backend.db(lambda s: backups.make_backup(s, paths, now=time.time() - 60)).result(timeout=60)
     assert b"4312" in old.read_bytes()
-    monkeypatch.setattr(win, "ask_forget", lambda name, held: True)
+    monkeypatch.setattr(win.chats, "ask_forget", lambda name, held: True)
     win.sidebar.forgetRequested.emit(a.conversation_id)
     qtbot.waitUntil(
         lambda: win.backups.forgotten_box is not None and win.backups.forgotten_box.isVisible(), timeout=30_000

@@ -138,7 +138,7 @@ def test_column_titles_align_as_their_cells(qtbot, store, panel_factory):
     """A title centred over the trace's 500-px "Why it was recalled" column sat at the far right edge of
     a docked panel, away from the text under it (seen on the virtual screen). Number columns keep the
     header's centred titles: right-aligned, a sort arrow covered their last letter ("Heat")."""
-    from ui.inspector.models import ALIGN_LEFT
+    from ui.inspector.columns import ALIGN_LEFT
 
     panel = panel_factory("trace")
     model = panel.trace.in_prompt
@@ -264,7 +264,7 @@ def test_segments_table_heat_and_charts_equal_the_database(qtbot, store, filled,
         )
         assert a.heat == pytest.approx(b.heat, abs=1e-3)
     heat_col = m.column_index("heat")
-    from ui.inspector.models import BarRole
+    from ui.inspector.columns import BarRole
 
     assert m.index(0, heat_col).data(BarRole) == pytest.approx(db[0].heat, abs=1e-3)
     assert sv.table.itemDelegateForColumn(heat_col) is sv.delegate
@@ -841,7 +841,7 @@ def test_trace_items_show_score_and_prompt_use_without_scrolling(qtbot, store, p
 def test_trace_header_names_the_words_weighed_half(qtbot, store, panel_factory):
     """A query word on most pages (an imported dialogue's speaker names) counts half in the query's
     vector (MemoryParams.ranking.common_word_mix); the trace says which."""
-    from ui.inspector.models import TraceData
+    from ui.inspector.tracing import TraceData
 
     panel = panel_factory("trace")
     panel.trace.set_data(TraceData("query", "What did Ana bake?", common_words=["ana"]))

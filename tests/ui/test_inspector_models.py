@@ -212,6 +212,8 @@ def test_the_ui_thread_never_touches_the_store_and_no_sql_in_the_ui(qtbot, ctx, 
                     return attr(*a, **kw)
 
                 return wrapped
+            if type(attr).__module__.startswith("memory_core."):  # a component: store.pages, store.curation...
+                return Spy(attr)
             return attr
 
     monkeypatch.setattr(ctx, "open_store", lambda **kw: Spy(real_open(**kw)))
@@ -236,7 +238,7 @@ def test_the_ui_thread_never_touches_the_store_and_no_sql_in_the_ui(qtbot, ctx, 
     assert {"list_pages", "count_pages", "list_segments", "stats", "events", "retrieve", "forget"} <= names
     main = threading.main_thread().name
     assert not [c for c in calls if c[1] == main], "store calls on the UI thread"
-    src = "\n".join(f.read_text(encoding="utf-8") for f in pathlib.Path("ui/inspector").glob("*.py"))
+    src = "\n".join(f.read_text(encoding="utf-8") for f in pathlib.Path("ui/inspector").rglob("*.py"))
     assert "import apsw" not in src and "import sqlite3" not in src
     assert not re.search(r"\b(SELECT|INSERT|UPDATE|DELETE)\s+[\w*]", src.replace("ON DELETE", ""))
     assert not re.search(r"\b(store|st|s)\._\w", src)  # only the public API of the memory core
@@ -247,7 +249,7 @@ def test_the_real_main_window_opens_the_inspector_dock(make_window, qtbot):
     from ui.inspector import InspectorPanel
 
     win = make_window()
-    win.show_inspector()
+    win.dock.show_inspector()
     panel = win.inspector
     try:
         assert isinstance(panel, InspectorPanel)
@@ -255,7 +257,7 @@ def test_the_real_main_window_opens_the_inspector_dock(make_window, qtbot):
         assert [d for d in docks if d.widget() is panel]
         dock = next(d for d in docks if d.widget() is panel)
         assert win.dockWidgetArea(dock) == Qt.DockWidgetArea.RightDockWidgetArea and dock.isVisible()
-        win.show_inspector()
+        win.dock.show_inspector()
         assert win.inspector is panel and len([d for d in win.findChildren(QDockWidget) if d.widget() is panel]) == 1
         settle(panel)
         assert panel.overview.stats.get("schema_version")

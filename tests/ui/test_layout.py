@@ -27,14 +27,14 @@ def test_the_inspector_toggles_from_the_key_the_menu_and_the_header(make_window,
     qtbot.keyClick(win, Qt.Key.Key_M, Qt.KeyboardModifier.ControlModifier)
     dock = _dock(win)
     try:
-        assert dock.isVisible() and win.memory_button.isChecked() and win.inspector_action.isChecked()
+        assert dock.isVisible() and win.memory_button.isChecked() and win.menus.inspector_action.isChecked()
         qtbot.keyClick(win, Qt.Key.Key_M, Qt.KeyboardModifier.ControlModifier)  # the same key closes it
-        assert not dock.isVisible() and not win.memory_button.isChecked() and not win.inspector_action.isChecked()
+        assert not dock.isVisible() and not win.memory_button.isChecked() and not win.menus.inspector_action.isChecked()
         win.memory_button.click()
-        assert dock.isVisible() and win.inspector_action.isChecked()
-        win.inspector_action.trigger()
+        assert dock.isVisible() and win.menus.inspector_action.isChecked()
+        win.menus.inspector_action.trigger()
         assert not dock.isVisible() and not win.memory_button.isChecked()
-        win.inspector_action.trigger()
+        win.menus.inspector_action.trigger()
         assert dock.isVisible()
         dock.close()  # the dock's own ×: the toggles follow
         qtbot.waitUntil(lambda: not win.memory_button.isChecked(), timeout=15_000)
@@ -49,7 +49,7 @@ def test_docked_the_inspector_never_squeezes_the_chat(make_window, chat, qtbot):
     long = "a long message that must wrap " * 12
     chat.send(win, long.strip())
     win.resize(1440, 900)
-    panel = win.show_inspector()
+    panel = win.dock.show_inspector()
     dock = _dock(win)
     try:
         qtbot.waitUntil(lambda: dock.isVisible() and not dock.isFloating(), timeout=15_000)
@@ -86,7 +86,7 @@ def test_the_chat_list_collapses_and_the_users_choice_is_kept(make_window, qtbot
     win.resize(1200, 800)
     qtbot.waitExposed(win)
     win.sidebar_button.click()
-    assert not win.sidebar.isVisible() and not win.sidebar_action.isChecked()
+    assert not win.sidebar.isVisible() and not win.menus.sidebar_action.isChecked()
     win.resize(1300, 820)  # room enough: still hidden, as the user chose
     qtbot.wait(50)
     assert not win.sidebar.isVisible()
@@ -132,15 +132,25 @@ def test_dates_in_the_chat_and_date_groups_in_the_chat_list(make_window, qtbot, 
 
 def test_chat_actions_need_a_chat_and_imported_lines_have_no_reply_actions(make_window, qtbot, chat):
     win = make_window(max_tokens=8)
-    for act in (win.rename_action, win.export_chat_action, win.forget_chat_action, win.delete_action):
+    for act in (
+        win.menus.rename_action,
+        win.menus.export_chat_action,
+        win.menus.forget_chat_action,
+        win.menus.delete_action,
+    ):
         assert not act.isEnabled(), act.text()
-    assert not win.regenerate_action.isEnabled() and not win.edit_last_action.isEnabled()
+    assert not win.menus.regenerate_action.isEnabled() and not win.menus.edit_last_action.isEnabled()
     chat.send(win, "Hello there.")
     chat.wait_db(win)
-    for act in (win.rename_action, win.export_chat_action, win.delete_action, win.regenerate_action):
+    for act in (
+        win.menus.rename_action,
+        win.menus.export_chat_action,
+        win.menus.delete_action,
+        win.menus.regenerate_action,
+    ):
         assert act.isEnabled(), act.text()
     win.new_chat()
-    assert not win.rename_action.isEnabled() and not win.regenerate_action.isEnabled()
+    assert not win.menus.rename_action.isEnabled() and not win.menus.regenerate_action.isEnabled()
     # an imported chat: its lines have no trace to show, nothing of Mnemo's to regenerate or resend
     store = win.ctx.open_store()
     try:
@@ -159,20 +169,20 @@ def test_chat_actions_need_a_chat_and_imported_lines_have_no_reply_actions(make_
     assert reply.copy_button.isVisibleTo(reply) and user.copy_button.isVisibleTo(user)
     for b in (reply.regenerate_button, reply.trace_button, user.edit_button):
         assert not b.isVisibleTo(b.parentWidget()), b.accessibleName()
-    assert not win.regenerate_action.isEnabled() and not win.edit_last_action.isEnabled()
+    assert not win.menus.regenerate_action.isEnabled() and not win.menus.edit_last_action.isEnabled()
 
 
 def test_a_paused_memory_says_so_in_the_chat(make_window, qtbot, chat):
     win = make_window(max_tokens=8)
     assert not win.paused_banner.isVisible()
     # the switch is enabled once the store has said whether memory is paused (a read after the store opens)
-    qtbot.waitUntil(win.pause_action.isEnabled, timeout=30_000)
-    win.pause_action.trigger()
+    qtbot.waitUntil(win.menus.pause_action.isEnabled, timeout=30_000)
+    win.menus.pause_action.trigger()
     qtbot.waitUntil(win.paused_banner.isVisible, timeout=30_000)
     assert "paused" in win.paused_label.text()
     win.resume_button.click()
     qtbot.waitUntil(lambda: not win.paused_banner.isVisible(), timeout=30_000)
-    assert not win.pause_action.isChecked()
+    assert not win.menus.pause_action.isChecked()
 
 
 def test_saved_memories_edit_pin_and_forget_act_on_the_store(make_window, qtbot):
@@ -187,7 +197,7 @@ def test_saved_memories_edit_pin_and_forget_act_on_the_store(make_window, qtbot)
         store.close()
     win.start_background_loading()
     qtbot.waitUntil(lambda: win.backend.store_ok is not None, timeout=LOAD_TIMEOUT_MS)
-    win.show_saved_memories()
+    win.dock.show_saved_memories()
     panel = win.inspector
     view = panel.memories
     try:
@@ -228,7 +238,7 @@ def test_custom_instructions_reach_the_prompt_and_the_prompt_view_shows_its_part
     sections = result.trace["prompt_sections"]
     assert set(sections) == set(SECTIONS) and sections["system"] > 0 and sections["message"] > 0
     assert sections["system"] == win.backend.scheduler.model.count_tokens(result.prompt.sections["system"])
-    win.show_last_prompt()
+    win.dock.show_last_prompt()
     panel = win.inspector
     try:
         qtbot.waitUntil(lambda: panel.prompt.data is not None and bool(panel.prompt.data.tokens), timeout=20_000)
@@ -246,7 +256,7 @@ def test_an_import_brings_chatgpts_custom_instructions_to_settings(make_window, 
     fixture = Path(__file__).parents[1] / "app" / "fixtures" / "chatgpt_conversations.json"
     win = make_window(start=True)
     assert win.ctx.settings.custom_instructions == ""
-    dlg = win.import_file(str(fixture))
+    dlg = win.dialogs.import_file(str(fixture))
     with qtbot.waitSignal(dlg.finished_import, timeout=TURN_TIMEOUT_MS):
         pass
     assert win.ctx.settings.custom_instructions == "Be brief."  # the export's "how to respond"
@@ -260,9 +270,9 @@ def test_memory_updated_opens_the_inspector_where_the_change_is(make_window, qtb
     win = make_window(max_tokens=8)
     turn = chat.send(win, "Remember that my locker code is 4312.")
     kept = turn.result.stats["remembered"]
-    qtbot.waitUntil(win.memory_notice.isVisible, timeout=30_000)  # the fact was kept: "Memory updated"
-    assert "New fact about you" in win.memory_notice.toolTip()
-    win.memory_notice.click()
+    qtbot.waitUntil(win.status.memory_notice.isVisible, timeout=30_000)  # the fact was kept: "Memory updated"
+    assert "New fact about you" in win.status.memory_notice.toolTip()
+    win.status.memory_notice.click()
     panel = win.inspector
     try:
         qtbot.waitUntil(lambda: panel.current_tab() == "memories", timeout=30_000)
@@ -297,7 +307,7 @@ def test_settings_keep_a_handful_of_choices_and_the_knobs_behind_developer_setti
     assert set(dlg.param_edits) == set(MemoryParams().flat())  # every memory parameter, each explained
     assert all(w.toolTip().strip() for w in knobs), [w.accessibleName() for w in knobs if not w.toolTip().strip()]
     dlg.instructions_edit.setPlainText("  Answer in French.  ")
-    changed = win.apply_settings(dlg)
+    changed = win.dialogs.apply_settings(dlg)
     assert {"ui", "custom_instructions"} <= changed
     s = win.ctx.settings
     assert s.ui.developer and s.custom_instructions == "Answer in French."

@@ -48,7 +48,7 @@ def _write_through_mcp(dirs, errlog, out: dict) -> None:
 
 def test_mcp_writes_appear_in_the_open_inspector(make_window, chat, qtbot, mnemo_dirs, tmp_path):
     win = make_window()
-    panel = win.show_inspector()
+    panel = win.dock.show_inspector()
     panel.show_tab("persona")
     persona = panel.persona
     qtbot.waitUntil(lambda: persona.loaded, timeout=30_000)

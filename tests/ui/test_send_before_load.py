@@ -35,7 +35,7 @@ def test_the_message_is_stored_while_the_model_still_loads(make_window, qtbot, c
     win = make_window(ctx=ctx, share_model=False, wait=False)
     qtbot.waitUntil(lambda: win.backend.store_ok is not None, timeout=LOAD_TIMEOUT_MS)
     win.composer.set_text("Please remember the parcel code 7731.")
-    win.send()
+    win.turns.send()
     assert win.composer.text() == ""
     qtbot.waitUntil(lambda: ("user", "Please remember the parcel code 7731.", "pending") in _messages(ctx))
     assert win.backend.model_loading  # stored while the model was still loading
@@ -60,7 +60,7 @@ def test_a_model_that_fails_to_load_leaves_the_message_with_a_failed_reply(make_
     assert win.backend.model_error
     win.composer.set_text("Hello there.")
     with qtbot.waitSignal(win.backend.turnFinished, timeout=TURN_TIMEOUT_MS) as done:
-        win.send()
+        win.turns.send()
     turn = done.args[0]
     assert turn.error and "not a GGUF file" in turn.error
     assert turn.user_message_id is not None and turn.failed_reply_id is not None

@@ -158,7 +158,7 @@ def test_reachable_from_the_window_and_the_picker_follows(make_window, chat, qtb
     win = make_window(max_tokens=4)
     chat.wait_db(win)
     assert not win.space_picker.isVisible()
-    win.spaces_action.trigger()
+    win.menus.spaces_action.trigger()
     dlg = win.findChild(SpacesDialog)
     assert dlg is not None and dlg.isVisible()
     qtbot.waitUntil(lambda: dlg.list.count() == 1, timeout=30_000)
@@ -173,7 +173,7 @@ def test_reachable_from_the_window_and_the_picker_follows(make_window, chat, qtb
     win.space_picker.manage_button.click()  # the picker's "Spaces…" opens it too
     qtbot.waitUntil(lambda: any(d.isVisible() for d in win.findChildren(SpacesDialog)), timeout=10_000)
     # the inspector's Add… keeps a fact in the space the header shows
-    panel = win.show_inspector()
+    panel = win.dock.show_inspector()
     try:
         win.space_picker.space_box.setCurrentIndex(1)
         assert panel.write_space() == win.space_picker.space_id() != 1

@@ -55,3 +55,46 @@ def test_after_stop_no_callback_runs(qtbot, tmp_path, embedder):
     qtbot.waitUntil(lambda: worker.idle, timeout=30_000)  # its delivery came, and skipped the callback
     assert got == []
     assert worker.submit(lambda s: 1).cancelled()
+
+
+def test_a_worker_without_a_store_delivers_late_when_asked(qtbot):
+    """A dialog's worker (no store of its own) stopped as the dialog closes: the task running still
+    reports back, on the UI thread, and nothing more is taken."""
+    worker = UiWorker(None, name="t-dialog")
+    started, gate, got = threading.Event(), threading.Event(), []
+    main = threading.current_thread()
+    worker.submit(
+        lambda resource: (started.set(), gate.wait(30), resource)[2],
+        lambda r: got.append((r, threading.current_thread())),
+    )
+    assert started.wait(30)
+    worker.stop(0, drop_pending=False, deliver_late=True)
+    gate.set()
+    qtbot.waitUntil(lambda: worker.idle, timeout=30_000)
+    assert got == [(None, main)]
+    assert worker.submit(lambda s: 1).cancelled()
+
+
+def test_on_own_store_opens_a_store_for_the_call_and_closes_it(qtbot):
+    from ui.tasks import on_own_store
+
+    class Store:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    made: list[Store] = []
+
+    def open_store():
+        made.append(Store())
+        return made[-1]
+
+    worker = UiWorker(None, name="t-own-store")
+    got = []
+    worker.submit(on_own_store(open_store, lambda s: s), got.append)
+    worker.submit(on_own_store(open_store, lambda s: 1 / 0), on_error=got.append)
+    assert worker.wait_idle(30)
+    assert got[0] is made[0] and isinstance(got[1], ZeroDivisionError)
+    assert len(made) == 2 and all(s.closed for s in made)
+    worker.stop(10)

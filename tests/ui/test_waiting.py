@@ -34,7 +34,7 @@ class HeldJsonModel:
 
 def test_a_reply_behind_a_memory_job_says_so_and_its_first_token_counts_the_wait(make_window, chat, qtbot, chat_model):
     from app.context import AppContext
-    from ui.main_window import PENDING_MEMORY
+    from ui.window.turns import PENDING_MEMORY
 
     ctx = AppContext.create()
     ctx.settings.chat.max_tokens = 8

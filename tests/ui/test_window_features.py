@@ -31,7 +31,7 @@ def test_settings_survive_a_restart_of_the_window(make_window, qtbot, mnemo_dirs
     dlg.param_edits["stm_capacity"].setValue(7)
     dlg.param_edits["tau"].setValue(3.5)
     dlg.theme_combo.setCurrentIndex(dlg.theme_combo.findData("dark"))
-    changed = win.apply_settings(dlg)
+    changed = win.dialogs.apply_settings(dlg)
     assert {"chat", "memory", "ui"} <= changed
     assert win.composer.edit.enter_sends is False
     win.close()
@@ -106,7 +106,7 @@ def test_sidebar_rename_search_and_delete(make_window, chat, qtbot, monkeypatch)
     chat.wait_db(win)
     # Rename (F2 on the current chat) through the dialog.
     monkeypatch.setattr(QInputDialog, "getText", staticmethod(lambda *a, **k: ("Soup", True)))
-    win.rename_action.trigger()
+    win.menus.rename_action.trigger()
     chat.wait_db(win)
     assert win.title_label.text() == "Soup"
     assert win.sidebar.title_of(b.conversation_id) == "Soup"
@@ -120,12 +120,12 @@ def test_sidebar_rename_search_and_delete(make_window, chat, qtbot, monkeypatch)
     qtbot.waitUntil(lambda: len(win.sidebar.ids()) == 2, timeout=10_000)
     # Delete asks first; "Cancel" keeps it.
     asked = []
-    monkeypatch.setattr(win, "ask_delete", lambda name, held: asked.append(name) or (False, False))
-    win.delete_conversation(a.conversation_id)
+    monkeypatch.setattr(win.chats, "ask_delete", lambda name, held: asked.append(name) or (False, False))
+    win.chats.delete_conversation(a.conversation_id)
     chat.wait_db(win)
     assert len(win.sidebar.ids()) == 2 and asked
-    monkeypatch.setattr(win, "ask_delete", lambda name, held: (True, False))
-    win.delete_conversation(b.conversation_id)
+    monkeypatch.setattr(win.chats, "ask_delete", lambda name, held: (True, False))
+    win.chats.delete_conversation(b.conversation_id)
     qtbot.waitUntil(lambda: win.sidebar.ids() == [a.conversation_id], timeout=10_000)
     assert win.current_id is None and win.chat_view.is_empty  # the open chat was deleted
 
@@ -138,7 +138,7 @@ def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(ma
     win = make_window(start=False)
     title = "Hi! My name is Dana, I keep bees on my roof in Lyon and my sister Ines is visiting next week"
     win.current_title = title
-    win._update_header()
+    win.update_header()
     win.resize(900, 700)
     qtbot.waitUntil(lambda: win.title_label.text() != title, timeout=5000)
     shown = win.title_label.text()
@@ -148,11 +148,11 @@ def test_a_long_chat_title_ends_with_an_ellipsis_and_keeps_the_header_buttons(ma
     for button in (win.incognito_button, win.memory_button, win.settings_button):
         assert button.isVisible() and button.width() >= button.sizeHint().width()
     win.current_title = "Soup"
-    win._update_header()
+    win.update_header()
     assert win.title_label.text() == "Soup" and win.title_label.toolTip() == ""
     # markup is text: labels and tooltips guess rich text, and "Use the <div> element" lost its tag
     win.current_title = title = "Use the <div> element & <b>not</b> <span> for blocks, says our team's style guide"
-    win._update_header()
+    win.update_header()
     qtbot.waitUntil(lambda: win.title_label.text() != title, timeout=5000)
     assert win.title_label.textFormat() == Qt.TextFormat.PlainText and title.startswith(win.title_label.text()[:-1])
     tip = QTextDocument()
@@ -182,23 +182,23 @@ def test_delete_confirmation_is_a_real_question(make_window, qtbot, monkeypatch)
 
     held = ChatMemory(7, ConversationMemory(7, [1, 2, 3], 1, [("trait", 4)]))
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Yes, True))
-    assert win.ask_delete("Soup", held) == (True, True)
+    assert win.chats.ask_delete("Soup", held) == (True, True)
     assert boxes[-1][0] == "Delete “Soup” and its messages?"
     assert boxes[-1][2] == (
         "Also forget what Mnemo learned from it: 3 pages (1 pinned) and 1 persona item drawn only from them"
     )
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Yes, False))
-    assert win.ask_delete("Soup", held) == (True, False)
+    assert win.chats.ask_delete("Soup", held) == (True, False)
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Cancel, True))
-    assert win.ask_delete("Soup", held) == (False, False)
+    assert win.chats.ask_delete("Soup", held) == (False, False)
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Yes, True))
-    assert win.ask_delete("Soup", ChatMemory(7, ConversationMemory(7, [], 0, []))) == (True, False)
+    assert win.chats.ask_delete("Soup", ChatMemory(7, ConversationMemory(7, [], 0, []))) == (True, False)
     assert boxes[-1][1] == "Memory holds nothing from it." and boxes[-1][2] is None
-    assert win.ask_forget("Soup", held) is True
+    assert win.chats.ask_forget("Soup", held) is True
     assert boxes[-1][0] == "Forget what Mnemo learned from “Soup”?" and boxes[-1][2] is None
     assert boxes[-1][1].startswith("This forgets 3 pages (1 pinned) and 1 persona item drawn only from them, for good.")
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Cancel, False))
-    assert win.ask_forget("Soup", held) is False
+    assert win.chats.ask_forget("Soup", held) is False
 
 
 def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_window, chat, qtbot, monkeypatch):
@@ -233,12 +233,12 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 2, timeout=30_000)
     # from the chat list's menu: the question names what goes; "Cancel" keeps it
     asked = []
-    monkeypatch.setattr(win, "ask_forget", lambda name, held: asked.append(held.describe()) or False)
+    monkeypatch.setattr(win.chats, "ask_forget", lambda name, held: asked.append(held.describe()) or False)
     win.sidebar.forgetRequested.emit(a.conversation_id)
     chat.wait_db(win)
     assert asked == ["2 pages and 1 fact it asked to remember"]
     assert ask(lambda s: s.pages.count_pages(conversation_id=a.conversation_id)) == 2
-    monkeypatch.setattr(win, "ask_forget", lambda name, held: True)
+    monkeypatch.setattr(win.chats, "ask_forget", lambda name, held: True)
     win.sidebar.forgetRequested.emit(a.conversation_id)
     qtbot.waitUntil(lambda: "Forgot what Mnemo learned" in win.statusBar().currentMessage(), timeout=30_000)
     assert ask(lambda s: s.pages.count_pages(conversation_id=a.conversation_id)) == 0
@@ -248,13 +248,13 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 0, timeout=30_000)  # the inspector follows
     # nothing left: saying so instead of asking
     told = []
-    monkeypatch.setattr(win, "tell", lambda title, text: told.append(text))
+    monkeypatch.setattr(win.chats, "tell", lambda title, text: told.append(text))
     win.sidebar.forgetRequested.emit(a.conversation_id)
     chat.wait_db(win)
     assert told and "Memory holds nothing from" in told[0]
     # Delete with "also forget" ticked (the chat on screen): chat and memory go; the others stay
-    monkeypatch.setattr(win, "ask_delete", lambda name, held: (True, True))
-    win.delete_action.trigger()
+    monkeypatch.setattr(win.chats, "ask_delete", lambda name, held: (True, True))
+    win.menus.delete_action.trigger()
     qtbot.waitUntil(lambda: c.conversation_id not in win.sidebar.ids(), timeout=30_000)
     chat.wait_db(win)
     assert "forgotten: 1 page" in win.statusBar().currentMessage()
@@ -262,10 +262,10 @@ def test_forget_what_a_chat_taught_then_delete_another_with_its_memory(make_wind
     assert ask(lambda s: s.pages.list_pages()[0].conversation_id) == b.conversation_id
     assert ask(lambda s: s.check_integrity()) == []
     # deleted without forgetting: Memory ▸ Memory from deleted chats finds what it taught
-    monkeypatch.setattr(win, "ask_delete", lambda name, held: (True, False))
-    win.delete_conversation(b.conversation_id)
+    monkeypatch.setattr(win.chats, "ask_delete", lambda name, held: (True, False))
+    win.chats.delete_conversation(b.conversation_id)
     qtbot.waitUntil(lambda: b.conversation_id not in win.sidebar.ids(), timeout=30_000)
-    win.deleted_memory_action.trigger()
+    win.menus.deleted_memory_action.trigger()
     qtbot.waitUntil(lambda: pages.model.ready and pages.model.rowCount() == 1, timeout=30_000)
     assert pages.model.record(0).conversation_id is None and "bees" in pages.model.record(0).user_text
     assert pages.chat_chip.isVisible() and pages.chat_chip.text().startswith("From deleted chats")
@@ -283,12 +283,13 @@ def test_broken_model_file_shows_an_error_and_the_app_stays_usable(make_window, 
     win = make_window(ctx=ctx, share_model=False)
     assert win.backend.model_error and "broken.gguf" in win.backend.model_error
     qtbot.waitUntil(
-        lambda: getattr(win, "model_error_box", None) is not None and win.model_error_box.isVisible(), timeout=10_000
+        lambda: getattr(win.status, "model_error_box", None) is not None and win.status.model_error_box.isVisible(),
+        timeout=10_000,
     )
-    assert "broken.gguf" in win.model_error_box.informativeText()
-    assert win.model_label.text() == "Model: not loaded"
-    assert not win.load_progress.isVisible()
-    win.model_error_box.close()
+    assert "broken.gguf" in win.status.model_error_box.informativeText()
+    assert win.status.model_label.text() == "Model: not loaded"
+    assert not win.status.load_progress.isVisible()
+    win.status.model_error_box.close()
     # Sending fails inline: the message is kept in the chat, with a failed reply that can be regenerated.
     turn = chat.send(win, "Are you there?")
     assert turn.error and "broken.gguf" in turn.error
@@ -299,10 +300,10 @@ def test_broken_model_file_shows_an_error_and_the_app_stays_usable(make_window, 
     # Fix the setting: the model reloads in the background, and the failed reply is regenerated.
     ctx.settings.chat.gguf_path = ""
     with qtbot.waitSignal(win.backend.modelLoaded, timeout=120_000):
-        win.settings_changed({"chat"})
-    assert "SmolLM2" in win.model_label.text()
+        win.dialogs.settings_changed({"chat"})
+    assert "SmolLM2" in win.status.model_label.text()
     with qtbot.waitSignal(win.backend.turnFinished, timeout=120_000) as done:
-        win.regenerate(turn.failed_reply_id)
+        win.turns.regenerate(turn.failed_reply_id)
     assert done.args[0].result.status == "complete"
     assert done.args[0].result.user_message_id == turn.user_message_id
 
@@ -313,7 +314,7 @@ def test_reload_after_a_model_setting_changes(make_window, chat, qtbot):
     assert first is not None
     win.ctx.settings.chat.n_ctx = 1024
     with qtbot.waitSignal(win.backend.modelLoaded, timeout=120_000):
-        win.settings_changed({"chat"})
+        win.dialogs.settings_changed({"chat"})
     assert win.backend.scheduler.model is not first
     assert win.backend.scheduler.model.n_ctx == 1024
     assert chat.send(win, "Hi.").result.status == "complete"
@@ -355,7 +356,7 @@ def test_a_one_megabyte_paste_does_not_freeze_the_ui(make_window, chat, qtbot):
     timer.timeout.connect(tick)
     timer.start()
     with qtbot.waitSignal(win.backend.turnFinished, timeout=180_000):
-        win.send()
+        win.turns.send()
     timer.stop()
     turn = win.backend.turn
     assert turn.result is not None and turn.result.status in ("complete", "stopped"), turn.error
@@ -378,13 +379,13 @@ def test_theme_follows_the_override_and_the_system(make_window):
     from ui import theme
 
     win = make_window(start=False)
-    win.set_theme("dark")
+    win.menus.set_theme("dark")
     assert theme.colors().name == "dark"
     assert win.palette().color(QPalette.ColorRole.Window).lightness() < 80
-    assert win.ctx.settings.ui.theme == "dark" and win.theme_actions["dark"].isChecked()
-    win.set_theme("light")
+    assert win.ctx.settings.ui.theme == "dark" and win.menus.theme_actions["dark"].isChecked()
+    win.menus.set_theme("light")
     assert win.palette().color(QPalette.ColorRole.Window).lightness() > 200
-    win.set_theme("system")
+    win.menus.set_theme("system")
     expected = "dark" if theme.system_is_dark() else "light"
     assert theme.colors().name == expected
 
@@ -410,29 +411,29 @@ def _blocks(doc):
 
 def test_shortcuts_help_and_memory_notice_open_the_inspector(make_window, qtbot, monkeypatch):
     win = make_window(start=False)
-    win.show_shortcuts()
-    table = win.shortcuts_dialog.table
+    win.dialogs.show_shortcuts()
+    table = win.dialogs.shortcuts_dialog.table
     keys = {table.item(r, 0).text() for r in range(table.rowCount())}
     assert {"Ctrl+N", "Ctrl+K", "Esc", "F1"} <= keys
-    win.shortcuts_dialog.close()
+    win.dialogs.shortcuts_dialog.close()
     # Without ui.inspector.attach: a message instead of an error.
     shown = []
     monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *a, **k: shown.append(a[1])))
     monkeypatch.setitem(sys.modules, "ui.inspector", types.ModuleType("ui.inspector"))
-    win.show_inspector()
+    win.dock.show_inspector()
     assert shown == ["Memory inspector"]
     # With it: attach(main_window) is called, also from the "memory updated" notice.
     attached = []
     fake = types.ModuleType("ui.inspector")
     fake.attach = lambda mw: attached.append(mw)
     monkeypatch.setitem(sys.modules, "ui.inspector", fake)
-    win._memory_event(types.SimpleNamespace(kind="page_added", summary="page 1 entered short-term memory"))
-    assert not win.memory_notice.isVisible()
-    win._memory_event(types.SimpleNamespace(kind="trait_added", summary="trait 1 added"))
-    assert win.memory_notice.isVisible()
-    qtbot.mouseClick(win.memory_notice, Qt.MouseButton.LeftButton)
-    assert attached == [win] and not win.memory_notice.isVisible()
-    win.inspector_action.trigger()
+    win.status.memory_event(types.SimpleNamespace(kind="page_added", summary="page 1 entered short-term memory"))
+    assert not win.status.memory_notice.isVisible()
+    win.status.memory_event(types.SimpleNamespace(kind="trait_added", summary="trait 1 added"))
+    assert win.status.memory_notice.isVisible()
+    qtbot.mouseClick(win.status.memory_notice, Qt.MouseButton.LeftButton)
+    assert attached == [win] and not win.status.memory_notice.isVisible()
+    win.menus.inspector_action.trigger()
     assert attached == [win, win]
 
 
@@ -444,7 +445,7 @@ def test_status_bar_counts_pending_memory_jobs(make_window, chat, qtbot):
     assert win.backend.scheduler.wait_idle(timeout=60)
     # the memory thread reports the count after its commit: wait for that report to arrive
     qtbot.waitUntil(lambda: 0 in seen, timeout=30_000)
-    qtbot.waitUntil(lambda: win.jobs_label.text() == "Memory: up to date", timeout=30_000)
+    qtbot.waitUntil(lambda: win.status.jobs_label.text() == "Memory: up to date", timeout=30_000)
 
 
 def test_ui_code_never_touches_sql_or_models_directly():
@@ -455,7 +456,7 @@ def test_ui_code_never_touches_sql_or_models_directly():
     root = Path(__file__).resolve().parents[2] / "ui"
     banned_modules = {"apsw", "sqlite3", "sqlite_vec", "llama_cpp", "onnxruntime", "tokenizers"}
     bad = []
-    for path in root.glob("*.py"):
+    for path in [*root.glob("*.py"), *root.glob("window/*.py")]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             names = []
@@ -474,7 +475,7 @@ def test_go_to_message_opens_its_branch_and_trace_goes_to_the_inspector(make_win
     win = make_window(max_tokens=8)
     first = chat.send(win, "Pick a number.").result
     with qtbot.waitSignal(win.backend.turnFinished, timeout=120_000):
-        win.regenerate(first.assistant_message_id)
+        win.turns.regenerate(first.assistant_message_id)
     second = win.backend.turn.result
     assert win.chat_view.last().message_id == second.assistant_message_id
     win.new_chat()
@@ -502,19 +503,19 @@ def test_one_pause_switch_for_menu_inspector_and_store(make_window, chat, qtbot,
     from app.context import AppContext
 
     win = make_window()
-    qtbot.waitUntil(lambda: win.pause_action.isEnabled(), timeout=10_000)
-    assert not win.pause_action.isChecked()
-    win.pause_action.trigger()  # the menu pauses the store
+    qtbot.waitUntil(lambda: win.menus.pause_action.isEnabled(), timeout=10_000)
+    assert not win.menus.pause_action.isChecked()
+    win.menus.pause_action.trigger()  # the menu pauses the store
     probe = AppContext.create().open_store()
     try:
         qtbot.waitUntil(probe.is_paused, timeout=10_000)
     finally:
         probe.close()
-    panel = win.show_inspector()
+    panel = win.dock.show_inspector()
     assert panel.wait_idle()
     qtbot.waitUntil(lambda: panel.pause_box.isChecked(), timeout=10_000)  # the inspector shows it
     panel.pause_box.setChecked(False)  # the inspector resumes ...
-    qtbot.waitUntil(lambda: not win.pause_action.isChecked(), timeout=10_000)  # ... and the menu follows
+    qtbot.waitUntil(lambda: not win.menus.pause_action.isChecked(), timeout=10_000)  # ... and the menu follows
     probe = AppContext.create().open_store()
     try:
         assert not probe.is_paused()
@@ -561,10 +562,10 @@ def test_import_conversations_from_the_app_with_progress_and_cancel(make_window,
     written = win.backend.db(lambda s: (s.stats()["conversations"], s.check_integrity())).result(timeout=30)
     assert written == (0, [])
     monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(fixture), "")))
-    win.import_action.trigger()  # the menu entry, as a user would: how to get an export, then the file
-    assert "Export data" in win.import_help.text.toPlainText()
-    win.import_help.choose_button.click()
-    dlg = win.import_window
+    win.menus.import_action.trigger()  # the menu entry, as a user would: how to get an export, then the file
+    assert "Export data" in win.dialogs.import_help.text.toPlainText()
+    win.dialogs.import_help.choose_button.click()
+    dlg = win.dialogs.import_window
     with qtbot.waitSignal(dlg.finished_import, timeout=60_000) as sig:
         pass
     job = sig.args[0]
@@ -573,7 +574,7 @@ def test_import_conversations_from_the_app_with_progress_and_cancel(make_window,
     assert dlg.details.isVisible() and "skipped" in dlg.details.toPlainText()  # malformed records listed
     qtbot.waitUntil(lambda: win.sidebar.list.count() >= 3, timeout=10_000)
     dlg.accept()
-    again = win.import_file(str(fixture))
+    again = win.dialogs.import_file(str(fixture))
     with qtbot.waitSignal(again.finished_import, timeout=60_000):
         pass
     assert again.job.phase == "done" and again.job.report.count("already imported") == 3
@@ -591,7 +592,7 @@ def test_import_of_a_claude_export_zip_from_the_app(make_window, qtbot, tmp_path
             (Path(__file__).parents[1] / "app" / "fixtures" / "claude_conversations.json").read_bytes(),
         )
     win = make_window(start=True)
-    dlg = win.import_file(str(export))
+    dlg = win.dialogs.import_file(str(export))
     with qtbot.waitSignal(dlg.finished_import, timeout=60_000):
         pass
     assert dlg.job.phase == "done" and "3 conversation(s) imported" in dlg.status.text()
@@ -617,7 +618,7 @@ def test_export_the_chat_on_screen_from_the_menu_and_the_sidebar(make_window, ch
         ]
     )
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: next(answers)))
-    win.export_chat_action.trigger()  # Chat ▸ Export chat…
+    win.menus.export_chat_action.trigger()  # Chat ▸ Export chat…
     qtbot.waitUntil(lambda: (tmp_path / "miso.json").exists(), timeout=30_000)  # the suffix of the chosen type
     doc = json.loads((tmp_path / "miso.json").read_text(encoding="utf-8"))
     assert [m["role"] for m in doc["messages"]] == ["user", "assistant"]
@@ -627,7 +628,7 @@ def test_export_the_chat_on_screen_from_the_menu_and_the_sidebar(make_window, ch
     win.sidebar.exportRequested.emit(win.current_id)  # the sidebar's Export…
     qtbot.waitUntil(lambda: (tmp_path / "miso.md").exists(), timeout=30_000)
     assert "**User:** My cat is called Miso." in (tmp_path / "miso.md").read_text(encoding="utf-8")
-    win.export_conversation(None)
+    win.chats.export_conversation(None)
     assert "Open a chat" in win.statusBar().currentMessage()
 
 
@@ -635,7 +636,7 @@ def test_import_of_a_broken_file_says_why(make_window, qtbot, tmp_path):
     bad = tmp_path / "conversations.json"
     bad.write_text('[{"title": "x", "mapping": {', encoding="utf-8")
     win = make_window(start=True)
-    dlg = win.import_file(str(bad))
+    dlg = win.dialogs.import_file(str(bad))
     with qtbot.waitSignal(dlg.finished_import, timeout=60_000):
         pass
     assert dlg.job.phase == "failed" and "The import failed" in dlg.status.text()
@@ -673,13 +674,15 @@ def test_unreadable_settings_are_reported_once_and_kept(make_window, qtbot, mnem
     ctx = AppContext.create()
     win = make_window(ctx=ctx)
     qtbot.waitUntil(
-        lambda: getattr(win, "settings_notes_box", None) is not None and win.settings_notes_box.isVisible(),
+        lambda: (
+            getattr(win.dialogs, "settings_notes_box", None) is not None and win.dialogs.settings_notes_box.isVisible()
+        ),
         timeout=10_000,
     )
-    text = win.settings_notes_box.informativeText()
+    text = win.dialogs.settings_notes_box.informativeText()
     assert "settings.json.broken" in text and "default settings are used" in text
     assert (mnemo_dirs["config"] / "settings.json.broken").read_text() == '{"chat": {"n_ctx": 2048,'
-    win.settings_notes_box.close()
+    win.dialogs.settings_notes_box.close()
     assert ctx.settings_notes == []
 
 
@@ -698,12 +701,12 @@ def test_a_damaged_memory_database_is_explained_and_left_untouched(make_window, 
     assert str(db) in box.informativeText() and "left exactly as it was" in box.informativeText()
     assert "There is no backup yet. Move the file away" in box.informativeText()
     assert "DamagedDatabaseError" in box.detailedText()
-    assert win.backups.restore_button is None and win.jobs_label.text() == "Memory: unavailable"
+    assert win.backups.restore_button is None and win.status.jobs_label.text() == "Memory: unavailable"
     win.backups.store_error_box.close()
     qtbot.waitUntil(lambda: bool(win.backend.model_id), timeout=120_000)  # the model still loads
     assert win.backend.model_error is None
     win.composer.set_text("Hello?")
-    win.send()  # refused, with the reason; the text stays
+    win.turns.send()  # refused, with the reason; the text stays
     assert not win.backend.busy and win.composer.text() == "Hello?"
     assert "memory database could not be opened" in win.statusBar().currentMessage()
     assert db.read_bytes() == junk
@@ -721,7 +724,9 @@ def test_re_embedding_after_a_model_change_shows_progress(make_window, qtbot, mn
     old.close()
     win = make_window(start=False)
     seen = []
-    win.backend.jobProgress.connect(lambda what, done, total: seen.append((what, done, total, win.jobs_label.text())))
+    win.backend.jobProgress.connect(
+        lambda what, done, total: seen.append((what, done, total, win.status.jobs_label.text()))
+    )
     win.start_background_loading()
     qtbot.waitUntil(lambda: bool(seen) and seen[-1][1] == seen[-1][2], timeout=120_000)
     # two jobs (256 pages, then 44): where each starts and ends, the second's start said once
@@ -732,7 +737,9 @@ def test_re_embedding_after_a_model_change_shows_progress(make_window, qtbot, mn
     ]
     assert seen[1][3] == "Re-embedding memory: 256/300 pages (85%)"
     qtbot.waitUntil(
-        lambda: win.jobs_label.text() in ("Memory: up to date",) or win.jobs_label.text().endswith("waiting"),
+        lambda: (
+            win.status.jobs_label.text() in ("Memory: up to date",) or win.status.jobs_label.text().endswith("waiting")
+        ),
         timeout=60_000,
     )
 
@@ -776,13 +783,13 @@ def test_the_window_makes_the_daily_backup_in_the_background(make_window, qtbot,
 def test_back_up_memory_now_from_the_menu(make_window, chat, qtbot, mnemo_dirs):
     win = make_window(max_tokens=4)
     assert chat.send(win, "Remember that my bike is red.").result.status == "complete"
-    win.backup_action.trigger()
+    win.menus.backup_action.trigger()
     qtbot.waitUntil(lambda: getattr(win.backups, "last_backup", None) is not None, timeout=30_000)
     assert (
         win.backups.last_backup.parent == mnemo_dirs["data"] / "backups" and win.backups.last_backup.stat().st_size > 0
     )
     assert "Memory backed up to" in win.statusBar().currentMessage()
-    assert win.backup_action.isEnabled()
+    assert win.menus.backup_action.isEnabled()
 
 
 def test_export_memory_from_the_memory_menu(make_window, chat, qtbot, tmp_path, monkeypatch):
@@ -796,7 +803,7 @@ def test_export_memory_from_the_memory_menu(make_window, chat, qtbot, tmp_path, 
     monkeypatch.setattr(
         QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "JSON, complete (*.json)"))
     )
-    win.export_action.trigger()
+    win.menus.export_action.trigger()
     panel = win.inspector
     qtbot.waitUntil(target.exists, timeout=30_000)
     qtbot.waitUntil(lambda: "Exported" in panel.status_label.text(), timeout=30_000)
@@ -842,7 +849,7 @@ def test_a_damaged_memory_is_restored_from_the_latest_backup_from_the_dialog(mak
 def test_restore_from_the_menu_refuses_a_file_that_is_not_a_mnemo_memory(make_window, qtbot, mnemo_dirs, tmp_path):
     win = make_window()
     before = win.ctx.paths.db_file.read_bytes()
-    win.restore_action.trigger()
+    win.menus.restore_action.trigger()
     dialog = win.backups.restore_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=5_000)
     assert dialog.list.count() == 0 and dialog.empty_label.isVisible() and not dialog.restore_button.isEnabled()
@@ -861,7 +868,7 @@ def test_restore_from_the_menu_refuses_a_file_that_is_not_a_mnemo_memory(make_wi
     assert "not a Mnemo memory" in win.backups.restore_refused_box.informativeText()
     assert "left as it was" in win.backups.restore_refused_box.informativeText()
     win.backups.restore_refused_box.close()
-    assert win.backend.started and win.restore_action.isEnabled() and win.backups.reopen_notice is None
+    assert win.backend.started and win.menus.restore_action.isEnabled() and win.backups.reopen_notice is None
     assert win.ctx.paths.db_file.read_bytes() == before
     assert not [p for p in win.ctx.paths.data_dir.iterdir() if "before-restore" in p.name]
 
@@ -943,7 +950,7 @@ def test_restore_from_the_menu_reopens_the_window_on_the_restored_memory(qtbot, 
             if len(seen["windows"]) == 1 and win.current_id is None:
                 win.open_conversation(bees)  # the chat on screen
             elif len(seen["windows"]) == 1 and getattr(win.backups, "restore_dialog", None) is None:
-                win.restore_action.trigger()
+                win.menus.restore_action.trigger()
                 assert win.backups.restore_dialog.selected() == saved  # the newest backup, preselected
                 win.backups.restore_dialog.restore_button.click()
             elif len(seen["windows"]) == 2 and titles(win) and getattr(win.backups, "notice_box", None):
@@ -1002,8 +1009,8 @@ def test_opening_a_chat_prepares_its_prompt_so_the_reply_starts_sooner(make_wind
     turn = chat.send(win, "What keeps the soil moist?")
     assert turn.result.status == "complete"
     assert turn.result.stats["cached_prompt_tokens"] >= warmed - 2
-    assert "already processed" in win.speed_label.toolTip()
-    win.show_trace(turn.result.assistant_message_id)  # the inspector's trace says it too
+    assert "already processed" in win.status.speed_label.toolTip()
+    win.dock.show_trace(turn.result.assistant_message_id)  # the inspector's trace says it too
     header = win.inspector.trace.header
     qtbot.waitUntil(lambda: "already processed" in header.text(), timeout=30_000)
     assert f"({turn.result.stats['cached_prompt_tokens']:,} already processed)" in header.text()
@@ -1021,8 +1028,8 @@ def test_preparing_replies_can_be_switched_off_in_settings(make_window, qtbot, m
     win.open_conversation(None)
     qtbot.wait(300)
     assert win.backend.last_warm is None  # nothing was sent to the model
-    win.open_settings()
-    dlg = win.settings_dialog
+    win.dialogs.open_settings()
+    dlg = win.dialogs.settings_dialog
     assert not dlg.prepare_check.isChecked()
     dlg.prepare_check.setChecked(True)
     assert "ui" in dlg.apply() and ctx.settings.ui.prepare_replies
@@ -1081,7 +1088,7 @@ def test_settings_offer_the_models_other_apps_keep_and_the_window_switches_to_on
     combo.setCurrentIndex(1)
     combo.activated.emit(1)  # what a click on the item sends
     assert dlg.gguf_edit.text() == str(found) and dlg.local_radio.isChecked()
-    assert "chat" in win.apply_settings(dlg)
+    assert "chat" in win.dialogs.apply_settings(dlg)
     assert win.ctx.settings.chat.gguf_path == str(found)
     qtbot.waitUntil(lambda: win.backend.model_id == "Tiny-Chat-Q4_1.gguf", timeout=60_000)  # reloaded
 
@@ -1118,12 +1125,12 @@ def test_the_empty_chat_says_when_better_models_are_on_this_computer(make_window
     assert "SmolLM2" not in hint.text()
     win.chat_view.empty.grab().save(str(tmp_path / "empty-hint.png"))
     hint.linkActivated.emit("settings")  # a click on the link
-    dlg = win.settings_dialog
+    dlg = win.dialogs.settings_dialog
     assert dlg.isVisible() and dlg.tabs.currentIndex() == 0
     combo = dlg.found_combo
     qtbot.waitUntil(lambda: combo.count() == 3, timeout=10_000)  # heading + the two files
     combo.activated.emit(combo.findText("SmolLM2-135M-Instruct-Q4_1 (LM Studio", Qt.MatchFlag.MatchStartsWith))
-    assert "chat" in win.apply_settings(dlg)
+    assert "chat" in win.dialogs.apply_settings(dlg)
     assert not hint.isVisible()  # a model of the user's choice: nothing to suggest
     qtbot.waitUntil(lambda: win.backend.model_id == "SmolLM2-135M-Instruct-Q4_1.gguf", timeout=60_000)
     dlg.reject()
@@ -1172,7 +1179,7 @@ def test_settings_offer_the_servers_running_here_and_the_window_chats_through_on
     combo.activated.emit(items.index(f"smollm2 ({server_url})"))
     assert dlg.server_radio.isChecked() and dlg.url_edit.text() == server_url
     assert dlg.server_model_edit.text() == "smollm2"
-    assert "chat" in win.apply_settings(dlg)
+    assert "chat" in win.dialogs.apply_settings(dlg)
     qtbot.waitUntil(lambda: win.backend.model_id == "smollm2", timeout=30_000)  # now answered by the server
 
 
@@ -1184,8 +1191,8 @@ def test_forgetting_a_chat_while_its_reply_streams_stops_it_first(make_window, c
     turn = win.backend.turn
     qtbot.waitUntil(lambda: turn.first_token_at is not None, timeout=120_000)
     assert not turn.done
-    monkeypatch.setattr(win, "ask_forget", lambda name, held: True)
-    win.forget_conversation_memory(first.conversation_id)
+    monkeypatch.setattr(win.chats, "ask_forget", lambda name, held: True)
+    win.chats.forget_conversation_memory(first.conversation_id)
     qtbot.waitUntil(lambda: "Forgot what Mnemo learned" in win.statusBar().currentMessage(), timeout=120_000)
     assert turn.done and turn.result.status == "stopped"  # stopped, then saved, then forgotten
     assert win.backend.scheduler.wait_idle(timeout=60)
@@ -1215,7 +1222,7 @@ def test_the_trace_tab_opens_on_the_newest_reply(make_window, chat, qtbot):
     first = chat.send(win, "My cat is called Miso.").result
     second = chat.send(win, "What is my cat called?").result
     assert win.latest_reply_id() == second.assistant_message_id
-    panel = win.show_inspector()
+    panel = win.dock.show_inspector()
     assert panel.wait_idle()
     panel.show_tab("trace")
     qtbot.waitUntil(

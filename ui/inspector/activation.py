@@ -67,7 +67,7 @@ class ActivationView(QWidget):
 
     def refresh(self) -> None:
         data_dir = self.data_dir
-        self.panel.run(
+        self.panel.worker.submit(
             lambda store: activation_cache.summary(activation_cache.open_cache(data_dir), store),
             self.set_summary,
             label="activation memory",
@@ -110,7 +110,7 @@ class ActivationView(QWidget):
             )
             self.refresh()
 
-        self.panel.run(
+        self.panel.worker.submit(
             lambda store: activation_cache.clear(activation_cache.open_cache(data_dir)),
             done,
             label="clearing activation memory",

@@ -123,7 +123,7 @@ class AdaptersView(QWidget):
     def refresh(self) -> None:
         registry, chat = self.registry, self.current_chat()
         model_path = ad.current_model_path(self.ctx.settings)
-        self.panel.run(
+        self.panel.worker.submit(
             lambda store: (chat, ad.rows(registry, model_path, chat, store)),
             lambda got: self.set_rows(*got),
             label="adapters",
@@ -177,7 +177,7 @@ class AdaptersView(QWidget):
         else:
             fn = lambda store: registry.set_new_chats(name, on)  # noqa: E731
             message = f"{name} {'on' if on else 'off'} in new chats"
-        self.panel.run(
+        self.panel.worker.submit(
             fn,
             lambda _: self._changed(message),
             label="adapter choice",
@@ -198,7 +198,7 @@ class AdaptersView(QWidget):
             if not path:
                 return
         registry = self.registry
-        self.panel.run(
+        self.panel.worker.submit(
             lambda store: registry.add(path),
             lambda rec: self._changed(f"Added adapter {rec.name}"),
             label="adding an adapter",
@@ -212,7 +212,9 @@ class AdaptersView(QWidget):
         ):
             return
         registry = self.registry
-        self.panel.run(lambda store: registry.remove(row.name), lambda _: self.refresh(), label="removing an adapter")
+        self.panel.worker.submit(
+            lambda store: registry.remove(row.name), lambda _: self.refresh(), label="removing an adapter"
+        )
 
     def ask_scale(self) -> None:
         row = self.selected()
@@ -223,7 +225,7 @@ class AdaptersView(QWidget):
         )
         if ok:
             registry = self.registry
-            self.panel.run(
+            self.panel.worker.submit(
                 lambda store: registry.set_scale(row.name, scale), lambda _: self.refresh(), label="adapter scale"
             )
 

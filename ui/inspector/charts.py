@@ -5,7 +5,7 @@ event log. The charts draw in the theme's colours (`apply_theme`), dark mode inc
 What the event log lets us recover: pages joining a segment (`page_moved` with
 `detail.segment_id`; +1 L_interaction, resets last access), its creation, visits of replies that quoted
 its pages (`segment_visited`: +1 N_visit, resets last access), promotions (L_interaction and N_visit → 0), archiving
-(the event records the exact heat), restoring. `store.event_log.segment_events(sid)` reads them in
+(the event records the exact heat), restoring. `MemoryStore.segment_events(sid)` reads them in
 SQL. Events older than the log's retention (`MemoryParams.jobs.events_keep`), and visits made by a
 database older than the `segment_visited` event, are not there: the view then says so (the
 replayed L_interaction or N_visit does not match the segment's) and draws the current heat at
@@ -66,88 +66,112 @@ def segment_events(events: Sequence, sid: int) -> list:
     return out
 
 
-def heat_history(events: Sequence, segment, params, now: float | None = None, samples: int = 16) -> HeatHistory:
-    """Replay a segment's events into heat(t) = α·N_visit + β·L_interaction + γ·exp(−Δt/μ)."""
-    now = time.time() if now is None else now
-    a, b, g, mu = params.heat.alpha, params.heat.beta, params.heat.gamma, max(params.heat.mu, 1e-9)
-    h = HeatHistory()
-    n = 0
-    l_int = 0
-    last = None
-    t_prev = None
+@dataclass
+class _HeatReplay:
+    """A topic's heat counters as its logged events are replayed, and the history drawn from them."""
 
-    def heat_at(t: float) -> float:
-        rec = math.exp(-max(t - last, 0.0) / mu) if last is not None else 0.0
-        return a * n + b * l_int + g * rec
+    alpha: float
+    beta: float
+    gamma: float
+    mu: float
+    samples: int
+    h: HeatHistory = field(default_factory=HeatHistory)
+    n: int = 0  # visits (uses in a reply) since the topic was last read
+    l_int: int = 0  # new messages since the topic was last read
+    last: float | None = None  # the last time it was touched
+    t_prev: float | None = None  # the time of the previous point
 
-    def decay_to(t: float) -> None:
+    def heat_at(self, t: float) -> float:
+        rec = math.exp(-max(t - self.last, 0.0) / self.mu) if self.last is not None else 0.0
+        return self.alpha * self.n + self.beta * self.l_int + self.gamma * rec
+
+    def decay_to(self, t: float) -> None:
         # sample the recency decay between the previous point and t (visible only over long gaps)
-        if t_prev is None or last is None or t <= t_prev:
+        if self.t_prev is None or self.last is None or t <= self.t_prev:
             return
-        span = t - t_prev
-        if span > mu / 500:
-            for i in range(1, samples):
-                ti = t_prev + span * i / samples
-                h.points.append((ti, heat_at(ti)))
-        h.points.append((t, heat_at(t)))
+        span = t - self.t_prev
+        if span > self.mu / 500:
+            for i in range(1, self.samples):
+                ti = self.t_prev + span * i / self.samples
+                self.h.points.append((ti, self.heat_at(ti)))
+        self.h.points.append((t, self.heat_at(t)))
 
-    for e in segment_events(events, segment.id if hasattr(segment, "id") else int(segment)):
+    def apply(self, e, t: float) -> bool:
+        """Count one event at time t; False for an event that does not change the heat."""
         d = e.detail or {}
-        t = float(e.at)
-        decay_to(t)
+        h = self.h
         if e.kind == "page_moved":
             if d.get("how") == "created":
-                l_int = max(l_int, 1) if last is None else l_int + 1
+                self.l_int = max(self.l_int, 1) if self.last is None else self.l_int + 1
             else:
-                l_int += 1
-            last = t
+                self.l_int += 1
+            self.last = t
         elif e.kind == "segment_created":
-            last = t
-            l_int = max(l_int, 0)
+            self.last = t
+            self.l_int = max(self.l_int, 0)
         elif e.kind == "promoted":
-            before = heat_at(t)
+            before = self.heat_at(t)
             h.marks.append((t, before, "promoted"))
-            l_int = 0
-            n = 0  # both counts start again once the topic is read (memory_core.persona.promotion)
+            self.l_int = 0
+            self.n = 0  # both counts start again once the topic is read (memory_core.persona.promotion)
         elif e.kind in VISIT_EVENTS:
-            n += int(d.get("count", 1))
-            last = t
+            self.n += int(d.get("count", 1))
+            self.last = t
         elif e.kind == "segment_archived":
             if d.get("heat") is not None:
                 h.marks.append((t, float(d["heat"]), "archived"))
             else:
-                h.marks.append((t, heat_at(t), "archived"))
+                h.marks.append((t, self.heat_at(t), "archived"))
         elif e.kind == "segment_restored":
-            last = t
-            h.marks.append((t, heat_at(t), "restored"))
+            self.last = t
+            h.marks.append((t, self.heat_at(t), "restored"))
         elif e.kind in ("pinned", "unpinned"):
-            h.marks.append((t, heat_at(t), e.kind))
+            h.marks.append((t, self.heat_at(t), e.kind))
         else:
-            continue
-        h.points.append((t, heat_at(t)))
-        t_prev = t
-    if segment is not None and hasattr(segment, "heat"):
-        if last is not None:
-            decay_to(now)
+            return False
+        return True
+
+    def finish(self, segment, now: float) -> None:
+        """Up to now, against what the topic itself counts (the log may not hold every visit)."""
+        h = self.h
+        if self.last is not None:
+            self.decay_to(now)
             if h.points and h.points[-1][0] == now:
                 h.points.pop()
         # the visits the log does not hold, and anything pruned from it
-        if l_int != segment.l_interaction:
+        if self.l_int != segment.l_interaction:
             h.complete = False
             h.notes.append(
-                f"the log holds {count(l_int, 'new message')} of this topic, the topic counts "
+                f"the log holds {count(self.l_int, 'new message')} of this topic, the topic counts "
                 f"{segment.l_interaction} (older entries of the log were cleared)"
             )
-        if segment.n_visit and n != segment.n_visit:
+        if segment.n_visit and self.n != segment.n_visit:
             h.notes.append(
                 f"used in {count(segment.n_visit, 'reply')}, which the log does not hold: the line shows new "
                 "messages and recent use; the purple square “now” is the whole heat, uses included"
             )
             if not h.points or h.points[-1][0] != now:
-                h.points.append((now, heat_at(now) if last is not None else 0.0))
+                h.points.append((now, self.heat_at(now) if self.last is not None else 0.0))
         else:
             h.points.append((now, float(segment.heat)))
         h.now = (now, float(segment.heat))
+
+
+def heat_history(events: Sequence, segment, params, now: float | None = None, samples: int = 16) -> HeatHistory:
+    """Replay a segment's events into heat(t) = α·N_visit + β·L_interaction + γ·exp(−Δt/μ)."""
+    now = time.time() if now is None else now
+    p = params.heat
+    replay = _HeatReplay(p.alpha, p.beta, p.gamma, max(p.mu, 1e-9), samples)
+    h = replay.h
+    for e in segment_events(events, segment.id if hasattr(segment, "id") else int(segment)):
+        t = float(e.at)
+        replay.decay_to(t)
+        if not replay.apply(e, t):
+            continue
+        h.points.append((t, replay.heat_at(t)))
+        replay.t_prev = t
+    if segment is not None and hasattr(segment, "heat"):
+        replay.finish(segment, now)
     if not h.points:
         h.complete = False
         h.notes.append("the log holds nothing of this topic any more")

@@ -8,7 +8,7 @@ from PySide6.QtCore import QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from ui.inspector.models import BarRole
+from ui.inspector.columns import BarRole
 
 _SELECTED = QStyle.StateFlag.State_Selected.value
 _ALTERNATE = QStyleOptionViewItem.ViewItemFeature.Alternate.value

@@ -1,7 +1,8 @@
 """`PanelHost`: what the inspector's views ask of the panel that holds them.
 
-The views (ui.inspector.views) are built by the panel (ui.inspector.panel) and call back into
-it to run work on its worker, ask the user, and move between tabs. They name the panel by this
+The views (ui.inspector.tabs and the tab modules beside it) are built by the panel (ui.inspector.panel) and call back into
+it to run work on its worker (`worker.submit`, ui.tasks.UiWorker), change memory and refresh every
+view (`act`), ask the user, and move between tabs. They name the panel by this
 protocol, not by its class, so the two modules do not import each other.
 """
 
@@ -17,15 +18,6 @@ from ui.tasks import UiWorker
 class PanelHost(Protocol):
     params: MemoryParams
     worker: UiWorker
-
-    def run(
-        self,
-        fn: Callable[[Any], Any],
-        done: Callable[[Any], None] | None = None,
-        *,
-        label: str = "",
-        on_error: Callable[[BaseException], None] | None = None,
-    ) -> None: ...
 
     def act(
         self, fn: Callable[[Any], Any], message: str | Callable[[Any], str], after: Callable[[], None] | None = None

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import wording
+from app.operations import memory as memory_verbs
 from ui import plain
 from ui.inspector import fmt
 from ui.inspector.host import PanelHost
@@ -199,7 +200,7 @@ class SavedMemoriesView(QWidget):
             self.refresh()
 
     def refresh(self) -> None:
-        self.panel.run(saved_memories, self._apply, label="saved memories")
+        self.panel.worker.submit(saved_memories, self._apply, label="saved memories")
 
     def _apply(self, memories: list[SavedMemory]) -> None:
         self.loaded = True
@@ -261,7 +262,7 @@ class SavedMemoriesView(QWidget):
 
     def pin(self, m: SavedMemory) -> None:
         new = not m.pinned
-        self.panel.act(lambda s: s.curation.pin(m.kind, m.id, new), "Memory pinned." if new else "Memory unpinned.")
+        self.panel.act(lambda s: memory_verbs.pin(s, m.kind, m.id, new), lambda done: done.describe())
 
     def forget(self, m: SavedMemory) -> None:
         if not self.panel.confirm(
@@ -271,7 +272,7 @@ class SavedMemoriesView(QWidget):
             "Forget",
         ):
             return
-        self.panel.act(lambda s: s.curation.forget(m.kind, [m.id]), "Memory forgotten.")
+        self.panel.act(lambda s: memory_verbs.forget(s, m.kind, m.id), lambda done: done.describe())
 
     def _add(self) -> None:
         add = getattr(self.panel, "add_memory", None)

@@ -35,7 +35,11 @@ from ui.inspector.adapters import TIP as ADAPTERS_TIP
 from ui.inspector.adapters import AdaptersView
 from ui.inspector.memories import SavedMemoriesView
 from ui.inspector.prompt_view import PromptView
-from ui.inspector.views import OverviewView, PagesView, PersonaView, SegmentsView, TraceView
+from ui.inspector.tabs.overview import OverviewView
+from ui.inspector.tabs.pages import PagesView
+from ui.inspector.tabs.persona import PersonaView
+from ui.inspector.tabs.segments import SegmentsView
+from ui.inspector.tabs.trace import TraceView
 from ui.tasks import UiWorker
 
 log = logging.getLogger(__name__)
@@ -99,6 +103,33 @@ class InspectorPanel(QWidget):
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
+        self._build_controls(lay)
+        self._build_tabs(ctx)
+        lay.addWidget(self.tabs, 1)
+
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(REFRESH_DEBOUNCE_MS)
+        self._refresh_timer.timeout.connect(self.refresh_all)
+        self._poll_timer = QTimer(self)
+        self._poll_timer.setInterval(poll_ms)
+        self._poll_timer.timeout.connect(self.poll_events)
+        self._poll_soon = QTimer(self)
+        self._poll_soon.setSingleShot(True)
+        self._poll_soon.setInterval(100)
+        self._poll_soon.timeout.connect(self.poll_events)
+
+        worker = self.worker
+        self.destroyed.connect(lambda *_: worker.stop(2.0))
+        app = QApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)
+        self.load_overview()
+        self.poll_events()
+        self._poll_timer.start()
+
+    def _build_controls(self, lay: QVBoxLayout) -> None:
+        """The two rows above the tabs: Pause and Details; the status line, Refresh, Export… and Wipe all…"""
         top = QHBoxLayout()  # no title of its own: the dock's title bar says "Memory"
         # the controls first, at fixed places: a status line beside them grew and shrank with its text and
         # moved "Pause memory" under the cursor; it has a line of its own below them
@@ -138,6 +169,8 @@ class InspectorPanel(QWidget):
         self._export_progress = _Progress()  # emitted from the worker thread, delivered in this one
         self._export_progress.changed.connect(self._on_export_progress)
 
+    def _build_tabs(self, ctx) -> None:
+        """One tab per view (TABS, in that order), then Activation memory and Adapters."""
         self.tabs = QTabWidget()
         self.tabs.setObjectName("inspectorTabs")
         self.tabs.setElideMode(Qt.TextElideMode.ElideNone)  # "Overview" read "w" in a docked panel
@@ -159,40 +192,8 @@ class InspectorPanel(QWidget):
         self.adapters = AdaptersView(self, ctx)  # parametric memory; refreshes itself when shown
         self.tabs.setTabToolTip(self.tabs.addTab(self.adapters, "Adapters"), ADAPTERS_TIP)
         self.tabs.currentChanged.connect(self._on_tab)
-        lay.addWidget(self.tabs, 1)
-
-        self._refresh_timer = QTimer(self)
-        self._refresh_timer.setSingleShot(True)
-        self._refresh_timer.setInterval(REFRESH_DEBOUNCE_MS)
-        self._refresh_timer.timeout.connect(self.refresh_all)
-        self._poll_timer = QTimer(self)
-        self._poll_timer.setInterval(poll_ms)
-        self._poll_timer.timeout.connect(self.poll_events)
-        self._poll_soon = QTimer(self)
-        self._poll_soon.setSingleShot(True)
-        self._poll_soon.setInterval(100)
-        self._poll_soon.timeout.connect(self.poll_events)
-
-        worker = self.worker
-        self.destroyed.connect(lambda *_: worker.stop(2.0))
-        app = QApplication.instance()
-        if app is not None:
-            app.aboutToQuit.connect(self.shutdown)
-        self.load_overview()
-        self.poll_events()
-        self._poll_timer.start()
 
     # ------------------------------------------------------------------ worker plumbing
-    def run(
-        self,
-        fn: Callable[[Any], Any],
-        done: Callable[[Any], None] | None = None,
-        *,
-        label: str = "",
-        on_error: Callable[[BaseException], None] | None = None,
-    ) -> None:
-        self.worker.submit(fn, done, on_error=on_error, label=label)
-
     def act(
         self, fn: Callable[[Any], Any], message: str | Callable[[Any], str], after: Callable[[], None] | None = None
     ) -> None:
@@ -207,7 +208,9 @@ class InspectorPanel(QWidget):
             self.memory_changed.emit()
             self.refresh_all(force=True)
 
-        self.run(fn, done, label=label, on_error=lambda exc: self.status_error(f"{label.rstrip('.')} failed: {exc}"))
+        self.worker.submit(
+            fn, done, label=label, on_error=lambda exc: self.status_error(f"{label.rstrip('.')} failed: {exc}")
+        )
 
     def resolve_keys(self, model, rows: list[int], callback: Callable[[list], None]) -> None:
         """Ids of the given rows of a lazy model (fetching those whose block is not loaded)."""
@@ -218,7 +221,7 @@ class InspectorPanel(QWidget):
             if rec is None:
                 missing.append(r)
             else:
-                keys.append(model._key(rec))
+                keys.append(model.key_of(rec))
         if not missing:
             callback(keys)
             return
@@ -233,10 +236,10 @@ class InspectorPanel(QWidget):
         def fetch(store):
             out = []
             for a, b in ranges:
-                out += [model._key(x) for x in model._fetch_fn(store, filters, order_by, desc, a, b - a + 1)]
+                out += [model.key_of(x) for x in model._fetch_fn(store, filters, order_by, desc, a, b - a + 1)]
             return out
 
-        self.run(fetch, lambda more: callback(keys + more), label="resolve selection")
+        self.worker.submit(fetch, lambda more: callback(keys + more), label="resolve selection")
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Process events until the worker has delivered everything (tests and benchmarks)."""
@@ -346,7 +349,7 @@ class InspectorPanel(QWidget):
             self.pause_box.setChecked(self.paused)
             self.pause_box.blockSignals(False)
 
-        self.run(fetch, done, label="overview")
+        self.worker.submit(fetch, done, label="overview")
 
     def refresh_all(self, force: bool = False) -> None:
         """Re-read what is on screen now; other tabs refresh when they are next shown."""
@@ -405,7 +408,7 @@ class InspectorPanel(QWidget):
             self._polling = False
 
         self._polling = True
-        self.run(fetch, polled, label="poll events", on_error=poll_failed)
+        self.worker.submit(fetch, polled, label="poll events", on_error=poll_failed)
 
     def _poll_busy(self) -> bool:
         return getattr(self, "_polling", False)
@@ -458,7 +461,7 @@ class InspectorPanel(QWidget):
         if self.memories.loaded:
             reveal()
         else:
-            self.run(lambda s: None, reveal, label="saved memories")
+            self.worker.submit(lambda s: None, reveal, label="saved memories")
 
     def show_event(self, event) -> None:
         """Open the inspector where a memory event happened ("Memory updated" in the status bar): a fact or
@@ -483,7 +486,7 @@ class InspectorPanel(QWidget):
                     self.overview.select_event(int(eid))
 
             if eid is not None:
-                self.run(lambda s: None, select, label="overview")
+                self.worker.submit(lambda s: None, select, label="overview")
 
     def set_details(self, on: bool) -> None:
         """The Details switch: the memory core's own terms and figures, shown beside the plain words."""
@@ -577,7 +580,7 @@ class InspectorPanel(QWidget):
             self.status_error(f"Export failed, nothing was written: {exc}")
 
         self.status("Exporting…")
-        self.run(work, done, label="export", on_error=failed)
+        self.worker.submit(work, done, label="export", on_error=failed)
 
     def _on_export_progress(self, done: int, total: int) -> None:
         if not self.export_btn.isEnabled():
@@ -609,7 +612,7 @@ class InspectorPanel(QWidget):
             self.segments._show_segment(None)
             self.load_overview()
 
-        self.run(wipe, done, label="wipe", on_error=lambda exc: self.status_error(f"wipe failed: {exc}"))
+        self.worker.submit(wipe, done, label="wipe", on_error=lambda exc: self.status_error(f"wipe failed: {exc}"))
 
 
 class InspectorWindow(QMainWindow):

@@ -100,7 +100,7 @@ class PromptView(QWidget):
     def show_message(self, message_id: int) -> None:
         self.loading = int(message_id)
         self.header.setText(f"Reading the prompt of reply {message_id}…")
-        self.panel.run(lambda s: prompt_for_message(s, message_id), self.set_data, label="prompt")
+        self.panel.worker.submit(lambda s: prompt_for_message(s, message_id), self.set_data, label="prompt")
 
     def set_data(self, data: PromptData | None) -> None:
         self.data, self.loading = data, None

@@ -8,7 +8,8 @@ from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
-from ui.inspector.models import KeyRole, LazyTableModel, ListModel
+from ui.inspector.columns import KeyRole
+from ui.inspector.models import LazyTableModel, ListModel
 
 
 class InspectorTable(QTableView):

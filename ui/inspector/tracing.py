@@ -1,4 +1,5 @@
-"""Turn a reply's stored retrieval trace (message.meta["trace"]) or a test query into `TraceData`.
+"""Turn a reply's stored retrieval trace (message.meta["trace"]) or a test query into `TraceData`,
+what the Recall tab (ui.inspector.tabs.trace) shows.
 
 These functions run on the inspector's worker thread: they read a handful of rows through the
 memory core's API (get_message, get_page, get_segment, retrieve) and never touch the UI.
@@ -6,12 +7,45 @@ memory core's API (get_message, get_page, get_segment, retrieve) and never touch
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 from app.chat.prompting import QuoteFloor
 from memory_core import RetrievalBudget
-from ui.inspector.models import TraceData, finite
+
+
+def finite(x, default: float = 0.0) -> float:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return default
+    return x if math.isfinite(x) else default
+
+
+@dataclass
+class TraceData:
+    """What the trace view shows, prepared on the worker thread."""
+
+    source: str  # "reply" | "query"
+    query: str
+    message_id: int | None = None
+    conversation_id: int | None = None
+    in_prompt: list[dict] = field(default_factory=list)
+    not_in_prompt: list[dict] = field(default_factory=list)
+    stm: list[dict] = field(default_factory=list)
+    items: list[dict] = field(default_factory=list)
+    segments: list[dict] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    cached_prompt_tokens: int | None = None  # of those, already in the model's KV cache (warmed, reused)
+    restored_prompt_tokens: int = 0  # of those, loaded from a state saved before (activation memory)
+    timings_ms: dict = field(default_factory=dict)
+    common_words: list = field(default_factory=list)  # query words on most pages (MemoryParams.ranking.common_word_df)
+    included: dict = field(default_factory=dict)
+    dropped: dict = field(default_factory=dict)
+    note: str = ""
+
 
 # a stored trace's page hit as QuoteFloor reads it (traces written before similarities were kept lack them)
 _HIT_DEFAULTS = {"score": 0.0, "similarity": None, "standout": None, "inherited_from": None, "match_score": None}
@@ -159,6 +193,37 @@ def _segments(store, trace: dict, hits: list[dict]) -> list[dict]:
     return rows
 
 
+def _why_left_out(h: dict, page, floor: QuoteFloor, msg, dropped: dict | None) -> str:
+    """Why a ranked page did not reach the reply's prompt."""
+    # the floor first: an older page of this chat may be quoted again (MemoryParams.quoting.recall_own_after)
+    if (refused := floor.refusal(SimpleNamespace(**{**_HIT_DEFAULTS, **h}))) is not None:
+        return refused
+    if (
+        page is not None
+        and page.conversation_id == msg.conversation_id
+        and page.assistant_message_id
+        and page.assistant_message_id < msg.id
+    ):
+        return "already in the dialogue shown to the model"
+    if h.get("inherited_from") is not None:
+        return "ranked for the page next to it in its conversation; quoted with it only as a question and its answer"
+    if (dropped or {}).get("pages"):
+        return "did not fit the prompt's budget (its tokens, or the turns it quotes of recalled pages)"
+    return "not used"
+
+
+def _stm_rows(stm: list, pages: dict, inc_msgs: set) -> list[dict]:
+    """The chat's recent pages, each said to be in the prompt as dialogue or cut for the budget."""
+    rows = []
+    for i, h in enumerate(stm):
+        row = _row(h, i + 1, pages)
+        page = pages.get(row["page_id"])
+        in_dialogue = page is not None and (page.user_message_id in inc_msgs or page.assistant_message_id in inc_msgs)
+        row["left_out"] = "in the prompt as dialogue" if in_dialogue else "older dialogue, cut for the budget"
+        rows.append(row)
+    return rows
+
+
 def trace_for_message(store, message_id: int) -> TraceData:
     msg = store.conversations.get_message(int(message_id))
     if msg is None:
@@ -211,34 +276,10 @@ def trace_for_message(store, message_id: int) -> TraceData:
         if pid in inc_set:
             continue
         row = _row(h, rank_of[pid], pages)
-        page = pages.get(pid)
-        # the floor first: an older page of this chat may be quoted again (MemoryParams.quoting.recall_own_after)
-        if (refused := floor.refusal(SimpleNamespace(**{**_HIT_DEFAULTS, **h}))) is not None:
-            row["left_out"] = refused
-        elif (
-            page is not None
-            and page.conversation_id == msg.conversation_id
-            and page.assistant_message_id
-            and page.assistant_message_id < msg.id
-        ):
-            row["left_out"] = "already in the dialogue shown to the model"
-        elif h.get("inherited_from") is not None:
-            row["left_out"] = (
-                "ranked for the page next to it in its conversation; quoted with it only as a question and its answer"
-            )
-        elif (data.dropped or {}).get("pages"):
-            row["left_out"] = "did not fit the prompt's budget (its tokens, or the turns it quotes of recalled pages)"
-        else:
-            row["left_out"] = "not used"
+        row["left_out"] = _why_left_out(h, pages.get(pid), floor, msg, data.dropped)
         data.not_in_prompt.append(row)
     data.not_in_prompt.extend(_skipped_rows(skipped, pages))
-    inc_msgs = set(included.get("messages", []))
-    for i, h in enumerate(stm):
-        row = _row(h, i + 1, pages)
-        page = pages.get(row["page_id"])
-        in_dialogue = page is not None and (page.user_message_id in inc_msgs or page.assistant_message_id in inc_msgs)
-        row["left_out"] = "in the prompt as dialogue" if in_dialogue else "older dialogue, cut for the budget"
-        data.stm.append(row)
+    data.stm = _stm_rows(stm, pages, set(included.get("messages", [])))
     data.items = _items(trace, included)
     data.segments = _segments(store, trace, hits)
     _topics(store, data.in_prompt + data.not_in_prompt)
