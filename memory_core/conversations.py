@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from . import text as T
@@ -45,6 +46,34 @@ class Conversations:
                 (title, now, now, source, external_id, int(incognito), int(space_id)),
             )
             return self.db.last_insert_rowid()
+
+    def insert_imported(self, title: str, created_at: float, updated_at: float, source: str | None) -> int:
+        """A chat read from a memory cube (memory_core.cubes): its title, times and source, no messages."""
+        self.db.execute(
+            "INSERT INTO conversation(title, created_at, updated_at, source) VALUES (?,?,?,?)",
+            (title, created_at, updated_at, source),
+        )
+        return self.db.last_insert_rowid()
+
+    def drop_unused(self, cid: int) -> None:
+        """Delete chat `cid`, which holds no message and no page (an undone import's): nothing of it to purge."""
+        self.db.execute("DELETE FROM conversation WHERE id = ?", (cid,))
+
+    def set_space(self, cid: int, space_id: int) -> None:
+        """Chat `cid` writes to space `space_id` from now (memory_core.spaces checks the space)."""
+        self.db.execute("UPDATE conversation SET space_id = ? WHERE id = ?", (space_id, cid))
+
+    def set_read_spaces(self, cid: int, value: str | None) -> None:
+        """What chat `cid` recalls from: None its own space, 'all', or a JSON list of space ids."""
+        self.db.execute("UPDATE conversation SET read_spaces = ? WHERE id = ?", (value, cid))
+
+    def move_space(self, ids: Sequence[int], space_id: int) -> None:
+        for cid in ids:
+            self.set_space(cid, space_id)
+
+    def leave_space(self, space_id: int, to: int) -> None:
+        """Every chat of space `space_id` writes to space `to` (the space goes)."""
+        self.db.execute("UPDATE conversation SET space_id = ? WHERE space_id = ?", (to, space_id))
 
     def rename_conversation(self, cid: int, title: str) -> None:
         with self.db.transaction():
