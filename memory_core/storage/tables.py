@@ -106,14 +106,6 @@ TABLES: tuple[Table, ...] = (
 BY_NAME: dict[str, Table] = {t.name: t for t in TABLES}
 
 
-def table(name: str) -> Table:
-    return BY_NAME[name]
-
-
-def of_class(cls: TableClass) -> Iterator[Table]:
-    return (t for t in TABLES if t.cls == cls)
-
-
 def fts_tables(cls: TableClass | None = None) -> tuple[str, ...]:
     """The FTS5 tables (of one class), in registry order."""
     return tuple(t.name for t in TABLES if t.fts and (cls is None or t.cls == cls))
