@@ -45,7 +45,9 @@ class Table:
 
     `owner` is the module (under memory_core) whose SQL writes it. `mirrors` names the base table and
     the column holding its id when every row of this one stands for a row of it (a vector, a
-    full-text row): the integrity check compares the two. `wiped`: a wipe clears it."""
+    full-text row): the integrity check compares the two. `wiped`: a wipe clears it. `cube`: the members of
+    a memory cube (memory_core.cubes.format) its rows travel in; none for an index rebuilt from the text
+    on import (full-text rows) and for what a cube does not carry."""
 
     name: str
     cls: TableClass
@@ -53,14 +55,20 @@ class Table:
     kind: TableKind = "table"
     wiped: bool = False
     mirrors: tuple[str, str] | None = None
+    cube: tuple[str, ...] = ()
 
     @property
     def fts(self) -> bool:
         return self.kind == "fts5"
 
 
-def _memory(name: str, owner: str, kind: TableKind = "table", mirrors: tuple[str, str] | None = None) -> Table:
-    return Table(name, "memory", owner, kind, wiped=True, mirrors=mirrors)
+def _memory(
+    name: str, owner: str, cube: tuple[str, ...], kind: TableKind = "table", mirrors: tuple[str, str] | None = None
+) -> Table:
+    return Table(name, "memory", owner, kind, wiped=True, mirrors=mirrors, cube=cube)
+
+
+PERSONA_RECORDS = ("traits.jsonl", "facts.jsonl")  # an item's history and sources travel in its record
 
 
 PAGES = "pages.component"
@@ -71,30 +79,30 @@ CUBES = "cubes.staging"
 
 TABLES: tuple[Table, ...] = (
     # the persona: traits, facts, their old versions and the pages each version came from
-    _memory("derivation", PERSONA),
-    _memory("item_version", PERSONA),
-    _memory("trait", PERSONA),
-    _memory("knowledge", PERSONA),
-    _memory("knowledge_vec", PERSONA, "vec0", mirrors=("knowledge", "knowledge_id")),
-    _memory("knowledge_fts", PERSONA, "fts5", mirrors=("knowledge", "rowid")),
-    _memory("knowledge_tri", PERSONA, "fts5"),  # CJK facts only
+    _memory("derivation", PERSONA, PERSONA_RECORDS),
+    _memory("item_version", PERSONA, PERSONA_RECORDS),
+    _memory("trait", PERSONA, ("traits.jsonl", "vectors/persona.jsonl")),
+    _memory("knowledge", PERSONA, ("facts.jsonl",)),
+    _memory("knowledge_vec", PERSONA, ("vectors/persona.jsonl",), "vec0", mirrors=("knowledge", "knowledge_id")),
+    _memory("knowledge_fts", PERSONA, (), "fts5", mirrors=("knowledge", "rowid")),
+    _memory("knowledge_tri", PERSONA, (), "fts5"),  # CJK facts only
     # pages, then the segments and chains they point at
-    _memory("page", PAGES),
-    _memory("page_vec", PAGES, "vec0", mirrors=("page", "page_id")),
-    _memory("page_tok", PAGES),
-    _memory("page_fts", PAGES, "fts5", mirrors=("page", "rowid")),
-    _memory("page_tri", PAGES, "fts5"),  # CJK pages only
+    _memory("page", PAGES, ("pages.jsonl",)),
+    _memory("page_vec", PAGES, ("vectors/pages.jsonl",), "vec0", mirrors=("page", "page_id")),
+    _memory("page_tok", PAGES, ("vectors/pages.jsonl",)),
+    _memory("page_fts", PAGES, (), "fts5", mirrors=("page", "rowid")),
+    _memory("page_tri", PAGES, (), "fts5"),  # CJK pages only
     Table("page_fts_vocab", "memory", PAGES, "fts5vocab"),  # a read-only view of page_fts
-    _memory("chain", SEGMENTS),
-    _memory("segment", SEGMENTS),
-    _memory("segment_vec", SEGMENTS, "vec0", mirrors=("segment", "segment_id")),
-    # chats: the user's record, never wiped
-    Table("conversation", "chats", "conversations"),
+    _memory("chain", SEGMENTS, ("chains.jsonl",)),
+    _memory("segment", SEGMENTS, ("segments.jsonl", "vectors/segments.jsonl")),
+    _memory("segment_vec", SEGMENTS, ("vectors/segments.jsonl",), "vec0", mirrors=("segment", "segment_id")),
+    # chats: the user's record, never wiped (a cube carries a page's chat, not its messages)
+    Table("conversation", "chats", "conversations", cube=("chats.jsonl",)),
     Table("message", "chats", "conversations"),
     Table("message_fts", "chats", "conversations", "fts5"),  # kept by the message table's triggers
     # bookkeeping
     Table("job", "bookkeeping", "storage.jobs", wiped=True),
-    Table("event", "bookkeeping", DATABASE, wiped=True),
+    Table("event", "bookkeeping", DATABASE, wiped=True, cube=("events.jsonl",)),
     Table("cube_stage", "bookkeeping", CUBES, wiped=True),
     Table("cube_import_item", "bookkeeping", CUBES, wiped=True),
     Table("cube_import", "bookkeeping", CUBES, wiped=True),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_core.cubes.format import RECORD_MEMBERS, VECTOR_MEMBERS
 from memory_core.storage import tables
 
 ROOT = Path(__file__).resolve().parents[2] / "memory_core"
@@ -103,6 +104,16 @@ def test_the_registry_is_consistent():
             assert not t.wiped, f"a wipe keeps {t.name}"
         if t.mirrors is not None:
             assert t.mirrors[0] in tables.BY_NAME and tables.BY_NAME[t.mirrors[0]].owner == t.owner, t.name
+
+
+def test_every_memory_table_travels_in_a_cube():
+    """A memory cube (memory_core.cubes) carries every table of memory but the full-text indexes, which an
+    import rebuilds from the text: a new table of memory must say which member holds its rows."""
+    members = {name for name, _ in (*RECORD_MEMBERS, *VECTOR_MEMBERS)}
+    for t in tables.TABLES:
+        assert set(t.cube) <= members, t.name
+        if t.cls == "memory" and t.kind not in ("fts5", "fts5vocab"):
+            assert t.cube, f"{t.name} travels in no member of a memory cube"
 
 
 def test_each_table_is_written_by_its_owner_alone():
