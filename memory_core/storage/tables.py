@@ -20,7 +20,8 @@ component holds (a vector owner logs its puts and deletes through `Database.log_
 caches of storage/vecindex.py only read the log); `job` belongs to storage/jobs.py; the persona's
 tables to persona/versions.py, the lowest of the persona modules (merge and the persona component
 take it in their constructors). Whole-table commands (`clear`, `optimize`), which wipe and purge run
-over the registry, are the one write outside the owners: they touch no row by its content.
+over the registry, are the one write outside the owners: they touch no row by its content. One writer
+is left to move: recall/traces.py rewrites a reply's message meta (its trace, without forgotten text).
 
 The order of TABLES is the order a wipe clears them in: a table before the tables its rows point at.
 """
@@ -69,8 +70,6 @@ def _memory(
 
 
 PERSONA_RECORDS = ("traits.jsonl", "facts.jsonl")  # an item's history and sources travel in its record
-
-
 PAGES = "pages.component"
 SEGMENTS = "segments.component"
 PERSONA = "persona.versions"
