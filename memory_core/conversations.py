@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from . import text as T
+from . import traces
 from .segments.component import Segments
 from .storage.codec import from_json, to_json
 from .storage.database import Database, like_pattern
+from .storage.purge import Forgetting
 from .types import Conversation, Message
 
 CONV_COLS = "id, title, created_at, updated_at, source, external_id, memory_paused, incognito, space_id, read_spaces"
@@ -19,6 +22,27 @@ class Conversations:
     def __init__(self, db: Database, segments: Segments):
         self.db = db
         self.segments = segments
+        db.purge.at_seal(self._scrub_traces)
+
+    def _scrub_traces(self, forgetting: Forgetting) -> None:
+        """Before a forgetting transaction commits, replies' traces lose the text of what it forgot
+        (memory_core.traces): every recalled item's after a wipe, else only a reply written since the
+        oldest forgotten item was made can name one."""
+        if forgetting.wiped:
+            rows = self.db.execute("SELECT id, meta FROM message WHERE role = 'assistant' AND meta != '{}'").fetchall()
+            rewritten = [(mid, traces.scrubbed_all(meta)) for mid, meta in rows]
+        elif forgetting.items:
+            gone = {(kind, int(iid)) for kind, iid in forgetting.items}
+            since = float("-inf") if forgetting.since is None else forgetting.since
+            rows = self.db.execute(
+                "SELECT id, meta FROM message WHERE role = 'assistant' AND created_at >= ? AND meta != '{}'", (since,)
+            ).fetchall()
+            rewritten = [(mid, traces.scrubbed(meta, gone)) for mid, meta in rows]
+        else:
+            return
+        for mid, meta in rewritten:
+            if meta is not None:
+                self.db.execute("UPDATE message SET meta = ? WHERE id = ?", (meta, mid))
 
     def _conv(self, r: tuple) -> Conversation:
         reads = r[9]
@@ -45,6 +69,34 @@ class Conversations:
                 (title, now, now, source, external_id, int(incognito), int(space_id)),
             )
             return self.db.last_insert_rowid()
+
+    def insert_imported(self, title: str, created_at: float, updated_at: float, source: str | None) -> int:
+        """A chat read from a memory cube (memory_core.cubes): its title, times and source, no messages."""
+        self.db.execute(
+            "INSERT INTO conversation(title, created_at, updated_at, source) VALUES (?,?,?,?)",
+            (title, created_at, updated_at, source),
+        )
+        return self.db.last_insert_rowid()
+
+    def drop_unused(self, cid: int) -> None:
+        """Delete chat `cid`, which holds no message and no page (an undone import's): nothing of it to purge."""
+        self.db.execute("DELETE FROM conversation WHERE id = ?", (cid,))
+
+    def set_space(self, cid: int, space_id: int) -> None:
+        """Chat `cid` writes to space `space_id` from now (memory_core.spaces checks the space)."""
+        self.db.execute("UPDATE conversation SET space_id = ? WHERE id = ?", (space_id, cid))
+
+    def set_read_spaces(self, cid: int, value: str | None) -> None:
+        """What chat `cid` recalls from: None its own space, 'all', or a JSON list of space ids."""
+        self.db.execute("UPDATE conversation SET read_spaces = ? WHERE id = ?", (value, cid))
+
+    def move_space(self, ids: Sequence[int], space_id: int) -> None:
+        for cid in ids:
+            self.set_space(cid, space_id)
+
+    def leave_space(self, space_id: int, to: int) -> None:
+        """Every chat of space `space_id` writes to space `to` (the space goes)."""
+        self.db.execute("UPDATE conversation SET space_id = ? WHERE space_id = ?", (to, space_id))
 
     def rename_conversation(self, cid: int, title: str) -> None:
         with self.db.transaction():

@@ -10,9 +10,10 @@ from .pages.component import Pages
 from .pages.embedding import Embedding
 from .persona.versions import Versions
 from .segments.component import Segments
-from .storage.codec import from_json, to_json
+from .storage import tables
+from .storage.codec import from_json
 from .storage.database import Database
-from .storage.fts import fts_del, fts_put
+from .storage.jobs import Jobs
 from .types import ITEM_KINDS, ConversationMemory, page_text
 
 # a reply of conversation ? waiting to become a page (agents queue {"cid": …}; imports and older jobs
@@ -28,12 +29,15 @@ def _exchange_text(payload: dict) -> str:
 
 
 class Curation:
-    def __init__(self, db: Database, embedding: Embedding, pages: Pages, segments: Segments, versions: Versions):
+    def __init__(
+        self, db: Database, embedding: Embedding, pages: Pages, segments: Segments, versions: Versions, jobs: Jobs
+    ):
         self.db = db
         self.embedding = embedding
         self.pages = pages
         self.segments = segments
         self.versions = versions
+        self.jobs = jobs
 
     def edit_page(self, pid: int, user_text: str | None = None, assistant_text: str | None = None) -> None:
         """Correct a page's text: re-embeds, re-indexes, refreshes its segment and chain."""
@@ -49,14 +53,7 @@ class Curation:
             ctx = self.pages.context_before(page.conversation_id, pid, page.timestamp)
         vec = self.embedding.embed_pages([(u, a)], [ctx])[0]
         with self.db.transaction():
-            kws = T.keywords(body, self.db.params.segments.page_keywords)
-            self.db.execute(
-                "UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?",
-                (u, a, to_json(kws), pid),
-            )
-            self.pages.vec_put(pid, vec, body)
-            fts_put(self.db, "page_fts", "page_tri", pid, body)
-            self.db.purge.note_fts(("page_fts", "page_tri"))  # the old words leave the index too
+            self.pages.set_text(pid, u, a, T.keywords(body, self.db.params.segments.page_keywords), vec)
             if page.segment_id is not None:
                 self.segments.rebuild(page.segment_id)
             if page.chain_id is not None:
@@ -70,8 +67,12 @@ class Curation:
         if kind not in ITEM_KINDS:
             raise ValueError(f"kind must be one of {ITEM_KINDS}")
         with self.db.transaction():
-            self.db.execute(f"UPDATE {kind} SET pinned = ? WHERE id = ?", (int(pinned), item_id))
-            found = bool(self.db.changes())
+            if kind == "page":
+                found = self.pages.set_pinned(item_id, pinned)
+            elif kind == "segment":
+                found = self.segments.set_pinned(item_id, pinned)
+            else:
+                found = self.versions.set_pinned(kind, item_id, pinned)
             if found:
                 self.db.emit(
                     "pinned" if pinned else "unpinned",
@@ -113,8 +114,7 @@ class Curation:
                     ]
                     self._forget_pages(pids)
                     for sid in found:  # (already gone when it lost its last page)
-                        self.db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
-                        self.db.execute("DELETE FROM segment WHERE id = ?", (sid,))
+                        self.segments.delete(sid)
             else:
                 found = [
                     r[0] for r in self.db.execute(f"SELECT id FROM {kind} WHERE id IN ({marks})", id_list).fetchall()
@@ -150,18 +150,9 @@ class Curation:
         user-written facts have no source pages and stay. Returns what was removed."""
         with self.db.transaction():
             gone = self.conversation_memory(cid)
-            self.db.execute("DELETE FROM job WHERE " + _PAGE_JOB_OF, (cid,))
+            self.jobs.delete([r[0] for r in self.db.execute("SELECT id FROM job WHERE " + _PAGE_JOB_OF, (cid,))])
             self._forget_pages(gone.page_ids)
-            for kind in ("trait", "knowledge"):  # items that stay no longer name it as a source
-                for iid, cids in self.db.execute(
-                    f"SELECT id, conversation_ids FROM {kind} WHERE EXISTS "
-                    "(SELECT 1 FROM json_each(conversation_ids) WHERE value = ?)",
-                    (cid,),
-                ).fetchall():
-                    self.db.execute(
-                        f"UPDATE {kind} SET conversation_ids = ? WHERE id = ?",
-                        (to_json([c for c in from_json(cids, []) if c != cid]), iid),
-                    )
+            self.versions.drop_conversation(cid)  # items that stay no longer name it as a source
             if gone.page_ids or gone.pending_pages:
                 self.db.emit(
                     "forgotten",
@@ -191,8 +182,7 @@ class Curation:
                 ).fetchall()
                 if words <= set(T.content_words(_exchange_text(from_json(payload, {}))))
             ]
-            for jid in waiting:
-                self.db.execute("DELETE FROM job WHERE id = ?", (jid,))
+            self.jobs.delete(waiting)
             return len(waiting)
 
     def _pending_pages_of(self, cid: int) -> int:
@@ -202,32 +192,16 @@ class Curation:
         ids = sorted(set(ids))
         if not ids:
             return
-        gone = set(ids)
-        self.versions.forget_derived(gone)
+        self.versions.forget_derived(set(ids))
         marks = ",".join("?" * len(ids))
-        info = self.db.execute(
-            f"SELECT id, prev_page_id, segment_id, chain_id FROM page WHERE id IN ({marks})", ids
-        ).fetchall()
-        prev_of = {r[0]: r[1] for r in info}
+        info = self.db.named(f"SELECT segment_id, chain_id FROM page WHERE id IN ({marks})", ids)
         since = self.db.execute(f"SELECT min(created_at) FROM page WHERE id IN ({marks})", ids).fetchone()[0]
         self.db.purge.note("page", ids, since)  # replies' traces drop them; backups from since hold them
         after = self.pages.pages_after(ids)  # they were read after a forgotten page
-        # relink chains across the forgotten pages
-        for child, prev in self.db.execute(
-            f"SELECT id, prev_page_id FROM page WHERE prev_page_id IN ({marks})", ids
-        ).fetchall():
-            if child in gone:
-                continue
-            while prev in gone:
-                prev = prev_of.get(prev)
-            self.db.execute("UPDATE page SET prev_page_id = ? WHERE id = ?", (prev, child))
-        for pid in ids:
-            self.pages.vec_del(pid)
-            fts_del(self.db, "page_fts", "page_tri", pid)
-        self.db.execute(f"DELETE FROM page WHERE id IN ({marks})", ids)
-        for sid in sorted({r[2] for r in info if r[2] is not None}):
+        self.pages.delete(ids)  # (chains relinked across them)
+        for sid in sorted({r["segment_id"] for r in info if r["segment_id"] is not None}):
             self.segments.rebuild(sid)
-        for chain_id in sorted({r[3] for r in info if r[3] is not None}):
+        for chain_id in sorted({r["chain_id"] for r in info if r["chain_id"] is not None}):
             self.segments.refresh_chain(chain_id)
         self.segments.recontext(after)
 
@@ -264,31 +238,8 @@ class Curation:
                 "SELECT min(created_at) FROM knowledge UNION ALL SELECT min(created_at) FROM trait)"
             ).fetchone()[0]
             self.db.purge.note_wipe(since)
-            for sql in (
-                "DELETE FROM derivation",
-                "DELETE FROM item_version",
-                "DELETE FROM trait",
-                "DELETE FROM knowledge",
-                "DELETE FROM knowledge_vec",
-                "UPDATE page SET prev_page_id = NULL WHERE prev_page_id IS NOT NULL",
-                "DELETE FROM page",
-                "DELETE FROM chain",
-                "DELETE FROM segment",
-                "DELETE FROM page_vec",
-                "DELETE FROM segment_vec",
-                "DELETE FROM page_tok",
-                "INSERT INTO page_fts(page_fts) VALUES ('delete-all')",
-                "INSERT INTO page_tri(page_tri) VALUES ('delete-all')",
-                "INSERT INTO knowledge_fts(knowledge_fts) VALUES ('delete-all')",
-                "INSERT INTO knowledge_tri(knowledge_tri) VALUES ('delete-all')",
-                "DELETE FROM job",
-                "DELETE FROM event",
-                # memory cube imports: what they staged and recorded of memory goes with it
-                "DELETE FROM cube_stage",
-                "DELETE FROM cube_import_item",
-                "DELETE FROM cube_import",
-                "DELETE FROM vec_log",
-                "INSERT INTO vec_log(kind, item_id, op) VALUES ('*', 0, 'reset')",
-            ):
-                self.db.execute(sql)
+            self.pages.unlink_all()  # no page points at another: the pages go in one statement
+            for t in tables.wiped():  # every table of memory, and the bookkeeping that holds or points at it
+                tables.clear(self.db, t)
+            self.db.log_vec_reset()
             self.db.emit("wiped", None, None, "all memory wiped by the user")

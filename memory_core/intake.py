@@ -13,7 +13,6 @@ from .pages.embedding import Embedding
 from .segments.component import Segments
 from .storage.codec import to_json
 from .storage.database import Database, checkpoint
-from .storage.fts import fts_put
 from .storage.jobs import Jobs
 from .types import page_text
 
@@ -183,27 +182,19 @@ class Intake:
         ts = now if timestamp is None else float(timestamp)
         body = page_text(user_text, assistant_text)
         kws = T.keywords(body, self.db.params.segments.page_keywords)
-        self.db.execute(
-            "INSERT INTO page(conversation_id, user_text, assistant_text, timestamp, tier, keywords, "
-            "user_message_id, assistant_message_id, meta, created_at, dedupe_key, space_id) "
-            "VALUES (?,?,?,?, 'stm', ?,?,?,?,?,?, coalesce((SELECT space_id FROM conversation WHERE id = ?), 1))",
-            (
-                cid,
-                user_text or "",
-                assistant_text or "",
-                ts,
-                to_json(kws),
-                user_message_id,
-                assistant_message_id,
-                to_json(meta or {}),
-                now,
-                key,
-                cid,  # a page is written to its chat's space
-            ),
-        )
-        pid = self.db.last_insert_rowid()
-        self.pages.vec_put(pid, vec, body)
-        fts_put(self.db, "page_fts", "page_tri", pid, body)
+        row = {
+            "conversation_id": cid,
+            "user_text": user_text or "",
+            "assistant_text": assistant_text or "",
+            "timestamp": ts,
+            "keywords": to_json(kws),
+            "user_message_id": user_message_id,
+            "assistant_message_id": assistant_message_id,
+            "meta": to_json(meta or {}),
+            "created_at": now,
+            "dedupe_key": key,
+        }
+        pid = self.pages.add_stm(cid, row, vec, body)  # a page is written to its chat's space
         self.db.emit("page_added", "page", pid, f"page {pid} entered short-term memory", {"conversation_id": cid})
         self.segments.stm_overflow(cid)
         return pid

@@ -29,11 +29,11 @@ from .pages.component import Pages
 from .pages.embedding import Embedding
 from .persona.component import Persona
 from .persona.merge import PersonaMerge
-from .persona.promotion import Promotion
 from .persona.versions import Versions
 from .readable_export import export_memory
 from .recall.retriever import Retriever
 from .segments.component import Segments
+from .segments.promotion import Promotion
 from .segments.titles import SegmentTitles
 from .spaces.component import Spaces
 from .storage import integrity
@@ -105,12 +105,18 @@ class MemoryStore:
         self.versions = Versions(db, self.embedding)
         self.merge = PersonaMerge(db, self.versions)
         self.persona = Persona(db, self.embedding, self.versions, self.merge)
-        self.promotion = Promotion(db, self.embedding, self.merge, self.jobs, llm, llm_model_id)
+        self.promotion = Promotion(
+            db, self.embedding, self.pages, self.segments, self.merge, self.jobs, llm, llm_model_id
+        )
         # topic titles by the model of the LLM jobs, which promotion keeps (decision 0026)
-        self.titles = SegmentTitles(db, self.jobs, lambda: (self.promotion.llm, self.promotion.llm_model_id))
-        self.curation = Curation(db, self.embedding, self.pages, self.segments, self.versions)
-        self.upkeep = Upkeep(db, self.embedding, self.pages, self.segments, self.jobs)
-        self.spaces = Spaces(db, self.segments, self.curation.forget, self.merge)  # named parts of the memory
+        self.titles = SegmentTitles(
+            db, self.jobs, lambda: (self.promotion.llm, self.promotion.llm_model_id), self.segments.set_title
+        )
+        self.curation = Curation(db, self.embedding, self.pages, self.segments, self.versions, self.jobs)
+        self.upkeep = Upkeep(db, self.embedding, self.pages, self.segments, self.versions, self.jobs)
+        self.spaces = Spaces(
+            db, self.pages, self.segments, self.versions, self.conversations, self.curation.forget, self.merge
+        )  # named parts of the memory
         # memory cubes: an undone import's pages go the way forgotten pages do
         self.cubes = Cubes(
             db,
@@ -120,6 +126,7 @@ class MemoryStore:
             self.versions,
             self.merge,
             self.jobs,
+            self.conversations,
             self.curation._forget_pages,
         )
         key = path if path != ":memory:" else f":memory:{id(self)}"

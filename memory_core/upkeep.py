@@ -13,8 +13,8 @@ import numpy as np
 from .pages import token_match
 from .pages.component import UNINDEXED, Pages
 from .pages.embedding import Embedding
+from .persona.versions import Versions
 from .segments.component import Segments
-from .storage.codec import vec_blob
 from .storage.database import Database
 from .storage.jobs import Jobs
 from .types import PAGE_CONTEXT, page_text
@@ -28,11 +28,14 @@ class Upkeep:
     READ_IN_CONTEXT_BATCH = 256  # pages per "read_in_context" job; the next job takes the rest
     REEMBED_BATCH = 256  # pages per "reembed" job; the next job takes the rest
 
-    def __init__(self, db: Database, embedding: Embedding, pages: Pages, segments: Segments, jobs: Jobs):
+    def __init__(
+        self, db: Database, embedding: Embedding, pages: Pages, segments: Segments, versions: Versions, jobs: Jobs
+    ):
         self.db = db
         self.embedding = embedding
         self.pages = pages
         self.segments = segments
+        self.versions = versions
         self.jobs = jobs
         jobs.register("index_tokens", self._job_index_tokens)
         jobs.register("read_in_context", self._job_read_in_context)
@@ -47,7 +50,7 @@ class Upkeep:
             self.db.set_meta("embed_model_previous", meta.get("embed_model_id") or "")
             self._start_reembed(self.embedding.model_id)
             # another model's token vectors cannot be matched with this one's query words
-            self.db.execute("DELETE FROM page_tok")
+            self.pages.drop_all_tokens()
             self.db.emit(
                 "embed_model_changed",
                 None,
@@ -65,7 +68,7 @@ class Upkeep:
                 and not self.jobs.pending(kinds=["reembed"])
             ):  # a changed model's does it
                 self._queue_read_in_context(meta.get("alone_from"))
-            self.db.execute("DELETE FROM meta WHERE key = 'alone_from'")
+            self.db.delete_meta("alone_from")
         self.pages.queue_token_index()
 
     def page_token_blobs(self, rows: Sequence[tuple[int, str, str]]) -> list[tuple[bytes, bytes]]:
@@ -99,9 +102,7 @@ class Upkeep:
             for (pid, u, a), (blob, sides) in zip(rows, blobs):
                 row = self.db.execute("SELECT user_text, assistant_text FROM page WHERE id = ?", (pid,)).fetchone()
                 if row and page_text(row[0], row[1]) == page_text(u, a):  # not edited meanwhile
-                    self.db.execute(
-                        "INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)", (pid, blob, sides)
-                    )
+                    self.pages.put_tokens(pid, blob, sides)
             self.jobs.report_progress("indexing words", total - missing + len(rows), total)
             if len(rows) < missing:
                 self.jobs.enqueue("index_tokens", {})
@@ -216,10 +217,9 @@ class Upkeep:
         def apply() -> None:
             self._put_page_batch(ids, bodies, contexts, vecs)
             for (kid, _), v in zip(kn, kvecs):
-                self.db.execute("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (kid,))
-                self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, vec_blob(v)))
+                self.versions.set_vector("knowledge", kid, v)
             for (tid, _, _), v in zip(tr, tvecs):
-                self.db.execute("UPDATE trait SET embedding = ? WHERE id = ?", (vec_blob(v), tid))
+                self.versions.set_vector("trait", tid, v)
             self.jobs.report_progress("re-embedding memory", done + len(ids), total)
             if not last:
                 self.db.set_meta("reembed_upto", str(ids[-1]))
@@ -228,7 +228,7 @@ class Upkeep:
                 return
             for (sid,) in self.db.execute("SELECT id FROM segment").fetchall():
                 self.segments.refresh_vector(sid)
-            self.db.execute("DELETE FROM meta WHERE key IN ('reembed_upto', 'reembed_end')")
+            self.db.delete_meta("reembed_upto", "reembed_end")
             self.db.emit(
                 "reembedded",
                 None,

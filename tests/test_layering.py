@@ -175,15 +175,23 @@ ROOMS = {
     "memory_core.persona": MC_BASE | {"memory_core.pages"},
     "memory_core.segments": MC_BASE | {"memory_core.pages", "memory_core.persona"},
     "memory_core.intake": MC_BASE | {"memory_core.pages", "memory_core.segments"},
-    "memory_core.upkeep": MC_BASE | {"memory_core.pages", "memory_core.segments"},
-    "memory_core.conversations": MC_BASE | {"memory_core.segments"},
+    "memory_core.upkeep": MC_BASE | {"memory_core.pages", "memory_core.persona", "memory_core.segments"},
+    "memory_core.conversations": MC_BASE | {"memory_core.segments", "memory_core.traces"},
+    "memory_core.traces": MC_BASE,
     "memory_core.recall": MC_BASE
     | {"memory_core.pages", "memory_core.persona", "memory_core.segments", "memory_core.upkeep"},
-    "memory_core.spaces": MC_BASE | {"memory_core.persona", "memory_core.segments"},
+    "memory_core.spaces": MC_BASE
+    | {"memory_core.conversations", "memory_core.pages", "memory_core.persona", "memory_core.segments"},
     "memory_core.curation": MC_BASE | {"memory_core.pages", "memory_core.persona", "memory_core.segments"},
     "memory_core.readable_export": MC_BASE,
     "memory_core.cubes": MC_BASE
-    | {"memory_core.pages", "memory_core.persona", "memory_core.segments", "memory_core.readable_export"},
+    | {
+        "memory_core.conversations",
+        "memory_core.pages",
+        "memory_core.persona",
+        "memory_core.segments",
+        "memory_core.readable_export",
+    },
     "app.runtime": APP_BASE | {"app.settings"},
     "app.parametric": APP_BASE | {"app.runtime"},
     "app.importers": APP_BASE | {"app.runtime"},

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..conversations import Conversations
 from ..pages.component import Pages
 from ..pages.embedding import Embedding
 from ..persona.merge import PersonaMerge
@@ -18,7 +19,7 @@ from .export import CubeExport, CubeSelection, export_cube
 from .format import CubeCancelled, CubeLimits
 from .importer import Importer
 from .records import ImportCounts, ImportPlan, ImportRecord, ItemOrigin, UndoReport
-from .undo import undo_import
+from .undo import UndoOwners, undo_import
 
 Progress = Callable[[str, int, int], None]
 _TABLE = {"chat": "conversation", "page": "page", "segment": "segment", "trait": "trait", "knowledge": "knowledge"}
@@ -34,13 +35,16 @@ class Cubes:
         versions: Versions,
         merge: PersonaMerge,
         jobs: Jobs,
+        conversations: Conversations,
         forget_pages: Callable[[Sequence[int]], None],
     ):
         self.db = db
         self.embedding = embedding
         self.jobs = jobs
         self.versions = versions
-        self.importer = Importer(db, embedding, pages, segments, versions, merge, jobs)
+        self.segments = segments
+        self.conversations = conversations
+        self.importer = Importer(db, embedding, pages, segments, versions, merge, jobs, conversations)
         self._forget_pages = forget_pages
 
     def export(
@@ -124,7 +128,8 @@ class Cubes:
 
     def undo(self, iid: int) -> UndoReport:
         """Remove what import `iid` added and put back what it changed (see memory_core.cubes.undo)."""
-        return undo_import(self.db, self.importer.persona, self.versions, self._forget_pages, iid)
+        owners = UndoOwners(self.versions, self.segments, self.conversations, self.jobs)
+        return undo_import(self.db, self.importer.persona, owners, self._forget_pages, iid)
 
     # ------------------------------------------------------------------ reading the records
     _COLS = "id, cube_id, file_name, status, started_at, finished_at, undone_at, summary, manifest"

@@ -174,10 +174,10 @@ class _Snapshot:
         self.sel = sel
         self.pages = self._page_ids()
         self.page_set = set(self.pages)
-        rows = self._rows_of("SELECT id, conversation_id, segment_id, chain_id FROM page WHERE id IN ({})", self.pages)
-        self.chats = sorted({r[1] for r in rows if r[1] is not None})
-        self.segment_pages = Counter(r[2] for r in rows if r[2] is not None)
-        self.chains = sorted({r[3] for r in rows if r[3] is not None})
+        rows = self.named_of("SELECT conversation_id, segment_id, chain_id FROM page WHERE id IN ({})", self.pages)
+        self.chats = sorted({r["conversation_id"] for r in rows if r["conversation_id"] is not None})
+        self.segment_pages = Counter(r["segment_id"] for r in rows if r["segment_id"] is not None)
+        self.chains = sorted({r["chain_id"] for r in rows if r["chain_id"] is not None})
         self.traits = self._persona_ids("trait")
         self.facts = self._persona_ids("knowledge")
 
@@ -204,6 +204,14 @@ class _Snapshot:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             out += self.db.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
+        return out
+
+    def named_of(self, sql: str, ids: list[int], size: int = 500) -> list[dict[str, Any]]:
+        """`_rows_of` with each row a dict by column name (Database.named): for the records of many columns."""
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(ids), size):
+            chunk = ids[start : start + size]
+            out += self.db.named(sql.format(",".join("?" * len(chunk))), chunk)
         return out
 
     def _persona_ids(self, kind: str) -> list[int]:
@@ -419,24 +427,17 @@ def _space_name(db: Database, space_id: int | None) -> str | None:
 
 
 def _chats(db: Database, snap: _Snapshot) -> Iterator[dict[str, Any]]:
-    for r in snap._rows_of(
+    for r in snap.named_of(
         "SELECT id, title, source, created_at, updated_at FROM conversation WHERE id IN ({}) ORDER BY id", snap.chats
     ):
-        yield {
-            "id": r[0],
-            "title": r[1][:1000],
-            "source": r[2][:200] if r[2] else None,
-            "created_at": r[3],
-            "updated_at": r[4],
-        }
-    # pages whose chat is gone (deleted, its memory kept) name no chat
+        yield {**r, "title": r["title"][:1000], "source": r["source"][:200] if r["source"] else None}
 
 
 def _chains(db: Database, snap: _Snapshot) -> Iterator[dict[str, Any]]:
-    for r in snap._rows_of(
+    for r in snap.named_of(
         "SELECT id, summary, keywords, updated_at FROM chain WHERE id IN ({}) ORDER BY id", snap.chains
     ):
-        yield {"id": r[0], "summary": r[1], "keywords": from_json(r[2], []), "updated_at": r[3]}
+        yield {**r, "keywords": from_json(r["keywords"], [])}
 
 
 _SEG_COLS = (
@@ -447,57 +448,38 @@ _SEG_COLS = (
 
 def _segments(db: Database, snap: _Snapshot) -> Iterator[dict[str, Any]]:
     ids = sorted(snap.segment_pages)
-    for r in snap._rows_of(f"SELECT {_SEG_COLS} FROM segment WHERE id IN ({{}}) ORDER BY id", ids):
-        held = snap.segment_pages[r[0]]
+    for r in snap.named_of(f"SELECT {_SEG_COLS} FROM segment WHERE id IN ({{}}) ORDER BY id", ids):
+        held = snap.segment_pages[r["id"]]
         yield {
-            "id": r[0],
-            "tier": r[1],
-            "summary": r[2],
-            "keywords": from_json(r[3], []),
-            "kw_counts": from_json(r[4], {}),
-            "n_visit": r[5],
-            "l_interaction": r[6],
-            "last_access": r[7],
-            "created_at": r[8],
-            "updated_at": r[9],
+            **r,
+            "keywords": from_json(r["keywords"], []),
+            "kw_counts": from_json(r["kw_counts"], {}),
             "page_count": held,
-            "pinned": bool(r[11]),
-            "promotions": r[12],
-            "archived_at": r[13],
-            "complete": held == r[10],
+            "pinned": bool(r["pinned"]),
+            "complete": held == r["page_count"],
         }
 
 
+# a page's columns, named as its cube record names them
 _PAGE_COLS = (
-    "id, conversation_id, user_text, assistant_text, timestamp, tier, segment_id, chain_id, prev_page_id, "
-    "keywords, pinned, meta, created_at, moved_at, analyzed"
+    "id, conversation_id AS chat, user_text, assistant_text, timestamp, tier, segment_id AS segment, "
+    "chain_id AS chain, prev_page_id AS prev, keywords, pinned, meta, created_at, moved_at, analyzed"
 )
 
 
-def _batches(snap: _Snapshot, sql: str) -> Iterator[Any]:
-    for start in range(0, len(snap.pages), BATCH):
-        chunk = snap.pages[start : start + BATCH]
-        yield from snap.db.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
+def _batches(snap: _Snapshot, sql: str) -> Iterator[dict[str, Any]]:
+    yield from snap.named_of(sql, snap.pages, BATCH)
 
 
 def _pages(db: Database, snap: _Snapshot) -> Iterator[dict[str, Any]]:
     for r in _batches(snap, f"SELECT {_PAGE_COLS} FROM page WHERE id IN ({{}}) ORDER BY id"):
         yield {
-            "id": r[0],
-            "chat": r[1],
-            "user_text": r[2],
-            "assistant_text": r[3],
-            "timestamp": r[4],
-            "tier": r[5],
-            "segment": r[6],
-            "chain": r[7],
-            "prev": r[8] if r[8] in snap.page_set else None,
-            "keywords": from_json(r[9], []),
-            "pinned": bool(r[10]),
-            "meta": from_json(r[11], {}),
-            "created_at": r[12],
-            "moved_at": r[13],
-            "analyzed": bool(r[14]),
+            **r,
+            "prev": r["prev"] if r["prev"] in snap.page_set else None,
+            "keywords": from_json(r["keywords"], []),
+            "pinned": bool(r["pinned"]),
+            "meta": from_json(r["meta"], {}),
+            "analyzed": bool(r["analyzed"]),
         }
 
 
@@ -549,7 +531,7 @@ _ITEM_COLS = ("confidence", "status", "version", "pinned", "created_at", "update
 def _persona(db: Database, snap: _Snapshot, kind: str, ids: list[int]) -> Iterator[dict[str, Any]]:
     cols = ("id", *_OWN_COLS[kind], *_ITEM_COLS, "conversation_ids")
     for iid in ids:
-        rec = dict(zip(cols, db.execute(f"SELECT {', '.join(cols)} FROM {kind} WHERE id = ?", (iid,)).fetchone()))
+        (rec,) = db.named(f"SELECT {', '.join(cols)} FROM {kind} WHERE id = ?", (iid,))
         sources = _sources(db, snap, kind, iid)
         rec["pinned"] = bool(rec["pinned"])
         rec["chats"] = _chat_ids(snap, rec.pop("conversation_ids"))
@@ -573,16 +555,13 @@ def _events(db: Database, snap: _Snapshot) -> Iterator[dict[str, Any]]:
         "trait": set(snap.traits),
         "knowledge": set(snap.facts),
     }
-    for r in db.execute("SELECT id, at, kind, item_kind, item_id, summary, detail FROM event ORDER BY id").fetchall():
-        if r[3] in held and r[4] in held[r[3]]:
+    for r in db.named("SELECT id, at, kind, item_kind, item_id, summary, detail FROM event ORDER BY id"):
+        if r["item_kind"] in held and r["item_id"] in held[r["item_kind"]]:
             yield {
-                "id": r[0],
-                "at": r[1],
-                "kind": r[2][:100],
-                "item_kind": r[3],
-                "item_id": r[4],
-                "summary": r[5][:2000],
-                "detail": from_json(r[6], {}),
+                **r,
+                "kind": r["kind"][:100],
+                "summary": r["summary"][:2000],
+                "detail": from_json(r["detail"], {}),
             }
 
 
@@ -591,10 +570,11 @@ def _page_vectors(db: Database, snap: _Snapshot) -> Iterator[dict[str, Any]]:
         "SELECT v.page_id, v.embedding, t.vecs, t.sides FROM page_vec v LEFT JOIN page_tok t ON t.page_id = v.page_id "
         "WHERE v.page_id IN ({}) ORDER BY v.page_id"
     )
-    for pid, emb, vecs, sides in _batches(snap, sql):
+    for r in _batches(snap, sql):
+        vecs, sides = r["vecs"], r["sides"]
         yield {
-            "page": pid,
-            "vector": encode_vector(np.frombuffer(emb, dtype=np.float32)),
+            "page": r["page_id"],
+            "vector": encode_vector(np.frombuffer(r["embedding"], dtype=np.float32)),
             "tokens": None if vecs is None else base64.b64encode(vecs).decode("ascii"),
             "sides": None if sides is None else base64.b64encode(sides).decode("ascii"),
         }

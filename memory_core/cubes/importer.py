@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..conversations import Conversations
 from ..pages.component import Pages
 from ..pages.embedding import Embedding
 from ..persona.merge import PersonaMerge
@@ -29,9 +30,8 @@ from ..persona.versions import Versions
 from ..segments.component import Segments
 from ..storage.codec import from_json, to_json, unit, vec_blob
 from ..storage.database import Database
-from ..storage.fts import fts_put
 from ..storage.jobs import Jobs
-from ..types import page_text
+from . import staging
 from .format import CubeError, CubeLimits, decode_bytes, decode_vector
 from .persona_merge import Decision, PersonaImport, chats_of, item_kind, key_of, pages_of, stored_key
 from .reader import CubeReader
@@ -58,12 +58,14 @@ class Importer:
         versions: Versions,
         merge: PersonaMerge,
         jobs: Jobs,
+        conversations: Conversations,
     ):
         self.db = db
         self.embedding = embedding
         self.pages = pages
         self.segments = segments
         self.jobs = jobs
+        self.conversations = conversations
         self.persona = PersonaImport(db, embedding, versions, merge)
         jobs.register("cube_import", self._job)
 
@@ -179,20 +181,15 @@ class Importer:
                         self.jobs.enqueue("cube_import", {"import_id": old[0]})
                     return int(old[0])
                 if old is not None:  # staging was cut short: it starts again
-                    self.db.execute("DELETE FROM cube_import WHERE id = ?", (old[0],))
+                    staging.drop(self.db, old[0])
                 head = {k: v for k, v in m.items() if k != "members"}
-                self.db.execute(
-                    "INSERT INTO cube_import(cube_id, file_name, file_sha256, status, started_at, manifest, summary) "
-                    "VALUES (?,?,?, 'staging', ?,?, '{}')",
-                    (m["cube_id"], cube.name, cube.file_sha256, self.db.clock(), to_json(head)),
-                )
-                iid = self.db.last_insert_rowid()
+                iid = staging.begin(self.db, m["cube_id"], cube.name, cube.file_sha256, head)
             try:
                 members = members_to_stage(self.same_pages(m), self.same_model(m))
                 stage(self.db, self.jobs, cube, iid, members, cancelled, on_progress)
             except BaseException:
                 with self.db.transaction():
-                    self.db.execute("DELETE FROM cube_import WHERE id = ?", (iid,))
+                    staging.drop(self.db, iid)
                 raise
         return iid
 
@@ -287,12 +284,7 @@ class Importer:
                     touched.add(sid)
         for sid in sorted(touched):
             self._settle_segment(iid, sid)
-        refs = json.dumps([p["id"] for p in pages])
-        self.db.execute(
-            "DELETE FROM cube_stage WHERE import_id = ? AND member IN ('page', 'page_vector') "
-            "AND ref IN (SELECT value FROM json_each(?))",
-            (iid, refs),
-        )
+        staging.unstage(self.db, iid, ("page", "page_vector"), [p["id"] for p in pages])
         self._save_counts(iid, counts)
         done = sum(counts.pages.values())
         self.db.emit(
@@ -320,39 +312,11 @@ class Importer:
         sid, tier = self._segment(iid, p["segment"], p["tier"], counts)
         chain = self._chain(iid, p["chain"])
         prev = self.mapped(iid, "page", p["prev"]) if p["prev"] is not None else None
-        self.db.execute(
-            "INSERT INTO page(conversation_id, user_text, assistant_text, timestamp, tier, segment_id, prev_page_id, "
-            "chain_id, keywords, pinned, meta, created_at, moved_at, analyzed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                cid,
-                p["user_text"],
-                p["assistant_text"],
-                p["timestamp"],
-                tier,
-                sid,
-                prev,
-                chain,
-                to_json(p["keywords"]),
-                int(p["pinned"]),
-                to_json(p["meta"]),
-                p["created_at"],
-                p["moved_at"],
-                int(p["analyzed"]),
-            ),
-        )
-        pid = self.db.last_insert_rowid()
-        body = page_text(p["user_text"], p["assistant_text"])
-        v, tokens, sides = vec
-        if tokens is None:
-            self.pages.vec_put(pid, v, body)  # the word rows of a page embedded here, or an index_tokens job
-        else:
-            self.db.execute("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (pid, vec_blob(v)))
-            self.db.execute("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (pid,))
-            if self.embedding.has_tokens:
-                self.db.execute(
-                    "INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)", (pid, tokens, sides)
-                )
-        fts_put(self.db, "page_fts", "page_tri", pid, body)
+        row = {c: p[c] for c in ("user_text", "assistant_text", "timestamp", "created_at", "moved_at")}
+        row |= {"conversation_id": cid, "tier": tier, "segment_id": sid, "prev_page_id": prev, "chain_id": chain}
+        row |= {"keywords": to_json(p["keywords"]), "pinned": int(p["pinned"]), "meta": to_json(p["meta"])}
+        pid = self.pages.insert({**row, "analyzed": int(p["analyzed"])})
+        self.pages.put_imported_index(pid, *vec)
         self.note(iid, "page", p["id"], pid, "added", stamp=p["created_at"])
         counts.pages["added"] += 1
         return sid
@@ -388,11 +352,7 @@ class Importer:
         if self._exists("conversation", cid):
             return cid
         rec = self._record(iid, "chat", ref)
-        self.db.execute(
-            "INSERT INTO conversation(title, created_at, updated_at, source) VALUES (?,?,?,?)",
-            (rec["title"], rec["created_at"], rec["updated_at"], rec["source"]),
-        )
-        cid = self.db.last_insert_rowid()
+        cid = self.conversations.insert_imported(rec["title"], rec["created_at"], rec["updated_at"], rec["source"])
         self.note(iid, "chat", ref, cid, "added", stamp=rec["created_at"])
         counts.chats["added"] += 1
         return cid
@@ -406,26 +366,11 @@ class Importer:
             if row is not None:
                 return sid, row[0]
         s = self._record(iid, "segment", ref)
-        self.db.execute(
-            "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, last_access, "
-            "created_at, updated_at, page_count, pinned, promotions, archived_at) VALUES (?,?,?,?,?,?,?,?,?,?,0,?,?,?)",
-            (
-                s["tier"],
-                s["summary"],
-                to_json(s["keywords"]),
-                to_json(s["kw_counts"]),
-                vec_blob(np.zeros(self.db.dim, np.float32)),
-                s["n_visit"],
-                s["l_interaction"],
-                s["last_access"],
-                s["created_at"],
-                s["updated_at"],
-                int(s["pinned"]),
-                s["promotions"],
-                s["archived_at"],
-            ),
-        )
-        sid = self.db.last_insert_rowid()
+        row = {c: s[c] for c in ("tier", "summary", "n_visit", "l_interaction", "last_access", "created_at")}
+        row |= {c: s[c] for c in ("updated_at", "promotions", "archived_at")}
+        row |= {"keywords": to_json(s["keywords"]), "kw_counts": to_json(s["kw_counts"]), "page_count": 0}
+        row |= {"emb_sum": vec_blob(np.zeros(self.db.dim, np.float32)), "pinned": int(s["pinned"])}
+        sid = self.segments.insert(row)
         self.note(iid, "segment", ref, sid, "added", stamp=s["created_at"])
         counts.segments["added"] += 1
         return sid, s["tier"]
@@ -437,11 +382,7 @@ class Importer:
         if self._exists("chain", chain):
             return chain
         c = self._record(iid, "chain", ref)
-        self.db.execute(
-            "INSERT INTO chain(summary, keywords, updated_at) VALUES (?,?,?)",
-            (c["summary"], to_json(c["keywords"]), c["updated_at"]),
-        )
-        chain = self.db.last_insert_rowid()
+        chain = self.segments.insert_chain(c["summary"], c["keywords"], c["updated_at"])
         self.note(iid, "chain", ref, chain, "added")
         return chain
 
@@ -455,9 +396,7 @@ class Importer:
         if not made:
             self.segments.rebuild(sid)
             return
-        self.db.execute(
-            "UPDATE segment SET page_count = (SELECT count(*) FROM page WHERE segment_id = ?) WHERE id = ?", (sid, sid)
-        )
+        self.segments.count_pages(sid)
         self.segments.refresh_vector(sid)
 
     # ------------------------------------------------------------------ the persona, last
@@ -507,9 +446,9 @@ class Importer:
         self._segment_sums(iid)
         self.segments.evict_if_needed()
         self.pages.queue_token_index()
-        self.db.execute("DELETE FROM cube_stage WHERE import_id = ?", (iid,))
+        staging.unstage(self.db, iid)
         self._save_counts(iid, counts)
-        self.db.execute("UPDATE cube_import SET status = 'done', finished_at = ? WHERE id = ?", (self.db.clock(), iid))
+        staging.finish(self.db, iid)
         self.db.emit(
             "cube_imported",
             None,
@@ -538,8 +477,7 @@ class Importer:
             if row is None or row[1] != seg["page_count"]:
                 continue
             acc = decode_vector(rec["sum"], self.db.dim, "segment sum")
-            self.db.execute("UPDATE segment SET emb_sum = ? WHERE id = ?", (vec_blob(acc), sid))
-            self.segments.vec_put(sid, row[0], unit(acc))
+            self.segments.set_sum(sid, row[0], acc)
 
     # ------------------------------------------------------------------ the import's record
     def note(
@@ -556,22 +494,8 @@ class Importer:
         stamp: float | None = None,
         note: str = "",
     ) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO cube_import_item(import_id, kind, ref, item_id, action, key, before, "
-            "after_version, stamp, note) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (
-                iid,
-                kind,
-                ref,
-                item_id,
-                action,
-                key,
-                None if before is None else to_json(before),
-                after_version,
-                stamp,
-                note,
-            ),
-        )
+        more = {"key": key, "before": before, "after_version": after_version, "stamp": stamp, "note": note}
+        staging.note_item(self.db, iid, kind, ref, item_id, action, **more)
 
     def mapped(self, iid: int, kind: str, ref: int, *, action: str | None = None) -> int | None:
         """The item of this memory that the cube's `kind` `ref` became (or is), in import `iid`."""
@@ -598,7 +522,7 @@ class Importer:
         return ImportCounts.from_json(from_json(row[0] if row else None, {}))
 
     def _save_counts(self, iid: int, counts: ImportCounts) -> None:
-        self.db.execute("UPDATE cube_import SET summary = ? WHERE id = ?", (to_json(counts.to_json()), iid))
+        staging.save_summary(self.db, iid, counts.to_json())
 
 
 def _persona_text(kind: str, rec: dict) -> str:

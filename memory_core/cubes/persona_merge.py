@@ -17,9 +17,8 @@ import numpy as np
 from ..pages.embedding import Embedding
 from ..persona.merge import PersonaMerge
 from ..persona.versions import Versions
-from ..storage.codec import from_json, to_json, vec_blob
+from ..storage.codec import from_json, to_json
 from ..storage.database import Database
-from ..storage.fts import fts_put
 from .format import content_key
 from .records import Conflict
 
@@ -174,49 +173,22 @@ class PersonaImport:
         """The cube's item as it was (its version, confidence, provenance and history), its pages and chats
         those of this memory they became; links to pages the import did not bring are dropped."""
         chats = to_json([chat_ids[c] for c in rec["chats"] if c in chat_ids])
-        common = (
-            rec["confidence"],
-            rec["status"],
-            rec["version"],
-            int(rec["pinned"]),
-            rec["created_at"],
-            rec["updated_at"],
-        )
+        row = {c: rec[c] for c in ("confidence", "status", "version", "created_at", "updated_at", "model", "reason")}
+        row |= {"pinned": int(rec["pinned"]), "conversation_ids": chats}
         if kind == "trait":
-            self.db.execute(
-                "INSERT INTO trait(dimension, value, evidence, confidence, status, version, pinned, created_at, "
-                "updated_at, conversation_ids, model, reason, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    rec["dimension"],
-                    rec["value"],
-                    rec["evidence"],
-                    *common,
-                    chats,
-                    rec["model"],
-                    rec["reason"],
-                    vec_blob(vec),
-                ),
-            )
-            iid = self.db.last_insert_rowid()
+            row |= {c: rec[c] for c in ("dimension", "value", "evidence")}
+            iid = self.versions.insert("trait", row, vec)
             summary = f"trait {iid} ({rec['dimension']}) added from a memory cube"
         else:
-            self.db.execute(
-                "INSERT INTO knowledge(owner, text, confidence, status, version, pinned, created_at, updated_at, "
-                "conversation_ids, model, reason, subject) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (rec["owner"], rec["text"], *common, chats, rec["model"], rec["reason"], rec.get("subject")),
-            )
-            iid = self.db.last_insert_rowid()
-            self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, vec_blob(vec)))
-            fts_put(self.db, "knowledge_fts", "knowledge_tri", iid, rec["text"])
+            row |= {"owner": rec["owner"], "text": rec["text"], "subject": rec.get("subject")}
+            iid = self.versions.insert("knowledge", row, vec)
             summary = f"{rec['owner']} knowledge {iid} added from a memory cube"
         for v in rec["versions"]:
             detail = dict(v["detail"])
             if isinstance(detail.get("source_page_ids"), list):
                 detail["source_page_ids"] = [page_ids[p] for p in detail["source_page_ids"] if p in page_ids]
-            self.db.execute(
-                "INSERT INTO item_version(item_kind, item_id, version, text, created_at, archived_at, reason, detail) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                (kind, iid, v["version"], v["text"], v["created_at"], v["archived_at"], v["reason"], to_json(detail)),
+            self.versions.put_version(
+                kind, iid, v["version"], v["text"], v["created_at"], v["archived_at"], v["reason"], detail
             )
             self.versions.derive(kind, iid, v["version"], [page_ids[p] for p in v["sources"] if p in page_ids])
         self.versions.derive(kind, iid, rec["version"], [page_ids[p] for p in rec["sources"] if p in page_ids])
@@ -238,40 +210,29 @@ class PersonaImport:
         text, updated, reason, detail_s = row
         detail = from_json(detail_s, {})
         self.db.purge.note(kind, [iid], snap.get("created_at"))  # the merged text goes: traces that quoted it drop it
-        self.db.execute(
-            "DELETE FROM item_version WHERE item_kind = ? AND item_id = ? AND version >= ?", (kind, iid, version)
-        )
-        self.db.execute(
-            "DELETE FROM derivation WHERE item_kind = ? AND item_id = ? AND version > ?", (kind, iid, version)
-        )
-        common = (
-            float(detail.get("confidence", 0.5)),
-            snap["status"],
-            version,
-            snap["pinned"],
-            updated,
-            snap["conversation_ids"],
-            str(detail.get("model", "")),
-            reason,
-        )
-        sets = "confidence = ?, status = ?, version = ?, pinned = ?, updated_at = ?, conversation_ids = ?, model = ?, reason = ?"
+        self.versions.drop_history_from(kind, iid, version)
+        values = {
+            "confidence": float(detail.get("confidence", 0.5)),
+            "status": snap["status"],
+            "version": version,
+            "pinned": snap["pinned"],
+            "updated_at": updated,
+            "conversation_ids": snap["conversation_ids"],
+            "model": str(detail.get("model", "")),
+            "reason": reason,
+        }
         if kind == "trait":
             dim = str(
                 detail.get("dimension")
                 or self.db.execute("SELECT dimension FROM trait WHERE id = ?", (iid,)).fetchone()[0]
             )
             vec = self.embedding.embed([f"{dim}: {text}"])[0]
-            self.db.execute(
-                f"UPDATE trait SET dimension = ?, value = ?, evidence = ?, {sets}, embedding = ? WHERE id = ?",
-                (dim, text, str(detail.get("evidence", "")), *common, vec_blob(vec), iid),
-            )
+            values |= {"dimension": dim, "value": text, "evidence": str(detail.get("evidence", ""))}
+            self.versions.update("trait", iid, values, vec)
             return True
         vec = self.embedding.embed([text])[0]
-        self.db.execute(f"UPDATE knowledge SET text = ?, {sets} WHERE id = ?", (text, *common, iid))
-        self.db.execute("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (iid,))
-        self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (iid, vec_blob(vec)))
         self.db.purge.note_fts(("knowledge_fts", "knowledge_tri"))
-        fts_put(self.db, "knowledge_fts", "knowledge_tri", iid, text)
+        self.versions.update("knowledge", iid, {"text": text, **values}, vec)
         return True
 
 

@@ -101,3 +101,69 @@ def stage(
         db.execute("UPDATE cube_import SET status = 'running' WHERE id = ? AND status = 'staging'", (iid,))
         if db.changes():
             jobs.enqueue("cube_import", {"import_id": iid})
+
+
+# ------------------------------------------------------------------ the import's record (this module owns
+# cube_import, cube_import_item and cube_stage: memory_core.storage.tables)
+def begin(db: Database, cube_id: str, file_name: str, file_sha256: str, head: dict[str, Any]) -> int:
+    """A new import record, 'staging' (its manifest without the members: `head`). Returns its id."""
+    db.execute(
+        "INSERT INTO cube_import(cube_id, file_name, file_sha256, status, started_at, manifest, summary) "
+        "VALUES (?,?,?, 'staging', ?,?, '{}')",
+        (cube_id, file_name, file_sha256, db.clock(), to_json(head)),
+    )
+    return db.last_insert_rowid()
+
+
+def drop(db: Database, iid: int) -> None:
+    """Import `iid`'s record goes (its staged records and items with it: ON DELETE CASCADE)."""
+    db.execute("DELETE FROM cube_import WHERE id = ?", (iid,))
+
+
+def note_item(db: Database, iid: int, kind: str, ref: int, item_id: int | None, action: str, **more: Any) -> None:
+    """What import `iid` did to the cube's `kind` `ref`: the item it became (`item_id`) and how (`action`);
+    `more`: key, before (a merged item as it was), after_version, stamp, note."""
+    before = more.get("before")
+    db.execute(
+        "INSERT OR REPLACE INTO cube_import_item(import_id, kind, ref, item_id, action, key, before, "
+        "after_version, stamp, note) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (
+            iid,
+            kind,
+            ref,
+            item_id,
+            action,
+            more.get("key"),
+            None if before is None else to_json(before),
+            more.get("after_version"),
+            more.get("stamp"),
+            more.get("note", ""),
+        ),
+    )
+
+
+def unstage(db: Database, iid: int, members: tuple[str, ...] | None = None, refs: list[int] | None = None) -> None:
+    """Import `iid`'s staged records go: all of them, or those of `members` with these `refs` (written)."""
+    if members is None:
+        db.execute("DELETE FROM cube_stage WHERE import_id = ?", (iid,))
+        return
+    db.execute(
+        f"DELETE FROM cube_stage WHERE import_id = ? AND member IN ({','.join('?' * len(members))}) "
+        "AND ref IN (SELECT value FROM json_each(?))",
+        (iid, *members, to_json(refs or [])),
+    )
+
+
+def save_summary(db: Database, iid: int, summary: dict[str, Any]) -> None:
+    db.execute("UPDATE cube_import SET summary = ? WHERE id = ?", (to_json(summary), iid))
+
+
+def finish(db: Database, iid: int) -> None:
+    db.execute("UPDATE cube_import SET status = 'done', finished_at = ? WHERE id = ?", (db.clock(), iid))
+
+
+def mark_undone(db: Database, iid: int) -> None:
+    """Import `iid` was undone: what it staged and recorded goes, its record says so."""
+    unstage(db, iid)
+    db.execute("DELETE FROM cube_import_item WHERE import_id = ?", (iid,))
+    db.execute("UPDATE cube_import SET status = 'undone', undone_at = ? WHERE id = ?", (db.clock(), iid))

@@ -7,11 +7,16 @@ done whole or not at all. An item is only taken for the import's when it is the 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ..conversations import Conversations
 from ..persona.versions import Versions
+from ..segments.component import Segments
 from ..storage.codec import from_json
 from ..storage.database import Database
+from ..storage.jobs import Jobs
+from . import staging
 from .format import CubeError
 from .persona_merge import PersonaImport
 from .records import UndoReport
@@ -19,8 +24,18 @@ from .records import UndoReport
 ForgetPages = Callable[[Sequence[int]], None]
 
 
+@dataclass
+class UndoOwners:
+    """The owners of the tables an undo writes besides the import's record (memory_core.storage.tables)."""
+
+    versions: Versions
+    segments: Segments
+    conversations: Conversations
+    jobs: Jobs
+
+
 def undo_import(
-    db: Database, persona: PersonaImport, versions: Versions, forget_pages: ForgetPages, iid: int
+    db: Database, persona: PersonaImport, owners: UndoOwners, forget_pages: ForgetPages, iid: int
 ) -> UndoReport:
     with db.transaction():
         row = db.execute("SELECT status, file_name FROM cube_import WHERE id = ?", (iid,)).fetchone()
@@ -28,9 +43,15 @@ def undo_import(
             raise CubeError(f"no import {iid} (see `mnemo memory imports`)")
         if row[0] == "undone":
             raise CubeError(f"import {iid} was undone already")
-        db.execute(
-            "DELETE FROM job WHERE kind = 'cube_import' AND status = 'pending' AND json_extract(payload, '$.import_id') = ?",
-            (iid,),
+        owners.jobs.delete(
+            [
+                r[0]
+                for r in db.execute(
+                    "SELECT id FROM job WHERE kind = 'cube_import' AND status = 'pending' "
+                    "AND json_extract(payload, '$.import_id') = ?",
+                    (iid,),
+                ).fetchall()
+            ]
         )
         items = db.execute(
             "SELECT kind, item_id, action, before, after_version, stamp FROM cube_import_item WHERE import_id = ? "
@@ -41,7 +62,7 @@ def undo_import(
         _put_back(db, persona, items, report)
         for kind in ("trait", "knowledge"):
             for iid_ in _still_ours(db, kind, items):
-                versions.delete_item(kind, iid_)
+                owners.versions.delete_item(kind, iid_)
                 if kind == "trait":
                     report.traits += 1
                 else:
@@ -49,10 +70,8 @@ def undo_import(
         pages = _still_ours(db, "page", items)
         forget_pages(pages)
         report.pages = len(pages)
-        _drop_empty(db, items, report)
-        db.execute("DELETE FROM cube_stage WHERE import_id = ?", (iid,))
-        db.execute("DELETE FROM cube_import_item WHERE import_id = ?", (iid,))
-        db.execute("UPDATE cube_import SET status = 'undone', undone_at = ? WHERE id = ?", (db.clock(), iid))
+        _drop_empty(db, owners, items, report)
+        staging.mark_undone(db, iid)
         db.emit(
             "cube_import_undone",
             None,
@@ -103,18 +122,17 @@ def _put_back(db: Database, persona: PersonaImport, items: list[Any], report: Un
         report.restored += 1
 
 
-def _drop_empty(db: Database, items: list[Any], report: UndoReport) -> None:
+def _drop_empty(db: Database, owners: UndoOwners, items: list[Any], report: UndoReport) -> None:
     """Segments, chains and chats the import made that hold nothing now."""
     for kind, item_id, action, _b, _a, stamp in items:
         if action != "added":
             continue
         if kind == "segment" and _made_at(db, "segment", item_id) == stamp:
             if not db.execute("SELECT 1 FROM page WHERE segment_id = ?", (item_id,)).fetchone():
-                db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (item_id,))
-                db.execute("DELETE FROM segment WHERE id = ?", (item_id,))
+                owners.segments.delete(item_id)
         elif kind == "chain":
             if not db.execute("SELECT 1 FROM page WHERE chain_id = ?", (item_id,)).fetchone():
-                db.execute("DELETE FROM chain WHERE id = ?", (item_id,))
+                owners.segments.delete_chain(item_id)
         elif kind == "chat" and _made_at(db, "chat", item_id) == stamp:
             used = db.execute(
                 "SELECT EXISTS (SELECT 1 FROM page WHERE conversation_id = ?) OR "
@@ -122,5 +140,5 @@ def _drop_empty(db: Database, items: list[Any], report: UndoReport) -> None:
                 (item_id, item_id),
             ).fetchone()[0]
             if not used:
-                db.execute("DELETE FROM conversation WHERE id = ?", (item_id,))
+                owners.conversations.drop_unused(item_id)
                 report.chats += 1

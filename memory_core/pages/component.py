@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
 
-from ..storage.codec import from_json, vec_blob
+from ..storage.codec import from_json, to_json, vec_blob
 from ..storage.database import Database, equals, like_pattern
+from ..storage.fts import fts_del, fts_put
 from ..storage.jobs import Jobs
 from ..types import PAGE_CONTEXT, Page, context_side, page_text
 from .embedding import Embedding
@@ -199,7 +201,7 @@ class Pages:
         "index_tokens" job makes a new one."""
         self.db.execute("DELETE FROM page_vec WHERE page_id = ?", (pid,))
         self.db.execute("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (pid, vec_blob(vec)))
-        self.db.execute("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (pid,))
+        self.db.log_vec("page", [pid], "put")
         if not self.embedding.has_tokens:
             self.note_read_alone(pid)
         memo = self.embedding.memo_tokens(body, vec)
@@ -212,7 +214,19 @@ class Pages:
     def vec_del(self, pid: int) -> None:
         self.db.execute("DELETE FROM page_vec WHERE page_id = ?", (pid,))
         self.db.execute("DELETE FROM page_tok WHERE page_id = ?", (pid,))
-        self.db.execute("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'del')", (pid,))
+        self.db.log_vec("page", [pid], "del")
+
+    def put_tokens(self, pid: int, vecs: bytes, sides: bytes | None) -> None:
+        """Page `pid`'s content-token vectors and side vectors (memory_core.pages.token_match)."""
+        self.db.execute("INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) VALUES (?, ?, ?)", (pid, vecs, sides))
+
+    def drop_all_tokens(self) -> None:
+        """Every page's token rows go (another embedding model's cannot be matched with this one's words)."""
+        self.db.execute("DELETE FROM page_tok")
+
+    def index_words(self, pid: int, body: str) -> None:
+        """Page `pid`'s full-text rows: `body`, its text."""
+        fts_put(self.db, "page_fts", "page_tri", pid, body)
 
     def page_vec(self, pid: int) -> np.ndarray:
         row = self.db.execute("SELECT embedding FROM page_vec WHERE page_id = ?", (pid,)).fetchone()
@@ -348,3 +362,147 @@ class Pages:
             if row[1]:
                 return "incognito conversation"
         return None
+
+    # ------------------------------------------------------------------ writing rows (this module owns page)
+    def insert(self, row: dict[str, Any]) -> int:
+        """A new page row of these columns (storage.tables: the page table is written here alone)."""
+        cols = list(row)
+        self.db.execute(
+            f"INSERT INTO page({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", [row[c] for c in cols]
+        )
+        return self.db.last_insert_rowid()
+
+    def add_stm(self, cid: int | None, row: dict[str, Any], vec: np.ndarray, body: str) -> int:
+        """A new short-term page of conversation `cid` (in its chat's space), its vector and words indexed."""
+        cols = list(row)
+        self.db.execute(
+            f"INSERT INTO page({', '.join(cols)}, tier, space_id) VALUES ({','.join('?' * len(cols))}, 'stm', "
+            "coalesce((SELECT space_id FROM conversation WHERE id = ?), 1))",
+            [*(row[c] for c in cols), cid],
+        )
+        pid = self.db.last_insert_rowid()
+        self.vec_put(pid, vec, body)
+        self.index_words(pid, body)
+        return pid
+
+    def put_imported_index(self, pid: int, vec: np.ndarray, tokens: bytes | None, sides: bytes | None) -> None:
+        """A page read from a memory cube: its vector as the cube gave it, and its token rows when both the
+        cube and this memory have them (else `vec_put`'s way: embedded here, or an index_tokens job)."""
+        body = page_text(*self.db.execute("SELECT user_text, assistant_text FROM page WHERE id = ?", (pid,)).fetchone())
+        if tokens is None:
+            self.vec_put(pid, vec, body)
+        else:
+            self.db.execute("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (pid, vec_blob(vec)))
+            self.db.log_vec("page", [pid], "put")
+            if self.embedding.has_tokens:
+                self.put_tokens(pid, tokens, sides)
+        self.index_words(pid, body)
+
+    def set_text(self, pid: int, user_text: str, assistant_text: str, keywords: list[str], vec: np.ndarray) -> None:
+        """Page `pid` says something else (the user corrected it): its text, keywords, vector and words."""
+        body = page_text(user_text, assistant_text)
+        self.db.execute(
+            "UPDATE page SET user_text = ?, assistant_text = ?, keywords = ? WHERE id = ?",
+            (user_text, assistant_text, to_json(keywords), pid),
+        )
+        self.vec_put(pid, vec, body)
+        self.index_words(pid, body)
+        self.db.purge.note_fts(("page_fts", "page_tri"))  # the old words leave the index too
+
+    def set_pinned(self, pid: int, pinned: bool) -> bool:
+        """Pin or unpin page `pid`; whether it exists."""
+        self.db.execute("UPDATE page SET pinned = ? WHERE id = ?", (int(pinned), pid))
+        return self.db.changes() > 0
+
+    def keep_pin(self, into: int, dropped: int) -> None:
+        """Page `into` stands for page `dropped` from now: pinned when that one was."""
+        self.db.execute(
+            "UPDATE page SET pinned = 1 WHERE id = ? AND (SELECT pinned FROM page WHERE id = ?) = 1", (into, dropped)
+        )
+
+    def mark_analyzed(self, ids: Sequence[int]) -> None:
+        """These pages' persona was extracted (a segment's promotion)."""
+        marks = ",".join("?" * len(ids))
+        self.db.execute(f"UPDATE page SET analyzed = 1 WHERE id IN ({marks})", list(ids))
+
+    def link(self, pid: int, prev: int | None, chain_id: int | None) -> None:
+        """Page `pid` continues page `prev` in dialogue chain `chain_id`."""
+        self.db.execute("UPDATE page SET prev_page_id = ?, chain_id = ? WHERE id = ?", (prev, chain_id, pid))
+
+    def set_chain(self, pid: int, chain_id: int) -> None:
+        self.db.execute("UPDATE page SET chain_id = ? WHERE id = ?", (chain_id, pid))
+
+    def enter_segment(self, pid: int, sid: int, moved_at: float | None) -> None:
+        """Page `pid` leaves short-term memory for mid-term segment `sid` (at `moved_at`)."""
+        self.db.execute("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, moved_at, pid))
+
+    def set_moved_at(self, pid: int, moved_at: float | None) -> None:
+        self.db.execute("UPDATE page SET moved_at = ? WHERE id = ?", (moved_at, pid))
+
+    def set_tier_of_segment(self, sid: int, tier: str) -> None:
+        """The pages of segment `sid` follow it to `tier` ('mtm' or 'archive')."""
+        self.db.execute("UPDATE page SET tier = ? WHERE segment_id = ?", (tier, sid))
+
+    def move_segment(self, ids: Sequence[int], sid: int) -> None:
+        """These pages now belong to segment `sid` (of their tier)."""
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            self.db.execute(f"UPDATE page SET segment_id = ? WHERE id IN ({','.join('?' * len(chunk))})", [sid, *chunk])
+
+    def move_space(self, ids: Sequence[int], space_id: int) -> None:
+        """These pages now belong to space `space_id` (a trigger counts the move: meta.space_epoch)."""
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            self.db.execute(f"UPDATE page SET space_id = ? WHERE id IN ({marks})", [space_id, *chunk])
+
+    def copy(self, old: int, space_id: int, segment_id: int | None, meta: dict, skip: AbstractSet[str]) -> int:
+        """A copy of page `old` in space `space_id` (in segment `segment_id`, with `meta`): the same text and
+        columns but `skip`, the same vector, token rows and words. Returns its id."""
+        cols = [r[1] for r in self.db.rows("PRAGMA table_info(page)") if r[1] not in skip]
+        self.db.execute(
+            f"INSERT INTO page({', '.join(cols)}, space_id, segment_id, meta) SELECT {', '.join(cols)}, ?, ?, ? "
+            "FROM page WHERE id = ?",
+            (space_id, segment_id, to_json(meta), old),
+        )
+        new = self.db.last_insert_rowid()
+        vec = self.db.scalar("SELECT embedding FROM page_vec WHERE page_id = ?", (old,))
+        if vec is not None:
+            self.db.execute("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (new, vec))
+            self.db.log_vec("page", [new], "put")
+        self.db.execute(
+            "INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) SELECT ?, vecs, sides FROM page_tok WHERE page_id = ?",
+            (new, old),
+        )
+        u, a = self.db.one("SELECT user_text, assistant_text FROM page WHERE id = ?", (new,))
+        self.index_words(new, page_text(u, a))
+        return new
+
+    def delete(self, ids: Sequence[int]) -> None:
+        """Delete these pages, their vectors, token rows and words; a page that followed one of them in its
+        dialogue chain follows the nearest one kept before it. What they made (segments, chains, persona)
+        is the caller's (curation)."""
+        ids = sorted(set(ids))
+        if not ids:
+            return
+        gone = set(ids)
+        marks = ",".join("?" * len(ids))
+        prev_of = dict(self.db.execute(f"SELECT id, prev_page_id FROM page WHERE id IN ({marks})", ids).fetchall())
+        for child, prev in self.db.execute(
+            f"SELECT id, prev_page_id FROM page WHERE prev_page_id IN ({marks})", ids
+        ).fetchall():
+            if child in gone:
+                continue
+            while prev in gone:
+                prev = prev_of.get(prev)
+            self.db.execute("UPDATE page SET prev_page_id = ? WHERE id = ?", (prev, child))
+        for pid in ids:
+            self.vec_del(pid)
+            fts_del(self.db, "page_fts", "page_tri", pid)
+        self.db.execute(f"DELETE FROM page WHERE id IN ({marks})", ids)
+
+    def unlink_all(self) -> None:
+        """No page points at the page before it any more (a wipe deletes them all in one statement then)."""
+        self.db.execute("UPDATE page SET prev_page_id = NULL WHERE prev_page_id IS NOT NULL")

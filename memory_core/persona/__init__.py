@@ -1,2 +1,1 @@
-"""Long-term memory: the persona's traits and facts, how a new one joins, their versions, promotion from hot
-segments, and extraction."""
+"""Long-term memory: the persona's traits and facts, how a new one joins, their versions, and extraction."""

@@ -4,9 +4,8 @@ edits the user writes."""
 from __future__ import annotations
 
 from ..pages.embedding import Embedding
-from ..storage.codec import from_json, vec_blob
+from ..storage.codec import from_json
 from ..storage.database import Database, equals
-from ..storage.fts import fts_put
 from ..types import ItemVersion, Knowledge, Trait
 from . import extract as X
 from .merge import PersonaMerge
@@ -231,8 +230,8 @@ class Persona:
             mark = len(self.db.pending_events)
             self.merge.upsert_knowledge(owner, text, 0.9, [], vec, set(), source, space_id)
             kid = self._affected("knowledge", mark)
-            if pinned:
-                self.db.execute("UPDATE knowledge SET pinned = 1 WHERE id = ?", (kid,))
+            if pinned and kid is not None:
+                self.versions.set_pinned("knowledge", kid, True)
             return kid
 
     def add_trait(
@@ -265,7 +264,7 @@ class Persona:
             if tid is None:  # the persona is full of pinned traits: nothing was added
                 raise ValueError("the persona is full and every trait in it is pinned")
             if pinned:
-                self.db.execute("UPDATE trait SET pinned = 1 WHERE id = ?", (tid,))
+                self.versions.set_pinned("trait", tid, True)
             return tid
 
     def _affected(self, kind: str, mark: int) -> int | None:
@@ -302,13 +301,10 @@ class Persona:
                 },
                 version,
             )
-            self.db.execute(
-                "UPDATE knowledge SET text = ?, version = ?, confidence = 0.95, model = 'user', updated_at = ?, "
-                "reason = 'edited by the user' WHERE id = ?",
-                (clean, version + 1, self.db.clock(), kid),
+            values = {"text": clean, "version": version + 1, "confidence": 0.95, "model": "user"}
+            self.versions.update(
+                "knowledge", kid, {**values, "updated_at": self.db.clock(), "reason": "edited by the user"}, vec
             )
-            self.db.execute("UPDATE knowledge_vec SET embedding = ? WHERE knowledge_id = ?", (vec_blob(vec), kid))
-            fts_put(self.db, "knowledge_fts", "knowledge_tri", kid, clean)
             self.db.emit("edited", "knowledge", kid, f"knowledge {kid} edited by the user (v{version + 1})")
 
     def edit_trait(self, tid: int, value: str, *, dimension: str | None = None) -> None:
@@ -343,10 +339,9 @@ class Persona:
                 },
                 version,
             )
-            self.db.execute(
-                "UPDATE trait SET dimension = ?, value = ?, version = ?, confidence = 0.95, model = 'user', "
-                "updated_at = ?, reason = 'edited by the user', embedding = ? WHERE id = ?",
-                (dim, val, version + 1, self.db.clock(), vec_blob(vec), tid),
+            values = {"dimension": dim, "value": val, "version": version + 1, "confidence": 0.95, "model": "user"}
+            self.versions.update(
+                "trait", tid, {**values, "updated_at": self.db.clock(), "reason": "edited by the user"}, vec
             )
             self.db.emit("edited", "trait", tid, f"trait {tid} edited by the user (v{version + 1})")
 
@@ -355,7 +350,5 @@ class Persona:
         if kind not in ("trait", "knowledge") or status not in ("active", "archived"):
             raise ValueError("kind must be trait/knowledge and status active/archived")
         with self.db.transaction():
-            self.db.execute(
-                f"UPDATE {kind} SET status = ?, updated_at = ? WHERE id = ?", (status, self.db.clock(), iid)
-            )
+            self.versions.update(kind, iid, {"status": status, "updated_at": self.db.clock()})
             self.db.emit(f"{kind}_{status}", kind, iid, f"{kind} {iid} {status}")

@@ -9,7 +9,6 @@ import numpy as np
 
 from ..storage.codec import from_json, to_json, vec_blob
 from ..storage.database import Database
-from ..storage.fts import fts_put
 from ..text import materially_different, normalize, same_attribute
 from . import extract as X
 from .third_person import as_first_person
@@ -135,9 +134,9 @@ class PersonaMerge:
             "ORDER BY updated_at, id LIMIT ?",
             (owner, n - cap),
         ).fetchall():
-            self.db.execute(
-                "UPDATE knowledge SET status = 'archived', updated_at = ?, reason = ? WHERE id = ?",
-                (self.db.clock(), f"set aside: more than {cap} facts, and this one was the longest unused", kid),
+            reason = f"set aside: more than {cap} facts, and this one was the longest unused"
+            self.versions.update(
+                "knowledge", kid, {"status": "archived", "updated_at": self.db.clock(), "reason": reason}
             )
             self.db.emit(
                 "knowledge_archived",
@@ -250,13 +249,9 @@ class PersonaMerge:
             )
         else:
             reason = f"{origin('updated', page_ids, model)} (similarity {cos:.2f} to v{version})"
-            self.db.execute(
-                "UPDATE knowledge SET text = ?, version = ?, confidence = ?, conversation_ids = ?, "
-                "model = ?, updated_at = ?, reason = ? WHERE id = ?",
-                (text, new_version, confidence, to_json(all_cids), model, now, reason, kid),
-            )
-            self.db.execute("UPDATE knowledge_vec SET embedding = ? WHERE knowledge_id = ?", (vec_blob(vec), kid))
-            fts_put(self.db, "knowledge_fts", "knowledge_tri", kid, text)
+            values = {"text": text, "version": new_version, "confidence": confidence}
+            values |= {"conversation_ids": to_json(all_cids), "model": model, "updated_at": now, "reason": reason}
+            self.versions.update("knowledge", kid, values, vec)
             self.versions.derive("knowledge", kid, new_version, page_ids)
             self.db.emit(
                 "knowledge_updated",
@@ -293,25 +288,10 @@ class PersonaMerge:
         space: int | None = None,
     ) -> None:
         reason = origin("extracted" if page_ids else "added", page_ids, model)
-        self.db.execute(
-            "INSERT INTO knowledge(owner, text, confidence, status, version, created_at, updated_at, "
-            "conversation_ids, model, reason, subject, space_id) VALUES (?,?,?, 'active', 1, ?,?,?,?,?,?,?)",
-            (
-                owner,
-                text,
-                confidence,
-                now,
-                now,
-                to_json(cids),
-                model,
-                reason,
-                subject,
-                space_of(self.db, page_ids, cids, space),
-            ),
-        )
-        kid = self.db.last_insert_rowid()
-        self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (kid, vec_blob(vec)))
-        fts_put(self.db, "knowledge_fts", "knowledge_tri", kid, text)
+        row = {"owner": owner, "text": text, "confidence": confidence, "status": "active", "version": 1}
+        row |= {"created_at": now, "updated_at": now, "conversation_ids": to_json(cids), "model": model}
+        row |= {"reason": reason, "subject": subject, "space_id": space_of(self.db, page_ids, cids, space)}
+        kid = self.versions.insert("knowledge", row, vec)
         self.versions.derive("knowledge", kid, 1, page_ids)
         self.db.emit(
             "knowledge_added",
@@ -335,13 +315,10 @@ class PersonaMerge:
         """A restated item (trait or fact) is confirmed in place: one more confirmation, more confidence
         (+0.1, at most 0.99), the union of conversations, the pages among its current version's sources,
         the confirmation as its reason; no new version (an identical text would only repeat the history)."""
-        self.db.execute(
-            f"UPDATE {kind} SET confirmations = confirmations + 1, confidence = ?, conversation_ids = ?, "
-            "updated_at = ?, reason = ? WHERE id = ?",
-            (min(0.99, confidence + 0.1), to_json(cids), self.db.clock(), reason, item_id),
-        )
+        n = self.db.scalar(f"SELECT confirmations FROM {kind} WHERE id = ?", (item_id,)) + 1
+        values = {"confirmations": n, "confidence": min(0.99, confidence + 0.1), "conversation_ids": to_json(cids)}
+        self.versions.update(kind, item_id, {**values, "updated_at": self.db.clock(), "reason": reason})
         self.versions.derive(kind, item_id, version, page_ids)
-        n = self.db.scalar(f"SELECT confirmations FROM {kind} WHERE id = ?", (item_id,))
         self.db.emit(
             f"{kind}_confirmed",
             kind,
@@ -366,11 +343,8 @@ class PersonaMerge:
     ) -> None:
         """A duplicate of an active persona item (trait or knowledge) confirms it: a new version with the
         same text, more confidence (+0.1, at most 0.99), the union of conversations and sources."""
-        self.db.execute(
-            f"UPDATE {kind} SET version = ?, confidence = ?, conversation_ids = ?, updated_at = ?, reason = ? "
-            "WHERE id = ?",
-            (version, min(0.99, confidence + 0.1), to_json(cids), now, reason, item_id),
-        )
+        values = {"version": version, "confidence": min(0.99, confidence + 0.1), "conversation_ids": to_json(cids)}
+        self.versions.update(kind, item_id, {**values, "updated_at": now, "reason": reason})
         self.versions.derive(kind, item_id, version, sources)
         self.db.emit(
             f"{kind}_confirmed",
@@ -488,11 +462,9 @@ class PersonaMerge:
             )
         else:
             reason = f"{origin('updated', page_ids, model)} (was v{version})"
-            self.db.execute(
-                "UPDATE trait SET value = ?, evidence = ?, confidence = ?, version = ?, conversation_ids = ?, "
-                "model = ?, updated_at = ?, reason = ?, embedding = ? WHERE id = ?",
-                (value, evidence, confidence, new_version, to_json(all_cids), model, now, reason, vec_blob(vec), tid),
-            )
+            values = {"value": value, "evidence": evidence, "confidence": confidence, "version": new_version}
+            values |= {"conversation_ids": to_json(all_cids), "model": model, "updated_at": now, "reason": reason}
+            self.versions.update("trait", tid, values, vec)
             self.versions.derive("trait", tid, new_version, page_ids)
             self.db.emit(
                 "trait_updated",
@@ -527,16 +499,13 @@ class PersonaMerge:
             ).fetchone()
             if old is None:
                 return False
-            self.db.execute("UPDATE trait SET status = 'archived', updated_at = ? WHERE id = ?", (now, old[0]))
+            self.versions.update("trait", old[0], {"status": "archived", "updated_at": now})
             self.db.emit("trait_archived", "trait", old[0], f"trait {old[0]} archived (persona full)")
         reason = origin("extracted" if page_ids else "added", page_ids, model)
-        self.db.execute(
-            "INSERT INTO trait(dimension, value, evidence, confidence, status, version, created_at, updated_at, "
-            "conversation_ids, model, reason, embedding, space_id) VALUES (?,?,?,?, 'active', 1, ?,?,?,?,?,?,?)",
-            (dimension, value, evidence, confidence, now, now, to_json(cids), model, reason, vec_blob(vec))
-            + (space_of(self.db, page_ids, cids, space),),
-        )
-        tid = self.db.last_insert_rowid()
+        row = {"dimension": dimension, "value": value, "evidence": evidence, "confidence": confidence}
+        row |= {"status": "active", "version": 1, "created_at": now, "updated_at": now}
+        row |= {"conversation_ids": to_json(cids), "model": model, "reason": reason}
+        tid = self.versions.insert("trait", {**row, "space_id": space_of(self.db, page_ids, cids, space)}, vec)
         self.versions.derive("trait", tid, 1, page_ids)
         self.db.emit("trait_added", "trait", tid, f"trait {tid} ({dimension}) added", {"pages": sorted(page_ids)})
         return True

@@ -1,1 +1,2 @@
-"""Mid-term memory: segments (pages on one topic), dialogue chains, heat, eviction, and topic titles."""
+"""Mid-term memory: segments (pages on one topic), dialogue chains, heat, eviction, promotion of a hot segment
+into the persona, and topic titles."""

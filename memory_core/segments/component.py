@@ -16,10 +16,11 @@ from .. import text as T
 from ..pages.component import Pages
 from ..pages.embedding import Embedding
 from ..storage.codec import from_json, to_json, unit, vec_blob
-from ..storage.database import Database, like_pattern
+from ..storage.database import Database
 from ..storage.jobs import Jobs
-from ..types import Segment, page_text
-from .titles import clear_title, queue_if_due
+from ..types import page_text
+from .reading import SegmentReading
+from .titles import due
 
 # pages of mid-term memory before its mean page vector is taken off at full weight (`_segment_scores`): with
 # n pages the mean is scaled by n / (n + CENTRE_PRIOR_PAGES), so the first pages segment by plain cosine
@@ -34,7 +35,6 @@ SEGMENTING = "centred-3"  # meta.segmenting: the joining rule a memory's segment
 CHAIN_JOIN_MIN_SCORE = 0.0
 RESEGMENT_BATCH = 256  # pages per "resegment" job
 COMMON_REFRESH = 256  # keyword refreshes between two counts of the memory's pages
-TITLE_WORDS = 3
 # a page's `people` meta (its speakers, from an import) as SQL reads it; NULL for a chat's page
 PEOPLE = "CASE WHEN json_valid(meta) THEN json_extract(meta, '$.people') END"
 
@@ -43,13 +43,9 @@ def _speaker_names(people_json: str | None) -> set[str]:
     return T.names_of(from_json(people_json, None)) if people_json else set()
 
 
-SEG_COLS = (
-    "s.id, s.tier, s.summary, s.keywords, s.n_visit, s.l_interaction, s.last_access, s.created_at, "
-    "s.updated_at, s.page_count, s.pinned, s.promotions, s.space_id, s.title, s.title_model"
-)
+class Segments(SegmentReading):
+    """Segments, chains, heat and eviction; the reading is SegmentReading's (segments.reading)."""
 
-
-class Segments:
     def __init__(self, db: Database, embedding: Embedding, pages: Pages, jobs: Jobs):
         self.db = db
         self.embedding = embedding
@@ -58,101 +54,6 @@ class Segments:
         self._common_memo: list | None = None  # [calls left, pages, {word: common}] (`_doc_share`)
         self._porter: apsw.FTS5Tokenizer | None = None
         jobs.register("resegment", self._job_resegment)
-
-    # ------------------------------------------------------------------ reading
-    def heat_sql(self, now: float) -> tuple[str, dict]:
-        p = self.db.params
-        return (
-            "(:alpha * s.n_visit + :beta * s.l_interaction + :gamma * exp(-(max(:now - s.last_access, 0.0)) / :mu))",
-            {"alpha": p.heat.alpha, "beta": p.heat.beta, "gamma": p.heat.gamma, "now": now, "mu": p.heat.mu},
-        )
-
-    def segment_from_row(self, r: tuple, now: float) -> Segment:
-        p = self.db.params
-        recency = math.exp(-max(now - r[6], 0.0) / p.heat.mu)
-        heat = p.heat.alpha * r[4] + p.heat.beta * r[5] + p.heat.gamma * recency
-        return Segment(
-            id=r[0],
-            tier=r[1],
-            summary=r[2],
-            keywords=from_json(r[3], []),
-            n_visit=r[4],
-            l_interaction=r[5],
-            last_access=r[6],
-            created_at=r[7],
-            updated_at=r[8],
-            page_count=r[9],
-            pinned=bool(r[10]),
-            promotions=r[11],
-            recency=recency,
-            heat=heat,
-            title=r[13] or self.title(from_json(r[3], [])),  # the model's (decision 0026), else the keywords'
-            title_by=r[14] or "",
-            space_id=r[12],
-        )
-
-    _SEG_ORDER = {
-        "heat": "heat",
-        "last_access": "s.last_access",
-        "created_at": "s.created_at",
-        "id": "s.id",
-        "n_visit": "s.n_visit",
-        "l_interaction": "s.l_interaction",
-        "page_count": "s.page_count",
-        "updated_at": "s.updated_at",
-    }
-
-    def list_segments(
-        self,
-        *,
-        tier: str | None = None,
-        text: str | None = None,
-        pinned: bool | None = None,
-        order_by: str = "heat",
-        descending: bool = True,
-        limit: int = 100,
-        offset: int = 0,
-        after_id: int | None = None,
-    ) -> list[Segment]:
-        if order_by not in self._SEG_ORDER:
-            raise ValueError(f"order_by must be one of {sorted(self._SEG_ORDER)}")
-        now = self.db.clock()
-        heat, hargs = self.heat_sql(now)
-        where, args = self._filters(tier, text, pinned)
-        if after_id is not None:  # keyset paging (see list_pages)
-            where = (where + " AND" if where else " WHERE") + " s.id > :after_id"
-            args["after_id"] = after_id
-        d = "DESC" if descending else "ASC"
-        rows = self.db.rows(
-            f"SELECT {SEG_COLS}, {heat} AS heat FROM segment s{where} "
-            f"ORDER BY {self._SEG_ORDER[order_by]} {d}, s.id {d} LIMIT :limit OFFSET :offset",
-            {**hargs, **args, "limit": limit, "offset": offset},
-        )
-        return [self.segment_from_row(r, now) for r in rows]
-
-    def _filters(self, tier, text, pinned) -> tuple[str, dict]:
-        where, args = [], {}
-        if tier is not None:
-            where.append("s.tier = :tier")
-            args["tier"] = tier
-        if pinned is not None:
-            where.append("s.pinned = :pinned")
-            args["pinned"] = int(pinned)
-        if text:
-            where.append("(s.summary LIKE :like ESCAPE '\\' OR s.keywords LIKE :like ESCAPE '\\')")
-            args["like"] = like_pattern(text)
-        return (" WHERE " + " AND ".join(where)) if where else "", args
-
-    def count_segments(
-        self, *, tier: str | None = None, text: str | None = None, pinned: bool | None = None, **_: Any
-    ) -> int:
-        where, args = self._filters(tier, text, pinned)
-        return self.db.scalar(f"SELECT count(*) FROM segment s{where}", args)
-
-    def get(self, sid: int) -> Segment | None:
-        now = self.db.clock()
-        r = self.db.one(f"SELECT {SEG_COLS} FROM segment s WHERE s.id = ?", (sid,))
-        return self.segment_from_row(r, now) if r else None
 
     # ------------------------------------------------------------------ STM -> MTM
     def stm_overflow(self, cid: int | None) -> None:
@@ -219,10 +120,9 @@ class Segments:
             return None, link_detail
         chain_id = prev[1]
         if chain_id is None:
-            self.db.execute("INSERT INTO chain(summary, keywords, updated_at) VALUES ('', '[]', ?)", (now,))
-            chain_id = self.db.last_insert_rowid()
-            self.db.execute("UPDATE page SET chain_id = ? WHERE id = ?", (chain_id, prev[0]))
-        self.db.execute("UPDATE page SET prev_page_id = ?, chain_id = ? WHERE id = ?", (prev[0], chain_id, pid))
+            chain_id = self.insert_chain("", [], now)
+            self.pages.set_chain(prev[0], chain_id)
+        self.pages.link(pid, prev[0], chain_id)
         return chain_id, link_detail
 
     def _place(
@@ -287,7 +187,7 @@ class Segments:
         acc = np.frombuffer(srow[0], dtype=np.float32) + vec
         counts: dict = from_json(srow[1], {})
         self._count_keywords(counts, kws, self._speakers(pid))
-        self.db.execute("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
+        self.pages.enter_segment(pid, sid, now)
         self.db.execute(
             "UPDATE segment SET emb_sum = ?, kw_counts = ?, keywords = ?, page_count = page_count + 1, "
             "l_interaction = l_interaction + 1, last_access = ?, updated_at = ? WHERE id = ?",
@@ -295,7 +195,7 @@ class Segments:
         )
         self.db.execute("UPDATE segment_vec SET embedding = ? WHERE segment_id = ?", (vec_blob(unit(acc)), sid))
         self.refresh_summary(sid)
-        queue_if_due(self.db, self.jobs, sid)  # a title by the chat model, at 3 pages and each doubling
+        self.queue_title_if_due(sid)  # a title by the chat model, at 3 pages and each doubling
 
     def _start_segment(self, pid: int, vec: np.ndarray, kws: list[str], now: float, space: int = 1) -> int:
         counts: dict = {}
@@ -307,7 +207,7 @@ class Segments:
             (to_json(self._top_keywords(counts)), to_json(counts), vec_blob(vec), now, now, now, space),
         )
         sid = self.db.last_insert_rowid()
-        self.db.execute("UPDATE page SET tier = 'mtm', segment_id = ?, moved_at = ? WHERE id = ?", (sid, now, pid))
+        self.pages.enter_segment(pid, sid, now)
         self.vec_put(sid, "mtm", vec)
         self.refresh_summary(sid)
         self.db.emit("segment_created", "segment", sid, f"segment {sid} created", {"page_id": pid})
@@ -373,12 +273,6 @@ class Segments:
             share = known[word] = (min(dfs) / total) if dfs else 0.0
         return share
 
-    def title(self, keywords: list[str]) -> str:
-        """A readable title from a segment's keywords (the LLM-free path): its first few, the first
-        capitalised ("Adoption, agencies, kids")."""
-        words = keywords[:TITLE_WORDS]
-        return ", ".join(words)[:1].upper() + ", ".join(words)[1:] if words else ""
-
     def refresh_summary(self, sid: int) -> None:
         rows = self.db.execute(
             "SELECT user_text, assistant_text FROM page WHERE segment_id = ? ORDER BY id DESC LIMIT 5", (sid,)
@@ -399,7 +293,7 @@ class Segments:
             (chain_id,),
         ).fetchall()
         if not rows:
-            self.db.execute("DELETE FROM chain WHERE id = ?", (chain_id,))
+            self.delete_chain(chain_id)
             return
         kws = T.merge_keywords([from_json(k, []) for _, _, k in reversed(rows)], 8)
         texts = [page_text(u, a) for u, a, _ in reversed(rows)]
@@ -414,8 +308,7 @@ class Segments:
         """Recompute a segment's embedding, keywords, count and summary from its pages; delete it when empty."""
         rows = self.db.execute(f"SELECT id, keywords, {PEOPLE} FROM page WHERE segment_id = ?", (sid,)).fetchall()
         if not rows:
-            self.db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
-            self.db.execute("DELETE FROM segment WHERE id = ?", (sid,))
+            self.delete(sid)
             return False
         counts: dict = {}
         for _, k, people in rows:
@@ -426,8 +319,8 @@ class Segments:
         )
         self.refresh_vector(sid)
         self.refresh_summary(sid)
-        clear_title(self.db, sid)  # the model's title may hold words of a page it has lost: asked again
-        queue_if_due(self.db, self.jobs, sid)
+        self.clear_title(sid)  # the model's title may hold words of a page it has lost: asked again
+        self.queue_title_if_due(sid)
         return True
 
     def refresh_vector(self, sid: int) -> None:
@@ -439,8 +332,7 @@ class Segments:
         acc = np.zeros(self.db.dim, np.float32)
         for (pid,) in self.db.execute("SELECT id FROM page WHERE segment_id = ?", (sid,)).fetchall():
             acc += self.pages.page_vec(pid)
-        self.db.execute("UPDATE segment SET emb_sum = ? WHERE id = ?", (vec_blob(acc), sid))
-        self.vec_put(sid, row[0], unit(acc))
+        self.set_sum(sid, row[0], acc)
 
     # ------------------------------------------------------------------ segmenting an older memory again
     def at_open(self) -> None:
@@ -486,7 +378,7 @@ class Segments:
             if left:
                 self.jobs.enqueue("resegment", {})
                 return
-            self.db.execute("DELETE FROM meta WHERE key = 'resegment_old'")
+            self.db.delete_meta("resegment_old")
             self.evict_if_needed()
             self.db.emit(
                 "resegmented", None, None, "pages grouped into topics again by the current rule", {"rule": SEGMENTING}
@@ -511,7 +403,7 @@ class Segments:
         ).fetchone()
         kws, vec, now = from_json(kws_s, []), self.pages.page_vec(pid), self.db.clock()
         sid, _, _ = self._place(pid, vec, kws, space, prev, now, old)
-        self.db.execute("UPDATE page SET moved_at = ? WHERE id = ?", (moved_at, pid))  # when it left STM
+        self.pages.set_moved_at(pid, moved_at)  # when it left STM
         return sid
 
     def vec_put(self, sid: int, tier: str, vec: np.ndarray) -> None:
@@ -619,7 +511,7 @@ class Segments:
     def archive(self, sid: int, heat: float | None = None) -> None:
         now = self.db.clock()
         self.db.execute("UPDATE segment SET tier = 'archive', archived_at = ? WHERE id = ?", (now, sid))
-        self.db.execute("UPDATE page SET tier = 'archive' WHERE segment_id = ?", (sid,))
+        self.pages.set_tier_of_segment(sid, "archive")
         vec = np.frombuffer(
             self.db.execute("SELECT emb_sum FROM segment WHERE id = ?", (sid,)).fetchone()[0], np.float32
         )
@@ -642,7 +534,89 @@ class Segments:
             self.db.execute(
                 "UPDATE segment SET tier = 'mtm', archived_at = NULL, last_access = ? WHERE id = ?", (now, sid)
             )
-            self.db.execute("UPDATE page SET tier = 'mtm' WHERE segment_id = ?", (sid,))
+            self.pages.set_tier_of_segment(sid, "mtm")
             self.vec_put(sid, "mtm", unit(np.frombuffer(row[1], np.float32)))
             self.db.emit("segment_restored", "segment", sid, f"segment {sid} restored to mid-term memory")
             self.evict_if_needed()
+
+    # ------------------------------------------------------------------ writing rows others ask for
+    def insert(self, row: dict[str, Any]) -> int:
+        """A new segment row of these columns (its vector row is `vec_put`'s, once it has pages)."""
+        cols = list(row)
+        marks = ",".join("?" * len(cols))
+        self.db.execute(f"INSERT INTO segment({', '.join(cols)}) VALUES ({marks})", [row[c] for c in cols])
+        return self.db.last_insert_rowid()
+
+    def copy_empty(self, sid: int, space_id: int) -> int:
+        """An empty segment in space `space_id` of the same tier and heat as segment `sid` (for copies of its
+        pages, or pages split from it; `rebuild` fills it)."""
+        self.db.execute(
+            "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, last_access, "
+            "created_at, updated_at, page_count, pinned, promotions, archived_at, space_id) "
+            "SELECT tier, '', '[]', '{}', emb_sum, n_visit, l_interaction, last_access, created_at, ?, 0, 0, 0, "
+            "archived_at, ? FROM segment WHERE id = ?",
+            (self.db.clock(), space_id, sid),
+        )
+        return self.db.last_insert_rowid()
+
+    def delete(self, sid: int) -> None:
+        """Delete segment `sid` and its vector row (its pages are gone or elsewhere)."""
+        self.db.execute("DELETE FROM segment_vec WHERE segment_id = ?", (sid,))
+        self.db.execute("DELETE FROM segment WHERE id = ?", (sid,))
+
+    def insert_chain(self, summary: str, keywords: list[str], updated_at: float) -> int:
+        self.db.execute(
+            "INSERT INTO chain(summary, keywords, updated_at) VALUES (?,?,?)", (summary, to_json(keywords), updated_at)
+        )
+        return self.db.last_insert_rowid()
+
+    def delete_chain(self, chain_id: int) -> None:
+        self.db.execute("DELETE FROM chain WHERE id = ?", (chain_id,))
+
+    def count_pages(self, sid: int) -> None:
+        """Segment `sid`'s page count from its pages."""
+        self.db.execute(
+            "UPDATE segment SET page_count = (SELECT count(*) FROM page WHERE segment_id = ?) WHERE id = ?", (sid, sid)
+        )
+
+    def set_sum(self, sid: int, tier: str, acc: np.ndarray) -> None:
+        """Segment `sid`'s summed page vector, and its index row (the sum's direction)."""
+        self.db.execute("UPDATE segment SET emb_sum = ? WHERE id = ?", (vec_blob(acc), sid))
+        self.vec_put(sid, tier, unit(acc))
+
+    def set_pinned(self, sid: int, pinned: bool) -> bool:
+        """Pin or unpin segment `sid`; whether it exists."""
+        self.db.execute("UPDATE segment SET pinned = ? WHERE id = ?", (int(pinned), sid))
+        return self.db.changes() > 0
+
+    def cool(self, sid: int, *, promoted: bool) -> None:
+        """Segment `sid` was read for the persona (`promoted`) or had nothing left to read: both its counts
+        start again, as MemoryOS's code resets N_visit."""
+        self.db.execute(
+            "UPDATE segment SET l_interaction = 0, n_visit = 0, promotions = promotions + ? WHERE id = ?",
+            (int(promoted), sid),
+        )
+
+    def move_space(self, ids: Sequence[int], space_id: int) -> None:
+        """These segments now belong to space `space_id`."""
+        for sid in ids:
+            self.db.execute("UPDATE segment SET space_id = ? WHERE id = ?", (space_id, sid))
+
+    # ------------------------------------------------------------------ the chat model's titles
+    def queue_title_if_due(self, sid: int) -> None:
+        """Queue a "title_segment" job for segment `sid` when it is due one (inside the caller's transaction).
+        The page count it was asked at is noted now, so a burst of pages (an import) queues one job, not one
+        per page; the job reads the pages it finds when it runs."""
+        row = self.db.execute("SELECT page_count, title_pages FROM segment WHERE id = ?", (sid,)).fetchone()
+        if row is None or not due(row[0], row[1]):
+            return
+        self.db.execute("UPDATE segment SET title_pages = page_count WHERE id = ?", (sid,))
+        self.jobs.enqueue("title_segment", {"segment_id": sid})
+
+    def clear_title(self, sid: int) -> None:
+        """Segment `sid`'s pages changed (one forgotten, edited, moved): the model's title may hold words of a
+        page it no longer has, so it goes, and the segment is due one again."""
+        self.db.execute("UPDATE segment SET title = NULL, title_model = NULL, title_pages = 0 WHERE id = ?", (sid,))
+
+    def set_title(self, sid: int, title: str, model: str) -> None:
+        self.db.execute("UPDATE segment SET title = ?, title_model = ? WHERE id = ?", (title, model, sid))

@@ -8,7 +8,7 @@ doubled since, is titled by the model off the critical path: the job runs on the
 passes: 2-6 words, no person's name (the speakers of the pages, the user's name, the people the persona knows),
 not the instruction's own words, at least one word the pages say. Otherwise the keywords' title stays.
 
-A title is words of its pages: a segment rebuilt because a page left or changed loses it (`clear_title`)
+A title is words of its pages: a segment rebuilt because a page left or changed loses it (`Segments.clear_title`)
 and is asked again; an event never quotes it.
 """
 
@@ -59,23 +59,6 @@ def due(page_count: int, asked_at: int) -> bool:
     return page_count >= TITLE_MIN_PAGES and page_count >= TITLE_GROWTH * asked_at
 
 
-def queue_if_due(db: Database, jobs: Jobs, sid: int) -> None:
-    """Queue a "title_segment" job for segment `sid` when it is due one (inside the caller's transaction).
-    The page count it was asked at is noted now, so a burst of pages (an import) queues one job, not one
-    per page; the job reads the pages it finds when it runs."""
-    row = db.execute("SELECT page_count, title_pages FROM segment WHERE id = ?", (sid,)).fetchone()
-    if row is None or not due(row[0], row[1]):
-        return
-    db.execute("UPDATE segment SET title_pages = page_count WHERE id = ?", (sid,))
-    jobs.enqueue("title_segment", {"segment_id": sid})
-
-
-def clear_title(db: Database, sid: int) -> None:
-    """Segment `sid`'s pages changed (one forgotten, edited, moved): the model's title may hold words of a page
-    it no longer has, so it goes, and the segment is due one again."""
-    db.execute("UPDATE segment SET title = NULL, title_model = NULL, title_pages = 0 WHERE id = ?", (sid,))
-
-
 def _holds_a_name(title: str, names: set[str]) -> bool:
     """Whether a word of `title` is a name of `names`, or a content word begins one ("Mel" for Melanie)."""
     if any(w.removesuffix("'s") in names for w in T.words(title)):
@@ -120,10 +103,19 @@ def _spread(items: Sequence[Any], n: int) -> list[Any]:
 class SegmentTitles:
     """The "title_segment" job: a segment's title by the model of the LLM jobs, checked before it is kept."""
 
-    def __init__(self, db: Database, jobs: Jobs, llm_of: Callable[[], tuple[CompleteJsonFn | None, str | None]]):
-        """`llm_of()` gives the model that answers the LLM jobs and its id (the store keeps them with promotion)."""
+    def __init__(
+        self,
+        db: Database,
+        jobs: Jobs,
+        llm_of: Callable[[], tuple[CompleteJsonFn | None, str | None]],
+        set_title: Callable[[int, str, str], None],
+    ):
+        """`llm_of()` gives the model that answers the LLM jobs and its id (the store keeps them with promotion);
+        `set_title(segment, title, model)` keeps a title (segments.component.Segments.set_title: the segment
+        table's owner, which imports this module)."""
         self.db = db
         self.llm_of = llm_of
+        self.set_title = set_title
         # set by the app when it names the model of the LLM jobs: whether that model writes titles (decision 0026);
         # off until told, so a store opened for the CLI or an evaluation asks no model for titles
         self.model_writes = False
@@ -198,7 +190,7 @@ class SegmentTitles:
                 {"reason": why, "model": model_id},
             )
             return
-        self.db.execute("UPDATE segment SET title = ?, title_model = ? WHERE id = ?", (title, model, sid))
+        self.set_title(sid, title, model)
         self.db.emit(
             "segment_titled",
             "segment",

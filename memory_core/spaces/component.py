@@ -23,12 +23,13 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..conversations import Conversations
+from ..pages.component import Pages
 from ..persona.merge import PersonaMerge
+from ..persona.versions import Versions
 from ..segments.component import Segments
-from ..storage.codec import from_json, to_json
+from ..storage.codec import from_json
 from ..storage.database import Database
-from ..storage.fts import fts_put
-from ..types import page_text
 from .fusion import SpaceFusion, SpaceMerge
 
 List = list  # `Spaces.list` (the method) hides the builtin inside the class
@@ -78,12 +79,18 @@ class Spaces:
     def __init__(
         self,
         db: Database,
+        pages: Pages,
         segments: Segments,
+        versions: Versions,
+        conversations: Conversations,
         forget: Callable[[str, Sequence[int]], int],
         persona: PersonaMerge,
     ):
         self.db = db
+        self.pages = pages
         self.segments = segments
+        self.versions = versions
+        self.conversations = conversations
         self._forget = forget  # Curation.forget: what forgetting a space's items does
         self.persona = persona  # the persona's rules, by which a merge joins facts and traits
 
@@ -190,7 +197,7 @@ class Spaces:
                 n += self._forget(kind, ids) if ids else 0
             for (sid,) in self.db.rows("SELECT id FROM segment WHERE space_id = ?", (space_id,)):
                 self._forget("segment", [sid])
-            self.db.execute("UPDATE conversation SET space_id = ? WHERE space_id = ?", (left, space_id))
+            self.conversations.leave_space(space_id, left)
             self.db.execute("DELETE FROM space WHERE id = ?", (space_id,))
             self.db.emit("space_deleted", None, None, f"space {info.name!r} deleted", {"forgotten": n})
             return n
@@ -202,12 +209,12 @@ class Spaces:
             self.chat_space(conversation_id)
             if space_id is not None:
                 self.resolve(space_id)
-                self.db.execute("UPDATE conversation SET space_id = ? WHERE id = ?", (space_id, conversation_id))
+                self.conversations.set_space(conversation_id, space_id)
             if reads is not None:
                 if reads not in ("own", "all"):
                     raise SpaceError("a chat reads its own space ('own') or every space ('all')")
                 value = None if reads == "own" else "all"
-                self.db.execute("UPDATE conversation SET read_spaces = ? WHERE id = ?", (value, conversation_id))
+                self.conversations.set_read_spaces(conversation_id, value)
 
     # ------------------------------------------------------------------ moving items
     def move_pages(self, page_ids: Sequence[int], to: int) -> int:
@@ -220,14 +227,14 @@ class Spaces:
             for pid, sid in self._rows_in("SELECT id, segment_id FROM page WHERE id IN ({})", ids):
                 by_segment.setdefault(sid, []).append(pid)
             for sid, pids in by_segment.items():
-                self._mark("page", pids, to)
+                self.pages.move_space(pids, to)
                 if sid is None:
                     continue
                 whole = not self.db.scalar(
                     "SELECT count(*) FROM page WHERE segment_id = ? AND space_id != ?", (sid, to)
                 )
                 if whole:
-                    self.db.execute("UPDATE segment SET space_id = ? WHERE id = ?", (to, sid))
+                    self.segments.move_space([sid], to)
                 else:
                     self._split_segment(sid, pids, to)
             if ids:
@@ -241,7 +248,7 @@ class Spaces:
         self.resolve(to)
         with self.db.transaction():
             found = self._existing(kind, ids, other_than=to)
-            self._mark(kind, found, to)
+            self.versions.move_space(kind, found, to)
             return len(found)
 
     def move_chat(self, conversation_id: int, to: int) -> int:
@@ -259,31 +266,10 @@ class Spaces:
         if kind not in ("knowledge", "trait"):
             raise SpaceError("kind must be 'knowledge' or 'trait'")
         self.resolve(to)
-        cols = [c for c in self._columns(kind) if c not in ("id", "space_id")]
         with self.db.transaction():
             new: List[int] = []
             for old in self._existing(kind, ids, other_than=to):
-                self.db.execute(
-                    f"INSERT INTO {kind}({', '.join(cols)}, space_id) SELECT {', '.join(cols)}, ? FROM {kind} "
-                    "WHERE id = ?",
-                    (to, old),
-                )
-                nid = self.db.last_insert_rowid()
-                self.db.execute(
-                    f"UPDATE {kind} SET version = 1, reason = ? WHERE id = ?", (f"copied from {kind} {old}", nid)
-                )
-                self.db.execute(
-                    "INSERT OR IGNORE INTO derivation(item_kind, item_id, version, page_id) SELECT item_kind, ?, 1, "
-                    "page_id FROM derivation WHERE item_kind = ? AND item_id = ? AND version = "
-                    f"(SELECT version FROM {kind} WHERE id = ?)",
-                    (nid, kind, old, old),
-                )
-                if kind == "knowledge":
-                    vec = self.db.scalar("SELECT embedding FROM knowledge_vec WHERE knowledge_id = ?", (old,))
-                    if vec is not None:
-                        self.db.execute("INSERT INTO knowledge_vec(knowledge_id, embedding) VALUES (?, ?)", (nid, vec))
-                    text = str(self.db.scalar("SELECT text FROM knowledge WHERE id = ?", (nid,)))
-                    fts_put(self.db, "knowledge_fts", "knowledge_tri", nid, text)
+                nid = self.versions.copy(kind, old, to)
                 new.append(nid)
             if new:
                 what = "facts" if kind == "knowledge" else "traits"
@@ -299,57 +285,25 @@ class Spaces:
         copied. Returns the new ids."""
         self.resolve(to)
         skip = {"id", "space_id", "segment_id", "dedupe_key", "prev_page_id", "chain_id", "meta"}
-        cols = [c for c in self._columns("page") if c not in skip]
         with self.db.transaction():
             new: List[int] = []
             segments: dict[int, int] = {}  # the original's segment -> the copies' segment
             for old in self._existing("page", page_ids, other_than=to):
                 sid, meta = self.db.one("SELECT segment_id, meta FROM page WHERE id = ?", (old,))
                 seg = (
-                    None if sid is None else segments.get(sid) or segments.setdefault(sid, self._copy_segment(sid, to))
+                    None
+                    if sid is None
+                    else segments.get(sid) or segments.setdefault(sid, self.segments.copy_empty(sid, to))
                 )
                 info = from_json(meta, {})
                 info = {**(info if isinstance(info, dict) else {}), "copied_from": old}
-                self.db.execute(
-                    f"INSERT INTO page({', '.join(cols)}, space_id, segment_id, meta) SELECT {', '.join(cols)}, ?, ?, ? "
-                    "FROM page WHERE id = ?",
-                    (to, seg, to_json(info), old),
-                )
-                nid = self.db.last_insert_rowid()
-                self._copy_page_index(old, nid)
+                nid = self.pages.copy(old, to, seg, info, skip)
                 new.append(nid)
             for seg in segments.values():
                 self.segments.rebuild(seg)
             if new:
                 self.db.emit("space_copied", None, None, f"{len(new)} pages copied to space {to}", {"copied": len(new)})
             return new
-
-    def _copy_page_index(self, old: int, new: int) -> None:
-        """Page `new`'s vector, token vectors and words: those of page `old` (the same text)."""
-        vec = self.db.scalar("SELECT embedding FROM page_vec WHERE page_id = ?", (old,))
-        if vec is not None:
-            self.db.execute("INSERT INTO page_vec(page_id, embedding) VALUES (?, ?)", (new, vec))
-            self.db.execute("INSERT INTO vec_log(kind, item_id, op) VALUES ('page', ?, 'put')", (new,))
-        self.db.execute(
-            "INSERT OR REPLACE INTO page_tok(page_id, vecs, sides) SELECT ?, vecs, sides FROM page_tok WHERE page_id = ?",
-            (new, old),
-        )
-        u, a = self.db.one("SELECT user_text, assistant_text FROM page WHERE id = ?", (new,))
-        fts_put(self.db, "page_fts", "page_tri", new, page_text(u, a))
-
-    def _copy_segment(self, sid: int, to: int) -> int:
-        """An empty segment in space `to` of the same tier and heat as segment `sid` (for copies of its pages)."""
-        self.db.execute(
-            "INSERT INTO segment(tier, summary, keywords, kw_counts, emb_sum, n_visit, l_interaction, last_access, "
-            "created_at, updated_at, page_count, pinned, promotions, archived_at, space_id) "
-            "SELECT tier, '', '[]', '{}', emb_sum, n_visit, l_interaction, last_access, created_at, ?, 0, 0, 0, "
-            "archived_at, ? FROM segment WHERE id = ?",
-            (self.db.clock(), to, sid),
-        )
-        return self.db.last_insert_rowid()
-
-    def _columns(self, table: str) -> List[str]:
-        return [r[1] for r in self.db.rows(f"PRAGMA table_info({table})")]
 
     def merge(self, source: int, target: int, *, dry_run: bool = False) -> SpaceMerge:
         """Fuse space `source` into `target` with the dedup of a cube import (memory_core.spaces.fusion):
@@ -372,14 +326,14 @@ class Spaces:
 
     def _merge(self, source: int, target: int) -> SpaceMerge:
         out = SpaceMerge(self.name_of(source), self.name_of(target))
-        fusion = SpaceFusion(self.db, self.persona, self._forget)
+        fusion = SpaceFusion(self.db, self.pages, self.versions, self.persona, self._forget)
         out.pages.duplicates = fusion.drop_held_pages(source, target)
         out.pages.moved = self.move_pages(self._ids_of("page", source), target)
         for kind, counts in (("knowledge", out.facts), ("trait", out.traits)):
             fusion.fuse_persona(kind, source, target, out, out.source)
             counts.moved = self.move_facts(kind, self._ids_of(kind, source), target)
-        self.db.execute("UPDATE segment SET space_id = ? WHERE space_id = ?", (target, source))
-        self.db.execute("UPDATE conversation SET space_id = ? WHERE space_id = ?", (target, source))
+        self.segments.move_space(self._ids_of("segment", source), target)
+        self.conversations.leave_space(source, target)
         self.db.execute("DELETE FROM space WHERE id = ?", (source,))
         self.db.emit(
             "space_merged", None, None, f"space {source} merged into space {target}", {"merged": out.to_json()}
@@ -406,7 +360,7 @@ class Spaces:
                         (import_id, kind),
                     )
                 ]
-                self._mark(table, ids, to)
+                self._mark(table, ids, to)  # each by its table's owner
                 n += len(ids) if kind == "page" else 0
             return n
 
@@ -427,19 +381,19 @@ class Spaces:
         return sorted(r[0] for r in rows)
 
     def _mark(self, table: str, ids: Sequence[int], to: int) -> None:
-        ids = list(ids)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            self.db.execute(f"UPDATE {table} SET space_id = ? WHERE id IN ({','.join('?' * len(chunk))})", [to, *chunk])
+        """These rows of `table` now belong to space `to`."""
+        if table == "conversation":
+            self.conversations.move_space(ids, to)
+        elif table == "page":
+            self.pages.move_space(ids, to)
+        elif table == "segment":
+            self.segments.move_space(ids, to)
+        else:
+            self.versions.move_space(table, ids, to)
 
     def _split_segment(self, sid: int, pids: List[int], to: int) -> None:
         """Pages `pids` of segment `sid` leave it for a new segment in space `to`, of the same tier and heat."""
-        new = self._copy_segment(sid, to)
-        self._mark_segment(pids, new)
+        new = self.segments.copy_empty(sid, to)
+        self.pages.move_segment(pids, new)
         self.segments.rebuild(new)
         self.segments.rebuild(sid)
-
-    def _mark_segment(self, pids: List[int], sid: int) -> None:
-        for start in range(0, len(pids), 500):
-            chunk = pids[start : start + 500]
-            self.db.execute(f"UPDATE page SET segment_id = ? WHERE id IN ({','.join('?' * len(chunk))})", [sid, *chunk])

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..pages.component import Pages
 from ..persona.merge import Held, PersonaMerge
+from ..persona.versions import Versions
 from ..storage.codec import from_json
 from ..storage.database import Database
 
@@ -122,8 +124,17 @@ class _Item:
 class SpaceFusion:
     """The dedup of a merge, inside `Spaces.merge`'s transaction."""
 
-    def __init__(self, db: Database, persona: PersonaMerge, forget: Callable[[str, Sequence[int]], int]):
+    def __init__(
+        self,
+        db: Database,
+        pages: Pages,
+        versions: Versions,
+        persona: PersonaMerge,
+        forget: Callable[[str, Sequence[int]], int],
+    ):
         self.db = db
+        self.pages = pages
+        self.versions = versions
         self.persona = persona
         self._forget = forget
 
@@ -142,11 +153,8 @@ class SpaceFusion:
         ]
         for x, q in pairs:
             # what was drawn from the source's copy is drawn from the target's: dropping it takes nothing along
-            self.db.execute("UPDATE OR IGNORE derivation SET page_id = ? WHERE page_id = ?", (q, x))
-            self.db.execute("DELETE FROM derivation WHERE page_id = ?", (x,))
-            self.db.execute(
-                "UPDATE page SET pinned = 1 WHERE id = ? AND (SELECT pinned FROM page WHERE id = ?) = 1", (q, x)
-            )
+            self.versions.move_derivations([(x, q)])
+            self.pages.keep_pin(q, x)
         if pairs:
             self._forget("page", [x for x, _ in pairs])
         return len(pairs)
@@ -187,10 +195,8 @@ class SpaceFusion:
         if held.same_words:
             return "held"
         if not held.duplicate and item.updated_at <= before.get(held.id, held.updated_at):
-            self.db.execute(
-                f"UPDATE {kind} SET status = 'archived', reason = ? WHERE id = ?",
-                (f"set aside when space {source_name!r} was merged: {_label(kind)} {held.id} is newer", item.id),
-            )
+            reason = f"set aside when space {source_name!r} was merged: {_label(kind)} {held.id} is newer"
+            self.versions.update(kind, item.id, {"status": "archived", "reason": reason})
             return "older"
         self._fuse(kind, item, held)
         return "confirmed" if held.duplicate else "updated"

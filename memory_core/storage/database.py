@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -61,6 +61,10 @@ def like_pattern(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+def _as_dict(cursor: apsw.Cursor, row: apsw.SQLiteValues) -> dict[str, Any]:
+    return {d[0]: v for d, v in zip(cursor.get_description(), row, strict=True)}
+
+
 class Database:
     """One connection to one memory file, shared by the components of a MemoryStore."""
 
@@ -77,6 +81,8 @@ class Database:
         self._listeners: list[Callable[[Event], None]] = []
         self._closed = False
         self._events_since_prune = 0
+        # other owners' pruning of their logs, run with this one's (storage.jobs: finished jobs)
+        self._pruners: list[Callable[[], None]] = []
         # what the open transaction forgets, purged from the file once it commits (memory_core.storage.purge)
         self.purge = Purge(self)
 
@@ -206,11 +212,12 @@ class Database:
         with self.transaction():
             self.execute("DELETE FROM event WHERE id <= (SELECT max(id) FROM event) - ?", (keep,))
             self.execute("DELETE FROM vec_log WHERE seq < (SELECT max(seq) FROM vec_log) - 50000")
-            now = self.clock()
-            self.execute(
-                "DELETE FROM job WHERE status = 'done' AND ((key IS NULL AND updated_at < ?) OR updated_at < ?)",
-                (now - 7 * 86400, now - 90 * 86400),
-            )
+            for prune in self._pruners:
+                prune()
+
+    def add_pruner(self, fn: Callable[[], None]) -> None:
+        """Run `fn` (inside the transaction) each time the logs are pruned: a table's owner prunes its own rows."""
+        self._pruners.append(fn)
 
     # ------------------------------------------------------------------ small SQL helpers
     def execute(self, sql: str, params: SqlParams = ()) -> Cursor:
@@ -227,6 +234,16 @@ class Database:
             self.check()
             return self.conn.execute(sql, params).fetchone()
 
+    def named(self, sql: str, params: SqlParams = ()) -> list[dict[str, Any]]:
+        """The rows of `sql` as dicts keyed by column name: for code that reads many columns, where
+        `r[7]` says nothing. The connection's row type stays the tuple (the hot paths read those)."""
+        with self.lock:
+            self.check()
+            cursor = self.conn.cursor()
+            cursor.row_trace = _as_dict
+            rows: list[Any] = cursor.execute(sql, params).fetchall()  # dicts: the row trace made them
+            return rows
+
     def scalar(self, sql: str, params: SqlParams = ()) -> Any:
         row = self.one(sql, params)
         return row[0] if row else None
@@ -242,6 +259,24 @@ class Database:
             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+    def delete_meta(self, *keys: str) -> None:
+        for key in keys:
+            self.execute("DELETE FROM meta WHERE key = ?", (key,))
+
+    def bump_meta(self, key: str) -> None:
+        """Add one to the counter `key` (which exists)."""
+        self.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = ?", (key,))
+
+    def log_vec(self, kind: str, ids: Iterable[int], op: str) -> None:
+        """Note in `vec_log` that the vectors of `kind` ("page"...) with these ids were put ("put") or
+        deleted ("del"), so the in-memory matrix caches (storage.vecindex) sync incrementally."""
+        for item_id in ids:
+            self.execute("INSERT INTO vec_log(kind, item_id, op) VALUES (?, ?, ?)", (kind, item_id, op))
+
+    def log_vec_reset(self) -> None:
+        """Every vector table was emptied (a wipe): the caches drop what they hold."""
+        self.execute("INSERT INTO vec_log(kind, item_id, op) VALUES ('*', 0, 'reset')")
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self.one("SELECT value FROM meta WHERE key = ?", (key,))

@@ -1,5 +1,5 @@
 """Whole-file operations: an online backup copy and the consistency check across base, vector and FTS
-tables (tests, `mnemo doctor`)."""
+tables (tests, `mnemo doctor`); which table mirrors which comes from the registry (storage.tables)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import apsw
 
 from .. import text as T
 from ..types import page_text
+from . import tables
 from .database import Database
 
 
@@ -58,17 +59,22 @@ def check_integrity(db: Database) -> list[str]:
         return _page_problems(db) + _segment_problems(db) + _persona_problems(db)
 
 
-def _page_problems(db: Database) -> list[str]:
+def _mirror_problems(db: Database, base: str) -> list[str]:
+    """Each table the registry says mirrors `base` (a vector, a full-text row per row) holds its ids, no more."""
     problems: list[str] = []
-    pages = {r[0] for r in db.rows("SELECT id FROM page")}
-    vec = {r[0] for r in db.rows("SELECT page_id FROM page_vec")}
-    fts = {r[0] for r in db.rows("SELECT rowid FROM page_fts")}
+    ids = {r[0] for r in db.rows(f"SELECT id FROM {base}")}
+    for t in tables.TABLES:
+        if t.mirrors is not None and t.mirrors[0] == base:
+            got = {r[0] for r in db.rows(f"SELECT {t.mirrors[1]} FROM {t.name}")}
+            if got != ids:
+                problems.append(f"{base} vs {t.name} differ: {sorted(ids ^ got)[:10]}")
+    return problems
+
+
+def _page_problems(db: Database) -> list[str]:
+    problems = _mirror_problems(db, "page")
     tri = {r[0] for r in db.rows("SELECT rowid FROM page_tri")}
     cjk = {r[0] for r in db.rows("SELECT id, user_text, assistant_text FROM page") if T.has_cjk(page_text(r[1], r[2]))}
-    if pages != vec:
-        problems.append(f"page vs page_vec differ: {sorted(pages ^ vec)[:10]}")
-    if pages != fts:
-        problems.append(f"page vs page_fts differ: {sorted(pages ^ fts)[:10]}")
     if tri != cjk:
         problems.append(f"page_tri vs CJK pages differ: {sorted(tri ^ cjk)[:10]}")
     bad_tier = db.rows(
@@ -82,11 +88,9 @@ def _page_problems(db: Database) -> list[str]:
 
 
 def _segment_problems(db: Database) -> list[str]:
-    problems: list[str] = []
+    problems = _mirror_problems(db, "segment")
     segs = {r[0]: r for r in db.rows("SELECT id, tier, page_count FROM segment")}
     svec = {r[0]: r[1] for r in db.rows("SELECT segment_id, tier FROM segment_vec")}
-    if set(segs) != set(svec):
-        problems.append(f"segment vs segment_vec differ: {sorted(set(segs) ^ set(svec))[:10]}")
     for sid, (_, tier, _) in segs.items():
         if sid in svec and svec[sid] != tier:
             problems.append(f"segment {sid} tier {tier} but segment_vec partition {svec[sid]}")
@@ -98,14 +102,7 @@ def _segment_problems(db: Database) -> list[str]:
 
 
 def _persona_problems(db: Database) -> list[str]:
-    problems: list[str] = []
-    kn = {r[0] for r in db.rows("SELECT id FROM knowledge")}
-    kvec = {r[0] for r in db.rows("SELECT knowledge_id FROM knowledge_vec")}
-    kfts = {r[0] for r in db.rows("SELECT rowid FROM knowledge_fts")}
-    if kn != kvec:
-        problems.append(f"knowledge vs knowledge_vec differ: {sorted(kn ^ kvec)[:10]}")
-    if kn != kfts:
-        problems.append(f"knowledge vs knowledge_fts differ: {sorted(kn ^ kfts)[:10]}")
+    problems = _mirror_problems(db, "knowledge")
     orphan_chain = db.rows("SELECT id FROM chain c WHERE NOT EXISTS (SELECT 1 FROM page p WHERE p.chain_id = c.id)")
     if orphan_chain:
         problems.append(f"chains without pages: {[r[0] for r in orphan_chain[:10]]}")

@@ -45,6 +45,8 @@ class Jobs:
         # thread that runs the job; the app forwards it to a progress display
         self.on_progress: Callable[[str, int, int], None] | None = None
         self._last_progress: tuple[str, int, int] | None = None
+        db.add_pruner(self._prune)
+        db.purge.at_first_purge(self._forget_done_payloads)
 
     def register(self, kind: str, handler: JobHandler) -> None:
         """Make `handler` run the jobs of `kind` (one handler per kind)."""
@@ -84,6 +86,23 @@ class Jobs:
                 args.append(kind)
             self.db.execute("DELETE FROM job WHERE " + " AND ".join(where), args)
             return self.db.changes()
+
+    def delete(self, ids: Sequence[int]) -> None:
+        """Drop these jobs whatever their status (a forget takes the replies waiting to become pages)."""
+        for jid in ids:
+            self.db.execute("DELETE FROM job WHERE id = ?", (jid,))
+
+    def _prune(self) -> None:
+        """Finished jobs go after a week (keyed ones, whose key says the work was done, after 90 days)."""
+        now = self.db.clock()
+        self.db.execute(
+            "DELETE FROM job WHERE status = 'done' AND ((key IS NULL AND updated_at < ?) OR updated_at < ?)",
+            (now - 7 * 86400, now - 90 * 86400),
+        )
+
+    def _forget_done_payloads(self) -> None:
+        """A file from before purging: its finished jobs lose the text they were given."""
+        self.db.execute("UPDATE job SET payload = '{}' WHERE status = 'done' AND payload != '{}'")
 
     def pending(self, *, kinds: Sequence[str] | None = None, exclude_kinds: Sequence[str] | None = None) -> int:
         kind_sql, kind_args = kind_filter(kinds, exclude_kinds)

@@ -9,7 +9,8 @@ freed bytes are zeroed, but four other places keep a forgotten item's words:
   option cannot help a contentless table (it needs the deleted text to find the entries), so the
   tables a transaction deleted from are optimized (`optimize`: every segment merged into one, the
   deleted entries dropped). It rewrites the index (what that costs: tests/bench/forget_cost.py);
-- the traces of replies that recalled the item (memory_core.storage.traces), rewritten in the transaction;
+- the traces of replies that recalled the item (memory_core.traces), rewritten in the transaction by the
+  message table's owner (`at_seal`);
 - the write-ahead log, which holds the pages as they were before: checkpointed and truncated;
 - after a wipe, the free pages of a file that has shrunk: VACUUM.
 
@@ -33,8 +34,8 @@ from typing import Any, Protocol
 
 import apsw
 
+from . import tables
 from .codec import from_json, to_json
-from .traces import scrub_all_traces, scrub_traces
 
 
 class Database(Protocol):
@@ -47,12 +48,13 @@ class Database(Protocol):
     def execute(self, sql: str, params: Any = ()) -> Any: ...
     def scalar(self, sql: str, params: Any = ()) -> Any: ...
     def set_meta(self, key: str, value: str) -> None: ...
+    def delete_meta(self, *keys: str) -> None: ...
     def get_meta(self, key: str, default: str | None = None) -> str | None: ...
 
 
 log = logging.getLogger("memory_core")
 
-FTS_TABLES = ("page_fts", "page_tri", "knowledge_fts", "knowledge_tri", "message_fts")
+FTS_TABLES = tables.fts_tables()  # every full-text table (memory_core.storage.tables)
 PENDING_KEY = "purge_pending"
 SPANS_KEY = "forgotten_spans"
 PURGED_KEY, PURGED_VERSION = "purged", "1"  # the file has been purged since purging began
@@ -81,6 +83,18 @@ class Purge:
     def __init__(self, db: Database):
         self.db = db
         self.open = Forgetting()
+        # what the owners of other tables do the first time a file is purged (storage.jobs: finished
+        # jobs lose their text), inside that transaction
+        self._first_purge: list[Callable[[], None]] = []
+        # what the owners of other tables change in the forgetting transaction before it commits
+        # (memory_core.conversations: replies' traces lose the forgotten text)
+        self._at_seal: list[Callable[[Forgetting], None]] = []
+
+    def at_seal(self, fn: Callable[[Forgetting], None]) -> None:
+        self._at_seal.append(fn)
+
+    def at_first_purge(self, fn: Callable[[], None]) -> None:
+        self._first_purge.append(fn)
 
     # ------------------------------------------------------------------ noted inside a transaction
     def note(self, kind: str, ids: Iterable[int], since: float | None) -> None:
@@ -100,7 +114,7 @@ class Purge:
 
     def note_wipe(self, since: float | None) -> None:
         self.open.wiped = True
-        self.note_fts(FTS_TABLES[:4])
+        self.note_fts(tables.fts_tables("memory"))
         if since is not None:
             self.note_span(since)
 
@@ -125,10 +139,8 @@ class Purge:
         f, self.open = self.open, Forgetting()
         if f.empty:
             return None
-        if f.wiped:
-            scrub_all_traces(self.db)
-        elif f.items:
-            scrub_traces(self.db, f.items, f.since)
+        for fn in self._at_seal:
+            fn(f)
         if f.spans:
             self._add_span(f.since, self.db.clock())
         pending = self._pending()
@@ -154,7 +166,8 @@ class Purge:
         db = self.db
         if db.get_meta(PURGED_KEY) != PURGED_VERSION:
             with db.transaction():
-                db.execute("UPDATE job SET payload = '{}' WHERE status = 'done' AND payload != '{}'")
+                for fn in self._first_purge:
+                    fn()
                 db.set_meta(PENDING_KEY, to_json({"fts": list(FTS_TABLES), "vacuum": False}))
                 db.set_meta(PURGED_KEY, PURGED_VERSION)
         if db.get_meta(PENDING_KEY) is not None:
@@ -173,12 +186,12 @@ class Purge:
             if table not in FTS_TABLES:
                 continue
             with db.transaction():
-                db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+                tables.optimize(db, table)
         if pending["vacuum"]:
             with db.lock:
                 db.execute("VACUUM")
         with db.transaction():
-            db.execute("DELETE FROM meta WHERE key = ?", (PENDING_KEY,))
+            db.delete_meta(PENDING_KEY)
             if span:
                 self._add_span(since, db.clock())
         with db.lock:

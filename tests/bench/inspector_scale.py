@@ -179,7 +179,7 @@ def run_gui(ctx, n: int) -> dict:
     ctx.embedder()
     t_imp = time.perf_counter()
     from ui.inspector import InspectorWindow
-    from ui.inspector.models import PagesModel
+    from ui.inspector.tabs.pages import PagesModel
 
     import_ms = (time.perf_counter() - t_imp) * 1000
     probe = _Probe()

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memory_core import text as T
-from memory_core.recall import token_match
+from memory_core.pages import token_match
 from memory_core.storage.codec import from_json, to_json, unit, vec_blob
 from memory_core.types import page_text
 

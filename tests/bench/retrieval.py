@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from memory_core import MemoryParams, MemoryStore, RetrievalBudget
-from memory_core.recall import token_match
+from memory_core.pages import token_match
 from memory_core.storage.vecindex import MatrixCache
 
 TOPICS = [

@@ -137,22 +137,14 @@ def main(argv: list[str] | None = None) -> int:
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     from app.context import AppContext
-    from ui import bridge, main_window
+    from ui import bridge
     from ui.main_window import MainWindow
+    from ui.window.status import StatusRoom
+    from ui.window.turns import TurnController
 
     handlers = _time_handlers(
-        [
-            (main_window.MainWindow, name)
-            for name in (
-                "_flush",
-                "_first_token",
-                "_turn_finished",
-                "_memory_event",
-                "_set_jobs",
-                "refresh_conversations",
-                "_conversation_created",
-            )
-        ]
+        [(TurnController, name) for name in ("flush", "first_token", "turn_finished", "conversation_created")]
+        + [(StatusRoom, "memory_event"), (StatusRoom, "set_jobs"), (MainWindow, "refresh_conversations")]
         + [(bridge.Backend, "_on_deliver"), (bridge.Backend, "_on_turn_done")]
     )
     from ui.app import tune_interpreter
@@ -213,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         t_send = time.perf_counter()
         win.composer.set_text(PROMPT if turn_no == 0 else f"{PROMPT} Another one, please ({turn_no}).")
         t_call = time.perf_counter()
-        win.send()
+        win.turns.send()
         send_call_s = time.perf_counter() - t_call
         pump(lambda: not win.backend.busy, 600)
         t_end = time.perf_counter()

@@ -304,7 +304,7 @@ def test_an_answer_with_nothing_stated_falls_back_to_what_the_user_said(open_sto
 
 
 def test_a_model_rejected_three_times_in_a_row_is_not_asked_again_until_the_model_changes(open_store, tmp_path, clock):
-    from memory_core.persona.promotion import LLM_RETRY_AFTER_S
+    from memory_core.segments.promotion import LLM_RETRY_AFTER_S
 
     empty = {"traits": [], "user_knowledge": [], "assistant_knowledge": []}
     useful = {"traits": [], "user_knowledge": ["The user adopted a beagle"], "assistant_knowledge": []}

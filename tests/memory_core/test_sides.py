@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from memory_core import RetrievalBudget
-from memory_core.recall import token_match as TM
+from memory_core.pages import token_match as TM
 from memory_core.storage import schema as D
 from memory_core.types import page_text
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memory_core import MemoryStore, RetrievalBudget
-from memory_core.recall import token_match as TM
+from memory_core.pages import token_match as TM
 from memory_core.types import page_text
 
 

@@ -113,7 +113,7 @@ class _HeatReplay:
             before = self.heat_at(t)
             h.marks.append((t, before, "promoted"))
             self.l_int = 0
-            self.n = 0  # both counts start again once the topic is read (memory_core.persona.promotion)
+            self.n = 0  # both counts start again once the topic is read (memory_core.segments.promotion)
         elif e.kind in VISIT_EVENTS:
             self.n += int(d.get("count", 1))
             self.last = t

@@ -7,13 +7,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..pages.component import Pages
 from ..pages.embedding import Embedding
+from ..persona import extract as X
+from ..persona.merge import PersonaMerge
 from ..storage.codec import from_json, to_json
 from ..storage.database import Database, checkpoint
 from ..storage.jobs import Jobs
 from ..types import CompleteJsonFn
-from . import extract as X
-from .merge import PersonaMerge
+from .component import Segments
 
 # A model whose persona answers were rejected this many promotions in a row (nothing it said was stated
 # by the conversation, or no valid JSON: the bundled 135M model, every time) is not asked again for its
@@ -30,6 +32,8 @@ class Promotion:
         self,
         db: Database,
         embedding: Embedding,
+        pages: Pages,
+        segments: Segments,
         merge: PersonaMerge,
         jobs: Jobs,
         llm: CompleteJsonFn | None,
@@ -37,6 +41,8 @@ class Promotion:
     ):
         self.db = db
         self.embedding = embedding
+        self.pages = pages
+        self.segments = segments
         self.merge = merge
         self.llm = llm
         self.llm_model_id = llm_model_id
@@ -52,7 +58,7 @@ class Promotion:
         if not rows:
 
             def nothing() -> None:
-                self.db.execute("UPDATE segment SET l_interaction = 0, n_visit = 0 WHERE id = ?", (sid,))
+                self.segments.cool(sid, promoted=False)
 
             return nothing
         pages = [X.PageText(r[0], r[1], r[2], r[3], from_json(r[5], None)) for r in rows]  # whose dialogue
@@ -112,12 +118,9 @@ class Promotion:
             ):
                 n_k += 1
         if alive:
-            m2 = ",".join("?" * len(alive))
-            self.db.execute(f"UPDATE page SET analyzed = 1 WHERE id IN ({m2})", sorted(alive))
+            self.pages.mark_analyzed(sorted(alive))
         # both counts start again, as MemoryOS's code resets N_visit: what made the segment hot is read now
-        self.db.execute(
-            "UPDATE segment SET l_interaction = 0, n_visit = 0, promotions = promotions + 1 WHERE id = ?", (sid,)
-        )
+        self.segments.cool(sid, promoted=True)
         if ext.fallback_reason:
             summary = f"LLM output for segment {sid} was rejected; used the extractive path"
             if rejected == LLM_REJECTIONS_BEFORE_SKIP:

@@ -9,23 +9,16 @@ and loses its text, marked `"forgotten": true`.
 
 Finding the replies: only a reply written after an item was made can name it (`since`), and its
 meta is matched by the entry's JSON (`"knowledge_id":12,`; memory_core writes compact, key-sorted JSON,
-`codec.to_json`) before it is parsed.
+`codec.to_json`) before it is parsed. These functions only rewrite the JSON: `Conversations`, the owner of
+the message table, reads and writes the rows, in the forget's transaction (`Purge.at_seal`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
-from ..storage.codec import from_json, to_json
-
-
-class Database(Protocol):
-    """What the scrub uses of memory_core.storage.database.Database (named here: that module imports this one)."""
-
-    def execute(self, sql: str, params: Any = ()) -> Any: ...
-
+from .storage.codec import from_json, to_json
 
 # a trace entry's id as it is written: '"page_id":12,' (hits and sides), '"knowledge_id":12,',
 # '"trait_id":12,', and a kept fact '"id":12,"kind":"knowledge"'
@@ -35,39 +28,21 @@ _ID_KEY = {"page_id": "page", "knowledge_id": "knowledge", "trait_id": "trait"}
 _TEXT_KEYS = {"page": ("meta",), "knowledge": ("text",), "trait": ("value",)}
 
 
-def scrub_traces(db: Database, items: Iterable[tuple[str, int]], since: float | None) -> int:
-    """Drop the text of the forgotten `items` ((kind, id): "page", "knowledge", "trait") from every
-    reply's trace and kept fact written at or after `since` (None: every reply). Runs inside the
-    forget's transaction. Returns how many replies were rewritten."""
-    gone: set[tuple[str, int]] = {(k, int(i)) for k, i in items}
-    if not gone:
-        return 0
-    changed = 0
-    for mid, meta_s in db.execute(
-        "SELECT id, meta FROM message WHERE role = 'assistant' AND created_at >= ? AND meta != '{}'",
-        (float("-inf") if since is None else since,),
-    ).fetchall():
-        if not any(_ref(m) in gone for m in _REF.finditer(meta_s)):
-            continue
-        meta = from_json(meta_s, {})
-        if _scrub_meta(meta, lambda kind, iid: (kind, iid) in gone):
-            db.execute("UPDATE message SET meta = ? WHERE id = ?", (to_json(meta), mid))
-            changed += 1
-    return changed
+def scrubbed(meta_s: str, gone: set[tuple[str, int]]) -> str | None:
+    """A reply's meta (JSON) without the text of the forgotten items `gone` ((kind, id): "page", "knowledge",
+    "trait"), or None when it names none of them."""
+    if not any(_ref(m) in gone for m in _REF.finditer(meta_s)):
+        return None
+    meta = from_json(meta_s, {})
+    return to_json(meta) if _scrub_meta(meta, lambda kind, iid: (kind, iid) in gone) else None
 
 
-def scrub_all_traces(db: Database) -> int:
-    """Drop the text of every recalled item from every reply (memory was wiped). Returns how many
-    replies were rewritten."""
-    changed = 0
-    for mid, meta_s in db.execute("SELECT id, meta FROM message WHERE role = 'assistant' AND meta != '{}'").fetchall():
-        if _REF.search(meta_s) is None and '"forgot"' not in meta_s:
-            continue
-        meta = from_json(meta_s, {})
-        if _scrub_meta(meta, lambda kind, iid: True):
-            db.execute("UPDATE message SET meta = ? WHERE id = ?", (to_json(meta), mid))
-            changed += 1
-    return changed
+def scrubbed_all(meta_s: str) -> str | None:
+    """A reply's meta without the text of any recalled item (memory was wiped), or None when it has none."""
+    if _REF.search(meta_s) is None and '"forgot"' not in meta_s:
+        return None
+    meta = from_json(meta_s, {})
+    return to_json(meta) if _scrub_meta(meta, lambda kind, iid: True) else None
 
 
 def _ref(m: re.Match) -> tuple[str, int]:
