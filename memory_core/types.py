@@ -581,7 +581,7 @@ class Conversation:
 
 @dataclass
 class ConversationMemory:
-    """What memory holds from one conversation (see `MemoryStore.conversation_memory`)."""
+    """What memory holds from one conversation (see `store.curation.conversation_memory`)."""
 
     conversation_id: int
     page_ids: list[int]  # its pages, every tier

@@ -635,7 +635,7 @@ class ChatView(QStackedWidget):
 
     def set_messages(self, messages: list, siblings: dict[int, list[int]] | None = None) -> None:
         """Show a conversation branch (memory_core Message records), newest last; `siblings` maps a
-        message id to the ids of it and its alternatives (`MemoryStore.message_siblings`)."""
+        message id to the ids of it and its alternatives (`store.conversations.message_siblings`)."""
         self.clear()
         if len(messages) > MAX_RENDERED:
             self._hidden_messages = list(messages[:-MAX_RENDERED])

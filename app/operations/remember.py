@@ -249,7 +249,7 @@ def forget_note(forgot: dict) -> str:
 
 def forget_statement(store, what: str, *, spaces: frozenset[int] | None = None) -> Forgot:
     """Forget the user's facts that say `what` and the pages that hold every content word of it
-    (`MemoryStore.memory_saying`), and the replies holding them still waiting to become pages, in one
+    (`store.retrieval.memory_saying`), and the replies holding them still waiting to become pages, in one
     transaction. `spaces`: only what is in these memory spaces (the spaces the chat asking reads, so
     "forget that …" in a Work chat leaves the same words in Personal); None: every space."""
     with store.transaction():

@@ -5,7 +5,7 @@ event log. The charts draw in the theme's colours (`apply_theme`), dark mode inc
 What the event log lets us recover: pages joining a segment (`page_moved` with
 `detail.segment_id`; +1 L_interaction, resets last access), its creation, visits of replies that quoted
 its pages (`segment_visited`: +1 N_visit, resets last access), promotions (L_interaction and N_visit → 0), archiving
-(the event records the exact heat), restoring. `MemoryStore.segment_events(sid)` reads them in
+(the event records the exact heat), restoring. `store.event_log.segment_events(sid)` reads them in
 SQL. Events older than the log's retention (`MemoryParams.jobs.events_keep`), and visits made by a
 database older than the `segment_visited` event, are not there: the view then says so (the
 replayed L_interaction or N_visit does not match the segment's) and draws the current heat at
