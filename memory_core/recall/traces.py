@@ -15,7 +15,7 @@ meta is matched by the entry's JSON (`"knowledge_id":12,`; memory_core writes co
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ..storage.codec import from_json, to_json
@@ -70,13 +70,16 @@ def scrub_all_traces(db: Database) -> int:
     return changed
 
 
+IsGone = Callable[[str, int], bool]  # (kind, id): whether that item was forgotten
+
+
 def _ref(m: re.Match) -> tuple[str, int]:
     if m.group(1):
         return _ID_KEY[m.group(1)], int(m.group(2))
     return m.group(4), int(m.group(3))
 
 
-def _scrub_meta(meta: Any, is_gone) -> bool:
+def _scrub_meta(meta: Any, is_gone: IsGone) -> bool:
     """Scrub one reply's meta in place; whether anything changed."""
     if not isinstance(meta, dict):
         return False
@@ -108,7 +111,7 @@ def _scrub_meta(meta: Any, is_gone) -> bool:
     return changed
 
 
-def _gone(iid: Any, kind: str, is_gone) -> bool:
+def _gone(iid: Any, kind: str, is_gone: IsGone) -> bool:
     return isinstance(iid, int) and is_gone(kind, iid)
 
 
