@@ -16,7 +16,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,7 +112,7 @@ class OpenAIChatModel:
         temperature: float | None = None,
         cancel: CancelToken | None = None,
         response_format: dict[str, Any] | None = None,
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         cancel = cancel or CancelToken()
         payload: dict[str, Any] = {
             "model": self.config.model or "default",

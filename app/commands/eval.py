@@ -9,9 +9,17 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+    from app.evaluation.locomo import Sample
 
 
-def register(subparsers) -> None:
+def register(subparsers: SubParsers) -> None:
     p = subparsers.add_parser(
         "eval", help="evaluate memory quality on benchmarks (LoCoMo)", description="Evaluate the memory on benchmarks."
     )
@@ -43,10 +51,15 @@ def register(subparsers) -> None:
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     lp.set_defaults(func=run_locomo)
-    p.set_defaults(func=lambda args, ctx: (p.print_help(), 2)[1])
+
+    def show_help(args: argparse.Namespace, ctx: AppContext) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=show_help)
 
 
-def _add_qa_options(lp) -> None:
+def _add_qa_options(lp: argparse.ArgumentParser) -> None:
     """--qa and how its questions are put to the chat model."""
     lp.add_argument("--qa", action="store_true", help="also answer with the configured chat model and score F1/BLEU-1")
     lp.add_argument(
@@ -72,7 +85,7 @@ def _add_qa_options(lp) -> None:
     )
 
 
-def _add_study_options(lp) -> None:
+def _add_study_options(lp: argparse.ArgumentParser) -> None:
     """The studies a run makes beside the static recall (the persona's instead of it): ablation, the
     persona, the segments, the lifecycle."""
     lp.add_argument(
@@ -121,7 +134,7 @@ def _parse_retrievers(text: str) -> list[str]:
     return names
 
 
-def run_locomo(args, ctx) -> int:
+def run_locomo(args: argparse.Namespace, ctx: AppContext) -> int:
     from app.evaluation.locomo import QA_MODES, LocomoEval, format_tables, load_samples, write_json
     from app.importers import ImportFatalError
 
@@ -191,7 +204,9 @@ def run_locomo(args, ctx) -> int:
     return 0
 
 
-def _run_lifecycle(args, ctx, samples, ks, report: dict) -> list[str]:
+def _run_lifecycle(
+    args: argparse.Namespace, ctx: AppContext, samples: list[Sample], ks: list[int], report: dict
+) -> list[str]:
     """`--lifecycle`: app.evaluation.lifecycle, its figures put in `report` and its table returned."""
     from app.evaluation.lifecycle import LifecycleEval, format_lifecycle
     from app.evaluation.locomo import spread_limit
@@ -204,7 +219,7 @@ def _run_lifecycle(args, ctx, samples, ks, report: dict) -> list[str]:
     return format_lifecycle(life, report["retrieval"].get("mnemo"), ks)
 
 
-def _run_persona(args, ctx, samples) -> int:
+def _run_persona(args: argparse.Namespace, ctx: AppContext, samples: list[Sample]) -> int:
     """`--persona`: app.evaluation.persona_eval."""
     from app.evaluation.locomo import write_json
     from app.evaluation.persona_eval import DEFAULT_THRESHOLD, PersonaEval, format_report
