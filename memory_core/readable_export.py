@@ -26,11 +26,15 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
-    from .types import Conversation, Knowledge, Page, Segment, Trait
+    from .conversations import Conversations
+    from .pages.component import Pages
+    from .pages.embedding import Embedding
+    from .persona.component import Persona
+    from .segments.component import Segments
+    from .types import Conversation, Knowledge, MemoryParams, Page, Segment, Trait
 
 FORMAT = "mnemo-memory-export"
 VERSION = 1
@@ -38,6 +42,29 @@ BATCH = 1000
 
 Progress = Callable[[int, int], None]
 _Item = TypeVar("_Item", "Page", "Segment")
+
+
+class MemoryStore(Protocol):
+    """What an export reads of memory_core.MemoryStore (named here: memory_core.store imports this module)."""
+
+    @property
+    def conversations(self) -> Conversations: ...
+    @property
+    def persona(self) -> Persona: ...
+    @property
+    def segments(self) -> Segments: ...
+    @property
+    def pages(self) -> Pages: ...
+    @property
+    def embedding(self) -> Embedding: ...
+    @property
+    def params(self) -> MemoryParams: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    def is_paused(self) -> bool: ...
+    def stats(self) -> dict: ...
 
 
 @dataclasses.dataclass
