@@ -134,18 +134,54 @@ def _parse_retrievers(text: str) -> list[str]:
     return names
 
 
+def _parse_options(args: argparse.Namespace) -> tuple[list[str], list[int], list[str]]:
+    """The retrievers, turn budgets and QA modes asked for; ValueError says which is wrong."""
+    from app.evaluation.locomo import QA_MODES
+
+    retrievers = _parse_retrievers(args.retriever)
+    ks = [int(k) for k in args.ks.split(",") if k.strip()]
+    if not ks or min(ks) < 1:
+        raise ValueError("--ks needs positive integers")
+    modes = [m.strip() for m in args.qa_modes.split(",") if m.strip()]
+    if any(m not in QA_MODES for m in modes):
+        raise ValueError(f"--qa-modes: use some of {', '.join(QA_MODES)}")
+    return retrievers, ks, modes
+
+
+def _prepare_qa() -> bool:
+    """Ready the process for `--qa`: False (after saying why) when nltk is missing."""
+    if importlib.util.find_spec("nltk") is None:  # Porter stemmer and BLEU; no data download needed
+        print("mnemo eval locomo: error: --qa needs nltk (pip install 'mnemo[eval]')", file=sys.stderr)
+        return False
+    # LoCoMo times are wall-clock times stored as UTC; the memory prompt formats dates in
+    # local time, so show them in UTC to keep each session's day as in the data.
+    os.environ["TZ"] = "UTC"
+    if hasattr(time, "tzset"):
+        time.tzset()
+    return True
+
+
+def _print_locomo(args: argparse.Namespace, report: dict, lifecycle_lines: list[str]) -> None:
+    """The report as JSON (without the per-question rows) or as tables."""
+    from app.evaluation.locomo import format_tables
+
+    if args.json:
+        summary = {k: v for k, v in report.items() if k != "per_question"}
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        print(format_tables(report))
+        if lifecycle_lines:
+            print("\n" + "\n".join(lifecycle_lines))
+        if args.out:
+            print(f"report written to {args.out}")
+
+
 def run_locomo(args: argparse.Namespace, ctx: AppContext) -> int:
-    from app.evaluation.locomo import QA_MODES, LocomoEval, format_tables, load_samples, write_json
+    from app.evaluation.locomo import LocomoEval, load_samples, write_json
     from app.importers import ImportFatalError
 
     try:
-        retrievers = _parse_retrievers(args.retriever)
-        ks = [int(k) for k in args.ks.split(",") if k.strip()]
-        if not ks or min(ks) < 1:
-            raise ValueError("--ks needs positive integers")
-        modes = [m.strip() for m in args.qa_modes.split(",") if m.strip()]
-        if any(m not in QA_MODES for m in modes):
-            raise ValueError(f"--qa-modes: use some of {', '.join(QA_MODES)}")
+        retrievers, ks, modes = _parse_options(args)
     except ValueError as exc:
         print(f"mnemo eval locomo: error: {exc}", file=sys.stderr)
         return 2
@@ -162,15 +198,8 @@ def run_locomo(args: argparse.Namespace, ctx: AppContext) -> int:
         return 2
     if args.persona:
         return _run_persona(args, ctx, samples)
-    if args.qa:
-        if importlib.util.find_spec("nltk") is None:  # Porter stemmer and BLEU; no data download needed
-            print("mnemo eval locomo: error: --qa needs nltk (pip install 'mnemo[eval]')", file=sys.stderr)
-            return 2
-        # LoCoMo times are wall-clock times stored as UTC; the memory prompt formats dates in
-        # local time, so show them in UTC to keep each session's day as in the data.
-        os.environ["TZ"] = "UTC"
-        if hasattr(time, "tzset"):
-            time.tzset()
+    if args.qa and not _prepare_qa():
+        return 2
     qa_model = ctx.chat_model() if args.qa else None
     if args.ablate and "mnemo" not in retrievers:
         retrievers = ["mnemo", *retrievers]
@@ -192,15 +221,7 @@ def run_locomo(args: argparse.Namespace, ctx: AppContext) -> int:
     lifecycle_lines = _run_lifecycle(args, ctx, samples, ks, report) if args.lifecycle else []
     if args.out:
         write_json(report, args.out)
-    if args.json:
-        summary = {k: v for k, v in report.items() if k != "per_question"}
-        print(json.dumps(summary, indent=1, default=str))
-    else:
-        print(format_tables(report))
-        if lifecycle_lines:
-            print("\n" + "\n".join(lifecycle_lines))
-        if args.out:
-            print(f"report written to {args.out}")
+    _print_locomo(args, report, lifecycle_lines)
     return 0
 
 
