@@ -6,10 +6,16 @@ import argparse
 import importlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app import __version__
 from app.commands import COMMAND_MODULES
 from app.commands._common import set_command
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from app.context import AppContext
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None, gui=None) -> int:
+def main(
+    argv: list[str] | None = None, gui: Callable[[AppContext, argparse.Namespace], int | None] | None = None
+) -> int:
     """Run a CLI command; with none, call `gui(ctx, args)` (the `ui` package passes it in,
     so `app` never imports `ui`), or print help when there is no GUI."""
     parser = build_parser()
@@ -69,13 +77,13 @@ def main(argv: list[str] | None = None, gui=None) -> int:
     return int(gui(ctx, args) or 0)
 
 
-def _command_name(args) -> str:
+def _command_name(args: argparse.Namespace) -> str:
     """The command as typed, with its action ("chats list", "memory add")."""
     action = getattr(args, "action", None)
     return f"{args.command} {action}" if isinstance(action, str) and action else args.command
 
 
-def known_failure(exc: BaseException, ctx) -> str | None:
+def known_failure(exc: BaseException, ctx: AppContext) -> str | None:
     """What to tell the user about `exc` when it is a failure they can fix (a model file, the database
     folder, a full disk, a damaged file), naming the file and the fix; None for anything else (a bug:
     its traceback is wanted)."""

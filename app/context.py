@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from app.chat.activation_cache import attach as attach_activation
 from app.errors import cannot_open_database, database_open_error
@@ -14,6 +15,12 @@ from app.runtime.backends import build_chat_model, build_embedder
 from app.runtime.instance_lock import LOCK_NAME
 from app.settings import SETTINGS_FILE, Paths, Settings, load_settings, save_settings
 from app.settings_schema import memory_overrides
+
+if TYPE_CHECKING:
+    from memory_core import MemoryParams, MemoryStore
+    from memory_core.types import CompleteJsonFn
+    from models.chat import ChatModel
+    from models.embedder import OnnxEmbedder
 
 
 @dataclass
@@ -26,7 +33,7 @@ class AppContext:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def create(cls, config_dir=None, data_dir=None) -> AppContext:
+    def create(cls, config_dir: str | Path | None = None, data_dir: str | Path | None = None) -> AppContext:
         paths = Paths.resolve(config_dir, data_dir)
         # owner-only, also what an older Mnemo made 0755/0644 ("backups": app.operations.backups.BACKUP_DIR, not
         # imported here, as it loads memory_core before the window paints)
@@ -38,14 +45,14 @@ class AppContext:
     def save(self) -> None:
         save_settings(self.paths, self.settings)
 
-    def embedder(self):
+    def embedder(self) -> OnnxEmbedder:
         """The configured embedder, loaded on first use (thread-safe)."""
         with self._lock:
             if self._embedder is None:
                 self._embedder = build_embedder(self.settings.embedding, self.paths.settings_file)
             return self._embedder
 
-    def chat_model(self):
+    def chat_model(self) -> ChatModel:
         """The configured chat model, loaded on first use. Drive it from one thread only."""
         with self._lock:
             if self._chat_model is None:
@@ -61,13 +68,13 @@ class AppContext:
                 self._chat_model.close()
             self._chat_model = None
 
-    def memory_params(self):
+    def memory_params(self) -> MemoryParams:
         from memory_core import MemoryParams
 
         # the schema's check again: the window and tests change `settings.memory` after loading
         return MemoryParams.from_flat(memory_overrides(self.settings.memory, None))
 
-    def open_store(self, *, llm=None):
+    def open_store(self, *, llm: CompleteJsonFn | None = None) -> MemoryStore:
         """Open the profile's memory store on a new connection (one per thread)."""
         from memory_core import MemoryStore
 

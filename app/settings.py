@@ -14,12 +14,15 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import platformdirs
 
 from app.private_files import ensure_private_dir
 from app.settings_schema import RULE, Rule, checked, memory_overrides, setting
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 APP_NAME = "Mnemo"
 SETTINGS_FILE = "settings.json"
@@ -205,7 +208,10 @@ class Settings:
     )
 
 
-def _from_dict(cls, data: Any, notes: list[str] | None = None, where: str = ""):
+_D = TypeVar("_D", bound="DataclassInstance")  # the settings dataclass _from_dict builds
+
+
+def _from_dict(cls: type[_D], data: Any, notes: list[str] | None = None, where: str = "") -> _D:
     """Build dataclass `cls` from a dict, ignoring unknown keys and keeping defaults for missing ones.
     A value of the wrong type or out of its field's range keeps the default too, and `notes` says so."""
     if not isinstance(data, dict):
@@ -220,7 +226,7 @@ def _from_dict(cls, data: Any, notes: list[str] | None = None, where: str = ""):
         value = data[f.name]
         default = getattr(defaults, f.name)
         name = f"{where}.{f.name}" if where else f.name
-        if is_dataclass(default):
+        if is_dataclass(default) and not isinstance(default, type):  # a nested section
             value = _from_dict(type(default), value, notes, name)
         elif name == "memory":
             value = memory_overrides(value, notes)

@@ -24,15 +24,47 @@ import datetime as dt
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from .conversations import Conversations
+    from .pages.component import Pages
+    from .pages.embedding import Embedding
+    from .persona.component import Persona
+    from .segments.component import Segments
+    from .types import Conversation, Knowledge, MemoryParams, Page, Segment, Trait
 
 FORMAT = "mnemo-memory-export"
 VERSION = 1
 BATCH = 1000
 
 Progress = Callable[[int, int], None]
+_Item = TypeVar("_Item", "Page", "Segment")
+
+
+class MemoryStore(Protocol):
+    """What an export reads of memory_core.MemoryStore (named here: memory_core.store imports this module)."""
+
+    @property
+    def conversations(self) -> Conversations: ...
+    @property
+    def persona(self) -> Persona: ...
+    @property
+    def segments(self) -> Segments: ...
+    @property
+    def pages(self) -> Pages: ...
+    @property
+    def embedding(self) -> Embedding: ...
+    @property
+    def params(self) -> MemoryParams: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    def is_paused(self) -> bool: ...
+    def stats(self) -> dict: ...
 
 
 @dataclasses.dataclass
@@ -68,7 +100,7 @@ def atomic_file(path: Path, *, binary: bool = False) -> Iterator[Any]:
         raise
 
 
-def _walk(list_fn) -> Iterator:
+def _walk(list_fn: Callable[..., list[_Item]]) -> Iterator[_Item]:
     """Every item of a `list_pages`/`list_segments`-style call, by id, in batches (keyset paging)."""
     after = 0
     while True:
@@ -79,8 +111,9 @@ def _walk(list_fn) -> Iterator:
         after = batch[-1].id
 
 
-def _conversations(store) -> list:
-    out, offset = [], 0
+def _conversations(store: MemoryStore) -> list[Conversation]:
+    out: list[Conversation] = []
+    offset = 0
     while True:
         batch = store.conversations.list_conversations(limit=BATCH, offset=offset)
         out += batch
@@ -89,7 +122,7 @@ def _conversations(store) -> list:
         offset += len(batch)
 
 
-def _with_versions(store, kind: str, item) -> dict:
+def _with_versions(store: MemoryStore, kind: str, item: Trait | Knowledge) -> dict:
     d = dataclasses.asdict(item)
     d["versions"] = [dataclasses.asdict(v) for v in store.persona.item_versions(kind, item.id)]
     return d
@@ -99,7 +132,7 @@ def _iso(ts: float | None) -> str | None:
     return None if ts is None else dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def export_json(store, path: str | Path, *, on_progress: Progress | None = None) -> ExportResult:
+def export_json(store: MemoryStore, path: str | Path, *, on_progress: Progress | None = None) -> ExportResult:
     """Write the whole memory as one JSON document (see the module docstring)."""
     path = Path(path)
     stats = store.stats()
@@ -130,19 +163,24 @@ def export_json(store, path: str | Path, *, on_progress: Progress | None = None)
         fh.write(json.dumps(header, ensure_ascii=False)[:-1])  # the header's fields open the document
         fh.write(',\n"conversations": ')
         fh.write(json.dumps([dataclasses.asdict(c) for c in _conversations(store)], ensure_ascii=False))
-        for name, kind, items in (("traits", "trait", traits), ("knowledge", "knowledge", knowledge)):
+        persona: tuple[tuple[str, str, Sequence[Trait | Knowledge]], ...] = (
+            ("traits", "trait", traits),
+            ("knowledge", "knowledge", knowledge),
+        )
+        for name, kind, items in persona:
             fh.write(f',\n"{name}": [')
             for i, item in enumerate(items):
                 fh.write(("," if i else "") + "\n" + json.dumps(_with_versions(store, kind, item), ensure_ascii=False))
                 tick()
             fh.write("]")
-        for name, items in (
+        walks: tuple[tuple[str, Iterator[Segment | Page]], ...] = (
             ("segments", _walk(store.segments.list_segments)),
             ("pages", _walk(store.pages.list_pages)),
-        ):
+        )
+        for name, rows in walks:
             fh.write(f',\n"{name}": [')
-            for i, item in enumerate(items):
-                fh.write(("," if i else "") + "\n" + json.dumps(dataclasses.asdict(item), ensure_ascii=False))
+            for i, row in enumerate(rows):
+                fh.write(("," if i else "") + "\n" + json.dumps(dataclasses.asdict(row), ensure_ascii=False))
                 tick()
             fh.write("]")
         fh.write("\n}\n")
@@ -156,7 +194,7 @@ def _md_escape(text: str) -> str:
 
 
 def export_markdown(
-    store, path: str | Path, *, on_progress: Progress | None = None, max_segments: int | None = None
+    store: MemoryStore, path: str | Path, *, on_progress: Progress | None = None, max_segments: int | None = None
 ) -> ExportResult:
     """Write a readable account of the memory: persona, knowledge, then segments, hottest first."""
     path = Path(path)
@@ -214,7 +252,7 @@ def export_markdown(
 
 
 def export_memory(
-    store, path: str | Path, *, fmt: str | None = None, on_progress: Progress | None = None
+    store: MemoryStore, path: str | Path, *, fmt: str | None = None, on_progress: Progress | None = None
 ) -> ExportResult:
     """Export in the format named by `fmt` ("json" or "markdown"), else by the file's suffix."""
     fmt = (fmt or ("markdown" if str(path).lower().endswith((".md", ".markdown")) else "json")).lower()

@@ -30,7 +30,7 @@ from .pages.embedding import Embedding
 from .persona.component import Persona
 from .persona.merge import PersonaMerge
 from .persona.versions import Versions
-from .readable_export import export_memory
+from .readable_export import ExportResult, export_memory
 from .recall.retriever import Retriever
 from .segments.component import Segments
 from .segments.promotion import Promotion
@@ -303,7 +303,7 @@ class MemoryStore:
 
     def export(
         self, path: str | Path, *, fmt: str | None = None, on_progress: Callable[[int, int], None] | None = None
-    ):
+    ) -> ExportResult:
         """Write everything remembered to a JSON or Markdown file (see `memory_core.readable_export`)."""
         return export_memory(self, path, fmt=fmt, on_progress=on_progress)
 

@@ -16,6 +16,7 @@ the message table, reads and writes the rows, in the forget's transaction (`Purg
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .storage.codec import from_json, to_json
@@ -45,13 +46,16 @@ def scrubbed_all(meta_s: str) -> str | None:
     return to_json(meta) if _scrub_meta(meta, lambda kind, iid: True) else None
 
 
+IsGone = Callable[[str, int], bool]  # (kind, id): whether that item was forgotten
+
+
 def _ref(m: re.Match) -> tuple[str, int]:
     if m.group(1):
         return _ID_KEY[m.group(1)], int(m.group(2))
     return m.group(4), int(m.group(3))
 
 
-def _scrub_meta(meta: Any, is_gone) -> bool:
+def _scrub_meta(meta: Any, is_gone: IsGone) -> bool:
     """Scrub one reply's meta in place; whether anything changed."""
     if not isinstance(meta, dict):
         return False
@@ -83,7 +87,7 @@ def _scrub_meta(meta: Any, is_gone) -> bool:
     return changed
 
 
-def _gone(iid: Any, kind: str, is_gone) -> bool:
+def _gone(iid: Any, kind: str, is_gone: IsGone) -> bool:
     return isinstance(iid, int) and is_gone(kind, iid)
 
 

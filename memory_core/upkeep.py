@@ -109,7 +109,7 @@ class Upkeep:
 
         return apply
 
-    def _embed_page_batch(self, after: int, end: int | None, batch: int):
+    def _embed_page_batch(self, after: int, end: int | None, batch: int) -> PageBatch:
         """The next `batch` pages after page `after` (up to page `end`), embedded each after the page before
         it, vectors and word rows from one encoder pass: (ids, bodies, contexts, vectors)."""
         return self.pages.embed_stored(
@@ -119,7 +119,7 @@ class Upkeep:
             )
         )
 
-    def _put_page_batch(self, ids, bodies, contexts, vecs) -> set[int]:
+    def _put_page_batch(self, ids: list[int], bodies: list[str], contexts: list[str], vecs: np.ndarray) -> set[int]:
         """Write `_embed_page_batch`'s vectors (inside the job's transaction), passing over a page edited or
         forgotten meanwhile, or one whose page before was: that already embedded it again. Returns the
         segments of the pages written."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -61,7 +61,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         cancel: CancelToken | None = None,
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         """Yield text chunks of the assistant reply; stop within one token of `cancel`."""
         ...
 

@@ -37,7 +37,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -399,7 +399,7 @@ class LlamaCppChatModel:
         temperature: float | None = None,
         cancel: CancelToken | None = None,
         response_format: dict[str, Any] | None = None,
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         cancel = cancel or CancelToken()
         with self._lock:
             self._cancel_current = cancel

@@ -16,7 +16,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,63 +112,23 @@ class OpenAIChatModel:
         temperature: float | None = None,
         cancel: CancelToken | None = None,
         response_format: dict[str, Any] | None = None,
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         cancel = cancel or CancelToken()
-        payload: dict[str, Any] = {
-            "model": self.config.model or "default",
-            "messages": [dict(m) for m in messages],
-            "max_tokens": max_tokens or self.config.max_tokens,
-            "temperature": self.config.temperature if temperature is None else temperature,
-            "top_p": self.config.top_p,
-            "stream": True,
-        }
-        if self.send_llama_sampling:
-            payload["min_p"] = self.config.min_p
-            # a JSON reply repeats braces and quotes by design (as in LlamaCppChatModel)
-            payload["repeat_penalty"] = 1.0 if response_format is not None else self.config.repeat_penalty
-        if response_format is not None:
-            payload["response_format"] = response_format
+        payload = self._payload(messages, max_tokens, temperature, response_format)
         stats = GenerationStats()
         self.last_stats = stats
         start = time.perf_counter()
+        resp = self._open_stream(payload)
         try:
-            resp = self._open("/chat/completions", payload, self.config.connect_timeout_s)
-        except ModelError as exc:
-            if not (self.send_llama_sampling and _rejects_llama_sampling(exc)):
-                raise
-            self.send_llama_sampling = False
-            for key in LLAMA_SAMPLING_FIELDS:
-                payload.pop(key, None)
-            resp = self._open("/chat/completions", payload, self.config.connect_timeout_s)
-        try:
-            if hasattr(resp, "fp") and getattr(resp.fp, "raw", None) is not None:
-                try:
-                    resp.fp.raw._sock.settimeout(self.config.read_timeout_s)
-                except AttributeError:
-                    pass
+            self._set_read_timeout(resp)
             for raw in resp:
                 if cancel.cancelled:
                     stats.stopped = True
                     break
-                line = raw.decode("utf-8", "replace").strip()
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
+                data = _sse_data(raw)
                 if data == "[DONE]":
                     break
-                try:
-                    event = json.loads(data)
-                except json.JSONDecodeError:
-                    continue
-                if "error" in event:
-                    raise ModelError(f"{self.base_url}: server error: {event['error']}")
-                choices = event.get("choices") or []
-                if not choices:
-                    continue
-                choice = choices[0]
-                if choice.get("finish_reason"):
-                    stats.finish_reason = choice["finish_reason"]
-                text = (choice.get("delta") or {}).get("content") or ""
+                text = self._delta_text(data, stats) if data is not None else ""
                 if not text:
                     continue
                 if stats.completion_tokens == 0:
@@ -187,6 +147,68 @@ class OpenAIChatModel:
             stats.total_s = time.perf_counter() - start
             if stats.stopped:
                 stats.finish_reason = "stopped"
+
+    def _payload(
+        self,
+        messages: Sequence[Message],
+        max_tokens: int | None,
+        temperature: float | None,
+        response_format: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The body of a streamed /chat/completions request."""
+        payload: dict[str, Any] = {
+            "model": self.config.model or "default",
+            "messages": [dict(m) for m in messages],
+            "max_tokens": max_tokens or self.config.max_tokens,
+            "temperature": self.config.temperature if temperature is None else temperature,
+            "top_p": self.config.top_p,
+            "stream": True,
+        }
+        if self.send_llama_sampling:
+            payload["min_p"] = self.config.min_p
+            # a JSON reply repeats braces and quotes by design (as in LlamaCppChatModel)
+            payload["repeat_penalty"] = 1.0 if response_format is not None else self.config.repeat_penalty
+        if response_format is not None:
+            payload["response_format"] = response_format
+        return payload
+
+    def _open_stream(self, payload: dict[str, Any]) -> Any:
+        """The streamed response; a server that refuses llama.cpp's sampling fields is asked again without
+        them (and never sent them after)."""
+        try:
+            return self._open("/chat/completions", payload, self.config.connect_timeout_s)
+        except ModelError as exc:
+            if not (self.send_llama_sampling and _rejects_llama_sampling(exc)):
+                raise
+            self.send_llama_sampling = False
+            for key in LLAMA_SAMPLING_FIELDS:
+                payload.pop(key, None)
+            return self._open("/chat/completions", payload, self.config.connect_timeout_s)
+
+    def _set_read_timeout(self, resp: Any) -> None:
+        """Wait at most `read_timeout_s` for each piece of the stream (the connect timeout was shorter)."""
+        if hasattr(resp, "fp") and getattr(resp.fp, "raw", None) is not None:
+            try:
+                resp.fp.raw._sock.settimeout(self.config.read_timeout_s)
+            except AttributeError:
+                pass
+
+    def _delta_text(self, data: str, stats: GenerationStats) -> str:
+        """The text one streamed event adds ("" for none, or unreadable JSON), noting its finish reason in
+        `stats`; ModelError for an event that reports an error."""
+        try:
+            event = json.loads(data)
+        except json.JSONDecodeError:
+            return ""
+        if "error" in event:
+            raise ModelError(f"{self.base_url}: server error: {event['error']}")
+        choices = event.get("choices") or []
+        if not choices:
+            return ""
+        choice = choices[0]
+        if choice.get("finish_reason"):
+            stats.finish_reason = choice["finish_reason"]
+        return (choice.get("delta") or {}).get("content") or ""
 
     def complete_json(
         self,
@@ -216,6 +238,12 @@ class OpenAIChatModel:
 
     def close(self) -> None:
         pass
+
+
+def _sse_data(raw: bytes) -> str | None:
+    """The data of one server-sent-events line ("data: {...}"); None for any other line."""
+    line = raw.decode("utf-8", "replace").strip()
+    return line[5:].strip() if line.startswith("data:") else None
 
 
 def _rejects_llama_sampling(exc: ModelError) -> bool:

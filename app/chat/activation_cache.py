@@ -18,10 +18,15 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.private_files import ensure_private_dir
 from app.wording import count
 from models.kv_cache_store import KVCacheStore, KVEntry
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
+    from models.chat import ChatModel
 
 ACTIVATION_DIR = "activation"
 # 1 GiB: the bundled model's state takes 23 KB a token, so this holds ~46k tokens (some 25 chats of
@@ -45,7 +50,7 @@ def open_cache(data_dir: str | os.PathLike, cap_bytes: int = DEFAULT_CAP_BYTES) 
     return KVCacheStore(folder, cap_bytes)
 
 
-def attach(model, data_dir: str | os.PathLike) -> None:
+def attach(model: ChatModel, data_dir: str | os.PathLike) -> None:
     """Give a chat model that can save its prompt states (llama.cpp in-process) the profile's cache."""
     use = getattr(model, "use_activation_cache", None)
     if use is not None:
@@ -63,7 +68,9 @@ def slot_chat(slot: str) -> int | None:
     return None
 
 
-def slots_to_keep(store, model, conversation_id: int | None, n_messages: int, *, read: bool) -> list[tuple[str, int]]:
+def slots_to_keep(
+    store: MemoryStore, model: ChatModel, conversation_id: int | None, n_messages: int, *, read: bool
+) -> list[tuple[str, int]]:
     """What a warm of `n_messages` prompt messages (system prompt first) saves: the new-chat entry
     (the first message) and the chat's own (all of them). None for an incognito chat (`read` off) or
     a model without a cache; entries that may hold forgotten memory are deleted first."""
@@ -132,7 +139,7 @@ class ActivationSummary:
         }
 
 
-def summary(cache: KVCacheStore, store=None) -> ActivationSummary:
+def summary(cache: KVCacheStore, store: MemoryStore | None = None) -> ActivationSummary:
     """Every entry with its chat's title (`store`: the memory, for the titles and to drop entries
     holding forgotten memory first; None: ids only), the hits and misses, the size against the cap."""
     if store is not None:
@@ -142,7 +149,7 @@ def summary(cache: KVCacheStore, store=None) -> ActivationSummary:
     return ActivationSummary(rows, stats.hits, stats.misses, sum(r.size for r in rows), cache.cap_bytes)
 
 
-def _row(entry: KVEntry, hit: tuple[int, float | None], store) -> ActivationRow:
+def _row(entry: KVEntry, hit: tuple[int, float | None], store: MemoryStore | None) -> ActivationRow:
     cid = slot_chat(entry.slot)
     if cid is None:
         title = "New chats" if entry.slot == NEW_CHAT else entry.slot

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.chat.activation_cache import slots_to_keep
 from app.chat.prompting import ComposedPrompt, MarkupFilter, QuoteFloor, compose_prompt
@@ -27,6 +27,10 @@ from memory_core import RetrievalBudget, is_storage_full
 from memory_core.text import valid_text
 from models.chat import CancelToken
 from models.errors import ModelError
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore, Retrieval
+    from models.chat import ChatModel
 
 log = logging.getLogger(__name__)
 
@@ -120,14 +124,14 @@ class _Streamed:
 class ChatAgent:
     def __init__(
         self,
-        store,
-        model,
+        store: MemoryStore,
+        model: ChatModel,
         *,
         reply_reserve: int = 512,
         max_tokens: int | None = None,
         memory_enabled: Callable[[], bool] = lambda: True,
         repetition_guard: bool = True,
-    ):
+    ) -> None:
         self.store = store
         self.model = model
         self.reply_reserve = reply_reserve
@@ -201,6 +205,8 @@ class ChatAgent:
         if old is None or old.role != "assistant" or old.parent_id is None:
             raise ValueError(f"message {assistant_message_id} is not an assistant reply")
         user = self.store.conversations.get_message(old.parent_id)
+        if user is None:
+            raise ValueError(f"the user message of reply {assistant_message_id} is gone")
         self._forget_pages_of(assistant_message_id)
         return self._reply(
             old.conversation_id, user.id, user.content, on_token=on_token, cancel=cancel, clock=(sent_at, began)
@@ -291,8 +297,8 @@ class ChatAgent:
         user_id: int,
         query: str,
         *,
-        on_token,
-        cancel,
+        on_token: TokenCallback | None,
+        cancel: CancelToken | None,
         new_message: bool = False,
         clock: tuple[float | None, float] = (None, 0.0),
     ) -> TurnResult:
@@ -400,7 +406,7 @@ class ChatAgent:
             prompt_sections=turn.prompt.section_tokens(self.model.count_tokens),
         )
 
-    def _stream(self, turn: _Turn, assistant_id: int, on_token, cancel: CancelToken) -> _Streamed:
+    def _stream(self, turn: _Turn, assistant_id: int, on_token: TokenCallback | None, cancel: CancelToken) -> _Streamed:
         """Stream the reply through the filters, saving it as it grows; a refused prompt is retried once
         with recall first."""
         out = _Streamed(
@@ -427,7 +433,9 @@ class ChatAgent:
             break
         return out
 
-    def _stream_once(self, turn: _Turn, assistant_id: int, out: _Streamed, on_token, cancel: CancelToken) -> None:
+    def _stream_once(
+        self, turn: _Turn, assistant_id: int, out: _Streamed, on_token: TokenCallback | None, cancel: CancelToken
+    ) -> None:
         guard, turns, markup = out.guard, out.turns, out.markup
         last_flush = 0.0  # the first token is saved at once, then at most every PARTIAL_FLUSH_S
         turn.stream_at = time.perf_counter()
@@ -517,9 +525,10 @@ class ChatAgent:
                 if write and status != STATUS_FAILED:  # a visit is a page quoted into a reply's prompt
                     self.store.segments.record_quoted_pages(turn.prompt.included.get("pages", []))
                 if remember:
-                    queue_exchange_page(
-                        self.store, cid, self.store.conversations.get_message(user_id), assistant_id, text
-                    )
+                    user = self.store.conversations.get_message(user_id)
+                    if user is None:
+                        raise LookupError(f"message {user_id} is gone")
+                    queue_exchange_page(self.store, cid, user, assistant_id, text)
         except Exception as exc:
             if not is_storage_full(exc):
                 raise
@@ -531,12 +540,12 @@ class ChatAgent:
             )
         return TurnResult(cid, user_id, assistant_id, text, status, turn.prompt, turn.trace, error, stats)
 
-    def _quoted_pages(self, prompt: ComposedPrompt, retrieval) -> list[QuotedPage]:
+    def _quoted_pages(self, prompt: ComposedPrompt, retrieval: Retrieval | None) -> list[QuotedPage]:
         """The pages the prompt quotes, with their conversations' sources (who said what: a recited
         ChatGPT answer is ChatGPT's, not Mnemo's)."""
         ids = set(prompt.included.get("pages", []))
         hits = [h for h in (retrieval.pages if retrieval is not None else []) if h.page.id in ids]
-        sources: dict[int, str | None] = {}
+        sources: dict[int | None, str | None] = {}
         for h in hits:
             cid = h.page.conversation_id
             if cid is not None and cid not in sources:
@@ -568,7 +577,7 @@ class ChatAgent:
             self.store.conversations.update_message(user_id, status=STATUS_COMPLETE)
 
 
-def post_message(store, conversation_id: int, text: str, *, parent_id: int | None = None) -> int:
+def post_message(store: MemoryStore, conversation_id: int, text: str, *, parent_id: int | None = None) -> int:
     """Store `text` as the user's next message of the chat (after `parent_id`, default its newest
     message), before anything waits on the model: a crash from here on keeps it. It stays 'pending'
     until its reply begins, so a crash in between leaves a mark `app.chat.recovery` finds. A new chat's
@@ -591,7 +600,7 @@ def post_message(store, conversation_id: int, text: str, *, parent_id: int | Non
     return user_id
 
 
-def post_edit(store, user_message_id: int, new_text: str) -> int:
+def post_edit(store: MemoryStore, user_message_id: int, new_text: str) -> int:
     """Store `new_text` as a new user message beside `user_message_id` (a new branch, 'pending' like
     `post_message`); the memory of the old branch's replies is forgotten."""
     old = store.conversations.get_message(user_message_id)
@@ -611,7 +620,7 @@ def post_edit(store, user_message_id: int, new_text: str) -> int:
         )
 
 
-def record_failed_reply(store, user_message_id: int, error: str) -> int:
+def record_failed_reply(store: MemoryStore, user_message_id: int, error: str) -> int:
     """The turn failed before its reply began (the model could not be loaded): a 'failed' reply that
     says why, so the stored message is answered by something the user can regenerate."""
     user = store.conversations.get_message(user_message_id)
@@ -626,7 +635,7 @@ def record_failed_reply(store, user_message_id: int, error: str) -> int:
     return aid
 
 
-def forget_pages_of(store, assistant_message_id: int) -> None:
+def forget_pages_of(store: MemoryStore, assistant_message_id: int) -> None:
     """Forget the memory of a reply the user replaced (regenerated or edited away)."""
     store.jobs.cancel(key=f"page:{assistant_message_id}")
     pages = store.pages.list_pages(assistant_message_id=assistant_message_id, limit=100)
@@ -634,7 +643,7 @@ def forget_pages_of(store, assistant_message_id: int) -> None:
         store.curation.forget("page", [p.id for p in pages])
 
 
-def _maybe_title(store, conversation_id: int, text: str) -> None:
+def _maybe_title(store: MemoryStore, conversation_id: int, text: str) -> None:
     conv = store.conversations.get_conversation(conversation_id)
     if conv is not None and conv.title in ("", "New chat"):
         store.conversations.rename_conversation(conversation_id, title_from(text))

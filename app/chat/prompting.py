@@ -24,9 +24,13 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Protocol
 
 from app.chat import prompts
 from memory_core.text import content_words, stem
+
+if TYPE_CHECKING:
+    from memory_core.types import KnowledgeHit, MemoryParams, Page, PageHit, Retrieval, TraitHit
 
 CountFn = Callable[[str], int]
 QUERY_TRUNCATION_NOTE = "\n[… message truncated to fit the model's context …]\n"
@@ -60,7 +64,7 @@ class MarkupFilter:
     of 64 recall questions), so only the tag goes. An ending that could begin a tag ("<", "</mem")
     is held back until it is clear, so neither the window nor the terminal shows the markup."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.pending = ""  # received, not yet passed on: it may begin a tag
         self.removed = 0  # tags taken out
 
@@ -144,36 +148,36 @@ def format_date(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
-def _page_header(page) -> str:
+def _page_header(page: Page) -> str:
     return f"[{format_date(page.timestamp)}] (page {page.id})"
 
 
-def _side_line(page, side: str) -> str:
+def _side_line(page: Page, side: str) -> str:
     """A quoted side of a page ("user" or "assistant"), or "" when that side is empty."""
     text = (page.user_text if side == "user" else page.assistant_text) or ""
     return f"{ROLE_LABELS[0 if side == 'user' else 1]} {quote_as_data(text.strip())}" if text.strip() else ""
 
 
-def _trait_line(hit) -> str:
+def _trait_line(hit: TraitHit) -> str:
     return f"- {quote_as_data(hit.item.dimension)}: {quote_as_data(hit.item.value)}"
 
 
-def _fact_line(hit) -> str:
+def _fact_line(hit: KnowledgeHit) -> str:
     return f"- ({hit.item.owner}) {quote_as_data(hit.item.text)}"
 
 
-def _page_block(page, sides: Sequence[str] = ("user", "assistant")) -> str:
+def _page_block(page: Page, sides: Sequence[str] = ("user", "assistant")) -> str:
     """A quoted page: its date and id, then the `sides` quoted of it (user side first)."""
     lines = [_page_header(page)] + [_side_line(page, s) for s in ("user", "assistant") if s in sides]
     return "\n".join(line for line in lines if line)
 
 
-def _side_units(retrieval, pages: list) -> list[tuple[object, tuple[str, ...]]]:
+def _side_units(retrieval: Retrieval | None, pages: list[PageHit]) -> list[tuple[PageHit, tuple[str, ...]]]:
     """The quotable pages' turns in the order a budget of turns takes them: (hit, sides) pairs from the
     ranking of sides (`Retrieval.sides`: a page's better side first, its other side lower); a page the
     ranking did not split, or a retrieval without sides, is one unit of both."""
     by_id = {h.page.id: h for h in pages}
-    units: list[tuple[object, tuple[str, ...]]] = []
+    units: list[tuple[PageHit, tuple[str, ...]]] = []
     seen: set[int] = set()
     for u in retrieval.sides if retrieval is not None else []:
         h = by_id.get(u.hit.page.id)
@@ -201,10 +205,26 @@ def _truncate_middle(text: str, count: CountFn, max_tokens: int) -> str:
     return best
 
 
-def _asks(page) -> bool:
+def _asks(page: Page) -> bool:
     """The page's last words are a question ("Guess which team I signed with!" / "Which team?")."""
     last = (page.assistant_text or page.user_text or "").rstrip()
     return last.endswith("?")
+
+
+class RankedPage(Protocol):
+    """What `QuoteFloor` reads of a recalled page: a `PageHit`, or one rebuilt from a reply's trace
+    (ui.inspector.tracing)."""
+
+    @property
+    def score(self) -> float: ...
+    @property
+    def match_score(self) -> float | None: ...
+    @property
+    def similarity(self) -> float | None: ...
+    @property
+    def standout(self) -> float | None: ...
+    @property
+    def inherited_from(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -237,7 +257,7 @@ class QuoteFloor:
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
     @classmethod
-    def from_params(cls, params) -> QuoteFloor:
+    def from_params(cls, params: MemoryParams) -> QuoteFloor:
         return cls(
             params.quoting.recall_min_score,
             params.quoting.recall_keyword_min_similarity,
@@ -258,10 +278,10 @@ class QuoteFloor:
             min_standout=None if "standout" in off else self.min_standout,
         )
 
-    def admits(self, hit, *, exempt_neighbours: bool = True) -> bool:
+    def admits(self, hit: RankedPage, *, exempt_neighbours: bool = True) -> bool:
         return self.refusal(hit, exempt_neighbours=exempt_neighbours) is None
 
-    def refusal(self, hit, *, exempt_neighbours: bool = True) -> str | None:
+    def refusal(self, hit: RankedPage, *, exempt_neighbours: bool = True) -> str | None:
         """Why `hit` is not quoted, in words for the trace; None when it is admitted. `exempt_neighbours`
         False judges a page ranked for its neighbour by its own match too (the ablation)."""
         sim, standout = hit.similarity, hit.standout
@@ -355,7 +375,7 @@ def _fit(hits: Sequence, render: Callable, count_tokens: CountFn, remaining: int
 
 
 def _choose_turns(
-    units, count_tokens: CountFn, remaining: int, max_turns: int | None
+    units: list[tuple[PageHit, tuple[str, ...]]], count_tokens: CountFn, remaining: int, max_turns: int | None
 ) -> tuple[dict[int, list[str]], int]:
     """Which sides of which pages are quoted: `_side_units` taken best first while they fit the tokens
     left and `max_turns` (a page's header is paid with its first side; a whole page that the turns left
@@ -404,7 +424,12 @@ def _last_exchange(turns: list, cost: CountFn, remaining: int) -> tuple[list, in
 
 
 def _recallable(
-    retrieval, turns: list, floor: QuoteFloor, requote_after: int, off: frozenset[str], query: str = ""
+    retrieval: Retrieval | None,
+    turns: list,
+    floor: QuoteFloor,
+    requote_after: int,
+    off: frozenset[str],
+    query: str = "",
 ) -> tuple[list, list, list]:
     """The retrieval's traits, quotable pages and knowledge: pages of `quoted_pages`, not of the
     dialogue's last `requote_after` exchanges (right above the message); facts of `quoted_facts`."""
@@ -464,7 +489,7 @@ def _messages(
 def compose_prompt(
     query: str,
     *,
-    retrieval=None,
+    retrieval: Retrieval | None = None,
     history: Sequence = (),
     count_tokens: CountFn,
     budget_tokens: int,

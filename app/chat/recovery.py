@@ -25,10 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.chat.turn_memory import memory_mode, queue_exchange_page
 from app.chat.writer_lease import is_alive
 from app.operations.remember import forget_request
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
+    from memory_core.types import Message
 
 STREAMING, INTERRUPTED, PENDING, COMPLETE = "streaming", "interrupted", "pending", "complete"
 NOT_STARTED = "Mnemo closed before this reply began. Regenerate it to get an answer."
@@ -46,7 +51,7 @@ class Recovered:
         return bool(self.replies or self.unanswered)
 
 
-def recover_interrupted(store, memory_enabled: Callable[[], bool] = lambda: True) -> Recovered:
+def recover_interrupted(store: MemoryStore, memory_enabled: Callable[[], bool] = lambda: True) -> Recovered:
     """Keep what a crash cut short and queue its memory; idempotent (see the module docstring)."""
     replies = queued = unanswered = 0
     for msg in store.conversations.list_messages_with_status(
@@ -75,7 +80,7 @@ def recover_interrupted(store, memory_enabled: Callable[[], bool] = lambda: True
     return Recovered(replies, queued, unanswered)
 
 
-def _recover_reply(store, msg, memory_enabled) -> int:
+def _recover_reply(store: MemoryStore, msg: Message, memory_enabled: Callable[[], bool]) -> int:
     """One reply cut short: marked interrupted and recovered; its exchange queued when memory may
     learn it. Returns 1 when a page job was queued."""
     store.conversations.update_message(msg.id, status=INTERRUPTED, meta={"recovered": True})

@@ -11,9 +11,15 @@ turn operations in `app.operations.chats`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.chat.agent import ChatAgent
 from app.parametric.adapters import apply_for_chat
+
+if TYPE_CHECKING:
+    from app.settings import Settings
+    from memory_core import MemoryStore
+    from models.chat import ChatModel
 
 
 @dataclass(frozen=True)
@@ -26,7 +32,7 @@ class ChatOptions:
     instructions: str = ""
 
     @classmethod
-    def from_settings(cls, settings) -> ChatOptions:
+    def from_settings(cls, settings: Settings) -> ChatOptions:
         return cls(
             reply_reserve=settings.chat.reply_reserve,
             max_tokens=settings.chat.max_tokens,
@@ -45,7 +51,7 @@ class ChatSession:
         incognito: bool = False,
         space_id: int | None = None,
         read_all: bool = False,
-    ):
+    ) -> None:
         self.conversation_id = conversation_id
         self.options = options or ChatOptions()
         self.incognito = incognito  # only for the conversation this session creates
@@ -53,7 +59,7 @@ class ChatSession:
         self.space_id, self.read_all = space_id, read_all
         self._agent: ChatAgent | None = None
 
-    def open(self, store) -> int:
+    def open(self, store: MemoryStore) -> int:
         """The conversation's id; the first call of a new chat creates it."""
         if self.conversation_id is None:
             self.conversation_id = store.conversations.create_conversation(
@@ -63,7 +69,7 @@ class ChatSession:
                 store.spaces.set_chat_space(self.conversation_id, reads="all")
         return self.conversation_id
 
-    def agent(self, store, model) -> ChatAgent:
+    def agent(self, store: MemoryStore, model: ChatModel) -> ChatAgent:
         """The agent for this store and model: the same one turn after turn, so what it learned about
         the model stays; another model (the settings changed) or store gets a new one."""
         agent = self._agent

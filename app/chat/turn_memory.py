@@ -4,9 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
+    from memory_core.types import Message
 
 
-def memory_mode(store, conversation_id: int, memory_enabled: Callable[[], bool] = lambda: True) -> tuple[bool, bool]:
+def memory_mode(
+    store: MemoryStore, conversation_id: int, memory_enabled: Callable[[], bool] = lambda: True
+) -> tuple[bool, bool]:
     """(read, write): incognito chats neither read nor write memory; paused ones only read."""
     conv = store.conversations.get_conversation(conversation_id)
     if conv is not None and conv.incognito:
@@ -15,7 +22,7 @@ def memory_mode(store, conversation_id: int, memory_enabled: Callable[[], bool] 
     return True, not paused
 
 
-def queue_exchange_page(store, conversation_id: int, user, assistant_id: int, reply: str) -> int:
+def queue_exchange_page(store: MemoryStore, conversation_id: int, user: Message, assistant_id: int, reply: str) -> int:
     """Queue the page of one exchange (user message `user`, reply `assistant_id`). The job's key is the
     reply's id, so queueing one exchange twice keeps one job."""
     return store.jobs.enqueue(

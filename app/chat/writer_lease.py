@@ -16,8 +16,12 @@ import os
 import threading
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.runtime.instance_lock import InstanceLock
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
 
 WRITERS_DIR = "writers"
 
@@ -32,7 +36,7 @@ def writers_dir(db_path: str | os.PathLike) -> Path | None:
     return Path(db_path).resolve().parent / WRITERS_DIR
 
 
-def token(store) -> str | None:
+def token(store: MemoryStore) -> str | None:
     """This process's writer token for `store`'s database, its lock taken on first use."""
     folder = writers_dir(store.path)
     if folder is None:
@@ -50,7 +54,7 @@ def token(store) -> str | None:
         return held[0]
 
 
-def is_alive(store, writer: str | None) -> bool:
+def is_alive(store: MemoryStore, writer: str | None) -> bool:
     """Whether the process that marked a row with `writer` still runs (False: it died, or the row
     has no writer). A dead writer's lock file is removed."""
     folder = writers_dir(store.path)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    # what `add_subparsers()` returns: where a command module's `register` adds its parser
+    SubParsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def print_json(value: Any) -> None:

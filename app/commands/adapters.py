@@ -8,11 +8,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.commands._common import fail, print_json
 from app.parametric import adapters as ad
 from models.chat import CancelToken
 from models.lora import AdapterError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+    from app.parametric.distill import DistillConfig, DistillResult, QAPair
+    from memory_core import MemoryStore
 
 
 def _size(n: int) -> str:
@@ -21,7 +30,7 @@ def _size(n: int) -> str:
     return human_bytes(n)
 
 
-def _list(ctx, store, args) -> int:
+def _list(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     registry = ad.AdapterRegistry(ctx.paths.data_dir)
     model_path = ad.current_model_path(ctx.settings)
     rows = ad.rows(registry, model_path, args.chat, store)
@@ -43,7 +52,7 @@ def _list(ctx, store, args) -> int:
     return 0
 
 
-def _add(ctx, store, args) -> int:
+def _add(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     registry = ad.AdapterRegistry(ctx.paths.data_dir)
     try:
         record = registry.add(args.file, scale=args.scale, name=args.name, new_chats=args.new_chats)
@@ -56,7 +65,7 @@ def _add(ctx, store, args) -> int:
     return 0
 
 
-def _remove(ctx, store, args) -> int:
+def _remove(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     try:
         record = ad.AdapterRegistry(ctx.paths.data_dir).remove(args.name)
     except ad.AdapterRegistryError as exc:
@@ -65,7 +74,7 @@ def _remove(ctx, store, args) -> int:
     return 0
 
 
-def _use(ctx, store, args) -> int:
+def _use(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     registry = ad.AdapterRegistry(ctx.paths.data_dir)
     if store.conversations.get_conversation(args.chat) is None:
         return fail(f"no chat {args.chat} (see `mnemo chats list`)")
@@ -82,11 +91,11 @@ def _use(ctx, store, args) -> int:
     return 0
 
 
-def _model(ctx) -> Path | None:
+def _model(ctx: AppContext) -> Path | None:
     return ad.current_model_path(ctx.settings)
 
 
-def _scale(ctx, store, args) -> int:
+def _scale(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     try:
         record = ad.AdapterRegistry(ctx.paths.data_dir).set_scale(args.name, args.scale)
     except ad.AdapterRegistryError as exc:
@@ -95,7 +104,7 @@ def _scale(ctx, store, args) -> int:
     return 0
 
 
-def _new_chats(ctx, store, args) -> int:
+def _new_chats(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     try:
         record = ad.AdapterRegistry(ctx.paths.data_dir).set_new_chats(args.name, args.state == "on")
     except ad.AdapterRegistryError as exc:
@@ -114,7 +123,7 @@ _ACTIONS = {
 }
 
 
-def run_adapters(args, ctx) -> int:
+def run_adapters(args: argparse.Namespace, ctx: AppContext) -> int:
     store = ctx.open_store()
     try:
         return _ACTIONS[args.what](ctx, store, args)
@@ -122,7 +131,7 @@ def run_adapters(args, ctx) -> int:
         store.close()
 
 
-def run_distill(args, ctx) -> int:
+def run_distill(args: argparse.Namespace, ctx: AppContext) -> int:
     """Train an adapter from memory, showing each step; Ctrl+C cancels and keeps nothing."""
     from app.parametric import distill
 
@@ -155,7 +164,15 @@ def run_distill(args, ctx) -> int:
     return 0
 
 
-def _train(ctx, store, model_path: Path, pairs, config, cancel: CancelToken, args):
+def _train(
+    ctx: AppContext,
+    store: MemoryStore,
+    model_path: Path,
+    pairs: list[QAPair],
+    config: DistillConfig,
+    cancel: CancelToken,
+    args: argparse.Namespace,
+) -> tuple[ad.AdapterRecord, DistillResult]:
     from app.parametric import distill
 
     def progress(step: int, steps: int, loss: float) -> None:
@@ -170,7 +187,7 @@ def _train(ctx, store, model_path: Path, pairs, config, cancel: CancelToken, arg
     return record, result
 
 
-def register(acts) -> None:
+def register(acts: SubParsers) -> None:
     """Add `adapters` and `distill` to `mnemo memory`'s actions (after its own defaults are set)."""
     a = acts.add_parser(
         "adapters",
@@ -201,7 +218,7 @@ def register(acts) -> None:
     d.set_defaults(func=run_distill)
 
 
-def _adapters_entry(args, ctx) -> int:
+def _adapters_entry(args: argparse.Namespace, ctx: AppContext) -> int:
     """Map the positional words onto each action's arguments, then run it."""
     if args.what == "add":
         if not args.name:
@@ -222,12 +239,12 @@ def _adapters_entry(args, ctx) -> int:
     return run_adapters(args, ctx)
 
 
-def cube_extras(ctx, wanted: bool) -> list:
+def cube_extras(ctx: AppContext, wanted: bool) -> list:
     """`memory export --cube FILE --adapters`: the cube members carrying the adapters."""
     return ad.cube_extras(ad.AdapterRegistry(ctx.paths.data_dir)) if wanted else []
 
 
-def import_from_cube(ctx, path, *, quiet: bool = False) -> None:
+def import_from_cube(ctx: AppContext, path: str | Path, *, quiet: bool = False) -> None:
     """After `memory import`: add the adapters the cube carries, saying what was added and left out."""
     from memory_core.cubes import CubeError
 

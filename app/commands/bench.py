@@ -5,8 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.commands._common import fail
+
+if TYPE_CHECKING:
+    import argparse
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
 
 BENCHMARKS = [
     "retrieval",
@@ -39,7 +46,7 @@ def _bench_dir() -> Path | None:
     return here if here.is_dir() else None
 
 
-def run(args, ctx) -> int:
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
     bench_dir = _bench_dir()
     if bench_dir is None:
         return fail("the benchmarks live in tests/bench of a source checkout; run mnemo from one (pip install -e .)")
@@ -55,7 +62,7 @@ def run(args, ctx) -> int:
     return 1 if status else 0
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "bench",
         help="run the benchmarks (retrieval, ingest, agent_overhead, reply_quality, long_chat, quote_floor, prompt_cache, warm_start, ui_latency, app_startup, inspector_scale, fault_injection, mcp_latency, forget_cost, activation, cube_roundtrip, whose_memory, spaces, distill, vector_scale, million_pages, space_merge; inspector_scale builds a 100k-page store the first time, million_pages a million-page one each run)",

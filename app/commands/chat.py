@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from app.chat.agent import DiskFullError
 from app.chat.session import ChatOptions, ChatSession
@@ -16,6 +17,15 @@ from memory_core import is_storage_full
 from models.chat import CancelToken
 from models.errors import ModelError
 
+if TYPE_CHECKING:
+    import argparse
+
+    from app.chat.agent import TurnResult
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+    from memory_core import MemoryStore
+    from models.chat import ChatModel
+
 NUL = "\x00"
 HELP = (
     "/new  new conversation   /memory  what is remembered   /remember TEXT  keep a fact about you   "
@@ -23,7 +33,7 @@ HELP = (
 )
 
 
-def _open_session(ctx, store, conversation_id: int | None):
+def _open_session(ctx: AppContext, store: MemoryStore, conversation_id: int | None) -> tuple[ChatSession, ChatModel]:
     """The chat model and the session of the chat to talk in (a new one: created now)."""
     if operations.recover_interrupted(store):  # what a crash cut short: kept, its memory queued
         _settle(store)
@@ -33,14 +43,16 @@ def _open_session(ctx, store, conversation_id: int | None):
     return session, model
 
 
-def _stream_turn(session, store, model, text, *, quiet=False):
+def _stream_turn(
+    session: ChatSession, store: MemoryStore, model: ChatModel, text: str, *, quiet: bool = False
+) -> TurnResult | None:
     """Stream one reply to stdout; None when the disk is full (the error is printed)."""
     cancel = CancelToken()
     previous = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, lambda *_: cancel.cancel())
 
-    def on_token(chunk):
+    def on_token(chunk: str) -> None:
         if not quiet:
             sys.stdout.write(chunk)
             sys.stdout.flush()
@@ -69,7 +81,7 @@ def _stream_turn(session, store, model, text, *, quiet=False):
     return result
 
 
-def _settle(store):
+def _settle(store: MemoryStore) -> None:
     """Run the LLM-free memory jobs this turn queued, so the next command sees the page (and a
     re-embedding after an embedding-model change, with a progress bar). On a full disk they stay
     queued and run at a later start."""
@@ -115,7 +127,7 @@ def _message_of(text: str) -> tuple[str | None, str]:
     return message, ""
 
 
-def run_ask(args, ctx) -> int:
+def run_ask(args: argparse.Namespace, ctx: AppContext) -> int:
     text, problem = _message_of(args.text)
     if text is None:
         print(f"mnemo ask: error: {problem}", file=sys.stderr)
@@ -148,7 +160,7 @@ def run_ask(args, ctx) -> int:
         store.close()
 
 
-def _remember(store, text: str) -> None:
+def _remember(store: MemoryStore, text: str) -> None:
     if not text.strip():
         print("usage: /remember TEXT  (e.g. /remember I am allergic to peanuts)")
         return
@@ -158,7 +170,7 @@ def _remember(store, text: str) -> None:
         print(f"nothing remembered: {exc}")
 
 
-def _forget(store, cid: int) -> None:
+def _forget(store: MemoryStore, cid: int) -> None:
     """/forget: what memory learned from this chat goes (asked first); the chat goes on."""
     held = operations.chat_taught(store, cid)
     if held.empty:
@@ -171,13 +183,13 @@ def _forget(store, cid: int) -> None:
     print(f"forgot {operations.forget_chat(store, cid).describe()}; what you say from now on is remembered again")
 
 
-def run_chat(args, ctx) -> int:
+def run_chat(args: argparse.Namespace, ctx: AppContext) -> int:
     try:
         store = ctx.open_store()
         session, model = _open_session(ctx, store, args.conversation or None)
     except ModelError as exc:
         return fail(str(exc), 1)  # a model that does not load: a failure, not bad input
-    cid = session.conversation_id
+    cid = session.open(store)  # opened by _open_session: its id
     print(f"Mnemo chat — conversation {cid}. {HELP}")
     try:
         while True:
@@ -220,7 +232,7 @@ def run_chat(args, ctx) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     p = sub.add_parser("chat", help="chat in the terminal (streaming; /new /memory /remember /forget /stop /quit)")
     p.add_argument("--conversation", type=int, help="continue this conversation id")
     p.set_defaults(func=run_chat)

@@ -10,19 +10,27 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from typing import TYPE_CHECKING, Any
 
 from app.commands._common import fail, print_json
 from app.operations import chats as operations
 from app.wording import count
+
+if TYPE_CHECKING:
+    import argparse
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+    from memory_core import MemoryStore
 
 
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
-def _list(store, args) -> int:
+def _list(store: MemoryStore, args: argparse.Namespace) -> int:
     convs = store.conversations.list_conversations(limit=args.limit)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": c.id,
             "title": c.title,
@@ -43,7 +51,7 @@ def _list(store, args) -> int:
     return 0
 
 
-def _export(store, args) -> int:
+def _export(store: MemoryStore, args: argparse.Namespace) -> int:
     from app.operations.chat_export import format_for, render_chat
 
     to_stdout = args.file in (None, "-")
@@ -63,7 +71,7 @@ def _export(store, args) -> int:
     return 0
 
 
-def _rename(store, args) -> int:
+def _rename(store: MemoryStore, args: argparse.Namespace) -> int:
     try:
         title = operations.rename_chat(store, args.id, args.title)
     except LookupError:
@@ -74,7 +82,7 @@ def _rename(store, args) -> int:
     return 0
 
 
-def _refused(args, question: str, word: str, unasked: str, no: str) -> int | None:
+def _refused(args: argparse.Namespace, question: str, word: str, unasked: str, no: str) -> int | None:
     """Ask at a terminal unless --yes: None to go on, else the exit code (after saying why)."""
     if args.yes:
         return None
@@ -83,7 +91,7 @@ def _refused(args, question: str, word: str, unasked: str, no: str) -> int | Non
     return None if input(f"{question} Type '{word}': ").strip() == word else fail(no, 1)
 
 
-def _delete(store, args) -> int:
+def _delete(store: MemoryStore, args: argparse.Namespace) -> int:
     conv = store.conversations.get_conversation(args.id)
     if conv is None:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
@@ -111,7 +119,7 @@ def _delete(store, args) -> int:
     return 0
 
 
-def _forget(store, args) -> int:
+def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
     conv = store.conversations.get_conversation(args.id)
     if conv is None:
         return fail(f"no chat with id {args.id} (mnemo chats list shows them)", 1)
@@ -145,7 +153,7 @@ def _forget(store, args) -> int:
 ACTIONS = {"list": _list, "export": _export, "rename": _rename, "delete": _delete, "forget": _forget}
 
 
-def run(args, ctx) -> int:
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
     store = ctx.open_store()
     try:
         code = ACTIONS[args.action](store, args)
@@ -158,7 +166,7 @@ def run(args, ctx) -> int:
         store.close()
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "chats", help="list, export (Markdown or JSON), rename or delete chats, or forget what memory learned from one"
     )

@@ -6,7 +6,14 @@ import json
 import platform
 import time
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+    from types import ModuleType
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
 
 
 def _version(dist: str) -> str:
@@ -16,7 +23,7 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def collect(ctx, *, run_models: bool = True) -> dict[str, Any]:
+def collect(ctx: AppContext, *, run_models: bool = True) -> dict[str, Any]:
     """Gather the doctor report as a dict (also used by the self-test)."""
     import apsw
     import sqlite_vec
@@ -77,7 +84,7 @@ def _llama_extra_buffers() -> str:
         return f"unknown ({exc})"
 
 
-def _sqlite_vec_version(apsw, sqlite_vec) -> str:
+def _sqlite_vec_version(apsw: ModuleType, sqlite_vec: ModuleType) -> str:
     conn = apsw.Connection(":memory:")
     try:
         conn.enable_load_extension(True)
@@ -89,7 +96,7 @@ def _sqlite_vec_version(apsw, sqlite_vec) -> str:
         conn.close()
 
 
-def run(args, ctx) -> int:
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
     report = collect(ctx, run_models=not args.no_models)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -101,7 +108,7 @@ def run(args, ctx) -> int:
     return 1 if failed else 0
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     p = sub.add_parser("doctor", help="print versions, model paths and a timed embed + generate")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--no-models", action="store_true", help="skip loading the models")

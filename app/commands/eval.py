@@ -9,9 +9,17 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+    from app.evaluation.locomo import Sample
 
 
-def register(subparsers) -> None:
+def register(subparsers: SubParsers) -> None:
     p = subparsers.add_parser(
         "eval", help="evaluate memory quality on benchmarks (LoCoMo)", description="Evaluate the memory on benchmarks."
     )
@@ -43,10 +51,15 @@ def register(subparsers) -> None:
     lp.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     lp.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     lp.set_defaults(func=run_locomo)
-    p.set_defaults(func=lambda args, ctx: (p.print_help(), 2)[1])
+
+    def show_help(args: argparse.Namespace, ctx: AppContext) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=show_help)
 
 
-def _add_qa_options(lp) -> None:
+def _add_qa_options(lp: argparse.ArgumentParser) -> None:
     """--qa and how its questions are put to the chat model."""
     lp.add_argument("--qa", action="store_true", help="also answer with the configured chat model and score F1/BLEU-1")
     lp.add_argument(
@@ -72,7 +85,7 @@ def _add_qa_options(lp) -> None:
     )
 
 
-def _add_study_options(lp) -> None:
+def _add_study_options(lp: argparse.ArgumentParser) -> None:
     """The studies a run makes beside the static recall (the persona's instead of it): ablation, the
     persona, the segments, the lifecycle."""
     lp.add_argument(
@@ -121,18 +134,54 @@ def _parse_retrievers(text: str) -> list[str]:
     return names
 
 
-def run_locomo(args, ctx) -> int:
-    from app.evaluation.locomo import QA_MODES, LocomoEval, format_tables, load_samples, write_json
+def _parse_options(args: argparse.Namespace) -> tuple[list[str], list[int], list[str]]:
+    """The retrievers, turn budgets and QA modes asked for; ValueError says which is wrong."""
+    from app.evaluation.locomo import QA_MODES
+
+    retrievers = _parse_retrievers(args.retriever)
+    ks = [int(k) for k in args.ks.split(",") if k.strip()]
+    if not ks or min(ks) < 1:
+        raise ValueError("--ks needs positive integers")
+    modes = [m.strip() for m in args.qa_modes.split(",") if m.strip()]
+    if any(m not in QA_MODES for m in modes):
+        raise ValueError(f"--qa-modes: use some of {', '.join(QA_MODES)}")
+    return retrievers, ks, modes
+
+
+def _prepare_qa() -> bool:
+    """Ready the process for `--qa`: False (after saying why) when nltk is missing."""
+    if importlib.util.find_spec("nltk") is None:  # Porter stemmer and BLEU; no data download needed
+        print("mnemo eval locomo: error: --qa needs nltk (pip install 'mnemo[eval]')", file=sys.stderr)
+        return False
+    # LoCoMo times are wall-clock times stored as UTC; the memory prompt formats dates in
+    # local time, so show them in UTC to keep each session's day as in the data.
+    os.environ["TZ"] = "UTC"
+    if hasattr(time, "tzset"):
+        time.tzset()
+    return True
+
+
+def _print_locomo(args: argparse.Namespace, report: dict, lifecycle_lines: list[str]) -> None:
+    """The report as JSON (without the per-question rows) or as tables."""
+    from app.evaluation.locomo import format_tables
+
+    if args.json:
+        summary = {k: v for k, v in report.items() if k != "per_question"}
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        print(format_tables(report))
+        if lifecycle_lines:
+            print("\n" + "\n".join(lifecycle_lines))
+        if args.out:
+            print(f"report written to {args.out}")
+
+
+def run_locomo(args: argparse.Namespace, ctx: AppContext) -> int:
+    from app.evaluation.locomo import LocomoEval, load_samples, write_json
     from app.importers import ImportFatalError
 
     try:
-        retrievers = _parse_retrievers(args.retriever)
-        ks = [int(k) for k in args.ks.split(",") if k.strip()]
-        if not ks or min(ks) < 1:
-            raise ValueError("--ks needs positive integers")
-        modes = [m.strip() for m in args.qa_modes.split(",") if m.strip()]
-        if any(m not in QA_MODES for m in modes):
-            raise ValueError(f"--qa-modes: use some of {', '.join(QA_MODES)}")
+        retrievers, ks, modes = _parse_options(args)
     except ValueError as exc:
         print(f"mnemo eval locomo: error: {exc}", file=sys.stderr)
         return 2
@@ -149,15 +198,8 @@ def run_locomo(args, ctx) -> int:
         return 2
     if args.persona:
         return _run_persona(args, ctx, samples)
-    if args.qa:
-        if importlib.util.find_spec("nltk") is None:  # Porter stemmer and BLEU; no data download needed
-            print("mnemo eval locomo: error: --qa needs nltk (pip install 'mnemo[eval]')", file=sys.stderr)
-            return 2
-        # LoCoMo times are wall-clock times stored as UTC; the memory prompt formats dates in
-        # local time, so show them in UTC to keep each session's day as in the data.
-        os.environ["TZ"] = "UTC"
-        if hasattr(time, "tzset"):
-            time.tzset()
+    if args.qa and not _prepare_qa():
+        return 2
     qa_model = ctx.chat_model() if args.qa else None
     if args.ablate and "mnemo" not in retrievers:
         retrievers = ["mnemo", *retrievers]
@@ -179,19 +221,13 @@ def run_locomo(args, ctx) -> int:
     lifecycle_lines = _run_lifecycle(args, ctx, samples, ks, report) if args.lifecycle else []
     if args.out:
         write_json(report, args.out)
-    if args.json:
-        summary = {k: v for k, v in report.items() if k != "per_question"}
-        print(json.dumps(summary, indent=1, default=str))
-    else:
-        print(format_tables(report))
-        if lifecycle_lines:
-            print("\n" + "\n".join(lifecycle_lines))
-        if args.out:
-            print(f"report written to {args.out}")
+    _print_locomo(args, report, lifecycle_lines)
     return 0
 
 
-def _run_lifecycle(args, ctx, samples, ks, report: dict) -> list[str]:
+def _run_lifecycle(
+    args: argparse.Namespace, ctx: AppContext, samples: list[Sample], ks: list[int], report: dict
+) -> list[str]:
     """`--lifecycle`: app.evaluation.lifecycle, its figures put in `report` and its table returned."""
     from app.evaluation.lifecycle import LifecycleEval, format_lifecycle
     from app.evaluation.locomo import spread_limit
@@ -204,7 +240,7 @@ def _run_lifecycle(args, ctx, samples, ks, report: dict) -> list[str]:
     return format_lifecycle(life, report["retrieval"].get("mnemo"), ks)
 
 
-def _run_persona(args, ctx, samples) -> int:
+def _run_persona(args: argparse.Namespace, ctx: AppContext, samples: list[Sample]) -> int:
     """`--persona`: app.evaluation.persona_eval."""
     from app.evaluation.locomo import write_json
     from app.evaluation.persona_eval import DEFAULT_THRESHOLD, PersonaEval, format_report

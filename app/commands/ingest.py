@@ -18,11 +18,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+    from app.importers.base import ImportIssue, ParsedConversation
+    from app.importers.writer import ImportReport
 
 MAX_WARNINGS_SHOWN = 40
 
 
-def register(subparsers) -> None:
+def register(subparsers: SubParsers) -> None:
     p = subparsers.add_parser(
         "ingest",
         help="import conversations (ChatGPT or Claude conversations.json/.zip, LoCoMo JSON, text/Markdown transcripts)",
@@ -57,7 +67,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def run(args, ctx) -> int:
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from app.importers import ImportFatalError, load, write_all
     from app.importers.progress import ProgressBar
 
@@ -131,7 +141,7 @@ def run(args, ctx) -> int:
     return 0
 
 
-def _whose(args, convs) -> list[str]:
+def _whose(args: argparse.Namespace, convs: Sequence[ParsedConversation]) -> list[str]:
     """Record who the user is in the file's dialogues between named people (app.importers.people);
     the notes to print after the import. Raises ImportFatalError for a name that is nobody's or a flag
     given for a file without such a dialogue."""
@@ -153,7 +163,7 @@ def _whose(args, convs) -> list[str]:
     return []
 
 
-def _kept_notes(report) -> list[str]:
+def _kept_notes(report: ImportReport) -> list[str]:
     """A note for each dialogue imported before with another answer to "who are you" (that one is kept)."""
     out = []
     for o in report.outcomes:
@@ -167,7 +177,7 @@ def _kept_notes(report) -> list[str]:
     return out
 
 
-def _print_issues(issues) -> None:
+def _print_issues(issues: Sequence[ImportIssue]) -> None:
     for issue in issues[:MAX_WARNINGS_SHOWN]:
         print(f"warning: {issue}", file=sys.stderr)
     if len(issues) > MAX_WARNINGS_SHOWN:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.commands._common import fail
+
+if TYPE_CHECKING:
+    import argparse
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
 
 DEFAULT_PORT = 8765
 
 
-def run(args, ctx) -> int:
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from memory_core.spaces.component import SpaceError
 
     try:
@@ -16,7 +24,7 @@ def run(args, ctx) -> int:
         return fail(f"mcp --space: {exc} (see `mnemo memory spaces list`)")
 
 
-def _serve(args, ctx) -> int:
+def _serve(args: argparse.Namespace, ctx: AppContext) -> int:
     from app.doors.api_access import is_loopback, load_token, token_hint
 
     if not args.http:
@@ -34,7 +42,7 @@ def _serve(args, ctx) -> int:
         return fail(f"mcp: cannot listen on {args.host}:{args.port}: {exc}", 1)
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "mcp",
         help="serve the memory to other assistants (Claude Desktop, LM Studio, Cursor) over MCP",

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from app.commands import adapters as adapter_commands
 from app.commands import spaces as space_commands
@@ -17,28 +17,37 @@ from app.operations import chats as operations
 from app.operations import memory as memory_verbs
 from app.wording import heat
 from memory_core.text import one_line
+from memory_core.types import Knowledge, Page, Segment, Trait
+
+if TYPE_CHECKING:
+    import argparse
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+    from memory_core import MemoryStore
 
 KINDS = ("page", "segment", "trait", "knowledge")
+MemoryItem = Page | Segment | Trait | Knowledge  # one of each of KINDS
 
 
-def _when(ts) -> str:
+def _when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "?"
 
 
-def _row(kind: str, item) -> str:
-    if kind == "page":
+def _row(item: MemoryItem) -> str:
+    if isinstance(item, Page):
         return f"page {item.id:>6} [{item.tier}] {_when(item.timestamp)} {'📌' if item.pinned else ' '} {one_line(item.user_text + ' | ' + item.assistant_text, 90)}"
-    if kind == "segment":
+    if isinstance(item, Segment):
         return (
             f"segment {item.id:>5} [{item.tier}] heat {heat(item.heat):>6} visits {item.n_visit:>3} "
             f"pages {item.page_count:>3} {'📌' if item.pinned else ' '} {one_line(item.summary, 70)}"
         )
-    if kind == "trait":
+    if isinstance(item, Trait):
         return f"trait {item.id:>5} {item.dimension}: {one_line(item.value, 70)} (conf {item.confidence:.2f}, v{item.version})"
     return f"knowledge {item.id:>5} ({item.owner}) {one_line(item.text, 80)} (v{item.version})"
 
 
-def _list(store, args):
+def _list(store: MemoryStore, args: argparse.Namespace) -> Sequence[MemoryItem]:
     if args.kind == "page":
         return store.pages.list_pages(
             tier=args.tier,
@@ -55,8 +64,8 @@ def _list(store, args):
     return store.persona.list_knowledge(limit=args.limit, offset=args.offset)
 
 
-def _get(store, kind: str, item_id: int):
-    getter = {
+def _get(store: MemoryStore, kind: str, item_id: int) -> MemoryItem | None:
+    getter: Callable[[int], MemoryItem | None] = {
         "page": store.pages.get,
         "segment": store.segments.get,
         "trait": store.persona.get_trait,
@@ -73,7 +82,7 @@ def _print_record(data: dict, as_json: bool) -> None:
             print(f"{key}: {value}")
 
 
-def _add(store, args) -> int:
+def _add(store: MemoryStore, args: argparse.Namespace) -> int:
     """`mnemo memory add fact TEXT…` / `add trait DIMENSION VALUE…`: remember something directly."""
     words = [w for w in args.words if w.strip()]
     try:
@@ -92,7 +101,7 @@ def _add(store, args) -> int:
     return 0
 
 
-def _export(ctx, store, args) -> int:
+def _export(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     if args.cube:
         return _export_cube(ctx, store, args)
     if args.file is None:
@@ -138,7 +147,7 @@ def _end_progress(shown: dict) -> None:
         print(file=sys.stderr)
 
 
-def _export_cube(ctx, store, args) -> int:
+def _export_cube(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     from app.operations.cubes import export_cube, parse_when
     from memory_core.cubes import CubeError, CubeSelection
 
@@ -181,7 +190,7 @@ def _export_cube(ctx, store, args) -> int:
     return 0
 
 
-def _import_cube(ctx, store, args) -> int:
+def _import_cube(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     from memory_core.cubes import CubeError
 
     path = Path(args.file)
@@ -233,7 +242,7 @@ def _import_cube(ctx, store, args) -> int:
     return 0
 
 
-def _imports(ctx, store, args) -> int:
+def _imports(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     records = store.cubes.imports()
     if args.json:
         print_json([r.to_json() for r in records])
@@ -244,7 +253,7 @@ def _imports(ctx, store, args) -> int:
     return 0
 
 
-def _undo_import(ctx, store, args) -> int:
+def _undo_import(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     from memory_core.cubes import CubeError
 
     try:
@@ -256,7 +265,7 @@ def _undo_import(ctx, store, args) -> int:
     return 0
 
 
-def _list_backups(ctx, args) -> int:
+def _list_backups(ctx: AppContext, args: argparse.Namespace) -> int:
     from app.operations import backups
     from memory_core import read_forgotten_spans
 
@@ -288,7 +297,7 @@ def _list_backups(ctx, args) -> int:
     return 0
 
 
-def after_forget(ctx, store, out=None) -> None:
+def after_forget(ctx: AppContext, store: MemoryStore, out: TextIO | None = None) -> None:
     """After a forget (or a wipe, or a deleted chat): name the backups that may still hold what went and,
     at a terminal, offer to delete them (a new backup of memory as it is now is made first)."""
     from app.operations import backups
@@ -305,7 +314,7 @@ def after_forget(ctx, store, out=None) -> None:
         _drop_backups(ctx, store, out)
 
 
-def _drop_backups(ctx, store, out) -> None:
+def _drop_backups(ctx: AppContext, store: MemoryStore, out: TextIO) -> None:
     from app.operations import backups
 
     gone, fresh = backups.drop_forgotten(store, ctx.paths, keep=ctx.settings.backup_keep)
@@ -315,7 +324,7 @@ def _drop_backups(ctx, store, out) -> None:
     )
 
 
-def _restore(ctx, args) -> int:
+def _restore(ctx: AppContext, args: argparse.Namespace) -> int:
     """Without opening the current database: it may be the damaged one."""
     from app.operations import backups
 
@@ -342,7 +351,7 @@ def _restore(ctx, args) -> int:
     return 0
 
 
-def _backup(ctx, store, args) -> int:
+def _backup(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     from app.operations import backups
 
     path = (
@@ -354,17 +363,17 @@ def _backup(ctx, store, args) -> int:
     return 0
 
 
-def _list_items(ctx, store, args) -> int:
+def _list_items(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     items = _list(store, args)
     if args.json:
         print_json([dataclasses.asdict(i) for i in items])
     else:
         for item in items:
-            print(_row(args.kind, item))
+            print(_row(item))
     return 0
 
 
-def _show(ctx, store, args) -> int:
+def _show(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     item = _get(store, args.kind, args.id)
     if item is None:
         return fail(f"no {args.kind} with id {args.id}", 1)
@@ -378,19 +387,19 @@ def _show(ctx, store, args) -> int:
     return 0
 
 
-def _forget(ctx, store, args) -> int:
+def _forget(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     print(memory_verbs.forget(store, args.kind, args.ids).describe())
     after_forget(ctx, store)
     return 0
 
 
-def _pin(ctx, store, args) -> int:
+def _pin(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     done = memory_verbs.pin(store, args.kind, args.id, not args.unpin)
     print(done.describe())
     return 0 if done.found else 1
 
 
-def _wipe(ctx, store, args) -> int:
+def _wipe(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     if not args.yes:
         if not sys.stdin.isatty():
             return fail("wipe deletes all memory; pass --yes to confirm")
@@ -402,7 +411,7 @@ def _wipe(ctx, store, args) -> int:
     return 0
 
 
-def _pause(ctx, store, args) -> int:
+def _pause(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     on = args.state == "on"
     operations.set_memory_paused(store, on, cid=args.conversation or None)
     print(
@@ -412,7 +421,7 @@ def _pause(ctx, store, args) -> int:
     return 0
 
 
-def _events(ctx, store, args) -> int:
+def _events(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     if args.segment is not None:
         events = store.event_log.segment_events(args.segment)[-args.limit :]
     else:
@@ -428,12 +437,12 @@ def _events(ctx, store, args) -> int:
     return 0
 
 
-def _stats(ctx, store, args) -> int:
+def _stats(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     _print_record(store.stats(), args.json)
     return 0
 
 
-def _activation(ctx, store, args) -> int:
+def _activation(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     """`activation [list|clear]`: the chat model's saved prompt states (app.chat.activation_cache)."""
     from app.chat import activation_cache as ac
 
@@ -477,7 +486,7 @@ _STORE_ACTIONS: dict[str, Callable[[Any, Any, Any], int]] = {
 }
 
 
-def run(args, ctx) -> int:
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
     if args.action == "backups":
         return _list_backups(ctx, args)
     if args.action == "restore":
@@ -492,7 +501,7 @@ def run(args, ctx) -> int:
         store.close()
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     p = sub.add_parser("memory", help="inspect and manage what Mnemo remembers")
     acts = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     _add_item_commands(acts)
@@ -504,7 +513,7 @@ def register(sub) -> None:
     adapter_commands.register(acts)  # `adapters` and `distill` (parametric memory)
 
 
-def _add_item_commands(acts) -> None:
+def _add_item_commands(acts: SubParsers) -> None:
     """list, show, add, forget, pin, wipe, pause, events: what memory holds, and what changed in it."""
     a = acts.add_parser("list", help="list pages, segments, traits or knowledge")
     a.add_argument("kind", choices=KINDS)
@@ -555,7 +564,7 @@ def _add_item_commands(acts) -> None:
     a.add_argument("--json", action="store_true")
 
 
-def _add_cube_commands(acts) -> None:
+def _add_cube_commands(acts: SubParsers) -> None:
     """export, import, the spaces, imports, undo-import: memory written out and read in."""
     a = acts.add_parser(
         "export",
@@ -593,7 +602,7 @@ def _add_cube_commands(acts) -> None:
     a.add_argument("id", type=int, help="the import's id (see `mnemo memory imports`)")
 
 
-def _add_upkeep_commands(acts) -> None:
+def _add_upkeep_commands(acts: SubParsers) -> None:
     """stats, activation, backup, backups, restore: the memory file, its copies, and the saved prompt states."""
     a = acts.add_parser("stats", help="counts per tier, database size, pending jobs")
     a.add_argument("--json", action="store_true")

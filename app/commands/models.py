@@ -5,11 +5,20 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.commands._common import fail, print_json
 
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
-def run(args, ctx) -> int:
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+    from models.discover import FoundServer
+
+
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from models.discover import find_models, find_servers, format_size, model_folders, ollama_folders
     from models.errors import ModelFileError
     from models.resolve import check_gguf
@@ -70,7 +79,7 @@ def run(args, ctx) -> int:
     return 0
 
 
-def _print_servers(servers) -> None:
+def _print_servers(servers: Sequence[FoundServer]) -> None:
     if not servers:
         return
     print(
@@ -83,7 +92,7 @@ def _print_servers(servers) -> None:
     print()
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "models",
         help="list GGUF chat models other apps keep here (LM Studio, Ollama, Hugging "

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 from app.commands._common import print_json
 
+if TYPE_CHECKING:
+    import argparse
 
-def run(args, ctx) -> int:
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+
+
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from memory_core import RetrievalBudget
+    from memory_core.types import Trait
 
     store = ctx.open_store()
     try:
@@ -24,9 +32,10 @@ def run(args, ctx) -> int:
         for title, hits in (("Persona", retrieval.traits), ("Knowledge", retrieval.knowledge)):
             if hits:
                 print(f"== {title}")
-                for h in hits:
-                    text = f"{h.item.dimension}: {h.item.value}" if title == "Persona" else h.item.text
-                    print(f"  {h.score:6.3f}  {text}   ({h.reason})")
+                for ranked in hits:
+                    item = ranked.item
+                    text = f"{item.dimension}: {item.value}" if isinstance(item, Trait) else item.text
+                    print(f"  {ranked.score:6.3f}  {text}   ({ranked.reason})")
         print(
             f"== Pages ({len(retrieval.pages)}; each side with its place among the recalled turns, which a "
             f"reply quotes best first)"
@@ -55,7 +64,7 @@ def run(args, ctx) -> int:
         store.close()
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     p = sub.add_parser("search", help="show what memory recalls for a query, with scores and reasons")
     p.add_argument("query")
     p.add_argument("--conversation", type=int, help="include this conversation's short-term memory")

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.commands._common import fail
+
+if TYPE_CHECKING:
+    import argparse
+
+    from app.commands._common import SubParsers
+    from app.context import AppContext
 
 DEFAULT_PORT = 8766
 
 
-def run(args, ctx) -> int:
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from app.doors.api_access import check_bind, load_token, token_hint
 
     token = None if args.no_token else load_token(ctx.paths.config_dir)
@@ -43,7 +51,7 @@ def run(args, ctx) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: SubParsers) -> None:
     p = sub.add_parser(
         "serve",
         help="an OpenAI-compatible chat endpoint (/v1/chat/completions, /v1/models) that answers with memory",

@@ -4,11 +4,20 @@ chat writes to and reads)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.commands._common import fail, print_json
 from app.operations import spaces as ops
 
+if TYPE_CHECKING:
+    import argparse
 
-def add_parser(acts) -> None:
+    from app.commands._common import SubParsers
+    from app.context import AppContext
+    from memory_core import MemoryStore
+
+
+def add_parser(acts: SubParsers) -> None:
     """The `spaces` action of `mnemo memory` (its own sub-actions)."""
     p = acts.add_parser(
         "spaces",
@@ -51,7 +60,7 @@ def add_parser(acts) -> None:
     a.add_argument("--read", choices=("own", "all"), help="recall from its own space only, or from all")
 
 
-def run(ctx, store, args) -> int:
+def run(ctx: AppContext, store: MemoryStore, args: argparse.Namespace) -> int:
     action = getattr(args, "space_action", None) or "list"
     try:
         return _ACTIONS[action](store, args)
@@ -59,7 +68,7 @@ def run(ctx, store, args) -> int:
         return fail(str(exc))
 
 
-def _list(store, args) -> int:
+def _list(store: MemoryStore, args: argparse.Namespace) -> int:
     rows = ops.spaces(store)
     if getattr(args, "json", False):
         print_json([vars(s) for s in rows])
@@ -69,20 +78,20 @@ def _list(store, args) -> int:
     return 0
 
 
-def _create(store, args) -> int:
+def _create(store: MemoryStore, args: argparse.Namespace) -> int:
     sid = ops.create_space(store, args.name)
     print(f"space {sid} {store.spaces.name_of(sid)!r} created")
     return 0
 
 
-def _rename(store, args) -> int:
+def _rename(store: MemoryStore, args: argparse.Namespace) -> int:
     sid = store.spaces.resolve(args.space)
     store.spaces.rename(sid, args.name)
     print(f"space {sid} is now {store.spaces.name_of(sid)!r}")
     return 0
 
 
-def _delete(store, args) -> int:
+def _delete(store: MemoryStore, args: argparse.Namespace) -> int:
     sid = store.spaces.resolve(args.space)
     name = store.spaces.name_of(sid)
     n = store.spaces.delete(sid, forget=args.forget)
@@ -90,7 +99,7 @@ def _delete(store, args) -> int:
     return 0
 
 
-def _move(store, args) -> int:
+def _move(store: MemoryStore, args: argparse.Namespace) -> int:
     to = store.spaces.resolve(args.to)
     if args.kind == "page":
         n = store.spaces.move_pages(args.ids, to)
@@ -103,7 +112,7 @@ def _move(store, args) -> int:
     return 0
 
 
-def _copy(store, args) -> int:
+def _copy(store: MemoryStore, args: argparse.Namespace) -> int:
     new = ops.copy_items(store, args.kind, args.ids, args.to)
     what = {"page": "pages", "knowledge": "facts", "trait": "traits"}[args.kind]
     to = store.spaces.name_of(store.spaces.resolve(args.to))
@@ -111,7 +120,7 @@ def _copy(store, args) -> int:
     return 0
 
 
-def _merge(store, args) -> int:
+def _merge(store: MemoryStore, args: argparse.Namespace) -> int:
     result = ops.merge_spaces(store, args.source, args.target, dry_run=args.dry_run)
     if args.json:
         print_json(result.to_json())
@@ -120,7 +129,7 @@ def _merge(store, args) -> int:
     return 0
 
 
-def _chat(store, args) -> int:
+def _chat(store: MemoryStore, args: argparse.Namespace) -> int:
     if store.conversations.get_conversation(args.chat) is None:
         return fail(f"no chat {args.chat}")
     if args.space is not None or args.read is not None:

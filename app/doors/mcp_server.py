@@ -23,7 +23,7 @@ import asyncio
 import re
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from jsonschema import Draft202012Validator
 from mcp.server.mcpserver import Context, MCPServer
@@ -35,6 +35,12 @@ from pydantic import Field
 from app import __version__
 from app.doors import memory_tools
 from app.runtime.tasks import TaskQueue
+
+if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+
+    from app.context import AppContext
+    from memory_core import MemoryStore
 
 T = TypeVar("T")
 SERVER_NAME = "mnemo"
@@ -98,7 +104,7 @@ class StrictToolCalls:
             }
         return self._validators
 
-    async def __call__(self, ctx, call_next):
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/call":
             await self.check(ctx.params if isinstance(ctx.params, dict) else {})
         return await call_next(ctx)
@@ -122,11 +128,11 @@ class StrictToolCalls:
             raise MCPError(INVALID_PARAMS, f"invalid arguments for {name}: {where}: {error.message}")
 
 
-def _refusing(fn: Callable[[Any], T], error: type[Exception] = ToolError) -> Callable[[Any], T]:
+def _refusing(fn: Callable[[MemoryStore], T], error: type[Exception] = ToolError) -> Callable[[MemoryStore], T]:
     """`fn(store)` with the memory's refusals raised as `error`: for a tool, a result marked as an
     error that the calling model reads; for a resource, ResourceNotFoundError (INVALID_PARAMS)."""
 
-    def run(store):
+    def run(store: MemoryStore) -> T:
         try:
             return fn(store)
         except memory_tools.Refused as exc:
@@ -260,7 +266,7 @@ def _add_reading(server: MCPServer, store: StoreThread) -> None:
         return await store.call(_refusing(lambda s: memory_tools.page(s, page_id), ResourceNotFoundError))
 
 
-def _opened(ctx) -> StoreThread:
+def _opened(ctx: AppContext) -> StoreThread:
     store = StoreThread(ctx.open_store)
     try:
         store.open()
@@ -279,7 +285,7 @@ def _serving(store: StoreThread, space: str | None) -> str | None:
         raise
 
 
-def run_stdio(ctx, space: str | None = None) -> int:
+def run_stdio(ctx: AppContext, space: str | None = None) -> int:
     """Serve MCP on stdin/stdout until the client closes them; `space`: the memory space its tools use."""
     store = _opened(ctx)
     space = _serving(store, space)
@@ -293,7 +299,7 @@ def run_stdio(ctx, space: str | None = None) -> int:
     return 0
 
 
-def run_http(ctx, host: str, port: int, token: str, token_hint: str, space: str | None = None) -> int:
+def run_http(ctx: AppContext, host: str, port: int, token: str, token_hint: str, space: str | None = None) -> int:
     """Serve MCP's streamable HTTP transport on http://host:port/mcp, every request with the token."""
     from app.doors.api_access import require_token
     from app.doors.local_http import bind, serve, url_of

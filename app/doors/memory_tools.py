@@ -17,11 +17,16 @@ forgets in every space. A name the memory does not hold is refused, naming the s
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING, Any
 
 from app.operations import memory as memory_verbs
 from app.operations.remember import OWNERS, forget_statement, remember_fact, statement_to_forget
 from memory_core import RetrievalBudget
 from memory_core.spaces.component import SpaceError
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
+    from memory_core.types import Knowledge, Page, Trait
 
 MAX_RESULTS = 50
 FORGET_KINDS = {"fact": "knowledge", "trait": "trait", "page": "page"}
@@ -39,8 +44,8 @@ def iso(ts: float | None) -> str | None:
     return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
-def _fact(k, score: float | None = None, why: str | None = None) -> dict:
-    row = {
+def _fact(k: Knowledge, score: float | None = None, why: str | None = None) -> dict:
+    row: dict[str, Any] = {
         "id": k.id,
         "about": k.owner,
         "text": k.text,
@@ -53,22 +58,28 @@ def _fact(k, score: float | None = None, why: str | None = None) -> dict:
     return row
 
 
-def _trait(t, score: float | None = None, why: str | None = None) -> dict:
-    row = {"id": t.id, "dimension": t.dimension, "value": t.value, "updated": iso(t.updated_at), "source": _source(t)}
+def _trait(t: Trait, score: float | None = None, why: str | None = None) -> dict:
+    row: dict[str, Any] = {
+        "id": t.id,
+        "dimension": t.dimension,
+        "value": t.value,
+        "updated": iso(t.updated_at),
+        "source": _source(t),
+    }
     if score is not None:
         row.update(score=round(float(score), 4), why=why)
     return row
 
 
-def _source(item) -> str:
+def _source(item: Trait | Knowledge) -> str:
     """Where a trait or fact came from, as the inspector says it: its pages, or who wrote it."""
     if item.source_page_ids:
         return "pages " + ", ".join(str(p) for p in item.source_page_ids[:6])
     return "the user" if item.model in ("", "user") else item.model
 
 
-def _page(p, score: float | None = None, why: str | None = None) -> dict:
-    row = {
+def _page(p: Page, score: float | None = None, why: str | None = None) -> dict:
+    row: dict[str, Any] = {
         "id": p.id,
         "date": iso(p.timestamp),
         "conversation_id": p.conversation_id,
@@ -81,7 +92,7 @@ def _page(p, score: float | None = None, why: str | None = None) -> dict:
     return row
 
 
-def space_id(store, name: str | None) -> int | None:
+def space_id(store: MemoryStore, name: str | None) -> int | None:
     """The id of the memory space named `name` (None for None). Refused, naming the memory's spaces,
     when it holds none of that name."""
     if name is None:
@@ -93,7 +104,7 @@ def space_id(store, name: str | None) -> int | None:
         raise Refused(f"memory holds no space named {name!r}; its spaces are: {names}") from None
 
 
-def search(store, query: str, limit: int = 10, *, space: str | None = None) -> dict:
+def search(store: MemoryStore, query: str, limit: int = 10, *, space: str | None = None) -> dict:
     """What memory recalls for `query`: the best `limit` pages and facts, and the persona's traits,
     each with its score, why it was chosen and its space (the retrieval trace of a chat turn, without
     a chat); from space `space` only, else from every space. A search by another program is no visit:
@@ -113,12 +124,12 @@ def search(store, query: str, limit: int = 10, *, space: str | None = None) -> d
     }
 
 
-def _spaced(row: dict, item, names: dict[int, str]) -> dict:
+def _spaced(row: dict, item: Knowledge | Page, names: dict[int, str]) -> dict:
     row["space"] = names.get(item.space_id, str(item.space_id))
     return row
 
 
-def remember(store, text: str, *, about: str = "user", source: str, space: str | None = None) -> dict:
+def remember(store: MemoryStore, text: str, *, about: str = "user", source: str, space: str | None = None) -> dict:
     """Keep `text` as a fact about the user or the assistant, marked as written by `source`, in space
     `space` (default Personal; a repeat or a newer value there confirms or updates the fact it holds).
     Refused while memory is paused, for a space it does not hold, or when there is no fact in `text`."""
@@ -143,7 +154,7 @@ def remember(store, text: str, *, about: str = "user", source: str, space: str |
 
 
 def forget(
-    store,
+    store: MemoryStore,
     *,
     kind: str | None = None,
     item_id: int | None = None,
@@ -179,7 +190,7 @@ def forget(
     return {"kind": kind, "id": int(item_id), "forgot_anything": True}
 
 
-def persona(store) -> dict:
+def persona(store: MemoryStore) -> dict:
     """The long-term persona: the active traits and the facts about the user and the assistant."""
     return {
         "traits": [_trait(t) for t in store.persona.list_traits(limit=1000)],
@@ -189,7 +200,7 @@ def persona(store) -> dict:
     }
 
 
-def persona_text(store) -> str:
+def persona_text(store: MemoryStore) -> str:
     """The persona as Markdown (the MCP resource): what a model reads at the start of a chat."""
     p = persona(store)
     out = ["# What Mnemo knows", ""]
@@ -203,7 +214,7 @@ def persona_text(store) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def recent(store, limit: int = 10) -> dict:
+def recent(store: MemoryStore, limit: int = 10) -> dict:
     """The newest pages and facts of the memory, of every space."""
     limit = max(1, min(MAX_RESULTS, int(limit)))
     return {
@@ -214,7 +225,7 @@ def recent(store, limit: int = 10) -> dict:
     }
 
 
-def page(store, page_id: int) -> dict:
+def page(store: MemoryStore, page_id: int) -> dict:
     """One page by its id. Refused when memory holds no such page."""
     p = store.pages.get(int(page_id))
     if p is None:

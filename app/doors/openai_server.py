@@ -24,10 +24,10 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -38,6 +38,11 @@ from app.chat.session import ChatOptions, ChatSession
 from app.operations import chats as operations
 from app.runtime.tasks import TaskQueue
 from models.chat import CancelToken
+
+if TYPE_CHECKING:
+    from app.chat.agent import TokenCallback, TurnResult
+    from app.context import AppContext
+    from memory_core import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +99,7 @@ def client_id(value: Any) -> str:
     return text or DEFAULT_CLIENT
 
 
-def parse_request(body: Any, headers) -> ChatRequest:
+def parse_request(body: Any, headers: Mapping[str, str]) -> ChatRequest:
     """The request's last user message and how to answer it. BadRequest says what is wrong."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
@@ -129,7 +134,7 @@ def parse_request(body: Any, headers) -> ChatRequest:
 class TurnRunner:
     """The thread that owns the store and the chat model; one `ChatSession` per client id (and mode)."""
 
-    def __init__(self, ctx: Any):
+    def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
         self.queue = TaskQueue("mnemo-serve", open_resource=ctx.open_store)
         self._sessions: dict[str, ChatSession] = {}  # touched on the worker thread only
@@ -138,7 +143,7 @@ class TurnRunner:
         """Open the store, keep what a crash cut short, load the model: before the first request. What
         a live window or terminal is writing now is theirs, not a crash's (`app.chat.writer_lease`)."""
 
-        def prepare(store):
+        def prepare(store: MemoryStore) -> str:
             operations.recover_interrupted(store)
             self._settle(store)
             return self.ctx.chat_model().model_id
@@ -148,10 +153,10 @@ class TurnRunner:
     def stop(self) -> None:
         self.queue.stop(timeout=10.0)
 
-    def turn(self, req: ChatRequest, on_token, cancel: CancelToken) -> Future:
+    def turn(self, req: ChatRequest, on_token: TokenCallback | None, cancel: CancelToken) -> Future:
         """Answer `req` on the worker thread; the future's value is the `TurnResult`."""
 
-        def run(store):
+        def run(store: MemoryStore) -> TurnResult:
             session = self._session(store, req)
             result = operations.send(session, store, self.ctx.chat_model(), req.text, on_token=on_token, cancel=cancel)
             self.queue.submit(self._settle, priority=5, label="memory jobs")
@@ -159,13 +164,16 @@ class TurnRunner:
 
         return self.queue.submit(run, label=f"turn of {req.client}")
 
-    def _session(self, store, req: ChatRequest) -> ChatSession:
+    def _session(self, store: MemoryStore, req: ChatRequest) -> ChatSession:
         key = (INCOGNITO_EXTERNAL_ID if req.incognito else EXTERNAL_ID).format(req.client)
         session = self._sessions.get(key)
         if (
-            session is None or store.conversations.get_conversation(session.conversation_id) is None
+            session is None
+            or session.conversation_id is None
+            or store.conversations.get_conversation(session.conversation_id) is None
         ):  # deleted in the app
-            conv = store.conversations.find_conversation(None, key)
+            # an external id of no source (`source IS NULL`; memory_core's annotation says str)
+            conv = store.conversations.find_conversation(None, key)  # type: ignore[arg-type]
             cid = conv.id if conv is not None else None
             if cid is None:
                 title = f"{req.client} (via OpenAI API{', incognito' if req.incognito else ''})"
@@ -177,7 +185,7 @@ class TurnRunner:
         return session
 
     @staticmethod
-    def _settle(store) -> None:
+    def _settle(store: MemoryStore) -> None:
         """The LLM-free memory jobs a turn queued: the exchange becomes a page now."""
         try:
             store.jobs.run_pending(allow_llm=False)
@@ -191,11 +199,11 @@ def error_body(message: str, kind: str = "invalid_request_error", param: str | N
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def _finish_reason(result) -> str:
+def _finish_reason(result: TurnResult) -> str:
     return "length" if (result.stats or {}).get("finish_reason") == "length" else "stop"
 
 
-def _usage(result) -> dict:
+def _usage(result: TurnResult) -> dict:
     stats = result.stats or {}
     prompt, completion = int(stats.get("prompt_tokens") or 0), int(stats.get("completion_tokens") or 0)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
@@ -212,7 +220,7 @@ def _chunk(cid: str, created: int, delta: dict, finish: str | None = None) -> st
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
-def _failure(result) -> str | None:
+def _failure(result: TurnResult) -> str | None:
     """Why a turn gave no reply to send, or None when it did."""
     if result.status == "failed" or (result.error and not result.text):
         return result.error or "the reply failed"
@@ -243,7 +251,7 @@ def build_app(runner: TurnRunner, *, token: str | None) -> Any:
         return await (_streamed(runner, req) if req.stream else _whole(runner, req))
 
     @asynccontextmanager
-    async def lifespan(_app) -> AsyncIterator[None]:
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
@@ -289,7 +297,11 @@ async def _streamed(runner: TurnRunner, req: ChatRequest) -> Response:
     loop = asyncio.get_running_loop()
     tokens: asyncio.Queue = asyncio.Queue()
     cancel = CancelToken()
-    future = runner.turn(req, lambda chunk: loop.call_soon_threadsafe(tokens.put_nowait, chunk), cancel)
+
+    def on_token(chunk: str) -> None:
+        loop.call_soon_threadsafe(tokens.put_nowait, chunk)
+
+    future = runner.turn(req, on_token, cancel)
     future.add_done_callback(lambda _f: loop.call_soon_threadsafe(tokens.put_nowait, _END))
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
 

@@ -29,13 +29,17 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from app.evaluation import metrics
 from app.evaluation.locomo import Question, Sample, _row_value, _side_turns, summarize
 from app.importers.writer import write_conversation
+
+if TYPE_CHECKING:
+    from app.evaluation.locomo import Embedder
+    from memory_core import MemoryParams, MemoryStore, Retrieval
 
 LIFECYCLE_MTM_CAPACITY = 20  # segments kept in mid-term memory during the replay (the default is 200)
 _SESSION = re.compile(r"^D(\d+):")
@@ -69,7 +73,7 @@ class _MemoEmbedder:
     """The evaluation's embedder, each text embedded once per conversation (the two replays of a conversation
     embed the same pages after the same contexts, and ask the same questions)."""
 
-    def __init__(self, embedder) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self.inner = embedder
         self.model_id = embedder.model_id
         self.dim = embedder.dim
@@ -84,7 +88,9 @@ class _MemoEmbedder:
                 self._plain[t] = v
         return np.stack([self._plain[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
-    def embed_with_tokens(self, texts: Sequence[str], contexts: Sequence[str] | None = None):
+    def embed_with_tokens(
+        self, texts: Sequence[str], contexts: Sequence[str] | None = None
+    ) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]:
         ctx = list(contexts) if contexts is not None else [""] * len(texts)
         keys = list(zip(texts, ctx))
         todo = sorted({k for k in keys if k not in self._tokens})
@@ -115,13 +121,13 @@ class _Replay:
 class LifecycleEval:
     def __init__(
         self,
-        embedder,
+        embedder: Embedder,
         *,
-        memory_params,
+        memory_params: MemoryParams,
         ks: Sequence[int],
         mtm_capacity: int = LIFECYCLE_MTM_CAPACITY,
         log: Callable[[str], None] | None = None,
-    ):
+    ) -> None:
         self.embedder = embedder
         self.static_params = copy.deepcopy(memory_params)  # the static run's settings: the baseline replay's
         self.params = copy.deepcopy(memory_params)
@@ -157,7 +163,7 @@ class LifecycleEval:
             "per_question": rows,
         }
 
-    def _open(self, path: Path, memo: _MemoEmbedder, params, clock: _Clock):
+    def _open(self, path: Path, memo: _MemoEmbedder, params: MemoryParams, clock: _Clock) -> MemoryStore:
         from memory_core import MemoryStore
 
         return MemoryStore.open(
@@ -209,7 +215,7 @@ class LifecycleEval:
             store.close()
         return out
 
-    def _end_of_life(self, store, clock: _Clock, questions: list[Question], out: _Replay) -> None:
+    def _end_of_life(self, store: MemoryStore, clock: _Clock, questions: list[Question], out: _Replay) -> None:
         """Every question asked once more on the store as the replay left it, as the static run asks it: the
         same budget, no visit, and the clock at the real time (the static store's clock), so a date the
         question names is read as the static run reads it."""
@@ -221,18 +227,18 @@ class LifecycleEval:
             out.end_turns[q.index] = metrics.fill_turn_budget([_side_turns(u) for u in r.sides], max(self.ks))
             out.evidence[q.index] = {e: where.get(e, {}) for e in q.evidence}
 
-    def _ask(self, store, q: Question):
+    def _ask(self, store: MemoryStore, q: Question) -> Retrieval:
         from memory_core import RetrievalBudget
 
         budget = RetrievalBudget(pages=max(self.ks))
         return store.retrieve(q.question, conversation_id=None, budget=budget, record_visits=False)
 
-    def _recall(self, q: Question, r) -> dict[str, float]:
+    def _recall(self, q: Question, r: Retrieval) -> dict[str, float]:
         units = [_side_turns(u) for u in r.sides]
         return {str(k): metrics.recall_acc(q.evidence, metrics.fill_turn_budget(units, k)) for k in self.ks}
 
 
-def _store_stats(store) -> dict[str, Any]:
+def _store_stats(store: MemoryStore) -> dict[str, Any]:
     events = store.event_log.events(limit=1_000_000)
     return {
         "archived_segments": store.segments.count_segments(tier="archive"),
@@ -245,7 +251,7 @@ def _store_stats(store) -> dict[str, Any]:
     }
 
 
-def _turn_pages(store) -> dict[str, dict]:
+def _turn_pages(store: MemoryStore) -> dict[str, dict]:
     """Each dialogue turn's page at the end of the replay: its tier, segment and what the lifecycle did to that
     segment (visits, promotions)."""
     segs = {s.id: s for s in store.segments.list_segments(limit=1_000_000)}

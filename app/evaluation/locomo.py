@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -41,6 +41,12 @@ from app.importers.locomo import parse_locomo
 from app.importers.progress import ProgressBar
 from app.importers.reading import decode_text, parse_json, read_bytes
 from app.importers.writer import write_conversation
+
+if TYPE_CHECKING:
+    from app.evaluation.qa import Answer, QAAnswerer
+    from memory_core import MemoryParams, MemoryStore, Retrieval
+    from memory_core.types import Page, SideHit
+    from models.chat import ChatModel
 
 RETRIEVERS = ("mnemo", "flat-dense", "bm25", "hybrid")
 KS = (5, 10, 25, 50)
@@ -192,7 +198,7 @@ def _latency(ms: Sequence[float]) -> dict:
         return {}
     s = sorted(ms)
 
-    def p(q):
+    def p(q: float) -> float:
         return s[min(len(s) - 1, int(math.ceil(q * len(s))) - 1)]
 
     return {
@@ -215,18 +221,32 @@ class _Rankers:
     q_embed_ms: float
 
 
+class Embedder(Protocol):
+    """What the evaluations embed with: models.embedder.OnnxEmbedder's interface (a test's stand-in may
+    lack `embed_with_tokens`; the evaluations look for it with getattr)."""
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_with_tokens(
+        self, texts: Sequence[str], contexts: Sequence[str] | None = None
+    ) -> tuple[np.ndarray, list[tuple[np.ndarray, list[str]]]]: ...
+
+
 ASKED_BEFORE_REPLY = "I'm not sure, I don't have that information."
 
 
 class LocomoEval:
     def __init__(
         self,
-        embedder,
+        embedder: Embedder,
         *,
-        memory_params=None,
+        memory_params: MemoryParams | None = None,
         retrievers: Sequence[str] = RETRIEVERS,
         ks: Sequence[int] = KS,
-        qa_model=None,
+        qa_model: ChatModel | None = None,
         qa_modes: Sequence[str] = QA_MODES,
         qa_turns: int | None = None,
         store_factory: Callable[[Path], Any] | None = None,
@@ -235,7 +255,7 @@ class LocomoEval:
         asked_before: str | None = None,
         ablate: bool = False,
         segments: bool = False,
-    ):
+    ) -> None:
         self.embedder = embedder
         # each sample's mid-term segments after the import: count, largest share, median size, titles
         self.segments = segments
@@ -257,7 +277,7 @@ class LocomoEval:
         self.ablate = ablate
 
     # -- stores ------------------------------------------------------------------------------
-    def _open_store(self, path: Path):
+    def _open_store(self, path: Path) -> MemoryStore:
         from memory_core import MemoryStore
 
         return MemoryStore.open(
@@ -270,12 +290,12 @@ class LocomoEval:
             embed_tokens=getattr(self.embedder, "embed_with_tokens", None),
         )
 
-    def _params(self):
+    def _params(self) -> MemoryParams:
         from memory_core import MemoryParams
 
         return self.memory_params or MemoryParams()
 
-    def _retrieve(self, store, question: str, pages: int, off: Sequence[str] = ()):
+    def _retrieve(self, store: MemoryStore, question: str, pages: int, off: Sequence[str] = ()) -> Retrieval:
         from memory_core import RetrievalBudget
 
         budget = RetrievalBudget(pages=pages)
@@ -283,7 +303,7 @@ class LocomoEval:
             return store.retrieve(question, conversation_id=None, budget=budget, record_visits=False, off=off)
         return store.retrieve(question, conversation_id=None, budget=budget, record_visits=False)
 
-    def _ask_before(self, store, question: str) -> tuple[int, int]:
+    def _ask_before(self, store: MemoryStore, question: str) -> tuple[int, int]:
         """--asked-before: the question was asked once already, in a chat of its own, and got a
         non-answer (what a small model often says); (chat id, page id) of the page that left."""
         cid = store.conversations.create_conversation("asked before")
@@ -327,7 +347,7 @@ class LocomoEval:
         questions: list[Question],
         tmp: Path,
         need_store: bool,
-        qa_answerer,
+        qa_answerer: QAAnswerer | None,
         timings: dict,
         bar: ProgressBar,
     ) -> list[dict]:
@@ -354,12 +374,12 @@ class LocomoEval:
                     self._ask_before(store, q.question) if self.asked_before == "same" and store is not None else None
                 )
                 ranked = self._rank_question(rankers, qi, q, timings, retrievals)
-                if need_store and "mnemo" not in self.retrievers:
+                if need_store and store is not None and "mnemo" not in self.retrievers:
                     retrievals.append(self._retrieve(store, q.question, self.qa_turns))
                 row = self._question_row(q, ranked, known)
                 if self.ablate and store is not None:
                     row["ablation"] = self._ablation_recall(store, q)
-                if asked is not None:
+                if asked is not None and store is not None:
                     cid, pid = asked
                     recalled = any(t.startswith(f"page:{pid}:") for u in ranked.get("mnemo", []) for t in u)
                     row["asked_before"] = {"page_id": pid, "recalled": recalled}
@@ -381,7 +401,9 @@ class LocomoEval:
             if store is not None:
                 store.close()
 
-    def _open_sample(self, sample: Sample, tmp: Path, need_store: bool, timings: dict):
+    def _open_sample(
+        self, sample: Sample, tmp: Path, need_store: bool, timings: dict
+    ) -> tuple[MemoryStore | None, FlatDense | None, BM25Turns | None]:
         """The sample's store (imported) and the baselines' indexes that the retrievers asked for need."""
         conv = sample.conversation
         turn_ids = [t.turn_id for t in conv.turns]
@@ -461,7 +483,7 @@ class LocomoEval:
     def _recall_at_ks(self, q: Question, units: list[list[str]]) -> dict[str, float]:
         return {str(k): metrics.recall_acc(q.evidence, metrics.fill_turn_budget(units, k)) for k in self.ks}
 
-    def _ablation_recall(self, store, q: Question) -> dict[str, dict[str, float]]:
+    def _ablation_recall(self, store: MemoryStore, q: Question) -> dict[str, dict[str, float]]:
         """--ablate: mnemo's recall at each k with each ranking stage switched off in turn."""
         from memory_core.recall.ranking import SWITCHABLE
 
@@ -472,7 +494,13 @@ class LocomoEval:
         return out
 
     def _answer_sample(
-        self, sample: Sample, questions: list[Question], rows: list[dict], retrievals: list, qa, bar: ProgressBar
+        self,
+        sample: Sample,
+        questions: list[Question],
+        rows: list[dict],
+        retrievals: list,
+        qa: QAAnswerer,
+        bar: ProgressBar,
     ) -> None:
         """QA mode by mode (so each mode's shared prompt prefix stays in the KV cache)."""
         for row in rows:
@@ -491,6 +519,7 @@ class LocomoEval:
                 elif mode == "no-memory":
                     ans = qa.answer_no_memory(q.question, sample.speakers)
                 else:
+                    assert context is not None  # built above for "full-context"
                     ans = qa.answer_full(q.question, context, sample.speakers)
                 row["qa"][mode] = score_answer(ans, q)
                 bar.update(1, note=f"{sample.sample_id} {mode}")
@@ -506,7 +535,15 @@ class LocomoEval:
             out[stage] = {f"k{k}": summarize(rows, _row_value("ablation", stage, str(k))) for k in self.ks}
         return out
 
-    def _report(self, samples, chosen, rows, timings, total_s, data_path) -> dict:
+    def _report(
+        self,
+        samples: Sequence[Sample],
+        chosen: dict[str, list[Question]],
+        rows: list[dict],
+        timings: dict,
+        total_s: float,
+        data_path: str,
+    ) -> dict:
         retrieval = {}
         for name in self.retrievers:
             retrieval[name] = {f"k{k}": summarize(rows, _row_value("recall", name, str(k))) for k in self.ks}
@@ -560,7 +597,7 @@ class LocomoEval:
         }
 
 
-def segment_stats(store, titles: int = 5) -> dict:
+def segment_stats(store: MemoryStore, titles: int = 5) -> dict:
     """A store's segments (mid-term and archived): how many, the largest one's share of all the pages, the
     median size, and the biggest segments' titles, for `--segments` (issue 31: topical segments)."""
     segs = store.segments.list_segments(limit=1_000_000)
@@ -591,7 +628,7 @@ def format_segments(stats: dict[str, dict]) -> list[str]:
     return lines
 
 
-def _page_turns(page) -> list[str]:
+def _page_turns(page: Page) -> list[str]:
     meta = page.meta if isinstance(page.meta, dict) else {}
     ids = meta.get("turn_ids")
     if isinstance(ids, list) and ids:
@@ -604,7 +641,7 @@ def _page_turns(page) -> list[str]:
     ] or [f"page:{page.id}"]
 
 
-def _side_turns(unit) -> list[str]:
+def _side_turns(unit: SideHit) -> list[str]:
     """The turns a ranked side of a page (memory_core.SideHit) holds: the user side's are the first
     `user_turns` of the page's `turn_ids` (app.importers.pages). A page without that split costs all its turns."""
     page = unit.hit.page
@@ -621,7 +658,7 @@ def _side_turns(unit) -> list[str]:
     return [side] if side in turns else turns
 
 
-def score_answer(ans, q: Question) -> dict:
+def score_answer(ans: Answer, q: Question) -> dict:
     out = {
         "prediction": ans.prediction,
         "prompt_tokens": ans.prompt_tokens,
@@ -639,7 +676,7 @@ def score_answer(ans, q: Question) -> dict:
 
 
 # -- printing ------------------------------------------------------------------------------------
-def _f(v) -> str:
+def _f(v: float | None) -> str:
     return "   -" if v is None else f"{v:5.1f}"
 
 
@@ -758,7 +795,7 @@ def write_json(report: dict, path: str | Path) -> None:
     Path(path).write_text(json.dumps(report, indent=1, ensure_ascii=False, default=_json_default), encoding="utf-8")
 
 
-def _json_default(o):
+def _json_default(o: object) -> Any:
     if isinstance(o, (np.floating, np.integer)):
         return o.item()
     if isinstance(o, np.ndarray):

@@ -89,7 +89,7 @@ def gold_answer(qa: dict) -> str:
     return answer
 
 
-def locomo_f1(prediction: str, answer, category: int) -> float:
+def locomo_f1(prediction: str, answer: object, category: int) -> float:
     """Official per-category QA score of `prediction` for a gold `answer`."""
     if category == 5:
         return 1.0 if says_not_available(prediction) else 0.0

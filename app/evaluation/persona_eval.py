@@ -23,11 +23,16 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from app.importers.writer import write_conversation
+
+if TYPE_CHECKING:
+    from app.evaluation.locomo import Embedder, Sample
+    from memory_core import MemoryParams, MemoryStore
+    from memory_core.types import CompleteJsonFn
 
 DEFAULT_THRESHOLD = 0.6
 
@@ -79,14 +84,14 @@ class PersonaEval:
 
     def __init__(
         self,
-        embedder,
+        embedder: Embedder,
         *,
-        memory_params=None,
-        llm=None,
+        memory_params: MemoryParams | None = None,
+        llm: CompleteJsonFn | None = None,
         llm_model_id: str | None = None,
         threshold: float = DEFAULT_THRESHOLD,
         log: Callable[[str], None] | None = None,
-    ):
+    ) -> None:
         self.embedder = embedder
         self.memory_params = memory_params
         self.llm = llm
@@ -94,7 +99,7 @@ class PersonaEval:
         self.threshold = threshold
         self.log = log or (lambda _m: None)
 
-    def _open_store(self, path: Path):
+    def _open_store(self, path: Path) -> MemoryStore:
         from memory_core import MemoryParams, MemoryStore
 
         return MemoryStore.open(
@@ -121,7 +126,7 @@ class PersonaEval:
                 )
         return self._report(rows, time.perf_counter() - t0)
 
-    def _run_sample(self, sample, tmp: Path) -> dict:
+    def _run_sample(self, sample: Sample, tmp: Path) -> dict:
         store = self._open_store(tmp / f"{sample.sample_id}.sqlite3")
         try:
             write_conversation(store, sample.conversation)
@@ -141,7 +146,7 @@ class PersonaEval:
         a, b = sample.speakers
         gold = [g for g, _ in gold_observations(sample.raw, a)]
         sim = match_matrix(self.embedder.embed, facts, gold, [a, b])
-        row = {
+        row: dict[str, Any] = {
             "sample_id": sample.sample_id,
             "speaker": a,
             "facts": len(facts),
@@ -219,5 +224,5 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _f(v) -> str:
+def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:g}"

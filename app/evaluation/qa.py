@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from app.chat.prompting import QuoteFloor
+    from memory_core import Retrieval
+    from models.chat import ChatModel
 
 NOT_MENTIONED = "Not mentioned in the conversation"
 
@@ -61,13 +63,13 @@ class Answer:
 class QAAnswerer:
     def __init__(
         self,
-        model,
+        model: ChatModel,
         *,
         n_ctx: int | None = None,
         max_answer_tokens: int = 32,
         memory_turns: int | None = None,
         floor: QuoteFloor | None = None,
-    ):
+    ) -> None:
         from memory_core import MemoryParams
 
         self.model = model
@@ -91,7 +93,9 @@ class QAAnswerer:
         return Answer(mode, prediction, tokens, seconds, detail)
 
     # -- prompts ----------------------------------------------------------------------------
-    def memory_messages(self, question: str, retrieval, speakers: tuple[str, str]) -> tuple[list[dict], dict]:
+    def memory_messages(
+        self, question: str, retrieval: Retrieval, speakers: tuple[str, str]
+    ) -> tuple[list[dict], dict]:
         from app.chat.prompting import compose_prompt
 
         system = SYSTEM_MEMORY.format(a=speakers[0], b=speakers[1])
@@ -167,20 +171,20 @@ class QAAnswerer:
         ]
 
     # -- answering ----------------------------------------------------------------------------
-    def answer_memory(self, question: str, retrieval, speakers) -> Answer:
+    def answer_memory(self, question: str, retrieval: Retrieval, speakers: tuple[str, str]) -> Answer:
         messages, detail = self.memory_messages(question, retrieval, speakers)
         return self._generate("memory", messages, detail)
 
-    def answer_no_memory(self, question: str, speakers) -> Answer:
+    def answer_no_memory(self, question: str, speakers: tuple[str, str]) -> Answer:
         return self._generate("no-memory", self.no_memory_messages(question, speakers), {})
 
-    def answer_full(self, question: str, context: str, speakers) -> Answer:
+    def answer_full(self, question: str, context: str, speakers: tuple[str, str]) -> Answer:
         return self._generate(
             "full-context", self.full_messages(question, context, speakers), {"context_chars": len(context)}
         )
 
 
-def _top_pages(retrieval, n: int):
+def _top_pages(retrieval: Retrieval, n: int) -> Retrieval:
     """A shallow copy of `retrieval` keeping its `n` best pages, whose turns the prompt quotes (`memory_turns`,
     as the chat agent does with `MemoryParams.quoting.recall_turns`; the sides of pages left out are not quoted)."""
     import copy

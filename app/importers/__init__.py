@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from app.importers.base import ImportFatalError, ImportIssue, ParsedConversation, ParseResult, Turn
 from app.importers.chatgpt import looks_like_chatgpt, parse_chatgpt
@@ -72,7 +73,7 @@ def load(path: str | os.PathLike, fmt: str = "auto") -> ParseResult:
     return parse_locomo(obj, name)
 
 
-def _detect(path: Path, text: str, name: str):
+def _detect(path: Path, text: str, name: str) -> tuple[str, Any]:
     """(format, parsed JSON or None)."""
     head = text.lstrip()[:1]
     if head not in ("[", "{"):

@@ -198,6 +198,52 @@ def _latest_leaf(mapping: dict) -> str:
     return max(leaves, key=when)
 
 
+def _kept_role(msg: dict, where: str, issues: list[ImportIssue]) -> str | None:
+    """The message's author role when its kind is imported; None for one skipped (noted when unknown)."""
+    author = msg.get("author")
+    role = author.get("role") if isinstance(author, dict) else None
+    if role in _SKIP_ROLES:
+        return None
+    if role not in _KEEP_ROLES:
+        issues.append(ImportIssue(where, f"message has an unknown author role {role!r}"))
+        return None
+    return role
+
+
+def _part_text(part: object) -> str | None:
+    """One of a message's content.parts as text: an image, audio or other attachment as a placeholder
+    ("[image]"), unless it carries text; None for a null part."""
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict):
+        kind = str(part.get("content_type", ""))
+        if "image" in kind:
+            return "[image]"
+        if "audio" in kind:
+            text = part.get("text")
+            return text if isinstance(text, str) and text else "[audio]"
+        if isinstance(part.get("text"), str):
+            return part["text"]
+        return "[attachment]"
+    return None if part is None else str(part)
+
+
+def _content_text(content: dict, ctype: str, where: str, issues: list[ImportIssue]) -> str | None:
+    """A code message's text, or the text of a message's parts joined; None (noted) when it has neither."""
+    if ctype == "code":
+        text = content.get("text")
+        if not isinstance(text, str):
+            issues.append(ImportIssue(where, "code message has no content.text"))
+            return None
+        return text
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        issues.append(ImportIssue(where, "message has no content.parts"))
+        return None
+    pieces = [_part_text(part) for part in parts]
+    return "\n".join(p for p in pieces if p)
+
+
 def _node_turn(node_id: str, node: dict, where: str, issues: list[ImportIssue]) -> Turn | None:
     msg = node.get("message")
     if msg is None:
@@ -205,12 +251,8 @@ def _node_turn(node_id: str, node: dict, where: str, issues: list[ImportIssue]) 
     if not isinstance(msg, dict):
         issues.append(ImportIssue(where, f"message is a JSON {type(msg).__name__}, not an object"))
         return None
-    author = msg.get("author")
-    role = author.get("role") if isinstance(author, dict) else None
-    if role in _SKIP_ROLES:
-        return None
-    if role not in _KEEP_ROLES:
-        issues.append(ImportIssue(where, f"message has an unknown author role {role!r}"))
+    role = _kept_role(msg, where, issues)
+    if role is None:
         return None
     meta = _object(msg.get("metadata"))
     if meta.get("is_visually_hidden_from_conversation"):
@@ -228,34 +270,9 @@ def _node_turn(node_id: str, node: dict, where: str, issues: list[ImportIssue]) 
     if ctype not in _TEXT_TYPES:
         issues.append(ImportIssue(where, f"message has unsupported content type {ctype!r}"))
         return None
-    if ctype == "code":
-        text = content.get("text")
-        if not isinstance(text, str):
-            issues.append(ImportIssue(where, "code message has no content.text"))
-            return None
-    else:
-        parts = content.get("parts")
-        if not isinstance(parts, list):
-            issues.append(ImportIssue(where, "message has no content.parts"))
-            return None
-        pieces = []
-        for part in parts:
-            if isinstance(part, str):
-                pieces.append(part)
-            elif isinstance(part, dict):
-                kind = str(part.get("content_type", ""))
-                if "image" in kind:
-                    pieces.append("[image]")
-                elif "audio" in kind:
-                    text = part.get("text")
-                    pieces.append(text if isinstance(text, str) and text else "[audio]")
-                elif isinstance(part.get("text"), str):
-                    pieces.append(part["text"])
-                else:
-                    pieces.append("[attachment]")
-            elif part is not None:
-                pieces.append(str(part))
-        text = "\n".join(p for p in pieces if p)
+    text = _content_text(content, ctype, where, issues)
+    if text is None:
+        return None
     if not text.strip():
         return None  # empty (often the stub before a tool call)
     ts = _num(msg.get("create_time"))

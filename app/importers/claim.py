@@ -17,9 +17,13 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.importers.base import ImportFatalError, ParsedConversation
 from app.runtime.instance_lock import InstanceLock
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
 
 
 class ImportBusyError(ImportFatalError):
@@ -57,7 +61,7 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def import_claim(store, conversations: Sequence[ParsedConversation], name: str) -> Iterator[None]:
+def import_claim(store: MemoryStore, conversations: Sequence[ParsedConversation], name: str) -> Iterator[None]:
     """Hold the claim on importing `conversations` into `store` for the block; ImportBusyError at once
     when another import holds it. An in-memory store (tests, evaluation) needs none."""
     db_path = getattr(store, "path", ":memory:")

@@ -17,7 +17,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.context import AppContext
 
 
 class ImportCancelled(Exception):
@@ -84,7 +87,7 @@ class ImportJob:
             return self.phase, self.done_turns, self.total_turns, self.note
 
 
-def run_import(ctx, job: ImportJob) -> ImportJob:
+def run_import(ctx: AppContext, job: ImportJob) -> ImportJob:
     """Parse `job.path` and write it into the profile's memory store (call on a worker thread).
     Never raises: the outcome is in `job.phase`, `job.report` and `job.error`."""
     from app.importers import ImportFatalError, load, write_all

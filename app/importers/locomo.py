@@ -121,32 +121,9 @@ def _parse_sample(
             issues.append(ImportIssue(swhere, f"is a JSON {type(items).__name__}, not a list of turns"))
             continue
         for i, item in enumerate(items):
-            twhere = f"{swhere}, turn {i + 1}"
-            if not isinstance(item, dict):
-                issues.append(ImportIssue(twhere, "is not an object"))
-                continue
-            dia = item.get("dia_id")
-            if isinstance(dia, str) and dia:
-                twhere = f"{swhere}, turn {dia}"
-            speaker = item.get("speaker")
-            if speaker not in roles:
-                issues.append(ImportIssue(twhere, f"speaker {speaker!r} is neither {a!r} nor {b!r}"))
-                continue
-            text = turn_text(item, names)
-            if not text:
-                issues.append(ImportIssue(twhere, "has no text and no photo caption"))
-                continue
-            if not (isinstance(dia, str) and dia):
-                dia = f"D{num}:{i + 1}"
-                issues.append(ImportIssue(twhere, f"has no dia_id; using {dia}", skipped=False))
-            if dia in seen_ids:
-                issues.append(ImportIssue(twhere, f"repeats dia_id {dia}"))
-                continue
-            seen_ids.add(dia)
-            meta: dict[str, Any] = {"dia_id": dia, "speaker": speaker, "session": num}
-            if item.get("img_url"):
-                meta["img_url"] = item["img_url"]
-            turns.append(Turn(roles[speaker], text, start + i * TURN_SPACING_S, dia, session=num, meta=meta))
+            turn = _session_turn(item, i, num, start, swhere, roles, names, seen_ids, issues)
+            if turn is not None:
+                turns.append(turn)
     if not turns:
         issues.append(ImportIssue(where, "has no dialogue turns"))
         return None
@@ -157,6 +134,48 @@ def _parse_sample(
         )
     title = f"{a} & {b} ({sid})"
     return ParsedConversation(SOURCE, sid, title, turns[0].timestamp, turns, position=where, people=People(a, b))
+
+
+def _session_turn(
+    item: Any,
+    i: int,
+    num: int,
+    start: float,
+    swhere: str,
+    roles: dict[str, str],
+    names: bool,
+    seen_ids: set[str],
+    issues: list[ImportIssue],
+) -> Turn | None:
+    """Turn `i` of session `num` (which began at `start`); None, with the issue noted, when it has no
+    known speaker or no text, or repeats a dia_id of `seen_ids` (to which its own is added)."""
+    twhere = f"{swhere}, turn {i + 1}"
+    if not isinstance(item, dict):
+        issues.append(ImportIssue(twhere, "is not an object"))
+        return None
+    dia = item.get("dia_id")
+    if isinstance(dia, str) and dia:
+        twhere = f"{swhere}, turn {dia}"
+    speaker = item.get("speaker")
+    if speaker not in roles:
+        a, b = roles
+        issues.append(ImportIssue(twhere, f"speaker {speaker!r} is neither {a!r} nor {b!r}"))
+        return None
+    text = turn_text(item, names)
+    if not text:
+        issues.append(ImportIssue(twhere, "has no text and no photo caption"))
+        return None
+    if not (isinstance(dia, str) and dia):
+        dia = f"D{num}:{i + 1}"
+        issues.append(ImportIssue(twhere, f"has no dia_id; using {dia}", skipped=False))
+    if dia in seen_ids:
+        issues.append(ImportIssue(twhere, f"repeats dia_id {dia}"))
+        return None
+    seen_ids.add(dia)
+    meta: dict[str, Any] = {"dia_id": dia, "speaker": speaker, "session": num}
+    if item.get("img_url"):
+        meta["img_url"] = item["img_url"]
+    return Turn(roles[speaker], text, start + i * TURN_SPACING_S, dia, session=num, meta=meta)
 
 
 def _session_starts(conv: dict, sessions: list[tuple[int, str]], where: str, issues: list[ImportIssue]) -> list[float]:

@@ -17,13 +17,27 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.importers.base import ImportIssue, ParsedConversation, ParseResult
 from app.importers.claim import import_claim
 from app.importers.pages import MAX_SIDE_CHARS, page_items, plan_pages
 
+if TYPE_CHECKING:
+    from app.importers.base import Turn
+    from app.importers.pages import PagePlan
+    from memory_core import MemoryStore
+    from memory_core.types import Conversation
+
 PAGE_CHUNK = 64  # pages per add_pages call (one embedding batch each)
+
+
+class ImportProgress(Protocol):
+    """What `write_all` reports to: a ProgressBar (the CLI) or an ImportJob (the window)."""
+
+    note: str  # the conversation being written
+
+    def update(self, n: int = 1) -> None: ...
 
 
 @dataclass
@@ -98,12 +112,12 @@ def _meta_of(message: Any) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def _stored_turn_ids(store, cid: int) -> set:
+def _stored_turn_ids(store: MemoryStore, cid: int) -> set:
     return {_meta_of(m).get("turn_id") for m in store.conversations.list_messages(cid)}
 
 
 def write_conversation(
-    store,
+    store: MemoryStore,
     conv: ParsedConversation,
     *,
     issues: list[ImportIssue] | None = None,
@@ -159,7 +173,7 @@ def write_conversation(
     return ConversationOutcome(conv.position, conv.external_id, cid, status, len(turns), len(draft), kept)
 
 
-def _earlier_people(store, cid: int, conv: ParsedConversation) -> dict[str, str | None] | None:
+def _earlier_people(store: MemoryStore, cid: int, conv: ParsedConversation) -> dict[str, str | None] | None:
     """When a dialogue stored before says another "who is who" than `conv` (imported again with another
     answer), that earlier one: `conv` takes it, so the pages of one conversation never disagree."""
     from app.importers.people import People
@@ -178,7 +192,17 @@ class _WrittenMeanwhile(Exception):
     """Raised inside the transaction (rolling it back) when the conversation appeared since it was looked up."""
 
 
-def _write_turns(store, conv, existing, turns, parent_id, plans, draft, issues, max_side_chars) -> int:
+def _write_turns(
+    store: MemoryStore,
+    conv: ParsedConversation,
+    existing: Conversation | None,
+    turns: list[Turn],
+    parent_id: int | None,
+    plans: list[PagePlan],
+    draft: list[dict[str, Any]],
+    issues: list[ImportIssue],
+    max_side_chars: int,
+) -> int:
     """The SQL part of `write_conversation`, inside its transaction; returns the conversation id."""
     # the write lock is held now: what another import wrote while this one embedded is there to see
     if existing is None:
@@ -218,11 +242,11 @@ def _write_turns(store, conv, existing, turns, parent_id, plans, draft, issues, 
 
 
 def write_all(
-    store,
+    store: MemoryStore,
     parsed: ParseResult,
     *,
     path: str = "",
-    progress=None,
+    progress: ImportProgress | None = None,
     conversations: Sequence[ParsedConversation] | None = None,
 ) -> ImportReport:
     convs = list(conversations if conversations is not None else parsed.conversations)
@@ -245,7 +269,7 @@ def write_all(
     return report
 
 
-def write_profile(store, parsed: ParseResult) -> int:
+def write_profile(store: MemoryStore, parsed: ParseResult) -> int:
     """What the user wrote about themselves in the exporting app, into the persona: each sentence of an
     "about me" text a fact about the user, each sentence of a "how to respond" text a "reply style"
     trait (a changed text updates the earlier item, which keeps its history). What is held word for word

@@ -20,11 +20,17 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.private_files import ensure_private_dir, make_private_file
 from app.settings import Paths
 from memory_core import check_file
 from memory_core.storage.vecindex import drop_shared
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memory_core import MemoryStore
 
 BACKUP_DIR = "backups"
 PREFIX = "mnemo-"
@@ -54,7 +60,13 @@ def due(paths: Paths, now: float | None = None) -> bool:
 
 
 def make_backup(
-    store, paths: Paths, *, now: float | None = None, keep: int = KEEP, on_progress=None, cancelled=None
+    store: MemoryStore,
+    paths: Paths,
+    *,
+    now: float | None = None,
+    keep: int = KEEP,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> Path:
     """Copy the database now; keep the newest `keep` backups (older ones are deleted)."""
     stamp = dt.datetime.fromtimestamp(time.time() if now is None else now).strftime("%Y%m%d-%H%M%S")
@@ -67,7 +79,14 @@ def make_backup(
     return path
 
 
-def maybe_backup(store, paths: Paths, *, keep: int = KEEP, now: float | None = None, cancelled=None) -> Path | None:
+def maybe_backup(
+    store: MemoryStore,
+    paths: Paths,
+    *,
+    keep: int = KEEP,
+    now: float | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Path | None:
     """The daily backup, when one is due and backups are on (`keep` > 0; called by the memory
     thread at start). `cancelled()` (the app closing) stops it between steps."""
     if keep <= 0 or not due(paths, now):
@@ -117,7 +136,7 @@ def holding_forgotten(paths: Paths, spans: list[tuple[float, float]]) -> list[Pa
     return out
 
 
-def drop_forgotten(store, paths: Paths, *, keep: int = KEEP) -> tuple[list[Path], Path | None]:
+def drop_forgotten(store: MemoryStore, paths: Paths, *, keep: int = KEEP) -> tuple[list[Path], Path | None]:
     """Delete the backups that may still hold forgotten memory; first, when backups are on (`keep` >
     0), make a new one of the memory as it is now, so a backup is left whatever fails. Returns the
     deleted backups and the new one."""

@@ -18,10 +18,13 @@ import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.importers.text import CUT_SHORT
 from memory_core.readable_export import atomic_file
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
 
 FORMAT = "mnemo-chat-export"
 VERSION = 1
@@ -90,7 +93,9 @@ def chat_json(conversation: Any, messages: list) -> dict:
     }
 
 
-def render_chat(store, conversation_id: int, fmt: str, *, leaf_id: int | None = None) -> tuple[str, int, str]:
+def render_chat(
+    store: MemoryStore, conversation_id: int, fmt: str, *, leaf_id: int | None = None
+) -> tuple[str, int, str]:
     """(title, number of messages, text) of the chat's branch ending at `leaf_id` (default: its newest
     message) in `fmt`; LookupError when there is no such chat."""
     conversation = store.conversations.get_conversation(conversation_id)
@@ -106,7 +111,7 @@ def render_chat(store, conversation_id: int, fmt: str, *, leaf_id: int | None = 
 
 
 def export_chat(
-    store, conversation_id: int, path: str | Path, *, fmt: str | None = None, leaf_id: int | None = None
+    store: MemoryStore, conversation_id: int, path: str | Path, *, fmt: str | None = None, leaf_id: int | None = None
 ) -> ChatExport:
     """Write the chat (see `render_chat`) to `path`, atomically."""
     title, count, text = render_chat(store, conversation_id, format_for(path, fmt), leaf_id=leaf_id)

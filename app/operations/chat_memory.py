@@ -15,9 +15,14 @@ Facts the user added in the inspector or the CLI are not tied to a chat and stay
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from app.wording import count
 from memory_core import ConversationMemory
+from memory_core.types import Knowledge
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
 
 
 @dataclass
@@ -77,12 +82,12 @@ class ChatMemory:
         }
 
 
-def chat_memory(store, cid: int) -> ChatMemory:
+def chat_memory(store: MemoryStore, cid: int) -> ChatMemory:
     """What memory holds from chat `cid` (read-only; for a confirmation that names it)."""
     return ChatMemory(cid, store.curation.conversation_memory(cid), _remembered_here(store, cid))
 
 
-def forget_chat_memory(store, cid: int) -> ChatMemory:
+def forget_chat_memory(store: MemoryStore, cid: int) -> ChatMemory:
     """Forget what memory learned from chat `cid`, in one transaction; the chat is not touched.
     Returns what was removed."""
     with store.transaction():
@@ -96,7 +101,7 @@ def forget_chat_memory(store, cid: int) -> ChatMemory:
         return ChatMemory(cid, gone, remembered)
 
 
-def _remembered_here(store, cid: int) -> list[RememberedHere]:
+def _remembered_here(store: MemoryStore, cid: int) -> list[RememberedHere]:
     """Facts the chat's "Remember that …" messages added or updated that still read as they left them
     (a later confirmation or edit raises the version: then the fact is no longer this chat's alone)."""
     out: dict[tuple[str, int], RememberedHere] = {}
@@ -111,6 +116,6 @@ def _remembered_here(store, cid: int) -> list[RememberedHere]:
         version = kept.get("version", 1 if kept["outcome"] == "added" else None)
         if item is None or version is None or item.version != version:
             continue
-        text = item.text if kind == "knowledge" else f"{item.dimension}: {item.value}"
+        text = item.text if isinstance(item, Knowledge) else f"{item.dimension}: {item.value}"
         out[(kind, iid)] = RememberedHere(kind, iid, kept["outcome"], version, text)
     return list(out.values())

@@ -10,6 +10,7 @@ first, and how to show the outcome, stays with each front end.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.chat.agent import TokenCallback, TurnResult, post_edit, post_message, record_failed_reply
 from app.chat.recovery import Recovered
@@ -22,13 +23,20 @@ from app.operations.remember import Remembered, remember_fact, remember_trait
 from app.wording import count
 from models.chat import CancelToken
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memory_core import MemoryStore
+    from memory_core.readable_export import ExportResult
+    from models.chat import ChatModel
+
 # -- chat turns (on the thread that owns the chat model) ------------------------------
 
 
 def send(
     session: ChatSession,
-    store,
-    model,
+    store: MemoryStore,
+    model: ChatModel,
     text: str,
     *,
     parent_id: int | None = None,
@@ -40,22 +48,22 @@ def send(
     return session.agent(store, model).send(cid, text, parent_id=parent_id, on_token=on_token, cancel=cancel)
 
 
-def post(session: ChatSession, store, text: str, *, parent_id: int | None = None) -> int:
+def post(session: ChatSession, store: MemoryStore, text: str, *, parent_id: int | None = None) -> int:
     """Store `text` as the next user message of the session's chat (created by its first message),
     without the model: the desktop app stores what was typed before the model has loaded, then asks
     for the reply with `reply`."""
     return post_message(store, session.open(store), text, parent_id=parent_id)
 
 
-def post_edited(store, user_message_id: int, text: str) -> int:
+def post_edited(store: MemoryStore, user_message_id: int, text: str) -> int:
     """Store `text` in place of user message `user_message_id` (a new branch), without the model."""
     return post_edit(store, user_message_id, text)
 
 
 def reply(
     session: ChatSession,
-    store,
-    model,
+    store: MemoryStore,
+    model: ChatModel,
     user_message_id: int,
     *,
     on_token: TokenCallback | None = None,
@@ -67,7 +75,7 @@ def reply(
     return session.agent(store, model).reply_to(user_message_id, on_token=on_token, cancel=cancel, sent_at=sent_at)
 
 
-def reply_failed(store, user_message_id: int, error: str) -> int:
+def reply_failed(store: MemoryStore, user_message_id: int, error: str) -> int:
     """The reply could not begin (the model did not load): a failed reply that says why, which the
     user can regenerate. Returns its id."""
     return record_failed_reply(store, user_message_id, error)
@@ -75,8 +83,8 @@ def reply_failed(store, user_message_id: int, error: str) -> int:
 
 def regenerate(
     session: ChatSession,
-    store,
-    model,
+    store: MemoryStore,
+    model: ChatModel,
     assistant_message_id: int,
     *,
     on_token: TokenCallback | None = None,
@@ -91,8 +99,8 @@ def regenerate(
 
 def edit(
     session: ChatSession,
-    store,
-    model,
+    store: MemoryStore,
+    model: ChatModel,
     user_message_id: int,
     text: str,
     *,
@@ -103,12 +111,19 @@ def edit(
     return session.agent(store, model).edit_and_resend(user_message_id, text, on_token=on_token, cancel=cancel)
 
 
-def warm(session: ChatSession, store, model, *, leaf_id: int | None = None, cancel: CancelToken | None = None) -> int:
+def warm(
+    session: ChatSession,
+    store: MemoryStore,
+    model: ChatModel,
+    *,
+    leaf_id: int | None = None,
+    cancel: CancelToken | None = None,
+) -> int:
     """Let the model process the chat's prompt prefix before the next message (`ChatAgent.warm`)."""
     return session.agent(store, model).warm(session.conversation_id, leaf_id=leaf_id, cancel=cancel)
 
 
-def recover_interrupted(store) -> Recovered:
+def recover_interrupted(store: MemoryStore) -> Recovered:
     """At start, before the first turn: keep what a crash cut short and queue its memory, once
     (`app.chat.recovery`; the desktop app and the terminal commands both run it)."""
     return _recover_interrupted(store)
@@ -117,7 +132,7 @@ def recover_interrupted(store) -> Recovered:
 # -- chats ------------------------------------------------------------------------------
 
 
-def rename_chat(store, cid: int, title: str) -> str:
+def rename_chat(store: MemoryStore, cid: int, title: str) -> str:
     """Give chat `cid` a new title (its spaces tidied); returns it. LookupError: no such chat;
     ValueError: a title of nothing but spaces."""
     title = " ".join(title.split())
@@ -129,17 +144,17 @@ def rename_chat(store, cid: int, title: str) -> str:
     return title
 
 
-def chat_taught(store, cid: int) -> ChatMemory:
+def chat_taught(store: MemoryStore, cid: int) -> ChatMemory:
     """What memory learned from chat `cid` (read-only: for the question that asks to forget it)."""
     return chat_memory(store, cid)
 
 
-def forget_chat(store, cid: int) -> ChatMemory:
+def forget_chat(store: MemoryStore, cid: int) -> ChatMemory:
     """Forget what memory learned from chat `cid`; the chat stays. Returns what went."""
     return forget_chat_memory(store, cid)
 
 
-def delete_chat(store, cid: int, *, forget: bool = False) -> ChatMemory | None:
+def delete_chat(store: MemoryStore, cid: int, *, forget: bool = False) -> ChatMemory | None:
     """Delete chat `cid` and its messages, and with `forget` what memory learned from it, in one
     transaction. Returns what was forgotten (None: memory was left as it was)."""
     with store.transaction():
@@ -148,12 +163,14 @@ def delete_chat(store, cid: int, *, forget: bool = False) -> ChatMemory | None:
     return gone
 
 
-def set_incognito(store, cid: int, on: bool) -> None:
+def set_incognito(store: MemoryStore, cid: int, on: bool) -> None:
     """An incognito chat neither reads nor writes memory."""
     store.conversations.set_conversation_flags(cid, incognito=on)
 
 
-def export_chat(store, cid: int, path: str | Path, *, fmt: str | None = None, leaf_id: int | None = None) -> ChatExport:
+def export_chat(
+    store: MemoryStore, cid: int, path: str | Path, *, fmt: str | None = None, leaf_id: int | None = None
+) -> ChatExport:
     """Write chat `cid` (the branch ending at `leaf_id`, default its newest) to `path` (app.operations.chat_export)."""
     return _export_chat(store, cid, path, fmt=fmt, leaf_id=leaf_id)
 
@@ -161,21 +178,23 @@ def export_chat(store, cid: int, path: str | Path, *, fmt: str | None = None, le
 # -- memory -------------------------------------------------------------------------------
 
 
-def remember(store, text: str, *, about: str = "user", pin: bool = False, space_id: int | None = None) -> Remembered:
+def remember(
+    store: MemoryStore, text: str, *, about: str = "user", pin: bool = False, space_id: int | None = None
+) -> Remembered:
     """Keep `text` as a fact at once (app.operations.remember), in memory space `space_id` (default Personal).
     ValueError: nothing to keep."""
     return remember_fact(store, text, about=about, pin=pin, space_id=space_id)
 
 
 def remember_a_trait(
-    store, dimension: str, value: str, *, pin: bool = False, space_id: int | None = None
+    store: MemoryStore, dimension: str, value: str, *, pin: bool = False, space_id: int | None = None
 ) -> Remembered:
     """Keep a trait (`likes: jazz`) at once, in memory space `space_id` (default Personal). ValueError: a
     part is empty."""
     return remember_trait(store, dimension, value, pin=pin, space_id=space_id)
 
 
-def set_memory_paused(store, paused: bool, *, cid: int | None = None) -> None:
+def set_memory_paused(store: MemoryStore, paused: bool, *, cid: int | None = None) -> None:
     """Pause (or resume) learning: for every chat, or for chat `cid` only."""
     if cid is None:
         store.set_paused(paused)
@@ -183,12 +202,18 @@ def set_memory_paused(store, paused: bool, *, cid: int | None = None) -> None:
         store.conversations.set_conversation_flags(cid, memory_paused=paused)
 
 
-def export_memory(store, path: str | Path, *, fmt: str | None = None, on_progress=None):
+def export_memory(
+    store: MemoryStore,
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ExportResult:
     """Write all of memory to `path` (JSON or Markdown, `MemoryStore.export`); `on_progress(done, total)`."""
     return store.export(path, fmt=fmt, on_progress=on_progress)
 
 
-def describe_memory_export(result) -> str:
+def describe_memory_export(result: ExportResult) -> str:
     """What a memory export holds, in words ("12 pages, 3 segments, 2 traits and 5 facts")."""
     return (
         f"{count(result.pages, 'page')}, {count(result.segments, 'segment')}, "

@@ -12,9 +12,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app import __version__
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from app.context import AppContext
+    from memory_core import MemoryStore
+    from memory_core.cubes.export import CubeExport, CubeSelection
 
 SUFFIX = ".mnemocube"
 FILE_FILTER = "Memory cubes (*.mnemocube);;All files (*)"
@@ -42,7 +49,16 @@ def chat_model_label(settings: Any) -> str:
     return Path(chat.gguf_path).name if chat.gguf_path else "SmolLM2-135M-Instruct (bundled)"
 
 
-def export_cube(ctx, store, path: str | Path, selection, *, on_progress=None, cancelled=None, extras=()):
+def export_cube(
+    ctx: AppContext,
+    store: MemoryStore,
+    path: str | Path,
+    selection: CubeSelection | None,
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    extras: Sequence[tuple[str, bytes | Path]] = (),
+) -> CubeExport:
     """Write `selection` of memory as a cube, naming this Mnemo and its chat model in the manifest;
     `extras`: optional members (the adapters: app.parametric.adapters.cube_extras)."""
     return store.cubes.export(
@@ -94,21 +110,21 @@ class CubeImportJob:
             return self.phase, self.what, self.done, self.total
 
 
-def run_plan(ctx, job: CubeImportJob) -> CubeImportJob:
+def run_plan(ctx: AppContext, job: CubeImportJob) -> CubeImportJob:
     """Check the cube and say what importing it would do (call on a worker thread; never raises)."""
 
-    def plan(store) -> None:
+    def plan(store: MemoryStore) -> None:
         job.plan = store.cubes.plan(job.path)
         job.phase = "planned"
 
     return _run(ctx, job, plan)
 
 
-def run_import(ctx, job: CubeImportJob) -> CubeImportJob:
+def run_import(ctx: AppContext, job: CubeImportJob) -> CubeImportJob:
     """Import the cube with progress; a cancel undoes what was written (call on a worker thread; never
     raises: the outcome is in `job.phase`, `job.record` and `job.error`)."""
 
-    def write(store) -> None:
+    def write(store: MemoryStore) -> None:
         job.phase = "importing"
         if job.space_name:
             from app.operations.spaces import import_as_space
@@ -127,7 +143,7 @@ def run_import(ctx, job: CubeImportJob) -> CubeImportJob:
     return _run(ctx, job, write)
 
 
-def _run(ctx, job: CubeImportJob, work) -> CubeImportJob:
+def _run(ctx: AppContext, job: CubeImportJob, work: Callable[[MemoryStore], None]) -> CubeImportJob:
     """`work(store)` on a store of its own; what goes wrong is said in the job, never raised."""
     from memory_core.cubes import CubeCancelled, CubeError
 

@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.wording import count
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
 
 OWNERS = ("user", "assistant")
 
@@ -171,7 +175,7 @@ def footnote(kept: dict) -> str:
     return phrase or f"remembered as {what}"
 
 
-def _outcome(store, kind: str, item_id: int, since_event: int) -> Remembered:
+def _outcome(store: MemoryStore, kind: str, item_id: int, since_event: int) -> Remembered:
     """What adding did, from the event the store logged for it (added, confirmed, updated, or the
     update skipped because the item is pinned)."""
     kinds = [f"{kind}_added", f"{kind}_confirmed", f"{kind}_updated", "update_skipped"]
@@ -247,7 +251,7 @@ def forget_note(forgot: dict) -> str:
     return "forgot " + " and ".join(bits)
 
 
-def forget_statement(store, what: str, *, spaces: frozenset[int] | None = None) -> Forgot:
+def forget_statement(store: MemoryStore, what: str, *, spaces: frozenset[int] | None = None) -> Forgot:
     """Forget the user's facts that say `what` and the pages that hold every content word of it
     (`store.retrieval.memory_saying`), and the replies holding them still waiting to become pages, in one
     transaction. `spaces`: only what is in these memory spaces (the spaces the chat asking reads, so
@@ -261,7 +265,7 @@ def forget_statement(store, what: str, *, spaces: frozenset[int] | None = None) 
 
 
 def remember_fact(
-    store,
+    store: MemoryStore,
     text: str,
     *,
     about: str = "user",
@@ -277,12 +281,16 @@ def remember_fact(
         raise ValueError("a fact is about 'user' or 'assistant'")
     since = store.event_log.latest_event_id()
     kid = store.persona.add_knowledge(about, text, pinned=pin, source=source, space_id=space_id)
+    assert kid is not None  # None only with skip_existing (the upsert logs an event naming the fact)
     return _outcome(store, "knowledge", kid, since)
 
 
-def remember_trait(store, dimension: str, value: str, *, pin: bool = False, space_id: int | None = None) -> Remembered:
+def remember_trait(
+    store: MemoryStore, dimension: str, value: str, *, pin: bool = False, space_id: int | None = None
+) -> Remembered:
     """Keep a trait (`likes: jazz`, `occupation: nurse`), in space `space_id` as for `remember_fact`.
     Raises ValueError when either part is empty."""
     since = store.event_log.latest_event_id()
     tid = store.persona.add_trait(dimension, value, pinned=pin, space_id=space_id)
+    assert tid is not None  # None only with skip_existing (a full persona raises)
     return _outcome(store, "trait", tid, since)

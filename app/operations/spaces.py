@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.wording import count
 from memory_core.spaces.component import SpaceError, SpaceInfo
 from memory_core.spaces.fusion import SpaceMerge
 from memory_core.text import one_line
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
 
 __all__ = [
     "SpaceError",
@@ -35,12 +38,12 @@ __all__ = [
 KINDS = ("page", "knowledge", "trait")
 
 
-def spaces(store) -> list[SpaceInfo]:
+def spaces(store: MemoryStore) -> list[SpaceInfo]:
     """Every space with its counts."""
     return store.spaces.list()
 
 
-def create_space(store, name: str) -> int:
+def create_space(store: MemoryStore, name: str) -> int:
     return store.spaces.create(name)
 
 
@@ -56,14 +59,14 @@ def describe_space(info: SpaceInfo) -> str:
     return ", ".join(held) if held else "empty"
 
 
-def rename_space(store, space: str | int, name: str) -> str:
+def rename_space(store: MemoryStore, space: str | int, name: str) -> str:
     """Rename a space (by name or id); returns its new name."""
     sid = store.spaces.resolve(space)
     store.spaces.rename(sid, name)
     return store.spaces.name_of(sid)
 
 
-def delete_space(store, space: str | int, *, forget: bool = False) -> str:
+def delete_space(store: MemoryStore, space: str | int, *, forget: bool = False) -> str:
     """Delete a space; one holding memory only with `forget` (its memory is forgotten with it; SpaceError
     otherwise). Its chats then remember in the first space left. Returns a sentence for the user."""
     sid = store.spaces.resolve(space)
@@ -72,7 +75,7 @@ def delete_space(store, space: str | int, *, forget: bool = False) -> str:
     return f"Space “{name}” deleted" + (f"; {count(n, 'item')} forgotten with it." if n else ".")
 
 
-def merge_spaces(store, source: str | int, target: str | int, *, dry_run: bool = False) -> SpaceMerge:
+def merge_spaces(store: MemoryStore, source: str | int, target: str | int, *, dry_run: bool = False) -> SpaceMerge:
     """Merge space `source` into `target` (by name or id; memory_core.spaces.component.Spaces.merge), or with
     `dry_run` work out what that would do and change nothing. `merge_lines` says it in words."""
     src, dst = store.spaces.resolve(source), store.spaces.resolve(target)
@@ -140,7 +143,7 @@ def _kind(kind: str) -> str:
     return kind
 
 
-def move_items(store, kind: str, ids: list[int], to: str | int) -> int:
+def move_items(store: MemoryStore, kind: str, ids: list[int], to: str | int) -> int:
     """Move pages, facts or traits to space `to` (by name or id); returns how many moved."""
     sid = store.spaces.resolve(to)
     if _kind(kind) == "page":
@@ -148,7 +151,7 @@ def move_items(store, kind: str, ids: list[int], to: str | int) -> int:
     return store.spaces.move_facts(kind, ids, sid)
 
 
-def copy_items(store, kind: str, ids: list[int], to: str | int) -> list[int]:
+def copy_items(store: MemoryStore, kind: str, ids: list[int], to: str | int) -> list[int]:
     """Copy pages, facts or traits to space `to`: new items there with the same text, vectors and
     sources; returns the new ids (items already in `to` are not copied)."""
     sid = store.spaces.resolve(to)
@@ -157,13 +160,15 @@ def copy_items(store, kind: str, ids: list[int], to: str | int) -> list[int]:
     return store.spaces.copy_facts(kind, ids, sid)
 
 
-def chat_space(store, cid: int) -> tuple[int, str, bool]:
+def chat_space(store: MemoryStore, cid: int) -> tuple[int, str, bool]:
     """(the space chat `cid` writes to, its name, whether it reads every space)."""
     sid, reads = store.spaces.chat_space(cid)
     return sid, store.spaces.name_of(sid), reads == "all"
 
 
-def set_chat_space(store, cid: int, space: str | int | None = None, *, read_all: bool | None = None) -> int:
+def set_chat_space(
+    store: MemoryStore, cid: int, space: str | int | None = None, *, read_all: bool | None = None
+) -> int:
     """Point chat `cid` at a space (by name or id) and/or set it to read every space; returns its space.
     New pages of the chat go there; what it wrote before stays (`move_chat` takes it along)."""
     sid = store.spaces.resolve(space) if space is not None else None
@@ -171,7 +176,7 @@ def set_chat_space(store, cid: int, space: str | int | None = None, *, read_all:
     return store.spaces.chat_space(cid)[0]
 
 
-def new_chat_space(store, current_cid: int | None) -> int:
+def new_chat_space(store: MemoryStore, current_cid: int | None) -> int:
     """The space a new chat takes: the one of the chat open now (the user's current space), else the first."""
     if current_cid is not None:
         try:
@@ -182,7 +187,7 @@ def new_chat_space(store, current_cid: int | None) -> int:
 
 
 def import_as_space(
-    store,
+    store: MemoryStore,
     path: str | Path,
     name: str,
     *,
@@ -196,7 +201,7 @@ def import_as_space(
     try:
         record = store.cubes.import_cube(path, on_progress=on_progress, cancelled=cancelled)
     except BaseException:
-        if store.spaces.get(sid) is not None and store.spaces.get(sid).empty:
+        if (space := store.spaces.get(sid)) is not None and space.empty:
             store.spaces.delete(sid)
         raise
     if record.status == "done":

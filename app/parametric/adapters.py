@@ -32,10 +32,15 @@ import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from app.private_files import ensure_private_dir
 from models.lora import AdapterError, AdapterInfo, check_fits, file_digest, inspect_adapter
+
+if TYPE_CHECKING:
+    from app.settings import Settings
+    from memory_core import MemoryStore
+    from models.chat import ChatModel
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +231,15 @@ def _check_scale(scale: float) -> None:
         )
 
 
-def _record(name, dest: Path, info: AdapterInfo, scale, source, trained_at, new_chats) -> AdapterRecord:
+def _record(
+    name: str,
+    dest: Path,
+    info: AdapterInfo,
+    scale: float,
+    source: str,
+    trained_at: float | None,
+    new_chats: bool,
+) -> AdapterRecord:
     return AdapterRecord(
         name=name,
         file=dest.name,
@@ -248,7 +261,14 @@ def _record(name, dest: Path, info: AdapterInfo, scale, source, trained_at, new_
 _registries: weakref.WeakKeyDictionary[Any, AdapterRegistry] = weakref.WeakKeyDictionary()
 
 
-def attach(model, data_dir: str | os.PathLike) -> None:
+@runtime_checkable
+class AdaptableModel(Protocol):
+    """A chat model that takes LoRA adapters (llama.cpp in-process: models.llama_cpp_backend)."""
+
+    def set_adapters(self, adapters: Sequence[tuple[str | os.PathLike, float]]) -> None: ...
+
+
+def attach(model: ChatModel, data_dir: str | os.PathLike) -> None:
     """Give a chat model that can take adapters (llama.cpp in-process) the profile's registry."""
     if hasattr(model, "set_adapters"):
         _registries[model] = AdapterRegistry(data_dir)
@@ -271,11 +291,11 @@ def fit_problem(registry: AdapterRegistry, record: AdapterRecord, model_path: st
     return None
 
 
-def apply_for_chat(model, conversation_id: int | None, store=None) -> list[str]:
+def apply_for_chat(model: ChatModel, conversation_id: int | None, store: MemoryStore | None = None) -> list[str]:
     """Put the chat's adapters on `model` (those that fit it); returns a line for each left off.
     `store`: the memory, to delete first the adapters trained from memory since forgotten."""
     registry = _registries.get(model)
-    if registry is None:
+    if registry is None or not isinstance(model, AdaptableModel):  # registered: it takes adapters (`attach`)
         return []
     if store is not None and registry.file.exists():
         drop_forgotten(registry, store.db.purge.spans())
@@ -328,7 +348,10 @@ class AdapterRow:
 
 
 def rows(
-    registry: AdapterRegistry, model_path: str | os.PathLike | None, conversation_id: int | None = None, store=None
+    registry: AdapterRegistry,
+    model_path: str | os.PathLike | None,
+    conversation_id: int | None = None,
+    store: MemoryStore | None = None,
 ) -> list[AdapterRow]:
     """Every adapter, whether the chat uses it and whether it fits the model (`store`: to drop the
     adapters holding forgotten memory first)."""
@@ -343,7 +366,7 @@ def rows(
     return out
 
 
-def current_model_path(settings) -> Path | None:
+def current_model_path(settings: Settings) -> Path | None:
     """The GGUF file the chat settings load (None: an HTTP server, which takes no adapters here)."""
     if getattr(settings.chat, "backend", "") == "openai":
         return None

@@ -27,9 +27,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models.chat import CancelToken
+
+if TYPE_CHECKING:
+    import torch
+    from peft import PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from memory_core import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +190,7 @@ def pairs_from_page(user_text: str, topic: str, source: str) -> list[QAPair]:
     return [QAPair(f"What did I tell you about {topic}?", answer, source)]
 
 
-def collect_pairs(store, config: DistillConfig | None = None) -> list[QAPair]:
+def collect_pairs(store: MemoryStore, config: DistillConfig | None = None) -> list[QAPair]:
     """Question/answer pairs from the persona (the user's facts and traits) and the pages of the
     hottest segments, at most `config.max_pairs`, facts first."""
     config = config or DistillConfig()
@@ -203,7 +210,7 @@ def collect_pairs(store, config: DistillConfig | None = None) -> list[QAPair]:
 # -- training -----------------------------------------------------------------------------------
 
 
-def _load(model_path: Path, threads: int):
+def _load(model_path: Path, threads: int) -> tuple[PreTrainedTokenizerBase, PreTrainedModel]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -219,13 +226,16 @@ def _load(model_path: Path, threads: int):
     return tokenizer, model
 
 
-def _examples(tokenizer, pairs: Sequence[QAPair]) -> list[tuple[list[int], int]]:
+def _examples(tokenizer: PreTrainedTokenizerBase, pairs: Sequence[QAPair]) -> list[tuple[list[int], int]]:
     """Each pair as (token ids, where the answer starts): the chat template's prompt, then the answer
     and the end-of-turn token, which alone carry the loss."""
     out = []
     for p in pairs:
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": p.question}], add_generation_prompt=True)
-        full = tokenizer.apply_chat_template(
+        # token ids, or (transformers 5) a BatchEncoding holding them
+        prompt: Any = tokenizer.apply_chat_template(
+            [{"role": "user", "content": p.question}], add_generation_prompt=True
+        )
+        full: Any = tokenizer.apply_chat_template(
             [{"role": "user", "content": p.question}, {"role": "assistant", "content": p.answer}]
         )
         if hasattr(prompt, "input_ids"):  # transformers 5 returns a BatchEncoding
@@ -235,7 +245,9 @@ def _examples(tokenizer, pairs: Sequence[QAPair]) -> list[tuple[list[int], int]]
     return out
 
 
-def _batch(examples, idx, pad_id: int):
+def _batch(
+    examples: Sequence[tuple[list[int], int]], idx: Sequence[int], pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     import torch
 
     chosen = [examples[i] for i in idx]
@@ -284,7 +296,14 @@ def train_adapter(
     return DistillResult(out, len(examples), len(losses), time.perf_counter() - started, losses[0], losses[-1])
 
 
-def _fit(model, examples, pad_id: int, config: DistillConfig, progress, cancel: CancelToken):
+def _fit(
+    model: PreTrainedModel,
+    examples: Sequence[tuple[list[int], int]],
+    pad_id: int,
+    config: DistillConfig,
+    progress: Progress | None,
+    cancel: CancelToken,
+) -> tuple[PeftModel, list[float]]:
     import torch
     from peft import LoraConfig, get_peft_model
 
@@ -316,7 +335,7 @@ def _fit(model, examples, pad_id: int, config: DistillConfig, progress, cancel: 
     return peft_model, losses
 
 
-def _export(peft_model, out: Path, model_path: Path, arch: str, config: DistillConfig) -> Path:
+def _export(peft_model: PeftModel, out: Path, model_path: Path, arch: str, config: DistillConfig) -> Path:
     """peft's A and B of each adapted layer, as llama.cpp's lora_a and lora_b."""
     from models import lora
 

@@ -6,13 +6,18 @@ about it, since only the app knows whether the file was chosen in the settings o
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.messages import model_file_fix
 from app.settings import ChatModelSettings, EmbeddingSettings
 from models.errors import ModelFileError
 
+if TYPE_CHECKING:
+    from models.chat import ChatModel
+    from models.embedder import OnnxEmbedder
 
-def build_embedder(settings: EmbeddingSettings, settings_file: Path | None = None):
+
+def build_embedder(settings: EmbeddingSettings, settings_file: Path | None = None) -> OnnxEmbedder:
     from models.embedder import OnnxEmbedder
     from models.resolve import DEFAULT_ONNX, DEFAULT_TOKENIZER
 
@@ -27,7 +32,7 @@ def build_embedder(settings: EmbeddingSettings, settings_file: Path | None = Non
         raise exc.with_fix(model_file_fix(what, key, settings_file, package)) from exc.__cause__
 
 
-def build_chat_model(settings: ChatModelSettings, settings_file: Path | None = None):
+def build_chat_model(settings: ChatModelSettings, settings_file: Path | None = None) -> ChatModel:
     if settings.backend == "openai":
         from models.openai_http import OpenAIChatModel, OpenAIConfig
 

@@ -21,11 +21,15 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.runtime.tasks import TaskQueue
 from memory_core import LLMDeferred
 from models.chat import CancelToken
+
+if TYPE_CHECKING:
+    from memory_core import MemoryStore
+    from models.chat import ChatModel
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +53,7 @@ class Scheduler:
         idle_s: float = 2.0,
         poll_s: float = 1.0,
         model_titles: Callable[[Any], bool] | None = None,
-    ):
+    ) -> None:
         """`open_store(llm=None)` opens a new MemoryStore connection; `get_model()` loads the chat model;
         `model_titles(model)` says whether that model writes topic titles (app.topic_titles; None: it does not)."""
         self._open_store = open_store
@@ -75,7 +79,7 @@ class Scheduler:
         self._started_at = 0.0
         self._last_chat = 0.0
         self._busy_chat = False
-        self.model = None
+        self.model: ChatModel | None = None
         self.model_error: Exception | None = None
         self.last_error: str | None = None
         self._job_cancel: CancelToken | None = None  # the LLM memory job generating now, if any
@@ -100,7 +104,7 @@ class Scheduler:
         self._memory.join(timeout)
 
     @property
-    def llm_store(self):
+    def llm_store(self) -> MemoryStore | None:
         """The LLM thread's store (None before it opened, or when it could not be opened)."""
         return self._llm.resource
 
@@ -115,7 +119,7 @@ class Scheduler:
         if chat:
             self._waiting(+1)
 
-        def task(store):
+        def task(store: MemoryStore | None) -> Any:
             if chat:
                 self._waiting(-1)
             if on_start is not None:
@@ -167,7 +171,7 @@ class Scheduler:
         self._memory.wake()
 
     # -- the LLM thread ---------------------------------------------------------------
-    def _model(self):
+    def _model(self) -> ChatModel | None:
         """The chat model, loaded on first use; a failed load is remembered (see `reset_model`)."""
         if self.model is None and self._get_model is not None:
             if self.model_error is not None:
@@ -182,14 +186,14 @@ class Scheduler:
     def reset_model(self, get_model: Callable[[], Any] | None = None) -> Future:
         """Drop the loaded model (after the user changed settings); the next use loads it anew."""
 
-        def reset(store):
+        def reset(store: MemoryStore | None) -> None:
             if get_model is not None:
                 self._get_model = get_model
             self.model, self.model_error = None, None
 
         return self.submit_raw(reset)
 
-    def _complete_json(self, messages, schema):
+    def _complete_json(self, messages: list[dict[str, str]], schema: dict) -> Any:
         token = self._job_cancel
         if token is not None and (token.cancelled or self._stop.is_set() or self._llm.pending()):
             self.jobs_deferred += 1
@@ -208,7 +212,7 @@ class Scheduler:
             raise LLMDeferred("preempted by a chat task")
         return result
 
-    def _open_llm_store(self):
+    def _open_llm_store(self) -> MemoryStore | None:
         try:
             store = self._open_store(llm=self._complete_json)
         except Exception as exc:
@@ -219,7 +223,7 @@ class Scheduler:
         self._subscribe(store)
         return store
 
-    def _idle_llm_work(self, store) -> None:
+    def _idle_llm_work(self, store: MemoryStore | None) -> None:
         """Memory jobs that want the LLM, one at a time, only when chat has been idle a while."""
         if store is None or time.monotonic() - self._last_chat < self.idle_s or self._llm.pending():
             return
@@ -236,7 +240,7 @@ class Scheduler:
             self.last_error = str(exc)
             log.exception("memory job on the LLM thread failed")
 
-    def _name_model(self, store) -> None:
+    def _name_model(self, store: MemoryStore) -> None:
         """Tell the store which model answers its LLM jobs: the persona records it as provenance, and a model
         whose answers keep being rejected is skipped by its id (a newly chosen model is asked again)."""
         try:
@@ -247,7 +251,7 @@ class Scheduler:
         store.titles.model_writes = self.model_titles is not None and self.model_titles(model)
 
     # -- the memory thread ------------------------------------------------------------
-    def _open_memory_store(self):
+    def _open_memory_store(self) -> MemoryStore | None:
         try:
             store = self._open_store(llm=None)
         except Exception as exc:
@@ -262,7 +266,7 @@ class Scheduler:
             log.exception("warming up the memory index failed")
         return store
 
-    def _memory_round(self, store) -> None:
+    def _memory_round(self, store: MemoryStore | None) -> None:
         """Woken by a new job or a finished chat task, or every `poll_s`: the idle work when due, then
         the LLM-free jobs, yielding the CPU to a reply that is streaming."""
         if store is None or self._stop.is_set():
@@ -279,7 +283,7 @@ class Scheduler:
             self.last_error = str(exc)
             log.exception("memory job failed")
 
-    def _maybe_idle_work(self, store) -> None:
+    def _maybe_idle_work(self, store: MemoryStore) -> None:
         work = self.idle_work
         if (
             work is None
@@ -296,11 +300,11 @@ class Scheduler:
             self.last_error = str(exc)
             log.exception("idle memory work failed")
 
-    def _subscribe(self, store) -> None:
+    def _subscribe(self, store: MemoryStore) -> None:
         if self.on_event is not None:
             store.db.add_listener(self.on_event)
 
-    def _report_jobs(self, store) -> None:
+    def _report_jobs(self, store: MemoryStore) -> None:
         if self.on_jobs is not None:
             self.on_jobs(store.jobs.pending())
 

@@ -81,16 +81,16 @@ class Pages:
 
     def _filters(
         self,
-        tier,
-        conversation_id,
-        segment_id,
-        text,
-        pinned=None,
-        user_message_id=None,
-        assistant_message_id=None,
-        after_id=None,
-        deleted_chats=False,
-        space_id=None,
+        tier: str | None,
+        conversation_id: int | None,
+        segment_id: int | None,
+        text: str | None,
+        pinned: bool | None = None,
+        user_message_id: int | None = None,
+        assistant_message_id: int | None = None,
+        after_id: int | None = None,
+        deleted_chats: bool = False,
+        space_id: int | None = None,
     ) -> tuple[str, list]:
         where, args = equals(
             [
@@ -325,7 +325,7 @@ class Pages:
                 prev = it
         return out
 
-    def embed_stored(self, rows: Sequence[tuple[int, str, str]]):
+    def embed_stored(self, rows: Sequence[tuple[int, str, str]]) -> tuple[list[int], list[str], list[str], np.ndarray]:
         """Stored pages given as (id, user text, assistant text), each embedded after the page before it,
         vectors and word rows (kept for `_vec_put_page`) from one encoder pass: (ids, bodies, contexts,
         vectors)."""

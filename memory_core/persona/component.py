@@ -161,7 +161,7 @@ class Persona:
         return self.db.scalar(f"SELECT count(*) FROM knowledge k{w}", args)
 
     @staticmethod
-    def _knowledge_filters(owner, include_archived, text) -> tuple[str, list]:
+    def _knowledge_filters(owner: str | None, include_archived: bool, text: str | None) -> tuple[str, list]:
         where, args = equals([("k.owner", owner)])
         if not include_archived:
             where.append("k.status = 'active'")

@@ -3,6 +3,7 @@ same thing updates it (the old text becomes an archived version), anything else 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,12 +23,12 @@ SPACE_OF = (
 )
 
 
-def space_args(page_ids, cids) -> tuple[str, str]:
+def space_args(page_ids: Iterable[int], cids: Iterable[int]) -> tuple[str, str]:
     """The parameters of SPACE_OF."""
     return to_json(sorted(page_ids)), to_json(sorted(cids))
 
 
-def space_of(db: Database, page_ids, cids, space_id: int | None = None) -> int:
+def space_of(db: Database, page_ids: Iterable[int], cids: Iterable[int], space_id: int | None = None) -> int:
     """The space a new fact or trait goes to: `space_id` when given (a fact the user asked a chat to
     keep: that chat's space), else SPACE_OF of its pages and chats. A new item is matched only against
     items of this space, so a Work fact never updates a Personal one."""

@@ -161,7 +161,7 @@ class Versions:
             self.db.execute("UPDATE OR IGNORE derivation SET page_id = ? WHERE page_id = ?", (kept, dropped))
             self.db.execute("DELETE FROM derivation WHERE page_id = ?", (dropped,))
 
-    def derive(self, kind: str, iid: int, version: int, page_ids) -> None:
+    def derive(self, kind: str, iid: int, version: int, page_ids: Iterable[int]) -> None:
         for p in sorted(set(page_ids)):
             self.db.execute(
                 "INSERT OR IGNORE INTO derivation(item_kind, item_id, version, page_id) VALUES (?,?,?,?)",

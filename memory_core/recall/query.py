@@ -133,7 +133,12 @@ def texts_to_embed(pq: ParsedQuery) -> list[str]:
     return [pq.text, stripped]
 
 
-def set_vectors(pq: ParsedQuery, vecs: np.ndarray, per_text, params: MemoryParams) -> None:
+def set_vectors(
+    pq: ParsedQuery,
+    vecs: np.ndarray,
+    per_text: list[tuple[np.ndarray, list[str]]] | None,
+    params: MemoryParams,
+) -> None:
     """The query vector from the embeddings of `texts_to_embed`: the query's own, mixed by
     `common_word_mix` with the one without common words; and the query's content-token rows."""
     pq.tokens = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -344,7 +344,7 @@ class Segments(SegmentReading):
         if self.db.one("SELECT 1 FROM segment WHERE tier = 'mtm' AND pinned = 0 LIMIT 1"):
             self.jobs.enqueue("resegment", {"after": 0}, key=f"resegment:{SEGMENTING}")  # "after": the first
 
-    def _job_resegment(self, jid: int, payload: dict, *, allow_llm: bool = True):
+    def _job_resegment(self, jid: int, payload: dict, *, allow_llm: bool = True) -> Callable[[], None] | None:
         """The first job notes every unpinned MTM segment that holds no pinned page (`meta.resegment_old`);
         each job then takes the next RESEGMENT_BATCH of their pages, oldest first, to the best new segment by
         the current rule (the old ones are no candidates), rebuilds the old ones it emptied from (gone when

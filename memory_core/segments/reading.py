@@ -92,8 +92,9 @@ class SegmentReading:
         )
         return [self.segment_from_row(r, now) for r in rows]
 
-    def _filters(self, tier, text, pinned) -> tuple[str, dict]:
-        where, args = [], {}
+    def _filters(self, tier: str | None, text: str | None, pinned: bool | None) -> tuple[str, dict]:
+        where: list[str] = []
+        args: dict[str, Any] = {}
         if tier is not None:
             where.append("s.tier = :tier")
             args["tier"] = tier

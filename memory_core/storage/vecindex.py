@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apsw
@@ -135,7 +136,7 @@ class RowMap:
     def __len__(self) -> int:
         return self._count
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         yield from (int(i) for i in np.flatnonzero(self._rows >= 0))
         yield from list(self._far)
 
@@ -336,14 +337,14 @@ class MatrixCache:
         self.matrix[rows] = np.rint(v / safe[:, None]).astype(np.int8).reshape(self.matrix[rows].shape)
         self.scale[rows] = scale.reshape(np.shape(self.scale[rows]))
 
-    def _vectors(self, rows) -> np.ndarray:
+    def _vectors(self, rows: int | slice | np.ndarray) -> np.ndarray:
         """The float32 vectors at `rows` (an index, a slice or an array of rows)."""
         m = self.matrix[rows].astype(np.float32, copy=False)
         if self.scale is None:
             return m
         return m * (self.scale[rows][:, None] if m.ndim == 2 else self.scale[rows])
 
-    def _dots(self, rows, q: np.ndarray) -> np.ndarray:
+    def _dots(self, rows: int | slice | np.ndarray, q: np.ndarray) -> np.ndarray:
         """`q`'s dot product with the vectors at `rows` (the product first, then a compact row's scale)."""
         d = self.matrix[rows].astype(np.float32, copy=False) @ q
         return d if self.scale is None else d * self.scale[rows]
@@ -413,7 +414,9 @@ class MatrixCache:
                 out[start:end] = self._dots(slice(start, end), q)
             return out
 
-    def _masked(self, values: np.ndarray, exclude: set[int] | None, mask: np.ndarray | None, fill) -> np.ndarray:
+    def _masked(
+        self, values: np.ndarray, exclude: set[int] | None, mask: np.ndarray | None, fill: float | np.uint16
+    ) -> np.ndarray:
         """`values` (one per row in use) with free rows, excluded ids and rows `mask` leaves out set to `fill`
         (a score of -inf, a distance past any)."""
         if self.free:  # the rows in use without an id are the free ones (a pass over the ids saved when none)
@@ -480,7 +483,7 @@ class MatrixCache:
         ids, rows = self.sample(limit)
         return ids.copy(), rows @ q.astype(np.float32, copy=False)
 
-    def scores_for(self, q: np.ndarray, item_ids) -> dict[int, float]:
+    def scores_for(self, q: np.ndarray, item_ids: Iterable[int]) -> dict[int, float]:
         """{id: cosine of `q`} for these ids (those without a vector left out), in their order."""
         ids = np.fromiter(item_ids, dtype=np.int64)
         with self.lock:

@@ -555,32 +555,36 @@ class TraitTreeModel(QAbstractItemModel):
                     return self.index(r, column, self.index(d, 0))
         return QModelIndex()
 
+    def _dimension_data(self, index, col: int, role):
+        """A dimension's row: its name, its best confidence, how many of its traits are active."""
+        if index.internalId() != 0 or not (0 <= index.row() < len(self._dims)):
+            return None
+        dim = self._dims[index.row()]
+        lst = self._by_dim[dim]
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == 0:
+                return dim
+            if col == 1:
+                return f"{max(x.confidence for x in lst):.2f}" if lst else ""
+            if col == self.EVIDENCE:
+                n = sum(1 for x in lst if x.status == "active")
+                return f"{n} active trait{'s' if n != 1 else ''}"
+            return ""
+        if role == Qt.ItemDataRole.FontRole and col == 0:
+            f = QFont()
+            f.setBold(True)
+            return f
+        if role == KeyRole:
+            return ("dimension", dim)
+        return None
+
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         col = index.column()
         t = self.trait_at(index)
         if t is None:
-            if index.internalId() != 0 or not (0 <= index.row() < len(self._dims)):
-                return None
-            dim = self._dims[index.row()]
-            lst = self._by_dim[dim]
-            if role == Qt.ItemDataRole.DisplayRole:
-                if col == 0:
-                    return dim
-                if col == 1:
-                    return f"{max(x.confidence for x in lst):.2f}" if lst else ""
-                if col == self.EVIDENCE:
-                    n = sum(1 for x in lst if x.status == "active")
-                    return f"{n} active trait{'s' if n != 1 else ''}"
-                return ""
-            if role == Qt.ItemDataRole.FontRole and col == 0:
-                f = QFont()
-                f.setBold(True)
-                return f
-            if role == KeyRole:
-                return ("dimension", dim)
-            return None
+            return self._dimension_data(index, col, role)
         if role == Qt.ItemDataRole.DisplayRole:
             return [
                 t.value,
