@@ -167,8 +167,9 @@ def test_runtime_imports_follow_layers(package):
 # The rooms inside memory_core and app (a folder, or a module beside the folders) and the rooms each may import
 # from its own package: docs/architecture.md's table of rooms. A new edge is a decision, made here and there.
 MC_BASE = {"memory_core.types", "memory_core.text", "memory_core.storage"}
-# app's helpers beside its folders: the version, private files, one-line messages and errors, words and figures
-APP_BASE = {"app", "app.private_files", "app.messages", "app.errors", "app.wording"}
+# app's helpers beside its folders: the version, private files, one-line messages and errors, words and figures,
+# the settings' dataclasses
+APP_BASE = {"app", "app.private_files", "app.messages", "app.errors", "app.wording", "app.settings"}
 ROOMS = {
     "memory_core.storage": {"memory_core.types", "memory_core.text"},
     "memory_core.pages": MC_BASE,
@@ -183,7 +184,9 @@ ROOMS = {
     "memory_core.spaces": MC_BASE
     | {"memory_core.conversations", "memory_core.pages", "memory_core.persona", "memory_core.segments"},
     "memory_core.curation": MC_BASE | {"memory_core.pages", "memory_core.persona", "memory_core.segments"},
-    "memory_core.readable_export": MC_BASE,
+    # the components it reads, named for their types
+    "memory_core.readable_export": MC_BASE
+    | {"memory_core.conversations", "memory_core.pages", "memory_core.persona", "memory_core.segments"},
     "memory_core.cubes": MC_BASE
     | {
         "memory_core.conversations",
@@ -192,13 +195,14 @@ ROOMS = {
         "memory_core.segments",
         "memory_core.readable_export",
     },
-    "app.runtime": APP_BASE | {"app.settings"},
+    "app.runtime": APP_BASE,
     "app.parametric": APP_BASE | {"app.runtime"},
-    "app.importers": APP_BASE | {"app.runtime"},
+    # the rooms an AppContext is handed to name its type (app.context, the composition root)
+    "app.importers": APP_BASE | {"app.runtime", "app.context"},
     # the turn uses the memory verbs a message can ask for (remember, forget): app.operations.remember
     "app.chat": APP_BASE | {"app.operations", "app.parametric", "app.runtime"},
-    "app.operations": APP_BASE | {"app.chat", "app.importers", "app.runtime", "app.settings"},
-    "app.doors": APP_BASE | {"app.chat", "app.operations", "app.runtime"},
+    "app.operations": APP_BASE | {"app.chat", "app.importers", "app.runtime", "app.context"},
+    "app.doors": APP_BASE | {"app.chat", "app.operations", "app.runtime", "app.context"},
     "app.evaluation": APP_BASE | {"app.chat", "app.importers"},
 }
 
