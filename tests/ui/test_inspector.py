@@ -390,6 +390,7 @@ def test_pin_page_and_segment(qtbot, store, filled, panel_factory):
     view.pin_btn.click()
     settle(panel)
     assert store.pages.get(target.id).pinned
+    assert panel.status_label.text() == f"Page {target.id} pinned."  # what the verb says it did
     row = view.model.row_of_key(target.id)
     assert view.model.index(row, view.model.column_index("pinned")).data() == "pinned"
     assert view.pin_btn.text() == "Unpin"
@@ -404,6 +405,7 @@ def test_pin_page_and_segment(qtbot, store, filled, panel_factory):
     panel.segments.pin_btn.click()
     settle(panel)
     assert store.segments.get(seg.id).pinned
+    assert panel.status_label.text() == f"Topic {seg.id} pinned."
     rec = panel.segments.model.peek(panel.segments.model.row_of_key(seg.id))
     assert rec.pinned
 

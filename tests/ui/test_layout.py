@@ -212,6 +212,7 @@ def test_saved_memories_edit_pin_and_forget_act_on_the_store(make_window, qtbot)
         view.row_of("trait", trait.id).pin_btn.click()
         qtbot.waitUntil(lambda: view.row_of("trait", trait.id).memory.pinned, timeout=20_000)
         assert view.row_of("trait", trait.id).pin_btn.text() == "Unpin" and view.rows[0].memory.kind == "trait"
+        assert panel.status_label.text() == f"Trait {trait.id} pinned."  # the same words as the CLI's
         panel.confirm = lambda title, text, action="Forget": True
         view.row_of("knowledge", fact.id).forget_btn.click()
         qtbot.waitUntil(lambda: view.row_of("knowledge", fact.id) is None, timeout=20_000)

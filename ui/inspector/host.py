@@ -20,7 +20,10 @@ class PanelHost(Protocol):
     worker: UiWorker
 
     def act(
-        self, fn: Callable[[Any], Any], message: str | Callable[[Any], str], after: Callable[[], None] | None = None
+        self,
+        fn: Callable[[Any], Any],
+        message: str | Callable[[Any], str] | None = None,
+        after: Callable[[], None] | None = None,
     ) -> None: ...
 
     def ask_new_item(self, dimensions: list[str]) -> dict | None: ...

@@ -262,7 +262,7 @@ class SavedMemoriesView(QWidget):
 
     def pin(self, m: SavedMemory) -> None:
         new = not m.pinned
-        self.panel.act(lambda s: memory_verbs.pin(s, m.kind, m.id, new), lambda done: done.describe())
+        self.panel.act(lambda s: memory_verbs.pin(s, m.kind, m.id, new))
 
     def forget(self, m: SavedMemory) -> None:
         if not self.panel.confirm(
@@ -272,7 +272,7 @@ class SavedMemoriesView(QWidget):
             "Forget",
         ):
             return
-        self.panel.act(lambda s: memory_verbs.forget(s, m.kind, m.id), lambda done: done.describe())
+        self.panel.act(lambda s: memory_verbs.forget(s, m.kind, m.id))
 
     def _add(self) -> None:
         add = getattr(self.panel, "add_memory", None)

@@ -195,14 +195,23 @@ class InspectorPanel(QWidget):
 
     # ------------------------------------------------------------------ worker plumbing
     def act(
-        self, fn: Callable[[Any], Any], message: str | Callable[[Any], str], after: Callable[[], None] | None = None
+        self,
+        fn: Callable[[Any], Any],
+        message: str | Callable[[Any], str] | None = None,
+        after: Callable[[], None] | None = None,
     ) -> None:
         """Change memory on the worker, then refresh every view (selection and scroll are kept). `message`
-        is the status line, or a function that writes it from what `fn` returned."""
+        is the status line, or a function that writes it from what `fn` returned; by default it is what that
+        says of itself (a memory verb's record, app.operations: `describe()`)."""
         label = message if isinstance(message, str) else "changing memory"
 
+        def said(result: Any) -> str:
+            if isinstance(message, str):
+                return message
+            return message(result) if message is not None else str(result.describe())
+
         def done(result):
-            self.status(message if isinstance(message, str) else message(result))
+            self.status(said(result))
             if after is not None:
                 after()
             self.memory_changed.emit()

@@ -17,11 +17,6 @@ from ui.inspector.models import LazyTableModel
 from ui.inspector.tables import InspectorTable
 
 
-def described(result: Any) -> str:
-    """The status line for a memory verb's result (app.operations.memory): the words it says of itself."""
-    return str(result.describe())
-
-
 def muted_html() -> str:
     """The colour of secondary text in a rich-text pane, from the theme (a fixed grey was unreadable in dark mode)."""
     return theme.colors().muted
@@ -102,7 +97,7 @@ class PinAndForget:
         if it is None:
             return
         new, kind = not it.pinned, self.kind
-        self.panel.act(lambda s: memory_verbs.pin(s, kind, it.id, new), described)
+        self.panel.act(lambda s: memory_verbs.pin(s, kind, it.id, new))
 
     def forget_selected(self) -> None:
         rows = self.table.selected_rows()
@@ -120,7 +115,7 @@ class PinAndForget:
         if not self.panel.confirm(title, text, "Forget"):
             return
         kind = self.kind
-        self.panel.act(lambda s: memory_verbs.forget(s, kind, ids), described)
+        self.panel.act(lambda s: memory_verbs.forget(s, kind, ids))
 
 
 # the columns of each table that only the Details switch shows (their words are the memory core's)

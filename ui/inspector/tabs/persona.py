@@ -30,7 +30,7 @@ from ui.inspector.delegates import BarDelegate
 from ui.inspector.host import PanelHost
 from ui.inspector.models import SPACE_TIP, ListModel, elide_tip, space_label
 from ui.inspector.tables import InspectorTable
-from ui.inspector.tabs.common import browser, button, button_rows, described, heading, muted_html
+from ui.inspector.tabs.common import browser, button, button_rows, heading, muted_html
 from ui.spaces_dialog import SpaceActions
 
 
@@ -416,7 +416,7 @@ class PersonaView(QWidget):
             return
         kind, r = self.item
         new = not r.pinned
-        self.panel.act(lambda s: memory_verbs.pin(s, kind, r.id, new), described)
+        self.panel.act(lambda s: memory_verbs.pin(s, kind, r.id, new))
 
     def forget_selected(self) -> None:
         items = self._selected()
